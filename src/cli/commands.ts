@@ -1,0 +1,117 @@
+import type { Outcome } from '../lib/outcome.ts'
+import type { Services } from '../services.ts'
+
+/** Parsed `--flag value` options; a flag without a value is `true`. */
+export type Flags = Record<string, string | true>
+
+export type CommandResult =
+  | { ok: true; result: Record<string, unknown> }
+  | { ok: false; usage: boolean; message: string; details?: { path: string; message: string }[] }
+
+interface Command {
+  usage: string
+  required: string[]
+  run(s: Services, f: Record<string, string>): Promise<Outcome<Record<string, unknown>>>
+}
+
+const int = (v: string) => (/^\d+$/.test(v) ? Number(v) : NaN)
+const list = (v: string | undefined) => (v ? v.split(',').map((x) => x.trim()).filter(Boolean) : [])
+const map = async <T, R>(p: Promise<Outcome<T>>, f: (v: T) => R): Promise<Outcome<R>> => {
+  const r = await p
+  return r.ok ? { ok: true, value: f(r.value) } : r
+}
+const projectView = (p: { id: string; name: string; status: string }) => ({ id: p.id, name: p.name, status: p.status })
+
+/** R25: the operator's commands. The CLI and the admin socket both run them through `runCommand`. */
+export const COMMANDS: Record<string, Command> = {
+  'project create': {
+    usage: 'project create --name NAME',
+    required: ['name'],
+    run: (s, f) => map(s.projects.create(f.name), projectView),
+  },
+  'project set-status': {
+    usage: 'project set-status --project ID --status active|inactive',
+    required: ['project', 'status'],
+    run: (s, f) => map(s.projects.setStatus(f.project, f.status), projectView),
+  },
+  'project set-limits': {
+    usage: 'project set-limits --project ID --minute N --hour N --day N',
+    required: ['project', 'minute', 'hour', 'day'],
+    run: (s, f) => map(s.projects.setLimits(f.project, { minute: int(f.minute), hour: int(f.hour), day: int(f.day) }), (p) => ({ ...projectView(p), limits: p.limits })),
+  },
+  'project set-ip-allowlist': {
+    usage: 'project set-ip-allowlist --project ID --cidrs a,b   (empty clears)',
+    required: ['project', 'cidrs'],
+    run: (s, f) => map(s.projects.setIpAllowlist(f.project, list(f.cidrs)), (p) => ({ ...projectView(p), ip_allowlist: p.ipAllowlist })),
+  },
+  'key create': {
+    usage: 'key create --project ID --mode test|live --name NAME [--scopes a,b]',
+    required: ['project', 'mode', 'name'],
+    run: (s, f) =>
+      map(s.keys.create({ projectId: f.project, mode: f.mode, name: f.name, scopes: f.scopes === undefined ? undefined : list(f.scopes) }), (k) => ({
+        id: k.record.id,
+        key: k.key,
+        mode: k.record.mode,
+        scopes: k.record.scopes,
+      })),
+  },
+  'key revoke': {
+    usage: 'key revoke --key-id ID',
+    required: ['key-id'],
+    run: (s, f) => map(s.keys.revoke(f['key-id']), (k) => ({ id: k.id, revoked_at: k.revokedAt?.toISOString() ?? null })),
+  },
+  'key list': {
+    usage: 'key list --project ID',
+    required: ['project'],
+    run: async (s, f) => ({
+      ok: true,
+      value: {
+        keys: (await s.keys.list(f.project)).map((k) => ({ id: k.id, name: k.name, mode: k.mode, prefix: k.displayPrefix, scopes: k.scopes, created_at: k.createdAt.toISOString(), last_used_at: k.lastUsedAt?.toISOString() ?? null, revoked_at: k.revokedAt?.toISOString() ?? null })),
+      },
+    }),
+  },
+  'user create': {
+    usage: 'user create --email E --password P --project ID',
+    required: ['email', 'password', 'project'],
+    run: (s, f) => map(s.users.create({ email: f.email, password: f.password, projectId: f.project }), (u) => ({ id: u.id, email: u.email, project: u.projectId })),
+  },
+}
+
+export const USAGE = `Usage: npm run cli -- <command> [--json]\n\nCommands:\n${Object.values(COMMANDS).map((c) => `  ${c.usage}`).join('\n')}`
+
+/** Splits argv into the command words and `--flag value` options. */
+export function parseArgs(argv: string[]): { words: string[]; flags: Flags } {
+  const words: string[] = []
+  const flags: Flags = {}
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]
+    if (a.startsWith('--')) {
+      const eq = a.indexOf('=')
+      if (eq > 0) flags[a.slice(2, eq)] = a.slice(eq + 1)
+      else if (i + 1 < argv.length && !argv[i + 1].startsWith('--')) flags[a.slice(2)] = argv[++i]
+      else flags[a.slice(2)] = true
+    } else words.push(a)
+  }
+  return { words, flags }
+}
+
+/** Checks the words and flags of a command line, then runs it. */
+export async function runCommand(services: Services, words: string[], flags: Flags): Promise<CommandResult> {
+  const name = words.join(' ')
+  const cmd = COMMANDS[name]
+  if (!cmd) return { ok: false, usage: true, message: `Unknown command "${name}".\n\n${USAGE}` }
+  const values: Record<string, string> = {}
+  const problems: { path: string; message: string }[] = []
+  for (const [k, v] of Object.entries(flags)) {
+    if (k === 'json') continue
+    if (v === true) {
+      // `--cidrs` with nothing after it clears the allow-list.
+      if (k === 'cidrs') values[k] = ''
+      else problems.push({ path: `--${k}`, message: 'needs a value' })
+    } else values[k] = v
+  }
+  for (const r of cmd.required) if (values[r] === undefined) problems.push({ path: `--${r}`, message: 'is required' })
+  if (problems.length) return { ok: false, usage: true, message: `${problems.map((p) => `${p.path} ${p.message}`).join('; ')}\nUsage: npm run cli -- ${cmd.usage}`, details: problems }
+  const out = await cmd.run(services, values)
+  return out.ok ? { ok: true, result: out.value } : { ok: false, usage: false, message: out.message, details: out.details }
+}

@@ -1,0 +1,66 @@
+import { ConfigError, loadConfig } from '../config.ts'
+import { openDatabase, pgliteDirOf } from '../db/client.ts'
+import { systemClock } from '../lib/clock.ts'
+import { createLogger } from '../lib/logger.ts'
+import { sendAdminCommand } from '../server/admin-socket.ts'
+import { lockDataDir } from '../server/data-dir-lock.ts'
+import { createServices } from '../services.ts'
+import { parseArgs, runCommand, USAGE, type CommandResult, type Flags } from './commands.ts'
+
+/**
+ * R25: `npm run cli -- <command> [--json]`. On PostgreSQL it opens the database itself; on the
+ * embedded database it asks the running server through its admin socket, or opens PGlite when
+ * no server runs. Exit codes: 0 done, 1 refused (for example not found), 2 bad usage.
+ */
+async function execute(words: string[], flags: Flags): Promise<CommandResult> {
+  const config = loadConfig()
+  if (!config.databaseUrl) {
+    const viaServer = await sendAdminCommand(config.dataDir, words, flags)
+    if (viaServer) return viaServer
+    const lock = lockDataDir(config.dataDir, 'cli')
+    if ('heldBy' in lock) return { ok: false, usage: false, message: `The embedded database is in use by ${lock.heldBy} and its admin socket does not answer.` }
+    try {
+      return await withServices(config.databaseUrl, pgliteDirOf(config.dataDir), words, flags)
+    } finally {
+      lock.release()
+    }
+  }
+  return withServices(config.databaseUrl, null, words, flags)
+}
+
+async function withServices(databaseUrl: string | null, pgliteDir: string | null, words: string[], flags: Flags) {
+  const database = await openDatabase({ databaseUrl, pgliteDir, poolSize: 2 })
+  const services = await createServices({ database, clock: systemClock, logger: createLogger('warn'), baseUrl: '' })
+  try {
+    return await runCommand(services, words, flags)
+  } finally {
+    await services.stop()
+    await database.close()
+  }
+}
+
+function print(result: CommandResult, json: boolean) {
+  if (json) {
+    const out = result.ok ? result.result : { error: { message: result.message, details: result.details ?? [] } }
+    ;(result.ok ? console.log : console.error)(JSON.stringify(out))
+    return
+  }
+  if (!result.ok) return console.error(result.message)
+  for (const [k, v] of Object.entries(result.result)) console.log(`${k}: ${typeof v === 'object' ? JSON.stringify(v) : v}`)
+}
+
+const { words, flags } = parseArgs(process.argv.slice(2))
+const json = flags.json === true
+if (words.length === 0 || flags.help) {
+  console.log(USAGE)
+  process.exit(words.length === 0 && !flags.help ? 2 : 0)
+}
+try {
+  const result = await execute(words, flags)
+  print(result, json)
+  process.exit(result.ok ? 0 : result.usage ? 2 : 1)
+} catch (e) {
+  const message = e instanceof ConfigError ? `Configuration error: ${e.message}` : `Failed: ${e instanceof Error ? e.message : String(e)}`
+  print({ ok: false, usage: false, message }, json)
+  process.exit(1)
+}

@@ -1,0 +1,41 @@
+import type { Database } from './client.ts'
+
+/** A record whose cached copies must be dropped: keys and projects feed the auth cache. */
+export type Change = { kind: 'key' | 'project'; id: string } | { kind: 'all' }
+
+export interface ChangeFeed {
+  /** Tells this process at once and every other instance through NOTIFY (after commit). */
+  publish(change: Change): Promise<void>
+  subscribe(fn: (change: Change) => void): () => void
+  stop(): Promise<void>
+}
+
+const CHANNEL = 'cache_changes'
+
+export async function createChangeFeed(database: Database): Promise<ChangeFeed> {
+  const subscribers = new Set<(c: Change) => void>()
+  const emit = (c: Change) => subscribers.forEach((fn) => fn(c))
+  const unlisten = await database.listen(
+    CHANNEL,
+    (payload) => {
+      try {
+        emit(JSON.parse(payload) as Change)
+      } catch {
+        emit({ kind: 'all' })
+      }
+    },
+    // Notifications sent while the listening connection was down are lost: forget everything.
+    () => emit({ kind: 'all' }),
+  )
+  return {
+    async publish(change) {
+      emit(change)
+      await database.notify(CHANNEL, JSON.stringify(change))
+    },
+    subscribe(fn) {
+      subscribers.add(fn)
+      return () => subscribers.delete(fn)
+    },
+    stop: unlisten,
+  }
+}

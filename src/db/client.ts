@@ -1,0 +1,90 @@
+import { mkdirSync } from 'node:fs'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { PGlite } from '@electric-sql/pglite'
+import { sql, type SQL } from 'drizzle-orm'
+import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
+import { drizzle as drizzlePglite } from 'drizzle-orm/pglite'
+import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator'
+import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
+import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
+import postgres from 'postgres'
+import * as schema from './schema.ts'
+
+export type Schema = typeof schema
+export type Db = PgDatabase<PgQueryResultHKT, Schema>
+
+/** One database handle for both back ends; repositories see only `db` and `rows`. */
+export interface Database {
+  kind: 'pglite' | 'postgres'
+  db: Db
+  /** Raw SQL rows, whichever driver (postgres.js returns an array, PGlite `{ rows }`). */
+  rows<T = Record<string, unknown>>(query: SQL): Promise<T[]>
+  /** Subscribe to a NOTIFY channel; returns an unsubscribe function. */
+  listen(channel: string, onPayload: (payload: string) => void, onReconnect?: () => void): Promise<() => Promise<void>>
+  notify(channel: string, payload: string): Promise<void>
+  close(): Promise<void>
+}
+
+const MIGRATIONS = fileURLToPath(new URL('../../drizzle', import.meta.url))
+/** Any constant works; it only has to be the same in every instance. */
+const MIGRATION_LOCK_ID = 727_001
+
+export interface OpenOptions {
+  databaseUrl: string | null
+  /** PGlite data directory; `null` for an in-memory database (tests). */
+  pgliteDir: string | null
+  /** postgres.js pool size. */
+  poolSize?: number
+}
+
+/** Opens the configured database and applies pending migrations (R2). */
+export async function openDatabase(opts: OpenOptions): Promise<Database> {
+  const database = opts.databaseUrl ? await openPostgres(opts.databaseUrl, opts.poolSize ?? 10) : await openPglite(opts.pgliteDir)
+  return database
+}
+
+async function openPostgres(url: string, max: number): Promise<Database> {
+  // Migrate on a dedicated connection holding an advisory lock, so instances starting together
+  // take turns; drizzle's migrator takes no lock of its own (TOOLING.md).
+  const lockConn = postgres(url, { max: 1, onnotice: () => {} })
+  try {
+    await lockConn`select pg_advisory_lock(${MIGRATION_LOCK_ID})`
+    await migratePostgres(drizzlePostgres(lockConn), { migrationsFolder: MIGRATIONS })
+    await lockConn`select pg_advisory_unlock(${MIGRATION_LOCK_ID})`
+  } finally {
+    await lockConn.end()
+  }
+  const client = postgres(url, { max, onnotice: () => {} })
+  const db = drizzlePostgres(client, { schema }) as unknown as Db
+  return {
+    kind: 'postgres',
+    db,
+    rows: async (q) => (await db.execute(q)) as unknown as any[],
+    listen: async (channel, onPayload, onReconnect) => {
+      const sub = await client.listen(channel, onPayload, onReconnect)
+      return () => sub.unlisten()
+    },
+    notify: async (channel, payload) => { await client`select pg_notify(${channel}, ${payload})` },
+    close: () => client.end({ timeout: 5 }),
+  }
+}
+
+async function openPglite(dir: string | null): Promise<Database> {
+  if (dir) mkdirSync(dir, { recursive: true })
+  const client = new PGlite(dir ?? undefined)
+  await client.waitReady
+  const db = drizzlePglite(client, { schema }) as unknown as Db
+  await migratePglite(db as any, { migrationsFolder: MIGRATIONS })
+  return {
+    kind: 'pglite',
+    db,
+    rows: async (q) => ((await db.execute(q)) as unknown as { rows: any[] }).rows,
+    listen: async (channel, onPayload) => client.listen(channel, onPayload),
+    notify: async (channel, payload) => { await client.query('select pg_notify($1, $2)', [channel, payload]) },
+    close: () => client.close(),
+  }
+}
+
+export const pgliteDirOf = (dataDir: string) => join(dataDir, 'pglite')
+export { sql }

@@ -1,0 +1,105 @@
+import { sql } from 'drizzle-orm'
+import {
+  bigint, boolean, index, integer, jsonb, numeric, pgTable, primaryKey, text, timestamp, uuid,
+} from 'drizzle-orm/pg-core'
+
+const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' })
+
+export const projects = pgTable('projects', {
+  id: text('id').primaryKey(),
+  name: text('name').notNull(),
+  status: text('status', { enum: ['active', 'inactive'] }).notNull().default('active'),
+  rateLimitMinute: integer('rate_limit_minute').notNull().default(60),
+  rateLimitHour: integer('rate_limit_hour').notNull().default(1000),
+  rateLimitDay: integer('rate_limit_day').notNull().default(10000),
+  /** CIDRs; empty means no restriction (R22). */
+  ipAllowlist: text('ip_allowlist').array().notNull().default(sql`'{}'::text[]`),
+  createdAt: ts('created_at').notNull().defaultNow(),
+  updatedAt: ts('updated_at').notNull().defaultNow(),
+})
+
+export const apiKeys = pgTable('api_keys', {
+  id: text('id').primaryKey(),
+  projectId: text('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
+  name: text('name').notNull(),
+  mode: text('mode', { enum: ['test', 'live'] }).notNull(),
+  /** SHA-256 of the full key; the key itself is never stored (R22). */
+  hash: text('hash').notNull().unique(),
+  /** What the dashboard shows, e.g. `sk_test_AbCd…wxyz`. */
+  displayPrefix: text('display_prefix').notNull(),
+  scopes: text('scopes').array().notNull(),
+  createdAt: ts('created_at').notNull().defaultNow(),
+  lastUsedAt: ts('last_used_at'),
+  revokedAt: ts('revoked_at'),
+}, (t) => [index('api_keys_project_idx').on(t.projectId)])
+
+export const transactions = pgTable('transactions', {
+  id: uuid('id').primaryKey(),
+  projectId: text('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
+  testingMode: boolean('testing_mode').notNull(),
+  transactionNumber: text('transaction_number').notNull().unique(),
+  status: text('status').notNull(),
+  amountUsd: numeric('amount_usd', { precision: 12, scale: 2 }).notNull(),
+  currency: text('currency').notNull().default('USD'),
+  orderId: text('order_id'),
+  orderDescription: text('order_description'),
+  customerEmail: text('customer_email'),
+  customerName: text('customer_name'),
+  customerIpAddress: text('customer_ip_address'),
+  metadata: jsonb('metadata').$type<Record<string, string | number | boolean | null>>(),
+  successUrl: text('success_url'),
+  cancelUrl: text('cancel_url'),
+  tokenSymbol: text('token_symbol'),
+  /** Smallest token units, exact (numeric(78,0) holds any uint256). */
+  tokenAmount: numeric('token_amount', { precision: 78, scale: 0 }),
+  blockchainNetwork: text('blockchain_network'),
+  depositAddress: text('deposit_address'),
+  amountReceived: numeric('amount_received', { precision: 78, scale: 0 }),
+  transactionHash: text('transaction_hash'),
+  blockNumber: bigint('block_number', { mode: 'number' }),
+  confirmations: integer('confirmations'),
+  requiredConfirmations: integer('required_confirmations'),
+  confirmedAt: ts('confirmed_at'),
+  completedAt: ts('completed_at'),
+  expiresAt: ts('expires_at').notNull(),
+  createdAt: ts('created_at').notNull(),
+  updatedAt: ts('updated_at').notNull(),
+  /** Optimistic concurrency: every transition bumps it. */
+  version: integer('version').notNull().default(0),
+}, (t) => [
+  index('transactions_list_idx').on(t.projectId, t.testingMode, t.createdAt.desc(), t.id.desc()),
+  index('transactions_status_idx').on(t.projectId, t.testingMode, t.status, t.createdAt.desc()),
+])
+
+/** R6: first response of a create call, replayed for the same key and body within 24 h. */
+export const idempotencyKeys = pgTable('idempotency_keys', {
+  projectId: text('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
+  mode: text('mode', { enum: ['test', 'live'] }).notNull(),
+  key: text('key').notNull(),
+  requestHash: text('request_hash').notNull(),
+  statusCode: integer('status_code').notNull(),
+  /** The exact bytes first sent, so a replay is byte-identical. */
+  response: text('response').notNull(),
+  createdAt: ts('created_at').notNull(),
+}, (t) => [primaryKey({ columns: [t.projectId, t.mode, t.key] }), index('idempotency_created_idx').on(t.createdAt)])
+
+/** R23: one row per subject and fixed UTC window; changed only through rate_limit_take(). */
+export const rateLimitCounters = pgTable('rate_limit_counters', {
+  subject: text('subject').notNull(),
+  window: text('window', { enum: ['minute', 'hour', 'day'] }).notNull(),
+  windowStart: ts('window_start').notNull(),
+  used: integer('used').notNull(),
+}, (t) => [primaryKey({ columns: [t.subject, t.window, t.windowStart] }), index('rate_limit_window_idx').on(t.windowStart)])
+
+export const users = pgTable('users', {
+  id: text('id').primaryKey(),
+  email: text('email').notNull().unique(),
+  passwordHash: text('password_hash').notNull(),
+  createdAt: ts('created_at').notNull().defaultNow(),
+})
+
+export const projectMembers = pgTable('project_members', {
+  userId: text('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+  projectId: text('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
+  createdAt: ts('created_at').notNull().defaultNow(),
+}, (t) => [primaryKey({ columns: [t.userId, t.projectId] })])

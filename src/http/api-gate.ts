@@ -1,0 +1,99 @@
+import { Elysia } from 'elysia'
+import type { Scope } from '../keys/api-key.ts'
+import type { KeyService, Principal } from '../keys/key.service.ts'
+import { ipAllowed } from '../lib/cidr.ts'
+import { newRequestId } from '../lib/ids.ts'
+import type { RateLimiter } from '../limits/rate-limiter.ts'
+import { WINDOWS } from '../limits/windows.ts'
+import type { RateLimits } from '../projects/project.service.ts'
+import { factsOf, peerIpOf, setFacts } from './context.ts'
+import { ApiError } from './errors.ts'
+import { forwardedFor, isApiPath, refuseInsecure } from './transport.ts'
+
+/** R5: larger bodies get 413 before they are read. */
+export const MAX_BODY_BYTES = 64 * 1024
+
+export interface GateDeps {
+  keys: KeyService
+  limiter: RateLimiter
+  /** Limits for requests without a valid key, counted per client IP (R23). */
+  anonymousLimits: RateLimits
+  trustProxy: boolean
+  httpsOrigin: string
+}
+
+const capitalized = { minute: 'Minute', hour: 'Hour', day: 'Day' } as const
+
+/**
+ * Runs before routing for every request: request id, transport (R3 under TRUST_PROXY), and
+ * for /api the key (R22), the rate limit (R23) with its nine headers, project status, IP
+ * allow-list and declared body size. Running before routing means unknown routes, bad bodies
+ * and validation errors still carry the headers and never reveal anything to an unknown caller.
+ */
+export function apiGate(deps: GateDeps) {
+  return new Elysia({ name: 'api-gate' }).onRequest(async ({ request, set }) => {
+    const requestId = newRequestId()
+    set.headers['x-request-id'] = requestId
+    let clientIp = peerIpOf(request)
+    if (deps.trustProxy) {
+      if ((request.headers.get('x-forwarded-proto') ?? '').toLowerCase() !== 'https') {
+        const res = refuseInsecure(request, deps.httpsOrigin)
+        res.headers.set('x-request-id', requestId)
+        return res
+      }
+      clientIp = forwardedFor(request) ?? clientIp
+    }
+    const facts: { requestId: string; clientIp: string | null; principal?: Principal } = { requestId, clientIp }
+    setFacts(request, facts)
+    const pathname = new URL(request.url).pathname
+    if (!isApiPath(pathname)) return
+    set.headers['cache-control'] = 'no-store'
+
+    const token = bearerToken(request.headers.get('authorization'))
+    const principal = token ? await deps.keys.authenticate(token) : null
+    const decision = principal
+      ? await deps.limiter.check(`project:${principal.projectId}`, principal.project.limits)
+      : await deps.limiter.check(`ip:${clientIp ?? 'unknown'}`, deps.anonymousLimits)
+    for (const w of WINDOWS) {
+      const s = decision.windows[w]
+      set.headers[`x-ratelimit-limit-${w}`] = String(s.limit)
+      set.headers[`x-ratelimit-remaining-${w}`] = String(s.remaining)
+      set.headers[`x-ratelimit-reset-${w}`] = new Date(s.reset).toISOString()
+    }
+    if (!decision.allowed) {
+      set.headers['retry-after'] = String(decision.retryAfter)
+      const exhausted = WINDOWS.filter((w) => decision.windows[w].remaining === 0).map((w) => capitalized[w].toLowerCase())
+      throw new ApiError('rate_limited', `Rate limit exceeded (${exhausted.join(', ')} window). Retry after ${decision.retryAfter} s.`)
+    }
+    if (!principal) {
+      throw new ApiError('unauthenticated', token === null ? 'Missing API key: send "Authorization: Bearer sk_test_..." or sk_live_...' : 'Invalid API key')
+    }
+    if (principal.project.status !== 'active') throw new ApiError('forbidden', 'This project is not active')
+    if (!ipAllowed(principal.project.ipAllowlist, clientIp)) throw new ApiError('forbidden', `Requests from ${clientIp ?? 'this address'} are not in this project's IP allow-list`)
+    facts.principal = principal
+
+    const length = request.headers.get('content-length')
+    if (length !== null && Number(length) > MAX_BODY_BYTES) throw new ApiError('payload_too_large', `Request body is larger than ${MAX_BODY_BYTES} bytes`)
+  })
+}
+
+/** The token of an `Authorization: Bearer` header; '' for a malformed header, null when absent. */
+function bearerToken(header: string | null): string | null {
+  if (header === null) return null
+  const m = /^Bearer[ ]+(\S+)\s*$/i.exec(header)
+  return m ? m[1] : ''
+}
+
+/** The authenticated caller; the gate has already refused requests without one. */
+export function principalOf(request: Request): Principal {
+  const p = factsOf(request)?.principal
+  if (!p) throw new ApiError('unauthenticated', 'Missing API key')
+  return p
+}
+
+/** A `transform` hook: refuses keys without `scope` before the body is read or validated (R22). */
+export function requireScope(scope: Scope) {
+  return ({ request }: { request: Request }) => {
+    if (!principalOf(request).scopes.includes(scope)) throw new ApiError('forbidden', `This API key lacks the ${scope} scope`)
+  }
+}

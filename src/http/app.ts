@@ -1,0 +1,57 @@
+import { Elysia, ValidationError } from 'elysia'
+import type { Logger } from '../lib/logger.ts'
+import type { FieldProblem } from '../lib/outcome.ts'
+import { statsController } from '../modules/stats/index.ts'
+import { transactionsController } from '../modules/transactions/index.ts'
+import type { Services } from '../services.ts'
+import { apiGate } from './api-gate.ts'
+import { factsOf } from './context.ts'
+import { ApiError, errorResponse } from './errors.ts'
+import { openapi } from './openapi.ts'
+
+export interface AppOptions {
+  trustProxy: boolean
+  /** Where insecure requests are redirected (R3). */
+  httpsOrigin: string
+  logger: Logger
+}
+
+/** The whole HTTP surface, runtime-neutral: serve it with `app.handle` on Bun or Deno. */
+export function createApp(services: Services, opts: AppOptions) {
+  return new Elysia({ normalize: false })
+    .use(apiGate({ keys: services.keys, limiter: services.limiter, anonymousLimits: services.anonymousLimits, trustProxy: opts.trustProxy, httpsOrigin: opts.httpsOrigin }))
+    .onRequest(({ set }) => {
+      set.headers['x-content-type-options'] = 'nosniff'
+      set.headers['referrer-policy'] = 'no-referrer'
+      set.headers['x-frame-options'] = 'DENY'
+      set.headers['strict-transport-security'] = 'max-age=31536000'
+    })
+    .onError(({ code, error, request }) => {
+      const requestId = factsOf(request)?.requestId
+      if (error instanceof ApiError) return errorResponse(error.code, error.message, { details: error.details, requestId })
+      if (code === 'VALIDATION') {
+        const details = validationDetails(error as ValidationError)
+        return errorResponse('invalid_request', `Invalid request: ${details.map((d) => `${d.path} ${d.message}`).join('; ')}`, { details, requestId })
+      }
+      if (code === 'NOT_FOUND') return errorResponse('not_found', `No route ${request.method} ${new URL(request.url).pathname}`, { requestId })
+      if (code === 'PARSE') return errorResponse('invalid_request', 'Request body could not be parsed', { requestId })
+      opts.logger.error('unhandled error', { requestId, method: request.method, path: new URL(request.url).pathname, error: error instanceof Error ? error.stack : String(error) })
+      return errorResponse('internal', `Internal server error. Quote request id ${requestId} when reporting it.`, { requestId })
+    })
+    .use(openapi())
+    .get('/', ({ redirect }) => redirect('/swagger'), { detail: { hide: true } })
+    .use(transactionsController({ transactions: services.transactions }))
+    .use(statsController({ stats: services.stats }))
+}
+
+export type App = ReturnType<typeof createApp>
+
+function validationDetails(e: ValidationError): FieldProblem[] {
+  const seen = new Map<string, string>()
+  for (const v of e.all) {
+    const raw = 'path' in v ? String(v.path) : ''
+    const path = raw.replace(/^\//, '').replace(/\//g, '.') || e.type
+    if (!seen.has(path)) seen.set(path, v.summary ?? v.message)
+  }
+  return [...seen].map(([path, message]) => ({ path, message }))
+}

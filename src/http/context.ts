@@ -1,0 +1,26 @@
+import type { Principal } from '../keys/key.service.ts'
+
+/**
+ * Per-request facts the runtime adapter and the /api gate learn before Elysia routes the
+ * request. Keyed by the Request object, so nothing leaks between requests.
+ */
+export interface RequestFacts {
+  requestId: string
+  /** Client address as the runtime saw it, or from X-Forwarded-For under TRUST_PROXY. */
+  clientIp: string | null
+  principal?: Principal
+}
+
+const facts = new WeakMap<Request, RequestFacts>()
+const peerIps = new WeakMap<Request, string>()
+
+/** Called by the runtime adapter (Bun or Deno) with the socket's remote address. */
+export function setPeerIp(req: Request, ip: string | null | undefined) {
+  if (ip) peerIps.set(req, ip)
+}
+export const peerIpOf = (req: Request) => peerIps.get(req) ?? null
+
+export function setFacts(req: Request, f: RequestFacts) {
+  facts.set(req, f)
+}
+export const factsOf = (req: Request): RequestFacts | undefined => facts.get(req)

@@ -1,0 +1,64 @@
+import { Type } from '@sinclair/typebox'
+import type { Denial, DenialCode, FieldProblem } from '../lib/outcome.ts'
+
+/** Denials from the domain, plus the two only the HTTP layer produces. */
+export type ErrorCode = DenialCode | 'https_required' | 'internal'
+
+/** R4: the one table from error code to HTTP status and error type. */
+export const ERRORS: Record<ErrorCode, { status: number; type: string }> = {
+  invalid_request: { status: 400, type: 'invalid_request_error' },
+  unauthenticated: { status: 401, type: 'authentication_error' },
+  forbidden: { status: 403, type: 'permission_error' },
+  not_found: { status: 404, type: 'not_found_error' },
+  conflict: { status: 409, type: 'conflict_error' },
+  payload_too_large: { status: 413, type: 'invalid_request_error' },
+  rate_limited: { status: 429, type: 'rate_limit_error' },
+  // R3: plain HTTP to /api.
+  https_required: { status: 403, type: 'invalid_request_error' },
+  internal: { status: 500, type: 'api_error' },
+}
+
+/** Thrown by controllers and hooks; rendered by the app's single onError. */
+export class ApiError extends Error {
+  constructor(readonly code: ErrorCode, message: string, readonly details?: FieldProblem[]) {
+    super(message)
+  }
+  static from(d: Denial) {
+    return new ApiError(d.code, d.message, d.details)
+  }
+  get status() {
+    return ERRORS[this.code].status
+  }
+}
+
+export interface ErrorBody {
+  success: false
+  message: string
+  error: { type: string; message: string; details?: FieldProblem[]; request_id?: string }
+}
+
+export function errorBody(code: ErrorCode, message: string, details?: FieldProblem[], requestId?: string): ErrorBody {
+  const error: ErrorBody['error'] = { type: ERRORS[code].type, message }
+  if (details?.length) error.details = details
+  if (requestId) error.request_id = requestId
+  return { success: false, message, error }
+}
+
+export function errorResponse(code: ErrorCode, message: string, opts: { details?: FieldProblem[]; requestId?: string; headers?: Record<string, string> } = {}) {
+  return new Response(JSON.stringify(errorBody(code, message, opts.details, opts.requestId)), {
+    status: ERRORS[code].status,
+    headers: { 'content-type': 'application/json; charset=utf-8', ...opts.headers },
+  })
+}
+
+/** OpenAPI model of every error response (R4). */
+export const ErrorResponse = Type.Object({
+  success: Type.Literal(false),
+  message: Type.String(),
+  error: Type.Object({
+    type: Type.String({ description: 'invalid_request_error, authentication_error, permission_error, not_found_error, conflict_error, rate_limit_error or api_error' }),
+    message: Type.String(),
+    details: Type.Optional(Type.Array(Type.Object({ path: Type.String(), message: Type.String() }), { description: 'Validation problems, one per field (400 only).' })),
+    request_id: Type.Optional(Type.String({ description: 'Quote it when reporting a 500.' })),
+  }),
+})

@@ -1,0 +1,35 @@
+import { createHash, timingSafeEqual } from 'node:crypto'
+import { randomString } from '../lib/ids.ts'
+
+export type Mode = 'test' | 'live'
+export const SCOPES = ['transactions:read', 'transactions:write', 'stats:read', 'webhooks:write'] as const
+export type Scope = (typeof SCOPES)[number]
+
+const KEY_RE = /^sk_(test|live)_[A-Za-z0-9]{32,128}$/
+
+/** A new key: `sk_test_` / `sk_live_` + 40 random base62 characters (R22). */
+export function generateApiKey(mode: Mode): string {
+  return `sk_${mode}_${randomString(40)}`
+}
+
+/** Keys carry 238 bits of entropy, so a fast hash is enough (no salt or stretching needed). */
+export function hashApiKey(key: string): string {
+  return createHash('sha256').update(key).digest('hex')
+}
+
+/** What a dashboard may show of a key: its kind and a few characters at both ends. */
+export function displayPrefix(key: string): string {
+  return `${key.slice(0, 12)}…${key.slice(-4)}`
+}
+
+/** Shape check before any lookup; says nothing about validity. */
+export function looksLikeApiKey(s: string): boolean {
+  return KEY_RE.test(s)
+}
+
+/** Constant-time equality of two hex digests. */
+export function sameDigest(a: string, b: string): boolean {
+  const x = Buffer.from(a, 'hex')
+  const y = Buffer.from(b, 'hex')
+  return x.length === y.length && timingSafeEqual(x, y)
+}

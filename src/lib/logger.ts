@@ -1,0 +1,22 @@
+/** Structured one-line JSON logs. Callers never pass secrets; `redact` strips known secret shapes anyway. */
+export type Level = 'debug' | 'info' | 'warn' | 'error' | 'silent'
+const ORDER: Record<Level, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 99 }
+
+export interface Logger {
+  debug(msg: string, fields?: Record<string, unknown>): void
+  info(msg: string, fields?: Record<string, unknown>): void
+  warn(msg: string, fields?: Record<string, unknown>): void
+  error(msg: string, fields?: Record<string, unknown>): void
+}
+
+const SECRET_RE = /\b(sk_(?:test|live)_)[A-Za-z0-9]{8,}/g
+export const redact = (s: string) => s.replace(SECRET_RE, '$1[redacted]')
+
+export function createLogger(level: Level = 'info', write: (line: string) => void = (l) => console.error(l)): Logger {
+  const min = ORDER[level] ?? ORDER.info
+  const log = (lvl: Level) => (msg: string, fields?: Record<string, unknown>) => {
+    if (ORDER[lvl] < min) return
+    write(redact(JSON.stringify({ time: new Date().toISOString(), level: lvl, msg, ...fields })))
+  }
+  return { debug: log('debug'), info: log('info'), warn: log('warn'), error: log('error') }
+}

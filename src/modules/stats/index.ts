@@ -1,0 +1,41 @@
+import { Type, type Static } from '@sinclair/typebox'
+import { Elysia, t } from 'elysia'
+import { principalOf, requireScope } from '../../http/api-gate.ts'
+import { ApiError, ErrorResponse } from '../../http/errors.ts'
+import { openApiParameters, strictParams } from '../../http/strict-params.ts'
+import { StatsResponse } from './model.ts'
+import type { StatsService } from './service.ts'
+
+const StatsQuery = Type.Object(
+  {
+    start_date: Type.Optional(Type.String({ description: 'YYYY-MM-DD or ISO 8601 timestamp; inclusive, on created_at.', examples: ['2026-01-01'] })),
+    end_date: Type.Optional(Type.String({ description: 'YYYY-MM-DD (covers that whole UTC day) or ISO 8601 timestamp; inclusive.', examples: ['2026-01-31'] })),
+    testing_mode: Type.Optional(Type.Boolean({ default: false, description: 'Live keys: also count test transactions. Test keys always count test transactions only.' })),
+  },
+  { additionalProperties: true },
+)
+
+/** Merchant API: transaction statistics (spec "Transaction statistics"; R9, R10). */
+export function statsController(deps: { stats: StatsService }) {
+  return new Elysia({ name: 'stats' })
+    .model({ Error: ErrorResponse, StatsResponse })
+    .get(
+      '/api/transactions/stats',
+      async ({ request, query }) => {
+        const result = await deps.stats.stats(principalOf(request), query as Static<typeof StatsQuery>)
+        if (!result.ok) throw ApiError.from(result)
+        return { success: true as const, stats: result.value as any }
+      },
+      {
+        transform: [requireScope('stats:read'), strictParams('query', StatsQuery)],
+        response: { 200: 'StatsResponse', 400: 'Error', 401: 'Error', 403: 'Error', 429: 'Error', 500: 'Error' },
+        detail: {
+          tags: ['Statistics'],
+          operationId: 'getTransactionStats',
+          parameters: openApiParameters('query', StatsQuery),
+          summary: 'Transaction statistics',
+          description: 'Counts by status, completed volume in USD and conversion rate, over transactions created in the date range. Scope `stats:read`.',
+        },
+      },
+    )
+}

@@ -1,0 +1,68 @@
+import { and, count, eq, gte, inArray, lt, lte, sql, type SQL } from 'drizzle-orm'
+import type { Db } from '../../db/client.ts'
+import { transactions } from '../../db/schema.ts'
+import type { Mode } from '../../keys/api-key.ts'
+import { centsToDecimal, decimalToNumber, usdToCents } from '../../lib/money.ts'
+import { deny, ok, type FieldProblem, type Outcome } from '../../lib/outcome.ts'
+import { STATUSES, type Status } from '../transactions/model.ts'
+
+const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/
+const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/
+
+/** R10: `YYYY-MM-DD` or a full ISO timestamp; a date-only end covers its whole UTC day. */
+export function parseBound(raw: string, edge: 'start' | 'end'): Date | null {
+  const dateOnly = DATE_ONLY.test(raw)
+  if (!dateOnly && !DATE_TIME.test(raw)) return null
+  // Reject calendar dates that Date would silently roll over, such as 2026-02-30.
+  const [y, m, day] = raw.slice(0, 10).split('-').map(Number)
+  if (new Date(Date.UTC(y, m - 1, day)).getUTCDate() !== day || m < 1 || m > 12) return null
+  const d = new Date(dateOnly ? `${raw}T00:00:00Z` : raw)
+  if (Number.isNaN(d.getTime())) return null
+  return dateOnly && edge === 'end' ? new Date(d.getTime() + 86_400_000) : d
+}
+
+export function createStatsService(deps: { db: Db }) {
+  return {
+    async stats(caller: { projectId: string; mode: Mode }, q: { start_date?: string; end_date?: string; testing_mode?: boolean }): Promise<Outcome<unknown>> {
+      const problems: FieldProblem[] = []
+      const start = q.start_date === undefined ? null : parseBound(q.start_date, 'start')
+      const end = q.end_date === undefined ? null : parseBound(q.end_date, 'end')
+      if (q.start_date !== undefined && !start) problems.push({ path: 'start_date', message: 'must be YYYY-MM-DD or an ISO 8601 timestamp' })
+      if (q.end_date !== undefined && !end) problems.push({ path: 'end_date', message: 'must be YYYY-MM-DD or an ISO 8601 timestamp' })
+      if (start && end && start > end) problems.push({ path: 'start_date', message: 'must not be after end_date' })
+      if (problems.length) return deny('invalid_request', problems.map((p) => `${p.path} ${p.message}`).join('; '), problems)
+
+      // R9: a live key counts live transactions, plus test ones on request; a test key only test ones.
+      const modes = caller.mode === 'test' ? [true] : q.testing_mode ? [false, true] : [false]
+      const conditions: (SQL | undefined)[] = [eq(transactions.projectId, caller.projectId), inArray(transactions.testingMode, modes)]
+      if (start) conditions.push(gte(transactions.createdAt, start))
+      // A date-only end is exclusive at the next midnight; a timestamp end is inclusive.
+      if (end) conditions.push(q.end_date && DATE_ONLY.test(q.end_date) ? lt(transactions.createdAt, end) : lte(transactions.createdAt, end))
+
+      const rows = await deps.db
+        .select({ status: transactions.status, n: count(), volume: sql<string | null>`sum(${transactions.amountUsd})` })
+        .from(transactions)
+        .where(and(...conditions))
+        .groupBy(transactions.status)
+
+      const byStatus = Object.fromEntries(STATUSES.map((s) => [s, 0])) as Record<Status, number>
+      let total = 0
+      let volumeCents = 0n
+      for (const r of rows) {
+        byStatus[r.status as Status] = Number(r.n)
+        total += Number(r.n)
+        if (r.status === 'completed' && r.volume) volumeCents += usdToCents(r.volume)
+      }
+      const completed = byStatus.completed
+      return ok({
+        total_transactions: total,
+        total_volume_usd: decimalToNumber(centsToDecimal(volumeCents)),
+        completed_transactions: completed,
+        conversion_rate: total === 0 ? 0 : Math.round((completed * 10_000) / total) / 100,
+        by_status: byStatus,
+      })
+    },
+  }
+}
+
+export type StatsService = ReturnType<typeof createStatsService>

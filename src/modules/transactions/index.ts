@@ -1,0 +1,95 @@
+import { Type, type Static } from '@sinclair/typebox'
+import { Elysia, t } from 'elysia'
+import { principalOf, requireScope } from '../../http/api-gate.ts'
+import { ApiError, ErrorResponse } from '../../http/errors.ts'
+import { strictJsonBody } from '../../http/json-body.ts'
+import { openApiParameters, strictParams } from '../../http/strict-params.ts'
+import { CreateTransactionBody, CreateTransactionResponse, createTransactionRules, GetTransactionResponse, ListTransactionsResponse, STATUSES, type Status } from './model.ts'
+import type { TransactionService } from './service.ts'
+
+const IdParams = Type.Object({ id: Type.String({ format: 'uuid', description: 'Transaction UUID' }) })
+const ProjectParams = Type.Object({ projectId: Type.String({ description: 'The project of the API key.' }) })
+const ListQuery = Type.Object(
+  {
+    status: Type.Optional(Type.Unsafe<Status>({ type: 'string', enum: [...STATUSES], description: 'Only transactions in this status.' })),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 50, description: 'Results per page, 1 to 100.' })),
+    offset: Type.Optional(Type.Integer({ minimum: 0, default: 0, description: 'Results to skip.' })),
+  },
+  { additionalProperties: true },
+)
+
+const errors = (...codes: number[]) => Object.fromEntries(codes.map((c) => [c, 'Error'])) as Record<number, 'Error'>
+
+/** Merchant API: create, get and list transactions (spec "Endpoints"; R5-R9). */
+export function transactionsController(deps: { transactions: TransactionService }) {
+  return new Elysia({ name: 'transactions', prefix: '/api/transactions' })
+    .model({
+      Error: ErrorResponse,
+      CreateTransactionRequest: CreateTransactionBody,
+      CreateTransactionResponse,
+      GetTransactionResponse,
+      ListTransactionsResponse,
+    })
+    .post(
+      '/create',
+      async ({ request, body, headers }) => {
+        const caller = principalOf(request)
+        const result = await deps.transactions.create(caller, body, { idempotencyKey: headers['idempotency-key'] })
+        if (!result.ok) throw ApiError.from(result)
+        return new Response(result.value.body, { status: result.value.status, headers: { 'content-type': 'application/json; charset=utf-8' } })
+      },
+      {
+        parse: 'none',
+        transform: [requireScope('transactions:write'), strictJsonBody(CreateTransactionBody, createTransactionRules)],
+        body: 'CreateTransactionRequest',
+        headers: t.Object({ 'idempotency-key': t.Optional(t.String({ minLength: 1, maxLength: 255, description: 'Retries with the same key and body within 24 h return the first response and create nothing (R6).' })) }, { additionalProperties: true }),
+        response: { 200: 'CreateTransactionResponse', ...errors(400, 401, 403, 409, 413, 429, 500) },
+        detail: {
+          tags: ['Transactions'],
+          operationId: 'createTransaction',
+          summary: 'Create a transaction',
+          description: 'Creates a transaction in status `created` for a USD amount and returns its `payment_url`, where the customer chooses a token. Scope `transactions:write`. Test keys create test transactions.',
+        },
+      },
+    )
+    .get(
+      '/:id',
+      async ({ request, params }) => {
+        const result = await deps.transactions.get(principalOf(request), params.id)
+        if (!result.ok) throw ApiError.from(result)
+        return { success: true as const, transaction: result.value }
+      },
+      {
+        transform: [requireScope('transactions:read'), strictParams('params', IdParams)],
+        response: { 200: 'GetTransactionResponse', ...errors(400, 401, 403, 404, 429, 500) },
+        detail: {
+          tags: ['Transactions'],
+          operationId: 'getTransaction',
+          parameters: openApiParameters('path', IdParams),
+          summary: 'Get a transaction',
+          description: "Returns one transaction of the key's project and mode; any other id is 404. Scope `transactions:read`.",
+        },
+      },
+    )
+    .get(
+      '/project/:projectId',
+      async ({ request, params, query }) => {
+        const q = query as Static<typeof ListQuery>
+        const result = await deps.transactions.list(principalOf(request), params.projectId, { status: q.status, limit: q.limit ?? 50, offset: q.offset ?? 0 })
+        if (!result.ok) throw ApiError.from(result)
+        return { success: true as const, ...result.value }
+      },
+      {
+        transform: [requireScope('transactions:read'), strictParams('query', ListQuery)],
+        response: { 200: 'ListTransactionsResponse', ...errors(400, 401, 403, 429, 500) },
+        detail: {
+          tags: ['Transactions'],
+          operationId: 'listTransactions',
+          parameters: [...openApiParameters('path', ProjectParams), ...openApiParameters('query', ListQuery)],
+          summary: 'List transactions',
+          description: "Transactions of the key's mode, newest first (`created_at` desc, then `id` desc). Another project's id is 403. Scope `transactions:read`.",
+        },
+      },
+    )
+}
+

@@ -1,0 +1,103 @@
+import { Type, type Static } from '@sinclair/typebox'
+import { isUsdAmount } from '../../lib/money.ts'
+import type { FieldProblem } from '../../lib/outcome.ts'
+
+export const STATUSES = ['created', 'prepared', 'pending', 'processing', 'confirming', 'completed', 'failed', 'expired', 'cancelled'] as const
+export type Status = (typeof STATUSES)[number]
+
+const nullable = <T extends ReturnType<typeof Type.String>>(s: T) => Type.Optional(Type.Union([s, Type.Null()]))
+
+/** R5. Plain TypeBox (not Elysia's coercing `t`), checked strictly before anything else runs. */
+export const CreateTransactionBody = Type.Object(
+  {
+    amount: Type.Number({ exclusiveMinimum: 0, maximum: 1_000_000, description: 'USD amount, > 0 and <= 1,000,000, at most 2 decimal places.', examples: [49.99] }),
+    customer_email: nullable(Type.String({ format: 'email', maxLength: 254 })),
+    customer_name: nullable(Type.String({ maxLength: 255 })),
+    order_id: nullable(Type.String({ maxLength: 255, description: "Merchant's own order reference." })),
+    order_description: nullable(Type.String({ maxLength: 1000 })),
+    success_url: nullable(Type.String({ format: 'uri', maxLength: 2048, description: 'Absolute http(s) URL.' })),
+    cancel_url: nullable(Type.String({ format: 'uri', maxLength: 2048, description: 'Absolute http(s) URL.' })),
+    expires_in_minutes: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: 10080, default: 60 }), Type.Null()])),
+    metadata: Type.Optional(
+      Type.Union([
+        Type.Record(Type.String({ maxLength: 40 }), Type.Union([Type.String({ maxLength: 500 }), Type.Number(), Type.Boolean(), Type.Null()]), {
+          maxProperties: 50,
+          description: 'Up to 50 keys of at most 40 characters; string values up to 500 characters.',
+        }),
+        Type.Null(),
+      ]),
+    ),
+  },
+  { additionalProperties: false },
+)
+export type CreateTransactionInput = Static<typeof CreateTransactionBody>
+
+/** Rules JSON Schema cannot state (or states with floats): checked after the schema passes. */
+export function createTransactionRules(body: CreateTransactionInput): FieldProblem[] {
+  const problems: FieldProblem[] = []
+  if (!isUsdAmount(body.amount)) problems.push({ path: 'amount', message: 'must have at most 2 decimal places' })
+  for (const field of ['success_url', 'cancel_url'] as const) {
+    const v = body[field]
+    if (v == null) continue
+    let okUrl = false
+    try {
+      const u = new URL(v)
+      okUrl = (u.protocol === 'http:' || u.protocol === 'https:') && !!u.hostname
+    } catch {}
+    if (!okUrl) problems.push({ path: field, message: 'must be an absolute http or https URL' })
+  }
+  for (const key of Object.keys(body.metadata ?? {})) {
+    if (key.length > 40 || key.length === 0) problems.push({ path: `metadata`, message: `key "${key.slice(0, 50)}" must be 1 to 40 characters` })
+  }
+  return problems
+}
+
+const str = (description?: string) => Type.Union([Type.String(), Type.Null()], description ? { description } : {})
+const time = (description?: string) => Type.Union([Type.String({ format: 'date-time' }), Type.Null()], description ? { description } : {})
+
+/** R7: create and get return this same object; unknown values are null, never absent. */
+export const TransactionObject = Type.Object({
+  id: Type.String({ format: 'uuid' }),
+  transaction_number: Type.String({ examples: ['TX-7K3M-Q9PD'] }),
+  status: Type.Unsafe<Status>({ type: 'string', enum: [...STATUSES] }),
+  amount_usd: Type.Number(),
+  currency: Type.Literal('USD'),
+  payment_url: Type.String({ format: 'uri' }),
+  testing_mode: Type.Boolean(),
+  created_at: Type.String({ format: 'date-time' }),
+  expires_at: Type.String({ format: 'date-time' }),
+  updated_at: Type.String({ format: 'date-time' }),
+  order_id: str(),
+  order_description: str(),
+  customer_email: str(),
+  customer_name: str(),
+  metadata: Type.Union([Type.Record(Type.String(), Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null()])), Type.Null()]),
+  success_url: str(),
+  cancel_url: str(),
+  token_symbol: str('Set when the customer selects a token.'),
+  token_amount: str('Quoted amount in the token\'s smallest unit, as a string.'),
+  blockchain_network: str(),
+  deposit_address: str(),
+  amount_received: str('Received so far, in the token\'s smallest unit.'),
+  transaction_hash: str(),
+  block_number: Type.Union([Type.Integer(), Type.Null()]),
+  confirmations: Type.Union([Type.Integer(), Type.Null()]),
+  required_confirmations: Type.Union([Type.Integer(), Type.Null()]),
+  confirmed_at: time(),
+  completed_at: time(),
+})
+export type TransactionView = Static<typeof TransactionObject>
+
+export const CreateTransactionResponse = Type.Object({
+  success: Type.Literal(true),
+  transaction: TransactionObject,
+  payment_url: Type.String({ format: 'uri' }),
+})
+
+export const GetTransactionResponse = Type.Object({ success: Type.Literal(true), transaction: TransactionObject })
+
+export const ListTransactionsResponse = Type.Object({
+  success: Type.Literal(true),
+  transactions: Type.Array(TransactionObject),
+  pagination: Type.Object({ limit: Type.Integer(), offset: Type.Integer(), total: Type.Integer(), has_more: Type.Boolean() }),
+})

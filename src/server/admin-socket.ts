@@ -1,0 +1,73 @@
+import { chmodSync, existsSync, unlinkSync } from 'node:fs'
+import { createConnection, createServer } from 'node:net'
+import { join } from 'node:path'
+import { runCommand, type CommandResult, type Flags } from '../cli/commands.ts'
+import type { Services } from '../services.ts'
+
+/**
+ * R25: with the embedded database the server holds PGlite exclusively, so the CLI sends its
+ * command here: a Unix socket inside DATA_DIR, readable by the owner only. One JSON line in,
+ * one JSON line out.
+ */
+export const adminSocketPath = (dataDir: string) => join(dataDir, 'admin.sock')
+
+export async function listenAdminSocket(dataDir: string, services: Services): Promise<{ close(): Promise<void> }> {
+  const path = adminSocketPath(dataDir)
+  if (existsSync(path)) unlinkSync(path)
+  const server = createServer((socket) => {
+    let buffer = ''
+    socket.setEncoding('utf8')
+    socket.on('data', async (chunk) => {
+      buffer += chunk
+      const nl = buffer.indexOf('\n')
+      if (nl < 0) {
+        if (buffer.length > 1_000_000) socket.destroy()
+        return
+      }
+      let reply: CommandResult
+      try {
+        const req = JSON.parse(buffer.slice(0, nl)) as { words: string[]; flags: Flags }
+        reply = await runCommand(services, req.words, req.flags)
+      } catch (e) {
+        reply = { ok: false, usage: false, message: `Admin command failed: ${e instanceof Error ? e.message : String(e)}` }
+      }
+      socket.end(JSON.stringify(reply) + '\n')
+    })
+    socket.on('error', () => {})
+  })
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(path, () => resolve())
+  })
+  chmodSync(path, 0o600)
+  return {
+    close: () =>
+      new Promise((resolve) =>
+        server.close(() => {
+          try { unlinkSync(path) } catch {}
+          resolve()
+        }),
+      ),
+  }
+}
+
+/** Sends one command to a running server; null when no server listens there. */
+export async function sendAdminCommand(dataDir: string, words: string[], flags: Flags): Promise<CommandResult | null> {
+  const path = adminSocketPath(dataDir)
+  if (!existsSync(path)) return null
+  return new Promise((resolve, reject) => {
+    const socket = createConnection(path)
+    let data = ''
+    socket.setEncoding('utf8')
+    socket.on('connect', () => socket.write(JSON.stringify({ words, flags }) + '\n'))
+    socket.on('data', (c) => (data += c))
+    socket.on('end', () => {
+      try {
+        resolve(JSON.parse(data))
+      } catch (e) {
+        reject(e)
+      }
+    })
+    socket.on('error', (e: any) => (e.code === 'ECONNREFUSED' || e.code === 'ENOENT' ? resolve(null) : reject(e)))
+  })
+}

@@ -1,0 +1,36 @@
+import type { RunningServer } from './start.ts'
+
+/** What `npm start` prints: where everything is and what to do next (R24). */
+export function banner(s: RunningServer): string {
+  const lines = [
+    '',
+    `Crypto Pay is running at ${s.baseUrl}`,
+    `  API           ${s.baseUrl}/api`,
+    `  Swagger UI    ${s.baseUrl}/swagger   (OpenAPI JSON at /swagger/json)`,
+    `  Pay pages     ${s.baseUrl}/pay/{transaction id}`,
+    `  Dashboard     ${s.baseUrl}/dashboard`,
+    ...(s.httpPort ? [`  Plain HTTP    port ${s.httpPort} redirects to HTTPS and refuses /api`] : []),
+    '  The certificate is self-signed: curl needs -k, browsers a click-through.',
+  ]
+  if (s.demo?.testKey) {
+    lines.push(
+      '',
+      `Demo project ${s.demo.projectId} was created with this test API key (shown once; keep it):`,
+      `  ${s.demo.testKey}`,
+      '',
+      'Create a test transaction:',
+      `  curl -k ${s.baseUrl}/api/transactions/create \\`,
+      `    -H "Authorization: Bearer ${s.demo.testKey}" \\`,
+      `    -H "Content-Type: application/json" \\`,
+      `    -d '{"amount": 25.00, "order_id": "order-1001", "order_description": "Two coffees"}'`,
+      'Then open the payment_url it returns.',
+    )
+  } else if (s.demo) {
+    lines.push(
+      '',
+      `Demo project: ${s.demo.projectId}. Its first test key was printed on the first start.`,
+      `Make another: npm run cli -- key create --project ${s.demo.projectId} --mode test --name "My key"`,
+    )
+  }
+  return lines.join('\n') + '\n'
+}

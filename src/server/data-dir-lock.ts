@@ -1,0 +1,35 @@
+import { closeSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs'
+import { join } from 'node:path'
+
+/**
+ * PGlite is one process's database: whoever opens DATA_DIR/pglite holds this lock file. A lock
+ * left by a dead process is taken over.
+ */
+export function lockDataDir(dataDir: string, who: string): { release(): void } | { heldBy: string } {
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 })
+  const path = join(dataDir, 'pglite.lock')
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const fd = openSync(path, 'wx', 0o600)
+      writeSync(fd, JSON.stringify({ pid: process.pid, who }))
+      closeSync(fd)
+      return { release: () => { try { unlinkSync(path) } catch {} } }
+    } catch (e: any) {
+      if (e.code !== 'EEXIST') throw e
+      let holder: { pid: number; who: string } | null = null
+      try { holder = JSON.parse(readFileSync(path, 'utf8')) } catch {}
+      if (holder && holder.pid !== process.pid && alive(holder.pid)) return { heldBy: `${holder.who} (pid ${holder.pid})` }
+      try { unlinkSync(path) } catch {}
+    }
+  }
+  return { heldBy: 'another process' }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (e: any) {
+    return e.code === 'EPERM'
+  }
+}

@@ -1,0 +1,94 @@
+import { mkdirSync } from 'node:fs'
+import type { Config } from '../config.ts'
+import { openDatabase, pgliteDirOf } from '../db/client.ts'
+import { createApp } from '../http/app.ts'
+import { refuseInsecure } from '../http/transport.ts'
+import { systemClock, type Clock } from '../lib/clock.ts'
+import { createLogger, type Logger } from '../lib/logger.ts'
+import { createServices, type Services } from '../services.ts'
+import { listenAdminSocket } from './admin-socket.ts'
+import { lockDataDir } from './data-dir-lock.ts'
+import { ensureDemoProject, type Demo } from './demo.ts'
+import { serve, type Listener } from './serve.ts'
+import { loadTls } from './tls.ts'
+
+export interface RunningServer {
+  port: number
+  httpPort: number | null
+  baseUrl: string
+  services: Services
+  demo: Demo | null
+  stop(): Promise<void>
+}
+
+const PRUNE_EVERY_MS = 10 * 60_000
+
+/** R24 start-up: config -> database (migrated) -> services -> listeners. Runtime-neutral. */
+export async function startServer(config: Config, opts: { clock?: Clock; logger?: Logger } = {}): Promise<RunningServer> {
+  const logger = opts.logger ?? createLogger(config.logLevel)
+  const clock = opts.clock ?? systemClock
+  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 })
+  const embedded = !config.databaseUrl
+  let lock: { release(): void } | null = null
+  if (embedded) {
+    const l = lockDataDir(config.dataDir, 'server')
+    if ('heldBy' in l) throw new Error(`The embedded database in ${config.dataDir} is in use by ${l.heldBy}. Stop it or set another DATA_DIR.`)
+    lock = l
+  }
+  const cleanups: (() => Promise<void> | void)[] = []
+  try {
+    const database = await openDatabase({ databaseUrl: config.databaseUrl, pgliteDir: embedded ? pgliteDirOf(config.dataDir) : null })
+    cleanups.unshift(() => database.close())
+
+    // Bind first (PORT=0 picks a free port), so the default BASE_URL can name the real port.
+    let handler: (req: Request) => Response | Promise<Response> = () => new Response('Starting', { status: 503, headers: { 'retry-after': '1' } })
+    const tls = config.trustProxy ? undefined : await loadTls({ certFile: config.tlsCertFile, keyFile: config.tlsKeyFile, dataDir: config.dataDir })
+    const main: Listener = await serve({ port: config.port, host: config.host, tls, fetch: (req) => handler(req) })
+    cleanups.unshift(() => main.stop())
+    const baseUrl = process.env.BASE_URL ? config.baseUrl : `${config.trustProxy ? 'http' : 'https'}://localhost:${main.port}`
+    const httpsOrigin = new URL(baseUrl).origin
+
+    const services = await createServices({ database, clock, logger, baseUrl })
+    cleanups.unshift(() => services.stop())
+    const app = createApp(services, { trustProxy: config.trustProxy, httpsOrigin, logger })
+    handler = (req) => app.handle(req)
+
+    let plain: Listener | null = null
+    if (config.httpPort !== 0 && !config.trustProxy) {
+      plain = await serve({ port: config.httpPort, host: config.host, fetch: (req) => refuseInsecure(req, httpsOrigin) })
+      cleanups.unshift(() => plain!.stop())
+    }
+    if (embedded) {
+      const admin = await listenAdminSocket(config.dataDir, services)
+      cleanups.unshift(() => admin.close())
+    }
+    const demo = embedded ? await ensureDemoProject(services) : null
+
+    const timer = setInterval(() => services.prune().catch((e) => logger.warn('prune failed', { error: String(e) })), PRUNE_EVERY_MS)
+    ;(timer as any).unref?.()
+    cleanups.unshift(() => clearInterval(timer))
+    logger.info('listening', { port: main.port, httpPort: plain?.port ?? null, database: database.kind, tls: tls?.source ?? 'off (TRUST_PROXY)' })
+
+    let stopped: Promise<void> | null = null
+    return {
+      port: main.port,
+      httpPort: plain?.port ?? null,
+      baseUrl,
+      services,
+      demo,
+      stop: () => (stopped ??= runCleanups(cleanups).finally(() => lock?.release())),
+    }
+  } catch (e) {
+    await runCleanups(cleanups)
+    lock?.release()
+    throw e
+  }
+}
+
+async function runCleanups(cleanups: (() => Promise<void> | void)[]) {
+  for (const c of cleanups) {
+    try {
+      await c()
+    } catch {}
+  }
+}
