@@ -58,19 +58,21 @@ export function strictJsonBody<S extends TSchema>(schema: S, rules: (body: Stati
 function explain(errors: ValueError[]): FieldProblem[] {
   const byPath = new Map<string, string>()
   for (const e of errors) {
-    const path = pathOf(e.path)
-    if (byPath.has(path)) continue
-    byPath.set(path, e.type === ValueErrorType.ObjectAdditionalProperties ? 'unknown field' : e.type === ValueErrorType.ObjectRequiredProperty ? 'is required' : unionMessage(e) ?? e.message)
+    const { path, message } = describe(e)
+    if (!byPath.has(path)) byPath.set(path, message)
   }
   return [...byPath].map(([path, message]) => ({ path, message }))
 }
 
-/** "Expected union value" says nothing: for `X | null`, report why the value is not an X. */
-function unionMessage(e: ValueError): string | null {
-  if (e.type !== ValueErrorType.Union) return null
-  const variants = (e.schema.anyOf as TSchema[]).filter((v) => v.type !== 'null')
-  if (variants.length !== 1) return null
-  const first = Value.Errors(variants[0], e.value).First()
-  if (!first) return null
-  return first.path ? `${pathOf(first.path)}: ${first.message}` : first.message
+function describe(e: ValueError): FieldProblem {
+  const path = pathOf(e.path)
+  if (e.type === ValueErrorType.ObjectAdditionalProperties) return { path, message: 'unknown field' }
+  if (e.type === ValueErrorType.ObjectRequiredProperty) return { path, message: 'is required' }
+  // "Expected union value" says nothing: for `X | null`, report why the value is not an X.
+  if (e.type === ValueErrorType.Union) {
+    const variants = (e.schema.anyOf as TSchema[]).filter((v) => v.type !== 'null')
+    const inner = variants.length === 1 ? Value.Errors(variants[0], e.value).First() : undefined
+    if (inner) return inner.path ? { path: `${path}.${pathOf(inner.path)}`, message: inner.message } : { path, message: inner.message }
+  }
+  return { path, message: e.message }
 }

@@ -120,5 +120,20 @@ export function tidyDocument(input: OpenApiDoc): OpenApiDoc {
     }
   }
   for (const schema of Object.values(doc.components?.schemas ?? {})) delete schema.$id
-  return doc
+  return nullableFor30(doc) as OpenApiDoc
+}
+
+/** OpenAPI 3.0 has no `type: 'null'`: `anyOf: [X, {type: 'null'}]` becomes X with `nullable: true`. */
+function nullableFor30(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(nullableFor30)
+  if (!node || typeof node !== 'object') return node
+  const o = Object.fromEntries(Object.entries(node).map(([k, v]) => [k, nullableFor30(v)])) as Record<string, any>
+  if (Array.isArray(o.anyOf)) {
+    const rest = o.anyOf.filter((v: any) => v?.type !== 'null')
+    if (rest.length < o.anyOf.length) {
+      const { anyOf: _, ...outer } = o
+      return rest.length === 1 ? { ...rest[0], ...outer, nullable: true } : { ...outer, anyOf: rest, nullable: true }
+    }
+  }
+  return o
 }

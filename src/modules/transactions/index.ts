@@ -4,14 +4,15 @@ import { principalOf, requireScope } from '../../http/api-gate.ts'
 import { ApiError, ErrorResponse } from '../../http/errors.ts'
 import { strictJsonBody } from '../../http/json-body.ts'
 import { openApiParameters, strictParams } from '../../http/strict-params.ts'
-import { CreateTransactionBody, CreateTransactionResponse, createTransactionRules, GetTransactionResponse, ListTransactionsResponse, STATUSES, type Status } from './model.ts'
+import { CreateTransactionBody, CreateTransactionResponse, createTransactionRules, GetTransactionResponse, ListTransactionsResponse, STATUSES } from './model.ts'
+import { StringEnum } from '../../lib/string-enum.ts'
 import type { TransactionService } from './service.ts'
 
 const IdParams = Type.Object({ id: Type.String({ format: 'uuid', description: 'Transaction UUID' }) })
 const ProjectParams = Type.Object({ projectId: Type.String({ description: 'The project of the API key.' }) })
 const ListQuery = Type.Object(
   {
-    status: Type.Optional(Type.Unsafe<Status>({ type: 'string', enum: [...STATUSES], description: 'Only transactions in this status.' })),
+    status: Type.Optional(StringEnum(STATUSES, { description: 'Only transactions in this status.' })),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 50, description: 'Results per page, 1 to 100.' })),
     offset: Type.Optional(Type.Integer({ minimum: 0, default: 0, description: 'Results to skip.' })),
   },

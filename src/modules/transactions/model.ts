@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { isUsdAmount } from '../../lib/money.ts'
+import { StringEnum } from '../../lib/string-enum.ts'
 import type { FieldProblem } from '../../lib/outcome.ts'
 
 export const STATUSES = ['created', 'prepared', 'pending', 'processing', 'confirming', 'completed', 'failed', 'expired', 'cancelled'] as const
@@ -59,7 +60,7 @@ const time = (description?: string) => Type.Union([Type.String({ format: 'date-t
 export const TransactionObject = Type.Object({
   id: Type.String({ format: 'uuid' }),
   transaction_number: Type.String({ examples: ['TX-7K3M-Q9PD'] }),
-  status: Type.Unsafe<Status>({ type: 'string', enum: [...STATUSES] }),
+  status: StringEnum(STATUSES),
   amount_usd: Type.Number(),
   currency: Type.Literal('USD'),
   payment_url: Type.String({ format: 'uri' }),

@@ -1,0 +1,79 @@
+import { readFileSync, rmSync } from 'node:fs'
+import { join } from 'node:path'
+import { loadConfig } from '../../src/config.ts'
+import type { Mode, Scope } from '../../src/keys/api-key.ts'
+import { createLogger } from '../../src/lib/logger.ts'
+import type { Clock } from '../../src/lib/clock.ts'
+import { startServer, type RunningServer } from '../../src/server/start.ts'
+import { freshDataDir, freshPostgres, type Backend } from './databases.ts'
+
+export interface TestServer {
+  backend: Backend
+  url: string
+  port: number
+  httpPort: number | null
+  dataDir: string
+  databaseUrl: string | null
+  /** PEM of the server's certificate, to trust it instead of turning verification off. */
+  ca: string
+  server: RunningServer
+  /** HTTPS fetch against this server, trusting its certificate. */
+  fetch(path: string, init?: RequestInit): Promise<Response>
+  /** A new project with a key; `limits` default to something no test reaches by accident. */
+  project(opts?: { name?: string; mode?: Mode; scopes?: Scope[]; limits?: { minute: number; hour: number; day: number } }): Promise<{ id: string; key: string; keyId: string }>
+  key(projectId: string, mode: Mode, scopes?: Scope[]): Promise<{ key: string; keyId: string }>
+  stop(): Promise<void>
+}
+
+/** A real HTTPS server in this process on a free port, with its own database. */
+export async function startTestServer(backend: Backend, env: Record<string, string> = {}, opts: { clock?: Clock } = {}): Promise<TestServer> {
+  const dataDir = await freshDataDir()
+  const pg = backend === 'postgres' ? await freshPostgres() : null
+  const config = loadConfig({ PORT: '0', HTTP_PORT: '0', DATA_DIR: dataDir, LOG_LEVEL: 'silent', ...(pg ? { DATABASE_URL: pg.url } : {}), ...env })
+  const server = await startServer(config, { clock: opts.clock, logger: createLogger('silent') })
+  const ca = config.trustProxy ? '' : readFileSync(config.tlsCertFile ?? join(dataDir, 'tls', 'cert.pem'), 'utf8')
+  const scheme = config.trustProxy ? 'http' : 'https'
+  const url = `${scheme}://localhost:${server.port}`
+  const t: TestServer = {
+    backend,
+    url,
+    port: server.port,
+    httpPort: server.httpPort,
+    dataDir,
+    databaseUrl: pg?.url ?? null,
+    ca,
+    server,
+    fetch: (path, init = {}) => fetch(url + path, { ...init, tls: { ca }, redirect: 'manual' } as RequestInit),
+    async key(projectId, mode, scopes) {
+      const k = await server.services.keys.create({ projectId, mode, name: `test ${mode} key`, scopes })
+      if (!k.ok) throw new Error(k.message)
+      return { key: k.value.key, keyId: k.value.record.id }
+    },
+    async project(o = {}) {
+      const p = await server.services.projects.create(o.name ?? 'Test project')
+      if (!p.ok) throw new Error(p.message)
+      const limits = await server.services.projects.setLimits(p.value.id, o.limits ?? { minute: 100_000, hour: 1_000_000, day: 10_000_000 })
+      if (!limits.ok) throw new Error(limits.message)
+      const k = await t.key(p.value.id, o.mode ?? 'test', o.scopes)
+      return { id: p.value.id, ...k }
+    },
+    async stop() {
+      await server.stop()
+      await pg?.drop()
+      rmSync(dataDir, { recursive: true, force: true })
+    },
+  }
+  return t
+}
+
+/** JSON helpers for API calls with a key. */
+export function api(t: TestServer, key: string | null) {
+  const headers = (extra: Record<string, string> = {}) => ({ ...(key ? { authorization: `Bearer ${key}` } : {}), ...extra })
+  return {
+    post: (path: string, body: unknown, extra: Record<string, string> = {}) =>
+      t.fetch(path, { method: 'POST', headers: headers({ 'content-type': 'application/json', ...extra }), body: typeof body === 'string' ? body : JSON.stringify(body) }),
+    get: (path: string, extra: Record<string, string> = {}) => t.fetch(path, { headers: headers(extra) }),
+    create: (body: unknown, extra: Record<string, string> = {}) =>
+      t.fetch('/api/transactions/create', { method: 'POST', headers: headers({ 'content-type': 'application/json', ...extra }), body: JSON.stringify(body) }),
+  }
+}
