@@ -10,14 +10,17 @@ import { ApiError } from './errors.ts'
  */
 export function strictParams(source: 'query' | 'params', schema: TObject) {
   const entries = Object.entries(schema.properties) as [string, TSchema][]
-  return (ctx: { query: Record<string, unknown>; params: Record<string, unknown> }) => {
+  return (ctx: { request: Request; query: Record<string, unknown>; params: Record<string, unknown> }) => {
     const input = ctx[source]
+    const search = source === 'query' ? new URL(ctx.request.url).searchParams : null
     const out: Record<string, unknown> = { ...input }
     const problems: FieldProblem[] = []
     for (const [name, s] of entries) {
-      const raw = input[name]
-      if (raw === undefined) continue
-      if (Array.isArray(raw) || typeof raw !== 'string') {
+      // Elysia keeps one of repeated query parameters; a repeated one is ambiguous, so refuse it.
+      const all = search ? search.getAll(name) : input[name] === undefined ? [] : [input[name]]
+      if (all.length === 0) continue
+      const raw = all[0]
+      if (all.length > 1 || typeof raw !== 'string') {
         problems.push({ path: name, message: 'must be given once' })
         continue
       }

@@ -7,7 +7,7 @@ import { deny, ok, type FieldProblem, type Outcome } from '../../lib/outcome.ts'
 import { STATUSES, type Status } from '../transactions/model.ts'
 
 const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/
-const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/
+const DATE_TIME = /^\d{4}-\d{2}-\d{2}T([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d{1,9})?)?(Z|[+-]([01]\d|2[0-3]):[0-5]\d)$/
 
 /** R10: `YYYY-MM-DD` or a full ISO timestamp; a date-only end covers its whole UTC day. */
 export function parseBound(raw: string, edge: 'start' | 'end'): Date | null {
