@@ -42,12 +42,15 @@ CREATE TABLE "projects" (
 	"updated_at" timestamp with time zone DEFAULT now() NOT NULL
 );
 --> statement-breakpoint
-CREATE TABLE "rate_limit_counters" (
-	"subject" text NOT NULL,
-	"window" text NOT NULL,
-	"window_start" timestamp with time zone NOT NULL,
-	"used" integer NOT NULL,
-	CONSTRAINT "rate_limit_counters_subject_window_window_start_pk" PRIMARY KEY("subject","window","window_start")
+CREATE TABLE "rate_limits" (
+	"subject" text PRIMARY KEY NOT NULL,
+	"minute_start" timestamp with time zone NOT NULL,
+	"minute_used" integer NOT NULL,
+	"hour_start" timestamp with time zone NOT NULL,
+	"hour_used" integer NOT NULL,
+	"day_start" timestamp with time zone NOT NULL,
+	"day_used" integer NOT NULL,
+	"last_grant" integer NOT NULL
 );
 --> statement-breakpoint
 CREATE TABLE "transactions" (
@@ -99,6 +102,6 @@ ALTER TABLE "project_members" ADD CONSTRAINT "project_members_project_id_project
 ALTER TABLE "transactions" ADD CONSTRAINT "transactions_project_id_projects_id_fk" FOREIGN KEY ("project_id") REFERENCES "public"."projects"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 CREATE INDEX "api_keys_project_idx" ON "api_keys" USING btree ("project_id");--> statement-breakpoint
 CREATE INDEX "idempotency_created_idx" ON "idempotency_keys" USING btree ("created_at");--> statement-breakpoint
-CREATE INDEX "rate_limit_window_idx" ON "rate_limit_counters" USING btree ("window_start");--> statement-breakpoint
+CREATE INDEX "rate_limits_day_idx" ON "rate_limits" USING btree ("day_start");--> statement-breakpoint
 CREATE INDEX "transactions_list_idx" ON "transactions" USING btree ("project_id","testing_mode","created_at" DESC NULLS LAST,"id" DESC NULLS LAST);--> statement-breakpoint
 CREATE INDEX "transactions_status_idx" ON "transactions" USING btree ("project_id","testing_mode","status","created_at" DESC NULLS LAST);

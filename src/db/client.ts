@@ -20,6 +20,8 @@ export interface Database {
   db: Db
   /** Raw SQL rows, whichever driver (postgres.js returns an array, PGlite `{ rows }`). */
   rows<T = Record<string, unknown>>(query: SQL): Promise<T[]>
+  /** A hot-path statement: `$1`-style parameters, prepared once per connection and reused. */
+  query<T = Record<string, unknown>>(text: string, params: (string | number | boolean | null)[]): Promise<T[]>
   /** Subscribe to a NOTIFY channel; returns an unsubscribe function. */
   listen(channel: string, onPayload: (payload: string) => void, onReconnect?: () => void): Promise<() => Promise<void>>
   notify(channel: string, payload: string): Promise<void>
@@ -61,6 +63,7 @@ async function openPostgres(url: string, max: number): Promise<Database> {
     kind: 'postgres',
     db,
     rows: async (q) => (await db.execute(q)) as unknown as any[],
+    query: async (text, params) => (await client.unsafe(text, params, { prepare: true })) as unknown as any[],
     listen: async (channel, onPayload, onReconnect) => {
       const sub = await client.listen(channel, onPayload, onReconnect)
       return () => sub.unlisten()
@@ -80,6 +83,7 @@ async function openPglite(dir: string | null): Promise<Database> {
     kind: 'pglite',
     db,
     rows: async (q) => ((await db.execute(q)) as unknown as { rows: any[] }).rows,
+    query: async (text, params) => (await client.query<any>(text, params)).rows,
     listen: async (channel, onPayload) => client.listen(channel, onPayload),
     notify: async (channel, payload) => { await client.query('select pg_notify($1, $2)', [channel, payload]) },
     close: () => client.close(),

@@ -83,13 +83,21 @@ export const idempotencyKeys = pgTable('idempotency_keys', {
   createdAt: ts('created_at').notNull(),
 }, (t) => [primaryKey({ columns: [t.projectId, t.mode, t.key] }), index('idempotency_created_idx').on(t.createdAt)])
 
-/** R23: one row per subject and fixed UTC window; changed only through rate_limit_take(). */
-export const rateLimitCounters = pgTable('rate_limit_counters', {
-  subject: text('subject').notNull(),
-  window: text('window', { enum: ['minute', 'hour', 'day'] }).notNull(),
-  windowStart: ts('window_start').notNull(),
-  used: integer('used').notNull(),
-}, (t) => [primaryKey({ columns: [t.subject, t.window, t.windowStart] }), index('rate_limit_window_idx').on(t.windowStart)])
+/**
+ * R23: one row per subject (a project or a client IP) holding its three fixed windows, so a
+ * grant is one row lock and one statement (src/limits/rate-limit.repo.ts).
+ */
+export const rateLimits = pgTable('rate_limits', {
+  subject: text('subject').primaryKey(),
+  minuteStart: ts('minute_start').notNull(),
+  minuteUsed: integer('minute_used').notNull(),
+  hourStart: ts('hour_start').notNull(),
+  hourUsed: integer('hour_used').notNull(),
+  dayStart: ts('day_start').notNull(),
+  dayUsed: integer('day_used').notNull(),
+  /** Units granted by the last statement, so its RETURNING can tell usage before and after. */
+  lastGrant: integer('last_grant').notNull(),
+}, (t) => [index('rate_limits_day_idx').on(t.dayStart)])
 
 export const users = pgTable('users', {
   id: text('id').primaryKey(),
