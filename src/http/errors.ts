@@ -58,7 +58,7 @@ export const ErrorResponse = Type.Object({
   error: Type.Object({
     type: Type.String({ description: 'invalid_request_error, authentication_error, permission_error, not_found_error, conflict_error, rate_limit_error or api_error' }),
     message: Type.String(),
-    details: Type.Optional(Type.Array(Type.Object({ path: Type.String(), message: Type.String() }), { description: 'Validation problems, one per field (400 only).' })),
+    details: Type.Optional(Type.Array(Type.Object({ path: Type.String(), message: Type.String() }, { additionalProperties: false }), { description: 'Validation problems, one per field (400 only).' })),
     request_id: Type.Optional(Type.String({ description: 'Quote it when reporting a 500.' })),
-  }),
-})
+  }, { additionalProperties: false }),
+}, { additionalProperties: false })

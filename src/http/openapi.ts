@@ -120,19 +120,40 @@ export function tidyDocument(input: OpenApiDoc): OpenApiDoc {
     }
   }
   for (const schema of Object.values(doc.components?.schemas ?? {})) delete schema.$id
-  return nullableFor30(doc) as OpenApiDoc
+  return schemaFor30(doc) as OpenApiDoc
 }
 
-/** OpenAPI 3.0 has no `type: 'null'`: `anyOf: [X, {type: 'null'}]` becomes X with `nullable: true`. */
-function nullableFor30(node: unknown): unknown {
-  if (Array.isArray(node)) return node.map(nullableFor30)
+/**
+ * TypeBox writes JSON Schema 2019 and OpenAPI 3.0 speaks an older dialect: `X | null` becomes
+ * X with `nullable: true`, a numeric `exclusiveMinimum` becomes `minimum` plus `true`, `const`
+ * an one-value `enum`, `examples` one `example`, and a record's `patternProperties` its
+ * `additionalProperties`.
+ */
+function schemaFor30(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(schemaFor30)
   if (!node || typeof node !== 'object') return node
-  const o = Object.fromEntries(Object.entries(node).map(([k, v]) => [k, nullableFor30(v)])) as Record<string, any>
+  const o = Object.fromEntries(Object.entries(node).map(([k, v]) => [k, schemaFor30(v)])) as Record<string, any>
+  if (typeof o.exclusiveMinimum === 'number') Object.assign(o, { minimum: o.exclusiveMinimum, exclusiveMinimum: true })
+  if (typeof o.exclusiveMaximum === 'number') Object.assign(o, { maximum: o.exclusiveMaximum, exclusiveMaximum: true })
+  if ('const' in o) {
+    o.enum = [o.const]
+    delete o.const
+  }
+  if (Array.isArray(o.examples)) {
+    o.example = o.examples[0]
+    delete o.examples
+  }
+  if (o.patternProperties && typeof o.patternProperties === 'object') {
+    const [value] = Object.values(o.patternProperties)
+    o.additionalProperties = value
+    delete o.patternProperties
+  }
   if (Array.isArray(o.anyOf)) {
     const rest = o.anyOf.filter((v: any) => v?.type !== 'null')
     if (rest.length < o.anyOf.length) {
       const { anyOf: _, ...outer } = o
-      return rest.length === 1 ? { ...rest[0], ...outer, nullable: true } : { ...outer, anyOf: rest, nullable: true }
+      // 3.0 wants a `type` beside `nullable`: with several variants the first one carries it.
+      return rest.length === 1 ? { ...rest[0], ...outer, nullable: true } : { ...outer, anyOf: [{ ...rest[0], nullable: true }, ...rest.slice(1)] }
     }
   }
   return o

@@ -18,7 +18,7 @@ export const CreateTransactionBody = Type.Object(
     order_description: nullable(Type.String({ maxLength: 1000 })),
     success_url: nullable(Type.String({ format: 'uri', maxLength: 2048, description: 'Absolute http(s) URL.' })),
     cancel_url: nullable(Type.String({ format: 'uri', maxLength: 2048, description: 'Absolute http(s) URL.' })),
-    expires_in_minutes: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: 10080, default: 60 }), Type.Null()])),
+    expires_in_minutes: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: 10080, description: 'Lifetime in minutes; 60 when omitted or null.' }), Type.Null()])),
     metadata: Type.Optional(
       Type.Union([
         Type.Record(Type.String({ maxLength: 40 }), Type.Union([Type.String({ maxLength: 500 }), Type.Number(), Type.Boolean(), Type.Null()]), {
@@ -56,6 +56,13 @@ export function createTransactionRules(body: CreateTransactionInput): FieldProbl
 const str = (description?: string) => Type.Union([Type.String(), Type.Null()], description ? { description } : {})
 const time = (description?: string) => Type.Union([Type.String({ format: 'date-time' }), Type.Null()], description ? { description } : {})
 
+/**
+ * Response models state `additionalProperties: false` themselves: Elysia writes it into them
+ * in place when it compiles a route's response check, and the OpenAPI document must not
+ * change with traffic.
+ */
+export const closed = { additionalProperties: false } as const
+
 /** R7: create and get return this same object; unknown values are null, never absent. */
 export const TransactionObject = Type.Object({
   id: Type.String({ format: 'uuid' }),
@@ -86,19 +93,19 @@ export const TransactionObject = Type.Object({
   required_confirmations: Type.Union([Type.Integer(), Type.Null()]),
   confirmed_at: time(),
   completed_at: time(),
-})
+}, closed)
 export type TransactionView = Static<typeof TransactionObject>
 
 export const CreateTransactionResponse = Type.Object({
   success: Type.Literal(true),
   transaction: TransactionObject,
   payment_url: Type.String({ format: 'uri' }),
-})
+}, closed)
 
-export const GetTransactionResponse = Type.Object({ success: Type.Literal(true), transaction: TransactionObject })
+export const GetTransactionResponse = Type.Object({ success: Type.Literal(true), transaction: TransactionObject }, closed)
 
 export const ListTransactionsResponse = Type.Object({
   success: Type.Literal(true),
   transactions: Type.Array(TransactionObject),
-  pagination: Type.Object({ limit: Type.Integer(), offset: Type.Integer(), total: Type.Integer(), has_more: Type.Boolean() }),
-})
+  pagination: Type.Object({ limit: Type.Integer(), offset: Type.Integer(), total: Type.Integer(), has_more: Type.Boolean() }, closed),
+}, closed)
