@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm'
 import {
-  bigint, boolean, index, integer, jsonb, numeric, pgTable, primaryKey, text, timestamp, uuid,
+  bigint, bigserial, boolean, index, integer, jsonb, numeric, pgTable, primaryKey, text, timestamp, uuid,
 } from 'drizzle-orm/pg-core'
 
 const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' })
@@ -70,6 +70,48 @@ export const transactions = pgTable('transactions', {
   index('transactions_list_idx').on(t.projectId, t.testingMode, t.createdAt.desc(), t.id.desc()),
   index('transactions_status_idx').on(t.projectId, t.testingMode, t.status, t.createdAt.desc()),
 ])
+
+/**
+ * The persisted actor of each active transaction (issue 3): its XState snapshot, the machine
+ * version that wrote it, and which instance runs it until when (a lease renewed while the
+ * instance lives). The row goes away when the transaction reaches a final status.
+ */
+export const transactionActors = pgTable('transaction_actors', {
+  transactionId: uuid('transaction_id').primaryKey().references(() => transactions.id, { onDelete: 'cascade' }),
+  snapshot: jsonb('snapshot').notNull(),
+  machineVersion: integer('machine_version').notNull(),
+  /** Absolute expiry deadline, for the instance that restores it (R13). */
+  expiresAt: ts('expires_at').notNull(),
+  owner: text('owner'),
+  leaseUntil: ts('lease_until'),
+}, (t) => [index('transaction_actors_lease_idx').on(t.leaseUntil)])
+
+/** The timeline: one row per applied transition, with its cause and details (R12). */
+export const transactionEvents = pgTable('transaction_events', {
+  id: bigserial('id', { mode: 'number' }).primaryKey(),
+  transactionId: uuid('transaction_id').notNull().references(() => transactions.id, { onDelete: 'cascade' }),
+  fromStatus: text('from_status'),
+  toStatus: text('to_status').notNull(),
+  cause: text('cause').notNull(),
+  details: jsonb('details').$type<Record<string, unknown>>().notNull(),
+  at: ts('at').notNull(),
+}, (t) => [index('transaction_events_tx_idx').on(t.transactionId, t.id)])
+
+/**
+ * Domain events for merchants, written in the same database transaction as the state change
+ * they announce (transactional outbox); the webhook dispatcher reads them in id order.
+ */
+export const outbox = pgTable('outbox', {
+  id: bigserial('id', { mode: 'number' }).primaryKey(),
+  transactionId: uuid('transaction_id').notNull().references(() => transactions.id, { onDelete: 'cascade' }),
+  projectId: text('project_id').notNull(),
+  testingMode: boolean('testing_mode').notNull(),
+  eventType: text('event_type').notNull(),
+  /** The webhook payload's `data` as it was at the transition. */
+  data: jsonb('data').$type<Record<string, unknown>>().notNull(),
+  createdAt: ts('created_at').notNull(),
+  dispatchedAt: ts('dispatched_at'),
+}, (t) => [index('outbox_pending_idx').on(t.id).where(sql`dispatched_at is null`)])
 
 /** R6: first response of a create call, replayed for the same key and body within 24 h. */
 export const idempotencyKeys = pgTable('idempotency_keys', {

@@ -98,7 +98,7 @@ const STATUS_TEXT: Record<string, string> = {
   401: 'API key missing, malformed, unknown or revoked',
   403: 'Key lacks the scope, project inactive, IP not allowed, or another project',
   404: 'No such transaction for this key (other projects and modes look the same)',
-  409: 'Conflict: Idempotency-Key reused with a different body',
+  409: 'Conflict: Idempotency-Key reused with another body, or the transaction is not in a status that allows it',
   413: 'Request body larger than 64 KiB',
   429: 'Rate limit exceeded: see Retry-After and X-RateLimit-* headers',
   500: 'Internal error: quote `error.request_id`',

@@ -4,7 +4,7 @@ import { principalOf, requireScope } from '../../http/api-gate.ts'
 import { ApiError, ErrorResponse } from '../../http/errors.ts'
 import { strictJsonBody } from '../../http/json-body.ts'
 import { openApiParameters, strictParams } from '../../http/strict-params.ts'
-import { CreateTransactionBody, CreateTransactionResponse, createTransactionRules, GetTransactionResponse, ListTransactionsResponse, STATUSES } from './model.ts'
+import { CreateTransactionBody, CreateTransactionResponse, createTransactionRules, GetTransactionResponse, ListTransactionsResponse, STATUSES, TimelineResponse } from './model.ts'
 import { StringEnum } from '../../lib/string-enum.ts'
 import type { TransactionService } from './service.ts'
 
@@ -30,6 +30,7 @@ export function transactionsController(deps: { transactions: TransactionService 
       CreateTransactionResponse,
       GetTransactionResponse,
       ListTransactionsResponse,
+      TimelineResponse,
     })
     .post(
       '/create',
@@ -69,6 +70,44 @@ export function transactionsController(deps: { transactions: TransactionService 
           parameters: openApiParameters('path', IdParams),
           summary: 'Get a transaction',
           description: "Returns one transaction of the key's project and mode; any other id is 404. Scope `transactions:read`.",
+        },
+      },
+    )
+    .post(
+      '/:id/cancel',
+      async ({ request, params }) => {
+        const result = await deps.transactions.cancel(principalOf(request), params.id)
+        if (!result.ok) throw ApiError.from(result)
+        return { success: true as const, transaction: result.value }
+      },
+      {
+        transform: [requireScope('transactions:write'), strictParams('params', IdParams)],
+        response: { 200: 'GetTransactionResponse', ...errors(400, 401, 403, 404, 409, 429, 500) },
+        detail: {
+          tags: ['Transactions'],
+          operationId: 'cancelTransaction',
+          summary: 'Cancel a transaction',
+          parameters: openApiParameters('path', IdParams),
+          description: 'Moves a transaction in status `created`, `prepared` or `pending` to `cancelled` (R11); any other status is 409. Subscribed endpoints receive `transaction.cancelled`. Scope `transactions:write`.',
+        },
+      },
+    )
+    .get(
+      '/:id/timeline',
+      async ({ request, params }) => {
+        const result = await deps.transactions.timeline(principalOf(request), params.id)
+        if (!result.ok) throw ApiError.from(result)
+        return { success: true as const, transaction_id: params.id, timeline: result.value as never }
+      },
+      {
+        transform: [requireScope('transactions:read'), strictParams('params', IdParams)],
+        response: { 200: 'TimelineResponse', ...errors(400, 401, 403, 404, 429, 500) },
+        detail: {
+          tags: ['Transactions'],
+          operationId: 'getTransactionTimeline',
+          summary: 'Timeline of a transaction',
+          parameters: openApiParameters('path', IdParams),
+          description: 'Every status transition of the transaction, oldest first, with its cause and details (R12). Scope `transactions:read`.',
         },
       },
     )

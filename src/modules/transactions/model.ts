@@ -109,3 +109,17 @@ export const ListTransactionsResponse = Type.Object({
   transactions: Type.Array(TransactionObject),
   pagination: Type.Object({ limit: Type.Integer(), offset: Type.Integer(), total: Type.Integer(), has_more: Type.Boolean() }, closed),
 }, closed)
+
+export const TimelineResponse = Type.Object({
+  success: Type.Literal(true),
+  transaction_id: Type.String({ format: 'uuid' }),
+  timeline: Type.Array(
+    Type.Object({
+      from_status: Type.Union([StringEnum(STATUSES), Type.Null()], { description: 'null for the creation entry.' }),
+      to_status: StringEnum(STATUSES),
+      cause: Type.String({ description: 'What moved it: transaction.created, token.selected, payment.detected, expiry.reached, cancel.requested, ...' }),
+      details: Type.Record(Type.String(), Type.Unknown(), { description: 'Transaction hash, block, amounts, reason, as the cause has them.' }),
+      at: Type.String({ format: 'date-time' }),
+    }, closed),
+  ),
+}, closed)

@@ -1,4 +1,7 @@
 import { createHash } from 'node:crypto'
+import { MACHINE_VERSION } from '../../../machines/transaction.machine.ts'
+import { webhookData } from '../../actors/projection.ts'
+import type { TransactionRegistry } from '../../actors/transaction-registry.ts'
 import type { Mode } from '../../keys/api-key.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { newTransactionId, newTransactionNumber } from '../../lib/ids.ts'
@@ -22,14 +25,23 @@ export interface StoredResponse {
   body: string
 }
 
-export function createTransactionService(deps: { repo: TransactionRepo; clock: Clock; baseUrl: string }) {
+/** What creating a transaction needs from the lifecycle: its first snapshot and its actor. */
+export type Lifecycle = Pick<TransactionRegistry, 'initialSnapshot' | 'lease' | 'adopt' | 'apply'>
+
+export function createTransactionService(deps: { repo: TransactionRepo; lifecycle: Lifecycle; clock: Clock; baseUrl: string }) {
   const scopeOf = (c: Caller) => ({ projectId: c.projectId, testingMode: c.mode === 'test' })
   const view = (row: TransactionRow) => toView(row, deps.baseUrl)
 
+  /**
+   * Inserts the transaction with its actor's first snapshot, its first timeline entry and the
+   * `transaction.created` outbox event, in the caller's database transaction (issue 3).
+   */
   async function insertNew(repo: TransactionRepo, caller: Caller, input: CreateTransactionInput, now: Date) {
     const minutes = input.expires_in_minutes ?? DEFAULT_EXPIRY_MINUTES
+    const id = newTransactionId()
+    const expiresAt = new Date(now.getTime() + minutes * 60_000)
     const row = await repo.insert({
-      id: newTransactionId(),
+      id,
       projectId: caller.projectId,
       testingMode: caller.mode === 'test',
       transactionNumber: newTransactionNumber(),
@@ -43,43 +55,74 @@ export function createTransactionService(deps: { repo: TransactionRepo; clock: C
       metadata: input.metadata ?? null,
       successUrl: input.success_url ?? null,
       cancelUrl: input.cancel_url ?? null,
-      expiresAt: new Date(now.getTime() + minutes * 60_000),
+      expiresAt,
       createdAt: now,
       updatedAt: now,
     })
+    const snapshot = deps.lifecycle.initialSnapshot({ transactionId: id, expiresAt: expiresAt.getTime() })
+    await repo.lifecycle.recordCreated(
+      row,
+      { snapshot, machineVersion: MACHINE_VERSION, ...deps.lifecycle.lease() },
+      { fromStatus: null, toStatus: 'created', cause: 'transaction.created', details: { amount_usd: row.amountUsd, expires_at: expiresAt.toISOString() }, at: now },
+      { eventType: 'transaction.created', data: webhookData(row) },
+    )
     const transaction = view(row)
-    return { status: 200, body: JSON.stringify({ success: true, transaction, payment_url: transaction.payment_url }) }
+    const response = { status: 200, body: JSON.stringify({ success: true, transaction, payment_url: transaction.payment_url }) }
+    return { response, start: () => deps.lifecycle.adopt(id, snapshot, row.version) }
   }
 
   return {
     /**
-     * R5-R7. With an idempotency key, claiming the key, inserting the transaction and recording
-     * the response commit together: two identical concurrent calls create one transaction.
+     * R5-R7. Claiming the idempotency key, inserting the transaction with its actor, timeline and
+     * outbox rows, and recording the response commit together: two identical concurrent calls
+     * create one transaction.
      */
     async create(caller: Caller, input: CreateTransactionInput, opts: { idempotencyKey?: string } = {}): Promise<Outcome<StoredResponse>> {
       const now = new Date(deps.clock.now())
       const key = opts.idempotencyKey
-      if (key === undefined) return ok(await insertNew(deps.repo, caller, input, now))
-      if (key.length === 0 || key.length > 255) {
+      if (key !== undefined && (key.length === 0 || key.length > 255)) {
         return deny('invalid_request', 'Idempotency-Key must be 1 to 255 characters', [{ path: 'Idempotency-Key', message: 'must be 1 to 255 characters' }])
       }
-      const requestHash = createHash('sha256').update(canonicalJson(input)).digest('hex')
-      return deps.repo.atomically(async (repo) => {
-        const prior = await repo.claimIdempotencyKey({ projectId: caller.projectId, mode: caller.mode, key, requestHash, now, expiredBefore: new Date(now.getTime() - IDEMPOTENCY_WINDOW_MS) })
-        if (prior) {
-          if (prior.requestHash !== requestHash) return deny('conflict', 'This Idempotency-Key was already used with a different request body')
-          return ok({ status: prior.statusCode, body: prior.response })
+      const requestHash = key === undefined ? '' : createHash('sha256').update(canonicalJson(input)).digest('hex')
+      const result = await deps.repo.atomically(async (repo): Promise<Outcome<{ response: StoredResponse; start?: () => void }>> => {
+        if (key !== undefined) {
+          const prior = await repo.claimIdempotencyKey({ projectId: caller.projectId, mode: caller.mode, key, requestHash, now, expiredBefore: new Date(now.getTime() - IDEMPOTENCY_WINDOW_MS) })
+          if (prior) {
+            if (prior.requestHash !== requestHash) return deny('conflict', 'This Idempotency-Key was already used with a different request body')
+            return ok({ response: { status: prior.statusCode, body: prior.response } })
+          }
         }
-        const response = await insertNew(repo, caller, input, now)
-        await repo.recordIdempotentResponse({ projectId: caller.projectId, mode: caller.mode, key, statusCode: response.status, response: response.body })
-        return ok(response)
+        const created = await insertNew(repo, caller, input, now)
+        if (key !== undefined) await repo.recordIdempotentResponse({ projectId: caller.projectId, mode: caller.mode, key, statusCode: created.response.status, response: created.response.body })
+        return ok(created)
       })
+      if (!result.ok) return result
+      // The actor starts only once its transaction is committed.
+      result.value.start?.()
+      return ok(result.value.response)
     },
 
     async get(caller: Caller, id: string): Promise<Outcome<TransactionView>> {
       const row = await deps.repo.find(scopeOf(caller), id)
       // Another project's or mode's transaction is indistinguishable from none (R9).
       return row ? ok(view(row)) : deny('not_found', `No transaction ${id}`)
+    },
+
+    /** R11: the merchant cancels; only `created`, `prepared` and `pending` can be (409 otherwise). */
+    async cancel(caller: Caller, id: string): Promise<Outcome<TransactionView>> {
+      const found = await deps.repo.find(scopeOf(caller), id)
+      if (!found) return deny('not_found', `No transaction ${id}`)
+      const applied = await deps.lifecycle.apply(id, { type: 'cancel.requested', by: 'merchant' })
+      if (!applied.ok) return applied.code === 'conflict' ? deny('conflict', `A transaction in status ${(await deps.repo.find(scopeOf(caller), id))?.status ?? found.status} cannot be cancelled`) : applied
+      return ok(view(applied.value))
+    },
+
+    /** Every recorded transition of a transaction, oldest first. */
+    async timeline(caller: Caller, id: string) {
+      const found = await deps.repo.find(scopeOf(caller), id)
+      if (!found) return deny('not_found', `No transaction ${id}`)
+      const entries = await deps.repo.lifecycle.timeline(id)
+      return ok(entries.map((e) => ({ from_status: e.fromStatus, to_status: e.toStatus, cause: e.cause, details: e.details, at: e.at.toISOString() })))
     },
 
     async list(caller: Caller, projectId: string, filter: { status?: Status; limit: number; offset: number }) {

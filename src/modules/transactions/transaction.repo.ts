@@ -1,6 +1,7 @@
 import { and, count, desc, eq, lt, sql, type SQL } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
 import { idempotencyKeys, transactions } from '../../db/schema.ts'
+import { createLifecycleRepo, type LifecycleRepo } from '../../actors/lifecycle.repo.ts'
 import type { Mode } from '../../keys/api-key.ts'
 
 export type TransactionRow = typeof transactions.$inferSelect
@@ -16,6 +17,8 @@ const inScope = (s: Scope, ...more: (SQL | undefined)[]) =>
 
 export interface TransactionRepo {
   atomically<T>(fn: (repo: TransactionRepo) => Promise<T>): Promise<T>
+  /** Actor, timeline and outbox persistence on the same connection or database transaction. */
+  lifecycle: LifecycleRepo
   insert(row: NewTransactionRow): Promise<TransactionRow>
   find(scope: Scope, id: string): Promise<TransactionRow | null>
   page(scope: Scope, filter: { status?: string; limit: number; offset: number }): Promise<{ rows: TransactionRow[]; total: number }>
@@ -37,6 +40,8 @@ export function createTransactionRepo(db: Db): TransactionRepo {
     .prepare('transaction_find')
 
   return {
+    lifecycle: createLifecycleRepo(db),
+
     /** Runs `fn` in one database transaction with a repo bound to it. */
     atomically<T>(fn: (repo: TransactionRepo) => Promise<T>): Promise<T> {
       return db.transaction((tx) => fn(createTransactionRepo(tx as unknown as Db)))

@@ -1,0 +1,245 @@
+import { and, assign, fromCallback, setup } from 'xstate'
+
+/**
+ * The transaction lifecycle (rulings R11-R15): the single source of truth for status changes.
+ * Pure: no I/O and no clock. Time arrives in events (`at`), and the expiry timer is the named
+ * child `expiryTimer` taking `{ transactionId, at }`, whose real implementation the registry
+ * supplies with `machine.provide()`. Restored invoked children restart, so after a restart the
+ * timer is armed again from the absolute deadline (STYLE.md; XState does not persist `after`).
+ */
+
+/** Stored with every persisted snapshot; bump it when a stored snapshot would no longer fit. */
+export const MACHINE_VERSION = 1
+
+export type TxStatus = 'created' | 'prepared' | 'pending' | 'processing' | 'confirming' | 'completed' | 'failed' | 'expired' | 'cancelled'
+export const ACTIVE_STATUSES: readonly TxStatus[] = ['created', 'prepared', 'pending', 'processing', 'confirming']
+export const FINAL_STATUSES: readonly TxStatus[] = ['completed', 'failed', 'expired', 'cancelled']
+
+export type FailureReason = 'underpaid' | 'reverted' | 'wrong_asset'
+
+/** What the customer is to pay, locked when they select a token (R12, R14). */
+export interface Quote {
+  tokenSymbol: string
+  network: string
+  /** Smallest token units, decimal string. */
+  tokenAmount: string
+  depositAddress: string
+  requiredConfirmations: number
+}
+
+/** A transfer to the deposit address; `blockNumber` is null until it is in a block. */
+export interface Payment {
+  txHash: string
+  /** Smallest token units, decimal string. */
+  amount: string
+  blockNumber: number | null
+}
+
+export interface TxContext {
+  transactionId: string
+  /** Absolute deadline, epoch ms (R13). */
+  expiresAt: number
+  quote: Quote | null
+  payments: Payment[]
+  /** Sum of `payments`, decimal string (R14: transfers to one address add up). */
+  received: string
+  /** The payment whose block the confirmations count from. */
+  txHash: string | null
+  blockNumber: number | null
+  confirmations: number | null
+  confirmedAt: number | null
+  failureReason: FailureReason | null
+}
+
+export interface TxInput {
+  transactionId: string
+  expiresAt: number
+}
+
+export type TxEvent =
+  | { type: 'token.selected'; quote: Quote }
+  | { type: 'customer.confirmed' }
+  | { type: 'payment.detected'; txHash: string; amount: string; blockNumber?: number | null }
+  | { type: 'payment.included'; txHash: string; blockNumber: number }
+  | { type: 'confirmations.updated'; confirmations: number; at: number }
+  | { type: 'payment.reorged'; txHash: string }
+  | { type: 'payment.reverted'; txHash: string }
+  | { type: 'wrong_asset.received'; txHash: string; tokenSymbol: string; amount: string }
+  | { type: 'expiry.reached'; at: number }
+  | { type: 'cancel.requested'; by: 'merchant' | 'customer' }
+
+export const EVENT_TYPES: readonly TxEvent['type'][] = [
+  'token.selected', 'customer.confirmed', 'payment.detected', 'payment.included', 'confirmations.updated',
+  'payment.reorged', 'payment.reverted', 'wrong_asset.received', 'expiry.reached', 'cancel.requested',
+]
+
+const sum = (payments: Payment[]) => payments.reduce((acc, p) => acc + BigInt(p.amount), 0n).toString()
+const expected = (c: TxContext) => (c.quote ? BigInt(c.quote.tokenAmount) : null)
+const withPayment = (c: TxContext, p: Payment) => {
+  const payments = c.payments.some((x) => x.txHash === p.txHash) ? c.payments : [...c.payments, p]
+  return { payments, received: sum(payments) }
+}
+/** The earliest included payment, once everything included covers the quote. */
+function settling(c: TxContext): Payment | null {
+  const need = expected(c)
+  if (need === null) return null
+  let total = 0n
+  for (const p of [...c.payments].sort((a, b) => (a.blockNumber ?? Infinity) - (b.blockNumber ?? Infinity))) {
+    total += BigInt(p.amount)
+    if (total >= need) return p
+  }
+  return null
+}
+
+const timerInput = ({ context }: { context: TxContext }) => ({ transactionId: context.transactionId, at: context.expiresAt })
+
+export const transactionMachine = setup({
+  types: {
+    context: {} as TxContext,
+    events: {} as TxEvent,
+    input: {} as TxInput,
+  },
+  actors: {
+    /** Sends nothing by itself here: the registry provides the real timer. */
+    expiryTimer: fromCallback<TxEvent, { transactionId: string; at: number }>(() => () => {}),
+  },
+  guards: {
+    // R14: partial payments add up; the transaction proceeds once the total reaches the quote.
+    paysInFull: ({ context, event }) => {
+      if (event.type !== 'payment.detected') return false
+      const need = expected(context)
+      return need !== null && BigInt(withPayment(context, { txHash: event.txHash, amount: event.amount, blockNumber: null }).received) >= need
+    },
+    isNewPayment: ({ context, event }) => event.type === 'payment.detected' && !context.payments.some((p) => p.txHash === event.txHash),
+    isKnownPayment: ({ context, event }) => 'txHash' in event && context.payments.some((p) => p.txHash === event.txHash),
+    nothingReceived: ({ context }) => context.received === '0',
+    // R13: the timer carries the deadline it was armed for; an early event is refused.
+    deadlinePassed: ({ context, event }) => event.type === 'expiry.reached' && event.at >= context.expiresAt,
+    // R15: confirmations = head - block + 1, complete at the network's requirement.
+    enoughConfirmations: ({ context, event }) =>
+      event.type === 'confirmations.updated' && context.quote !== null && event.confirmations >= context.quote.requiredConfirmations,
+    isConfirmationUpdate: ({ context, event }) => event.type === 'confirmations.updated' && event.confirmations >= 0 && event.confirmations !== context.confirmations,
+    // After a reorg the remaining included payments may still cover the quote.
+    stillCoveredAfterReorg: ({ context, event }) => {
+      if (event.type !== 'payment.reorged' || !context.payments.some((p) => p.txHash === event.txHash)) return false
+      const need = expected(context)
+      const rest = context.payments.filter((p) => p.txHash !== event.txHash)
+      return need !== null && rest.reduce((a, p) => a + BigInt(p.amount), 0n) >= need
+    },
+  },
+  actions: {
+    lockQuote: assign(({ event }) => (event.type === 'token.selected' ? { quote: event.quote } : {})),
+    recordPayment: assign(({ context, event }) =>
+      event.type === 'payment.detected' ? withPayment(context, { txHash: event.txHash, amount: event.amount, blockNumber: event.blockNumber ?? null }) : {},
+    ),
+    recordInclusion: assign(({ context, event }) => {
+      if (event.type !== 'payment.included') return {}
+      const payments = context.payments.map((p) => (p.txHash === event.txHash ? { ...p, blockNumber: event.blockNumber } : p))
+      const settle = settling({ ...context, payments })
+      return { payments, txHash: settle?.txHash ?? event.txHash, blockNumber: settle?.blockNumber ?? event.blockNumber, confirmations: null }
+    }),
+    recordConfirmations: assign(({ event }) => (event.type === 'confirmations.updated' ? { confirmations: event.confirmations } : {})),
+    markConfirmed: assign(({ event }) => (event.type === 'confirmations.updated' ? { confirmedAt: event.at } : {})),
+    forgetPayment: assign(({ context, event }) => {
+      if (event.type !== 'payment.reorged') return {}
+      const payments = context.payments.filter((p) => p.txHash !== event.txHash)
+      const settle = settling({ ...context, payments })
+      return { payments, received: sum(payments), txHash: settle?.txHash ?? null, blockNumber: settle?.blockNumber ?? null, confirmations: null }
+    }),
+    failUnderpaid: assign({ failureReason: 'underpaid' as FailureReason }),
+    failReverted: assign({ failureReason: 'reverted' as FailureReason }),
+    failWrongAsset: assign({ failureReason: 'wrong_asset' as FailureReason }),
+  },
+}).createMachine({
+  id: 'transaction',
+  context: ({ input }) => ({
+    transactionId: input.transactionId,
+    expiresAt: input.expiresAt,
+    quote: null,
+    payments: [],
+    received: '0',
+    txHash: null,
+    blockNumber: null,
+    confirmations: null,
+    confirmedAt: null,
+    failureReason: null,
+  }),
+  initial: 'created',
+  states: {
+    created: {
+      invoke: { src: 'expiryTimer', input: timerInput },
+      on: {
+        'token.selected': { target: 'prepared', actions: 'lockQuote' },
+        'wrong_asset.received': { target: 'failed', actions: 'failWrongAsset' },
+        'expiry.reached': { guard: 'deadlinePassed', target: 'expired' },
+        'cancel.requested': { target: 'cancelled' },
+      },
+    },
+    prepared: {
+      invoke: { src: 'expiryTimer', input: timerInput },
+      on: {
+        // R12: re-selecting replaces the quote (nothing can have been paid against it here).
+        'token.selected': { target: 'prepared', actions: 'lockQuote' },
+        'customer.confirmed': { target: 'pending' },
+        'payment.detected': [
+          { guard: 'paysInFull', target: 'processing', actions: 'recordPayment' },
+          // A partial payment: the customer is paying; wait for the rest (R14).
+          { guard: 'isNewPayment', target: 'pending', actions: 'recordPayment' },
+        ],
+        'wrong_asset.received': { target: 'failed', actions: 'failWrongAsset' },
+        'expiry.reached': { guard: 'deadlinePassed', target: 'expired' },
+        'cancel.requested': { target: 'cancelled' },
+      },
+    },
+    pending: {
+      invoke: { src: 'expiryTimer', input: timerInput },
+      on: {
+        'payment.detected': [
+          { guard: 'paysInFull', target: 'processing', actions: 'recordPayment' },
+          { guard: 'isNewPayment', actions: 'recordPayment' },
+        ],
+        'payment.included': { guard: 'isKnownPayment', actions: 'recordInclusion' },
+        'payment.reorged': { guard: 'isKnownPayment', actions: 'forgetPayment' },
+        'wrong_asset.received': { target: 'failed', actions: 'failWrongAsset' },
+        // R14: underpaid at the deadline fails; nothing received expires.
+        'expiry.reached': [
+          { guard: and(['deadlinePassed', 'nothingReceived']), target: 'expired' },
+          { guard: 'deadlinePassed', target: 'failed', actions: 'failUnderpaid' },
+        ],
+        'cancel.requested': { target: 'cancelled' },
+      },
+    },
+    processing: {
+      on: {
+        // Further transfers while settling are counted (overpayment, R14).
+        'payment.detected': { guard: 'isNewPayment', actions: 'recordPayment' },
+        'payment.included': { guard: 'isKnownPayment', target: 'confirming', actions: 'recordInclusion' },
+        'payment.reorged': [
+          { guard: 'stillCoveredAfterReorg', target: 'processing', actions: 'forgetPayment' },
+          { guard: 'isKnownPayment', target: 'pending', actions: 'forgetPayment' },
+        ],
+        'payment.reverted': { guard: 'isKnownPayment', target: 'failed', actions: 'failReverted' },
+      },
+    },
+    confirming: {
+      on: {
+        'payment.detected': { guard: 'isNewPayment', actions: 'recordPayment' },
+        'payment.included': { guard: 'isKnownPayment', actions: 'recordInclusion' },
+        'confirmations.updated': [
+          { guard: 'enoughConfirmations', target: 'completed', actions: ['recordConfirmations', 'markConfirmed'] },
+          { guard: 'isConfirmationUpdate', actions: 'recordConfirmations' },
+        ],
+        // R15: never completes on a payment that left the canonical chain.
+        'payment.reorged': [
+          { guard: 'stillCoveredAfterReorg', target: 'processing', actions: 'forgetPayment' },
+          { guard: 'isKnownPayment', target: 'pending', actions: 'forgetPayment' },
+        ],
+        'payment.reverted': { guard: 'isKnownPayment', target: 'failed', actions: 'failReverted' },
+      },
+    },
+    completed: { type: 'final' },
+    failed: { type: 'final' },
+    expired: { type: 'final' },
+    cancelled: { type: 'final' },
+  },
+})

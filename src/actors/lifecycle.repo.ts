@@ -1,0 +1,123 @@
+import { and, asc, eq, inArray, isNull, lt, or, sql } from 'drizzle-orm'
+import type { Db } from '../db/client.ts'
+import { outbox, transactionActors, transactionEvents, transactions } from '../db/schema.ts'
+import type { NewTransactionRow, TransactionRow } from '../modules/transactions/transaction.repo.ts'
+
+export interface TimelineEntry {
+  fromStatus: string | null
+  toStatus: string
+  cause: string
+  details: Record<string, unknown>
+  at: Date
+}
+
+export interface OutboxEntry {
+  eventType: string
+  data: Record<string, unknown>
+}
+
+export interface StoredActor {
+  transactionId: string
+  snapshot: unknown
+  machineVersion: number
+  version: number
+  owner: string | null
+}
+
+/** Persistence of actors, timeline and outbox; every write that changes a status is atomic. */
+export function createLifecycleRepo(db: Db) {
+  async function writeEffects(tx: Db, row: TransactionRow, entry: TimelineEntry, out: OutboxEntry | null) {
+    await tx.insert(transactionEvents).values({ transactionId: row.id, ...entry })
+    if (out) await tx.insert(outbox).values({ transactionId: row.id, projectId: row.projectId, testingMode: row.testingMode, eventType: out.eventType, data: out.data, createdAt: entry.at })
+  }
+
+  return {
+    /** The actor, timeline and outbox rows of a new transaction, in the caller's database transaction. */
+    async recordCreated(row: TransactionRow, a: { snapshot: unknown; machineVersion: number; owner: string; leaseUntil: Date }, entry: TimelineEntry, out: OutboxEntry) {
+      await db.insert(transactionActors).values({ transactionId: row.id, snapshot: a.snapshot, machineVersion: a.machineVersion, expiresAt: row.expiresAt, owner: a.owner, leaseUntil: a.leaseUntil })
+      await writeEffects(db, row, entry, out)
+    },
+
+    /**
+     * Commits one transition: the row (only if it is still at `expectedVersion`, so a transition
+     * computed from a stale snapshot is never applied), the snapshot (or its removal at a final
+     * status), the timeline entry and the outbox event, in one database transaction.
+     * Returns null when another writer got there first.
+     */
+    commitTransition(t: {
+      transactionId: string
+      expectedVersion: number
+      patch: Partial<NewTransactionRow>
+      snapshot: unknown | null
+      machineVersion: number
+      entry: TimelineEntry
+      outbox: (row: TransactionRow) => OutboxEntry | null
+    }): Promise<TransactionRow | null> {
+      return db.transaction(async (txRaw) => {
+        const tx = txRaw as unknown as Db
+        const [row] = await tx
+          .update(transactions)
+          .set({ ...t.patch, version: sql`${transactions.version} + 1` })
+          .where(and(eq(transactions.id, t.transactionId), eq(transactions.version, t.expectedVersion)))
+          .returning()
+        if (!row) return null
+        if (t.snapshot === null) await tx.delete(transactionActors).where(eq(transactionActors.transactionId, t.transactionId))
+        else await tx.update(transactionActors).set({ snapshot: t.snapshot, machineVersion: t.machineVersion }).where(eq(transactionActors.transactionId, t.transactionId))
+        await writeEffects(tx, row, t.entry, t.outbox(row))
+        return row
+      })
+    },
+
+    /** The stored actor of an active transaction, or null once it is final. */
+    async load(transactionId: string): Promise<StoredActor | null> {
+      const [r] = await db
+        .select({ transactionId: transactionActors.transactionId, snapshot: transactionActors.snapshot, machineVersion: transactionActors.machineVersion, version: transactions.version, owner: transactionActors.owner })
+        .from(transactionActors)
+        .innerJoin(transactions, eq(transactions.id, transactionActors.transactionId))
+        .where(eq(transactionActors.transactionId, transactionId))
+      return r ?? null
+    },
+
+    async timeline(transactionId: string) {
+      return db.select().from(transactionEvents).where(eq(transactionEvents.transactionId, transactionId)).orderBy(asc(transactionEvents.id))
+    },
+
+    /** Extends this instance's leases; returns the ids it still holds. */
+    async renew(owner: string, until: Date): Promise<Set<string>> {
+      const rows = await db.update(transactionActors).set({ leaseUntil: until }).where(eq(transactionActors.owner, owner)).returning({ id: transactionActors.transactionId })
+      return new Set(rows.map((r) => r.id))
+    },
+
+    /**
+     * Takes over actors nobody holds (leases ended: their instance died), up to `limit`;
+     * `all` takes every actor (a single-instance embedded database at start-up).
+     */
+    async claim(owner: string, until: Date, now: Date, limit: number, all = false): Promise<StoredActor[]> {
+      const free = all ? undefined : or(isNull(transactionActors.leaseUntil), lt(transactionActors.leaseUntil, now))
+      const candidates = db
+        .select({ id: transactionActors.transactionId })
+        .from(transactionActors)
+        .where(all ? sql`${transactionActors.owner} is distinct from ${owner}` : free)
+        .limit(limit)
+        .for('update', { skipLocked: true })
+      const claimed = await db
+        .update(transactionActors)
+        .set({ owner, leaseUntil: until })
+        .where(inArray(transactionActors.transactionId, candidates))
+        .returning({ id: transactionActors.transactionId })
+      if (!claimed.length) return []
+      return db
+        .select({ transactionId: transactionActors.transactionId, snapshot: transactionActors.snapshot, machineVersion: transactionActors.machineVersion, version: transactions.version, owner: transactionActors.owner })
+        .from(transactionActors)
+        .innerJoin(transactions, eq(transactions.id, transactionActors.transactionId))
+        .where(inArray(transactionActors.transactionId, claimed.map((c) => c.id)))
+    },
+
+    /** Lets other instances take this instance's actors at once (graceful shutdown). */
+    async release(owner: string) {
+      await db.update(transactionActors).set({ owner: null, leaseUntil: null }).where(eq(transactionActors.owner, owner))
+    },
+  }
+}
+
+export type LifecycleRepo = ReturnType<typeof createLifecycleRepo>

@@ -1,0 +1,191 @@
+import { describe, expect, test } from 'bun:test'
+import { createActor, fromCallback, transition } from 'xstate'
+import { EVENT_TYPES, transactionMachine, type Payment, type TxContext, type TxEvent, type TxStatus } from '../../machines/transaction.machine.ts'
+
+const DEADLINE = Date.parse('2030-01-01T01:00:00Z')
+const quote = { tokenSymbol: 'USDC', network: 'devnet', tokenAmount: '1000', depositAddress: '0xabc', requiredConfirmations: 3 }
+
+/** A representative context for each status, as the lifecycle would have built it. */
+function contextFor(status: TxStatus): TxContext {
+  const base: TxContext = { transactionId: 't1', expiresAt: DEADLINE, quote: null, payments: [], received: '0', txHash: null, blockNumber: null, confirmations: null, confirmedAt: null, failureReason: null }
+  const paid = (payments: Payment[]) => ({ payments, received: payments.reduce((a, p) => a + BigInt(p.amount), 0n).toString() })
+  switch (status) {
+    case 'created': return base
+    case 'prepared': return { ...base, quote }
+    case 'pending': return { ...base, quote, ...paid([{ txHash: 'tx0', amount: '400', blockNumber: null }]) }
+    case 'processing': return { ...base, quote, ...paid([{ txHash: 'tx1', amount: '1000', blockNumber: null }]) }
+    case 'confirming': return { ...base, quote, ...paid([{ txHash: 'tx1', amount: '1000', blockNumber: 100 }]), txHash: 'tx1', blockNumber: 100, confirmations: 1 }
+    default: return { ...base, quote }
+  }
+}
+
+const known = (status: TxStatus) => (status === 'pending' ? 'tx0' : 'tx1')
+function eventFor(type: TxEvent['type'], status: TxStatus): TxEvent {
+  switch (type) {
+    case 'token.selected': return { type, quote: { ...quote, tokenSymbol: 'ETH', tokenAmount: '5' } }
+    case 'customer.confirmed': return { type }
+    case 'payment.detected': return { type, txHash: 'tx9', amount: '1000' }
+    case 'payment.included': return { type, txHash: known(status), blockNumber: 101 }
+    case 'confirmations.updated': return { type, confirmations: 3, at: DEADLINE - 1000 }
+    case 'payment.reorged': return { type, txHash: known(status) }
+    case 'payment.reverted': return { type, txHash: known(status) }
+    case 'wrong_asset.received': return { type, txHash: 'tx8', tokenSymbol: 'DAI', amount: '7' }
+    case 'expiry.reached': return { type, at: DEADLINE }
+    case 'cancel.requested': return { type, by: 'merchant' }
+  }
+}
+
+const STATUSES: TxStatus[] = ['created', 'prepared', 'pending', 'processing', 'confirming', 'completed', 'failed', 'expired', 'cancelled']
+
+/** R11-R15: every allowed move; everything missing here must be refused. */
+const ALLOWED: Partial<Record<TxStatus, Partial<Record<TxEvent['type'], TxStatus>>>> = {
+  created: { 'token.selected': 'prepared', 'wrong_asset.received': 'failed', 'expiry.reached': 'expired', 'cancel.requested': 'cancelled' },
+  prepared: {
+    'token.selected': 'prepared', 'customer.confirmed': 'pending', 'payment.detected': 'processing',
+    'wrong_asset.received': 'failed', 'expiry.reached': 'expired', 'cancel.requested': 'cancelled',
+  },
+  pending: {
+    'payment.detected': 'processing', 'payment.included': 'pending', 'payment.reorged': 'pending',
+    'wrong_asset.received': 'failed', 'expiry.reached': 'failed', 'cancel.requested': 'cancelled',
+  },
+  processing: { 'payment.detected': 'processing', 'payment.included': 'confirming', 'payment.reorged': 'pending', 'payment.reverted': 'failed' },
+  confirming: {
+    'payment.detected': 'confirming', 'payment.included': 'confirming', 'confirmations.updated': 'completed',
+    'payment.reorged': 'pending', 'payment.reverted': 'failed',
+  },
+}
+
+const at = (status: TxStatus, context: Partial<TxContext> = {}) => transactionMachine.resolveState({ value: status, context: { ...contextFor(status), ...context } })
+const step = (status: TxStatus | ReturnType<typeof at>, event: TxEvent, context: Partial<TxContext> = {}) => {
+  const snapshot = typeof status === 'string' ? at(status, context) : status
+  return { can: snapshot.can(event), next: transition(transactionMachine, snapshot, event)[0] }
+}
+
+describe('transactionMachine: every state x every event', () => {
+  for (const status of STATUSES) {
+    for (const type of EVENT_TYPES) {
+      const target = ALLOWED[status]?.[type]
+      test(`${status} + ${type} -> ${target ?? 'refused'}`, () => {
+        const { can, next } = step(status, eventFor(type, status))
+        expect(can).toBe(target !== undefined)
+        if (target) expect(next.value).toBe(target)
+        else expect(next.value).toBe(status)
+      })
+    }
+  }
+})
+
+describe('transactionMachine: amounts (R14)', () => {
+  test('two partial payments add up and proceed once they cover the quote', () => {
+    const first = step('prepared', { type: 'payment.detected', txHash: 'a', amount: '400' }).next
+    expect(first.value).toBe('pending')
+    expect(first.context.received).toBe('400')
+    const second = step(first, { type: 'payment.detected', txHash: 'b', amount: '600' }).next
+    expect(second.value).toBe('processing')
+    expect(second.context.received).toBe('1000')
+  })
+
+  test('the same transfer reported twice is counted once (refused the second time)', () => {
+    const once = step('prepared', { type: 'payment.detected', txHash: 'a', amount: '400' }).next
+    expect(step(once, { type: 'payment.detected', txHash: 'a', amount: '400' }).can).toBe(false)
+  })
+
+  test('an overpayment proceeds and is recorded', () => {
+    const over = step('pending', { type: 'payment.detected', txHash: 'b', amount: '5000' }).next
+    expect(over.value).toBe('processing')
+    expect(over.context.received).toBe('5400')
+  })
+
+  test('amounts are exact beyond 2^53', () => {
+    const big = '123456789012345678901234567890'
+    const next = step('prepared', { type: 'payment.detected', txHash: 'a', amount: big }, { quote: { ...quote, tokenAmount: big } }).next
+    expect(next.value).toBe('processing')
+    expect(next.context.received).toBe(big)
+  })
+
+  test('underpaid at the deadline fails with reason underpaid; nothing received expires', () => {
+    const failed = step('pending', { type: 'expiry.reached', at: DEADLINE }).next
+    expect(failed.value).toBe('failed')
+    expect(failed.context.failureReason).toBe('underpaid')
+    const expired = step('pending', { type: 'expiry.reached', at: DEADLINE }, { payments: [], received: '0' }).next
+    expect(expired.value).toBe('expired')
+  })
+
+  test('a wrong asset fails with reason wrong_asset; a reverted payment with reverted', () => {
+    expect(step('pending', eventFor('wrong_asset.received', 'pending')).next.context.failureReason).toBe('wrong_asset')
+    expect(step('confirming', eventFor('payment.reverted', 'confirming')).next.context.failureReason).toBe('reverted')
+  })
+})
+
+describe('transactionMachine: confirmations and reorgs (R15)', () => {
+  test('confirmations below the requirement are recorded without completing; enough completes with confirmedAt', () => {
+    const two = step('confirming', { type: 'confirmations.updated', confirmations: 2, at: 5 }).next
+    expect(two.value).toBe('confirming')
+    expect(two.context.confirmations).toBe(2)
+    const three = step(two, { type: 'confirmations.updated', confirmations: 3, at: 7 }).next
+    expect(three.value).toBe('completed')
+    expect(three.context.confirmedAt).toBe(7)
+  })
+
+  test('a reorged-out payment returns to awaiting payment and cannot complete', () => {
+    const back = step('confirming', { type: 'payment.reorged', txHash: 'tx1' }).next
+    expect(back.value).toBe('pending')
+    expect(back.context).toMatchObject({ received: '0', payments: [], blockNumber: null, txHash: null, confirmations: null })
+    expect(back.can({ type: 'confirmations.updated', confirmations: 10, at: 1 })).toBe(false)
+  })
+
+  test('re-included after a reorg, it confirms again from its new block', () => {
+    const back = step('confirming', { type: 'payment.reorged', txHash: 'tx1' }).next
+    const again = step(back, { type: 'payment.detected', txHash: 'tx1', amount: '1000' }).next
+    expect(again.value).toBe('processing')
+    const included = step(again, { type: 'payment.included', txHash: 'tx1', blockNumber: 105 }).next
+    expect(included.value).toBe('confirming')
+    expect(included.context.blockNumber).toBe(105)
+  })
+
+  test('a reorg that leaves enough included payments goes back to processing', () => {
+    const ctx = { payments: [{ txHash: 'tx1', amount: '1000', blockNumber: 100 }, { txHash: 'tx2', amount: '1000', blockNumber: 99 }], received: '2000' }
+    expect(step('confirming', { type: 'payment.reorged', txHash: 'tx1' }, ctx).next.value).toBe('processing')
+  })
+
+  test('events about unknown transfers are refused', () => {
+    for (const type of ['payment.included', 'payment.reorged', 'payment.reverted'] as const) {
+      expect(step('confirming', { type, txHash: 'nope', blockNumber: 1 } as TxEvent).can).toBe(false)
+    }
+  })
+})
+
+describe('transactionMachine: the deadline (R13)', () => {
+  test('an expiry event before the deadline is refused', () => {
+    for (const s of ['created', 'prepared', 'pending'] as const) expect(step(s, { type: 'expiry.reached', at: DEADLINE - 1 }).can).toBe(false)
+  })
+
+  test('the timer child is armed with the absolute deadline in the waiting states and stopped after', () => {
+    const armed: { at: number; stopped: boolean }[] = []
+    const machine = transactionMachine.provide({
+      actors: {
+        expiryTimer: fromCallback<TxEvent, { transactionId: string; at: number }>(({ input }) => {
+          const entry = { at: input.at, stopped: false }
+          armed.push(entry)
+          return () => (entry.stopped = true)
+        }),
+      },
+    })
+    const actor = createActor(machine, { input: { transactionId: 't1', expiresAt: DEADLINE } }).start()
+    expect(armed).toEqual([{ at: DEADLINE, stopped: false }])
+    actor.send({ type: 'token.selected', quote })
+    actor.send({ type: 'customer.confirmed' })
+    actor.send({ type: 'payment.detected', txHash: 'x', amount: '1000' })
+    expect(actor.getSnapshot().value).toBe('processing')
+    expect(armed.every((e) => e.at === DEADLINE && e.stopped)).toBe(true)
+    // Restoring a persisted waiting snapshot arms the timer again, with the same deadline.
+    const waiting = createActor(machine, { input: { transactionId: 't2', expiresAt: DEADLINE } }).start()
+    waiting.send({ type: 'token.selected', quote })
+    waiting.send({ type: 'customer.confirmed' })
+    const persisted = JSON.parse(JSON.stringify(waiting.getPersistedSnapshot()))
+    waiting.stop()
+    armed.length = 0
+    createActor(machine, { snapshot: persisted }).start()
+    expect(armed).toEqual([{ at: DEADLINE, stopped: false }])
+  })
+})
