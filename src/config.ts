@@ -15,6 +15,8 @@ export interface Config {
   /** Behind a TLS-terminating proxy: listen in plain HTTP and trust X-Forwarded-* (R3). */
   trustProxy: boolean
   logLevel: Level
+  /** How long an instance holds its transactions' actors without renewing (several instances). */
+  actorLeaseMs: number
 }
 
 export class ConfigError extends Error {
@@ -39,6 +41,14 @@ function flag(env: Env, name: string): boolean {
   if (['', '0', 'false', 'no'].includes(raw)) return false
   if (['1', 'true', 'yes'].includes(raw)) return true
   throw new ConfigError(name, `must be 1 or 0, got "${env[name]}"`)
+}
+
+function leaseMs(env: Env): number {
+  const raw = env.ACTOR_LEASE_MS
+  if (raw === undefined || raw === '') return 10_000
+  const n = /^\d+$/.test(raw) ? Number(raw) : NaN
+  if (!(n >= 300 && n <= 600_000)) throw new ConfigError('ACTOR_LEASE_MS', `must be milliseconds from 300 to 600000, got "${raw}"`)
+  return n
 }
 
 const LEVELS: Level[] = ['debug', 'info', 'warn', 'error', 'silent']
@@ -76,5 +86,6 @@ export function loadConfig(env: Env = process.env): Config {
     tlsKeyFile,
     trustProxy: flag(env, 'TRUST_PROXY'),
     logLevel,
+    actorLeaseMs: leaseMs(env),
   }
 }

@@ -1,3 +1,5 @@
+import { EVENT_TYPES } from '../../machines/transaction.machine.ts'
+import { parseTxEvent } from '../actors/event-schema.ts'
 import type { Outcome } from '../lib/outcome.ts'
 import type { Services } from '../services.ts'
 
@@ -69,6 +71,21 @@ export const COMMANDS: Record<string, Command> = {
         keys: (await s.keys.list(f.project)).map((k) => ({ id: k.id, name: k.name, mode: k.mode, prefix: k.displayPrefix, scopes: k.scopes, created_at: k.createdAt.toISOString(), last_used_at: k.lastUsedAt?.toISOString() ?? null, revoked_at: k.revokedAt?.toISOString() ?? null })),
       },
     }),
+  },
+  'transaction event': {
+    usage: 'transaction event --id UUID --event JSON   (test-mode transactions only; e.g. {"type":"cancel.requested","by":"merchant"})',
+    required: ['id', 'event'],
+    run: async (s, f) => {
+      let event: unknown
+      try {
+        event = JSON.parse(f.event)
+      } catch {
+        return { ok: false, code: 'invalid_request', message: '--event must be a JSON lifecycle event such as {"type":"customer.confirmed"}' }
+      }
+      const parsed = parseTxEvent(event)
+      if (!parsed) return { ok: false, code: 'invalid_request', message: `--event is not a well-formed lifecycle event; types: ${EVENT_TYPES.join(', ')} (fields as in machines/transaction.machine.ts)` }
+      return map(s.driveTestTransaction(f.id, parsed), (r) => ({ id: r.id, status: r.status, version: r.version }))
+    },
   },
   'user create': {
     usage: 'user create --email E --password P --project ID',

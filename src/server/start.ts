@@ -24,7 +24,7 @@ export interface RunningServer {
 const PRUNE_EVERY_MS = 10 * 60_000
 
 /** R24 start-up: config -> database (migrated) -> services -> listeners. Runtime-neutral. */
-export async function startServer(config: Config, opts: { clock?: Clock; logger?: Logger; leaseMs?: number } = {}): Promise<RunningServer> {
+export async function startServer(config: Config, opts: { clock?: Clock; logger?: Logger } = {}): Promise<RunningServer> {
   const logger = opts.logger ?? createLogger(config.logLevel)
   const clock = opts.clock ?? systemClock
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 })
@@ -48,7 +48,7 @@ export async function startServer(config: Config, opts: { clock?: Clock; logger?
     const baseUrl = process.env.BASE_URL ? config.baseUrl : `${config.trustProxy ? 'http' : 'https'}://localhost:${main.port}`
     const httpsOrigin = new URL(baseUrl).origin
 
-    const services = await createServices({ database, clock, logger, baseUrl, leaseMs: opts.leaseMs })
+    const services = await createServices({ database, clock, logger, baseUrl, leaseMs: config.actorLeaseMs })
     cleanups.unshift(() => services.stop())
     // Recovery: every active transaction this instance may run gets its actor back; overdue
     // deadlines fire at once, the others keep their original time (R13).

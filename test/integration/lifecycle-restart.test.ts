@@ -1,0 +1,97 @@
+import { afterAll, describe, expect, test } from 'bun:test'
+import { rmSync } from 'node:fs'
+import { join } from 'node:path'
+import { eq } from 'drizzle-orm'
+import { openDatabase } from '../../src/db/client.ts'
+import { transactionActors, transactions } from '../../src/db/schema.ts'
+import { backends, freshDataDir, freshPostgres } from '../helpers/databases.ts'
+import { PATH_TO } from '../helpers/lifecycle.ts'
+import { killAllProcesses, runCli, spawnServer, type ServerProcess } from '../helpers/processes.ts'
+
+type Status = 'created' | 'prepared' | 'pending' | 'processing' | 'confirming'
+const NON_FINAL: Status[] = ['created', 'prepared', 'pending', 'processing', 'confirming']
+
+/**
+ * Issue 3: SIGKILL the server while transactions sit in every non-final status, restart it,
+ * and nothing is lost or doubled; a deadline that passed during the downtime fires at once,
+ * the others keep their original time (R13).
+ */
+for (const backend of backends()) {
+  describe(`SIGKILL and restart [${backend}]`, () => {
+    const cleanups: (() => Promise<void> | void)[] = []
+    afterAll(async () => {
+      await killAllProcesses()
+      for (const c of cleanups.reverse()) await c()
+    })
+
+    test('every non-final transaction survives with its status, deadline and history; an overdue one expires at once', async () => {
+      const dataDir = await freshDataDir()
+      cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }))
+      const pg = backend === 'postgres' ? await freshPostgres() : null
+      if (pg) cleanups.push(() => pg.drop())
+      const env = { DATA_DIR: dataDir, PORT: '0', HTTP_PORT: '0', LOG_LEVEL: 'info', ACTOR_LEASE_MS: '1000', ...(pg ? { DATABASE_URL: pg.url } : {}) }
+      const cli = async (...args: string[]) => {
+        const r = await runCli([...args, '--json'], { env })
+        if (r.code !== 0) throw new Error(`cli ${args.join(' ')}: ${r.stderr}`)
+        return r.json
+      }
+
+      let server: ServerProcess = await spawnServer(env)
+      const project = await cli('project', 'create', '--name', 'Restart')
+      await cli('project', 'set-limits', '--project', project.id, '--minute', '100000', '--hour', '100000', '--day', '100000')
+      const { key } = await cli('key', 'create', '--project', project.id, '--mode', 'test', '--name', 'k')
+      const create = async () => {
+        const res = await server.fetch('/api/transactions/create', { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: '{"amount": 25, "expires_in_minutes": 30}' })
+        return (await res.json()).transaction as { id: string; expires_at: string }
+      }
+      const ids: Record<Status | 'overdue', string> = {} as never
+      for (const status of NON_FINAL) {
+        ids[status] = (await create()).id
+        if (status !== 'created') for (const e of PATH_TO[status]) await cli('transaction', 'event', '--id', ids[status], '--event', JSON.stringify(e))
+      }
+      ids.overdue = (await create()).id
+
+      const read = async (id: string) => (await (await server.fetch(`/api/transactions/${id}`, { headers: { authorization: `Bearer ${key}` } })).json()).transaction
+      const history = async (id: string) => (await (await server.fetch(`/api/transactions/${id}/timeline`, { headers: { authorization: `Bearer ${key}` } })).json()).timeline
+      const before: Record<string, { status: string; expires_at: string; timeline: unknown[] }> = {}
+      for (const [name, id] of Object.entries(ids)) before[name] = { status: (await read(id)).status, expires_at: (await read(id)).expires_at, timeline: await history(id) }
+      expect(NON_FINAL.map((s) => before[s].status)).toEqual(NON_FINAL)
+
+      server.kill('SIGKILL')
+      await server.exited
+
+      // Time passes for one of them while the server is down: its deadline is now behind us.
+      const db = await openDatabase({ databaseUrl: pg?.url ?? null, pgliteDir: pg ? null : join(dataDir, 'pglite') })
+      const past = new Date(Date.now() - 60_000)
+      await db.db.update(transactions).set({ expiresAt: past }).where(eq(transactions.id, ids.overdue))
+      // The deadline lives in the context and in the persisted input of the timer child.
+      const [stored] = await db.db.select().from(transactionActors).where(eq(transactionActors.transactionId, ids.overdue))
+      const snapshot = stored.snapshot as { context: { expiresAt: number }; children: Record<string, { snapshot: { input: { at: number } } }> }
+      snapshot.context.expiresAt = past.getTime()
+      for (const child of Object.values(snapshot.children)) child.snapshot.input.at = past.getTime()
+      await db.db.update(transactionActors).set({ expiresAt: past, snapshot }).where(eq(transactionActors.transactionId, ids.overdue))
+      await db.close()
+
+      server = await spawnServer(env)
+      cleanups.push(async () => void (await server.stop()))
+      for (let i = 0; i < 300 && (await read(ids.overdue)).status !== 'expired'; i++) await Bun.sleep(20)
+      expect((await read(ids.overdue)).status).toBe('expired')
+      expect((await history(ids.overdue)).at(-1)).toMatchObject({ from_status: 'created', to_status: 'expired', cause: 'expiry.reached' })
+
+      for (const status of NON_FINAL) {
+        const now = await read(ids[status])
+        expect(now.status).toBe(status)
+        expect(now.expires_at).toBe(before[status].expires_at)
+        expect(await history(ids[status])).toEqual(before[status].timeline)
+      }
+
+      // The restored actors carry on: a confirmation completes, a cancel cancels, and only once.
+      const done = await cli('transaction', 'event', '--id', ids.confirming, '--event', JSON.stringify({ type: 'confirmations.updated', confirmations: 3, at: Date.now() }))
+      expect(done.status).toBe('completed')
+      const cancel = await server.fetch(`/api/transactions/${ids.pending}/cancel`, { method: 'POST', headers: { authorization: `Bearer ${key}` } })
+      expect(cancel.status).toBe(200)
+      expect((await server.fetch(`/api/transactions/${ids.pending}/cancel`, { method: 'POST', headers: { authorization: `Bearer ${key}` } })).status).toBe(409)
+      expect((await history(ids.pending)).filter((e: { to_status: string }) => e.to_status === 'cancelled')).toHaveLength(1)
+    })
+  })
+}
