@@ -90,7 +90,7 @@ for (const count of [2, 3]) {
         const h = await history(id)
         expect(h.map((e) => e.to_status)).toEqual(['created', 'cancelled'])
       }
-      const outbox = (await sql`select transaction_id, event_type, count(*)::int as n from outbox group by 1, 2 having count(*) > 1`) as unknown[]
+      const outbox = (await sql`select transaction_id, event_type, count(*)::int as n from outbox group by 1, 2 having count(*) > 1`) as unknown as unknown[]
       expect(outbox).toEqual([])
     })
   })

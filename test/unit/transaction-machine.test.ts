@@ -185,7 +185,7 @@ describe('transactionMachine: the deadline (R13)', () => {
     const persisted = JSON.parse(JSON.stringify(waiting.getPersistedSnapshot()))
     waiting.stop()
     armed.length = 0
-    createActor(machine, { snapshot: persisted }).start()
+    createActor(machine, { snapshot: persisted } as never).start()
     expect(armed).toEqual([{ at: DEADLINE, stopped: false }])
   })
 })
