@@ -7,7 +7,8 @@ export interface Config {
   /** Plain-HTTP listener that rejects /api and redirects the rest (R3); 0 disables it. */
   httpPort: number
   host: string
-  baseUrl: string
+  /** Public origin from BASE_URL; null means `https://localhost:PORT` once the port is known. */
+  baseUrl: string | null
   databaseUrl: string | null
   dataDir: string
   tlsCertFile: string | null
@@ -67,13 +68,15 @@ export function loadConfig(env: Env = process.env): Config {
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new ConfigError('DATABASE_URL', 'must be a postgres:// or postgresql:// URL')
   }
-  let baseUrl = env.BASE_URL || `https://localhost:${p}`
-  try {
-    const u = new URL(baseUrl)
-    if (u.protocol !== 'https:' && u.protocol !== 'http:') throw new Error()
-    baseUrl = u.origin + u.pathname.replace(/\/+$/, '')
-  } catch {
-    throw new ConfigError('BASE_URL', `must be an absolute http(s) URL, got "${baseUrl}"`)
+  let baseUrl: string | null = null
+  if (env.BASE_URL) {
+    try {
+      const u = new URL(env.BASE_URL)
+      if (u.protocol !== 'https:' && u.protocol !== 'http:') throw new Error()
+      baseUrl = u.origin + u.pathname.replace(/\/+$/, '')
+    } catch {
+      throw new ConfigError('BASE_URL', `must be an absolute http(s) URL, got "${env.BASE_URL}"`)
+    }
   }
   return {
     port: p,

@@ -1,5 +1,5 @@
-import { createActor, fromCallback, type Actor } from 'xstate'
-import { MACHINE_VERSION, transactionMachine, type TxContext, type TxEvent, type TxInput, type TxStatus } from '../../machines/transaction.machine.ts'
+import { createActor, type Actor } from 'xstate'
+import { FINAL_STATUSES, MACHINE_VERSION, transactionMachine, type TxContext, type TxEvent, type TxInput, type TxStatus } from '../../machines/transaction.machine.ts'
 import type { Database } from '../db/client.ts'
 import type { Clock } from '../lib/clock.ts'
 import type { Logger } from '../lib/logger.ts'
@@ -10,10 +10,6 @@ import { EVENT_OF_STATUS, projectRow, webhookData } from './projection.ts'
 import type { Scheduler } from './scheduler.ts'
 
 type TxActor = Actor<typeof transactionMachine>
-
-/** An actor restored from a persisted snapshot (its input is inside the snapshot). */
-const fromStored = (machine: typeof transactionMachine, snapshot: unknown): TxActor =>
-  createActor(machine, { snapshot } as unknown as Parameters<typeof createActor<typeof transactionMachine>>[1])
 
 export interface RegistryDeps {
   database: Database
@@ -32,42 +28,62 @@ export interface RegistryDeps {
 const CHANNEL = 'actor_changed'
 const CLAIM_BATCH = 1000
 
+/** An actor restored from a persisted snapshot (its input is inside the snapshot). */
+const fromStored = (snapshot: unknown): TxActor =>
+  createActor(transactionMachine, { snapshot } as unknown as Parameters<typeof createActor<typeof transactionMachine>>[1])
+
+/** A persisted snapshot, in the parts the registry reads. */
+interface Persisted {
+  value: TxStatus
+  children?: Record<string, { src?: string; snapshot?: { input?: { at?: number } } }>
+}
+
+/** The deadline the machine's invoked `expiryTimer` child waits for, if the state has one. */
+function deadlineOf(snapshot: Persisted): number | null {
+  for (const child of Object.values(snapshot.children ?? {})) {
+    if (child.src === 'expiryTimer' && typeof child.snapshot?.input?.at === 'number') return child.snapshot.input.at
+  }
+  return null
+}
+
 /**
- * One live XState actor per active transaction owned by this instance (issue 3).
+ * What this instance keeps of each transaction it runs: the persisted snapshot as compact
+ * JSON, its version, and the timer the machine asked for. The XState actor itself is
+ * materialized from the snapshot for each event and dropped after (bench/RESULTS.md: a running
+ * actor costs ~5 KiB of heap, a resident one well under 1 KiB).
+ */
+interface Resident {
+  snapshot: string
+  version: number
+  status: TxStatus
+  cancelTimer: (() => void) | null
+}
+
+/**
+ * One actor per active transaction (issue 3), run by exactly one instance.
  *
  * Every event, from the API, the pay page, the chain or the actor's own expiry timer, goes
- * through `apply()`: the next state is computed from the stored snapshot by a scratch actor of
- * the same machine (whose timer does nothing), committed with the row, snapshot, timeline
- * entry and outbox event in one database transaction guarded by the row's version, and only
- * then is the event sent to the live actor. So the database never lags the actor, a refused
- * event changes nothing, and a stale instance (split brain) cannot apply a transition twice:
- * its commit finds another version, it reloads, and the event is judged again.
+ * through `apply()`: the actor is materialized from its stored snapshot, refuses or takes the
+ * event, and the result is committed with the row, snapshot, timeline entry and outbox event in
+ * one database transaction guarded by the row's version; only then does the resident copy
+ * move. So the database never lags, a refused event changes nothing, and a stale instance
+ * (split brain) cannot apply a transition twice: its commit finds another version, it reloads,
+ * and the event is judged again.
  *
- * Any instance can apply an event; when the actor lives elsewhere, its owner is told through
- * NOTIFY and reloads. Leases (renewed every third of `leaseMs`) decide who runs each actor
- * and therefore its timer; actors of a dead instance are claimed when its leases end.
+ * Timers: the machine invokes `expiryTimer` with the absolute deadline in the states that have
+ * one; the registry reads that child from the snapshot and arms the shared scheduler, so a
+ * restored actor waits for its original deadline and an overdue one fires at once (R13).
+ *
+ * Any instance can apply an event; when the actor is resident elsewhere, its owner is told
+ * through NOTIFY and reloads. Leases (renewed every third of `leaseMs`) decide who runs each
+ * actor; actors of a dead instance are claimed when its leases end.
  */
 export function createTransactionRegistry(deps: RegistryDeps) {
-  const live = new Map<string, { actor: TxActor; version: number }>()
+  const resident = new Map<string, Resident>()
   const queues = new Map<string, Promise<unknown>>()
   let leaseTimer: ReturnType<typeof setInterval> | null = null
   let unlisten: (() => Promise<void>) | null = null
   let stopped = false
-
-  const runtime = transactionMachine.provide({
-    actors: {
-      expiryTimer: fromCallback<TxEvent, { transactionId: string; at: number }>(({ input }) =>
-        deps.scheduler.at(input.at, () => {
-          apply(input.transactionId, { type: 'expiry.reached', at: deps.clock.now() }).then(
-            (r) => {
-              if (!r.ok && r.code !== 'conflict') deps.logger.warn('expiry not applied', { transactionId: input.transactionId, reason: r.message })
-            },
-            (e) => deps.logger.error('expiry failed', { transactionId: input.transactionId, error: String(e) }),
-          )
-        }),
-      ),
-    },
-  })
 
   /** Runs `fn` after every earlier call for the same transaction has finished. */
   function serialize<T>(id: string, fn: () => Promise<T>): Promise<T> {
@@ -80,28 +96,33 @@ export function createTransactionRegistry(deps: RegistryDeps) {
     return run
   }
 
-  function adopt(id: string, snapshot: unknown, version: number) {
-    live.get(id)?.actor.stop()
-    const actor = fromStored(runtime, snapshot)
-    actor.start()
-    if (actor.getSnapshot().status === 'done') {
-      actor.stop()
-      live.delete(id)
-      return
-    }
-    live.set(id, { actor, version })
+  function fireExpiry(id: string) {
+    apply(id, { type: 'expiry.reached', at: deps.clock.now() }).then(
+      (r) => {
+        if (!r.ok && r.code !== 'conflict') deps.logger.warn('expiry not applied', { transactionId: id, reason: r.message })
+      },
+      (e) => deps.logger.error('expiry failed', { transactionId: id, error: String(e) }),
+    )
+  }
+
+  /** Keeps (or replaces) the resident copy of an active transaction and arms its timer. */
+  function keep(id: string, snapshot: Persisted, version: number) {
+    drop(id)
+    if (FINAL_STATUSES.includes(snapshot.value)) return
+    const at = deadlineOf(snapshot)
+    resident.set(id, { snapshot: JSON.stringify(snapshot), version, status: snapshot.value, cancelTimer: at === null ? null : deps.scheduler.at(at, () => fireExpiry(id)) })
   }
 
   function drop(id: string) {
-    live.get(id)?.actor.stop()
-    live.delete(id)
+    resident.get(id)?.cancelTimer?.()
+    resident.delete(id)
   }
 
-  /** Replaces the live actor with what the database holds (after a conflict or a NOTIFY). */
+  /** Replaces the resident copy with what the database holds (after a conflict or a NOTIFY). */
   async function reload(id: string) {
     const stored = await deps.repo.load(id)
     if (!stored || stored.owner !== deps.instanceId) return drop(id)
-    if (live.has(id) || stored.owner === deps.instanceId) adopt(id, stored.snapshot, stored.version)
+    keep(id, stored.snapshot as Persisted, stored.version)
   }
 
   function restore(stored: StoredActor) {
@@ -109,26 +130,26 @@ export function createTransactionRegistry(deps: RegistryDeps) {
       deps.logger.error('stored actor from another machine version; left for a migration', { transactionId: stored.transactionId, machineVersion: stored.machineVersion })
       return
     }
-    adopt(stored.transactionId, stored.snapshot, stored.version)
+    keep(stored.transactionId, stored.snapshot as Persisted, stored.version)
   }
 
   /** Applies `event` to a transaction; a refusal is a `conflict` denial and changes nothing. */
   function apply(id: string, event: TxEvent): Promise<Outcome<TransactionRow>> {
     return serialize(id, async () => {
       for (let attempt = 0; attempt < 3; attempt++) {
-        const current = live.get(id)
-        const stored = current ? { snapshot: current.actor.getPersistedSnapshot(), version: current.version } : await deps.repo.load(id)
+        const mine = resident.get(id)
+        const stored = mine ? { snapshot: JSON.parse(mine.snapshot), version: mine.version } : await deps.repo.load(id)
         if (!stored) return deny('conflict', 'This transaction is already in a final status')
-        const scratch = fromStored(transactionMachine, stored.snapshot).start()
-        const before = scratch.getSnapshot()
+        const actor = fromStored(stored.snapshot).start()
+        const before = actor.getSnapshot()
         if (!before.can(event)) {
-          scratch.stop()
+          actor.stop()
           return deny('conflict', `A transaction in status ${String(before.value)} does not accept ${event.type}`)
         }
-        scratch.send(event)
-        const after = scratch.getSnapshot()
-        const snapshot = scratch.getPersistedSnapshot()
-        scratch.stop()
+        actor.send(event)
+        const after = actor.getSnapshot()
+        const snapshot = actor.getPersistedSnapshot() as unknown as Persisted
+        actor.stop()
         const from = before.value as TxStatus
         const to = after.value as TxStatus
         const now = new Date(deps.clock.now())
@@ -143,18 +164,11 @@ export function createTransactionRegistry(deps: RegistryDeps) {
         })
         if (!row) {
           // Someone else moved it on: judge the event again against what they committed.
-          if (current) await reload(id)
+          if (mine) await reload(id)
           continue
         }
-        if (current && live.get(id) === current) {
-          if (after.status === 'done') drop(id)
-          else {
-            current.actor.send(event)
-            current.version = row.version
-          }
-        } else {
-          await deps.database.notify(CHANNEL, id)
-        }
+        if (mine) keep(id, snapshot, row.version)
+        else await deps.database.notify(CHANNEL, id)
         return ok(row)
       }
       return deny('conflict', 'The transaction kept changing concurrently; try again')
@@ -165,10 +179,13 @@ export function createTransactionRegistry(deps: RegistryDeps) {
     const now = deps.clock.now()
     const until = new Date(now + deps.leaseMs)
     const held = await deps.repo.renew(deps.instanceId, until)
-    for (const id of [...live.keys()]) if (!held.has(id)) void serialize(id, async () => drop(id))
+    for (const id of [...resident.keys()]) if (!held.has(id)) void serialize(id, async () => drop(id))
     for (;;) {
       const claimed = await deps.repo.claim(deps.instanceId, until, new Date(now), CLAIM_BATCH, all)
-      for (const s of claimed) await serialize(s.transactionId, async () => restore(s))
+      for (const s of claimed) {
+        if (queues.has(s.transactionId)) await serialize(s.transactionId, async () => restore(s))
+        else restore(s)
+      }
       if (claimed.length < CLAIM_BATCH) break
     }
   }
@@ -189,9 +206,9 @@ export function createTransactionRegistry(deps: RegistryDeps) {
       return { owner: deps.instanceId, leaseUntil: new Date(deps.clock.now() + deps.leaseMs) }
     },
 
-    /** Starts the actor of a transaction this instance just created and committed. */
+    /** Takes on the actor of a transaction this instance just created and committed. */
     adopt(id: string, snapshot: unknown, version: number) {
-      void serialize(id, async () => adopt(id, snapshot, version))
+      void serialize(id, async () => keep(id, snapshot as Persisted, version))
     },
 
     /** Restores every actor this instance may run, then keeps its leases and takes over dead instances' actors. */
@@ -209,19 +226,19 @@ export function createTransactionRegistry(deps: RegistryDeps) {
       stopped = true
       if (leaseTimer) clearInterval(leaseTimer)
       await Promise.all([...queues.values()])
-      for (const id of [...live.keys()]) drop(id)
+      for (const id of [...resident.keys()]) drop(id)
       await unlisten?.()
       await deps.repo.release(deps.instanceId).catch(() => {})
     },
 
-    /** Number of live actors in this instance. */
+    /** Number of actors this instance runs. */
     get size() {
-      return live.size
+      return resident.size
     },
 
-    /** The live status of a transaction this instance runs (tests, diagnostics). */
+    /** The status of a transaction this instance runs (tests, diagnostics). */
     statusOf(id: string): TxStatus | null {
-      return (live.get(id)?.actor.getSnapshot().value as TxStatus | undefined) ?? null
+      return resident.get(id)?.status ?? null
     },
   }
 }

@@ -65,12 +65,15 @@ export const COMMANDS: Record<string, Command> = {
   'key list': {
     usage: 'key list --project ID',
     required: ['project'],
-    run: async (s, f) => ({
-      ok: true,
-      value: {
-        keys: (await s.keys.list(f.project)).map((k) => ({ id: k.id, name: k.name, mode: k.mode, prefix: k.displayPrefix, scopes: k.scopes, created_at: k.createdAt.toISOString(), last_used_at: k.lastUsedAt?.toISOString() ?? null, revoked_at: k.revokedAt?.toISOString() ?? null })),
-      },
-    }),
+    run: async (s, f) => {
+      if (!(await s.projects.get(f.project))) return { ok: false, code: 'not_found', message: `No project ${f.project}` }
+      return {
+        ok: true,
+        value: {
+          keys: (await s.keys.list(f.project)).map((k) => ({ id: k.id, name: k.name, mode: k.mode, prefix: k.displayPrefix, scopes: k.scopes, created_at: k.createdAt.toISOString(), last_used_at: k.lastUsedAt?.toISOString() ?? null, revoked_at: k.revokedAt?.toISOString() ?? null })),
+        },
+      }
+    },
   },
   'transaction event': {
     usage: 'transaction event --id UUID --event JSON   (test-mode transactions only; e.g. {"type":"cancel.requested","by":"merchant"})',
@@ -112,11 +115,17 @@ export function parseArgs(argv: string[]): { words: string[]; flags: Flags } {
   return { words, flags }
 }
 
-/** Checks the words and flags of a command line, then runs it. */
-export async function runCommand(services: Services, words: string[], flags: Flags): Promise<CommandResult> {
+/** A command line that names a known command with every flag it needs. */
+export interface PreparedCommand {
+  command: Command
+  values: Record<string, string>
+}
+
+/** Checks the words and flags of a command line, without touching any database. */
+export function prepareCommand(words: string[], flags: Flags): PreparedCommand | Extract<CommandResult, { ok: false }> {
   const name = words.join(' ')
-  const cmd = COMMANDS[name]
-  if (!cmd) return { ok: false, usage: true, message: `Unknown command "${name}".\n\n${USAGE}` }
+  const command = COMMANDS[name]
+  if (!command) return { ok: false, usage: true, message: words.length ? `Unknown command "${name}".\n\n${USAGE}` : USAGE }
   const values: Record<string, string> = {}
   const problems: { path: string; message: string }[] = []
   for (const [k, v] of Object.entries(flags)) {
@@ -127,8 +136,15 @@ export async function runCommand(services: Services, words: string[], flags: Fla
       else problems.push({ path: `--${k}`, message: 'needs a value' })
     } else values[k] = v
   }
-  for (const r of cmd.required) if (values[r] === undefined) problems.push({ path: `--${r}`, message: 'is required' })
-  if (problems.length) return { ok: false, usage: true, message: `${problems.map((p) => `${p.path} ${p.message}`).join('; ')}\nUsage: npm run cli -- ${cmd.usage}`, details: problems }
-  const out = await cmd.run(services, values)
+  for (const r of command.required) if (values[r] === undefined) problems.push({ path: `--${r}`, message: 'is required' })
+  if (problems.length) return { ok: false, usage: true, message: `${problems.map((p) => `${p.path} ${p.message}`).join('; ')}\nUsage: npm run cli -- ${command.usage}`, details: problems }
+  return { command, values }
+}
+
+/** Checks a command line, then runs it. */
+export async function runCommand(services: Services, words: string[], flags: Flags): Promise<CommandResult> {
+  const prepared = prepareCommand(words, flags)
+  if ('ok' in prepared) return prepared
+  const out = await prepared.command.run(services, prepared.values)
   return out.ok ? { ok: true, result: out.value } : { ok: false, usage: false, message: out.message, details: out.details }
 }

@@ -5,7 +5,7 @@ import { createLogger } from '../lib/logger.ts'
 import { sendAdminCommand } from '../server/admin-socket.ts'
 import { lockDataDir } from '../server/data-dir-lock.ts'
 import { createServices } from '../services.ts'
-import { parseArgs, runCommand, USAGE, type CommandResult, type Flags } from './commands.ts'
+import { parseArgs, prepareCommand, runCommand, USAGE, type CommandResult, type Flags } from './commands.ts'
 
 /**
  * R25: `npm run cli -- <command> [--json]`. On PostgreSQL it opens the database itself; on the
@@ -51,12 +51,14 @@ function print(result: CommandResult, json: boolean) {
 
 const { words, flags } = parseArgs(process.argv.slice(2))
 const json = flags.json === true
-if (words.length === 0 || flags.help) {
+if (flags.help) {
   console.log(USAGE)
-  process.exit(words.length === 0 && !flags.help ? 2 : 0)
+  process.exit(0)
 }
 try {
-  const result = await execute(words, flags)
+  // A bad command line is answered before any database is opened or created.
+  const prepared = prepareCommand(words, flags)
+  const result = 'ok' in prepared ? prepared : await execute(words, flags)
   print(result, json)
   process.exit(result.ok ? 0 : result.usage ? 2 : 1)
 } catch (e) {

@@ -19,7 +19,7 @@ export interface GateDeps {
   /** Limits for requests without a valid key, counted per client IP (R23). */
   anonymousLimits: RateLimits
   trustProxy: boolean
-  httpsOrigin: string
+  httpsOrigin: (req: Request) => string
 }
 
 const capitalized = { minute: 'Minute', hour: 'Hour', day: 'Day' } as const

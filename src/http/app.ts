@@ -12,7 +12,7 @@ import { openapi } from './openapi.ts'
 export interface AppOptions {
   trustProxy: boolean
   /** Where insecure requests are redirected (R3). */
-  httpsOrigin: string
+  httpsOrigin: (req: Request) => string
   logger: Logger
 }
 

@@ -4,16 +4,30 @@ import { errorResponse } from './errors.ts'
 export const isApiPath = (pathname: string) => pathname === '/api' || pathname.startsWith('/api/')
 
 /**
+ * Where an insecure request is sent: the BASE_URL origin when the operator set one, else the
+ * host the client asked for, over https on the service's TLS port (or the proxy's own port).
+ */
+export function httpsOriginFor(baseUrl: string | null, tlsPort: number | null) {
+  return (req: Request): string => {
+    if (baseUrl) return new URL(baseUrl).origin
+    const host = req.headers.get('x-forwarded-host') ?? req.headers.get('host') ?? new URL(req.url).host
+    const hostname = new URL(`http://${host.split(',')[0].trim()}`).hostname
+    const shown = hostname.includes(':') && !hostname.startsWith('[') ? `[${hostname}]` : hostname
+    return tlsPort === null || tlsPort === 443 ? `https://${shown}` : `https://${shown}:${tlsPort}`
+  }
+}
+
+/**
  * R3: a request that did not arrive over HTTPS. `/api` is refused with 403 and never
  * processed; everything else is redirected (308 keeps the method and body) to the HTTPS URL.
  */
-export function refuseInsecure(req: Request, httpsOrigin: string): Response {
+export function refuseInsecure(req: Request, httpsOrigin: (req: Request) => string): Response {
   const url = new URL(req.url)
   const requestId = newRequestId()
   if (isApiPath(url.pathname)) {
     return errorResponse('https_required', 'HTTPS is required: the API rejects plain HTTP requests. Use https://.', { requestId, headers: { 'x-request-id': requestId } })
   }
-  return new Response(null, { status: 308, headers: { location: httpsOrigin + url.pathname + url.search, 'x-request-id': requestId } })
+  return new Response(null, { status: 308, headers: { location: httpsOrigin(req) + url.pathname + url.search, 'x-request-id': requestId } })
 }
 
 /** The forwarded client address: the last X-Forwarded-For hop, the one our proxy appended. */

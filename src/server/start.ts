@@ -1,8 +1,8 @@
 import { mkdirSync } from 'node:fs'
-import type { Config } from '../config.ts'
+import { ConfigError, type Config } from '../config.ts'
 import { openDatabase, pgliteDirOf } from '../db/client.ts'
 import { createApp } from '../http/app.ts'
-import { refuseInsecure } from '../http/transport.ts'
+import { httpsOriginFor, refuseInsecure } from '../http/transport.ts'
 import { systemClock, type Clock } from '../lib/clock.ts'
 import { createLogger, type Logger } from '../lib/logger.ts'
 import { createServices, type Services } from '../services.ts'
@@ -37,16 +37,18 @@ export async function startServer(config: Config, opts: { clock?: Clock; logger?
   }
   const cleanups: (() => Promise<void> | void)[] = []
   try {
+    // Certificate problems are configuration errors: find them before touching the database.
+    const tls = config.trustProxy ? undefined : await loadTls({ certFile: config.tlsCertFile, keyFile: config.tlsKeyFile, dataDir: config.dataDir })
     const database = await openDatabase({ databaseUrl: config.databaseUrl, pgliteDir: embedded ? pgliteDirOf(config.dataDir) : null })
     cleanups.unshift(() => database.close())
 
     // Bind first (PORT=0 picks a free port), so the default BASE_URL can name the real port.
     let handler: (req: Request) => Response | Promise<Response> = () => new Response('Starting', { status: 503, headers: { 'retry-after': '1' } })
-    const tls = config.trustProxy ? undefined : await loadTls({ certFile: config.tlsCertFile, keyFile: config.tlsKeyFile, dataDir: config.dataDir })
-    const main: Listener = await serve({ port: config.port, host: config.host, tls, fetch: (req) => handler(req) })
+    const main: Listener = await listen(config, { port: config.port, tls, fetch: (req) => handler(req) })
     cleanups.unshift(() => main.stop())
-    const baseUrl = process.env.BASE_URL ? config.baseUrl : `${config.trustProxy ? 'http' : 'https'}://localhost:${main.port}`
-    const httpsOrigin = new URL(baseUrl).origin
+    const baseUrl = config.baseUrl ?? `https://localhost:${main.port}`
+    // Behind a proxy the public port is the proxy's; on our own TLS listener it is ours.
+    const httpsOrigin = httpsOriginFor(config.baseUrl, config.trustProxy ? null : main.port)
 
     const services = await createServices({ database, clock, logger, baseUrl, leaseMs: config.actorLeaseMs })
     cleanups.unshift(() => services.stop())
@@ -58,7 +60,7 @@ export async function startServer(config: Config, opts: { clock?: Clock; logger?
 
     let plain: Listener | null = null
     if (config.httpPort !== 0 && !config.trustProxy) {
-      plain = await serve({ port: config.httpPort, host: config.host, fetch: (req) => refuseInsecure(req, httpsOrigin) })
+      plain = await listen(config, { port: config.httpPort, variable: 'HTTP_PORT', fetch: (req) => refuseInsecure(req, httpsOrigin) })
       cleanups.unshift(() => plain!.stop())
     }
     if (embedded) {
@@ -93,5 +95,14 @@ async function runCleanups(cleanups: (() => Promise<void> | void)[]) {
     try {
       await c()
     } catch {}
+  }
+}
+
+/** Binds a listener; a failure names the variables to change (HOST, PORT or HTTP_PORT). */
+async function listen(config: Config, o: { port: number; variable?: string; tls?: { cert: string; key: string }; fetch: (req: Request) => Response | Promise<Response> }): Promise<Listener> {
+  try {
+    return await serve({ port: o.port, host: config.host, tls: o.tls, fetch: o.fetch })
+  } catch (e) {
+    throw new ConfigError(`HOST/${o.variable ?? 'PORT'}`, `cannot listen on ${config.host}:${o.port}: ${e instanceof Error ? e.message : String(e)}`)
   }
 }

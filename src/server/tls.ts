@@ -1,6 +1,8 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { X509Certificate } from 'node:crypto'
 import { generate } from 'selfsigned'
+import { ConfigError } from '../config.ts'
 
 export interface TlsFiles {
   cert: string
@@ -12,7 +14,24 @@ export interface TlsFiles {
 /** R3: the operator's certificate, or a self-signed one for localhost made once under DATA_DIR/tls. */
 export async function loadTls(opts: { certFile: string | null; keyFile: string | null; dataDir: string }): Promise<TlsFiles> {
   if (opts.certFile && opts.keyFile) {
-    return { cert: readFileSync(opts.certFile, 'utf8'), key: readFileSync(opts.keyFile, 'utf8'), source: opts.certFile }
+    const read = (file: string, variable: string, marker: RegExp) => {
+      let text: string
+      try {
+        text = readFileSync(file, 'utf8')
+      } catch (e) {
+        throw new ConfigError(variable, `cannot read ${file}: ${(e as NodeJS.ErrnoException).code ?? String(e)}`)
+      }
+      if (!marker.test(text)) throw new ConfigError(variable, `${file} is not a PEM file`)
+      return text
+    }
+    const cert = read(opts.certFile, 'TLS_CERT_FILE', /-----BEGIN CERTIFICATE-----/)
+    const key = read(opts.keyFile, 'TLS_KEY_FILE', /-----BEGIN [A-Z ]*PRIVATE KEY-----/)
+    try {
+      new X509Certificate(cert)
+    } catch {
+      throw new ConfigError('TLS_CERT_FILE', `${opts.certFile} holds no valid certificate`)
+    }
+    return { cert, key, source: opts.certFile }
   }
   const dir = join(opts.dataDir, 'tls')
   const certPath = join(dir, 'cert.pem')

@@ -4,7 +4,7 @@ import { ConfigError, loadConfig } from '../../src/config.ts'
 describe('loadConfig()', () => {
   test('defaults follow R24: PGlite under ./.data, TLS on 3000, plain HTTP on 3080', () => {
     const c = loadConfig({})
-    expect(c).toMatchObject({ port: 3000, httpPort: 3080, databaseUrl: null, trustProxy: false, baseUrl: 'https://localhost:3000', logLevel: 'info' })
+    expect(c).toMatchObject({ port: 3000, httpPort: 3080, databaseUrl: null, trustProxy: false, baseUrl: null, logLevel: 'info', actorLeaseMs: 10_000 })
     expect(c.dataDir.endsWith('/.data')).toBe(true)
   })
   test('every bad variable is named in the error', () => {
@@ -18,6 +18,7 @@ describe('loadConfig()', () => {
       [{ BASE_URL: 'not a url' }, 'BASE_URL'],
       [{ TLS_CERT_FILE: '/x.pem' }, 'TLS_KEY_FILE'],
       [{ TLS_KEY_FILE: '/x.pem' }, 'TLS_CERT_FILE'],
+      [{ ACTOR_LEASE_MS: '10' }, 'ACTOR_LEASE_MS'],
     ]
     for (const [env, name] of cases) {
       try {
