@@ -93,6 +93,24 @@ function settling(c: TxContext): Payment | null {
 
 const timerInput = ({ context }: { context: TxContext }) => ({ transactionId: context.transactionId, at: context.expiresAt })
 
+/** What every state waiting for the customer or their money accepts (R11, R12). */
+const waitingMoves = {
+  'wrong_asset.received': { target: 'failed', actions: 'failWrongAsset' },
+  'cancel.requested': { target: 'cancelled' },
+} as const
+
+/** What both states settling a covering payment accept (R14, R15). */
+const settlingMoves = {
+  // Further transfers while settling are counted (overpayment, R14).
+  'payment.detected': { guard: 'isNewPayment', actions: 'recordPayment' },
+  // R15: never completes on a payment that left the canonical chain.
+  'payment.reorged': [
+    { guard: 'stillCoveredAfterReorg', target: 'processing', actions: 'forgetPayment' },
+    { guard: 'isKnownPayment', target: 'pending', actions: 'forgetPayment' },
+  ],
+  'payment.reverted': { guard: 'isKnownPayment', target: 'failed', actions: 'failReverted' },
+} as const
+
 export const transactionMachine = setup({
   types: {
     context: {} as TxContext,
@@ -169,15 +187,15 @@ export const transactionMachine = setup({
     created: {
       invoke: { src: 'expiryTimer', input: timerInput },
       on: {
+        ...waitingMoves,
         'token.selected': { target: 'prepared', actions: 'lockQuote' },
-        'wrong_asset.received': { target: 'failed', actions: 'failWrongAsset' },
         'expiry.reached': { guard: 'deadlinePassed', target: 'expired' },
-        'cancel.requested': { target: 'cancelled' },
       },
     },
     prepared: {
       invoke: { src: 'expiryTimer', input: timerInput },
       on: {
+        ...waitingMoves,
         // R12: re-selecting replaces the quote (nothing can have been paid against it here).
         'token.selected': { target: 'prepared', actions: 'lockQuote' },
         'customer.confirmed': { target: 'pending' },
@@ -186,55 +204,40 @@ export const transactionMachine = setup({
           // A partial payment: the customer is paying; wait for the rest (R14).
           { guard: 'isNewPayment', target: 'pending', actions: 'recordPayment' },
         ],
-        'wrong_asset.received': { target: 'failed', actions: 'failWrongAsset' },
         'expiry.reached': { guard: 'deadlinePassed', target: 'expired' },
-        'cancel.requested': { target: 'cancelled' },
       },
     },
     pending: {
       invoke: { src: 'expiryTimer', input: timerInput },
       on: {
+        ...waitingMoves,
         'payment.detected': [
           { guard: 'paysInFull', target: 'processing', actions: 'recordPayment' },
           { guard: 'isNewPayment', actions: 'recordPayment' },
         ],
         'payment.included': { guard: 'isKnownPayment', actions: 'recordInclusion' },
         'payment.reorged': { guard: 'isKnownPayment', actions: 'forgetPayment' },
-        'wrong_asset.received': { target: 'failed', actions: 'failWrongAsset' },
         // R14: underpaid at the deadline fails; nothing received expires.
         'expiry.reached': [
           { guard: and(['deadlinePassed', 'nothingReceived']), target: 'expired' },
           { guard: 'deadlinePassed', target: 'failed', actions: 'failUnderpaid' },
         ],
-        'cancel.requested': { target: 'cancelled' },
       },
     },
     processing: {
       on: {
-        // Further transfers while settling are counted (overpayment, R14).
-        'payment.detected': { guard: 'isNewPayment', actions: 'recordPayment' },
+        ...settlingMoves,
         'payment.included': { guard: 'isKnownPayment', target: 'confirming', actions: 'recordInclusion' },
-        'payment.reorged': [
-          { guard: 'stillCoveredAfterReorg', target: 'processing', actions: 'forgetPayment' },
-          { guard: 'isKnownPayment', target: 'pending', actions: 'forgetPayment' },
-        ],
-        'payment.reverted': { guard: 'isKnownPayment', target: 'failed', actions: 'failReverted' },
       },
     },
     confirming: {
       on: {
-        'payment.detected': { guard: 'isNewPayment', actions: 'recordPayment' },
+        ...settlingMoves,
         'payment.included': { guard: 'isKnownPayment', actions: 'recordInclusion' },
         'confirmations.updated': [
           { guard: 'enoughConfirmations', target: 'completed', actions: ['recordConfirmations', 'markConfirmed'] },
           { guard: 'isConfirmationUpdate', actions: 'recordConfirmations' },
         ],
-        // R15: never completes on a payment that left the canonical chain.
-        'payment.reorged': [
-          { guard: 'stillCoveredAfterReorg', target: 'processing', actions: 'forgetPayment' },
-          { guard: 'isKnownPayment', target: 'pending', actions: 'forgetPayment' },
-        ],
-        'payment.reverted': { guard: 'isKnownPayment', target: 'failed', actions: 'failReverted' },
       },
     },
     completed: { type: 'final' },
