@@ -1,3 +1,9 @@
+CREATE TABLE "instances" (
+	"id" text PRIMARY KEY NOT NULL,
+	"lease_until" timestamp with time zone NOT NULL,
+	"started_at" timestamp with time zone NOT NULL
+);
+--> statement-breakpoint
 CREATE TABLE "outbox" (
 	"id" bigserial PRIMARY KEY NOT NULL,
 	"transaction_id" uuid NOT NULL,
@@ -14,8 +20,7 @@ CREATE TABLE "transaction_actors" (
 	"snapshot" jsonb NOT NULL,
 	"machine_version" integer NOT NULL,
 	"expires_at" timestamp with time zone NOT NULL,
-	"owner" text,
-	"lease_until" timestamp with time zone
+	"owner" text
 );
 --> statement-breakpoint
 CREATE TABLE "transaction_events" (
@@ -32,5 +37,5 @@ ALTER TABLE "outbox" ADD CONSTRAINT "outbox_transaction_id_transactions_id_fk" F
 ALTER TABLE "transaction_actors" ADD CONSTRAINT "transaction_actors_transaction_id_transactions_id_fk" FOREIGN KEY ("transaction_id") REFERENCES "public"."transactions"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "transaction_events" ADD CONSTRAINT "transaction_events_transaction_id_transactions_id_fk" FOREIGN KEY ("transaction_id") REFERENCES "public"."transactions"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 CREATE INDEX "outbox_pending_idx" ON "outbox" USING btree ("id") WHERE dispatched_at is null;--> statement-breakpoint
-CREATE INDEX "transaction_actors_lease_idx" ON "transaction_actors" USING btree ("lease_until");--> statement-breakpoint
+CREATE INDEX "transaction_actors_owner_idx" ON "transaction_actors" USING btree ("owner");--> statement-breakpoint
 CREATE INDEX "transaction_events_tx_idx" ON "transaction_events" USING btree ("transaction_id","id");

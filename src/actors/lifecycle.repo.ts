@@ -1,6 +1,6 @@
-import { and, asc, eq, inArray, isNull, lt, or, sql } from 'drizzle-orm'
+import { and, asc, eq, gte, inArray, isNull, lt, notInArray, or, sql } from 'drizzle-orm'
 import type { Db } from '../db/client.ts'
-import { outbox, transactionActors, transactionEvents, transactions } from '../db/schema.ts'
+import { instances, outbox, transactionActors, transactionEvents, transactions } from '../db/schema.ts'
 import type { NewTransactionRow, TransactionRow } from '../modules/transactions/transaction.repo.ts'
 
 export interface TimelineEntry {
@@ -33,8 +33,8 @@ export function createLifecycleRepo(db: Db) {
 
   return {
     /** The actor, timeline and outbox rows of a new transaction, in the caller's database transaction. */
-    async recordCreated(row: TransactionRow, a: { snapshot: unknown; machineVersion: number; owner: string; leaseUntil: Date }, entry: TimelineEntry, out: OutboxEntry) {
-      await db.insert(transactionActors).values({ transactionId: row.id, snapshot: a.snapshot, machineVersion: a.machineVersion, expiresAt: row.expiresAt, owner: a.owner, leaseUntil: a.leaseUntil })
+    async recordCreated(row: TransactionRow, a: { snapshot: unknown; machineVersion: number; owner: string }, entry: TimelineEntry, out: OutboxEntry) {
+      await db.insert(transactionActors).values({ transactionId: row.id, snapshot: a.snapshot, machineVersion: a.machineVersion, expiresAt: row.expiresAt, owner: a.owner })
       await writeEffects(db, row, entry, out)
     },
 
@@ -82,29 +82,26 @@ export function createLifecycleRepo(db: Db) {
       return db.select().from(transactionEvents).where(eq(transactionEvents.transactionId, transactionId)).orderBy(asc(transactionEvents.id))
     },
 
-    /** Extends this instance's leases; returns the ids it still holds. */
-    async renew(owner: string, until: Date): Promise<Set<string>> {
-      const rows = await db.update(transactionActors).set({ leaseUntil: until }).where(eq(transactionActors.owner, owner)).returning({ id: transactionActors.transactionId })
+    /** Extends this instance's lease, which covers every actor it runs: one row, however many. */
+    async renew(owner: string, until: Date, now: Date) {
+      await db.insert(instances).values({ id: owner, leaseUntil: until, startedAt: now }).onConflictDoUpdate({ target: instances.id, set: { leaseUntil: until } })
+    },
+
+    /** The actors this instance is recorded as running (to notice any taken over meanwhile). */
+    async owned(owner: string): Promise<Set<string>> {
+      const rows = await db.select({ id: transactionActors.transactionId }).from(transactionActors).where(eq(transactionActors.owner, owner))
       return new Set(rows.map((r) => r.id))
     },
 
     /**
-     * Takes over actors nobody holds (leases ended: their instance died), up to `limit`;
-     * `all` takes every actor (a single-instance embedded database at start-up).
+     * Takes over up to `limit` actors whose instance's lease has ended (it died) or that nobody
+     * runs; `all` takes every actor not already ours (a single-instance embedded database).
      */
-    async claim(owner: string, until: Date, now: Date, limit: number, all = false): Promise<StoredActor[]> {
-      const free = all ? undefined : or(isNull(transactionActors.leaseUntil), lt(transactionActors.leaseUntil, now))
-      const candidates = db
-        .select({ id: transactionActors.transactionId })
-        .from(transactionActors)
-        .where(all ? sql`${transactionActors.owner} is distinct from ${owner}` : free)
-        .limit(limit)
-        .for('update', { skipLocked: true })
-      const claimed = await db
-        .update(transactionActors)
-        .set({ owner, leaseUntil: until })
-        .where(inArray(transactionActors.transactionId, candidates))
-        .returning({ id: transactionActors.transactionId })
+    async claim(owner: string, now: Date, limit: number, all = false): Promise<StoredActor[]> {
+      const live = db.select({ id: instances.id }).from(instances).where(gte(instances.leaseUntil, now))
+      const free = all ? sql`${transactionActors.owner} is distinct from ${owner}` : or(isNull(transactionActors.owner), notInArray(transactionActors.owner, live))
+      const candidates = db.select({ id: transactionActors.transactionId }).from(transactionActors).where(free).limit(limit).for('update', { skipLocked: true })
+      const claimed = await db.update(transactionActors).set({ owner }).where(inArray(transactionActors.transactionId, candidates)).returning({ id: transactionActors.transactionId })
       if (!claimed.length) return []
       return db
         .select({ transactionId: transactionActors.transactionId, snapshot: transactionActors.snapshot, machineVersion: transactionActors.machineVersion, version: transactions.version, owner: transactionActors.owner })
@@ -113,9 +110,15 @@ export function createLifecycleRepo(db: Db) {
         .where(inArray(transactionActors.transactionId, claimed.map((c) => c.id)))
     },
 
+    /** Forgets instances whose lease ended long ago. */
+    async pruneInstances(before: Date) {
+      await db.delete(instances).where(lt(instances.leaseUntil, before))
+    },
+
     /** Lets other instances take this instance's actors at once (graceful shutdown). */
     async release(owner: string) {
-      await db.update(transactionActors).set({ owner: null, leaseUntil: null }).where(eq(transactionActors.owner, owner))
+      await db.update(transactionActors).set({ owner: null }).where(eq(transactionActors.owner, owner))
+      await db.delete(instances).where(eq(instances.id, owner))
     },
   }
 }

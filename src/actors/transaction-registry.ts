@@ -27,6 +27,8 @@ export interface RegistryDeps {
 
 const CHANNEL = 'actor_changed'
 const CLAIM_BATCH = 1000
+/** Lease ticks between checks that every resident actor is still this instance's. */
+const RECONCILE_EVERY = 10
 
 /** An actor restored from a persisted snapshot (its input is inside the snapshot). */
 const fromStored = (snapshot: unknown): TxActor =>
@@ -75,8 +77,8 @@ interface Resident {
  * restored actor waits for its original deadline and an overdue one fires at once (R13).
  *
  * Any instance can apply an event; when the actor is resident elsewhere, its owner is told
- * through NOTIFY and reloads. Leases (renewed every third of `leaseMs`) decide who runs each
- * actor; actors of a dead instance are claimed when its leases end.
+ * through NOTIFY and reloads. Each instance renews one lease (its row in `instances`) every
+ * third of `leaseMs`; the actors of an instance whose lease ended are claimed by the others.
  */
 export function createTransactionRegistry(deps: RegistryDeps) {
   const resident = new Map<string, Resident>()
@@ -175,13 +177,19 @@ export function createTransactionRegistry(deps: RegistryDeps) {
     })
   }
 
+  let ticks = 0
   async function leaseTick(all: boolean) {
     const now = deps.clock.now()
-    const until = new Date(now + deps.leaseMs)
-    const held = await deps.repo.renew(deps.instanceId, until)
-    for (const id of [...resident.keys()]) if (!held.has(id)) void serialize(id, async () => drop(id))
+    await deps.repo.renew(deps.instanceId, new Date(now + deps.leaseMs), new Date(now))
+    // Now and then (and whenever this instance may have been away), drop actors another
+    // instance took over; versions already stop a stale copy from applying anything.
+    if (ticks++ % RECONCILE_EVERY === 0) {
+      const owned = await deps.repo.owned(deps.instanceId)
+      for (const id of [...resident.keys()]) if (!owned.has(id)) void serialize(id, async () => drop(id))
+      await deps.repo.pruneInstances(new Date(now - 86_400_000))
+    }
     for (;;) {
-      const claimed = await deps.repo.claim(deps.instanceId, until, new Date(now), CLAIM_BATCH, all)
+      const claimed = await deps.repo.claim(deps.instanceId, new Date(now), CLAIM_BATCH, all)
       for (const s of claimed) {
         if (queues.has(s.transactionId)) await serialize(s.transactionId, async () => restore(s))
         else restore(s)
@@ -201,9 +209,9 @@ export function createTransactionRegistry(deps: RegistryDeps) {
       return s
     },
 
-    /** Who runs a new transaction's actor: this instance, for one lease. */
+    /** Who runs a new transaction's actor: this instance. */
     lease() {
-      return { owner: deps.instanceId, leaseUntil: new Date(deps.clock.now() + deps.leaseMs) }
+      return { owner: deps.instanceId }
     },
 
     /** Takes on the actor of a transaction this instance just created and committed. */

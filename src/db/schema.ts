@@ -72,9 +72,19 @@ export const transactions = pgTable('transactions', {
 ])
 
 /**
+ * Running server instances: each renews its own lease while it lives, so the lease over all
+ * its actors costs one row update however many transactions it runs.
+ */
+export const instances = pgTable('instances', {
+  id: text('id').primaryKey(),
+  leaseUntil: ts('lease_until').notNull(),
+  startedAt: ts('started_at').notNull(),
+})
+
+/**
  * The persisted actor of each active transaction (issue 3): its XState snapshot, the machine
- * version that wrote it, and which instance runs it until when (a lease renewed while the
- * instance lives). The row goes away when the transaction reaches a final status.
+ * version that wrote it, and the instance that runs it (whose lease in `instances` says until
+ * when). The row goes away when the transaction reaches a final status.
  */
 export const transactionActors = pgTable('transaction_actors', {
   transactionId: uuid('transaction_id').primaryKey().references(() => transactions.id, { onDelete: 'cascade' }),
@@ -83,8 +93,7 @@ export const transactionActors = pgTable('transaction_actors', {
   /** Absolute expiry deadline, for the instance that restores it (R13). */
   expiresAt: ts('expires_at').notNull(),
   owner: text('owner'),
-  leaseUntil: ts('lease_until'),
-}, (t) => [index('transaction_actors_lease_idx').on(t.leaseUntil)])
+}, (t) => [index('transaction_actors_owner_idx').on(t.owner)])
 
 /** The timeline: one row per applied transition, with its cause and details (R12). */
 export const transactionEvents = pgTable('transaction_events', {

@@ -53,7 +53,7 @@ for (const count of [2, 3]) {
 
       const sql = postgres(pg.url, { max: 1, onnotice: () => {} })
       cleanups.push(() => sql.end())
-      const owners = async () => (await sql`select transaction_id, owner, lease_until > now() as live from transaction_actors order by transaction_id`) as unknown as { transaction_id: string; owner: string | null; live: boolean }[]
+      const owners = async () => (await sql`select a.transaction_id, a.owner, coalesce(i.lease_until > now(), false) as live from transaction_actors a left join instances i on i.id = a.owner order by a.transaction_id`) as unknown as { transaction_id: string; owner: string | null; live: boolean }[]
       const initial = await owners()
       expect(initial).toHaveLength(8)
       const ownerA = initial[0].owner
