@@ -24,6 +24,17 @@ export interface GateDeps {
 
 const capitalized = { minute: 'Minute', hour: 'Hour', day: 'Day' } as const
 
+/** Every request of a window shares its reset time: format it once. */
+const resetText = new Map<number, string>()
+function isoOf(ms: number): string {
+  let t = resetText.get(ms)
+  if (t === undefined) {
+    if (resetText.size > 64) resetText.clear()
+    resetText.set(ms, (t = new Date(ms).toISOString()))
+  }
+  return t
+}
+
 /**
  * Runs before routing for every request: request id, transport (R3 under TRUST_PROXY), and
  * for /api the key (R22), the rate limit (R23) with its nine headers, project status, IP
@@ -45,8 +56,7 @@ export function apiGate(deps: GateDeps) {
     }
     const facts: { requestId: string; clientIp: string | null; principal?: Principal } = { requestId, clientIp }
     setFacts(request, facts)
-    const pathname = new URL(request.url).pathname
-    if (!isApiPath(pathname)) return
+    if (!isApiPath(pathOf(request.url))) return
     set.headers['cache-control'] = 'no-store'
 
     const token = bearerToken(request.headers.get('authorization'))
@@ -58,7 +68,7 @@ export function apiGate(deps: GateDeps) {
       const s = decision.windows[w]
       set.headers[`x-ratelimit-limit-${w}`] = String(s.limit)
       set.headers[`x-ratelimit-remaining-${w}`] = String(s.remaining)
-      set.headers[`x-ratelimit-reset-${w}`] = new Date(s.reset).toISOString()
+      set.headers[`x-ratelimit-reset-${w}`] = isoOf(s.reset)
     }
     if (!decision.allowed) {
       set.headers['retry-after'] = String(decision.retryAfter)
@@ -75,6 +85,14 @@ export function apiGate(deps: GateDeps) {
     const length = request.headers.get('content-length')
     if (length !== null && Number(length) > MAX_BODY_BYTES) throw new ApiError('payload_too_large', `Request body is larger than ${MAX_BODY_BYTES} bytes`)
   })
+}
+
+/** The path of an absolute URL, without building a URL object on every request. */
+function pathOf(url: string): string {
+  const start = url.indexOf('/', url.indexOf('//') + 2)
+  if (start < 0) return '/'
+  const end = url.slice(start).search(/[?#]/)
+  return end < 0 ? url.slice(start) : url.slice(start, start + end)
 }
 
 /** The token of an `Authorization: Bearer` header; '' for a malformed header, null when absent. */

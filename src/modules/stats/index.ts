@@ -2,6 +2,7 @@ import { Type, type Static } from '@sinclair/typebox'
 import { Elysia, t } from 'elysia'
 import { principalOf, requireScope } from '../../http/api-gate.ts'
 import { ApiError, ErrorResponse } from '../../http/errors.ts'
+import { json } from '../../http/json-response.ts'
 import { openApiParameters, strictParams } from '../../http/strict-params.ts'
 import { StatsResponse } from './model.ts'
 import type { StatsService } from './service.ts'
@@ -24,7 +25,7 @@ export function statsController(deps: { stats: StatsService }) {
       async ({ request, query }) => {
         const result = await deps.stats.stats(principalOf(request), query as Static<typeof StatsQuery>)
         if (!result.ok) throw ApiError.from(result)
-        return { success: true as const, stats: result.value as any }
+        return json({ success: true, stats: result.value })
       },
       {
         transform: [requireScope('stats:read'), strictParams('query', StatsQuery)],

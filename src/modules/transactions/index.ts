@@ -2,6 +2,7 @@ import { Type, type Static } from '@sinclair/typebox'
 import { Elysia, t } from 'elysia'
 import { principalOf, requireScope } from '../../http/api-gate.ts'
 import { ApiError, ErrorResponse } from '../../http/errors.ts'
+import { json } from '../../http/json-response.ts'
 import { strictJsonBody } from '../../http/json-body.ts'
 import { openApiParameters, strictParams } from '../../http/strict-params.ts'
 import { CreateTransactionBody, CreateTransactionResponse, createTransactionRules, GetTransactionResponse, ListTransactionsResponse, STATUSES, TimelineResponse } from './model.ts'
@@ -59,7 +60,7 @@ export function transactionsController(deps: { transactions: TransactionService 
       async ({ request, params }) => {
         const result = await deps.transactions.get(principalOf(request), params.id)
         if (!result.ok) throw ApiError.from(result)
-        return { success: true as const, transaction: result.value }
+        return json({ success: true, transaction: result.value })
       },
       {
         transform: [requireScope('transactions:read'), strictParams('params', IdParams)],
@@ -78,7 +79,7 @@ export function transactionsController(deps: { transactions: TransactionService 
       async ({ request, params }) => {
         const result = await deps.transactions.cancel(principalOf(request), params.id)
         if (!result.ok) throw ApiError.from(result)
-        return { success: true as const, transaction: result.value }
+        return json({ success: true, transaction: result.value })
       },
       {
         transform: [requireScope('transactions:write'), strictParams('params', IdParams)],
@@ -97,7 +98,7 @@ export function transactionsController(deps: { transactions: TransactionService 
       async ({ request, params }) => {
         const result = await deps.transactions.timeline(principalOf(request), params.id)
         if (!result.ok) throw ApiError.from(result)
-        return { success: true as const, transaction_id: params.id, timeline: result.value as never }
+        return json({ success: true, transaction_id: params.id, timeline: result.value })
       },
       {
         transform: [requireScope('transactions:read'), strictParams('params', IdParams)],
@@ -117,7 +118,7 @@ export function transactionsController(deps: { transactions: TransactionService 
         const q = query as Static<typeof ListQuery>
         const result = await deps.transactions.list(principalOf(request), params.projectId, { status: q.status, limit: q.limit ?? 50, offset: q.offset ?? 0 })
         if (!result.ok) throw ApiError.from(result)
-        return { success: true as const, ...result.value }
+        return json({ success: true, ...result.value })
       },
       {
         transform: [requireScope('transactions:read'), strictParams('query', ListQuery)],

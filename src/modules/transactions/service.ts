@@ -32,16 +32,10 @@ export function createTransactionService(deps: { repo: TransactionRepo; lifecycl
   const scopeOf = (c: Caller) => ({ projectId: c.projectId, testingMode: c.mode === 'test' })
   const view = (row: TransactionRow) => toView(row, deps.baseUrl)
 
-  /**
-   * Inserts the transaction with its actor's first snapshot, its first timeline entry and the
-   * `transaction.created` outbox event, in the caller's database transaction (issue 3).
-   */
-  async function insertNew(repo: TransactionRepo, caller: Caller, input: CreateTransactionInput, now: Date) {
-    const minutes = input.expires_in_minutes ?? DEFAULT_EXPIRY_MINUTES
-    const id = newTransactionId()
-    const expiresAt = new Date(now.getTime() + minutes * 60_000)
-    const row = await repo.insert({
-      id,
+  /** The row a new transaction starts as: every column, so response and event need no read-back. */
+  function newRow(caller: Caller, input: CreateTransactionInput, now: Date): TransactionRow {
+    return {
+      id: newTransactionId(),
       projectId: caller.projectId,
       testingMode: caller.mode === 'test',
       transactionNumber: newTransactionNumber(),
@@ -52,30 +46,33 @@ export function createTransactionService(deps: { repo: TransactionRepo; lifecycl
       orderDescription: input.order_description ?? null,
       customerEmail: input.customer_email ?? null,
       customerName: input.customer_name ?? null,
+      customerIpAddress: null,
       metadata: input.metadata ?? null,
       successUrl: input.success_url ?? null,
       cancelUrl: input.cancel_url ?? null,
-      expiresAt,
+      tokenSymbol: null,
+      tokenAmount: null,
+      blockchainNetwork: null,
+      depositAddress: null,
+      amountReceived: null,
+      transactionHash: null,
+      blockNumber: null,
+      confirmations: null,
+      requiredConfirmations: null,
+      confirmedAt: null,
+      completedAt: null,
+      expiresAt: new Date(now.getTime() + (input.expires_in_minutes ?? DEFAULT_EXPIRY_MINUTES) * 60_000),
       createdAt: now,
       updatedAt: now,
-    })
-    const snapshot = deps.lifecycle.initialSnapshot({ transactionId: id, expiresAt: expiresAt.getTime() })
-    await repo.lifecycle.recordCreated(
-      row,
-      { snapshot, machineVersion: MACHINE_VERSION, ...deps.lifecycle.lease() },
-      { fromStatus: null, toStatus: 'created', cause: 'transaction.created', details: { amount_usd: row.amountUsd, expires_at: expiresAt.toISOString() }, at: now },
-      { eventType: 'transaction.created', data: webhookData(row) },
-    )
-    const transaction = view(row)
-    const response = { status: 200, body: JSON.stringify({ success: true, transaction, payment_url: transaction.payment_url }) }
-    return { response, start: () => deps.lifecycle.adopt(id, snapshot, row.version) }
+      version: 0,
+    }
   }
 
   return {
     /**
-     * R5-R7. Claiming the idempotency key, inserting the transaction with its actor, timeline and
-     * outbox rows, and recording the response commit together: two identical concurrent calls
-     * create one transaction.
+     * R5-R7. The transaction, its actor, timeline entry and outbox event, and the idempotency
+     * record with the response are committed by one statement: two identical concurrent calls
+     * create one transaction, and the second replays the first's response.
      */
     async create(caller: Caller, input: CreateTransactionInput, opts: { idempotencyKey?: string } = {}): Promise<Outcome<StoredResponse>> {
       const now = new Date(deps.clock.now())
@@ -83,23 +80,28 @@ export function createTransactionService(deps: { repo: TransactionRepo; lifecycl
       if (key !== undefined && (key.length === 0 || key.length > 255)) {
         return deny('invalid_request', 'Idempotency-Key must be 1 to 255 characters', [{ path: 'Idempotency-Key', message: 'must be 1 to 255 characters' }])
       }
+      const row = newRow(caller, input, now)
+      const transaction = view(row)
+      const response: StoredResponse = { status: 200, body: JSON.stringify({ success: true, transaction, payment_url: transaction.payment_url }) }
+      const snapshot = deps.lifecycle.initialSnapshot({ transactionId: row.id, expiresAt: row.expiresAt.getTime() })
       const requestHash = key === undefined ? '' : createHash('sha256').update(canonicalJson(input)).digest('hex')
-      const result = await deps.repo.atomically(async (repo): Promise<Outcome<{ response: StoredResponse; start?: () => void }>> => {
-        if (key !== undefined) {
-          const prior = await repo.claimIdempotencyKey({ projectId: caller.projectId, mode: caller.mode, key, requestHash, now, expiredBefore: new Date(now.getTime() - IDEMPOTENCY_WINDOW_MS) })
-          if (prior) {
-            if (prior.requestHash !== requestHash) return deny('conflict', 'This Idempotency-Key was already used with a different request body')
-            return ok({ response: { status: prior.statusCode, body: prior.response } })
-          }
-        }
-        const created = await insertNew(repo, caller, input, now)
-        if (key !== undefined) await repo.recordIdempotentResponse({ projectId: caller.projectId, mode: caller.mode, key, statusCode: created.response.status, response: created.response.body })
-        return ok(created)
+      const created = await deps.repo.insertCreated({
+        row,
+        actor: { snapshot, machineVersion: MACHINE_VERSION, ...deps.lifecycle.lease() },
+        timelineDetails: { amount_usd: row.amountUsd, expires_at: row.expiresAt.toISOString() },
+        eventData: webhookData(row),
+        idempotency: key === undefined ? undefined : { mode: caller.mode, key, requestHash, statusCode: response.status, response: response.body, expiredBefore: new Date(now.getTime() - IDEMPOTENCY_WINDOW_MS) },
       })
-      if (!result.ok) return result
-      // The actor starts only once its transaction is committed.
-      result.value.start?.()
-      return ok(result.value.response)
+      if (created) {
+        // The actor starts only once its transaction is committed.
+        deps.lifecycle.adopt(row.id, snapshot, row.version)
+        return ok(response)
+      }
+      // The key is taken (and not expired): replay its first response, or refuse another body.
+      const prior = await deps.repo.idempotencyRecord({ projectId: caller.projectId, mode: caller.mode, key: key! })
+      if (!prior) return deny('conflict', 'This Idempotency-Key is being used by a concurrent request; retry')
+      if (prior.requestHash !== requestHash) return deny('conflict', 'This Idempotency-Key was already used with a different request body')
+      return ok({ status: prior.statusCode, body: prior.response })
     },
 
     async get(caller: Caller, id: string): Promise<Outcome<TransactionView>> {
