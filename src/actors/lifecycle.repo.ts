@@ -18,6 +18,7 @@ export interface OutboxEntry {
 
 export interface StoredActor {
   transactionId: string
+  /** The persisted snapshot, parsed or as JSON text. */
   snapshot: unknown
   machineVersion: number
   version: number
@@ -103,8 +104,9 @@ export function createLifecycleRepo(db: Db) {
       const candidates = db.select({ id: transactionActors.transactionId }).from(transactionActors).where(free).limit(limit).for('update', { skipLocked: true })
       const claimed = await db.update(transactionActors).set({ owner }).where(inArray(transactionActors.transactionId, candidates)).returning({ id: transactionActors.transactionId })
       if (!claimed.length) return []
+      // The snapshot as text: resident copies are kept as JSON text, so no parse and re-stringify.
       return db
-        .select({ transactionId: transactionActors.transactionId, snapshot: transactionActors.snapshot, machineVersion: transactionActors.machineVersion, version: transactions.version, owner: transactionActors.owner })
+        .select({ transactionId: transactionActors.transactionId, snapshot: sql<string>`${transactionActors.snapshot}::text`, machineVersion: transactionActors.machineVersion, version: transactions.version, owner: transactionActors.owner })
         .from(transactionActors)
         .innerJoin(transactions, eq(transactions.id, transactionActors.transactionId))
         .where(inArray(transactionActors.transactionId, claimed.map((c) => c.id)))

@@ -26,7 +26,7 @@ export interface RegistryDeps {
 }
 
 const CHANNEL = 'actor_changed'
-const CLAIM_BATCH = 1000
+const CLAIM_BATCH = 5000
 /** Lease ticks between checks that every resident actor is still this instance's. */
 const RECONCILE_EVERY = 10
 
@@ -108,11 +108,13 @@ export function createTransactionRegistry(deps: RegistryDeps) {
   }
 
   /** Keeps (or replaces) the resident copy of an active transaction and arms its timer. */
-  function keep(id: string, snapshot: Persisted, version: number) {
+  function keep(id: string, stored: Persisted | string, version: number) {
     drop(id)
+    const text = typeof stored === 'string' ? stored : JSON.stringify(stored)
+    const snapshot = typeof stored === 'string' ? (JSON.parse(stored) as Persisted) : stored
     if (FINAL_STATUSES.includes(snapshot.value)) return
     const at = deadlineOf(snapshot)
-    resident.set(id, { snapshot: JSON.stringify(snapshot), version, status: snapshot.value, cancelTimer: at === null ? null : deps.scheduler.at(at, () => fireExpiry(id)) })
+    resident.set(id, { snapshot: text, version, status: snapshot.value, cancelTimer: at === null ? null : deps.scheduler.at(at, () => fireExpiry(id)) })
   }
 
   function drop(id: string) {
@@ -132,7 +134,7 @@ export function createTransactionRegistry(deps: RegistryDeps) {
       deps.logger.error('stored actor from another machine version; left for a migration', { transactionId: stored.transactionId, machineVersion: stored.machineVersion })
       return
     }
-    keep(stored.transactionId, stored.snapshot as Persisted, stored.version)
+    keep(stored.transactionId, stored.snapshot as Persisted | string, stored.version)
   }
 
   /** Applies `event` to a transaction; a refusal is a `conflict` denial and changes nothing. */
