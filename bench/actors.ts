@@ -32,7 +32,7 @@ function memory() {
 }
 
 function registry(database: Database, instanceId: string) {
-  return createTransactionRegistry({ database, repo: createLifecycleRepo(database.db), clock: systemClock, logger, scheduler: createScheduler(systemClock), instanceId, leaseMs: 60_000, singleInstance: false })
+  return createTransactionRegistry({ database, repo: createLifecycleRepo(database), clock: systemClock, logger, scheduler: createScheduler(systemClock), instanceId, leaseMs: 60_000, singleInstance: false })
 }
 
 const rows: string[] = []

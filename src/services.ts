@@ -32,7 +32,7 @@ export async function createServices(deps: { database: Database; clock: Clock; l
   // Started by the server (src/server/start.ts), never by the CLI: only servers run actors.
   const lifecycle = createTransactionRegistry({
     database,
-    repo: createLifecycleRepo(database.db),
+    repo: createLifecycleRepo(database),
     clock,
     logger,
     scheduler,

@@ -1,7 +1,8 @@
-import { and, asc, eq, gte, inArray, isNull, lt, notInArray, or, sql } from 'drizzle-orm'
-import type { Db } from '../db/client.ts'
-import { instances, outbox, transactionActors, transactionEvents, transactions } from '../db/schema.ts'
-import type { NewTransactionRow, TransactionRow } from '../modules/transactions/transaction.repo.ts'
+import { asc, eq, gte, inArray, isNull, lt, notInArray, or, sql } from 'drizzle-orm'
+import type { Database } from '../db/client.ts'
+import { instances, transactionActors, transactionEvents, transactions } from '../db/schema.ts'
+import type { TransactionRow } from '../modules/transactions/transaction.repo.ts'
+import type { MachineColumns } from './projection.ts'
 
 export interface TimelineEntry {
   fromStatus: string | null
@@ -25,48 +26,69 @@ export interface StoredActor {
   owner: string | null
 }
 
+/*
+ * One transition, one statement. $1 id, $2 expected version, $3-$15 the machine's columns,
+ * $16 snapshot (null at a final status: the actor row goes), $17 machine version, $18-$20 the
+ * timeline entry, $21-$24 the outbox event (none when $23 is null).
+ */
+const COMMIT = `WITH t AS (
+  UPDATE transactions SET status = $3, token_symbol = $4, token_amount = $5::numeric, blockchain_network = $6, deposit_address = $7,
+    required_confirmations = $8::int, amount_received = $9::numeric, transaction_hash = $10, block_number = $11::bigint,
+    confirmations = $12::int, confirmed_at = $13::timestamptz, completed_at = $14::timestamptz, updated_at = $15::timestamptz,
+    version = version + 1
+  WHERE id = $1::uuid AND version = $2::int
+  RETURNING id
+), a AS (
+  UPDATE transaction_actors SET snapshot = $16::jsonb, machine_version = $17::int
+  WHERE transaction_id IN (SELECT id FROM t) AND $16::jsonb IS NOT NULL
+), d AS (
+  DELETE FROM transaction_actors WHERE transaction_id IN (SELECT id FROM t) AND $16::jsonb IS NULL
+), e AS (
+  INSERT INTO transaction_events (transaction_id, from_status, to_status, cause, details, at)
+  SELECT id, $18, $3, $19, $20::jsonb, $15::timestamptz FROM t
+), o AS (
+  INSERT INTO outbox (transaction_id, project_id, testing_mode, event_type, data, created_at)
+  SELECT id, $21, $22::boolean, $23, $24::jsonb, $15::timestamptz FROM t WHERE $23::text IS NOT NULL
+)
+SELECT count(*)::int AS updated FROM t`
+
 /** Persistence of actors, timeline and outbox; every write that changes a status is atomic. */
-export function createLifecycleRepo(db: Db) {
-  async function writeEffects(tx: Db, row: TransactionRow, entry: TimelineEntry, out: OutboxEntry | null) {
-    await tx.insert(transactionEvents).values({ transactionId: row.id, ...entry })
-    if (out) await tx.insert(outbox).values({ transactionId: row.id, projectId: row.projectId, testingMode: row.testingMode, eventType: out.eventType, data: out.data, createdAt: entry.at })
-  }
+export function createLifecycleRepo(database: Database) {
+  const db = database.db
+  const prepareById = () => db.select().from(transactions).where(eq(transactions.id, sql.placeholder('id'))).prepare('transaction_by_id')
+  let byId: ReturnType<typeof prepareById> | null = null
 
   return {
-    /** The actor, timeline and outbox rows of a new transaction, in the caller's database transaction. */
-    async recordCreated(row: TransactionRow, a: { snapshot: unknown; machineVersion: number; owner: string }, entry: TimelineEntry, out: OutboxEntry) {
-      await db.insert(transactionActors).values({ transactionId: row.id, snapshot: a.snapshot, machineVersion: a.machineVersion, expiresAt: row.expiresAt, owner: a.owner })
-      await writeEffects(db, row, entry, out)
-    },
-
     /**
-     * Commits one transition: the row (only if it is still at `expectedVersion`, so a transition
-     * computed from a stale snapshot is never applied), the snapshot (or its removal at a final
-     * status), the timeline entry and the outbox event, in one database transaction.
+     * Commits one transition: the machine's columns of the row (only if the row is still at
+     * `expectedVersion`, so a transition computed from a stale snapshot is never applied), the
+     * snapshot (or its removal at a final status), the timeline entry and the outbox event.
+     * The row is read first (prepared) so the outbox payload is built from the row as it will
+     * be; everything is then written by one prepared statement, atomic like any statement.
      * Returns null when another writer got there first.
      */
-    commitTransition(t: {
+    async commitTransition(t: {
       transactionId: string
       expectedVersion: number
-      patch: Partial<NewTransactionRow>
+      patch: MachineColumns
       snapshot: unknown | null
       machineVersion: number
       entry: TimelineEntry
       outbox: (row: TransactionRow) => OutboxEntry | null
     }): Promise<TransactionRow | null> {
-      return db.transaction(async (txRaw) => {
-        const tx = txRaw as unknown as Db
-        const [row] = await tx
-          .update(transactions)
-          .set({ ...t.patch, version: sql`${transactions.version} + 1` })
-          .where(and(eq(transactions.id, t.transactionId), eq(transactions.version, t.expectedVersion)))
-          .returning()
-        if (!row) return null
-        if (t.snapshot === null) await tx.delete(transactionActors).where(eq(transactionActors.transactionId, t.transactionId))
-        else await tx.update(transactionActors).set({ snapshot: t.snapshot, machineVersion: t.machineVersion }).where(eq(transactionActors.transactionId, t.transactionId))
-        await writeEffects(tx, row, t.entry, t.outbox(row))
-        return row
-      })
+      const [current] = await (byId ??= prepareById()).execute({ id: t.transactionId })
+      if (!current || current.version !== t.expectedVersion) return null
+      const next: TransactionRow = { ...current, ...t.patch, version: current.version + 1 }
+      const out = t.outbox(next)
+      const iso = (d: Date | null) => (d ? d.toISOString() : null)
+      const p = t.patch
+      const [{ updated }] = await database.query<{ updated: number }>(COMMIT, [
+        t.transactionId, t.expectedVersion, p.status, p.tokenSymbol, p.tokenAmount, p.blockchainNetwork, p.depositAddress, p.requiredConfirmations,
+        p.amountReceived, p.transactionHash, p.blockNumber, p.confirmations, iso(p.confirmedAt), iso(p.completedAt), iso(p.updatedAt),
+        t.snapshot === null ? null : JSON.stringify(t.snapshot), t.machineVersion, t.entry.fromStatus, t.entry.cause, JSON.stringify(t.entry.details),
+        current.projectId, current.testingMode, out?.eventType ?? null, out ? JSON.stringify(out.data) : null,
+      ])
+      return Number(updated) === 1 ? next : null
     },
 
     /** The stored actor of an active transaction, or null once it is final. */

@@ -1,8 +1,13 @@
 import type { TxContext, TxStatus } from '../../machines/transaction.machine.ts'
 import type { NewTransactionRow, TransactionRow } from '../modules/transactions/transaction.repo.ts'
 
+/** The columns of a transaction row that the machine decides. */
+export type MachineColumns = Required<
+  Pick<NewTransactionRow, 'status' | 'tokenSymbol' | 'tokenAmount' | 'blockchainNetwork' | 'depositAddress' | 'requiredConfirmations' | 'amountReceived' | 'transactionHash' | 'blockNumber' | 'confirmations' | 'confirmedAt' | 'completedAt' | 'updatedAt'>
+>
+
 /** The transaction row's view of the machine: status and every field the machine decides. */
-export function projectRow(status: TxStatus, c: TxContext, now: Date): Partial<NewTransactionRow> {
+export function projectRow(status: TxStatus, c: TxContext, now: Date): MachineColumns {
   return {
     status,
     tokenSymbol: c.quote?.tokenSymbol ?? null,

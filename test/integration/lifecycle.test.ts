@@ -169,7 +169,7 @@ for (const backend of backends()) {
     test('a second instance applying the same event first leaves the owner unable to apply it twice', async () => {
       const other = createTransactionRegistry({
         database: t.server.services.database,
-        repo: createLifecycleRepo(t.server.services.database.db),
+        repo: createLifecycleRepo(t.server.services.database),
         clock,
         logger: createLogger('silent'),
         scheduler: createScheduler(clock),

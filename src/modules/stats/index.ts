@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { Elysia, t } from 'elysia'
+import { Elysia } from 'elysia'
 import { principalOf, requireScope } from '../../http/api-gate.ts'
 import { ApiError, ErrorResponse } from '../../http/errors.ts'
 import { json } from '../../http/json-response.ts'

@@ -90,7 +90,7 @@ export function createTransactionRepo(database: Database): TransactionRepo {
     .prepare('transaction_find')
 
   return {
-    lifecycle: createLifecycleRepo(db),
+    lifecycle: createLifecycleRepo(database),
 
     async insertCreated(n) {
       const r = n.row
