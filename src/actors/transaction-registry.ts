@@ -27,6 +27,8 @@ export interface RegistryDeps {
 
 const CHANNEL = 'actor_changed'
 const CLAIM_BATCH = 5000
+/** After a failed expiry (database unreachable), the next try. */
+const EXPIRY_RETRY_MS = 5_000
 /** Lease ticks between checks that every resident actor is still this instance's. */
 const RECONCILE_EVERY = 10
 
@@ -98,12 +100,17 @@ export function createTransactionRegistry(deps: RegistryDeps) {
     return run
   }
 
+  /** The deadline passed: apply the expiry; if the database failed, try again shortly. */
   function fireExpiry(id: string) {
+    const retry = (why: string) => {
+      deps.logger.warn('expiry not applied; retrying', { transactionId: id, reason: why })
+      const r = resident.get(id)
+      if (r && !stopped) r.cancelTimer = deps.scheduler.at(deps.clock.now() + EXPIRY_RETRY_MS, () => fireExpiry(id))
+    }
     apply(id, { type: 'expiry.reached', at: deps.clock.now() }).then(
-      (r) => {
-        if (!r.ok && r.code !== 'conflict') deps.logger.warn('expiry not applied', { transactionId: id, reason: r.message })
-      },
-      (e) => deps.logger.error('expiry failed', { transactionId: id, error: String(e) }),
+      // A conflict means the event no longer applies (paid, cancelled, moved on): nothing to do.
+      (r) => (!r.ok && r.code !== 'conflict' ? retry(r.message) : undefined),
+      (e) => retry(String(e)),
     )
   }
 
@@ -180,14 +187,18 @@ export function createTransactionRegistry(deps: RegistryDeps) {
   }
 
   let ticks = 0
+  let ticking: Promise<void> | null = null
   async function leaseTick(all: boolean) {
     const now = deps.clock.now()
     await deps.repo.renew(deps.instanceId, new Date(now + deps.leaseMs), new Date(now))
     // Now and then (and whenever this instance may have been away), drop actors another
     // instance took over; versions already stop a stale copy from applying anything.
     if (ticks++ % RECONCILE_EVERY === 0) {
+      // Only actors resident before the query can be judged by it: one created meanwhile is
+      // ours even though the query did not see it.
+      const before = [...resident.keys()]
       const owned = await deps.repo.owned(deps.instanceId)
-      for (const id of [...resident.keys()]) if (!owned.has(id)) void serialize(id, async () => drop(id))
+      for (const id of before) if (!owned.has(id)) void serialize(id, async () => drop(id))
       await deps.repo.pruneInstances(new Date(now - 86_400_000))
     }
     for (;;) {
@@ -223,10 +234,15 @@ export function createTransactionRegistry(deps: RegistryDeps) {
 
     /** Restores every actor this instance may run, then keeps its leases and takes over dead instances' actors. */
     async start() {
-      unlisten = await deps.database.listen(CHANNEL, (id) => void serialize(id, () => reload(id)))
+      unlisten = await deps.database.listen(CHANNEL, (id) => {
+        serialize(id, () => reload(id)).catch((e) => deps.logger.warn('reload after NOTIFY failed', { transactionId: id, error: String(e) }))
+      })
       await leaseTick(deps.singleInstance)
       leaseTimer = setInterval(() => {
-        if (!stopped) leaseTick(false).catch((e) => deps.logger.warn('lease renewal failed', { error: String(e) }))
+        if (stopped || ticking) return
+        ticking = leaseTick(false)
+          .catch((e) => deps.logger.warn('lease renewal failed', { error: String(e) }))
+          .finally(() => (ticking = null))
       }, Math.max(100, Math.floor(deps.leaseMs / 3)))
       ;(leaseTimer as { unref?: () => void }).unref?.()
     },
@@ -235,6 +251,8 @@ export function createTransactionRegistry(deps: RegistryDeps) {
     async stop() {
       stopped = true
       if (leaseTimer) clearInterval(leaseTimer)
+      // A renewal or claim still running could otherwise undo the release below.
+      await ticking
       await Promise.all([...queues.values()])
       for (const id of [...resident.keys()]) drop(id)
       await unlisten?.()

@@ -124,7 +124,7 @@ export interface PreparedCommand {
 /** Checks the words and flags of a command line, without touching any database. */
 export function prepareCommand(words: string[], flags: Flags): PreparedCommand | Extract<CommandResult, { ok: false }> {
   const name = words.join(' ')
-  const command = COMMANDS[name]
+  const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined
   if (!command) return { ok: false, usage: true, message: words.length ? `Unknown command "${name}".\n\n${USAGE}` : USAGE }
   const values: Record<string, string> = {}
   const problems: { path: string; message: string }[] = []

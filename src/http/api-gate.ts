@@ -61,7 +61,11 @@ export function apiGate(deps: GateDeps) {
 
     const token = bearerToken(request.headers.get('authorization'))
     const principal = token ? await deps.keys.authenticate(token) : null
-    const decision = principal
+    const active = principal?.project.status === 'active'
+    const allowed = principal ? ipAllowed(principal.project.ipAllowlist, clientIp) : false
+    // Only requests the project will serve count against its limits: a leaked key used from
+    // outside the allow-list (or an inactive project's key) counts against the caller's IP.
+    const decision = principal && active && allowed
       ? await deps.limiter.check(`project:${principal.projectId}`, principal.project.limits)
       : await deps.limiter.check(`ip:${clientIp ?? 'unknown'}`, deps.anonymousLimits)
     for (const w of WINDOWS) {
@@ -78,8 +82,8 @@ export function apiGate(deps: GateDeps) {
     if (!principal) {
       throw new ApiError('unauthenticated', token === null ? 'Missing API key: send "Authorization: Bearer sk_test_..." or sk_live_...' : 'Invalid API key')
     }
-    if (principal.project.status !== 'active') throw new ApiError('forbidden', 'This project is not active')
-    if (!ipAllowed(principal.project.ipAllowlist, clientIp)) throw new ApiError('forbidden', `Requests from ${clientIp ?? 'this address'} are not in this project's IP allow-list`)
+    if (!active) throw new ApiError('forbidden', 'This project is not active')
+    if (!allowed) throw new ApiError('forbidden', `Requests from ${clientIp ?? 'this address'} are not in this project's IP allow-list`)
     facts.principal = principal
 
     const length = request.headers.get('content-length')

@@ -21,7 +21,7 @@ export function strictParams(source: 'query' | 'params', schema: TObject) {
       if (all.length === 0) continue
       const raw = all[0]
       if (all.length > 1 || typeof raw !== 'string') {
-        problems.push({ path: name, message: 'must be given once' })
+        problems.push({ path: name, message: all.length > 1 ? 'must be given once' : 'is not a valid value' })
         continue
       }
       const converted = convert(raw, s)

@@ -7,11 +7,15 @@ export const isApiPath = (pathname: string) => pathname === '/api' || pathname.s
  * Where an insecure request is sent: the BASE_URL origin when the operator set one, else the
  * host the client asked for, over https on the service's TLS port (or the proxy's own port).
  */
-export function httpsOriginFor(baseUrl: string | null, tlsPort: number | null) {
+export function httpsOriginFor(baseUrl: string | null, tlsPort: number | null, trustProxy: boolean) {
   return (req: Request): string => {
     if (baseUrl) return new URL(baseUrl).origin
-    const host = req.headers.get('x-forwarded-host') ?? req.headers.get('host') ?? new URL(req.url).host
-    const hostname = new URL(`http://${host.split(',')[0].trim()}`).hostname
+    // X-Forwarded-Host only from the proxy we trust; a Host that is not a host name gives localhost.
+    const host = (trustProxy ? req.headers.get('x-forwarded-host') : null) ?? req.headers.get('host') ?? ''
+    let hostname = 'localhost'
+    try {
+      hostname = new URL(`http://${host.split(',')[0].trim()}`).hostname || hostname
+    } catch {}
     const shown = hostname.includes(':') && !hostname.startsWith('[') ? `[${hostname}]` : hostname
     return tlsPort === null || tlsPort === 443 ? `https://${shown}` : `https://${shown}:${tlsPort}`
   }

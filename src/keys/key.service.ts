@@ -39,8 +39,12 @@ export function createKeyService(deps: { database: Database; changes: ChangeFeed
   const { db } = deps.database
   const cache = new Map<string, { principal: Principal; at: number }>()
   const touched = new Map<string, number>()
+  // Bumped by every change: a lookup that was in flight across a change is not cached, so a
+  // key revoked while it was being read cannot live on in the cache.
+  let generation = 0
 
   deps.changes.subscribe((c) => {
+    generation++
     if (c.kind === 'all') return cache.clear()
     for (const [hash, entry] of cache) {
       if ((c.kind === 'key' && entry.principal.keyId === c.id) || (c.kind === 'project' && entry.principal.projectId === c.id)) cache.delete(hash)
@@ -83,10 +87,13 @@ export function createKeyService(deps: { database: Database; changes: ChangeFeed
       const hit = cache.get(hash)
       let principal = hit && now - hit.at < CACHE_TTL_MS ? hit.principal : null
       if (!principal) {
+        const seen = generation
         principal = await load(hash)
         if (!principal) return null
-        if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value!)
-        cache.set(hash, { principal, at: now })
+        if (seen === generation) {
+          if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value!)
+          cache.set(hash, { principal, at: now })
+        }
       }
       touch(principal.keyId)
       return principal

@@ -1,18 +1,21 @@
-import { chmodSync, existsSync, unlinkSync } from 'node:fs'
+import { chmodSync, existsSync, mkdirSync, unlinkSync } from 'node:fs'
 import { createConnection, createServer } from 'node:net'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { runCommand, type CommandResult, type Flags } from '../cli/commands.ts'
 import type { Services } from '../services.ts'
 
 /**
  * R25: with the embedded database the server holds PGlite exclusively, so the CLI sends its
- * command here: a Unix socket inside DATA_DIR, readable by the owner only. One JSON line in,
+ * command here: a Unix socket in DATA_DIR/run, a directory only its owner can enter. One JSON line in,
  * one JSON line out.
  */
-export const adminSocketPath = (dataDir: string) => join(dataDir, 'admin.sock')
+export const adminSocketPath = (dataDir: string) => join(dataDir, 'run', 'admin.sock')
 
 export async function listenAdminSocket(dataDir: string, services: Services): Promise<{ close(): Promise<void> }> {
   const path = adminSocketPath(dataDir)
+  // The socket lives in a directory only the owner can enter, whatever DATA_DIR's own mode.
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 })
+  chmodSync(dirname(path), 0o700)
   if (existsSync(path)) unlinkSync(path)
   const server = createServer((socket) => {
     let buffer = ''

@@ -30,7 +30,8 @@ export async function serve(opts: ServeOptions): Promise<Listener> {
         return opts.fetch(req)
       },
     })
-    return { port: server.port, stop: async () => server.stop(true) }
+    // Graceful: stop accepting, let requests in flight finish; force after a grace period.
+    return { port: server.port, stop: () => withGrace(Promise.resolve(server.stop(false)), () => server.stop(true)) }
   }
   if (typeof Deno !== 'undefined') {
     let ready!: (port: number) => void
@@ -42,7 +43,21 @@ export async function serve(opts: ServeOptions): Promise<Listener> {
         return opts.fetch(req)
       },
     )
-    return { port: await bound, stop: () => server.shutdown() }
+    return { port: await bound, stop: () => withGrace(Promise.resolve(server.shutdown()), () => server.shutdown()) }
   }
   throw new Error('Run the server with Bun (npm start) or Deno (npm run start:deno)')
+}
+
+const GRACE_MS = 10_000
+
+async function withGrace(graceful: Promise<unknown>, force: () => unknown): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const late = new Promise<void>((resolve) => {
+    timer = setTimeout(() => {
+      force()
+      resolve()
+    }, GRACE_MS)
+  })
+  await Promise.race([graceful.then(() => {}), late])
+  clearTimeout(timer)
 }

@@ -36,6 +36,12 @@ export async function startServer(config: Config, opts: { clock?: Clock; logger?
     lock = l
   }
   const cleanups: (() => Promise<void> | void)[] = []
+  // Stopped first, so requests in flight finish before their services go away.
+  const listeners: Listener[] = []
+  const stopAll = async () => {
+    await Promise.all(listeners.map((l) => l.stop().catch(() => {})))
+    await runCleanups(cleanups)
+  }
   try {
     // Certificate problems are configuration errors: find them before touching the database.
     const tls = config.trustProxy ? undefined : await loadTls({ certFile: config.tlsCertFile, keyFile: config.tlsKeyFile, dataDir: config.dataDir })
@@ -45,10 +51,10 @@ export async function startServer(config: Config, opts: { clock?: Clock; logger?
     // Bind first (PORT=0 picks a free port), so the default BASE_URL can name the real port.
     let handler: (req: Request) => Response | Promise<Response> = () => new Response('Starting', { status: 503, headers: { 'retry-after': '1' } })
     const main: Listener = await listen(config, { port: config.port, tls, fetch: (req) => handler(req) })
-    cleanups.unshift(() => main.stop())
+    listeners.push(main)
     const baseUrl = config.baseUrl ?? `https://localhost:${main.port}`
     // Behind a proxy the public port is the proxy's; on our own TLS listener it is ours.
-    const httpsOrigin = httpsOriginFor(config.baseUrl, config.trustProxy ? null : main.port)
+    const httpsOrigin = httpsOriginFor(config.baseUrl, config.trustProxy ? null : main.port, config.trustProxy)
 
     const services = await createServices({ database, clock, logger, baseUrl, leaseMs: config.actorLeaseMs })
     cleanups.unshift(() => services.stop())
@@ -61,7 +67,7 @@ export async function startServer(config: Config, opts: { clock?: Clock; logger?
     let plain: Listener | null = null
     if (config.httpPort !== 0 && !config.trustProxy) {
       plain = await listen(config, { port: config.httpPort, variable: 'HTTP_PORT', fetch: (req) => refuseInsecure(req, httpsOrigin) })
-      cleanups.unshift(() => plain!.stop())
+      listeners.push(plain)
     }
     if (embedded) {
       const admin = await listenAdminSocket(config.dataDir, services)
@@ -81,10 +87,10 @@ export async function startServer(config: Config, opts: { clock?: Clock; logger?
       baseUrl,
       services,
       demo,
-      stop: () => (stopped ??= runCleanups(cleanups).finally(() => lock?.release())),
+      stop: () => (stopped ??= stopAll().finally(() => lock?.release())),
     }
   } catch (e) {
-    await runCleanups(cleanups)
+    await stopAll()
     lock?.release()
     throw e
   }

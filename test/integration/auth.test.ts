@@ -113,6 +113,21 @@ for (const backend of backends()) {
       expect((await api(t, p.key).get('/api/transactions/stats')).status).toBe(200)
     })
 
+    test("requests refused by the allow-list count against the caller's IP, never the project's quota", async () => {
+      const p = await t.project({ name: 'Quota', limits: { minute: 7, hour: 100, day: 1000 } })
+      await t.server.services.projects.setIpAllowlist(p.id, ['203.0.113.0/24'])
+      for (let i = 0; i < 3; i++) {
+        const res = await api(t, p.key).get('/api/transactions/stats')
+        expect(res.status).toBe(403)
+        expect(res.headers.get('x-ratelimit-limit-minute')).toBe('60')
+      }
+      await t.server.services.projects.setIpAllowlist(p.id, [])
+      const served = await api(t, p.key).get('/api/transactions/stats')
+      expect(served.status).toBe(200)
+      expect(served.headers.get('x-ratelimit-limit-minute')).toBe('7')
+      expect(served.headers.get('x-ratelimit-remaining-minute')).toBe('6')
+    })
+
     test("another project's transaction is 404, exactly like one that does not exist", async () => {
       const res = await api(t, own.key).get(`/api/transactions/${otherTxId}`)
       await expectError(res, 404, 'not_found_error')

@@ -276,7 +276,7 @@ describe('CLI and the embedded database lock', () => {
     const r = await runCli(['project', 'create', '--name', 'x', '--json'], { env: { DATA_DIR: d } })
     expect(r.code).toBe(0)
     expect(existsSync(join(d, 'pglite.lock'))).toBe(false)
-    expect(existsSync(join(d, 'admin.sock'))).toBe(false)
+    expect(existsSync(join(d, 'run', 'admin.sock'))).toBe(false)
   })
 
   test('with a server running the CLI does not fail on its lock, and the socket is private to the owner', async () => {
@@ -284,7 +284,8 @@ describe('CLI and the embedded database lock', () => {
     const server = await spawnServer({ DATA_DIR: d, PORT: '0', HTTP_PORT: '0' })
     try {
       expect(JSON.parse(readFileSync(join(d, 'pglite.lock'), 'utf8')).pid).toBe(server.pid)
-      expect(statSync(join(d, 'admin.sock')).mode & 0o777).toBe(0o600)
+      expect(statSync(join(d, 'run', 'admin.sock')).mode & 0o777).toBe(0o600)
+      expect(statSync(join(d, 'run')).mode & 0o777).toBe(0o700)
       const r = await runCli(['project', 'create', '--name', 'while serving', '--json'], { env: { DATA_DIR: d } })
       expect(r.code).toBe(0)
       expect(r.json.name).toBe('while serving')

@@ -95,6 +95,6 @@ describe('the server under Deno', () => {
   test('SIGTERM shuts Deno down gracefully: exit 0, lock released', async () => {
     expect(await server.stop()).toEqual({ code: 0, signal: null })
     expect(existsSync(join(dataDir, 'pglite.lock'))).toBe(false)
-    expect(existsSync(join(dataDir, 'admin.sock'))).toBe(false)
+    expect(existsSync(join(dataDir, 'run', 'admin.sock'))).toBe(false)
   })
 })

@@ -109,11 +109,11 @@ describe('npm start on a fresh, empty DATA_DIR', () => {
   })
 
   test('SIGTERM shuts down gracefully: exit 0, lock and admin socket released', async () => {
-    expect(existsSync(join(dataDir, 'admin.sock'))).toBe(true)
+    expect(existsSync(join(dataDir, 'run', 'admin.sock'))).toBe(true)
     expect(await first.stop()).toEqual({ code: 0, signal: null })
     expect(first.stderr()).toContain('SIGTERM')
     expect(existsSync(join(dataDir, 'pglite.lock'))).toBe(false)
-    expect(existsSync(join(dataDir, 'admin.sock'))).toBe(false)
+    expect(existsSync(join(dataDir, 'run', 'admin.sock'))).toBe(false)
   })
 
   test('the second start prints no key, but the project id and how to make a key; the first key still works', async () => {

@@ -93,7 +93,17 @@ for (const backend of backends()) {
       expect((await stats(other.key)).body.stats.total_transactions).toBe(1)
     })
 
+    test('the widest ranges work: year 0001 to 9999-12-31, offsets at the edges included', async () => {
+      for (const q of ['?start_date=0001-01-01&end_date=9999-12-31', '?start_date=0001-01-01T00:00:00%2B01:00&end_date=9999-12-31T23:59:59-01:00']) {
+        const { status, body } = await stats(p.key, q)
+        expect(status).toBe(200)
+        expect(body.stats.total_transactions).toBe(6)
+      }
+    })
+
     const bad: [string, string][] = [
+      ['?start_date=0000-01-01', 'start_date'],
+      ['?start_date=2030-05-02&end_date=2030-05-01', 'start_date'],
       ['?start_date=yesterday', 'start_date'],
       ['?start_date=2030-13-01', 'start_date'],
       ['?start_date=2030-02-30', 'start_date'],

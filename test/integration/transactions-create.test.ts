@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { createTransactionRepo } from '../../src/modules/transactions/transaction.repo.ts'
 import { backends } from '../helpers/databases.ts'
 import { api, startTestServer, type TestServer } from '../helpers/server.ts'
 
@@ -153,6 +154,16 @@ for (const backend of backends()) {
         const after = (await (await api(t, key).get('/api/transactions/stats')).json()).stats.total_transactions
         expect(after).toBe(before)
       })
+    })
+
+    test('a transaction number already taken is reported and writes nothing, so create draws another', async () => {
+      const first = (await (await api(t, key).create({ amount: 1 })).json()).transaction
+      const repo = createTransactionRepo(t.server.services.database)
+      const row = (await repo.find({ projectId: (await t.server.services.keys.authenticate(key))!.projectId, testingMode: true }, first.id))!
+      const clash = { ...row, id: crypto.randomUUID() }
+      const outcome = await repo.insertCreated({ row: clash, actor: { snapshot: {}, machineVersion: 1, owner: 'x' }, timelineDetails: {}, eventData: {} })
+      expect(outcome).toBe('number_taken')
+      expect(await repo.find({ projectId: row.projectId, testingMode: true }, clash.id)).toBeNull()
     })
 
     describe('idempotency (R6)', () => {

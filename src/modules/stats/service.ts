@@ -7,6 +7,8 @@ import { deny, ok, type FieldProblem, type Outcome } from '../../lib/outcome.ts'
 import { STATUSES, type Status } from '../transactions/model.ts'
 
 const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/
+const MAX_BOUND = Date.parse('9999-12-31T23:59:59.999Z')
+const MIN_BOUND = Date.parse('0001-01-01T00:00:00.000Z')
 const DATE_TIME = /^\d{4}-\d{2}-\d{2}T([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d{1,9})?)?(Z|[+-]([01]\d|2[0-3]):[0-5]\d)$/
 
 /** R10: `YYYY-MM-DD` or a full ISO timestamp; a date-only end covers its whole UTC day. */
@@ -15,10 +17,12 @@ export function parseBound(raw: string, edge: 'start' | 'end'): Date | null {
   if (!dateOnly && !DATE_TIME.test(raw)) return null
   // Reject calendar dates that Date would silently roll over, such as 2026-02-30.
   const [y, m, day] = raw.slice(0, 10).split('-').map(Number)
-  if (new Date(Date.UTC(y, m - 1, day)).getUTCDate() !== day || m < 1 || m > 12) return null
+  if (y < 1 || new Date(Date.UTC(y, m - 1, day)).getUTCDate() !== day || m < 1 || m > 12) return null
   const d = new Date(dateOnly ? `${raw}T00:00:00Z` : raw)
   if (Number.isNaN(d.getTime())) return null
-  return dateOnly && edge === 'end' ? new Date(d.getTime() + 86_400_000) : d
+  const bound = dateOnly && edge === 'end' ? new Date(d.getTime() + 86_400_000) : d
+  // 9999-12-31 is a common "no upper limit"; PostgreSQL cannot take year 10000 as written by JS.
+  return new Date(Math.min(MAX_BOUND, Math.max(MIN_BOUND, bound.getTime())))
 }
 
 export function createStatsService(deps: { db: Db }) {
@@ -29,7 +33,9 @@ export function createStatsService(deps: { db: Db }) {
       const end = q.end_date === undefined ? null : parseBound(q.end_date, 'end')
       if (q.start_date !== undefined && !start) problems.push({ path: 'start_date', message: 'must be YYYY-MM-DD or an ISO 8601 timestamp' })
       if (q.end_date !== undefined && !end) problems.push({ path: 'end_date', message: 'must be YYYY-MM-DD or an ISO 8601 timestamp' })
-      if (start && end && start > end) problems.push({ path: 'start_date', message: 'must not be after end_date' })
+      // A date-only end is exclusive at the next midnight, so an equal bound is already after it.
+      const endDateOnly = q.end_date !== undefined && DATE_ONLY.test(q.end_date)
+      if (start && end && (endDateOnly ? start >= end : start > end)) problems.push({ path: 'start_date', message: 'must not be after end_date' })
       if (problems.length) return deny('invalid_request', problems.map((p) => `${p.path} ${p.message}`).join('; '), problems)
 
       // R9: a live key counts live transactions, plus test ones on request; a test key only test ones.
@@ -37,7 +43,7 @@ export function createStatsService(deps: { db: Db }) {
       const conditions: (SQL | undefined)[] = [eq(transactions.projectId, caller.projectId), inArray(transactions.testingMode, modes)]
       if (start) conditions.push(gte(transactions.createdAt, start))
       // A date-only end is exclusive at the next midnight; a timestamp end is inclusive.
-      if (end) conditions.push(q.end_date && DATE_ONLY.test(q.end_date) ? lt(transactions.createdAt, end) : lte(transactions.createdAt, end))
+      if (end) conditions.push(endDateOnly && end.getTime() !== MAX_BOUND ? lt(transactions.createdAt, end) : lte(transactions.createdAt, end))
 
       const rows = await deps.db
         .select({ status: transactions.status, n: count(), volume: sql<string | null>`sum(${transactions.amountUsd})` })

@@ -12,6 +12,8 @@ import type { TransactionRepo, TransactionRow } from './transaction.repo.ts'
 
 const IDEMPOTENCY_WINDOW_MS = 24 * 3_600_000
 const DEFAULT_EXPIRY_MINUTES = 60
+/** TX-XXXX-XXXX has 30^8 values: a collision is rare, two in a row rarer still. */
+const NUMBER_ATTEMPTS = 5
 
 /** Who is asking: a project in one mode (R9: a key sees only its own mode). */
 export interface Caller {
@@ -80,23 +82,26 @@ export function createTransactionService(deps: { repo: TransactionRepo; lifecycl
       if (key !== undefined && (key.length === 0 || key.length > 255)) {
         return deny('invalid_request', 'Idempotency-Key must be 1 to 255 characters', [{ path: 'Idempotency-Key', message: 'must be 1 to 255 characters' }])
       }
-      const row = newRow(caller, input, now)
-      const transaction = view(row)
-      const response: StoredResponse = { status: 200, body: JSON.stringify({ success: true, transaction, payment_url: transaction.payment_url }) }
-      const snapshot = deps.lifecycle.initialSnapshot({ transactionId: row.id, expiresAt: row.expiresAt.getTime() })
       const requestHash = key === undefined ? '' : createHash('sha256').update(canonicalJson(input)).digest('hex')
-      const created = await deps.repo.insertCreated({
-        row,
-        actor: { snapshot, machineVersion: MACHINE_VERSION, ...deps.lifecycle.lease() },
-        timelineDetails: { amount_usd: row.amountUsd, expires_at: row.expiresAt.toISOString() },
-        eventData: webhookData(row),
-        idempotency: key === undefined ? undefined : { mode: caller.mode, key, requestHash, statusCode: response.status, response: response.body, expiredBefore: new Date(now.getTime() - IDEMPOTENCY_WINDOW_MS) },
-      })
-      if (created) {
+      for (let attempt = 0; attempt < NUMBER_ATTEMPTS; attempt++) {
+        const row = newRow(caller, input, now)
+        const transaction = view(row)
+        const response: StoredResponse = { status: 200, body: JSON.stringify({ success: true, transaction, payment_url: transaction.payment_url }) }
+        const snapshot = deps.lifecycle.initialSnapshot({ transactionId: row.id, expiresAt: row.expiresAt.getTime() })
+        const outcome = await deps.repo.insertCreated({
+          row,
+          actor: { snapshot, machineVersion: MACHINE_VERSION, ...deps.lifecycle.lease() },
+          timelineDetails: { amount_usd: row.amountUsd, expires_at: row.expiresAt.toISOString() },
+          eventData: webhookData(row),
+          idempotency: key === undefined ? undefined : { mode: caller.mode, key, requestHash, statusCode: response.status, response: response.body, expiredBefore: new Date(now.getTime() - IDEMPOTENCY_WINDOW_MS) },
+        })
+        if (outcome === 'number_taken') continue
+        if (outcome === 'key_taken') break
         // The actor starts only once its transaction is committed.
         deps.lifecycle.adopt(row.id, snapshot, row.version)
         return ok(response)
       }
+      if (key === undefined) throw new Error(`no free transaction number after ${NUMBER_ATTEMPTS} attempts`)
       // The key is taken (and not expired): replay its first response, or refuse another body.
       const prior = await deps.repo.idempotencyRecord({ projectId: caller.projectId, mode: caller.mode, key: key! })
       if (!prior) return deny('conflict', 'This Idempotency-Key is being used by a concurrent request; retry')

@@ -31,9 +31,10 @@ export interface TransactionRepo {
   lifecycle: LifecycleRepo
   /**
    * Inserts a transaction with its actor, first timeline entry and outbox event, atomically.
-   * With an idempotency key, only if the key is unused (or expired); false when it is taken.
+   * With an idempotency key, only if the key is unused (or expired). Nothing is written unless
+   * the answer is `created`.
    */
-  insertCreated(n: NewTransaction): Promise<boolean>
+  insertCreated(n: NewTransaction): Promise<'created' | 'key_taken' | 'number_taken'>
   find(scope: Scope, id: string): Promise<TransactionRow | null>
   page(scope: Scope, filter: { status?: string; limit: number; offset: number }): Promise<{ rows: TransactionRow[]; total: number }>
   idempotencyRecord(k: { projectId: string; mode: Mode; key: string }): Promise<typeof idempotencyKeys.$inferSelect | null>
@@ -103,8 +104,14 @@ export function createTransactionRepo(database: Database): TransactionRepo {
       ]
       const i = n.idempotency
       if (i) params.push(i.mode, i.key, i.requestHash, i.statusCode, i.response, iso(i.expiredBefore))
-      const [{ created }] = await database.query<{ created: number }>(i ? CREATE_IDEMPOTENT : CREATE, params)
-      return Number(created) === 1
+      try {
+        const [{ created }] = await database.query<{ created: number }>(i ? CREATE_IDEMPOTENT : CREATE, params)
+        return Number(created) === 1 ? 'created' : 'key_taken'
+      } catch (e) {
+        // Human-readable numbers are short, so two can meet; the caller draws another.
+        if (isUniqueViolation(e, 'transaction_number')) return 'number_taken'
+        throw e
+      }
     },
 
     async find(scope: Scope, id: string): Promise<TransactionRow | null> {
@@ -134,4 +141,11 @@ export function createTransactionRepo(database: Database): TransactionRepo {
       await db.delete(idempotencyKeys).where(lt(idempotencyKeys.createdAt, before))
     },
   }
+}
+
+/** A unique violation on a constraint whose name contains `column` (postgres.js or PGlite). */
+function isUniqueViolation(e: unknown, column: string): boolean {
+  const err = e as { code?: string; constraint_name?: string; constraint?: string; message?: string; cause?: unknown }
+  if (err?.code !== '23505') return err?.cause !== undefined && isUniqueViolation(err.cause, column)
+  return String(err.constraint_name ?? err.constraint ?? err.message ?? '').includes(column)
 }
