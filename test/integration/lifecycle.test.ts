@@ -192,6 +192,36 @@ for (const backend of backends()) {
       }
     })
 
+    test('an expiry whose commit fails (database away) is retried, not lost', async () => {
+      const tx = await create({ expires_in_minutes: 1 })
+      const realRepo = createLifecycleRepo(t.server.services.database)
+      let failures = 1
+      const flaky = {
+        ...realRepo,
+        commitTransition: (arg: Parameters<typeof realRepo.commitTransition>[0]) => (failures-- > 0 ? Promise.reject(new Error('connection reset')) : realRepo.commitTransition(arg)),
+      }
+      const ownClock = manualClock(clock.now())
+      const scheduler = createScheduler(ownClock)
+      const registry = createTransactionRegistry({ database: t.server.services.database, repo: flaky, clock: ownClock, logger: createLogger('silent'), scheduler, instanceId: 'inst_flaky', leaseMs: 10_000, singleInstance: false })
+      const stored = (await realRepo.load(tx.id))!
+      registry.adopt(tx.id, stored.snapshot, stored.version)
+      const status = async () => (await (await api(t, p.key).get(`/api/transactions/${tx.id}`)).json()).transaction.status
+      for (let i = 0; i < 100 && registry.statusOf(tx.id) === null; i++) await Bun.sleep(2)
+      ownClock.advance(60_000)
+      scheduler.runDue()
+      // The first attempt fails: the transaction stays active and a retry is armed.
+      for (let i = 0; i < 100 && failures === 1; i++) await Bun.sleep(5)
+      expect(failures).toBe(0)
+      expect(await status()).toBe('created')
+      expect(registry.statusOf(tx.id)).toBe('created')
+      ownClock.advance(5_000)
+      scheduler.runDue()
+      for (let i = 0; i < 200 && (await status()) !== 'expired'; i++) await Bun.sleep(5)
+      expect(await status()).toBe('expired')
+      expect(failures).toBe(-1)
+      scheduler.stop()
+    })
+
     test('a refused event is a conflict and leaves no trace', async () => {
       const tx = await create()
       const before = await eventsOf(tx.id)
