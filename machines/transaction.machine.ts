@@ -12,7 +12,6 @@ import { and, assign, fromCallback, setup } from 'xstate'
 export const MACHINE_VERSION = 1
 
 export type TxStatus = 'created' | 'prepared' | 'pending' | 'processing' | 'confirming' | 'completed' | 'failed' | 'expired' | 'cancelled'
-export const ACTIVE_STATUSES: readonly TxStatus[] = ['created', 'prepared', 'pending', 'processing', 'confirming']
 export const FINAL_STATUSES: readonly TxStatus[] = ['completed', 'failed', 'expired', 'cancelled']
 
 export type FailureReason = 'underpaid' | 'reverted' | 'wrong_asset'
