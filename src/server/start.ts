@@ -23,7 +23,11 @@ export interface RunningServer {
 
 const PRUNE_EVERY_MS = 10 * 60_000
 
-/** R24 start-up: config -> database (migrated) -> services -> listeners. Runtime-neutral. */
+/**
+ * R24 start-up, runtime-neutral: certificate -> database (migrated) -> TLS listener (answering
+ * 503 until ready) -> services, with every active transaction's actor restored -> app, plain-HTTP
+ * listener, admin socket, demo project. Stopping runs the other way, listeners first.
+ */
 export async function startServer(config: Config, opts: { clock?: Clock; logger?: Logger } = {}): Promise<RunningServer> {
   const logger = opts.logger ?? createLogger(config.logLevel)
   const clock = opts.clock ?? systemClock
