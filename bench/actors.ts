@@ -84,8 +84,8 @@ const report = (line: string) => {
       select gen_random_uuid(), 'proj_bench', true, 'TX-B' || g, 'created', 25, ${new Date(expiresAt).toISOString()}, now(), now()
       from generate_series(1, ${N}) g`)
     await database.rows(sql`
-      insert into transaction_actors (transaction_id, snapshot, machine_version, expires_at, owner)
-      select id, replace(${template}, 'TEMPLATE', id::text)::jsonb, 1, expires_at, null from transactions`)
+      insert into transaction_actors (transaction_id, snapshot, machine_version, owner)
+      select id, replace(${template}, 'TEMPLATE', id::text)::jsonb, 1, null from transactions`)
     console.error(`seeded ${N} active transactions in ${((performance.now() - t0) / 1000).toFixed(1)} s`)
 
     const restorer = registry(database, 'inst_restore')

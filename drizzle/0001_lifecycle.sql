@@ -19,7 +19,6 @@ CREATE TABLE "transaction_actors" (
 	"transaction_id" uuid PRIMARY KEY NOT NULL,
 	"snapshot" jsonb NOT NULL,
 	"machine_version" integer NOT NULL,
-	"expires_at" timestamp with time zone NOT NULL,
 	"owner" text
 );
 --> statement-breakpoint

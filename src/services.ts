@@ -27,12 +27,13 @@ export async function createServices(deps: { database: Database; clock: Clock; l
   const { database, clock, logger } = deps
   const changes: ChangeFeed = await createChangeFeed(database)
   const rateLimitRepo = createRateLimitRepo(database)
-  const transactionRepo = createTransactionRepo(database)
+  const lifecycleRepo = createLifecycleRepo(database)
+  const transactionRepo = createTransactionRepo(database, lifecycleRepo)
   const scheduler = createScheduler(clock)
   // Started by the server (src/server/start.ts), never by the CLI: only servers run actors.
   const lifecycle = createTransactionRegistry({
     database,
-    repo: createLifecycleRepo(database),
+    repo: lifecycleRepo,
     clock,
     logger,
     scheduler,

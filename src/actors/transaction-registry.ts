@@ -68,8 +68,8 @@ interface Resident {
  *
  * Every event, from the API, the pay page, the chain or the actor's own expiry timer, goes
  * through `apply()`: the actor is materialized from its stored snapshot, refuses or takes the
- * event, and the result is committed with the row, snapshot, timeline entry and outbox event in
- * one database transaction guarded by the row's version; only then does the resident copy
+ * event, and the result is committed with the row, snapshot, timeline entry and outbox event by
+ * one statement guarded by the row's version; only then does the resident copy
  * move. So the database never lags, a refused event changes nothing, and a stale instance
  * (split brain) cannot apply a transition twice: its commit finds another version, it reloads,
  * and the event is judged again.

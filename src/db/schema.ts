@@ -90,8 +90,6 @@ export const transactionActors = pgTable('transaction_actors', {
   transactionId: uuid('transaction_id').primaryKey().references(() => transactions.id, { onDelete: 'cascade' }),
   snapshot: jsonb('snapshot').notNull(),
   machineVersion: integer('machine_version').notNull(),
-  /** Absolute expiry deadline, for the instance that restores it (R13). */
-  expiresAt: ts('expires_at').notNull(),
   owner: text('owner'),
 }, (t) => [index('transaction_actors_owner_idx').on(t.owner)])
 

@@ -22,8 +22,6 @@ export interface GateDeps {
   httpsOrigin: (req: Request) => string
 }
 
-const capitalized = { minute: 'Minute', hour: 'Hour', day: 'Day' } as const
-
 /** Every request of a window shares its reset time: format it once. */
 const resetText = new Map<number, string>()
 function isoOf(ms: number): string {
@@ -76,7 +74,7 @@ export function apiGate(deps: GateDeps) {
     }
     if (!decision.allowed) {
       set.headers['retry-after'] = String(decision.retryAfter)
-      const exhausted = WINDOWS.filter((w) => decision.windows[w].remaining === 0).map((w) => capitalized[w].toLowerCase())
+      const exhausted = WINDOWS.filter((w) => decision.windows[w].remaining === 0)
       throw new ApiError('rate_limited', `Rate limit exceeded (${exhausted.join(', ')} window). Retry after ${decision.retryAfter} s.`)
     }
     if (!principal) {

@@ -7,6 +7,7 @@ import type { Services } from '../services.ts'
 import { apiGate } from './api-gate.ts'
 import { factsOf } from './context.ts'
 import { ApiError, errorResponse } from './errors.ts'
+import { fieldPath } from './json-body.ts'
 import { openapi } from './openapi.ts'
 
 export interface AppOptions {
@@ -50,7 +51,7 @@ function validationDetails(e: ValidationError): FieldProblem[] {
   const seen = new Map<string, string>()
   for (const v of e.all) {
     const raw = 'path' in v ? String(v.path) : ''
-    const path = raw.replace(/^\//, '').replace(/\//g, '.') || e.type
+    const path = fieldPath(raw) || e.type
     if (!seen.has(path)) seen.set(path, v.summary ?? v.message)
   }
   return [...seen].map(([path, message]) => ({ path, message }))

@@ -25,7 +25,8 @@ async function readLimited(request: Request, limit: number): Promise<string> {
   return new TextDecoder('utf-8', { fatal: false }).decode(Buffer.concat(chunks))
 }
 
-const pathOf = (pointer: string) => pointer.replace(/^\//, '').replace(/\//g, '.') || '(body)'
+/** A JSON pointer (`/metadata/k`) as the dotted field path error details use (`metadata.k`); '' for the root. */
+export const fieldPath = (pointer: string) => pointer.replace(/^\//, '').replace(/\//g, '.')
 
 /**
  * A `transform` hook that parses the JSON body strictly against `schema` (no coercion: "2" is
@@ -65,14 +66,14 @@ function explain(errors: ValueError[]): FieldProblem[] {
 }
 
 function describe(e: ValueError): FieldProblem {
-  const path = pathOf(e.path)
+  const path = fieldPath(e.path) || '(body)'
   if (e.type === ValueErrorType.ObjectAdditionalProperties) return { path, message: 'unknown field' }
   if (e.type === ValueErrorType.ObjectRequiredProperty) return { path, message: 'is required' }
   // "Expected union value" says nothing: for `X | null`, report why the value is not an X.
   if (e.type === ValueErrorType.Union) {
     const variants = (e.schema.anyOf as TSchema[]).filter((v) => v.type !== 'null')
     const inner = variants.length === 1 ? Value.Errors(variants[0], e.value).First() : undefined
-    if (inner) return inner.path ? { path: `${path}.${pathOf(inner.path)}`, message: inner.message } : { path, message: inner.message }
+    if (inner) return inner.path ? { path: `${path}.${fieldPath(inner.path)}`, message: inner.message } : { path, message: inner.message }
   }
   return { path, message: e.message }
 }

@@ -69,7 +69,7 @@ for (const backend of backends()) {
       const snapshot = stored.snapshot as { context: { expiresAt: number }; children: Record<string, { snapshot: { input: { at: number } } }> }
       snapshot.context.expiresAt = past.getTime()
       for (const child of Object.values(snapshot.children)) child.snapshot.input.at = past.getTime()
-      await db.db.update(transactionActors).set({ expiresAt: past, snapshot }).where(eq(transactionActors.transactionId, ids.overdue))
+      await db.db.update(transactionActors).set({ snapshot }).where(eq(transactionActors.transactionId, ids.overdue))
       await db.close()
 
       server = await spawnServer(env)

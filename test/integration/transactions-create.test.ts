@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { createLifecycleRepo } from '../../src/actors/lifecycle.repo.ts'
 import { createTransactionRepo } from '../../src/modules/transactions/transaction.repo.ts'
 import { backends } from '../helpers/databases.ts'
 import { api, startTestServer, type TestServer } from '../helpers/server.ts'
@@ -158,7 +159,7 @@ for (const backend of backends()) {
 
     test('a transaction number already taken is reported and writes nothing, so create draws another', async () => {
       const first = (await (await api(t, key).create({ amount: 1 })).json()).transaction
-      const repo = createTransactionRepo(t.server.services.database)
+      const repo = createTransactionRepo(t.server.services.database, createLifecycleRepo(t.server.services.database))
       const row = (await repo.find({ projectId: (await t.server.services.keys.authenticate(key))!.projectId, testingMode: true }, first.id))!
       const clash = { ...row, id: crypto.randomUUID() }
       const outcome = await repo.insertCreated({ row: clash, actor: { snapshot: {}, machineVersion: 1, owner: 'x' }, timelineDetails: {}, eventData: {} })

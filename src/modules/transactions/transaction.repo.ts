@@ -1,7 +1,7 @@
 import { and, count, desc, eq, lt, sql, type SQL } from 'drizzle-orm'
 import type { Database } from '../../db/client.ts'
 import { idempotencyKeys, transactions } from '../../db/schema.ts'
-import { createLifecycleRepo, type LifecycleRepo } from '../../actors/lifecycle.repo.ts'
+import type { LifecycleRepo } from '../../actors/lifecycle.repo.ts'
 import type { Mode } from '../../keys/api-key.ts'
 
 export type TransactionRow = typeof transactions.$inferSelect
@@ -27,7 +27,7 @@ export interface NewTransaction {
 }
 
 export interface TransactionRepo {
-  /** Actor, timeline and outbox persistence (transitions after creation). */
+  /** Actor, timeline and outbox persistence after creation (the registry's own repo). */
   lifecycle: LifecycleRepo
   /**
    * Inserts a transaction with its actor, first timeline entry and outbox event, atomically.
@@ -59,8 +59,8 @@ t AS (
   ${guard}
   RETURNING id
 ), a AS (
-  INSERT INTO transaction_actors (transaction_id, snapshot, machine_version, expires_at, owner)
-  SELECT id, $18::jsonb, $19::int, $16::timestamptz, $20 FROM t
+  INSERT INTO transaction_actors (transaction_id, snapshot, machine_version, owner)
+  SELECT id, $18::jsonb, $19::int, $20 FROM t
 ), e AS (
   INSERT INTO transaction_events (transaction_id, from_status, to_status, cause, details, at)
   SELECT id, NULL, $5, 'transaction.created', $21::jsonb, $17::timestamptz FROM t
@@ -80,7 +80,7 @@ const CREATE_IDEMPOTENT = `WITH k AS (
 ), ${CREATE_ROWS('WHERE EXISTS (SELECT 1 FROM k)')}`
 
 /** Persistence of transactions and their idempotency records; no business rules here. */
-export function createTransactionRepo(database: Database): TransactionRepo {
+export function createTransactionRepo(database: Database, lifecycle: LifecycleRepo): TransactionRepo {
   const db = database.db
   // The hot read runs as a prepared statement: built once, and on PostgreSQL parsed and planned once
   // per connection (drizzle's unprepared queries cost several times more; bench/RESULTS.md).
@@ -91,7 +91,7 @@ export function createTransactionRepo(database: Database): TransactionRepo {
     .prepare('transaction_find')
 
   return {
-    lifecycle: createLifecycleRepo(database),
+    lifecycle,
 
     async insertCreated(n) {
       const r = n.row
