@@ -1,0 +1,137 @@
+/**
+ * Runs a real anvil node from the npm package `@foundry-rs/anvil`, for the devnet that
+ * `npm start` launches and for tests. Works on Bun, Deno and Node (node:child_process).
+ *
+ * anvil writes a state file per block under its cache and never deletes it (TOOLING.md), so
+ * each node gets its own temporary HOME and cache path with `--prune-history`, and `stop()`
+ * removes that directory. `--hardfork cancun` keeps mining time linear as the chain grows.
+ */
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+
+export interface AnvilOptions {
+  /** Seconds per block; omitted: a block per transaction (automine). */
+  blockTime?: number
+  /** Mine only on request (`evm_mine` / `anvil_mine`). */
+  noMining?: boolean
+  chainId?: number
+  /** 0 (default) picks a free port. */
+  port?: number
+  /** BIP-39 mnemonic for the funded dev accounts (anvil's default when omitted). */
+  mnemonic?: string
+  extraArgs?: string[]
+}
+
+export interface AnvilNode {
+  readonly rpcUrl: string
+  readonly port: number
+  readonly pid: number
+  /** Stops the node (SIGTERM, then SIGKILL after 2 s) and removes its temporary directory. */
+  stop(): Promise<void>
+}
+
+const PLATFORM_PACKAGES: Record<string, string> = {
+  'linux-x64': '@foundry-rs/anvil-linux-amd64',
+  'linux-arm64': '@foundry-rs/anvil-linux-arm64',
+  'darwin-x64': '@foundry-rs/anvil-darwin-amd64',
+  'darwin-arm64': '@foundry-rs/anvil-darwin-arm64',
+  'win32-x64': '@foundry-rs/anvil-win32-amd64',
+}
+
+/** Path of the native anvil binary for this platform (skips the package's node wrapper). */
+export function anvilBinary(): string {
+  const key = `${process.platform}-${process.arch}`
+  const pkg = PLATFORM_PACKAGES[key]
+  if (!pkg) throw new Error(`anvil: no binary package for platform ${key}`)
+  const require = createRequire(import.meta.url)
+  const manifest = require.resolve(`${pkg}/package.json`)
+  return join(dirname(manifest), 'bin', process.platform === 'win32' ? 'anvil.exe' : 'anvil')
+}
+
+export async function startAnvil(options: AnvilOptions = {}): Promise<AnvilNode> {
+  const home = mkdtempSync(join(tmpdir(), 'anvil-'))
+  const args = [
+    '--host', '127.0.0.1',
+    '--port', String(options.port ?? 0),
+    '--hardfork', 'cancun',
+    '--prune-history',
+    '--cache-path', join(home, 'cache'),
+  ]
+  if (options.chainId !== undefined) args.push('--chain-id', String(options.chainId))
+  if (options.blockTime !== undefined) args.push('--block-time', String(options.blockTime))
+  if (options.noMining) args.push('--no-mining')
+  if (options.mnemonic) args.push('--mnemonic', options.mnemonic)
+  args.push(...(options.extraArgs ?? []))
+  // Not `--silent`: that also hides the "Listening on" line the port is read from.
+  const child = spawn(anvilBinary(), args, {
+    env: { ...process.env, HOME: home, XDG_CACHE_HOME: join(home, 'xdg') },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  const cleanup = () => rmSync(home, { recursive: true, force: true })
+
+  let port: number
+  try {
+    port = await listeningPort(child)
+  } catch (error) {
+    child.kill('SIGKILL')
+    cleanup()
+    throw error
+  }
+  // Keep draining output so a chatty node never blocks on a full pipe.
+  child.stdout?.resume()
+  child.stderr?.resume()
+
+  let stopped: Promise<void> | null = null
+  return {
+    rpcUrl: `http://127.0.0.1:${port}`,
+    port,
+    pid: child.pid!,
+    stop() {
+      stopped ??= (async () => {
+        if (child.exitCode === null && child.signalCode === null) {
+          const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+          child.kill('SIGTERM')
+          const timer = setTimeout(() => child.kill('SIGKILL'), 2000)
+          await exited
+          clearTimeout(timer)
+        }
+        cleanup()
+      })()
+      return stopped
+    },
+  }
+}
+
+function listeningPort(child: ChildProcess): Promise<number> {
+  return new Promise((resolve, reject) => {
+    let output = ''
+    const timer = setTimeout(() => fail(new Error(`anvil did not start within 15 s: ${output.slice(-500)}`)), 15_000)
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString()
+      const match = /Listening on [\d.]+:(\d+)/.exec(output)
+      if (match) {
+        done()
+        resolve(Number(match[1]))
+      }
+    }
+    const onExit = (code: number | null) => fail(new Error(`anvil exited (${code}) before listening: ${output.slice(-500)}`))
+    const fail = (error: Error) => {
+      done()
+      reject(error)
+    }
+    const done = () => {
+      clearTimeout(timer)
+      child.stdout?.off('data', onData)
+      child.stderr?.off('data', onData)
+      child.off('exit', onExit)
+      child.off('error', fail)
+    }
+    child.stdout?.on('data', onData)
+    child.stderr?.on('data', onData)
+    child.once('exit', onExit)
+    child.once('error', fail)
+  })
+}
