@@ -1,4 +1,4 @@
-import { assign, initialTransition, setup, transition } from 'xstate'
+import { and, assign, initialTransition, not, setup, transition } from 'xstate'
 
 /**
  * One webhook delivery: one event to one endpoint (issue 5, rulings R18-R20). Pure: no I/O
@@ -9,8 +9,11 @@ import { assign, initialTransition, setup, transition } from 'xstate'
  *   scheduled --attempt.due--> attempting --attempt.succeeded--> succeeded
  *                                         --attempt.failed--> scheduled (next offset) | failed
  *   scheduled --attempt.due, event older than maxAgeMs--> failed (the 7-day rule)
- *   succeeded | failed --redeliver.requested--> attempting (manual: a failure ends in failed)
+ *   succeeded | failed --redeliver.requested--> scheduled, due now, manual (a failure ends in failed)
  *   scheduled --redeliver.requested--> scheduled, due now
+ *
+ * A manual redelivery is only a new deadline, so whoever asks for it (dashboard, CLI, another
+ * instance) writes the snapshot and any dispatcher makes the attempt.
  */
 
 /** Stored with every persisted snapshot; bump it when a stored snapshot would no longer fit. */
@@ -65,6 +68,9 @@ export const webhookDeliveryMachine = setup({
     input: {} as DeliveryInput,
     events: {} as DeliveryEvent,
   },
+  actions: {
+    scheduleManual: assign({ trigger: 'manual' as const, nextAttemptAt: ({ event }) => (event as { at: number }).at, failedBecause: null }),
+  },
   guards: {
     tooOld: ({ context, event }) => tooOld(context, (event as { at: number }).at),
     manual: ({ context }) => context.trigger === 'manual',
@@ -93,8 +99,9 @@ export const webhookDeliveryMachine = setup({
     scheduled: {
       on: {
         'attempt.due': [
-          { guard: 'tooOld', target: 'failed', actions: assign({ nextAttemptAt: null, failedBecause: 'too_old' }) },
-          { target: 'attempting', actions: assign({ trigger: 'scheduled' }) },
+          // Manual attempts stay possible at any age (spec: "a manual retry remains possible").
+          { guard: and([not('manual'), 'tooOld']), target: 'failed', actions: assign({ nextAttemptAt: null, failedBecause: 'too_old' }) },
+          { target: 'attempting' },
         ],
         'redeliver.requested': { target: 'scheduled', actions: assign({ nextAttemptAt: ({ event }) => event.at }) },
       },
@@ -136,10 +143,10 @@ export const webhookDeliveryMachine = setup({
       },
     },
     succeeded: {
-      on: { 'redeliver.requested': { target: 'attempting', actions: assign({ trigger: 'manual' }) } },
+      on: { 'redeliver.requested': { target: 'scheduled', actions: 'scheduleManual' } },
     },
     failed: {
-      on: { 'redeliver.requested': { target: 'attempting', actions: assign({ trigger: 'manual' }) } },
+      on: { 'redeliver.requested': { target: 'scheduled', actions: 'scheduleManual' } },
     },
   },
 })

@@ -1,5 +1,6 @@
 import { resolve } from 'node:path'
 import type { Level } from './lib/logger.ts'
+import { parseSecretKey } from './lib/secret-box.ts'
 
 /** Validated operator configuration (R24). Every variable is listed in the README. */
 export interface Config {
@@ -18,6 +19,10 @@ export interface Config {
   logLevel: Level
   /** How long an instance holds its transactions' actors without renewing (several instances). */
   actorLeaseMs: number
+  /** SECRET_KEY as given (32 bytes, hex or base64); null: a key generated under DATA_DIR (embedded database only). */
+  secretKey: Buffer | null
+  /** R19: delays between automatic webhook attempts, in ms. */
+  webhookRetryScheduleMs: number[]
 }
 
 export class ConfigError extends Error {
@@ -52,6 +57,20 @@ function leaseMs(env: Env): number {
   return n
 }
 
+const UNIT_MS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000 }
+
+/** R19: `WEBHOOK_RETRY_SCHEDULE`, comma-separated delays with units s, m, h (default `1m,5m,30m,2h,8h`). */
+export function parseRetrySchedule(raw: string | undefined): number[] {
+  const text = raw === undefined || raw.trim() === '' ? '1m,5m,30m,2h,8h' : raw
+  const parts = text.split(',').map((p) => p.trim())
+  if (parts.length > 20) throw new ConfigError('WEBHOOK_RETRY_SCHEDULE', `at most 20 delays, got ${parts.length}`)
+  return parts.map((p) => {
+    const m = /^(\d{1,6})(s|m|h)$/.exec(p)
+    if (!m || Number(m[1]) === 0) throw new ConfigError('WEBHOOK_RETRY_SCHEDULE', `each delay is a positive number with a unit s, m or h (like 30s, 5m, 2h), got "${p}"`)
+    return Number(m[1]) * UNIT_MS[m[2]]
+  })
+}
+
 const LEVELS: Level[] = ['debug', 'info', 'warn', 'error', 'silent']
 
 /** Reads and validates the environment once at start-up; throws ConfigError naming the variable. */
@@ -78,6 +97,14 @@ export function loadConfig(env: Env = process.env): Config {
       throw new ConfigError('BASE_URL', `must be an absolute http(s) URL, got "${env.BASE_URL}"`)
     }
   }
+  let secretKey: Buffer | null = null
+  if (env.SECRET_KEY) {
+    secretKey = parseSecretKey(env.SECRET_KEY)
+    if (!secretKey) throw new ConfigError('SECRET_KEY', 'must be 32 random bytes as 64 hex characters or base64 (for example: openssl rand -hex 32)')
+  } else if (databaseUrl) {
+    // Every instance must open the secrets the others sealed, so the key cannot be made up locally.
+    throw new ConfigError('SECRET_KEY', 'is required with DATABASE_URL, the same in every instance (generate one with: openssl rand -hex 32)')
+  }
   return {
     port: p,
     httpPort: port(env, 'HTTP_PORT', 3080, true),
@@ -90,5 +117,7 @@ export function loadConfig(env: Env = process.env): Config {
     trustProxy: flag(env, 'TRUST_PROXY'),
     logLevel,
     actorLeaseMs: leaseMs(env),
+    secretKey,
+    webhookRetryScheduleMs: parseRetrySchedule(env.WEBHOOK_RETRY_SCHEDULE),
   }
 }

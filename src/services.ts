@@ -13,7 +13,15 @@ import type { Logger } from './lib/logger.ts'
 import { createRateLimitRepo } from './limits/rate-limit.repo.ts'
 import { createRateLimiter } from './limits/rate-limiter.ts'
 import { createStatsService } from './modules/stats/service.ts'
-import { transactions as transactionsTable } from './db/schema.ts'
+import { settings, transactions as transactionsTable } from './db/schema.ts'
+import { ConfigError } from './config.ts'
+import { createSecretBox, type SecretBox } from './lib/secret-box.ts'
+import { DEFAULT_RETRY_SCHEDULE_MS } from '../machines/webhook-delivery.machine.ts'
+import { createDeliveryRepo } from './webhooks/delivery.repo.ts'
+import { createWebhookDispatcher } from './webhooks/dispatcher.ts'
+import { createEndpointService } from './webhooks/endpoint.service.ts'
+import type { Resolver } from './webhooks/url-guard.ts'
+import { createWebhookService } from './webhooks/webhook.service.ts'
 import { createTransactionRepo } from './modules/transactions/transaction.repo.ts'
 import { createTransactionService } from './modules/transactions/service.ts'
 import { createProjectService, type RateLimits } from './projects/project.service.ts'
@@ -23,9 +31,29 @@ import { createUserService } from './users/user.service.ts'
 export const DEFAULT_LIMITS: RateLimits = { minute: 60, hour: 1000, day: 10_000 }
 
 /** Every domain service, wired once; the HTTP app, the CLI and the admin socket share them. */
-export async function createServices(deps: { database: Database; clock: Clock; logger: Logger; baseUrl: string; leaseMs?: number }) {
+export async function createServices(deps: {
+  database: Database
+  clock: Clock
+  logger: Logger
+  baseUrl: string
+  /** Seals secrets at rest (SECRET_KEY or the embedded default's generated key). */
+  secretKey: Buffer
+  leaseMs?: number
+  /** R19 delays between automatic webhook attempts (WEBHOOK_RETRY_SCHEDULE). */
+  webhookRetryScheduleMs?: readonly number[]
+  /** Tests: how webhook host names resolve (the SSRF check). */
+  resolver?: Resolver
+}) {
   const { database, clock, logger } = deps
+  const secrets = createSecretBox(deps.secretKey)
+  await checkSecretKey(database, secrets)
   const changes: ChangeFeed = await createChangeFeed(database)
+  const instanceId = newId('inst')
+  const scheduleMs = deps.webhookRetryScheduleMs ?? DEFAULT_RETRY_SCHEDULE_MS
+  const endpoints = createEndpointService({ database, changes, clock, secrets })
+  const deliveryRepo = createDeliveryRepo(database)
+  // Started by the server, never by the CLI: only servers send webhooks.
+  const dispatcher = createWebhookDispatcher({ database, repo: deliveryRepo, endpoints, changes, clock, logger, instanceId, scheduleMs, resolver: deps.resolver })
   const rateLimitRepo = createRateLimitRepo(database)
   const lifecycleRepo = createLifecycleRepo(database)
   const transactionRepo = createTransactionRepo(database, lifecycleRepo)
@@ -37,7 +65,7 @@ export async function createServices(deps: { database: Database; clock: Clock; l
     clock,
     logger,
     scheduler,
-    instanceId: newId('inst'),
+    instanceId,
     // Takeover within seconds when an instance dies (ACTOR_LEASE_MS, default 10 s).
     leaseMs: deps.leaseMs ?? 10_000,
     singleInstance: database.kind === 'pglite',
@@ -51,6 +79,9 @@ export async function createServices(deps: { database: Database; clock: Clock; l
     users: createUserService({ database }),
     limiter: createRateLimiter({ repo: rateLimitRepo, clock }),
     lifecycle,
+    endpoints,
+    webhooks: createWebhookService({ database, repo: deliveryRepo, clock, scheduleMs }),
+    dispatcher,
     /** Every deadline of this instance's actors (tests move a manual clock, then run what is due). */
     scheduler,
     transactions: createTransactionService({ repo: transactionRepo, lifecycle, clock, baseUrl: deps.baseUrl }),
@@ -73,6 +104,7 @@ export async function createServices(deps: { database: Database; clock: Clock; l
       await transactionRepo.pruneIdempotencyKeys(new Date(now - 24 * 3_600_000))
     },
     async stop() {
+      await dispatcher.stop()
       await lifecycle.stop()
       scheduler.stop()
       await changes.stop()
@@ -81,3 +113,15 @@ export async function createServices(deps: { database: Database; clock: Clock; l
 }
 
 export type Services = Awaited<ReturnType<typeof createServices>>
+
+/**
+ * Refuses to start with another SECRET_KEY than the one this database's secrets were sealed
+ * with: every webhook signature would otherwise fail at delivery time, far from the cause.
+ */
+async function checkSecretKey(database: Database, secrets: SecretBox) {
+  await database.db.insert(settings).values({ key: 'secret_key_fingerprint', value: secrets.fingerprint }).onConflictDoNothing()
+  const [row] = await database.db.select().from(settings).where(eq(settings.key, 'secret_key_fingerprint'))
+  if (row.value !== secrets.fingerprint) {
+    throw new ConfigError('SECRET_KEY', 'differs from the key this database\'s secrets were sealed with; use the original SECRET_KEY (or DATA_DIR/secret.key)')
+  }
+}

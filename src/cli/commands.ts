@@ -2,6 +2,8 @@ import { EVENT_TYPES } from '../../machines/transaction.machine.ts'
 import { parseTxEvent } from '../actors/event-schema.ts'
 import type { Outcome } from '../lib/outcome.ts'
 import type { Services } from '../services.ts'
+import type { EndpointView } from '../webhooks/endpoint.service.ts'
+import type { DeliveryView } from '../webhooks/webhook.service.ts'
 
 /** Parsed `--flag value` options; a flag without a value is `true`. */
 export type Flags = Record<string, string | true>
@@ -23,6 +25,15 @@ const map = async <T, R>(p: Promise<Outcome<T>>, f: (v: T) => R): Promise<Outcom
   return r.ok ? { ok: true, value: f(r.value) } : r
 }
 const projectView = (p: { id: string; name: string; status: string }) => ({ id: p.id, name: p.name, status: p.status })
+const iso = (d: Date | null) => d?.toISOString() ?? null
+const endpointView = (e: EndpointView) => ({
+  id: e.id, project: e.projectId, mode: e.mode, url: e.url, events: e.eventTypes, enabled: e.enabled, created_at: iso(e.createdAt),
+})
+const deliveryView = (d: DeliveryView) => ({
+  id: d.id, event_id: d.eventId, endpoint: d.endpointId, mode: d.mode, event: d.eventType, transaction_id: d.transactionId, test: d.test,
+  status: d.status, attempts: d.attempts, retry_count: d.retryCount, next_retry_at: iso(d.nextAttemptAt),
+  last_attempt_at: iso(d.lastAttemptAt), last_status_code: d.lastStatusCode, created_at: iso(d.createdAt),
+})
 
 /** R25: the operator's commands. The CLI and the admin socket both run them through `runCommand`. */
 export const COMMANDS: Record<string, Command> = {
@@ -89,6 +100,75 @@ export const COMMANDS: Record<string, Command> = {
       if (!parsed) return { ok: false, code: 'invalid_request', message: `--event is not a well-formed lifecycle event; types: ${EVENT_TYPES.join(', ')} (fields as in machines/transaction.machine.ts)` }
       return map(s.driveTestTransaction(f.id, parsed), (r) => ({ id: r.id, status: r.status, version: r.version }))
     },
+  },
+  'endpoint create': {
+    usage: 'endpoint create --project ID --mode test|live --url U --events e1,e2',
+    required: ['project', 'mode', 'url', 'events'],
+    run: (s, f) => map(s.endpoints.create({ projectId: f.project, mode: f.mode, url: f.url, eventTypes: list(f.events) }), (r) => ({ ...endpointView(r.endpoint), secret: r.secret })),
+  },
+  'endpoint list': {
+    usage: 'endpoint list --project ID [--mode test|live]',
+    required: ['project'],
+    run: async (s, f) => {
+      if (f.mode !== undefined && f.mode !== 'test' && f.mode !== 'live') return { ok: false, code: 'invalid_request', message: '--mode must be test or live' }
+      if (!(await s.projects.get(f.project))) return { ok: false, code: 'not_found', message: `No project ${f.project}` }
+      return { ok: true, value: { endpoints: (await s.endpoints.list(f.project, f.mode as 'test' | 'live' | undefined)).map(endpointView) } }
+    },
+  },
+  'endpoint rotate-secret': {
+    usage: 'endpoint rotate-secret --endpoint ID',
+    required: ['endpoint'],
+    run: (s, f) => map(s.endpoints.rotateSecret(f.endpoint), (r) => ({ id: r.endpoint.id, secret: r.secret })),
+  },
+  'endpoint reveal-secret': {
+    usage: 'endpoint reveal-secret --endpoint ID',
+    required: ['endpoint'],
+    run: (s, f) => map(s.endpoints.revealSecret(f.endpoint), (r) => r),
+  },
+  'endpoint disable': {
+    usage: 'endpoint disable --endpoint ID',
+    required: ['endpoint'],
+    run: (s, f) => map(s.endpoints.setEnabled(f.endpoint, false), endpointView),
+  },
+  'endpoint enable': {
+    usage: 'endpoint enable --endpoint ID',
+    required: ['endpoint'],
+    run: (s, f) => map(s.endpoints.setEnabled(f.endpoint, true), endpointView),
+  },
+  'endpoint test': {
+    usage: 'endpoint test --endpoint ID --event TYPE   (a signed test event, marked "test": true)',
+    required: ['endpoint', 'event'],
+    run: (s, f) => map(s.webhooks.sendTest(f.endpoint, f.event), deliveryView),
+  },
+  'delivery list': {
+    usage: 'delivery list --project ID [--mode test|live] [--status pending|retrying|success|failed] [--endpoint ID] [--transaction UUID] [--limit N] [--before DELIVERY_ID]',
+    required: ['project'],
+    run: async (s, f) => {
+      if (f.mode !== undefined && f.mode !== 'test' && f.mode !== 'live') return { ok: false, code: 'invalid_request', message: '--mode must be test or live' }
+      return map(
+        s.webhooks.listDeliveries({ projectId: f.project, mode: f.mode as 'test' | 'live' | undefined }, {
+          status: f.status, endpointId: f.endpoint, transactionId: f.transaction, limit: f.limit === undefined ? undefined : int(f.limit), before: f.before,
+        }),
+        (ds) => ({ deliveries: ds.map(deliveryView) }),
+      )
+    },
+  },
+  'delivery show': {
+    usage: 'delivery show --delivery ID',
+    required: ['delivery'],
+    run: (s, f) => map(s.webhooks.getDelivery(f.delivery), (d) => ({
+      ...deliveryView(d.delivery),
+      data: d.data,
+      attempts: d.attempts.map((a) => ({
+        number: a.number, trigger: a.trigger, scheduled_for: a.scheduledFor?.toISOString() ?? null, started_at: a.startedAt.toISOString(),
+        duration_ms: a.durationMs, status_code: a.statusCode, error: a.error, request_body: a.requestBody, response_body: a.responseBody,
+      })),
+    })),
+  },
+  'delivery redeliver': {
+    usage: 'delivery redeliver --delivery ID',
+    required: ['delivery'],
+    run: (s, f) => map(s.webhooks.redeliver(f.delivery), deliveryView),
   },
   'user create': {
     usage: 'user create --email E --password P --project ID',

@@ -1,10 +1,11 @@
-import { ConfigError, loadConfig } from '../config.ts'
+import { ConfigError, loadConfig, type Config } from '../config.ts'
 import { openDatabase, pgliteDirOf } from '../db/client.ts'
 import { systemClock } from '../lib/clock.ts'
 import { createLogger } from '../lib/logger.ts'
 import { sendAdminCommand } from '../server/admin-socket.ts'
 import { lockDataDir } from '../server/data-dir-lock.ts'
-import { createServices } from '../services.ts'
+import { createServices, type Services } from '../services.ts'
+import { resolveSecretKey } from '../server/secret-key.ts'
 import { parseArgs, prepareCommand, runCommand, USAGE, type CommandResult, type Flags } from './commands.ts'
 
 /**
@@ -20,17 +21,26 @@ async function execute(words: string[], flags: Flags): Promise<CommandResult> {
     const lock = lockDataDir(config.dataDir, 'cli')
     if ('heldBy' in lock) return { ok: false, usage: false, message: `The embedded database is in use by ${lock.heldBy} and its admin socket does not answer.` }
     try {
-      return await withServices(config.databaseUrl, pgliteDirOf(config.dataDir), words, flags)
+      return await withServices(config, pgliteDirOf(config.dataDir), words, flags)
     } finally {
       lock.release()
     }
   }
-  return withServices(config.databaseUrl, null, words, flags)
+  return withServices(config, null, words, flags)
 }
 
-async function withServices(databaseUrl: string | null, pgliteDir: string | null, words: string[], flags: Flags) {
-  const database = await openDatabase({ databaseUrl, pgliteDir, poolSize: 2 })
-  const services = await createServices({ database, clock: systemClock, logger: createLogger('warn'), baseUrl: '' })
+async function withServices(config: Config, pgliteDir: string | null, words: string[], flags: Flags) {
+  const database = await openDatabase({ databaseUrl: config.databaseUrl, pgliteDir, poolSize: 2 })
+  let services: Services
+  try {
+    services = await createServices({
+      database, clock: systemClock, logger: createLogger('warn'), baseUrl: '',
+      secretKey: resolveSecretKey(config), webhookRetryScheduleMs: config.webhookRetryScheduleMs,
+    })
+  } catch (e) {
+    await database.close()
+    throw e
+  }
   try {
     return await runCommand(services, words, flags)
   } finally {

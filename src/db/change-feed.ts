@@ -1,7 +1,7 @@
 import type { Database } from './client.ts'
 
-/** A record whose cached copies must be dropped: keys and projects feed the auth cache. */
-export type Change = { kind: 'key' | 'project'; id: string } | { kind: 'all' }
+/** A record whose cached copies must be dropped: keys and projects feed the auth cache, endpoints the webhook sender's. */
+export type Change = { kind: 'key' | 'project' | 'endpoint'; id: string } | { kind: 'all' }
 
 export interface ChangeFeed {
   /** Tells this process at once and every other instance through NOTIFY (after commit). */

@@ -160,3 +160,85 @@ export const projectMembers = pgTable('project_members', {
   projectId: text('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
   createdAt: ts('created_at').notNull().defaultNow(),
 }, (t) => [primaryKey({ columns: [t.userId, t.projectId] })])
+
+/** Facts about this database the instances must agree on, such as which SECRET_KEY sealed its secrets. */
+export const settings = pgTable('settings', {
+  key: text('key').primaryKey(),
+  value: text('value').notNull(),
+})
+
+export const WEBHOOK_EVENT_TYPES = [
+  'transaction.created', 'transaction.payment_received', 'transaction.confirming', 'transaction.completed',
+  'transaction.failed', 'transaction.expired', 'transaction.cancelled',
+] as const
+export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number]
+
+/** R21: where a project's events go, per mode. The signing secret is sealed with SECRET_KEY. */
+export const webhookEndpoints = pgTable('webhook_endpoints', {
+  id: text('id').primaryKey(),
+  projectId: text('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
+  mode: text('mode', { enum: ['test', 'live'] }).notNull(),
+  url: text('url').notNull(),
+  eventTypes: text('event_types').array().notNull(),
+  /** AES-256-GCM under SECRET_KEY, bound to the endpoint id (src/lib/secret-box.ts). */
+  secretSealed: text('secret_sealed').notNull(),
+  enabled: boolean('enabled').notNull().default(true),
+  createdAt: ts('created_at').notNull(),
+  updatedAt: ts('updated_at').notNull(),
+}, (t) => [index('webhook_endpoints_project_idx').on(t.projectId, t.mode)])
+
+/**
+ * One event to one endpoint (issue 5): the persisted webhook-delivery actor. `state` and
+ * `snapshot` are the machine's; `status`, `attempts` and `next_attempt_at` project it for the
+ * delivery log and for the due-attempt query. An instance sending an attempt holds the claim
+ * until `claim_until`, so every attempt is made by one instance, and a dead one's claim lapses.
+ */
+export const webhookDeliveries = pgTable('webhook_deliveries', {
+  id: text('id').primaryKey(),
+  /** `x-service-event-id`: the same across retries and endpoints of one event. */
+  eventId: text('event_id').notNull(),
+  endpointId: text('endpoint_id').notNull().references(() => webhookEndpoints.id, { onDelete: 'cascade' }),
+  projectId: text('project_id').notNull(),
+  mode: text('mode', { enum: ['test', 'live'] }).notNull(),
+  /** Null for a test event sent from the dashboard or CLI. */
+  transactionId: uuid('transaction_id'),
+  eventType: text('event_type').notNull(),
+  /** The payload's `data`; the root's `timestamp` is the time each attempt is sent. */
+  data: jsonb('data').$type<Record<string, unknown>>().notNull(),
+  /** A test event: the payload says so. */
+  test: boolean('test').notNull().default(false),
+  status: text('status', { enum: ['pending', 'retrying', 'success', 'failed'] }).notNull(),
+  attempts: integer('attempts').notNull().default(0),
+  nextAttemptAt: ts('next_attempt_at'),
+  lastAttemptAt: ts('last_attempt_at'),
+  lastStatusCode: integer('last_status_code'),
+  snapshot: jsonb('snapshot').notNull(),
+  machineVersion: integer('machine_version').notNull(),
+  claimedBy: text('claimed_by'),
+  claimUntil: ts('claim_until'),
+  eventAt: ts('event_at').notNull(),
+  createdAt: ts('created_at').notNull(),
+}, (t) => [
+  index('webhook_deliveries_due_idx').on(t.nextAttemptAt).where(sql`status in ('pending', 'retrying')`),
+  index('webhook_deliveries_log_idx').on(t.projectId, t.mode, t.createdAt.desc()),
+  index('webhook_deliveries_endpoint_idx').on(t.endpointId, t.createdAt.desc()),
+  index('webhook_deliveries_tx_idx').on(t.transactionId),
+])
+
+/** The delivery log: one row per attempt (Svix-style). */
+export const webhookAttempts = pgTable('webhook_attempts', {
+  id: bigserial('id', { mode: 'number' }).primaryKey(),
+  deliveryId: text('delivery_id').notNull().references(() => webhookDeliveries.id, { onDelete: 'cascade' }),
+  number: integer('number').notNull(),
+  trigger: text('trigger', { enum: ['scheduled', 'manual'] }).notNull(),
+  /** When the attempt was due; `started_at` minus this is how late it ran. */
+  scheduledFor: ts('scheduled_for'),
+  startedAt: ts('started_at').notNull(),
+  durationMs: integer('duration_ms').notNull(),
+  statusCode: integer('status_code'),
+  /** The exact bytes sent (the signature covers them). */
+  requestBody: text('request_body').notNull(),
+  /** At most 2 KiB of what the endpoint answered. */
+  responseBody: text('response_body'),
+  error: text('error'),
+}, (t) => [index('webhook_attempts_delivery_idx').on(t.deliveryId, t.number)])

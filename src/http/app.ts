@@ -41,7 +41,7 @@ export function createApp(services: Services, opts: AppOptions) {
     })
     .use(openapi())
     .get('/', ({ redirect }) => redirect('/swagger'), { detail: { hide: true } })
-    .use(transactionsController({ transactions: services.transactions }))
+    .use(transactionsController({ transactions: services.transactions, webhooks: services.webhooks }))
     .use(statsController({ stats: services.stats }))
 }
 

@@ -1,5 +1,7 @@
 import { mkdirSync } from 'node:fs'
 import { ConfigError, type Config } from '../config.ts'
+import type { Resolver } from '../webhooks/url-guard.ts'
+import { resolveSecretKey } from './secret-key.ts'
 import { openDatabase, pgliteDirOf } from '../db/client.ts'
 import { createApp } from '../http/app.ts'
 import { httpsOriginFor, refuseInsecure } from '../http/transport.ts'
@@ -28,7 +30,7 @@ const PRUNE_EVERY_MS = 10 * 60_000
  * 503 until ready) -> services, with every active transaction's actor restored -> app, plain-HTTP
  * listener, admin socket, demo project. Stopping runs the other way, listeners first.
  */
-export async function startServer(config: Config, opts: { clock?: Clock; logger?: Logger } = {}): Promise<RunningServer> {
+export async function startServer(config: Config, opts: { clock?: Clock; logger?: Logger; resolver?: Resolver } = {}): Promise<RunningServer> {
   const logger = opts.logger ?? createLogger(config.logLevel)
   const clock = opts.clock ?? systemClock
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 })
@@ -60,11 +62,16 @@ export async function startServer(config: Config, opts: { clock?: Clock; logger?
     // Behind a proxy the public port is the proxy's; on our own TLS listener it is ours.
     const httpsOrigin = httpsOriginFor(config.baseUrl, config.trustProxy ? null : main.port, config.trustProxy)
 
-    const services = await createServices({ database, clock, logger, baseUrl, leaseMs: config.actorLeaseMs })
+    const services = await createServices({
+      database, clock, logger, baseUrl, leaseMs: config.actorLeaseMs,
+      secretKey: resolveSecretKey(config), webhookRetryScheduleMs: config.webhookRetryScheduleMs, resolver: opts.resolver,
+    })
     cleanups.unshift(() => services.stop())
     // Recovery: every active transaction this instance may run gets its actor back; overdue
     // deadlines fire at once, the others keep their original time (R13).
     await services.lifecycle.start()
+    // Webhooks: outbox events not yet fanned out and due attempts of any instance run now.
+    await services.dispatcher.start()
     const app = createApp(services, { trustProxy: config.trustProxy, httpsOrigin, logger })
     handler = (req) => app.handle(req)
 

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -48,7 +48,7 @@ export async function freshDataDir(): Promise<string> {
 }
 
 /** A new, empty PostgreSQL database on the DATABASE_URL server; `drop` removes it. */
-export async function freshPostgres(): Promise<{ url: string; drop(): Promise<void> }> {
+export async function freshPostgres(): Promise<{ url: string; env: { DATABASE_URL: string; SECRET_KEY: string }; drop(): Promise<void> }> {
   const base = process.env.DATABASE_URL
   if (!base) throw new Error('DATABASE_URL is not set')
   const name = `crypto_pay_test_${randomString(10).toLowerCase()}`
@@ -59,6 +59,8 @@ export async function freshPostgres(): Promise<{ url: string; drop(): Promise<vo
   url.pathname = `/${name}`
   return {
     url: url.toString(),
+    // Instances on one PostgreSQL database share one SECRET_KEY (config requires it).
+    env: { DATABASE_URL: url.toString(), SECRET_KEY: randomBytes(32).toString('hex') },
     async drop() {
       const a = postgres(base, { max: 1, onnotice: () => {} })
       await a.unsafe(`drop database if exists ${name} with (force)`)

@@ -5,6 +5,7 @@ import type { Mode, Scope } from '../../src/keys/api-key.ts'
 import { createLogger } from '../../src/lib/logger.ts'
 import type { Clock } from '../../src/lib/clock.ts'
 import { startServer, type RunningServer } from '../../src/server/start.ts'
+import type { Resolver } from '../../src/webhooks/url-guard.ts'
 import { freshDataDir, freshPostgres, type Backend } from './databases.ts'
 
 export interface TestServer {
@@ -26,11 +27,11 @@ export interface TestServer {
 }
 
 /** A real HTTPS server in this process on a free port, with its own database. */
-export async function startTestServer(backend: Backend, env: Record<string, string> = {}, opts: { clock?: Clock } = {}): Promise<TestServer> {
+export async function startTestServer(backend: Backend, env: Record<string, string> = {}, opts: { clock?: Clock; resolver?: Resolver } = {}): Promise<TestServer> {
   const dataDir = await freshDataDir()
   const pg = backend === 'postgres' ? await freshPostgres() : null
-  const config = loadConfig({ PORT: '0', HTTP_PORT: '0', DATA_DIR: dataDir, LOG_LEVEL: 'silent', ...(pg ? { DATABASE_URL: pg.url } : {}), ...env })
-  const server = await startServer(config, { clock: opts.clock, logger: createLogger('silent') })
+  const config = loadConfig({ PORT: '0', HTTP_PORT: '0', DATA_DIR: dataDir, LOG_LEVEL: 'silent', ...(pg ? pg.env : {}), ...env })
+  const server = await startServer(config, { clock: opts.clock, logger: createLogger("silent"), resolver: opts.resolver })
   const ca = config.trustProxy ? '' : readFileSync(config.tlsCertFile ?? join(dataDir, 'tls', 'cert.pem'), 'utf8')
   const scheme = config.trustProxy ? 'http' : 'https'
   const url = `${scheme}://localhost:${server.port}`

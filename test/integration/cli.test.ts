@@ -255,9 +255,9 @@ if (process.env.DATABASE_URL) {
   cliSuite('CLI on PostgreSQL, server running (the CLI talks to the database directly)', true, async () => {
     const pg = await freshPostgres()
     const d = await dataDir()
-    const server = await spawnServer({ DATABASE_URL: pg.url, DATA_DIR: d, PORT: '0', HTTP_PORT: '0' })
+    const server = await spawnServer({ ...pg.env, DATA_DIR: d, PORT: '0', HTTP_PORT: '0' })
     return {
-      env: { DATABASE_URL: pg.url, DATA_DIR: d },
+      env: { ...pg.env, DATA_DIR: d },
       dataDir: d,
       server,
       cleanup: async () => {

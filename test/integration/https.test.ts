@@ -150,7 +150,7 @@ for (const backend of backends()) {
   describe(`TRUST_PROXY=1 behind a TLS-terminating proxy (server process) [${backend}]`, () => {
     let server: ServerProcess
     let cliEnv: Record<string, string>
-    let pg: { url: string; drop(): Promise<void> } | null = null
+    let pg: Awaited<ReturnType<typeof freshPostgres>> | null = null
     let dataDir: string
     let key: string
     const cli = async (...args: string[]) => {
@@ -167,7 +167,7 @@ for (const backend of backends()) {
     beforeAll(async () => {
       dataDir = await freshDataDir()
       pg = backend === 'postgres' ? await freshPostgres() : null
-      cliEnv = { DATA_DIR: dataDir, ...(pg ? { DATABASE_URL: pg.url } : {}) }
+      cliEnv = { DATA_DIR: dataDir, ...(pg ? pg.env : {}) }
       server = await spawnServer({ ...cliEnv, TRUST_PROXY: '1', BASE_URL: 'https://pay.example.com', PORT: '0', HTTP_PORT: '0' })
       key = (await project()).key
     })

@@ -27,9 +27,9 @@ for (const count of [2, 3]) {
       for (let i = 0; i < count; i++) {
         const dataDir = await freshDataDir()
         cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }))
-        servers.push(await spawnServer({ DATA_DIR: dataDir, PORT: '0', HTTP_PORT: '0', LOG_LEVEL: 'info', ACTOR_LEASE_MS: '1000', DATABASE_URL: pg.url }))
+        servers.push(await spawnServer({ DATA_DIR: dataDir, PORT: '0', HTTP_PORT: '0', LOG_LEVEL: 'info', ACTOR_LEASE_MS: '1000', ...pg.env }))
       }
-      const env = { DATABASE_URL: pg.url, DATA_DIR: '/nonexistent' }
+      const env = { ...pg.env, DATA_DIR: '/nonexistent' }
       const cli = async (...args: string[]) => {
         const r = await runCli([...args, '--json'], { env })
         return { code: r.code, json: r.json }

@@ -29,7 +29,7 @@ for (const backend of backends()) {
       cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }))
       const pg = backend === 'postgres' ? await freshPostgres() : null
       if (pg) cleanups.push(() => pg.drop())
-      const env = { DATA_DIR: dataDir, PORT: '0', HTTP_PORT: '0', LOG_LEVEL: 'info', ACTOR_LEASE_MS: '1000', ...(pg ? { DATABASE_URL: pg.url } : {}) }
+      const env = { DATA_DIR: dataDir, PORT: '0', HTTP_PORT: '0', LOG_LEVEL: 'info', ACTOR_LEASE_MS: '1000', ...(pg ? pg.env : {}) }
       const cli = async (...args: string[]) => {
         const r = await runCli([...args, '--json'], { env })
         if (r.code !== 0) throw new Error(`cli ${args.join(' ')}: ${r.stderr}`)

@@ -24,7 +24,7 @@ if (!process.env.DATABASE_URL) {
   test.skip('rate limits across two server processes: set DATABASE_URL (PGlite cannot be shared by two processes)', () => {})
 } else {
   describe('rate limits across two server processes on one PostgreSQL database', () => {
-    let pg: { url: string; drop(): Promise<void> }
+    let pg: Awaited<ReturnType<typeof freshPostgres>>
     const dirs = [0, 1].map(() => mkdtempSync(join(tmpdir(), 'crypto-pay-instance-')))
     let servers: ServerProcess[]
     let projectId: string
@@ -33,9 +33,9 @@ if (!process.env.DATABASE_URL) {
     beforeAll(async () => {
       pg = await freshPostgres()
       // Both start at once on the empty database, so they also race to migrate it.
-      servers = await Promise.all(dirs.map((d) => spawnServer({ DATABASE_URL: pg.url, DATA_DIR: d, PORT: '0', HTTP_PORT: '0' })))
+      servers = await Promise.all(dirs.map((d) => spawnServer({ ...pg.env, DATA_DIR: d, PORT: '0', HTTP_PORT: '0' })))
       const cli = async (...args: string[]) => {
-        const r = await runCli([...args, '--json'], { env: { DATABASE_URL: pg.url, DATA_DIR: dirs[0] } })
+        const r = await runCli([...args, '--json'], { env: { ...pg.env, DATA_DIR: dirs[0] } })
         expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' })
         return r.json
       }

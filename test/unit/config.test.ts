@@ -19,6 +19,11 @@ describe('loadConfig()', () => {
       [{ TLS_CERT_FILE: '/x.pem' }, 'TLS_KEY_FILE'],
       [{ TLS_KEY_FILE: '/x.pem' }, 'TLS_CERT_FILE'],
       [{ ACTOR_LEASE_MS: '10' }, 'ACTOR_LEASE_MS'],
+      [{ SECRET_KEY: 'too-short' }, 'SECRET_KEY'],
+      [{ DATABASE_URL: 'postgres://x/y' }, 'SECRET_KEY'],
+      [{ WEBHOOK_RETRY_SCHEDULE: '1m,5x' }, 'WEBHOOK_RETRY_SCHEDULE'],
+      [{ WEBHOOK_RETRY_SCHEDULE: '0s' }, 'WEBHOOK_RETRY_SCHEDULE'],
+      [{ WEBHOOK_RETRY_SCHEDULE: '1m,,5m' }, 'WEBHOOK_RETRY_SCHEDULE'],
     ]
     for (const [env, name] of cases) {
       try {
@@ -29,6 +34,15 @@ describe('loadConfig()', () => {
         expect((e as ConfigError).variable).toBe(name)
       }
     }
+  })
+  test('R19: the webhook retry schedule defaults to variant B and takes s, m, h', () => {
+    expect(loadConfig({}).webhookRetryScheduleMs).toEqual([60_000, 300_000, 1_800_000, 7_200_000, 28_800_000])
+    expect(loadConfig({ WEBHOOK_RETRY_SCHEDULE: '1s, 2s,3m,1h' }).webhookRetryScheduleMs).toEqual([1000, 2000, 180_000, 3_600_000])
+  })
+  test('SECRET_KEY is 32 bytes in hex; with DATABASE_URL it is required', () => {
+    expect(loadConfig({ SECRET_KEY: 'ab'.repeat(32) }).secretKey?.length).toBe(32)
+    expect(loadConfig({}).secretKey).toBeNull()
+    expect(loadConfig({ DATABASE_URL: 'postgres://x/y', SECRET_KEY: 'ab'.repeat(32) }).databaseUrl).toBe('postgres://x/y')
   })
   test('BASE_URL loses a trailing slash', () => {
     expect(loadConfig({ BASE_URL: 'https://pay.example.com/' }).baseUrl).toBe('https://pay.example.com')

@@ -81,19 +81,33 @@ describe('webhook delivery machine', () => {
     expect(d.context.failedBecause).toBe('too_old')
   })
 
-  test('manual redelivery after exhaustion makes one attempt and schedules nothing more on failure', () => {
+  test('manual redelivery after exhaustion is due at once, may be older than 7 days, and schedules nothing more on failure', () => {
     let d = startDelivery({ eventAt: T0, firstAttemptAt: T0, scheduleMs: [] })
     d = failDue(d)
     expect(status(d)).toBe('failed')
-    d = step(d, 'redeliver.requested', T0 + 10 * MAX_EVENT_AGE_MS)
+    const at = T0 + 10 * MAX_EVENT_AGE_MS
+    d = step(d, 'redeliver.requested', at)
+    expect(d.state).toBe('scheduled')
+    expect(status(d)).toBe('retrying')
+    expect(d.context).toMatchObject({ trigger: 'manual', nextAttemptAt: at })
+    d = step(d, 'attempt.due', at)
     expect(d.state).toBe('attempting')
-    expect(d.context.trigger).toBe('manual')
-    const failed = step(d, 'attempt.failed', T0 + 10 * MAX_EVENT_AGE_MS)
+    const failed = step(d, 'attempt.failed', at)
     expect(status(failed)).toBe('failed')
     expect(failed.context.attempts).toBe(2)
     expect(failed.context.failedBecause).toBe('manual_attempt_failed')
-    const ok = step(d, 'attempt.succeeded', T0 + 10 * MAX_EVENT_AGE_MS)
+    expect(failed.context.nextAttemptAt).toBeNull()
+    const ok = step(d, 'attempt.succeeded', at)
     expect(status(ok)).toBe('success')
+  })
+
+  test('a delivered event can be delivered again by hand', () => {
+    let d = step(step(startDelivery({ eventAt: T0, firstAttemptAt: T0 }), 'attempt.due', T0), 'attempt.succeeded', T0)
+    d = step(d, 'redeliver.requested', T0 + 1000)
+    expect(d.context).toMatchObject({ trigger: 'manual', nextAttemptAt: T0 + 1000 })
+    d = step(step(d, 'attempt.due', T0 + 1000), 'attempt.succeeded', T0 + 1000)
+    expect(status(d)).toBe('success')
+    expect(d.context.attempts).toBe(2)
   })
 
   test('redelivery while retrying moves the next attempt to now', () => {

@@ -5,9 +5,10 @@ import { ApiError, ErrorResponse } from '../../http/errors.ts'
 import { json } from '../../http/json-response.ts'
 import { strictJsonBody } from '../../http/json-body.ts'
 import { openApiParameters, strictParams } from '../../http/strict-params.ts'
-import { CreateTransactionBody, CreateTransactionResponse, createTransactionRules, GetTransactionResponse, ListTransactionsResponse, STATUSES, TimelineResponse } from './model.ts'
+import { CreateTransactionBody, CreateTransactionResponse, createTransactionRules, GetTransactionResponse, ListTransactionsResponse, RetryWebhookResponse, STATUSES, TimelineResponse } from './model.ts'
 import { StringEnum } from '../../lib/string-enum.ts'
 import type { TransactionService } from './service.ts'
+import type { WebhookService } from '../../webhooks/webhook.service.ts'
 
 const IdParams = Type.Object({ id: Type.String({ format: 'uuid', description: 'Transaction UUID' }) })
 const ProjectParams = Type.Object({ projectId: Type.String({ description: 'The project of the API key.' }) })
@@ -23,7 +24,7 @@ const ListQuery = Type.Object(
 const errors = (...codes: number[]) => Object.fromEntries(codes.map((c) => [c, 'Error'])) as Record<number, 'Error'>
 
 /** Merchant API: create, get and list transactions (spec "Endpoints"; R5-R9). */
-export function transactionsController(deps: { transactions: TransactionService }) {
+export function transactionsController(deps: { transactions: TransactionService; webhooks: WebhookService }) {
   return new Elysia({ name: 'transactions', prefix: '/api/transactions' })
     .model({
       Error: ErrorResponse,
@@ -32,6 +33,7 @@ export function transactionsController(deps: { transactions: TransactionService 
       GetTransactionResponse,
       ListTransactionsResponse,
       TimelineResponse,
+      RetryWebhookResponse,
     })
     .post(
       '/create',
@@ -90,6 +92,29 @@ export function transactionsController(deps: { transactions: TransactionService 
           summary: 'Cancel a transaction',
           parameters: openApiParameters('path', IdParams),
           description: 'Moves a transaction in status `created`, `prepared` or `pending` to `cancelled` (R11); any other status is 409. Subscribed endpoints receive `transaction.cancelled`. Scope `transactions:write`.',
+        },
+      },
+    )
+    .post(
+      '/:id/retry-webhook',
+      async ({ request, params }) => {
+        const result = await deps.webhooks.retryCompleted(principalOf(request), params.id)
+        if (!result.ok) throw ApiError.from(result)
+        const n = result.value.endpoints
+        const message = n === 0
+          ? 'No enabled webhook endpoint of this project and mode receives transaction.completed; nothing was sent'
+          : `transaction.completed queued for ${n} endpoint${n === 1 ? '' : 's'}`
+        return json({ success: true, message, transaction_id: params.id, event_type: 'transaction.completed' })
+      },
+      {
+        transform: [requireScope('webhooks:write'), strictParams('params', IdParams)],
+        response: { 200: 'RetryWebhookResponse', ...errors(400, 401, 403, 404, 409, 429, 500) },
+        detail: {
+          tags: ['Transactions'],
+          operationId: 'retryWebhook',
+          summary: 'Send the transaction.completed webhook again',
+          parameters: openApiParameters('path', IdParams),
+          description: 'Sends a fresh `transaction.completed` delivery with the current data to every enabled endpoint of the key\'s project and mode that selected that event (R20), also after automatic retries are exhausted. A transaction that is not `completed` is 409: a false completed signal could make a merchant ship unpaid goods. Scope `webhooks:write`.',
         },
       },
     )

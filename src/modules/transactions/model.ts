@@ -123,3 +123,10 @@ export const TimelineResponse = Type.Object({
     }, closed),
   ),
 }, closed)
+
+export const RetryWebhookResponse = Type.Object({
+  success: Type.Literal(true),
+  message: Type.String({ description: 'What was queued, e.g. "transaction.completed queued for 2 endpoints".' }),
+  transaction_id: Type.String({ format: 'uuid' }),
+  event_type: Type.Literal('transaction.completed'),
+}, closed)

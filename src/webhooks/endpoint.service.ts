@@ -1,0 +1,129 @@
+import { and, asc, eq } from 'drizzle-orm'
+import type { ChangeFeed } from '../db/change-feed.ts'
+import type { Database } from '../db/client.ts'
+import { projects, WEBHOOK_EVENT_TYPES, webhookEndpoints, type WebhookEventType } from '../db/schema.ts'
+import type { Clock } from '../lib/clock.ts'
+import { newId, randomString } from '../lib/ids.ts'
+import { deny, ok, type Outcome } from '../lib/outcome.ts'
+import type { SecretBox } from '../lib/secret-box.ts'
+import { checkEndpointUrl } from './url-guard.ts'
+
+export type Mode = 'test' | 'live'
+
+/** An endpoint as the CLI and dashboard show it: never its secret. */
+export interface EndpointView {
+  id: string
+  projectId: string
+  mode: Mode
+  url: string
+  eventTypes: WebhookEventType[]
+  enabled: boolean
+  createdAt: Date
+  updatedAt: Date
+}
+
+/** Narrows reads and writes to one project (the dashboard); the operator's CLI passes none. */
+export interface Scope {
+  projectId?: string
+}
+
+/** `whsec_` and 40 base62 characters (238 bits). */
+const newSecret = () => `whsec_${randomString(40)}`
+const MAX_ENDPOINTS_PER_MODE = 20
+
+function parseEventTypes(raw: readonly string[]): Outcome<WebhookEventType[]> {
+  const unknown = raw.filter((e) => !(WEBHOOK_EVENT_TYPES as readonly string[]).includes(e))
+  if (raw.length === 0) return deny('invalid_request', 'Select at least one event type', [{ path: 'events', message: `one or more of ${WEBHOOK_EVENT_TYPES.join(', ')}` }])
+  if (unknown.length) return deny('invalid_request', `Unknown event type ${unknown.join(', ')}`, [{ path: 'events', message: `must be among ${WEBHOOK_EVENT_TYPES.join(', ')}` }])
+  return ok([...new Set(raw)] as WebhookEventType[])
+}
+
+const view = (r: typeof webhookEndpoints.$inferSelect): EndpointView => ({
+  id: r.id, projectId: r.projectId, mode: r.mode, url: r.url, eventTypes: r.eventTypes as WebhookEventType[], enabled: r.enabled, createdAt: r.createdAt, updatedAt: r.updatedAt,
+})
+
+/** R21: webhook endpoints per project and mode; secrets sealed at rest, shown at creation and on request. */
+export function createEndpointService(deps: { database: Database; changes: ChangeFeed; clock: Clock; secrets: SecretBox }) {
+  const { db } = deps.database
+  const now = () => new Date(deps.clock.now())
+
+  async function row(id: string, scope: Scope) {
+    const [r] = await db.select().from(webhookEndpoints).where(and(eq(webhookEndpoints.id, id), scope.projectId ? eq(webhookEndpoints.projectId, scope.projectId) : undefined))
+    return r ?? null
+  }
+
+  async function update(id: string, scope: Scope, patch: Partial<typeof webhookEndpoints.$inferInsert>): Promise<Outcome<EndpointView>> {
+    const [r] = await db.update(webhookEndpoints).set({ ...patch, updatedAt: now() })
+      .where(and(eq(webhookEndpoints.id, id), scope.projectId ? eq(webhookEndpoints.projectId, scope.projectId) : undefined)).returning()
+    if (!r) return deny('not_found', `No webhook endpoint ${id}`)
+    await deps.changes.publish({ kind: 'endpoint', id })
+    return ok(view(r))
+  }
+
+  return {
+    async create(input: { projectId: string; mode: string; url: string; eventTypes: readonly string[] }): Promise<Outcome<{ endpoint: EndpointView; secret: string }>> {
+      if (input.mode !== 'test' && input.mode !== 'live') return deny('invalid_request', 'mode must be test or live', [{ path: 'mode', message: 'test or live' }])
+      const url = checkEndpointUrl(input.url, input.mode)
+      if (!url.ok) return deny('invalid_request', `url ${url.reason}`, [{ path: 'url', message: url.reason }])
+      const events = parseEventTypes(input.eventTypes)
+      if (!events.ok) return events
+      const [project] = await db.select({ id: projects.id }).from(projects).where(eq(projects.id, input.projectId))
+      if (!project) return deny('not_found', `No project ${input.projectId}`)
+      const existing = await db.$count(webhookEndpoints, and(eq(webhookEndpoints.projectId, input.projectId), eq(webhookEndpoints.mode, input.mode)))
+      if (existing >= MAX_ENDPOINTS_PER_MODE) return deny('conflict', `A project has at most ${MAX_ENDPOINTS_PER_MODE} ${input.mode} endpoints`)
+      const id = newId('ep')
+      const secret = newSecret()
+      const at = now()
+      const [r] = await db.insert(webhookEndpoints).values({
+        id, projectId: input.projectId, mode: input.mode, url: url.url.toString(), eventTypes: events.value,
+        secretSealed: deps.secrets.seal(secret, id), enabled: true, createdAt: at, updatedAt: at,
+      }).returning()
+      return ok({ endpoint: view(r), secret })
+    },
+
+    async list(projectId: string, mode?: Mode): Promise<EndpointView[]> {
+      const rows = await db.select().from(webhookEndpoints)
+        .where(and(eq(webhookEndpoints.projectId, projectId), mode ? eq(webhookEndpoints.mode, mode) : undefined))
+        .orderBy(asc(webhookEndpoints.createdAt), asc(webhookEndpoints.id))
+      return rows.map(view)
+    },
+
+    async get(id: string, scope: Scope = {}): Promise<Outcome<EndpointView>> {
+      const r = await row(id, scope)
+      return r ? ok(view(r)) : deny('not_found', `No webhook endpoint ${id}`)
+    },
+
+    /** The signing secret in clear (the dashboard asks for the password first). */
+    async revealSecret(id: string, scope: Scope = {}): Promise<Outcome<{ id: string; secret: string }>> {
+      const r = await row(id, scope)
+      if (!r) return deny('not_found', `No webhook endpoint ${id}`)
+      return ok({ id, secret: deps.secrets.open(r.secretSealed, id) })
+    },
+
+    /** A new secret replaces the old one at once; deliveries from then on are signed with it. */
+    async rotateSecret(id: string, scope: Scope = {}): Promise<Outcome<{ endpoint: EndpointView; secret: string }>> {
+      const secret = newSecret()
+      const r = await update(id, scope, { secretSealed: deps.secrets.seal(secret, id) })
+      return r.ok ? ok({ endpoint: r.value, secret }) : r
+    },
+
+    setEnabled: (id: string, enabled: boolean, scope: Scope = {}) => update(id, scope, { enabled }),
+
+    async setEventTypes(id: string, eventTypes: readonly string[], scope: Scope = {}): Promise<Outcome<EndpointView>> {
+      const events = parseEventTypes(eventTypes)
+      return events.ok ? update(id, scope, { eventTypes: events.value }) : events
+    },
+
+    /** What the sender needs: URL, mode, secret in clear and whether it may send. */
+    async forSending(ids: string[]): Promise<Map<string, { url: string; mode: Mode; secret: string; enabled: boolean }>> {
+      const out = new Map<string, { url: string; mode: Mode; secret: string; enabled: boolean }>()
+      if (ids.length === 0) return out
+      const rows = await deps.database.query<{ id: string; url: string; mode: Mode; secret_sealed: string; enabled: boolean }>(
+        `SELECT id, url, mode, secret_sealed, enabled FROM webhook_endpoints WHERE id = ANY(string_to_array($1, ','))`, [ids.join(',')])
+      for (const r of rows) out.set(r.id, { url: r.url, mode: r.mode, secret: deps.secrets.open(r.secret_sealed, r.id), enabled: r.enabled })
+      return out
+    },
+  }
+}
+
+export type EndpointService = ReturnType<typeof createEndpointService>

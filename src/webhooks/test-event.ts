@@ -1,0 +1,54 @@
+import { randomUUID } from 'node:crypto'
+import type { WebhookEventType } from '../db/schema.ts'
+
+/**
+ * The `data` of a test event (sent from the dashboard or CLI): a made-up test-mode transaction
+ * at the stage the event type stands for, with the spec's null/non-null pattern, so a receiver
+ * can be tried on each event type before any real payment. The body also says `"test": true`.
+ */
+export function testEventData(eventType: WebhookEventType, now: Date): Record<string, unknown> {
+  const stage = STAGE[eventType]
+  const selected = stage >= 2
+  const detected = stage >= 2 && eventType !== 'transaction.expired' && eventType !== 'transaction.cancelled'
+  const inBlock = stage >= 3 && detected
+  const completed = eventType === 'transaction.completed'
+  return {
+    transaction_id: randomUUID(),
+    transaction_number: 'TX-TEST-0000',
+    status: STATUS[eventType],
+    amount_in_currency: 25,
+    currency: 'USD',
+    created_at: new Date(now.getTime() - 15 * 60_000).toISOString(),
+    testing_mode: true,
+    token_symbol: selected ? 'USDC' : null,
+    token_amount: selected ? '25000000' : null,
+    blockchain_network: selected ? 'devnet' : null,
+    transaction_hash: detected ? `0x${'ab'.repeat(32)}` : null,
+    block_number: inBlock ? 1234 : null,
+    customer_ip_address: null,
+    order_id: 'test-order-1',
+    metadata: { test_event: true },
+    confirmed_at: completed ? now.toISOString() : null,
+    ...(eventType === 'transaction.failed' ? { failure_reason: 'underpaid' } : {}),
+  }
+}
+
+const STAGE: Record<WebhookEventType, number> = {
+  'transaction.created': 1,
+  'transaction.payment_received': 2,
+  'transaction.confirming': 3,
+  'transaction.completed': 4,
+  'transaction.failed': 3,
+  'transaction.expired': 1,
+  'transaction.cancelled': 1,
+}
+
+const STATUS: Record<WebhookEventType, string> = {
+  'transaction.created': 'created',
+  'transaction.payment_received': 'processing',
+  'transaction.confirming': 'confirming',
+  'transaction.completed': 'completed',
+  'transaction.failed': 'failed',
+  'transaction.expired': 'expired',
+  'transaction.cancelled': 'cancelled',
+}
