@@ -1,16 +1,18 @@
 /**
- * Bounded concurrency for webhook attempts (issue 5): at most `global` requests in flight, and
- * per endpoint at most `perEndpoint`, or `perFailingEndpoint` while its last attempt failed.
- * Endpoints take turns (round robin), so a slow or failing endpoint holds a few slots at most
- * and never delays a healthy one behind its queue.
+ * Bounded concurrency for webhook attempts (issue 5). Per endpoint at most `perEndpoint`
+ * requests are in flight, or `perFailingEndpoint` while its last attempt failed. Healthy and
+ * failing endpoints draw on separate pools (`global` and `failingGlobal`), so even a thousand
+ * hanging endpoints can hold only the failing pool and never a healthy endpoint's slot.
+ * Endpoints take turns (round robin), so none waits behind another's queue.
  */
 export interface SendQueueOptions {
   global: number
+  failingGlobal: number
   perEndpoint: number
   perFailingEndpoint: number
 }
 
-export const DEFAULT_SEND_LIMITS: SendQueueOptions = { global: 512, perEndpoint: 16, perFailingEndpoint: 2 }
+export const DEFAULT_SEND_LIMITS: SendQueueOptions = { global: 512, failingGlobal: 256, perEndpoint: 16, perFailingEndpoint: 2 }
 
 interface Lane {
   active: number
@@ -23,43 +25,52 @@ export function createSendQueue(opts: SendQueueOptions = DEFAULT_SEND_LIMITS) {
   const ready: string[] = []
   /** Endpoints whose last attempt failed (kept while their lane is idle too). */
   const failing = new Set<string>()
-  let active = 0
+  let activeHealthy = 0
+  let activeFailing = 0
   let idleWaiters: (() => void)[] = []
 
-  const limitOf = (endpointId: string) => (failing.has(endpointId) ? opts.perFailingEndpoint : opts.perEndpoint)
+  /** Whether `endpointId` may start one more request now. */
+  function mayStart(endpointId: string, lane: Lane): boolean {
+    return failing.has(endpointId)
+      ? lane.active < opts.perFailingEndpoint && activeFailing < opts.failingGlobal
+      : lane.active < opts.perEndpoint && activeHealthy < opts.global
+  }
 
   function pump() {
-    let scanned = 0
-    while (active < opts.global && ready.length > 0 && scanned < ready.length) {
+    // Stop after a whole round of lanes that could not start anything.
+    let blocked = 0
+    while (ready.length > 0 && blocked < ready.length) {
       const endpointId = ready.shift()!
       const lane = lanes.get(endpointId)!
-      if (lane.active >= limitOf(endpointId)) {
-        // At its limit: back of the line; it is woken when one of its requests ends.
+      if (!mayStart(endpointId, lane)) {
         ready.push(endpointId)
-        scanned++
+        blocked++
         continue
       }
-      scanned = 0
+      blocked = 0
       const job = lane.jobs.shift()!
       if (lane.jobs.length > 0) ready.push(endpointId)
+      const pool = failing.has(endpointId) ? 'failing' : 'healthy'
       lane.active++
-      active++
+      if (pool === 'failing') activeFailing++
+      else activeHealthy++
       job.run().then(
-        (succeeded) => finish(endpointId, succeeded),
-        () => finish(endpointId, false),
+        (succeeded) => finish(endpointId, pool, succeeded),
+        () => finish(endpointId, pool, false),
       )
     }
-    if (active === 0 && ready.length === 0) {
+    if (activeHealthy + activeFailing === 0 && ready.length === 0) {
       const waiters = idleWaiters
       idleWaiters = []
       waiters.forEach((w) => w())
     }
   }
 
-  function finish(endpointId: string, succeeded: boolean) {
+  function finish(endpointId: string, pool: 'healthy' | 'failing', succeeded: boolean) {
     const lane = lanes.get(endpointId)!
     lane.active--
-    active--
+    if (pool === 'failing') activeFailing--
+    else activeHealthy--
     if (succeeded) failing.delete(endpointId)
     else failing.add(endpointId)
     if (lane.active === 0 && lane.jobs.length === 0) lanes.delete(endpointId)
@@ -67,7 +78,7 @@ export function createSendQueue(opts: SendQueueOptions = DEFAULT_SEND_LIMITS) {
   }
 
   return {
-    /** Queues a job; it resolves to whether the attempt succeeded (failures narrow the endpoint's lane). */
+    /** Queues a job; it resolves to whether the attempt succeeded (failures move the endpoint to the failing pool). */
     push(endpointId: string, key: string, run: () => Promise<boolean>) {
       let lane = lanes.get(endpointId)
       if (!lane) lanes.set(endpointId, (lane = { active: 0, jobs: [] }))
@@ -88,7 +99,7 @@ export function createSendQueue(opts: SendQueueOptions = DEFAULT_SEND_LIMITS) {
       return keys
     },
     get active() {
-      return active
+      return activeHealthy + activeFailing
     },
     get queued() {
       let n = 0
@@ -97,7 +108,7 @@ export function createSendQueue(opts: SendQueueOptions = DEFAULT_SEND_LIMITS) {
     },
     /** Resolves when nothing is queued or in flight. */
     idle(): Promise<void> {
-      if (active === 0 && ready.length === 0) return Promise.resolve()
+      if (activeHealthy + activeFailing === 0 && ready.length === 0) return Promise.resolve()
       return new Promise((resolve) => idleWaiters.push(resolve))
     },
   }
