@@ -78,6 +78,7 @@ describe('openapi/openapi.json', () => {
       'GET /api/transactions/{id}/timeline',
       'POST /api/transactions/create',
       'POST /api/transactions/{id}/cancel',
+      'POST /api/transactions/{id}/retry-webhook',
     ])
   })
 
