@@ -22,6 +22,11 @@ export interface AnvilOptions {
   port?: number
   /** BIP-39 mnemonic for the funded dev accounts (anvil's default when omitted). */
   mnemonic?: string
+  /**
+   * States of past blocks kept in memory (`--prune-history N`). Reorgs (`anvil_reorg`) need
+   * the states of the blocks they replace; the default 0 keeps none and the least memory.
+   */
+  historyStates?: number
   extraArgs?: string[]
 }
 
@@ -57,7 +62,7 @@ export async function startAnvil(options: AnvilOptions = {}): Promise<AnvilNode>
     '--host', '127.0.0.1',
     '--port', String(options.port ?? 0),
     '--hardfork', 'cancun',
-    '--prune-history',
+    '--prune-history', ...(options.historyStates ? [String(options.historyStates)] : []),
     '--cache-path', join(home, 'cache'),
   ]
   if (options.chainId !== undefined) args.push('--chain-id', String(options.chainId))

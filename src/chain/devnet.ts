@@ -1,0 +1,246 @@
+/**
+ * The local chain `npm start` runs when NETWORKS_CONFIG is absent (R16): anvil with a deployed
+ * 6-decimal test stablecoin (priced at a fixed $1) and a Chainlink-style ETH/USD feed for the
+ * native coin, and a funded wallet to pay with. Test mode only: the wallet is anvil's first
+ * default account, whose private key is public knowledge.
+ *
+ * Mining: automine plus a block every `blockTime` seconds (anvil `--mixed-mining`). Automine
+ * puts each transaction in a block at once (deploys and payments need no waiting); the
+ * interval blocks keep the head moving while the chain is idle, so a payment gains its
+ * confirmations (R15) even when nobody else transacts. Under pure automine a lone payment would
+ * wait forever at one confirmation. One second takes a demo payment to completion within a few
+ * seconds. The cost, measured on anvil 1.7.1 with `--prune-history`: about 2.5 KB of anvil
+ * memory per empty block (~9 MB an hour, ~215 MB a day at 1 s; `--transaction-block-keeper`
+ * does not reduce it), so a devnet left running for days should get a larger `blockTime`.
+ * Also measured: 100 transactions within one second give 100 blocks with the same timestamp,
+ * so automine does not push block time ahead of the wall clock.
+ *
+ * Feed freshness: the price reader refuses a round older than `maxAgeSeconds` (3600 here), and
+ * a devnet may run for days. An unref'd timer publishes a new round every `feedRefreshMs`
+ * (default 60 s, 60 times below the limit, so a missed tick or a suspended laptop recovers at
+ * the next one) with `setRoundData`, stamped with the injected clock's time rather than the
+ * block's: a test that moves anvil's time with `evm_increaseTime` cannot make the feed look
+ * future-dated to a service on the real clock. The refresher signs with anvil's second
+ * default account so its transactions never race the wallet's nonces. `stop()` clears the
+ * timer, waits for a refresh in flight, and stops anvil (which removes its temporary dir).
+ */
+import { bytesToHex, createWalletClient, getAddress, http, publicActions, type Address, type Hex } from 'viem'
+import { mnemonicToAccount, privateKeyToAccount } from 'viem/accounts'
+import { foundry } from 'viem/chains'
+import { systemClock, type Clock } from '../lib/clock.ts'
+import type { Logger } from '../lib/logger.ts'
+import { startAnvil } from './anvil.ts'
+import { MockAggregatorV3, TestStablecoin } from './artifacts/index.ts'
+import type { NetworkConfig } from './networks-config.ts'
+
+/** anvil's default mnemonic: its accounts are public test keys, never for real funds. */
+export const ANVIL_DEFAULT_MNEMONIC = 'test test test test test test test test test test test junk'
+export const DEVNET_CHAIN_ID = 31337
+/** ETH/USD feeds on Chainlink report 8 decimals. */
+export const DEVNET_FEED_DECIMALS = 8
+
+export interface DevnetOptions {
+  logger?: Logger
+  clock?: Clock
+  /** Seconds between idle blocks (default 1). */
+  blockTime?: number
+  /** How often the ETH/USD feed gets a fresh round (default 60,000 ms). */
+  feedRefreshMs?: number
+  /** ETH price in USD as a decimal string (default "3000"). */
+  ethUsd?: string
+  /** Confirmations the devnet network requires (default 2). */
+  confirmations?: number
+  /** Follower poll interval for the devnet network (default 500 ms). */
+  pollIntervalMs?: number
+  /** anvil's port (default 0: a free one). A fixed one, e.g. 8545, lets a browser wallet connect. */
+  port?: number
+  /** Stablecoin minted to the wallet, in whole tokens (default 1,000,000). */
+  mintTokens?: bigint
+}
+
+export interface Devnet {
+  /** One network, "devnet" (testnet: true): TUSD (ERC-20, 6 decimals, $1) and ETH (native, priced by the feed). */
+  networks: NetworkConfig[]
+  /** Funded with ETH (anvil's 10,000) and TUSD: pays test transactions. */
+  wallet: { address: Address; privateKey: Hex }
+  stablecoin: Address
+  feed: Address
+  rpcUrl: string
+  /** anvil's process id (tests check it is gone after stop). */
+  pid: number
+  stop(): Promise<void>
+}
+
+/** A wallet client with public actions on a devnet/anvil node, for deploys and test payments. */
+export function createDevnetClient(rpcUrl: string, privateKey: Hex) {
+  return createWalletClient({
+    account: privateKeyToAccount(privateKey),
+    chain: foundry, // id 31337 = DEVNET_CHAIN_ID
+    transport: http(rpcUrl, { retryCount: 0 }),
+    pollingInterval: 50,
+    cacheTime: 0,
+  }).extend(publicActions)
+}
+export type DevnetClient = ReturnType<typeof createDevnetClient>
+
+export async function deployTestStablecoin(client: DevnetClient, name = 'Test USD', symbol = 'TUSD'): Promise<Address> {
+  const hash = await client.deployContract({ abi: TestStablecoin.abi, bytecode: TestStablecoin.bytecode, args: [name, symbol] })
+  return deployedAddress(client, hash)
+}
+
+export async function deployMockAggregator(
+  client: DevnetClient,
+  { decimals = DEVNET_FEED_DECIMALS, description = 'ETH / USD', answer }: { decimals?: number; description?: string; answer: bigint },
+): Promise<Address> {
+  const hash = await client.deployContract({ abi: MockAggregatorV3.abi, bytecode: MockAggregatorV3.bytecode, args: [decimals, description, answer] })
+  return deployedAddress(client, hash)
+}
+
+async function deployedAddress(client: DevnetClient, hash: Hex): Promise<Address> {
+  const receipt = await client.waitForTransactionReceipt({ hash })
+  if (receipt.status !== 'success' || !receipt.contractAddress) throw new Error(`deployment ${hash} failed`)
+  return getAddress(receipt.contractAddress) // receipts carry it in lower case
+}
+
+/** The private key of account `index` of anvil's default mnemonic. */
+function anvilKey(index: number): Hex {
+  return bytesToHex(mnemonicToAccount(ANVIL_DEFAULT_MNEMONIC, { addressIndex: index }).getHdKey().privateKey!)
+}
+
+export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> {
+  const clock = options.clock ?? systemClock
+  const blockTime = options.blockTime ?? 1
+  const feedRefreshMs = options.feedRefreshMs ?? 60_000
+  const ethUsd = options.ethUsd ?? '3000'
+  const answer = decimalToUnits(ethUsd, DEVNET_FEED_DECIMALS)
+
+  const node = await startAnvil({ chainId: DEVNET_CHAIN_ID, blockTime, port: options.port, extraArgs: ['--mixed-mining'] })
+  let refresher: FeedRefresher | undefined
+  try {
+    const walletKey = anvilKey(0)
+    const wallet = createDevnetClient(node.rpcUrl, walletKey)
+    const oracle = createDevnetClient(node.rpcUrl, anvilKey(1))
+    // Different signers, so the two deployments can run side by side.
+    const [stablecoin, feed] = await Promise.all([
+      deployTestStablecoin(wallet),
+      deployMockAggregator(oracle, { answer }),
+    ])
+    const mint = await wallet.writeContract({
+      address: stablecoin,
+      abi: TestStablecoin.abi,
+      functionName: 'mint',
+      args: [wallet.account.address, (options.mintTokens ?? 1_000_000n) * 10n ** 6n],
+    })
+    await wallet.waitForTransactionReceipt({ hash: mint })
+
+    const running = startFeedRefresher({ oracle, feed, answer, clock, everyMs: feedRefreshMs, logger: options.logger })
+    refresher = running
+    await running.refresh() // stamp the first round with our clock too
+
+    const networks: NetworkConfig[] = [
+      {
+        name: 'devnet',
+        chainId: DEVNET_CHAIN_ID,
+        rpcUrl: node.rpcUrl,
+        fallbackRpcUrls: [],
+        confirmations: options.confirmations ?? 2,
+        pollIntervalMs: options.pollIntervalMs ?? 500,
+        maxLogRange: 1000,
+        testnet: true,
+        tokens: [
+          { kind: 'erc20', symbol: 'TUSD', decimals: 6, address: stablecoin, price: { kind: 'fixedUsd', usd: '1' } },
+          { kind: 'native', symbol: 'ETH', decimals: 18, price: { kind: 'chainlink', feed, maxAgeSeconds: 3600 } },
+        ],
+      },
+    ]
+    options.logger?.info('devnet started', { rpcUrl: node.rpcUrl, chainId: DEVNET_CHAIN_ID, stablecoin, feed, wallet: wallet.account.address })
+
+    let stopping: Promise<void> | null = null
+    return {
+      networks,
+      wallet: { address: wallet.account.address, privateKey: walletKey },
+      stablecoin,
+      feed,
+      rpcUrl: node.rpcUrl,
+      pid: node.pid,
+      stop() {
+        stopping ??= (async () => {
+          await running.stop()
+          await node.stop()
+        })()
+        return stopping
+      },
+    }
+  } catch (error) {
+    await refresher?.stop()
+    await node.stop()
+    throw error
+  }
+}
+
+interface FeedRefresher {
+  refresh(): Promise<void>
+  stop(): Promise<void>
+}
+
+function startFeedRefresher(deps: {
+  oracle: DevnetClient
+  feed: Address
+  answer: bigint
+  clock: Clock
+  everyMs: number
+  logger?: Logger
+}): FeedRefresher {
+  const { oracle, feed, answer, clock, logger } = deps
+  let inFlight: Promise<void> | null = null
+  let stopped = false
+
+  async function publish() {
+    const [roundId] = await oracle.readContract({ address: feed, abi: MockAggregatorV3.abi, functionName: 'latestRoundData' })
+    const next = roundId + 1n
+    const now = BigInt(Math.floor(clock.now() / 1000))
+    const hash = await oracle.writeContract({
+      address: feed,
+      abi: MockAggregatorV3.abi,
+      functionName: 'setRoundData',
+      args: [next, answer, now, now, next],
+    })
+    await oracle.waitForTransactionReceipt({ hash })
+  }
+
+  function refresh(): Promise<void> {
+    // One refresh at a time: a slow one is not overtaken by the next tick.
+    inFlight ??= publish().finally(() => {
+      inFlight = null
+    })
+    return inFlight
+  }
+
+  const timer = setInterval(() => {
+    if (stopped) return
+    refresh().catch((error) => logger?.warn('devnet price feed refresh failed', { error: String(error) }))
+  }, deps.everyMs)
+  unrefTimer(timer)
+
+  return {
+    refresh,
+    async stop() {
+      stopped = true
+      clearInterval(timer)
+      await inFlight?.catch(() => {})
+    },
+  }
+}
+
+/** Never keep the process alive for a timer alone: Node/Bun timers have unref(), Deno's are numbers. */
+function unrefTimer(timer: unknown) {
+  if (typeof timer === 'object' && timer !== null && 'unref' in timer) (timer as { unref(): void }).unref()
+  else (globalThis as { Deno?: { unrefTimer(id: number): void } }).Deno?.unrefTimer(timer as number)
+}
+
+/** "3000.5" with 8 decimals -> 300050000000n; exact, no floats. */
+function decimalToUnits(value: string, decimals: number): bigint {
+  const match = /^(\d+)(?:\.(\d+))?$/.exec(value)
+  if (!match || (match[2] ?? '').length > decimals) throw new RangeError(`not a decimal with at most ${decimals} places: ${value}`)
+  return BigInt(match[1]! + (match[2] ?? '').padEnd(decimals, '0'))
+}

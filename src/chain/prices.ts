@@ -1,0 +1,128 @@
+/**
+ * USD prices of tokens, from the networks config (R16): a fixed decimal, or a Chainlink
+ * AggregatorV3 feed read on-chain. A quote is locked for a transaction's lifetime (R14), so a
+ * wrong price is worse than none: every doubtful answer is refused as a value the caller can
+ * show ("price unavailable, try again"), never passed on.
+ *
+ * Refusals (values, not exceptions):
+ * - `invalid`: answer <= 0, an incomplete round (updatedAt 0), or updatedAt more than a
+ *   minute in the future (a broken feed or a badly wrong clock).
+ * - `stale`: answeredInRound < roundId (the answer was carried over from an older round), or
+ *   older than the source's `maxAgeSeconds` by the injected clock.
+ * - `unavailable`: the RPC call failed (node down, timeout, no contract at the address).
+ * Anything else (a bug) throws.
+ *
+ * One reader serves one network (its client). Plain `readContract` calls: anvil has no
+ * multicall contract unless one is deployed. A feed's `decimals` is cached per address because
+ * Chainlink proxies keep it across aggregator upgrades; the round is read on every call.
+ */
+import { BaseError, type Address, type PublicClient } from 'viem'
+import type { Clock } from '../lib/clock.ts'
+import type { PriceSource } from './networks-config.ts'
+import { usdPriceFromDecimal } from './quote.ts'
+
+export type PriceResult =
+  | {
+      ok: true
+      /** USD per whole token = answer / 10^decimals. */
+      answer: bigint
+      decimals: number
+      /** When the price was last set: the round's time, or now for a fixed price. */
+      updatedAt: Date
+      /** The Chainlink round the answer came from; absent for a fixed price. */
+      roundId?: bigint
+    }
+  | { ok: false; reason: 'stale' | 'invalid' | 'unavailable'; message: string }
+
+export interface PriceReader {
+  read(token: { price: PriceSource }): Promise<PriceResult>
+}
+
+/** How far a round's updatedAt may lie ahead of our clock (block timestamps drift a little). */
+export const MAX_FUTURE_SKEW_SECONDS = 60
+
+/** The subset of a Chainlink AggregatorV3Interface the reader calls. */
+export const aggregatorV3Abi = [
+  {
+    type: 'function',
+    name: 'decimals',
+    stateMutability: 'view',
+    inputs: [],
+    outputs: [{ name: '', type: 'uint8' }],
+  },
+  {
+    type: 'function',
+    name: 'latestRoundData',
+    stateMutability: 'view',
+    inputs: [],
+    outputs: [
+      { name: 'roundId', type: 'uint80' },
+      { name: 'answer', type: 'int256' },
+      { name: 'startedAt', type: 'uint256' },
+      { name: 'updatedAt', type: 'uint256' },
+      { name: 'answeredInRound', type: 'uint80' },
+    ],
+  },
+] as const
+
+export interface PriceReaderDeps {
+  /** Needed only for Chainlink sources. */
+  client?: Pick<PublicClient, 'readContract'>
+  clock: Clock
+}
+
+export function createPriceReader({ client, clock }: PriceReaderDeps): PriceReader {
+  const feedDecimals = new Map<Address, number>()
+
+  async function readChainlink(feed: Address, maxAgeSeconds: number): Promise<PriceResult> {
+    if (!client) throw new Error('createPriceReader: a client is required for Chainlink prices')
+    let decimals: number
+    let round: readonly [bigint, bigint, bigint, bigint, bigint]
+    try {
+      const cached = feedDecimals.get(feed)
+      const [d, r] = await Promise.all([
+        cached ?? client.readContract({ address: feed, abi: aggregatorV3Abi, functionName: 'decimals' }),
+        client.readContract({ address: feed, abi: aggregatorV3Abi, functionName: 'latestRoundData' }),
+      ])
+      decimals = d
+      round = r
+    } catch (error) {
+      if (!(error instanceof BaseError)) throw error
+      return { ok: false, reason: 'unavailable', message: `price feed ${feed} could not be read: ${error.shortMessage}` }
+    }
+    feedDecimals.set(feed, decimals)
+
+    const [roundId, answer, , updatedAt, answeredInRound] = round
+    const nowSeconds = BigInt(Math.floor(clock.now() / 1000))
+    if (answer <= 0n) return refuse('invalid', `price feed ${feed} answered ${answer} (not positive)`)
+    if (updatedAt === 0n) return refuse('invalid', `price feed ${feed} round ${roundId} is incomplete (updatedAt 0)`)
+    if (updatedAt > nowSeconds + BigInt(MAX_FUTURE_SKEW_SECONDS)) {
+      return refuse('invalid', `price feed ${feed} round ${roundId} is dated ${updatedAt - nowSeconds} s in the future`)
+    }
+    if (answeredInRound < roundId) {
+      return refuse('stale', `price feed ${feed} round ${roundId} carries an answer from round ${answeredInRound}`)
+    }
+    const age = nowSeconds - updatedAt
+    if (age > BigInt(maxAgeSeconds)) {
+      return refuse('stale', `price feed ${feed} was last updated ${age} s ago (limit ${maxAgeSeconds} s)`)
+    }
+    return { ok: true, answer, decimals, updatedAt: new Date(Number(updatedAt) * 1000), roundId }
+  }
+
+  return {
+    async read({ price }) {
+      switch (price.kind) {
+        case 'fixedUsd': {
+          const { answer, decimals } = usdPriceFromDecimal(price.usd)
+          return { ok: true, answer, decimals, updatedAt: new Date(clock.now()) }
+        }
+        case 'chainlink':
+          return readChainlink(price.feed, price.maxAgeSeconds)
+      }
+    },
+  }
+}
+
+function refuse(reason: 'stale' | 'invalid', message: string): PriceResult {
+  return { ok: false, reason, message }
+}

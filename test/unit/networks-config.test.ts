@@ -1,0 +1,224 @@
+import { afterAll, describe, expect, test } from 'bun:test'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import {
+  loadNetworksConfig,
+  NetworksConfigError,
+  parseNetworksConfig,
+  validateNetworksConfig,
+} from '../../src/chain/networks-config.ts'
+
+const USDC = '0x1c7D4B196Cb0C7B01d743Fbc6116a902379C7238'
+const FEED = '0x694AA1769357215DE4FAC081bf1f309aDC325306'
+
+function network(overrides: Record<string, unknown> = {}) {
+  return {
+    name: 'sepolia',
+    chainId: 11155111,
+    rpcUrl: 'https://rpc.example/sepolia',
+    confirmations: 3,
+    pollIntervalMs: 4000,
+    testnet: true,
+    tokens: [
+      { symbol: 'USDC', decimals: 6, address: USDC, price: { fixedUsd: '1' } },
+      { symbol: 'ETH', decimals: 18, native: true, price: { chainlinkFeed: FEED } },
+    ],
+    ...overrides,
+  }
+}
+
+/** The problems a config yields, as "path: message" lines. */
+function problems(value: unknown): string[] {
+  const result = validateNetworksConfig(value)
+  if (result.ok) throw new Error('expected the config to be refused')
+  return result.problems.map((p) => `${p.path}: ${p.message}`)
+}
+
+function problemAt(value: unknown, path: string): string {
+  const found = problems(value).filter((p) => p.startsWith(`${path}: `))
+  if (found.length === 0) throw new Error(`no problem at ${path}; got:\n${problems(value).join('\n')}`)
+  return found[0]!
+}
+
+const withToken = (token: Record<string, unknown>) => [network({ tokens: [token] })]
+const erc20 = (overrides: Record<string, unknown> = {}) => ({ symbol: 'USDC', decimals: 6, address: USDC, price: { fixedUsd: '1' }, ...overrides })
+
+describe('parseNetworksConfig()', () => {
+  test('parses a valid config into typed networks with defaults filled in', () => {
+    const [n] = parseNetworksConfig([network()])
+    expect(n).toEqual({
+      name: 'sepolia',
+      chainId: 11155111,
+      rpcUrl: 'https://rpc.example/sepolia',
+      fallbackRpcUrls: [],
+      confirmations: 3,
+      pollIntervalMs: 4000,
+      maxLogRange: 1000,
+      testnet: true,
+      tokens: [
+        { kind: 'erc20', symbol: 'USDC', decimals: 6, address: USDC, price: { kind: 'fixedUsd', usd: '1' } },
+        { kind: 'native', symbol: 'ETH', decimals: 18, price: { kind: 'chainlink', feed: FEED, maxAgeSeconds: 3600 } },
+      ],
+    })
+  })
+
+  test('keeps the optional extensions when given', () => {
+    const [n] = parseNetworksConfig([
+      network({
+        fallbackRpcUrls: ['http://127.0.0.1:8545'],
+        maxLogRange: 500,
+        tokens: [{ symbol: 'ETH', decimals: 18, native: true, price: { chainlinkFeed: FEED, maxAgeSeconds: 90 } }],
+      }),
+    ])
+    expect(n!.fallbackRpcUrls).toEqual(['http://127.0.0.1:8545'])
+    expect(n!.maxLogRange).toBe(500)
+    expect(n!.tokens[0]!.price).toEqual({ kind: 'chainlink', feed: FEED, maxAgeSeconds: 90 })
+  })
+
+  test('checksums lower-case addresses', () => {
+    const [n] = parseNetworksConfig([network({ tokens: [erc20({ address: USDC.toLowerCase(), price: { chainlinkFeed: FEED.toLowerCase() } })] })])
+    const token = n!.tokens[0]!
+    expect(token.kind === 'erc20' && token.address).toBe(USDC)
+    expect(token.price).toEqual({ kind: 'chainlink', feed: FEED, maxAgeSeconds: 3600 })
+  })
+
+  test('throws a NetworksConfigError that lists every problem with its path', () => {
+    try {
+      parseNetworksConfig([network({ chainId: 0, confirmations: 0 })])
+      throw new Error('not thrown')
+    } catch (error) {
+      expect(error).toBeInstanceOf(NetworksConfigError)
+      const e = error as NetworksConfigError
+      expect(e.problems.map((p) => p.path)).toEqual(['networks[0].chainId', 'networks[0].confirmations'])
+      expect(e.message).toContain('networks[0].chainId: must be a positive integer')
+      expect(e.message).toContain('networks[0].confirmations: must be an integer from 1 to 10000')
+    }
+  })
+})
+
+describe('validateNetworksConfig() refuses', () => {
+  test('anything but a non-empty list', () => {
+    expect(problems({ networks: [] })).toEqual(['networks: must be a list of networks'])
+    expect(problems([])).toEqual(['networks: must list at least one network'])
+    expect(problems([42])).toEqual(['networks[0]: must be an object'])
+  })
+
+  test('a bad chainlink feed address, naming the full path', () => {
+    const config = [network(), network({ name: 'other', chainId: 1, tokens: [erc20({ price: { chainlinkFeed: '0x1234' } })] })]
+    expect(problemAt(config, 'networks[1].tokens[0].price.chainlinkFeed')).toBe(
+      'networks[1].tokens[0].price.chainlinkFeed: must be a 0x-prefixed 20-byte address',
+    )
+  })
+
+  test('unknown keys at every level (typos must not fall back to defaults)', () => {
+    expect(problemAt([network({ confirmation: 3 })], 'networks[0].confirmation')).toContain('unknown field')
+    expect(problemAt(withToken(erc20({ decimal: 6 })), 'networks[0].tokens[0].decimal')).toContain('unknown field')
+    expect(problemAt(withToken(erc20({ price: { chainlinkFeed: FEED, maxAgeSecond: 60 } })), 'networks[0].tokens[0].price.maxAgeSecond')).toContain(
+      'unknown field',
+    )
+    expect(problemAt(withToken(erc20({ price: { fixedUsd: '1', maxAgeSeconds: 60 } })), 'networks[0].tokens[0].price.maxAgeSeconds')).toContain(
+      'unknown field',
+    )
+  })
+
+  test('missing required fields', () => {
+    const { name: _n, testnet: _t, tokens: _k, ...rest } = network()
+    const found = problems([rest])
+    expect(found).toContain('networks[0].name: is required')
+    expect(found.some((p) => p.startsWith('networks[0].testnet: is required'))).toBe(true)
+    expect(found.some((p) => p.startsWith('networks[0].tokens: is required'))).toBe(true)
+  })
+
+  test('duplicate network names and chain ids', () => {
+    expect(problemAt([network(), network({ name: 'SEPOLIA', chainId: 1 })], 'networks[1].name')).toContain('duplicate network name')
+    expect(problemAt([network(), network({ name: 'other' })], 'networks[1].chainId')).toContain('duplicate chain id 11155111')
+  })
+
+  test('bad numbers', () => {
+    for (const chainId of [0, -1, 1.5, '1', null]) expect(problemAt([network({ chainId })], 'networks[0].chainId')).toContain('positive integer')
+    for (const confirmations of [0, 2.5, '3']) expect(problemAt([network({ confirmations })], 'networks[0].confirmations')).toBeString()
+    for (const pollIntervalMs of [99, 0, 1000.5]) expect(problemAt([network({ pollIntervalMs })], 'networks[0].pollIntervalMs')).toContain('at least 100')
+    expect(problemAt([network({ maxLogRange: 0 })], 'networks[0].maxLogRange')).toBeString()
+    for (const decimals of [-1, 37, 6.5, '6']) expect(problemAt(withToken(erc20({ decimals })), 'networks[0].tokens[0].decimals')).toContain('0 to 36')
+  })
+
+  test('non-http(s) urls', () => {
+    expect(problemAt([network({ rpcUrl: 'wss://rpc.example' })], 'networks[0].rpcUrl')).toContain('not wss:')
+    expect(problemAt([network({ rpcUrl: 'not a url' })], 'networks[0].rpcUrl')).toContain('http(s) URL')
+    expect(problemAt([network({ fallbackRpcUrls: ['https://ok.example', 'ftp://x'] })], 'networks[0].fallbackRpcUrls[1]')).toContain('http(s)')
+    expect(problemAt([network({ fallbackRpcUrls: 'https://a.example' })], 'networks[0].fallbackRpcUrls')).toContain('list')
+  })
+
+  test('testnet that is not a boolean', () => {
+    expect(problemAt([network({ testnet: 'yes' })], 'networks[0].testnet')).toContain('true or false')
+  })
+
+  test('duplicate symbols in a network, case-insensitively', () => {
+    expect(problemAt([network({ tokens: [erc20(), erc20({ symbol: 'usdc' })] })], 'networks[0].tokens[1].symbol')).toContain('duplicate symbol')
+  })
+
+  test('a second native token', () => {
+    const eth = { symbol: 'ETH', decimals: 18, native: true, price: { fixedUsd: '3000' } }
+    expect(problemAt([network({ tokens: [eth, { ...eth, symbol: 'WEI' }] })], 'networks[0].tokens[1].native')).toContain('at most one native')
+  })
+
+  test('a token that is neither or both ERC-20 and native', () => {
+    const { address: _, ...noAddress } = erc20()
+    expect(problemAt(withToken(noAddress), 'networks[0].tokens[0]')).toContain('needs "address"')
+    expect(problemAt(withToken(erc20({ native: true })), 'networks[0].tokens[0]')).toContain('not both')
+    expect(problemAt(withToken({ ...noAddress, native: false }), 'networks[0].tokens[0].native')).toContain('must be true')
+  })
+
+  test('bad addresses: malformed, wrong checksum, zero', () => {
+    const path = 'networks[0].tokens[0].address'
+    expect(problemAt(withToken(erc20({ address: USDC.slice(0, 40) })), path)).toContain('20-byte address')
+    expect(problemAt(withToken(erc20({ address: 'x' + USDC.slice(1) })), path)).toContain('20-byte address')
+    const badChecksum = USDC.replace('D4B', 'd4B')
+    expect(problemAt(withToken(erc20({ address: badChecksum })), path)).toContain('checksum')
+    expect(problemAt(withToken(erc20({ address: '0x' + '0'.repeat(40) })), path)).toContain('zero address')
+  })
+
+  test('prices: not exactly one source, or a fixedUsd that is not a positive decimal string', () => {
+    const path = 'networks[0].tokens[0].price'
+    expect(problemAt(withToken(erc20({ price: undefined })), path)).toContain('is required')
+    expect(problemAt(withToken(erc20({ price: {} })), path)).toContain('needs "fixedUsd" or "chainlinkFeed"')
+    expect(problemAt(withToken(erc20({ price: { fixedUsd: '1', chainlinkFeed: FEED } })), path)).toContain('not both')
+    for (const fixedUsd of [1, '0', '0.00', '-1', '1.', '.5', '1e3', ' 1', '1.0000000000000000001'])
+      expect(problemAt(withToken(erc20({ price: { fixedUsd } })), `${path}.fixedUsd`)).toContain('positive decimal string')
+    expect(problemAt(withToken(erc20({ price: { chainlinkFeed: FEED, maxAgeSeconds: 0 } })), `${path}.maxAgeSeconds`)).toBeString()
+  })
+
+  test('accepts fixedUsd written with decimals', () => {
+    const [n] = parseNetworksConfig(withToken(erc20({ price: { fixedUsd: '0.9998' } })))
+    expect(n!.tokens[0]!.price).toEqual({ kind: 'fixedUsd', usd: '0.9998' })
+  })
+})
+
+describe('loadNetworksConfig()', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'networks-config-'))
+  afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+  test('reads and validates a file', () => {
+    const path = join(dir, 'ok.json')
+    writeFileSync(path, JSON.stringify([network()]))
+    expect(loadNetworksConfig(path)[0]!.name).toBe('sepolia')
+  })
+
+  test('names a missing file', () => {
+    const path = join(dir, 'missing.json')
+    expect(() => loadNetworksConfig(path)).toThrow(`networks config ${path}: file not found`)
+  })
+
+  test('names a file that is not JSON', () => {
+    const path = join(dir, 'bad.json')
+    writeFileSync(path, '[{ "name": "x", }]')
+    expect(() => loadNetworksConfig(path)).toThrow(`networks config ${path} is not valid JSON`)
+  })
+
+  test('names the file and the field of a validation problem', () => {
+    const path = join(dir, 'invalid.json')
+    writeFileSync(path, JSON.stringify([network({ pollIntervalMs: 5 })]))
+    expect(() => loadNetworksConfig(path)).toThrow(`invalid networks config ${path}:\n  networks[0].pollIntervalMs: must be`)
+  })
+})

@@ -1,0 +1,77 @@
+import { describe, expect, test } from 'bun:test'
+import { quoteTokenUnits, usdPriceFromDecimal } from '../../src/chain/quote.ts'
+
+const ONE_USD = { answer: 1n, decimals: 0 }
+/** ETH at $3,000 as a Chainlink ETH/USD feed reports it (8 decimals). */
+const ETH_3000 = { answer: 3000_00000000n, decimals: 8 }
+
+describe('quoteTokenUnits()', () => {
+  test('converts exactly when the division is exact', () => {
+    expect(quoteTokenUnits(1000n, 6, ONE_USD)).toBe(10_000_000n) // $10.00 of a 6-decimal stablecoin
+    expect(quoteTokenUnits(300_000n, 18, ETH_3000)).toBe(10n ** 18n) // $3,000 = 1 ETH
+    expect(quoteTokenUnits(1n, 6, usdPriceFromDecimal('0.01'))).toBe(1_000_000n)
+  })
+
+  test('rounds up so the merchant is never short', () => {
+    // 1 cent of ETH at $3,000 = 3,333,333,333,333.33... wei
+    expect(quoteTokenUnits(1n, 18, ETH_3000)).toBe(3_333_333_333_334n)
+    // $19.99 of a 0-decimal token at $3: 6.663... tokens
+    expect(quoteTokenUnits(1999n, 0, { answer: 3n, decimals: 0 })).toBe(7n)
+    // $1.00 of a 6-decimal stablecoin priced at $0.9998: 1,000,200.04 units
+    expect(quoteTokenUnits(100n, 6, usdPriceFromDecimal('0.9998'))).toBe(1_000_201n)
+  })
+
+  test('every quote covers the amount and is the smallest that does', () => {
+    const prices = [ONE_USD, ETH_3000, usdPriceFromDecimal('0.9998'), { answer: 6_543_210_987n, decimals: 8 }, { answer: 7n, decimals: 18 }]
+    for (const price of prices) {
+      for (const decimals of [0, 2, 6, 8, 18]) {
+        for (const cents of [1n, 99n, 1999n, 123_456_789n]) {
+          const units = quoteTokenUnits(cents, decimals, price)
+          // value in cents * 10^(decimals + price.decimals), compared without division
+          const paid = units * price.answer * 100n
+          const owed = cents * 10n ** BigInt(decimals + price.decimals)
+          expect(paid >= owed).toBe(true)
+          expect((units - 1n) * price.answer * 100n < owed).toBe(true)
+        }
+      }
+    }
+  })
+
+  test('stays exact on large values', () => {
+    // $10 billion in an 18-decimal token worth $0.00000001 (1 / 10^8).
+    const cents = 1_000_000_000_000n
+    const units = quoteTokenUnits(cents, 18, { answer: 1n, decimals: 8 })
+    expect(units).toBe(10n ** 36n)
+    expect(units.toString()).toBe('1' + '0'.repeat(36))
+    // beyond 2^53 at every step, with and without a remainder (expected values computed in Python)
+    expect(quoteTokenUnits(123_456_789_012_345_678n, 18, ETH_3000)).toBe(411_522_630_041_152_260_000_000_000_000n)
+    expect(quoteTokenUnits(123_456_789_012_345_679n, 18, ETH_3000)).toBe(411_522_630_041_152_263_333_333_333_334n)
+  })
+
+  test('handles 0-decimal tokens and 0-decimal prices', () => {
+    expect(quoteTokenUnits(100n, 0, ONE_USD)).toBe(1n)
+    expect(quoteTokenUnits(101n, 0, ONE_USD)).toBe(2n)
+    expect(quoteTokenUnits(0n, 0, ONE_USD)).toBe(0n)
+  })
+
+  test('refuses nonsense input', () => {
+    expect(() => quoteTokenUnits(-1n, 6, ONE_USD)).toThrow(RangeError)
+    expect(() => quoteTokenUnits(1n, 6, { answer: 0n, decimals: 8 })).toThrow(RangeError)
+    expect(() => quoteTokenUnits(1n, 6, { answer: -5n, decimals: 8 })).toThrow(RangeError)
+    expect(() => quoteTokenUnits(1n, 6.5, ONE_USD)).toThrow(RangeError)
+    expect(() => quoteTokenUnits(1n, -1, ONE_USD)).toThrow(RangeError)
+  })
+})
+
+describe('usdPriceFromDecimal()', () => {
+  test('keeps the decimal exactly', () => {
+    expect(usdPriceFromDecimal('1')).toEqual({ answer: 1n, decimals: 0 })
+    expect(usdPriceFromDecimal('0.9998')).toEqual({ answer: 9998n, decimals: 4 })
+    expect(usdPriceFromDecimal('3000.50')).toEqual({ answer: 300050n, decimals: 2 })
+    expect(usdPriceFromDecimal('0.000000000000000001')).toEqual({ answer: 1n, decimals: 18 })
+  })
+
+  test('refuses what is not a positive decimal', () => {
+    for (const s of ['0', '0.0', '-1', '1e3', '', '.5', '1.', 'abc']) expect(() => usdPriceFromDecimal(s)).toThrow(RangeError)
+  })
+})
