@@ -1,0 +1,587 @@
+/**
+ * The block follower against a real anvil (`--no-mining`: the test decides what goes into
+ * which block). A small JSON-RPC proxy on 127.0.0.1 sits in front of anvil where a test needs
+ * to count calls, fail the node, hang it, or change the chain between two calls of a scan.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
+import { createServer, type Server, type ServerResponse } from 'node:http'
+import { join } from 'node:path'
+import { createWalletClient, encodeFunctionData, http, type Address, type Hex } from 'viem'
+import { privateKeyToAccount } from 'viem/accounts'
+import { startAnvil } from '../../src/chain/anvil.ts'
+import { TestStablecoin } from '../../src/chain/artifacts/index.ts'
+import {
+  createBlockFollower,
+  memoryCursorStore,
+  type BlockFollowerDeps,
+  type CursorStore,
+  type FollowerEvent,
+} from '../../src/chain/block-follower.ts'
+import { createChainClient } from '../../src/chain/rpc.ts'
+import type { Finding } from '../../src/chain/transfer-scan.ts'
+import { manualClock } from '../../src/lib/clock.ts'
+import type { Logger } from '../../src/lib/logger.ts'
+
+// anvil's first default account (mnemonic "test test ... junk"): signs raw transactions that a
+// reorg can put back into a replacement block.
+const PAYER = privateKeyToAccount('0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80')
+const payer = PAYER.address.toLowerCase() as Address
+
+let node: { rpcUrl: string; stop(): Promise<void> }
+let chain: ReturnType<typeof createChainClient>
+let token: Address
+/** Followers and proxies of the running test, stopped after it (newest first). */
+const cleanups: Array<() => Promise<unknown> | unknown> = []
+
+beforeAll(async () => {
+  node = await startReorgableAnvil()
+  chain = createChainClient({ rpcUrl: node.rpcUrl, retryCount: 0 })
+  const wallet = walletClient(node.rpcUrl)
+  const deploy = await wallet.deployContract({ abi: TestStablecoin.abi, bytecode: TestStablecoin.bytecode, args: ['Test USD', 'TUSD'], chain: null })
+  await mine()
+  const receipt = await chain.getTransactionReceipt({ hash: deploy })
+  token = receipt.contractAddress!.toLowerCase() as Address
+  await send({ to: token, data: encodeFunctionData({ abi: TestStablecoin.abi, functionName: 'mint', args: [PAYER.address, 10n ** 15n] }) })
+  await mine()
+})
+
+afterEach(async () => {
+  for (const stop of cleanups.splice(0).reverse()) await stop()
+})
+
+afterAll(async () => {
+  await node?.stop()
+})
+
+describe('createBlockFollower() on anvil', () => {
+  test('reports a native transfer to a watched address with its amount and block, and ignores unwatched ones', async () => {
+    const watched = randomAddress()
+    const f = await follow({ watch: [watched] })
+    const paid = await send({ to: watched, value: 1234n })
+    const ignored = await send({ to: randomAddress(), value: 99n })
+    const block = await mine()
+    await f.waitForHeight(block.number)
+
+    expect(f.findings()).toEqual([
+      { kind: 'native', from: payer, to: watched, amount: 1234n, txHash: paid, blockNumber: block.number, blockHash: block.hash },
+    ])
+    expect(f.findings().some((x) => x.txHash === ignored)).toBe(false)
+    await f.waitFor(() => f.events.some((e) => e.type === 'head' && e.number === block.number), 'the head event')
+  })
+
+  test('reports an ERC-20 Transfer to a watched address, by token, amount and logIndex', async () => {
+    const watched = randomAddress()
+    const f = await follow({ watch: [watched], scanNative: false })
+    const paid = await send(transferCall(watched, 5_000_000n))
+    await send(transferCall(randomAddress(), 7n))
+    const block = await mine()
+    await f.waitForHeight(block.number)
+
+    expect(f.findings()).toEqual([
+      { kind: 'erc20', token, from: payer, to: watched, amount: 5_000_000n, txHash: paid, logIndex: 0, blockNumber: block.number, blockHash: block.hash },
+    ])
+  })
+
+  test('reports two transfers to one address both, in one block and across blocks', async () => {
+    const watched = randomAddress()
+    const f = await follow({ watch: [watched] })
+    const a = await send(transferCall(watched, 1n))
+    const b = await send(transferCall(watched, 2n))
+    const first = await mine()
+    const c = await send({ to: watched, value: 3n })
+    const second = await mine()
+    const d = await send({ to: watched, value: 4n })
+    const third = await mine()
+    await f.waitForHeight(third.number)
+
+    const found = f.findings().map((x) => [x.kind, x.txHash, x.amount, x.blockNumber])
+    expect(found).toEqual([
+      ['erc20', a, 1n, first.number],
+      ['erc20', b, 2n, first.number],
+      ['native', c, 3n, second.number],
+      ['native', d, 4n, third.number],
+    ])
+  })
+
+  test('a reorg that drops the payment block is reported with the removed blocks, and the payment is not reported again', async () => {
+    const watched = randomAddress()
+    const f = await follow({ watch: [watched] })
+    const paid = await send({ to: watched, value: 10n })
+    const paymentBlock = await mine()
+    const after = await mine()
+    await f.waitForHeight(after.number)
+    expect(f.findings().map((x) => x.txHash)).toEqual([paid])
+
+    await anvilReorg(2, [])
+    const reorg = await f.waitForEvent('reorg')
+    expect(reorg).toEqual({
+      type: 'reorg',
+      forkPoint: paymentBlock.number - 1n,
+      removed: [{ number: paymentBlock.number, hash: paymentBlock.hash }, { number: after.number, hash: after.hash }],
+    })
+    await f.waitFor(() => f.blocksAfter(reorg).length === 2, 'replacement blocks')
+    const replacements = f.blocksAfter(reorg)
+    expect(replacements.map((b) => b.block.number)).toEqual([paymentBlock.number, after.number])
+    expect(replacements[0]!.block.hash).not.toBe(paymentBlock.hash)
+    expect(replacements.flatMap((b) => b.findings)).toEqual([])
+    expect((await chain.getBlock({ blockNumber: paymentBlock.number })).hash).toBe(replacements[0]!.block.hash)
+  })
+
+  test('a reorg that re-includes the same transaction reports it again with the new block hash', async () => {
+    const watched = randomAddress()
+    const f = await follow({ watch: [watched] })
+    const raw = await signedTransfer({ to: watched, value: 77n })
+    const paid = await chain.request({ method: 'eth_sendRawTransaction', params: [raw] })
+    const old = await mine()
+    await f.waitForHeight(old.number)
+
+    await anvilReorg(1, [[raw, 0]])
+    const reorg = await f.waitForEvent('reorg')
+    expect(reorg).toMatchObject({ forkPoint: old.number - 1n, removed: [{ number: old.number, hash: old.hash }] })
+    await f.waitFor(() => f.blocksAfter(reorg).length === 1, 'replacement block')
+    const [replacement] = f.blocksAfter(reorg)
+    expect(replacement!.block.hash).not.toBe(old.hash)
+    expect(replacement!.findings).toEqual([
+      { kind: 'native', from: payer, to: watched, amount: 77n, txHash: paid, blockNumber: old.number, blockHash: replacement!.block.hash },
+    ])
+  })
+
+  test('a reorg between reading headers and reading logs restarts the scan; no block of the old chain is reported', async () => {
+    const watched = randomAddress()
+    const proxy = await startProxy(node.rpcUrl)
+    const store = memoryCursorStore()
+    const first = await follow({ watch: [watched], store })
+    const start = await mine()
+    await first.waitForHeight(start.number)
+    await first.stop()
+
+    const raw = await signedTransfer(transferCall(watched, 42n))
+    await chain.request({ method: 'eth_sendRawTransaction', params: [raw] })
+    const oldBlocks = [await mine(), await mine(), await mine()]
+    let reorged = false
+    // Headers and logs travel in one JSON-RPC batch; the proxy answers its calls one by one
+    // and the chain changes after the headers were read, before the logs are.
+    proxy.beforeCall = async (call) => {
+      if (reorged || call.method !== 'eth_getLogs') return
+      reorged = true
+      await anvilReorg(3, [[raw, 0]])
+    }
+    const f = await follow({ watch: [watched], store, rpcUrl: proxy.url })
+    await f.waitForHeight(oldBlocks[2]!.number)
+
+    expect(reorged).toBe(true)
+    expect(f.logs.some((l) => l.msg === 'chain moved during a scan; rescanning')).toBe(true)
+    const oldHashes = new Set(oldBlocks.map((b) => b.hash))
+    expect(f.blocks().filter((b) => oldHashes.has(b.block.hash))).toEqual([])
+    expect(f.events.filter((e) => e.type === 'reorg')).toEqual([])
+    const canonical = await chain.getBlock({ blockNumber: oldBlocks[0]!.number })
+    expect(f.findings().map((x) => [x.amount, x.blockHash])).toEqual([[42n, canonical.hash]])
+  })
+
+  test('a 12-block reorg finds its fork point past the first few heights probed', async () => {
+    const f = await follow({ watch: [] })
+    const base = await mine()
+    const top = await anvilMine(12)
+    await f.waitForHeight(top.number)
+
+    await anvilReorg(12, [])
+    const reorg = await f.waitForEvent('reorg')
+    expect(reorg.forkPoint).toBe(base.number)
+    expect(reorg.removed.map((r) => r.number)).toEqual(range(base.number + 1n, top.number))
+    await f.waitFor(() => f.blocksAfter(reorg).length === 12, 'replacement blocks')
+  })
+
+  test('a reorg deeper than the remembered window is reported as far as the window reaches, and logged as an error', async () => {
+    const f = await follow({ watch: [], windowSize: 2 })
+    const blocks = [await mine(), await mine(), await mine(), await mine()]
+    await f.waitForHeight(blocks[3]!.number)
+
+    await anvilReorg(4, [])
+    const reorg = await f.waitForEvent('reorg')
+    expect(reorg).toEqual({
+      type: 'reorg',
+      forkPoint: blocks[1]!.number,
+      removed: blocks.slice(2).map((b) => ({ number: b.number, hash: b.hash })),
+    })
+    expect(f.logs.some((l) => l.level === 'error' && l.msg.includes('deeper than the remembered window'))).toBe(true)
+  })
+
+  test('after a restart on the same store, every block mined while stopped is delivered once, in order', async () => {
+    const watched = randomAddress()
+    const store = memoryCursorStore()
+    const before = await follow({ watch: [watched], store })
+    const start = await mine()
+    await before.waitForHeight(start.number)
+    await before.stop()
+
+    await send({ to: watched, value: 1n })
+    const paidA = await mine()
+    await anvilMine(10)
+    await send(transferCall(watched, 2n))
+    const paidB = await mine()
+    const head = (await anvilMine(5)).number
+
+    const after = await follow({ watch: [watched], store })
+    await after.waitForHeight(head)
+    const numbers = after.blocks().map((b) => b.block.number)
+    expect(numbers).toEqual(range(start.number + 1n, head))
+    expect(after.findings().map((x) => [x.amount, x.blockNumber])).toEqual([[1n, paidA.number], [2n, paidB.number]])
+  })
+
+  test('a reorg that happened while stopped is found after a restart from the stored hashes', async () => {
+    const watched = randomAddress()
+    const store = memoryCursorStore()
+    const before = await follow({ watch: [watched], store })
+    await send({ to: watched, value: 6n })
+    const paid = await mine()
+    await before.waitForHeight(paid.number)
+    await before.stop()
+
+    await anvilReorg(1, [])
+    const head = (await anvilMine(2)).number
+    const after = await follow({ watch: [watched], store })
+    await after.waitForHeight(head)
+    expect(after.events.filter((e) => e.type === 'reorg')).toEqual([
+      { type: 'reorg', forkPoint: paid.number - 1n, removed: [{ number: paid.number, hash: paid.hash }] },
+    ])
+    expect(after.blocks().map((b) => b.block.number)).toEqual(range(paid.number, head))
+    expect(after.findings()).toEqual([])
+  })
+
+  test('keeps retrying through an RPC outage and catches up without a gap when the node answers again', async () => {
+    const watched = randomAddress()
+    const proxy = await startProxy(node.rpcUrl)
+    const f = await follow({ watch: [watched], rpcUrl: proxy.url })
+    const start = await mine()
+    await f.waitForHeight(start.number)
+
+    proxy.mode = 'refuse'
+    const refusedBefore = proxy.refused
+    await send({ to: watched, value: 5n })
+    const paid = await mine()
+    const head = (await anvilMine(3)).number
+    await f.waitFor(() => proxy.refused >= refusedBefore + 3, 'retries during the outage')
+    expect(f.follower.syncedHeight()).toBe(start.number)
+    expect(f.logs.some((l) => l.level === 'warn' && l.msg === 'chain follower tick failed')).toBe(true)
+
+    proxy.mode = 'pass'
+    await f.waitForHeight(head)
+    expect(f.blocks().map((b) => b.block.number).filter((n) => n > start.number)).toEqual(range(start.number + 1n, head))
+    expect(f.findings().map((x) => [x.amount, x.blockNumber])).toEqual([[5n, paid.number]])
+  })
+
+  test('uses the fallback URL when the primary fails', async () => {
+    const watched = randomAddress()
+    const primary = await startProxy(node.rpcUrl)
+    primary.mode = 'refuse'
+    const f = await follow({ watch: [watched], rpcUrl: primary.url, fallbackRpcUrls: [node.rpcUrl] })
+    await send({ to: watched, value: 8n })
+    const paid = await mine()
+    await f.waitForHeight(paid.number)
+    expect(f.findings().map((x) => [x.amount, x.blockNumber])).toEqual([[8n, paid.number]])
+    expect(primary.refused).toBeGreaterThan(0)
+  })
+
+  test('catch-up asks eth_getLogs for ranges no longer than maxLogRange, covering every block once', async () => {
+    const watched = randomAddress()
+    const proxy = await startProxy(node.rpcUrl)
+    const start = await mine()
+    const store = memoryCursorStore({ height: start.number, recent: [{ number: start.number, hash: start.hash }] })
+    await anvilMine(11)
+    await send(transferCall(watched, 9n))
+    const paid = await mine()
+    const head = (await anvilMine(11)).number
+
+    const f = await follow({ watch: [watched], store, rpcUrl: proxy.url, maxLogRange: 4, batchSize: 10 })
+    await f.waitForHeight(head)
+    const ranges = proxy.calls
+      .filter((c) => c.method === 'eth_getLogs')
+      .map((c) => (c.params as [{ fromBlock: Hex; toBlock: Hex }])[0])
+      .filter((p) => p.fromBlock !== undefined)
+      .map((p) => [BigInt(p.fromBlock), BigInt(p.toBlock)] as const)
+    for (const [lo, hi] of ranges) expect(hi - lo + 1n).toBeLessThanOrEqual(4n)
+    expect(ranges.flatMap(([lo, hi]) => range(lo, hi))).toEqual(range(start.number + 1n, head))
+    expect(f.findings().map((x) => [x.amount, x.blockNumber])).toEqual([[9n, paid.number]])
+  })
+
+  test('a node whose head lags behind the cursor is waited for, not taken for a reorg', async () => {
+    const proxy = await startProxy(node.rpcUrl)
+    const f = await follow({ watch: [], rpcUrl: proxy.url })
+    await anvilMine(3)
+    const top = await mine()
+    await f.waitForHeight(top.number)
+    proxy.blockNumberOffset = -2n
+    const heads = f.events.filter((e) => e.type === 'head').length
+    await f.waitFor(() => f.events.filter((e) => e.type === 'head').length >= heads + 3, 'three ticks')
+    expect(f.events.filter((e) => e.type === 'reorg')).toEqual([])
+    expect(f.follower.syncedHeight()).toBe(top.number)
+  })
+
+  test('stop() returns promptly while an RPC call hangs, and no event follows it', async () => {
+    const proxy = await startProxy(node.rpcUrl)
+    const f = await follow({ watch: [], rpcUrl: proxy.url })
+    proxy.mode = 'hang'
+    const hung = proxy.hung
+    await f.waitFor(() => proxy.hung > hung, 'a hanging call')
+    const t0 = performance.now()
+    await f.follower.stop()
+    expect(performance.now() - t0).toBeLessThan(500)
+    const count = f.events.length
+    const calls = proxy.calls.length
+    proxy.mode = 'pass'
+    // A second follower seeing the next block three ticks later: the stopped one had time to act.
+    const witness = await follow({ watch: [] })
+    const block = await mine()
+    await witness.waitForHeight(block.number)
+    const heads = witness.events.filter((e) => e.type === 'head').length
+    await witness.waitFor(() => witness.events.filter((e) => e.type === 'head').length >= heads + 3, 'three ticks')
+    expect(f.events.length).toBe(count)
+    expect(proxy.calls.length).toBe(calls)
+  })
+})
+
+describe('createBlockFollower() timing (scripted node, injected clock and sleep: no wall time)', () => {
+  const HASH = `0x${'11'.repeat(32)}`
+  const scriptedBlock = { number: '0x5', hash: HASH, parentHash: `0x${'22'.repeat(32)}`, timestamp: '0x1', transactions: [] }
+  const network = { name: 'scripted', pollIntervalMs: 100, maxLogRange: 10, erc20Tokens: [], scanNative: false }
+
+  test('a failing node is retried with exponential backoff, capped', async () => {
+    const delays: number[] = []
+    const follower = createBlockFollower({
+      network,
+      client: { request: async () => { throw new Error('connection refused') } },
+      store: memoryCursorStore(),
+      watch: new Set(),
+      handler: () => {},
+      tuning: { backoff: { baseMs: 25, maxMs: 400 } },
+      sleep: async (ms) => {
+        delays.push(ms)
+        if (delays.length === 7) void follower.stop()
+      },
+    })
+    follower.start()
+    await until(() => delays.length >= 7, 'seven retries')
+    await follower.stop()
+    expect(delays).toEqual([25, 50, 100, 200, 400, 400, 400])
+  })
+
+  test('polls every pollIntervalMs counted from the start of the previous tick, and backs off again from the base after a success', async () => {
+    const clock = manualClock(0)
+    const delays: number[] = []
+    let failNext = false
+    const follower = createBlockFollower({
+      network,
+      client: {
+        request: async ({ method }) => {
+          clock.advance(30) // each call "takes" 30 ms
+          if (failNext) throw new Error('timeout')
+          return method === 'eth_blockNumber' ? '0x5' : scriptedBlock
+        },
+      },
+      store: memoryCursorStore(),
+      watch: new Set(),
+      handler: () => {},
+      clock,
+      tuning: { backoff: { baseMs: 25, maxMs: 400 } },
+      sleep: async (ms) => {
+        delays.push(ms)
+        failNext = delays.length === 1 || delays.length === 2
+        if (delays.length === 4) void follower.stop()
+      },
+    })
+    follower.start()
+    await until(() => delays.length >= 4, 'four ticks')
+    await follower.stop()
+    // Tick 1: blockNumber + first block = 60 ms -> 40 ms left; two failures; then a success
+    // (blockNumber + tip check = 60 ms) -> 40 ms.
+    expect(delays).toEqual([40, 25, 50, 40])
+    expect(follower.syncedHeight()).toBe(5n)
+  })
+})
+
+// ---- harness ----------------------------------------------------------------------------
+
+interface FollowOptions {
+  watch: string[]
+  store?: CursorStore
+  rpcUrl?: string
+  fallbackRpcUrls?: string[]
+  scanNative?: boolean
+  maxLogRange?: number
+  batchSize?: number
+  windowSize?: number
+}
+
+async function follow(options: FollowOptions) {
+  const events: FollowerEvent[] = []
+  const logs: Array<{ level: string; msg: string; fields?: Record<string, unknown> }> = []
+  const logger = Object.fromEntries(
+    (['debug', 'info', 'warn', 'error'] as const).map((level) => [level, (msg: string, fields?: Record<string, unknown>) => logs.push({ level, msg, fields })]),
+  ) as unknown as Logger
+  const deps: BlockFollowerDeps = {
+    network: { name: 'anvil', pollIntervalMs: 25, maxLogRange: options.maxLogRange ?? 1000, erc20Tokens: [token], scanNative: options.scanNative ?? true },
+    client: createChainClient({ rpcUrl: options.rpcUrl ?? node.rpcUrl, fallbackRpcUrls: options.fallbackRpcUrls, retryCount: 0, timeoutMs: 5000 }),
+    store: options.store ?? memoryCursorStore(),
+    watch: new Set(options.watch.map((a) => a.toLowerCase())),
+    handler: (event) => {
+      events.push(event)
+    },
+    logger,
+    tuning: { batchSize: options.batchSize, windowSize: options.windowSize, backoff: { baseMs: 25, maxMs: 100 } },
+  }
+  const follower = createBlockFollower(deps)
+  follower.start()
+  cleanups.push(() => follower.stop())
+  const blocks = () => events.filter((e): e is Extract<FollowerEvent, { type: 'block' }> => e.type === 'block')
+  const waitFor = (predicate: () => boolean, what: string) => until(predicate, what, () => JSON.stringify(logs.slice(-3)))
+  const harness = {
+    follower,
+    events,
+    logs,
+    blocks,
+    findings: (): Finding[] => blocks().flatMap((b) => b.findings),
+    blocksAfter: (event: FollowerEvent) => blocks().filter((b) => events.indexOf(b) > events.indexOf(event)),
+    waitFor,
+    waitForHeight: (n: bigint) => waitFor(() => (follower.syncedHeight() ?? -1n) >= n, `synced height ${n}`),
+    async waitForEvent<T extends FollowerEvent['type']>(type: T) {
+      await waitFor(() => events.some((e) => e.type === type), `a ${type} event`)
+      return events.find((e) => e.type === type) as Extract<FollowerEvent, { type: T }>
+    },
+    stop: () => follower.stop(),
+  }
+  // Start from a known point: the first block event (the head when it started) has arrived.
+  await waitFor(() => follower.syncedHeight() !== null, 'first tick')
+  return harness
+}
+
+/** Polls until `predicate` holds; fails with `what` after a deadline. */
+async function until(predicate: () => boolean, what: string, context = () => '', timeoutMs = 4_000) {
+  const deadline = performance.now() + timeoutMs
+  while (!predicate()) {
+    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what} ${context()}`)
+    await new Promise((r) => setTimeout(r, 10))
+  }
+}
+
+function walletClient(rpcUrl: string) {
+  return createWalletClient({ account: PAYER, transport: http(rpcUrl) })
+}
+
+/** Queues a transaction (mined by the next `mine()`); returns its hash. */
+async function send(tx: { to: Address; value?: bigint; data?: Hex }): Promise<Hex> {
+  return chain.request({ method: 'eth_sendRawTransaction', params: [await signedTransfer(tx)] })
+}
+
+async function signedTransfer(tx: { to: Address; value?: bigint; data?: Hex }): Promise<Hex> {
+  const wallet = walletClient(node.rpcUrl)
+  const request = await wallet.prepareTransactionRequest({ ...tx, gas: 100_000n, chain: null })
+  return wallet.signTransaction({ ...request, chain: null } as Parameters<typeof wallet.signTransaction>[0])
+}
+
+function transferCall(to: Address, amount: bigint) {
+  return { to: token, data: encodeFunctionData({ abi: TestStablecoin.abi, functionName: 'transfer', args: [to, amount] }) }
+}
+
+async function mine() {
+  await chain.request({ method: 'evm_mine' } as never)
+  return chain.getBlock({ blockTag: 'latest' })
+}
+
+async function anvilMine(n: number) {
+  await chain.request({ method: 'anvil_mine', params: [`0x${n.toString(16)}`] } as never)
+  return chain.getBlock({ blockTag: 'latest' })
+}
+
+async function anvilReorg(depth: number, txs: Array<[Hex, number]>) {
+  await chain.request({ method: 'anvil_reorg', params: [depth, txs] } as never)
+}
+
+function randomAddress(): Address {
+  const bytes = crypto.getRandomValues(new Uint8Array(20))
+  return `0x${Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('')}`
+}
+
+function range(from: bigint, to: bigint): bigint[] {
+  const out: bigint[] = []
+  for (let n = from; n <= to; n++) out.push(n)
+  return out
+}
+
+/**
+ * anvil with in-memory history, which `anvil_reorg` needs: `startAnvil` passes a bare
+ * `--prune-history` (keeps no past state, so any reorg fails with "Required data
+ * unavailable") and anvil refuses the flag twice, so this test starts its own node.
+ */
+/** A no-mining anvil that keeps 256 past states, so `anvil_reorg` can replace recent blocks. */
+const startReorgableAnvil = () => startAnvil({ noMining: true, historyStates: 256 })
+
+interface RpcCall {
+  method: string
+  params?: unknown
+  id?: unknown
+}
+
+/** A JSON-RPC proxy on 127.0.0.1 that records calls and can refuse, hang or lag. */
+async function startProxy(target: string) {
+  const state = {
+    url: '',
+    mode: 'pass' as 'pass' | 'refuse' | 'hang',
+    calls: [] as RpcCall[],
+    refused: 0,
+    hung: 0,
+    /** Added to every eth_blockNumber answer: a replica behind the others. */
+    blockNumberOffset: 0n,
+    /** When set, the calls of a batch are forwarded one at a time, each after this ran. */
+    beforeCall: undefined as undefined | ((call: RpcCall) => Promise<void>),
+  }
+  const hanging = new Set<ServerResponse>()
+  const server: Server = createServer(async (req, res) => {
+    const chunks: Buffer[] = []
+    for await (const chunk of req) chunks.push(chunk as Buffer)
+    if (state.mode === 'refuse') {
+      state.refused++
+      req.socket.destroy()
+      return
+    }
+    if (state.mode === 'hang') {
+      state.hung++
+      hanging.add(res)
+      return
+    }
+    const body = Buffer.concat(chunks).toString()
+    const parsed = JSON.parse(body) as RpcCall | RpcCall[]
+    const calls = Array.isArray(parsed) ? parsed : [parsed]
+    state.calls.push(...calls)
+    const forward = async (payload: string) => {
+      const upstream = await fetch(target, { method: 'POST', headers: { 'content-type': 'application/json' }, body: payload })
+      return { status: upstream.status, text: await upstream.text() }
+    }
+    let { status, text } = state.beforeCall ? { status: 200, text: '' } : await forward(body)
+    if (state.beforeCall) {
+      const answers: unknown[] = []
+      for (const call of calls) {
+        await state.beforeCall(call)
+        answers.push(JSON.parse((await forward(JSON.stringify(call))).text))
+      }
+      text = JSON.stringify(Array.isArray(parsed) ? answers : answers[0])
+    }
+    if (state.blockNumberOffset !== 0n) {
+      const answers = JSON.parse(text) as Array<{ id: unknown; result?: unknown }> | { id: unknown; result?: unknown }
+      for (const answer of Array.isArray(answers) ? answers : [answers]) {
+        const call = calls.find((c) => c.id === answer.id)
+        if (call?.method === 'eth_blockNumber') answer.result = `0x${(BigInt(answer.result as string) + state.blockNumberOffset).toString(16)}`
+      }
+      text = JSON.stringify(answers)
+    }
+    res.writeHead(status, { 'content-type': 'application/json' }).end(text)
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const address = server.address()
+  state.url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`
+  cleanups.push(async () => {
+    for (const res of hanging) res.destroy()
+    server.closeAllConnections()
+    await new Promise((resolve) => server.close(resolve))
+  })
+  return state
+}
