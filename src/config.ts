@@ -23,6 +23,8 @@ export interface Config {
   secretKey: Buffer | null
   /** R19: delays between automatic webhook attempts, in ms. */
   webhookRetryScheduleMs: number[]
+  /** R16: path of the networks JSON; null runs a local devnet (anvil). */
+  networksConfig: string | null
 }
 
 export class ConfigError extends Error {
@@ -119,5 +121,6 @@ export function loadConfig(env: Env = process.env): Config {
     actorLeaseMs: leaseMs(env),
     secretKey,
     webhookRetryScheduleMs: parseRetrySchedule(env.WEBHOOK_RETRY_SCHEDULE),
+    networksConfig: env.NETWORKS_CONFIG ? resolve(env.NETWORKS_CONFIG) : null,
   }
 }

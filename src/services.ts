@@ -21,6 +21,10 @@ import { createDeliveryRepo } from './webhooks/delivery.repo.ts'
 import { createWebhookDispatcher } from './webhooks/dispatcher.ts'
 import { createEndpointService } from './webhooks/endpoint.service.ts'
 import type { Resolver } from './webhooks/url-guard.ts'
+import { createChainWatcher } from './chain/chain-watcher.ts'
+import { createDepositService } from './chain/deposit.service.ts'
+import type { NetworkConfig } from './chain/networks-config.ts'
+import { createPayService } from './modules/pay/service.ts'
 import { createWebhookService } from './webhooks/webhook.service.ts'
 import { createTransactionRepo } from './modules/transactions/transaction.repo.ts'
 import { createTransactionService } from './modules/transactions/service.ts'
@@ -43,6 +47,8 @@ export async function createServices(deps: {
   webhookRetryScheduleMs?: readonly number[]
   /** Tests: how webhook host names resolve (the SSRF check). */
   resolver?: Resolver
+  /** R16 networks (the devnet's, or NETWORKS_CONFIG); none: no payments are taken. */
+  networks?: NetworkConfig[]
 }) {
   const { database, clock, logger } = deps
   const secrets = createSecretBox(deps.secretKey)
@@ -70,9 +76,15 @@ export async function createServices(deps: {
     leaseMs: deps.leaseMs ?? 10_000,
     singleInstance: database.kind === 'pglite',
   })
+  const deposits = createDepositService({ database, clock })
+  // Started by the server (src/server/start.ts): only servers follow chains.
+  const chain = createChainWatcher({ networks: deps.networks ?? [], database, lifecycle, clock, logger })
   return {
     database,
     changes,
+    deposits,
+    chain,
+    pay: createPayService({ database, clock, networks: chain.networks, prices: chain.prices, deposits, watch: chain.watch, lifecycle }),
     anonymousLimits: DEFAULT_LIMITS,
     projects: createProjectService({ database, changes }),
     keys: createKeyService({ database, changes, clock, onError: (e) => logger.warn('last_used_at update failed', { error: String(e) }) }),
@@ -104,6 +116,7 @@ export async function createServices(deps: {
       await transactionRepo.pruneIdempotencyKeys(new Date(now - 24 * 3_600_000))
     },
     async stop() {
+      await chain.stop()
       await dispatcher.stop()
       await lifecycle.stop()
       scheduler.stop()

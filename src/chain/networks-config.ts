@@ -149,7 +149,7 @@ const has = (o: Obj, k: string) => Object.hasOwn(o, k) && o[k] !== undefined
 function parseNetworks(value: unknown, problems: ConfigProblem[]): NetworkConfig[] {
   const at = new At('networks', problems)
   if (!Array.isArray(value)) return at.fail('must be a list of networks') ?? []
-  if (value.length === 0) return at.fail('must list at least one network') ?? []
+  // An empty list is allowed: the service then takes no payments (an API-only deployment, tests).
   const networks: NetworkConfig[] = []
   const names = new Map<string, number>()
   const chainIds = new Map<number, number>()

@@ -52,6 +52,11 @@ export const COMMANDS: Record<string, Command> = {
     required: ['project', 'minute', 'hour', 'day'],
     run: (s, f) => map(s.projects.setLimits(f.project, { minute: int(f.minute), hour: int(f.hour), day: int(f.day) }), (p) => ({ ...projectView(p), limits: p.limits })),
   },
+  'project set-xpub': {
+    usage: 'project set-xpub --project ID --mode test|live --xpub XPUB   (m/44\'/60\'/0\'/0 of your wallet: deposit addresses are its accounts)',
+    required: ['project', 'mode', 'xpub'],
+    run: (s, f) => map(s.deposits.setXpub(f.project, f.mode, f.xpub), (r) => ({ project: r.projectId, mode: r.mode, xpub: r.xpub, first_addresses: r.firstAddresses })),
+  },
   'project set-ip-allowlist': {
     usage: 'project set-ip-allowlist --project ID --cidrs a,b   (empty clears)',
     required: ['project', 'cidrs'],

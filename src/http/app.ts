@@ -3,6 +3,7 @@ import type { Logger } from '../lib/logger.ts'
 import type { FieldProblem } from '../lib/outcome.ts'
 import { statsController } from '../modules/stats/index.ts'
 import { transactionsController } from '../modules/transactions/index.ts'
+import { payController } from '../modules/pay/index.ts'
 import type { Services } from '../services.ts'
 import { apiGate } from './api-gate.ts'
 import { factsOf } from './context.ts'
@@ -43,6 +44,7 @@ export function createApp(services: Services, opts: AppOptions) {
     .get('/', ({ redirect }) => redirect('/swagger'), { detail: { hide: true } })
     .use(transactionsController({ transactions: services.transactions, webhooks: services.webhooks }))
     .use(statsController({ stats: services.stats }))
+    .use(payController({ pay: services.pay, limiter: services.limiter }))
 }
 
 export type App = ReturnType<typeof createApp>

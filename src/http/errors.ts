@@ -13,6 +13,7 @@ export const ERRORS: Record<ErrorCode, { status: number; type: string }> = {
   conflict: { status: 409, type: 'conflict_error' },
   payload_too_large: { status: 413, type: 'invalid_request_error' },
   rate_limited: { status: 429, type: 'rate_limit_error' },
+  unavailable: { status: 503, type: 'service_unavailable_error' },
   // R3: plain HTTP to /api.
   https_required: { status: 403, type: 'invalid_request_error' },
   internal: { status: 500, type: 'api_error' },

@@ -10,6 +10,8 @@ export type DenialCode =
   | 'conflict'
   | 'payload_too_large'
   | 'rate_limited'
+  /** A dependency (a price feed, a chain node) cannot answer now; nothing was changed. */
+  | 'unavailable'
 
 export interface FieldProblem {
   path: string

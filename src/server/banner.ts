@@ -32,5 +32,14 @@ export function banner(s: RunningServer): string {
       `Make another: npm run cli -- key create --project ${s.demo.projectId} --mode test --name "My key"`,
     )
   }
+  if (s.devnet) {
+    const n = s.devnet.networks[0]
+    lines.push(
+      '',
+      `Devnet (no NETWORKS_CONFIG): anvil at ${s.devnet.rpcUrl}, network "${n.name}", chain id ${n.chainId}, ${n.confirmations} confirmations`,
+      `  tokens ${n.tokens.map((t) => `${t.symbol}${t.kind === 'erc20' ? ` (${t.address})` : ' (native)'}`).join(', ')}`,
+      `  funded test wallet ${s.devnet.wallet.address} (anvil's well-known account 0; test mode only)`,
+    )
+  }
   return lines.join('\n') + '\n'
 }

@@ -2,6 +2,8 @@ import { mkdirSync } from 'node:fs'
 import { ConfigError, type Config } from '../config.ts'
 import type { Resolver } from '../webhooks/url-guard.ts'
 import { resolveSecretKey } from './secret-key.ts'
+import { startDevnet, type Devnet } from '../chain/devnet.ts'
+import { loadNetworksConfig, type NetworkConfig } from '../chain/networks-config.ts'
 import { openDatabase, pgliteDirOf } from '../db/client.ts'
 import { createApp } from '../http/app.ts'
 import { httpsOriginFor, refuseInsecure } from '../http/transport.ts'
@@ -20,6 +22,8 @@ export interface RunningServer {
   baseUrl: string
   services: Services
   demo: Demo | null
+  /** The local devnet when NETWORKS_CONFIG is not set (its funded wallet pays test transactions). */
+  devnet: Devnet | null
   stop(): Promise<void>
 }
 
@@ -62,8 +66,9 @@ export async function startServer(config: Config, opts: { clock?: Clock; logger?
     // Behind a proxy the public port is the proxy's; on our own TLS listener it is ours.
     const httpsOrigin = httpsOriginFor(config.baseUrl, config.trustProxy ? null : main.port, config.trustProxy)
 
+    const networks = await loadNetworks(config, logger, cleanups)
     const services = await createServices({
-      database, clock, logger, baseUrl, leaseMs: config.actorLeaseMs,
+      database, clock, logger, baseUrl, leaseMs: config.actorLeaseMs, networks: networks.networks,
       secretKey: resolveSecretKey(config), webhookRetryScheduleMs: config.webhookRetryScheduleMs, resolver: opts.resolver,
     })
     cleanups.unshift(() => services.stop())
@@ -72,6 +77,8 @@ export async function startServer(config: Config, opts: { clock?: Clock; logger?
     await services.lifecycle.start()
     // Webhooks: outbox events not yet fanned out and due attempts of any instance run now.
     await services.dispatcher.start()
+    // Chains: each network's follower catches up from its cursor, then follows the head.
+    await services.chain.start()
     const app = createApp(services, { trustProxy: config.trustProxy, httpsOrigin, logger })
     handler = (req) => app.handle(req)
 
@@ -98,6 +105,7 @@ export async function startServer(config: Config, opts: { clock?: Clock; logger?
       baseUrl,
       services,
       demo,
+      devnet: networks.devnet,
       stop: () => (stopped ??= stopAll().finally(() => lock?.release())),
     }
   } catch (e) {
@@ -122,4 +130,21 @@ async function listen(config: Config, o: { port: number; variable?: string; tls?
   } catch (e) {
     throw new ConfigError(`HOST/${o.variable ?? 'PORT'}`, `cannot listen on ${config.host}:${o.port}: ${e instanceof Error ? e.message : String(e)}`)
   }
+}
+
+/**
+ * R16: the networks of NETWORKS_CONFIG (validated, every problem named), or without it a local
+ * devnet: anvil with a test stablecoin and price feed, stopped with the server.
+ */
+async function loadNetworks(config: Config, logger: Logger, cleanups: (() => Promise<void> | void)[]): Promise<{ networks: NetworkConfig[]; devnet: Devnet | null }> {
+  if (config.networksConfig) {
+    try {
+      return { networks: loadNetworksConfig(config.networksConfig), devnet: null }
+    } catch (e) {
+      throw new ConfigError('NETWORKS_CONFIG', e instanceof Error ? e.message : String(e))
+    }
+  }
+  const devnet = await startDevnet({ logger })
+  cleanups.unshift(() => devnet.stop())
+  return { networks: devnet.networks, devnet }
 }

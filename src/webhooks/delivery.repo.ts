@@ -51,7 +51,7 @@ const CLAIMED_COLUMNS = 'd.id, d.event_id, d.endpoint_id, d.mode, d.event_type, 
  * Fans outbox events out into deliveries, one per enabled endpoint of the event's project and
  * mode that selected its type, in the statement that marks the events dispatched. The
  * deliveries come back claimed by the caller, who sends them at once.
- * $1 batch size, $2 now, $3 initial snapshot (eventAt filled in per event), $4 machine
+ * $1 batch size, $2 now, $3 initial snapshot (eventAt and nextAttemptAt filled in per event), $4 machine
  * version, $5 instance, $6 claim end.
  */
 const FAN_OUT = `
@@ -66,7 +66,8 @@ WITH ev AS (
     attempts, next_attempt_at, snapshot, machine_version, claimed_by, claim_until, event_at, created_at)
   SELECT 'dlv_' || replace(gen_random_uuid()::text, '-', ''), ev.event_id, e.id, ev.project_id, e.mode, ev.transaction_id,
     ev.event_type, ev.data, false, 'pending', 0, $2::timestamptz,
-    jsonb_set($3::jsonb, '{context,eventAt}', to_jsonb(floor(extract(epoch from ev.created_at) * 1000)::bigint)),
+    jsonb_set(jsonb_set($3::jsonb, '{context,eventAt}', to_jsonb(floor(extract(epoch from ev.created_at) * 1000)::bigint)),
+      '{context,nextAttemptAt}', to_jsonb(floor(extract(epoch from $2::timestamptz) * 1000)::bigint)),
     $4::int, $5, $6::timestamptz, ev.created_at, $2::timestamptz
   FROM ev JOIN webhook_endpoints e ON e.project_id = ev.project_id
     AND e.mode = CASE WHEN ev.testing_mode THEN 'test' ELSE 'live' END

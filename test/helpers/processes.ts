@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process'
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -129,6 +130,10 @@ export interface ServerProcess extends Proc {
   stop(graceMs?: number): Promise<Exit>
 }
 
+/** A networks file listing no network: servers under test take no payments unless a test configures a chain. */
+export const NO_NETWORKS = join(mkdtempSync(join(tmpdir(), 'no-networks-')), 'networks.json')
+writeFileSync(NO_NETWORKS, '[]\n')
+
 const LISTENING_RE = /^\{.*"msg":"listening".*\}$/m
 
 /**
@@ -136,7 +141,8 @@ const LISTENING_RE = /^\{.*"msg":"listening".*\}$/m
  * stderr, so LOG_LEVEL must let info through. Throws with the output when it exits first.
  */
 export async function spawnServer(env: Record<string, string>, opts: { runtime?: Runtime } = {}): Promise<ServerProcess> {
-  const proc = startProcess('src/main.ts', { env, runtime: opts.runtime })
+  // No chain unless the test asks for one (NETWORKS_CONFIG: '' runs the real devnet).
+  const proc = startProcess('src/main.ts', { env: { NETWORKS_CONFIG: NO_NETWORKS, ...env }, runtime: opts.runtime })
   let listening: Record<string, unknown>
   try {
     listening = JSON.parse((await proc.waitFor('stderr', LISTENING_RE))[0])

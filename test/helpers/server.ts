@@ -7,6 +7,7 @@ import type { Clock } from '../../src/lib/clock.ts'
 import { startServer, type RunningServer } from '../../src/server/start.ts'
 import type { Resolver } from '../../src/webhooks/url-guard.ts'
 import { freshDataDir, freshPostgres, type Backend } from './databases.ts'
+import { NO_NETWORKS } from './processes.ts'
 
 export interface TestServer {
   backend: Backend
@@ -30,7 +31,7 @@ export interface TestServer {
 export async function startTestServer(backend: Backend, env: Record<string, string> = {}, opts: { clock?: Clock; resolver?: Resolver } = {}): Promise<TestServer> {
   const dataDir = await freshDataDir()
   const pg = backend === 'postgres' ? await freshPostgres() : null
-  const config = loadConfig({ PORT: '0', HTTP_PORT: '0', DATA_DIR: dataDir, LOG_LEVEL: 'silent', ...(pg ? pg.env : {}), ...env })
+  const config = loadConfig({ PORT: '0', HTTP_PORT: '0', DATA_DIR: dataDir, LOG_LEVEL: 'silent', NETWORKS_CONFIG: NO_NETWORKS, ...(pg ? pg.env : {}), ...env })
   const server = await startServer(config, { clock: opts.clock, logger: createLogger("silent"), resolver: opts.resolver })
   const ca = config.trustProxy ? '' : readFileSync(config.tlsCertFile ?? join(dataDir, 'tls', 'cert.pem'), 'utf8')
   const scheme = config.trustProxy ? 'http' : 'https'

@@ -1,0 +1,107 @@
+import { Type } from '@sinclair/typebox'
+import { Elysia } from 'elysia'
+import { factsOf } from '../../http/context.ts'
+import { ApiError } from '../../http/errors.ts'
+import { json } from '../../http/json-response.ts'
+import { strictJsonBody } from '../../http/json-body.ts'
+import type { RateLimiter } from '../../limits/rate-limiter.ts'
+import type { RateLimits } from '../../projects/project.service.ts'
+import type { PayService, PayState } from './service.ts'
+
+/** R26: the pay page is rate-limited per client IP (generous: a page polls and streams). */
+export const PAY_LIMITS: RateLimits = { minute: 300, hour: 5_000, day: 50_000 }
+/** How often an open event stream checks its transaction for a change. */
+const STREAM_POLL_MS = 1000
+const FINAL = new Set(['completed', 'failed', 'expired', 'cancelled'])
+
+const SelectBody = Type.Object({
+  token_symbol: Type.String({ minLength: 1, maxLength: 32 }),
+  blockchain_network: Type.String({ minLength: 1, maxLength: 64 }),
+}, { additionalProperties: false })
+
+/**
+ * The pay page's JSON endpoints (R26), authorised by the transaction's unguessable id alone and
+ * not part of the merchant API (so not in its OpenAPI document). The HTML page is `GET /pay/{id}`.
+ */
+export function payController(deps: { pay: PayService; limiter: RateLimiter }) {
+  const out = async (p: Promise<import('../../lib/outcome.ts').Outcome<PayState>>) => {
+    const r = await p
+    if (!r.ok) throw ApiError.from(r)
+    return json(r.value)
+  }
+  return new Elysia({ name: 'pay', prefix: '/pay' })
+    .onTransform(async ({ request, set }) => {
+      set.headers['cache-control'] = 'no-store'
+      const ip = factsOf(request)?.clientIp ?? 'unknown'
+      const decision = await deps.limiter.check(`pay:${ip}`, PAY_LIMITS)
+      if (!decision.allowed) {
+        set.headers['retry-after'] = String(decision.retryAfter)
+        throw new ApiError('rate_limited', `Too many requests; retry after ${decision.retryAfter} s`)
+      }
+    })
+    .get('/:id/state', ({ params }) => out(deps.pay.state(params.id)), { detail: { hide: true } })
+    .post('/:id/select', ({ params, body, request }) => out(deps.pay.select(params.id, body as { token_symbol: string; blockchain_network: string }, factsOf(request)?.clientIp ?? null)), {
+      parse: 'none',
+      transform: [strictJsonBody(SelectBody)],
+      detail: { hide: true },
+    })
+    .post('/:id/confirm', ({ params }) => out(deps.pay.confirm(params.id)), { detail: { hide: true } })
+    .post('/:id/cancel', ({ params }) => out(deps.pay.cancel(params.id)), { detail: { hide: true } })
+    .get('/:id/events', async ({ params, request }) => {
+      const first = await deps.pay.state(params.id)
+      if (!first.ok) throw ApiError.from(first)
+      return eventStream(deps.pay, params.id, first.value, request.signal)
+    }, { detail: { hide: true } })
+}
+
+/**
+ * Server-Sent Events: the state now, then the state after every change, until a final status
+ * or the client goes away. `retry` tells EventSource how soon to reconnect.
+ */
+function eventStream(pay: PayService, id: string, initial: PayState, signal: AbortSignal): Response {
+  const encoder = new TextEncoder()
+  let timer: ReturnType<typeof setTimeout> | null = null
+  let closed = false
+  const stream = new ReadableStream<Uint8Array>({
+    start(controller) {
+      const send = (s: PayState) => controller.enqueue(encoder.encode(`id: ${s.version}\nevent: state\ndata: ${JSON.stringify(s)}\n\n`))
+      const close = () => {
+        if (closed) return
+        closed = true
+        if (timer) clearTimeout(timer)
+        try {
+          controller.close()
+        } catch {}
+      }
+      signal.addEventListener('abort', close)
+      controller.enqueue(encoder.encode('retry: 2000\n\n'))
+      send(initial)
+      if (FINAL.has(initial.status)) return close()
+      let version = initial.version
+      let idle = 0
+      const tick = async () => {
+        if (closed) return
+        try {
+          const v = await pay.version(id)
+          if (v !== null && v !== version) {
+            const s = await pay.state(id)
+            if (s.ok) {
+              version = s.value.version
+              send(s.value)
+              if (FINAL.has(s.value.status)) return close()
+            }
+          } else if (++idle % 15 === 0) controller.enqueue(encoder.encode(': keep-alive\n\n'))
+        } catch {
+          // A database hiccup: try again on the next tick; the page also polls /state.
+        }
+        if (!closed) timer = setTimeout(tick, STREAM_POLL_MS)
+      }
+      timer = setTimeout(tick, STREAM_POLL_MS)
+    },
+    cancel() {
+      closed = true
+      if (timer) clearTimeout(timer)
+    },
+  })
+  return new Response(stream, { headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', connection: 'keep-alive' } })
+}

@@ -1,0 +1,194 @@
+import { eq } from 'drizzle-orm'
+import { getAddress } from 'viem'
+import type { Quote, TxEvent } from '../../../machines/transaction.machine.ts'
+import type { DepositService } from '../../chain/deposit.service.ts'
+import type { NetworkConfig, TokenConfig } from '../../chain/networks-config.ts'
+import { paymentUri } from '../../chain/payment-uri.ts'
+import type { PriceReader } from '../../chain/prices.ts'
+import { quoteTokenUnits } from '../../chain/quote.ts'
+import type { Database } from '../../db/client.ts'
+import { projects, transactions } from '../../db/schema.ts'
+import type { Clock } from '../../lib/clock.ts'
+import { usdToCents } from '../../lib/money.ts'
+import { UUID_RE } from '../../lib/ids.ts'
+import { deny, ok, type Outcome } from '../../lib/outcome.ts'
+import type { TransactionRow } from '../transactions/transaction.repo.ts'
+
+/** What the pay page shows and polls (R26 `GET /pay/{id}/state`). */
+export interface PayState {
+  id: string
+  transaction_number: string
+  status: string
+  project_name: string
+  testing_mode: boolean
+  amount_usd: number
+  currency: string
+  order_description: string | null
+  expires_at: string
+  tokens: { token_symbol: string; blockchain_network: string; decimals: number; native: boolean }[]
+  quote: {
+    token_symbol: string
+    blockchain_network: string
+    chain_id: number
+    decimals: number
+    token_address: string | null
+    token_amount: string
+    deposit_address: string
+    payment_uri: string
+    required_confirmations: number
+  } | null
+  amount_received: string | null
+  amount_due: string | null
+  transaction_hash: string | null
+  block_number: number | null
+  confirmations: number | null
+  failure_reason: string | null
+  success_url: string | null
+  cancel_url: string | null
+  version: number
+}
+
+export interface PayDeps {
+  database: Database
+  clock: Clock
+  networks: NetworkConfig[]
+  prices: (network: string) => PriceReader | null
+  deposits: DepositService
+  /** Called when an address is handed out, so this instance's followers watch it at once. */
+  watch: (address: string) => void
+  lifecycle: { apply(id: string, event: TxEvent): Promise<Outcome<TransactionRow>> }
+}
+
+/**
+ * The customer's side of a transaction (R26), authorised by its unguessable id alone: read its
+ * state, choose a token (quote locked, deposit address assigned), say the payment was sent, or
+ * cancel. Tokens offered are those of networks whose `testnet` flag matches the mode.
+ */
+export function createPayService(deps: PayDeps) {
+  const { db } = deps.database
+
+  const offered = (testingMode: boolean) => deps.networks.filter((n) => n.testnet === testingMode)
+  const tokenOf = (network: string | null, symbol: string | null) => {
+    const n = deps.networks.find((x) => x.name === network)
+    const t = n?.tokens.find((x) => x.symbol === symbol)
+    return n && t ? { network: n, token: t } : null
+  }
+
+  async function load(id: string) {
+    if (!UUID_RE.test(id)) return null
+    const [r] = await db.select({ tx: transactions, projectName: projects.name }).from(transactions)
+      .innerJoin(projects, eq(projects.id, transactions.projectId)).where(eq(transactions.id, id))
+    return r ?? null
+  }
+
+  async function failureReason(id: string): Promise<string | null> {
+    const rows = await deps.database.query<{ reason: string | null }>(
+      `SELECT details->>'reason' AS reason FROM transaction_events WHERE transaction_id = $1 AND to_status = 'failed' ORDER BY id DESC LIMIT 1`, [id])
+    return rows[0]?.reason ?? null
+  }
+
+  async function view(tx: TransactionRow, projectName: string): Promise<PayState> {
+    const chosen = tokenOf(tx.blockchainNetwork, tx.tokenSymbol)
+    const due = tx.tokenAmount === null ? null : BigInt(tx.tokenAmount) - BigInt(tx.amountReceived ?? '0')
+    return {
+      id: tx.id,
+      transaction_number: tx.transactionNumber,
+      status: tx.status,
+      project_name: projectName,
+      testing_mode: tx.testingMode,
+      amount_usd: Number(tx.amountUsd),
+      currency: tx.currency,
+      order_description: tx.orderDescription,
+      expires_at: tx.expiresAt.toISOString(),
+      tokens: offered(tx.testingMode).flatMap((n) => n.tokens.map((t) => ({ token_symbol: t.symbol, blockchain_network: n.name, decimals: t.decimals, native: t.kind === 'native' }))),
+      quote: tx.tokenAmount !== null && tx.depositAddress && chosen ? {
+        token_symbol: chosen.token.symbol,
+        blockchain_network: chosen.network.name,
+        chain_id: chosen.network.chainId,
+        decimals: chosen.token.decimals,
+        token_address: chosen.token.kind === 'erc20' ? chosen.token.address : null,
+        token_amount: tx.tokenAmount,
+        deposit_address: tx.depositAddress,
+        payment_uri: paymentUri({ chainId: chosen.network.chainId, to: tx.depositAddress as `0x${string}`, amount: BigInt(tx.tokenAmount), token: chosen.token }),
+        required_confirmations: tx.requiredConfirmations ?? chosen.network.confirmations,
+      } : null,
+      amount_received: tx.amountReceived,
+      amount_due: due === null ? null : (due > 0n ? due : 0n).toString(),
+      transaction_hash: tx.transactionHash,
+      block_number: tx.blockNumber,
+      confirmations: tx.confirmations,
+      failure_reason: tx.status === 'failed' ? await failureReason(tx.id) : null,
+      success_url: tx.successUrl,
+      cancel_url: tx.cancelUrl,
+      version: tx.version,
+    }
+  }
+
+  async function stateAfter(id: string, applied: Outcome<TransactionRow>): Promise<Outcome<PayState>> {
+    if (!applied.ok) return applied
+    const r = await load(id)
+    return r ? ok(await view(r.tx, r.projectName)) : deny('not_found', `No transaction ${id}`)
+  }
+
+  return {
+    async state(id: string): Promise<Outcome<PayState>> {
+      const r = await load(id)
+      return r ? ok(await view(r.tx, r.projectName)) : deny('not_found', `No transaction ${id}`)
+    },
+
+    /** Version only, for the event stream's cheap change check. */
+    async version(id: string): Promise<number | null> {
+      if (!UUID_RE.test(id)) return null
+      const [r] = await db.select({ version: transactions.version }).from(transactions).where(eq(transactions.id, id))
+      return r?.version ?? null
+    },
+
+    /** Locks a quote for the chosen token and assigns the deposit address (R12, R17). */
+    async select(id: string, choice: { token_symbol: string; blockchain_network: string }, clientIp: string | null): Promise<Outcome<PayState>> {
+      const r = await load(id)
+      if (!r) return deny('not_found', `No transaction ${id}`)
+      const tx = r.tx
+      if (tx.status !== 'created' && tx.status !== 'prepared') return deny('conflict', `A token can no longer be chosen: the transaction is ${tx.status}`)
+      const found = tokenOf(choice.blockchain_network, choice.token_symbol)
+      if (!found || found.network.testnet !== tx.testingMode) {
+        return deny('invalid_request', `${choice.token_symbol} on ${choice.blockchain_network} is not offered for this transaction`, [{ path: 'token_symbol', message: 'one of the offered tokens' }])
+      }
+      const price = await deps.prices(found.network.name)!.read(found.token)
+      if (!price.ok) {
+        return deny('unavailable', `The ${found.token.symbol} price is unavailable right now (${price.reason}); please try again in a moment or choose another token`)
+      }
+      const units = quoteTokenUnits(usdToCents(tx.amountUsd), found.token.decimals, { answer: price.answer, decimals: price.decimals })
+      const address = await deps.deposits.assign({ id: tx.id, projectId: tx.projectId, mode: tx.testingMode ? 'test' : 'live' })
+      if (!address.ok) return address
+      deps.watch(address.value.address)
+      if (clientIp && tx.customerIpAddress === null) {
+        await deps.database.query(`UPDATE transactions SET customer_ip_address = $2 WHERE id = $1 AND customer_ip_address IS NULL`, [tx.id, clientIp])
+      }
+      const quote: Quote = {
+        tokenSymbol: found.token.symbol,
+        network: found.network.name,
+        tokenAmount: units.toString(),
+        // Checksummed (EIP-55) for people and wallets; stored lowercase for matching.
+        depositAddress: getAddress(address.value.address),
+        requiredConfirmations: found.network.confirmations,
+      }
+      return stateAfter(id, await deps.lifecycle.apply(id, { type: 'token.selected', quote }))
+    },
+
+    /** "I have sent the payment" (R12: prepared -> pending). */
+    async confirm(id: string): Promise<Outcome<PayState>> {
+      if (!(await load(id))) return deny('not_found', `No transaction ${id}`)
+      return stateAfter(id, await deps.lifecycle.apply(id, { type: 'customer.confirmed' }))
+    },
+
+    async cancel(id: string): Promise<Outcome<PayState>> {
+      if (!(await load(id))) return deny('not_found', `No transaction ${id}`)
+      return stateAfter(id, await deps.lifecycle.apply(id, { type: 'cancel.requested', by: 'customer' }))
+    },
+
+    tokenOf,
+  }
+}
+
+export type PayService = ReturnType<typeof createPayService>
+export type { TokenConfig }

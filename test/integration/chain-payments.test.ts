@@ -1,0 +1,68 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { createDevnetClient, startDevnet, type Devnet, type DevnetClient } from '../../src/chain/devnet.ts'
+import { backends } from '../helpers/databases.ts'
+import { payNative, payToken, writeNetworksFile } from '../helpers/chain.ts'
+import { api, startTestServer, type TestServer } from '../helpers/server.ts'
+
+async function waitUntil<T>(read: () => Promise<T>, pred: (v: T) => boolean, timeoutMs = 30_000): Promise<T> {
+  const end = Date.now() + timeoutMs
+  for (;;) {
+    const v = await read()
+    if (pred(v)) return v
+    if (Date.now() > end) throw new Error(`condition not met in ${timeoutMs} ms; last: ${JSON.stringify(v)}`)
+    await new Promise((r) => setTimeout(r, 50))
+  }
+}
+
+for (const backend of backends()) {
+  describe(`payments on a real devnet [${backend}]`, () => {
+    let devnet: Devnet
+    let wallet: DevnetClient
+    let t: TestServer
+    let key: string
+    beforeAll(async () => {
+      devnet = await startDevnet({ confirmations: 2, pollIntervalMs: 200 })
+      wallet = createDevnetClient(devnet.rpcUrl, devnet.wallet.privateKey)
+      const file = writeNetworksFile(require('node:os').tmpdir(), devnet.networks)
+      t = await startTestServer(backend, { NETWORKS_CONFIG: file })
+      key = (await t.project()).key
+    })
+    afterAll(async () => {
+      await t?.stop()
+      await devnet?.stop()
+    })
+
+    const state = async (id: string) => (await (await t.fetch(`/pay/${id}/state`)).json()) as any
+    const create = async (body: Record<string, unknown> = { amount: 25 }) => ((await (await api(t, key).create(body)).json()) as any).transaction.id as string
+    const select = (id: string, token_symbol: string) =>
+      t.fetch(`/pay/${id}/select`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token_symbol, blockchain_network: 'devnet' }) })
+
+    test('an exact stablecoin payment completes after the configured confirmations', async () => {
+      const id = await create({ amount: 25 })
+      const offered = await state(id)
+      expect(offered.tokens.map((x: any) => x.token_symbol).sort()).toEqual(['ETH', 'TUSD'])
+      const r = await select(id, 'TUSD')
+      expect(r.status).toBe(200)
+      const s = await r.json() as any
+      expect(s.status).toBe('prepared')
+      expect(s.quote.token_amount).toBe('25000000')
+      expect(s.quote.payment_uri).toBe(`ethereum:${devnet.stablecoin}@31337/transfer?address=${s.quote.deposit_address}&uint256=25000000`)
+      const hash = await payToken(wallet, devnet.stablecoin, s.quote.deposit_address, 25_000_000n)
+      const done = await waitUntil(() => state(id), (x) => x.status === 'completed')
+      expect(done.transaction_hash).toBe(hash)
+      expect(done.confirmations).toBeGreaterThanOrEqual(2)
+      const tx = await (await api(t, key).get(`/api/transactions/${id}`)).json() as any
+      expect(tx.transaction).toMatchObject({ status: 'completed', transaction_hash: hash, token_symbol: 'TUSD', blockchain_network: 'devnet', amount_received: '25000000' })
+      expect(tx.transaction.block_number).toBeGreaterThan(0)
+    })
+
+    test('an exact native payment (ETH priced by the feed) completes', async () => {
+      const id = await create({ amount: 30 })
+      const s = await (await select(id, 'ETH')).json() as any
+      // $30 at $3000/ETH = 0.01 ETH
+      expect(s.quote.token_amount).toBe('10000000000000000')
+      await payNative(wallet, s.quote.deposit_address, 10_000_000_000_000_000n)
+      await waitUntil(() => state(id), (x) => x.status === 'completed')
+    })
+  })
+}
