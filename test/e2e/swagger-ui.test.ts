@@ -14,6 +14,7 @@ const OPERATIONS = [
   ['GET', '/api/transactions/stats'],
   ['POST', '/api/transactions/{id}/cancel'],
   ['GET', '/api/transactions/{id}/timeline'],
+  ['POST', '/api/transactions/{id}/retry-webhook'],
 ]
 
 /** Playwright leaves /tmp/playwright-* directories behind; only ours are removed. */
