@@ -15,6 +15,8 @@ export type CommandResult =
 interface Command {
   usage: string
   required: string[]
+  /** Flags it also takes; any other flag is a usage error (a typo must not be ignored). */
+  optional?: string[]
   run(s: Services, f: Record<string, string>): Promise<Outcome<Record<string, unknown>>>
 }
 
@@ -31,7 +33,7 @@ const endpointView = (e: EndpointView) => ({
 })
 const deliveryView = (d: DeliveryView) => ({
   id: d.id, event_id: d.eventId, endpoint: d.endpointId, mode: d.mode, event: d.eventType, transaction_id: d.transactionId, test: d.test,
-  status: d.status, attempts: d.attempts, retry_count: d.retryCount, next_retry_at: iso(d.nextAttemptAt),
+  status: d.status, failed_because: d.failedBecause, attempts: d.attempts, retry_count: d.retryCount, next_retry_at: iso(d.nextAttemptAt),
   last_attempt_at: iso(d.lastAttemptAt), last_status_code: d.lastStatusCode, created_at: iso(d.createdAt),
 })
 
@@ -65,6 +67,7 @@ export const COMMANDS: Record<string, Command> = {
   'key create': {
     usage: 'key create --project ID --mode test|live --name NAME [--scopes a,b]',
     required: ['project', 'mode', 'name'],
+    optional: ['scopes'],
     run: (s, f) =>
       map(s.keys.create({ projectId: f.project, mode: f.mode, name: f.name, scopes: f.scopes === undefined ? undefined : list(f.scopes) }), (k) => ({
         id: k.record.id,
@@ -114,6 +117,7 @@ export const COMMANDS: Record<string, Command> = {
   'endpoint list': {
     usage: 'endpoint list --project ID [--mode test|live]',
     required: ['project'],
+    optional: ['mode'],
     run: async (s, f) => {
       if (f.mode !== undefined && f.mode !== 'test' && f.mode !== 'live') return { ok: false, code: 'invalid_request', message: '--mode must be test or live' }
       if (!(await s.projects.get(f.project))) return { ok: false, code: 'not_found', message: `No project ${f.project}` }
@@ -148,6 +152,7 @@ export const COMMANDS: Record<string, Command> = {
   'delivery list': {
     usage: 'delivery list --project ID [--mode test|live] [--status pending|retrying|success|failed] [--endpoint ID] [--transaction UUID] [--limit N] [--before DELIVERY_ID]',
     required: ['project'],
+    optional: ['mode', 'status', 'endpoint', 'transaction', 'limit', 'before'],
     run: async (s, f) => {
       if (f.mode !== undefined && f.mode !== 'test' && f.mode !== 'live') return { ok: false, code: 'invalid_request', message: '--mode must be test or live' }
       return map(
@@ -222,6 +227,8 @@ export function prepareCommand(words: string[], flags: Flags): PreparedCommand |
     } else values[k] = v
   }
   for (const r of command.required) if (values[r] === undefined) problems.push({ path: `--${r}`, message: 'is required' })
+  const known = new Set([...command.required, ...(command.optional ?? [])])
+  for (const k of Object.keys(values)) if (!known.has(k)) problems.push({ path: `--${k}`, message: 'is not an option of this command' })
   if (problems.length) return { ok: false, usage: true, message: `${problems.map((p) => `${p.path} ${p.message}`).join('; ')}\nUsage: npm run cli -- ${command.usage}`, details: problems }
   return { command, values }
 }

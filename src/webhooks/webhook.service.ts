@@ -32,6 +32,8 @@ export interface DeliveryView {
   nextAttemptAt: Date | null
   lastAttemptAt: Date | null
   lastStatusCode: number | null
+  /** Why a failed delivery stopped: exhausted, too_old (the 7-day rule, no request made) or manual_attempt_failed. */
+  failedBecause: string | null
   createdAt: Date
 }
 
@@ -53,7 +55,7 @@ const newEventId = () => `evt_${randomString(24)}`
 const view = (r: typeof webhookDeliveries.$inferSelect): DeliveryView => ({
   id: r.id, eventId: r.eventId, endpointId: r.endpointId, mode: r.mode, eventType: r.eventType, transactionId: r.transactionId, test: r.test,
   status: r.status, attempts: r.attempts, retryCount: Math.max(0, r.attempts - 1), nextAttemptAt: r.nextAttemptAt, lastAttemptAt: r.lastAttemptAt,
-  lastStatusCode: r.lastStatusCode, createdAt: r.createdAt,
+  lastStatusCode: r.lastStatusCode, failedBecause: r.status === 'failed' ? ((r.snapshot as StoredDelivery).context.failedBecause ?? null) : null, createdAt: r.createdAt,
 })
 
 const scoped = (s: DeliveryScope, ...more: (SQL | undefined)[]) =>

@@ -16,6 +16,8 @@ export interface TestServer {
   httpPort: number | null
   dataDir: string
   databaseUrl: string | null
+  /** What a CLI process needs to reach this server's data (DATA_DIR, and DATABASE_URL with SECRET_KEY on PostgreSQL). */
+  cliEnv: Record<string, string>
   /** PEM of the server's certificate, to trust it instead of turning verification off. */
   ca: string
   server: RunningServer
@@ -43,6 +45,7 @@ export async function startTestServer(backend: Backend, env: Record<string, stri
     httpPort: server.httpPort,
     dataDir,
     databaseUrl: pg?.url ?? null,
+    cliEnv: { DATA_DIR: dataDir, ...(pg ? pg.env : {}) },
     ca,
     server,
     fetch: (path, init = {}) => fetch(url + path, { ...init, tls: { ca }, redirect: 'manual' } as RequestInit),

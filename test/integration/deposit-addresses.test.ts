@@ -1,0 +1,80 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { mnemonicToAccount } from 'viem/accounts'
+import { xpubFromMnemonic } from '../../src/chain/deposit-addresses.ts'
+import { backends } from '../helpers/databases.ts'
+import { writeNetworksFile } from '../helpers/chain.ts'
+import { runCli } from '../helpers/processes.ts'
+import { api, startTestServer, type TestServer } from '../helpers/server.ts'
+
+const MNEMONIC = 'test test test test test test test test test test test junk'
+const TOKEN = '0x5FbDB2315678afecb367f032d93F642f64180aa3'
+
+for (const backend of backends()) {
+  describe(`deposit addresses (R17) [${backend}]`, () => {
+    let t: TestServer
+    beforeAll(async () => {
+      // A live network whose node is never reached: selecting a fixed-price token needs no RPC.
+      const file = writeNetworksFile(mkdtempSync(join(tmpdir(), 'nets-')), [{
+        name: 'mainnet-ish', chainId: 1, rpcUrl: 'http://127.0.0.1:9', fallbackRpcUrls: [], confirmations: 12, pollIntervalMs: 60_000, maxLogRange: 1000, testnet: false,
+        tokens: [{ kind: 'erc20', symbol: 'USDC', decimals: 6, address: TOKEN, price: { kind: 'fixedUsd', usd: '1' } }],
+      }])
+      t = await startTestServer(backend, { NETWORKS_CONFIG: file })
+    })
+    afterAll(() => t?.stop())
+
+    const select = (id: string) => t.fetch(`/pay/${id}/select`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token_symbol: 'USDC', blockchain_network: 'mainnet-ish' }) })
+
+    test('live payments are refused with a clear 503 until the operator sets an xpub', async () => {
+      const p = await t.project({ mode: 'live' })
+      const created = await (await api(t, p.key).create({ amount: 10 })).json() as any
+      const r = await select(created.transaction.id)
+      expect(r.status).toBe(503)
+      expect((await r.json()).error.message).toContain('not set up live payments')
+      expect((await (await t.fetch(`/pay/${created.transaction.id}/state`)).json() as any).status).toBe('created')
+    })
+
+    test('addresses are the xpub\'s children in order, equal to mnemonicToAccount for the same seed, one per transaction', async () => {
+      const p = await t.project({ mode: 'live' })
+      const xpub = xpubFromMnemonic(MNEMONIC)
+      const env = t.cliEnv
+      const set = await runCli(['project', 'set-xpub', '--project', p.id, '--mode', 'live', '--xpub', xpub, '--json'], { env })
+      expect(set.code).toBe(0)
+      const expected = [0, 1, 2].map((i) => mnemonicToAccount(MNEMONIC, { addressIndex: i }).address)
+      expect(JSON.parse(set.stdout).first_addresses).toEqual(expected)
+      const addresses: string[] = []
+      for (let i = 0; i < 2; i++) {
+        const created = await (await api(t, p.key).create({ amount: 10 + i })).json() as any
+        const s = await (await select(created.transaction.id)).json() as any
+        expect(s.status).toBe('prepared')
+        addresses.push(s.quote.deposit_address)
+        // Selecting again keeps the address (the quote is replaced, R12).
+        expect(((await (await select(created.transaction.id)).json()) as any).quote.deposit_address).toBe(s.quote.deposit_address)
+      }
+      expect(addresses).toEqual(expected.slice(0, 2))
+      // Setting the same xpub again keeps counting; nothing is ever handed out twice.
+      expect((await runCli(['project', 'set-xpub', '--project', p.id, '--mode', 'live', '--xpub', xpub], { env })).code).toBe(0)
+      const third = await (await api(t, p.key).create({ amount: 13 })).json() as any
+      expect(((await (await select(third.transaction.id)).json()) as any).quote.deposit_address).toBe(expected[2])
+    })
+
+    test('a test transaction is not offered a live network', async () => {
+      const p = await t.project({ mode: 'test' })
+      const created = await (await api(t, p.key).create({ amount: 10 })).json() as any
+      const state = await (await t.fetch(`/pay/${created.transaction.id}/state`)).json() as any
+      expect(state.tokens).toEqual([])
+      expect((await select(created.transaction.id)).status).toBe(400)
+    })
+
+    test('an unknown transaction id is 404 on every pay endpoint', async () => {
+      const id = crypto.randomUUID()
+      expect((await t.fetch(`/pay/${id}/state`)).status).toBe(404)
+      expect((await select(id)).status).toBe(404)
+      expect((await t.fetch(`/pay/${id}/confirm`, { method: 'POST' })).status).toBe(404)
+      expect((await t.fetch(`/pay/not-a-uuid/state`)).status).toBe(404)
+    })
+  })
+}
+
