@@ -24,6 +24,7 @@ import type { Resolver } from './webhooks/url-guard.ts'
 import { createChainWatcher } from './chain/chain-watcher.ts'
 import { createDepositService } from './chain/deposit.service.ts'
 import type { NetworkConfig } from './chain/networks-config.ts'
+import type { TestWallet } from './chain/test-wallet.ts'
 import { createPayService } from './modules/pay/service.ts'
 import { createWebhookService } from './webhooks/webhook.service.ts'
 import { createTransactionRepo } from './modules/transactions/transaction.repo.ts'
@@ -49,6 +50,8 @@ export async function createServices(deps: {
   resolver?: Resolver
   /** R16 networks (the devnet's, or NETWORKS_CONFIG); none: no payments are taken. */
   networks?: NetworkConfig[]
+  /** The devnet's funded wallet, when this server runs its own devnet. */
+  testWallet?: TestWallet | null
 }) {
   const { database, clock, logger } = deps
   const secrets = createSecretBox(deps.secretKey)
@@ -84,7 +87,7 @@ export async function createServices(deps: {
     changes,
     deposits,
     chain,
-    pay: createPayService({ database, clock, networks: chain.networks, prices: chain.prices, deposits, watch: chain.watch, lifecycle }),
+    pay: createPayService({ database, clock, networks: chain.networks, prices: chain.prices, deposits, watch: chain.watch, lifecycle, testWallet: deps.testWallet }),
     anonymousLimits: DEFAULT_LIMITS,
     projects: createProjectService({ database, changes }),
     keys: createKeyService({ database, changes, clock, onError: (e) => logger.warn('last_used_at update failed', { error: String(e) }) }),

@@ -4,6 +4,7 @@ import type { Resolver } from '../webhooks/url-guard.ts'
 import { resolveSecretKey } from './secret-key.ts'
 import { startDevnet, type Devnet } from '../chain/devnet.ts'
 import { loadNetworksConfig, type NetworkConfig } from '../chain/networks-config.ts'
+import { createTestWallet } from '../chain/test-wallet.ts'
 import { openDatabase, pgliteDirOf } from '../db/client.ts'
 import { createApp } from '../http/app.ts'
 import { httpsOriginFor, refuseInsecure } from '../http/transport.ts'
@@ -69,6 +70,7 @@ export async function startServer(config: Config, opts: { clock?: Clock; logger?
     const networks = await loadNetworks(config, logger, cleanups)
     const services = await createServices({
       database, clock, logger, baseUrl, leaseMs: config.actorLeaseMs, networks: networks.networks,
+      testWallet: networks.devnet ? createTestWallet({ network: networks.devnet.networks[0], privateKey: networks.devnet.wallet.privateKey }) : null,
       secretKey: resolveSecretKey(config), webhookRetryScheduleMs: config.webhookRetryScheduleMs, resolver: opts.resolver,
     })
     cleanups.unshift(() => services.stop())

@@ -47,6 +47,11 @@ export function payController(deps: { pay: PayService; limiter: RateLimiter }) {
     })
     .post('/:id/confirm', ({ params }) => out(deps.pay.confirm(params.id)), { detail: { hide: true } })
     .post('/:id/cancel', ({ params }) => out(deps.pay.cancel(params.id)), { detail: { hide: true } })
+    .post('/:id/test-wallet', async ({ params }) => {
+      const r = await deps.pay.payWithTestWallet(params.id)
+      if (!r.ok) throw ApiError.from(r)
+      return json({ transaction_hash: r.value.txHash })
+    }, { detail: { hide: true } })
     .get('/:id/events', async ({ params, request }) => {
       const first = await deps.pay.state(params.id)
       if (!first.ok) throw ApiError.from(first)

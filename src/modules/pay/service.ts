@@ -5,6 +5,7 @@ import type { DepositService } from '../../chain/deposit.service.ts'
 import type { NetworkConfig, TokenConfig } from '../../chain/networks-config.ts'
 import { paymentUri } from '../../chain/payment-uri.ts'
 import type { PriceReader } from '../../chain/prices.ts'
+import type { TestWallet } from '../../chain/test-wallet.ts'
 import { quoteTokenUnits } from '../../chain/quote.ts'
 import type { Database } from '../../db/client.ts'
 import { projects, transactions } from '../../db/schema.ts'
@@ -45,6 +46,8 @@ export interface PayState {
   failure_reason: string | null
   success_url: string | null
   cancel_url: string | null
+  /** The service's devnet wallet can pay this (test mode on its own devnet): the page offers it. */
+  test_wallet: boolean
   version: number
 }
 
@@ -57,6 +60,8 @@ export interface PayDeps {
   /** Called when an address is handed out, so this instance's followers watch it at once. */
   watch: (address: string) => void
   lifecycle: { apply(id: string, event: TxEvent): Promise<Outcome<TransactionRow>> }
+  /** The devnet's funded wallet, when the service runs its own devnet. */
+  testWallet?: TestWallet | null
 }
 
 /**
@@ -120,6 +125,7 @@ export function createPayService(deps: PayDeps) {
       failure_reason: tx.status === 'failed' ? await failureReason(tx.id) : null,
       success_url: tx.successUrl,
       cancel_url: tx.cancelUrl,
+      test_wallet: !!deps.testWallet && tx.testingMode && chosen?.network.name === deps.testWallet.network,
       version: tx.version,
     }
   }
@@ -184,6 +190,22 @@ export function createPayService(deps: PayDeps) {
     async cancel(id: string): Promise<Outcome<PayState>> {
       if (!(await load(id))) return deny('not_found', `No transaction ${id}`)
       return stateAfter(id, await deps.lifecycle.apply(id, { type: 'cancel.requested', by: 'customer' }))
+    },
+
+    /**
+     * "Pay with test wallet": the devnet wallet sends what is still due, as a customer would.
+     * Test mode on the service's own devnet only; the chain follower sees it like any payment.
+     */
+    async payWithTestWallet(id: string, amount?: bigint): Promise<Outcome<{ txHash: string }>> {
+      const r = await this.state(id)
+      if (!r.ok) return r
+      const s = r.value
+      if (!deps.testWallet || !s.test_wallet) return deny('not_found', 'No test wallet for this transaction: it is not a test transaction on this service\'s devnet, or no token is chosen')
+      if (!['prepared', 'pending'].includes(s.status)) return deny('conflict', `Nothing to pay: the transaction is ${s.status}`)
+      const due = amount ?? BigInt(s.amount_due ?? s.quote!.token_amount)
+      if (due <= 0n) return deny('conflict', 'Nothing is due')
+      const txHash = await deps.testWallet.pay(s.quote!.token_symbol, s.quote!.deposit_address, due)
+      return ok({ txHash })
     },
 
     tokenOf,
