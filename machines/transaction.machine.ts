@@ -102,8 +102,11 @@ const waitingMoves = {
 const settlingMoves = {
   // Further transfers while settling are counted (overpayment, R14).
   'payment.detected': { guard: 'isNewPayment', actions: 'recordPayment' },
-  // R15: never completes on a payment that left the canonical chain.
+  // R15: never completes on a payment that left the canonical chain. What is left may still
+  // cover the quote: already in blocks, it keeps confirming (counted from its own block; nothing
+  // would send its inclusion again); not yet in a block, it waits for that in processing.
   'payment.reorged': [
+    { guard: 'stillIncludedAfterReorg', target: 'confirming', actions: 'forgetPayment' },
     { guard: 'stillCoveredAfterReorg', target: 'processing', actions: 'forgetPayment' },
     { guard: 'isKnownPayment', target: 'pending', actions: 'forgetPayment' },
   ],
@@ -136,7 +139,13 @@ export const transactionMachine = setup({
     enoughConfirmations: ({ context, event }) =>
       event.type === 'confirmations.updated' && context.quote !== null && event.confirmations >= context.quote.requiredConfirmations,
     isConfirmationUpdate: ({ context, event }) => event.type === 'confirmations.updated' && event.confirmations >= 0 && event.confirmations !== context.confirmations,
-    // After a reorg the remaining included payments may still cover the quote.
+    // After a reorg the payments left, all of them in blocks, may still cover the quote.
+    stillIncludedAfterReorg: ({ context, event }) => {
+      if (event.type !== 'payment.reorged' || !context.payments.some((p) => p.txHash === event.txHash)) return false
+      const settle = settling({ ...context, payments: context.payments.filter((p) => p.txHash !== event.txHash) })
+      return settle !== null && settle.blockNumber !== null
+    },
+    // After a reorg the remaining payments may still cover the quote.
     stillCoveredAfterReorg: ({ context, event }) => {
       if (event.type !== 'payment.reorged' || !context.payments.some((p) => p.txHash === event.txHash)) return false
       const need = expected(context)

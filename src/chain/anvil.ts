@@ -75,7 +75,16 @@ export async function startAnvil(options: AnvilOptions = {}): Promise<AnvilNode>
     env: { ...process.env, HOME: home, XDG_CACHE_HOME: join(home, 'xdg') },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
-  const cleanup = () => rmSync(home, { recursive: true, force: true })
+  // If this process ends without stop() (an uncaught error, process.exit), anvil goes too.
+  const onExit = () => {
+    child.kill('SIGKILL')
+    rmSync(home, { recursive: true, force: true })
+  }
+  process.once('exit', onExit)
+  const cleanup = () => {
+    process.off('exit', onExit)
+    rmSync(home, { recursive: true, force: true })
+  }
 
   let port: number
   try {

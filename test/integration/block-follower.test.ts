@@ -4,7 +4,6 @@
  * to count calls, fail the node, hang it, or change the chain between two calls of a scan.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
-import { createServer, type Server, type ServerResponse } from 'node:http'
 import { join } from 'node:path'
 import { createWalletClient, encodeFunctionData, http, type Address, type Hex } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
@@ -21,6 +20,7 @@ import { createChainClient } from '../../src/chain/rpc.ts'
 import type { Finding } from '../../src/chain/transfer-scan.ts'
 import { manualClock } from '../../src/lib/clock.ts'
 import type { Logger } from '../../src/lib/logger.ts'
+import { startRpcProxy } from '../helpers/rpc-proxy.ts'
 
 // anvil's first default account (mnemonic "test test ... junk"): signs raw transactions that a
 // reorg can put back into a replacement block.
@@ -507,81 +507,12 @@ function range(from: bigint, to: bigint): bigint[] {
   return out
 }
 
-/**
- * anvil with in-memory history, which `anvil_reorg` needs: `startAnvil` passes a bare
- * `--prune-history` (keeps no past state, so any reorg fails with "Required data
- * unavailable") and anvil refuses the flag twice, so this test starts its own node.
- */
 /** A no-mining anvil that keeps 256 past states, so `anvil_reorg` can replace recent blocks. */
 const startReorgableAnvil = () => startAnvil({ noMining: true, historyStates: 256 })
 
-interface RpcCall {
-  method: string
-  params?: unknown
-  id?: unknown
-}
-
-/** A JSON-RPC proxy on 127.0.0.1 that records calls and can refuse, hang or lag. */
+/** The shared proxy, closed after the running test. */
 async function startProxy(target: string) {
-  const state = {
-    url: '',
-    mode: 'pass' as 'pass' | 'refuse' | 'hang',
-    calls: [] as RpcCall[],
-    refused: 0,
-    hung: 0,
-    /** Added to every eth_blockNumber answer: a replica behind the others. */
-    blockNumberOffset: 0n,
-    /** When set, the calls of a batch are forwarded one at a time, each after this ran. */
-    beforeCall: undefined as undefined | ((call: RpcCall) => Promise<void>),
-  }
-  const hanging = new Set<ServerResponse>()
-  const server: Server = createServer(async (req, res) => {
-    const chunks: Buffer[] = []
-    for await (const chunk of req) chunks.push(chunk as Buffer)
-    if (state.mode === 'refuse') {
-      state.refused++
-      req.socket.destroy()
-      return
-    }
-    if (state.mode === 'hang') {
-      state.hung++
-      hanging.add(res)
-      return
-    }
-    const body = Buffer.concat(chunks).toString()
-    const parsed = JSON.parse(body) as RpcCall | RpcCall[]
-    const calls = Array.isArray(parsed) ? parsed : [parsed]
-    state.calls.push(...calls)
-    const forward = async (payload: string) => {
-      const upstream = await fetch(target, { method: 'POST', headers: { 'content-type': 'application/json' }, body: payload })
-      return { status: upstream.status, text: await upstream.text() }
-    }
-    let { status, text } = state.beforeCall ? { status: 200, text: '' } : await forward(body)
-    if (state.beforeCall) {
-      const answers: unknown[] = []
-      for (const call of calls) {
-        await state.beforeCall(call)
-        answers.push(JSON.parse((await forward(JSON.stringify(call))).text))
-      }
-      text = JSON.stringify(Array.isArray(parsed) ? answers : answers[0])
-    }
-    if (state.blockNumberOffset !== 0n) {
-      const answers = JSON.parse(text) as Array<{ id: unknown; result?: unknown }> | { id: unknown; result?: unknown }
-      for (const answer of Array.isArray(answers) ? answers : [answers]) {
-        const call = calls.find((c) => c.id === answer.id)
-        if (call?.method === 'eth_blockNumber') answer.result = `0x${(BigInt(answer.result as string) + state.blockNumberOffset).toString(16)}`
-      }
-      text = JSON.stringify(answers)
-    }
-    res.writeHead(status, { 'content-type': 'application/json' }).end(text)
-  })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const address = server.address()
-  state.url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`
-  cleanups.push(async () => {
-    for (const res of hanging) res.destroy()
-    server.closeAllConnections()
-    await new Promise((resolve) => server.close(resolve))
-  })
-  return state
+  const proxy = await startRpcProxy(target)
+  cleanups.push(() => proxy.close())
+  return proxy
 }

@@ -1,4 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { createDevnetClient, startDevnet, type Devnet, type DevnetClient } from '../../src/chain/devnet.ts'
 import { backends } from '../helpers/databases.ts'
 import { payNative, payToken, writeNetworksFile } from '../helpers/chain.ts'
@@ -20,16 +23,19 @@ for (const backend of backends()) {
     let wallet: DevnetClient
     let t: TestServer
     let key: string
+    let dir: string
     beforeAll(async () => {
       devnet = await startDevnet({ confirmations: 2, pollIntervalMs: 200 })
       wallet = createDevnetClient(devnet.rpcUrl, devnet.wallet.privateKey)
-      const file = writeNetworksFile(require('node:os').tmpdir(), devnet.networks)
+      dir = mkdtempSync(join(tmpdir(), 'chain-payments-'))
+      const file = writeNetworksFile(dir, devnet.networks)
       t = await startTestServer(backend, { NETWORKS_CONFIG: file })
       key = (await t.project()).key
     })
     afterAll(async () => {
       await t?.stop()
       await devnet?.stop()
+      if (dir) rmSync(dir, { recursive: true, force: true })
     })
 
     const state = async (id: string) => (await (await t.fetch(`/pay/${id}/state`)).json()) as any

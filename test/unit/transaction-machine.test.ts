@@ -143,9 +143,20 @@ describe('transactionMachine: confirmations and reorgs (R15)', () => {
     expect(included.context.blockNumber).toBe(105)
   })
 
-  test('a reorg that leaves enough included payments goes back to processing', () => {
+  test('a reorg that leaves enough payments already in blocks keeps confirming, counted from the block that still settles', () => {
+    // Nothing sends the inclusion of the payment that stayed again: in processing it would wait forever.
     const ctx = { payments: [{ txHash: 'tx1', amount: '1000', blockNumber: 100 }, { txHash: 'tx2', amount: '1000', blockNumber: 99 }], received: '2000' }
-    expect(step('confirming', { type: 'payment.reorged', txHash: 'tx1' }, ctx).next.value).toBe('processing')
+    const next = step('confirming', { type: 'payment.reorged', txHash: 'tx1' }, ctx).next
+    expect(next.value).toBe('confirming')
+    expect(next.context).toMatchObject({ received: '1000', txHash: 'tx2', blockNumber: 99, confirmations: null })
+    expect(step(next, { type: 'confirmations.updated', confirmations: 3, at: 9 }).next.value).toBe('completed')
+  })
+
+  test('a reorg that leaves enough payments, not all in blocks yet, goes back to processing', () => {
+    const ctx = { payments: [{ txHash: 'tx1', amount: '1000', blockNumber: 100 }, { txHash: 'tx2', amount: '1000', blockNumber: null }], received: '2000' }
+    const next = step('confirming', { type: 'payment.reorged', txHash: 'tx1' }, ctx).next
+    expect(next.value).toBe('processing')
+    expect(step(next, { type: 'payment.included', txHash: 'tx2', blockNumber: 101 }).next.value).toBe('confirming')
   })
 
   test('events about unknown transfers are refused', () => {
