@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process'
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { createServer } from 'node:net'
 import { join } from 'node:path'
@@ -131,7 +131,7 @@ export interface ServerProcess extends Proc {
 }
 
 /** A networks file listing no network: servers under test take no payments unless a test configures a chain. */
-export const NO_NETWORKS = join(mkdtempSync(join(tmpdir(), 'no-networks-')), 'networks.json')
+export const NO_NETWORKS = join(tmpdir(), 'crypto-pay-test-no-networks.json')
 writeFileSync(NO_NETWORKS, '[]\n')
 
 const LISTENING_RE = /^\{.*"msg":"listening".*\}$/m
