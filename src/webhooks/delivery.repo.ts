@@ -13,22 +13,27 @@ export interface ClaimedDelivery {
   stored: StoredDelivery
 }
 
+/** One attempt as the delivery log keeps it. */
+export interface AttemptRecord {
+  number: number
+  trigger: 'scheduled' | 'manual'
+  /** When it was due; null for none. */
+  scheduledFor: Date | null
+  startedAt: Date
+  durationMs: number
+  statusCode: number | null
+  /** The exact bytes sent. */
+  requestBody: string
+  responseBody: string | null
+  error: string | null
+}
+
 /** The outcome of one step of a delivery: its new snapshot and, when a request was made or refused, the attempt. */
 export interface DeliveryResult {
   id: string
   status: DeliveryStatus
   stored: StoredDelivery
-  attempt: {
-    number: number
-    trigger: 'scheduled' | 'manual'
-    scheduledFor: Date | null
-    startedAt: Date
-    durationMs: number
-    statusCode: number | null
-    requestBody: string
-    responseBody: string | null
-    error: string | null
-  } | null
+  attempt: AttemptRecord | null
 }
 
 /** A new delivery not tied to the outbox: a manual retry (R20) or a test event. */

@@ -6,7 +6,7 @@ import { transactions, WEBHOOK_EVENT_TYPES, webhookAttempts, webhookDeliveries, 
 import type { Clock } from '../lib/clock.ts'
 import { randomString } from '../lib/ids.ts'
 import { deny, ok, type Outcome } from '../lib/outcome.ts'
-import type { DeliveryRepo } from './delivery.repo.ts'
+import type { AttemptRecord, DeliveryRepo } from './delivery.repo.ts'
 import { WORK_CHANNEL } from './dispatcher.ts'
 import type { Mode } from './endpoint.service.ts'
 import { testEventData } from './test-event.ts'
@@ -37,17 +37,7 @@ export interface DeliveryView {
   createdAt: Date
 }
 
-export interface AttemptView {
-  number: number
-  trigger: 'scheduled' | 'manual'
-  scheduledFor: Date | null
-  startedAt: Date
-  durationMs: number
-  statusCode: number | null
-  requestBody: string
-  responseBody: string | null
-  error: string | null
-}
+export type AttemptView = AttemptRecord
 
 const STATUSES: DeliveryStatus[] = ['pending', 'retrying', 'success', 'failed']
 const newEventId = () => `evt_${randomString(24)}`

@@ -4,18 +4,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createDevnetClient, startDevnet, type Devnet, type DevnetClient } from '../../src/chain/devnet.ts'
 import { backends } from '../helpers/databases.ts'
-import { payNative, payToken, writeNetworksFile } from '../helpers/chain.ts'
+import { payNative, payToken, waitUntil, writeNetworksFile } from '../helpers/chain.ts'
 import { api, startTestServer, type TestServer } from '../helpers/server.ts'
-
-async function waitUntil<T>(read: () => Promise<T>, pred: (v: T) => boolean, timeoutMs = 30_000): Promise<T> {
-  const end = Date.now() + timeoutMs
-  for (;;) {
-    const v = await read()
-    if (pred(v)) return v
-    if (Date.now() > end) throw new Error(`condition not met in ${timeoutMs} ms; last: ${JSON.stringify(v)}`)
-    await new Promise((r) => setTimeout(r, 50))
-  }
-}
 
 for (const backend of backends()) {
   describe(`payments on a real devnet [${backend}]`, () => {
@@ -54,7 +44,7 @@ for (const backend of backends()) {
       expect(s.quote.token_amount).toBe('25000000')
       expect(s.quote.payment_uri).toBe(`ethereum:${devnet.stablecoin}@31337/transfer?address=${s.quote.deposit_address}&uint256=25000000`)
       const hash = await payToken(wallet, devnet.stablecoin, s.quote.deposit_address, 25_000_000n)
-      const done = await waitUntil(() => state(id), (x) => x.status === 'completed')
+      const done = await waitUntil('completed', () => state(id), (x) => x.status === 'completed')
       expect(done.transaction_hash).toBe(hash)
       expect(done.confirmations).toBeGreaterThanOrEqual(2)
       const tx = await (await api(t, key).get(`/api/transactions/${id}`)).json() as any
@@ -68,7 +58,7 @@ for (const backend of backends()) {
       // $30 at $3000/ETH = 0.01 ETH
       expect(s.quote.token_amount).toBe('10000000000000000')
       await payNative(wallet, s.quote.deposit_address, 10_000_000_000_000_000n)
-      await waitUntil(() => state(id), (x) => x.status === 'completed')
+      await waitUntil('completed', () => state(id), (x) => x.status === 'completed')
     })
   })
 }

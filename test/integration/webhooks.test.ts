@@ -4,6 +4,7 @@ import { PATH_TO } from '../helpers/lifecycle.ts'
 import { api, startTestServer, type TestServer } from '../helpers/server.ts'
 import { startWebhookSink, type Received, type WebhookSink } from '../helpers/webhook-sink.ts'
 import { verifyWebhookSignature } from '../../src/webhooks/verify-webhook.mjs'
+import { waitUntil } from '../helpers/webhook-cli.ts'
 
 const ALL_EVENTS = 'transaction.created,transaction.payment_received,transaction.confirming,transaction.completed,transaction.failed,transaction.expired,transaction.cancelled'
 const NULLABLE = ['token_symbol', 'token_amount', 'blockchain_network', 'transaction_hash', 'block_number', 'customer_ip_address', 'order_id', 'metadata', 'confirmed_at']
@@ -213,12 +214,4 @@ for (const backend of backends()) {
       return l.value[0]
     }
   })
-}
-
-async function waitUntil(pred: () => Promise<boolean>, timeoutMs = 20_000, describe?: () => string) {
-  const end = Date.now() + timeoutMs
-  while (!(await pred())) {
-    if (Date.now() > end) throw new Error(`condition not met in ${timeoutMs} ms${describe ? `: ${describe()}` : ''}`)
-    await new Promise((r) => setTimeout(r, 25))
-  }
 }
