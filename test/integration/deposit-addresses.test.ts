@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { mnemonicToAccount } from 'viem/accounts'
 import { xpubFromMnemonic } from '../../src/chain/deposit-addresses.ts'
+import { PAY_LIMITS } from '../../src/modules/pay/index.ts'
 import { backends } from '../helpers/databases.ts'
 import { writeNetworksFile } from '../helpers/chain.ts'
 import { runCli } from '../helpers/processes.ts'
@@ -74,6 +75,20 @@ for (const backend of backends()) {
       expect((await select(id)).status).toBe(404)
       expect((await t.fetch(`/pay/${id}/confirm`, { method: 'POST' })).status).toBe(404)
       expect((await t.fetch(`/pay/not-a-uuid/state`)).status).toBe(404)
+    })
+
+    test('pay endpoints are rate-limited per client IP (R26): 429 with Retry-After past the minute limit', async () => {
+      const id = crypto.randomUUID()
+      let last: Response | null = null
+      // Counted per IP whatever the id: guessing ids gets slowed down like anything else.
+      for (let i = 0; i < PAY_LIMITS.minute + 1; i++) {
+        last = await t.fetch(`/pay/${id}/state`)
+        if (last.status === 429) break
+        await last.body?.cancel()
+      }
+      expect(last!.status).toBe(429)
+      expect(Number(last!.headers.get('retry-after'))).toBeGreaterThan(0)
+      expect((await last!.json()).error.type).toBe('rate_limit_error')
     })
   })
 }
