@@ -84,6 +84,8 @@ describe('Swagger UI at /swagger', () => {
     const create = page.locator('#operations-Transactions-createTransaction')
     await create.locator('.opblock-summary').click()
     await create.locator('.opblock-body').waitFor({ state: 'visible' })
+    // The body appears before Swagger UI has rendered its responses table: wait for the table.
+    await create.locator('.responses-table tr.response').first().waitFor({ state: 'visible' })
     for (const status of ['200', '400', '401', '429', '500']) {
       expect(await create.locator(`.responses-table tr.response[data-code="${status}"]`).count()).toBe(1)
     }
