@@ -62,6 +62,21 @@ export function createWebhookService(deps: { database: Database; repo: DeliveryR
   const fresh = (at: Date): StoredDelivery => startDelivery({ eventAt: at.getTime(), firstAttemptAt: at.getTime(), scheduleMs: deps.scheduleMs })
   const wake = () => deps.database.notify(WORK_CHANNEL, '')
 
+  /** One delivery with every attempt, oldest first (request sent, response received). */
+  async function getDelivery(id: string, scope: DeliveryScope = {}): Promise<Outcome<{ delivery: DeliveryView; data: Record<string, unknown>; attempts: AttemptView[] }>> {
+    const [row] = await db.select().from(webhookDeliveries).where(scoped(scope, eq(webhookDeliveries.id, id)))
+    if (!row) return deny('not_found', `No webhook delivery ${id}`)
+    const attempts = await db.select().from(webhookAttempts).where(eq(webhookAttempts.deliveryId, id)).orderBy(webhookAttempts.number, webhookAttempts.id)
+    return ok({
+      delivery: view(row),
+      data: row.data,
+      attempts: attempts.map((a) => ({
+        number: a.number, trigger: a.trigger, scheduledFor: a.scheduledFor, startedAt: a.startedAt, durationMs: a.durationMs,
+        statusCode: a.statusCode, requestBody: a.requestBody, responseBody: a.responseBody, error: a.error,
+      })),
+    })
+  }
+
   return {
     /**
      * R20: a fresh `transaction.completed` delivery of the transaction's current data to every
@@ -100,7 +115,7 @@ export function createWebhookService(deps: { database: Database; repo: DeliveryR
         eventType, data: testEventData(eventType as WebhookEventType, at), test: true, stored: fresh(at), eventAt: at,
       }], at)
       await wake()
-      return this.getDelivery(inserted.id).then((r) => (r.ok ? ok(r.value.delivery) : r))
+      return getDelivery(inserted.id).then((r) => (r.ok ? ok(r.value.delivery) : r))
     },
 
     /** Sends a delivery again now: a new attempt for a finished one, or the next retry brought forward. */
@@ -144,20 +159,7 @@ export function createWebhookService(deps: { database: Database; repo: DeliveryR
       return ok(rows.map(view))
     },
 
-    /** One delivery with every attempt, oldest first (request sent, response received). */
-    async getDelivery(id: string, scope: DeliveryScope = {}): Promise<Outcome<{ delivery: DeliveryView; data: Record<string, unknown>; attempts: AttemptView[] }>> {
-      const [row] = await db.select().from(webhookDeliveries).where(scoped(scope, eq(webhookDeliveries.id, id)))
-      if (!row) return deny('not_found', `No webhook delivery ${id}`)
-      const attempts = await db.select().from(webhookAttempts).where(eq(webhookAttempts.deliveryId, id)).orderBy(webhookAttempts.number, webhookAttempts.id)
-      return ok({
-        delivery: view(row),
-        data: row.data,
-        attempts: attempts.map((a) => ({
-          number: a.number, trigger: a.trigger, scheduledFor: a.scheduledFor, startedAt: a.startedAt, durationMs: a.durationMs,
-          statusCode: a.statusCode, requestBody: a.requestBody, responseBody: a.responseBody, error: a.error,
-        })),
-      })
-    },
+    getDelivery,
   }
 }
 

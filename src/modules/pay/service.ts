@@ -136,11 +136,13 @@ export function createPayService(deps: PayDeps) {
     return r ? ok(await view(r.tx, r.projectName)) : deny('not_found', `No transaction ${id}`)
   }
 
+  async function state(id: string): Promise<Outcome<PayState>> {
+    const r = await load(id)
+    return r ? ok(await view(r.tx, r.projectName)) : deny('not_found', `No transaction ${id}`)
+  }
+
   return {
-    async state(id: string): Promise<Outcome<PayState>> {
-      const r = await load(id)
-      return r ? ok(await view(r.tx, r.projectName)) : deny('not_found', `No transaction ${id}`)
-    },
+    state,
 
     /** Version only, for the event stream's cheap change check. */
     async version(id: string): Promise<number | null> {
@@ -197,7 +199,7 @@ export function createPayService(deps: PayDeps) {
      * Test mode on the service's own devnet only; the chain follower sees it like any payment.
      */
     async payWithTestWallet(id: string, amount?: bigint): Promise<Outcome<{ txHash: string }>> {
-      const r = await this.state(id)
+      const r = await state(id)
       if (!r.ok) return r
       const s = r.value
       if (!deps.testWallet || !s.test_wallet) return deny('not_found', 'No test wallet for this transaction: it is not a test transaction on this service\'s devnet, or no token is chosen')
