@@ -95,7 +95,7 @@ export async function createServices(deps: {
     limiter: createRateLimiter({ repo: rateLimitRepo, clock }),
     lifecycle,
     endpoints,
-    webhooks: createWebhookService({ database, repo: deliveryRepo, clock, scheduleMs }),
+    webhooks: createWebhookService({ database, repo: deliveryRepo, transactions: transactionRepo, clock, scheduleMs }),
     dispatcher,
     /** Every deadline of this instance's actors (tests move a manual clock, then run what is due). */
     scheduler,

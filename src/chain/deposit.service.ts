@@ -43,11 +43,6 @@ export function createDepositService(deps: { database: Database; clock: Clock })
       return ok({ projectId, mode, xpub: key, firstAddresses: [0, 1, 2].map((i) => deriveAddress(parsed.key, i)) })
     },
 
-    async xpubOf(projectId: string, mode: Mode): Promise<{ xpub: string; generated: boolean; nextIndex: number } | null> {
-      const [r] = await db.select().from(projectXpubs).where(and(eq(projectXpubs.projectId, projectId), eq(projectXpubs.mode, mode)))
-      return r ? { xpub: r.xpub, generated: r.generated, nextIndex: r.nextIndex } : null
-    },
-
     /** The transaction's deposit address: the one it already has, or the next one derived for it. */
     async assign(tx: { id: string; projectId: string; mode: Mode }): Promise<Outcome<{ address: string; isNew: boolean }>> {
       const [existing] = await db.select({ address: depositAddresses.address }).from(depositAddresses).where(eq(depositAddresses.transactionId, tx.id))

@@ -208,12 +208,6 @@ export function createDeliveryRepo(database: Database) {
       if (ids.length === 0) return
       await database.query(`UPDATE webhook_deliveries SET claimed_by = NULL, claim_until = NULL WHERE claimed_by = $1 AND id = ANY(string_to_array($2, ','))`, [instanceId, ids.join(',')])
     },
-
-    /** The earliest pending deadline, so an idle dispatcher sleeps exactly until then. */
-    async nextDue(): Promise<Date | null> {
-      const [r] = await database.query<{ at: string | Date | null }>(`SELECT min(next_attempt_at) AS at FROM webhook_deliveries WHERE status IN ('pending', 'retrying') AND claimed_by IS NULL`, [])
-      return r?.at ? new Date(r.at) : null
-    },
   }
 }
 

@@ -66,7 +66,6 @@ export function createWebhookDispatcher(deps: DispatcherDeps) {
   let unlisten: (() => Promise<void>) | null = null
   /** Earliest known deadline of a delivery this instance attempted last. */
   let localNext: number | null = null
-  const inFlight = new Set<string>()
 
   const now = () => new Date(deps.clock.now())
   const claimUntil = () => new Date(deps.clock.now() + claimMs)
@@ -74,7 +73,7 @@ export function createWebhookDispatcher(deps: DispatcherDeps) {
   function endpoint(id: string): Promise<EndpointInfo | null> {
     let p = endpointCache.get(id)
     if (!p) {
-      p = deps.endpoints.forSending([id]).then((m) => m.get(id) ?? null)
+      p = deps.endpoints.forSending(id)
       p.catch(() => endpointCache.delete(id))
       endpointCache.set(id, p)
     }
@@ -157,14 +156,12 @@ export function createWebhookDispatcher(deps: DispatcherDeps) {
 
   function enqueue(ds: ClaimedDelivery[]) {
     for (const d of ds) {
-      inFlight.add(d.id)
       queue.push(d.endpointId, d.id, () =>
         attempt(d)
           .catch((e) => {
             deps.logger.error('webhook attempt failed unexpectedly; the claim lapses and it is retried', { deliveryId: d.id, error: String(e) })
             return false
-          })
-          .finally(() => inFlight.delete(d.id)),
+          }),
       )
     }
   }
@@ -229,9 +226,6 @@ export function createWebhookDispatcher(deps: DispatcherDeps) {
       await queue.idle()
       await committing
     },
-    get inFlight() {
-      return inFlight.size
-    },
     /** Stops claiming; attempts in flight finish (at most the send time-out); queued ones are given back. */
     async stop() {
       stopped = true
@@ -240,7 +234,6 @@ export function createWebhookDispatcher(deps: DispatcherDeps) {
       unsubscribe()
       await running
       const dropped = queue.clear()
-      dropped.forEach((id) => inFlight.delete(id))
       await queue.idle()
       await committing
       await deps.repo.release(deps.instanceId, dropped).catch(() => {})

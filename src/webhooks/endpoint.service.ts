@@ -88,11 +88,6 @@ export function createEndpointService(deps: { database: Database; changes: Chang
       return rows.map(view)
     },
 
-    async get(id: string, scope: Scope = {}): Promise<Outcome<EndpointView>> {
-      const r = await row(id, scope)
-      return r ? ok(view(r)) : deny('not_found', `No webhook endpoint ${id}`)
-    },
-
     /** The signing secret in clear (the dashboard asks for the password first). */
     async revealSecret(id: string, scope: Scope = {}): Promise<Outcome<{ id: string; secret: string }>> {
       const r = await row(id, scope)
@@ -109,19 +104,11 @@ export function createEndpointService(deps: { database: Database; changes: Chang
 
     setEnabled: (id: string, enabled: boolean, scope: Scope = {}) => update(id, scope, { enabled }),
 
-    async setEventTypes(id: string, eventTypes: readonly string[], scope: Scope = {}): Promise<Outcome<EndpointView>> {
-      const events = parseEventTypes(eventTypes)
-      return events.ok ? update(id, scope, { eventTypes: events.value }) : events
-    },
-
-    /** What the sender needs: URL, mode, secret in clear and whether it may send. */
-    async forSending(ids: string[]): Promise<Map<string, { url: string; mode: Mode; secret: string; enabled: boolean }>> {
-      const out = new Map<string, { url: string; mode: Mode; secret: string; enabled: boolean }>()
-      if (ids.length === 0) return out
-      const rows = await deps.database.query<{ id: string; url: string; mode: Mode; secret_sealed: string; enabled: boolean }>(
-        `SELECT id, url, mode, secret_sealed, enabled FROM webhook_endpoints WHERE id = ANY(string_to_array($1, ','))`, [ids.join(',')])
-      for (const r of rows) out.set(r.id, { url: r.url, mode: r.mode, secret: deps.secrets.open(r.secret_sealed, r.id), enabled: r.enabled })
-      return out
+    /** What the sender needs: URL, mode, secret in clear and whether it may send; null once deleted. */
+    async forSending(id: string): Promise<{ url: string; mode: Mode; secret: string; enabled: boolean } | null> {
+      const [r] = await deps.database.query<{ url: string; mode: Mode; secret_sealed: string; enabled: boolean }>(
+        `SELECT url, mode, secret_sealed, enabled FROM webhook_endpoints WHERE id = $1`, [id])
+      return r ? { url: r.url, mode: r.mode, secret: deps.secrets.open(r.secret_sealed, id), enabled: r.enabled } : null
     },
   }
 }

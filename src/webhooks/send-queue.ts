@@ -98,9 +98,6 @@ export function createSendQueue(opts: SendQueueOptions = DEFAULT_SEND_LIMITS) {
       pump()
       return keys
     },
-    get active() {
-      return activeHealthy + activeFailing
-    },
     get queued() {
       let n = 0
       for (const l of lanes.values()) n += l.jobs.length

@@ -2,7 +2,7 @@ import { and, desc, eq, lt, or, sql, type SQL } from 'drizzle-orm'
 import { startDelivery, stepDelivery, deliveryStatus, type DeliveryStatus, type StoredDelivery } from '../../machines/webhook-delivery.machine.ts'
 import { webhookData } from '../actors/projection.ts'
 import type { Database } from '../db/client.ts'
-import { transactions, WEBHOOK_EVENT_TYPES, webhookAttempts, webhookDeliveries, webhookEndpoints, type WebhookEventType } from '../db/schema.ts'
+import { WEBHOOK_EVENT_TYPES, webhookAttempts, webhookDeliveries, webhookEndpoints, type WebhookEventType } from '../db/schema.ts'
 import type { Clock } from '../lib/clock.ts'
 import { randomString } from '../lib/ids.ts'
 import { deny, ok, type Outcome } from '../lib/outcome.ts'
@@ -10,6 +10,7 @@ import type { AttemptRecord, DeliveryRepo } from './delivery.repo.ts'
 import { WORK_CHANNEL } from './dispatcher.ts'
 import type { Mode } from './endpoint.service.ts'
 import { testEventData } from './test-event.ts'
+import type { TransactionRepo } from '../modules/transactions/transaction.repo.ts'
 
 /** Who may see or act on deliveries: a project in one mode (API key, dashboard); the operator passes neither. */
 export interface DeliveryScope {
@@ -56,7 +57,7 @@ const scoped = (s: DeliveryScope, ...more: (SQL | undefined)[]) =>
  * the delivery log. Everything here only writes rows and wakes the dispatchers (NOTIFY), so it
  * works the same from the API, the dashboard and the CLI, with or without a server running.
  */
-export function createWebhookService(deps: { database: Database; repo: DeliveryRepo; clock: Clock; scheduleMs: readonly number[] }) {
+export function createWebhookService(deps: { database: Database; repo: DeliveryRepo; transactions: Pick<TransactionRepo, 'find'>; clock: Clock; scheduleMs: readonly number[] }) {
   const { db } = deps.database
   const now = () => new Date(deps.clock.now())
   const fresh = (at: Date): StoredDelivery => startDelivery({ eventAt: at.getTime(), firstAttemptAt: at.getTime(), scheduleMs: deps.scheduleMs })
@@ -83,8 +84,8 @@ export function createWebhookService(deps: { database: Database; repo: DeliveryR
      * enabled endpoint of its project and mode that selected the event. 409 unless completed.
      */
     async retryCompleted(caller: { projectId: string; mode: Mode }, transactionId: string): Promise<Outcome<{ transactionId: string; eventType: string; endpoints: number }>> {
-      const [row] = await db.select().from(transactions)
-        .where(and(eq(transactions.id, transactionId), eq(transactions.projectId, caller.projectId), eq(transactions.testingMode, caller.mode === 'test')))
+      // Another project's or mode's transaction is indistinguishable from none (R9).
+      const row = await deps.transactions.find({ projectId: caller.projectId, testingMode: caller.mode === 'test' }, transactionId)
       if (!row) return deny('not_found', `No transaction ${transactionId}`)
       if (row.status !== 'completed') return deny('conflict', `Only a completed transaction's webhook can be retried; this one is ${row.status}`)
       const eventType: WebhookEventType = 'transaction.completed'

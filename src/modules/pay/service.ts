@@ -2,7 +2,7 @@ import { eq } from 'drizzle-orm'
 import { getAddress } from 'viem'
 import type { Quote, TxEvent } from '../../../machines/transaction.machine.ts'
 import type { DepositService } from '../../chain/deposit.service.ts'
-import type { NetworkConfig, TokenConfig } from '../../chain/networks-config.ts'
+import type { NetworkConfig } from '../../chain/networks-config.ts'
 import { paymentUri } from '../../chain/payment-uri.ts'
 import type { PriceReader } from '../../chain/prices.ts'
 import type { TestWallet } from '../../chain/test-wallet.ts'
@@ -210,9 +210,7 @@ export function createPayService(deps: PayDeps) {
       return ok({ txHash })
     },
 
-    tokenOf,
   }
 }
 
 export type PayService = ReturnType<typeof createPayService>
-export type { TokenConfig }
