@@ -4,6 +4,7 @@ import { factsOf } from '../../http/context.ts'
 import { ApiError } from '../../http/errors.ts'
 import { json } from '../../http/json-response.ts'
 import { strictJsonBody } from '../../http/json-body.ts'
+import type { Outcome } from '../../lib/outcome.ts'
 import type { RateLimiter } from '../../limits/rate-limiter.ts'
 import type { RateLimits } from '../../projects/project.service.ts'
 import type { PayService, PayState } from './service.ts'
@@ -24,7 +25,7 @@ const SelectBody = Type.Object({
  * not part of the merchant API (so not in its OpenAPI document). The HTML page is `GET /pay/{id}`.
  */
 export function payController(deps: { pay: PayService; limiter: RateLimiter }) {
-  const out = async (p: Promise<import('../../lib/outcome.ts').Outcome<PayState>>) => {
+  const out = async (p: Promise<Outcome<PayState>>) => {
     const r = await p
     if (!r.ok) throw ApiError.from(r)
     return json(r.value)
