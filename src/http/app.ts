@@ -3,13 +3,14 @@ import type { Logger } from '../lib/logger.ts'
 import type { FieldProblem } from '../lib/outcome.ts'
 import { statsController } from '../modules/stats/index.ts'
 import { transactionsController } from '../modules/transactions/index.ts'
-import { payController } from '../modules/pay/index.ts'
+import { PAY_ASSETS_DIR, payController } from '../modules/pay/index.ts'
 import type { Services } from '../services.ts'
 import { apiGate } from './api-gate.ts'
 import { factsOf } from './context.ts'
 import { ApiError, errorResponse } from './errors.ts'
 import { fieldPath } from './json-body.ts'
 import { openapi } from './openapi.ts'
+import { loadStaticAssets, staticAssetsController } from './static-assets.ts'
 
 export interface AppOptions {
   trustProxy: boolean
@@ -20,6 +21,7 @@ export interface AppOptions {
 
 /** The whole HTTP surface, runtime-neutral: serve it with `app.handle` on Bun or Deno. */
 export function createApp(services: Services, opts: AppOptions) {
+  const assets = loadStaticAssets([PAY_ASSETS_DIR])
   return new Elysia({ normalize: false })
     .use(apiGate({ keys: services.keys, limiter: services.limiter, anonymousLimits: services.anonymousLimits, trustProxy: opts.trustProxy, httpsOrigin: opts.httpsOrigin }))
     .onRequest(({ set }) => {
@@ -44,7 +46,8 @@ export function createApp(services: Services, opts: AppOptions) {
     .get('/', ({ redirect }) => redirect('/swagger'), { detail: { hide: true } })
     .use(transactionsController({ transactions: services.transactions, webhooks: services.webhooks }))
     .use(statsController({ stats: services.stats }))
-    .use(payController({ pay: services.pay, limiter: services.limiter }))
+    .use(staticAssetsController(assets))
+    .use(payController({ pay: services.pay, limiter: services.limiter, asset: assets.url }))
 }
 
 export type App = ReturnType<typeof createApp>

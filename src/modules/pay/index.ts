@@ -1,4 +1,4 @@
-import { Type } from '@sinclair/typebox'
+import { fileURLToPath } from 'node:url'
 import { Elysia } from 'elysia'
 import { factsOf } from '../../http/context.ts'
 import { ApiError } from '../../http/errors.ts'
@@ -7,7 +7,13 @@ import { strictJsonBody } from '../../http/json-body.ts'
 import type { Outcome } from '../../lib/outcome.ts'
 import type { RateLimiter } from '../../limits/rate-limiter.ts'
 import type { RateLimits } from '../../projects/project.service.ts'
-import type { PayService, PayState } from './service.ts'
+import { SelectBody, type PayState } from './model.ts'
+import { PAY_PAGE_HEADERS, renderNotFoundPage, renderPayPage, type AssetUrl } from './page.ts'
+import { qrSvg } from './qr.ts'
+import type { PayService } from './service.ts'
+
+/** The page's CSS, icon and bundled script (built from ./client by scripts/build-assets.ts). */
+export const PAY_ASSETS_DIR = fileURLToPath(new URL('./assets/', import.meta.url))
 
 /** R26: the pay page is rate-limited per client IP (generous: a page polls and streams). */
 export const PAY_LIMITS: RateLimits = { minute: 300, hour: 5_000, day: 50_000 }
@@ -15,16 +21,12 @@ export const PAY_LIMITS: RateLimits = { minute: 300, hour: 5_000, day: 50_000 }
 const STREAM_POLL_MS = 1000
 const FINAL = new Set(['completed', 'failed', 'expired', 'cancelled'])
 
-const SelectBody = Type.Object({
-  token_symbol: Type.String({ minLength: 1, maxLength: 32 }),
-  blockchain_network: Type.String({ minLength: 1, maxLength: 64 }),
-}, { additionalProperties: false })
-
 /**
- * The pay page's JSON endpoints (R26), authorised by the transaction's unguessable id alone and
- * not part of the merchant API (so not in its OpenAPI document). The HTML page is `GET /pay/{id}`.
+ * The hosted pay page (R26): the HTML at `GET /pay/{id}`, its QR code and its JSON endpoints,
+ * authorised by the transaction's unguessable id alone and not part of the merchant API (so not
+ * in its OpenAPI document).
  */
-export function payController(deps: { pay: PayService; limiter: RateLimiter }) {
+export function payController(deps: { pay: PayService; limiter: RateLimiter; asset: AssetUrl }) {
   const out = async (p: Promise<Outcome<PayState>>) => {
     const r = await p
     if (!r.ok) throw ApiError.from(r)
@@ -40,6 +42,22 @@ export function payController(deps: { pay: PayService; limiter: RateLimiter }) {
         throw new ApiError('rate_limited', `Too many requests; retry after ${decision.retryAfter} s`)
       }
     })
+    .get('/:id', async ({ params }) => {
+      const r = await deps.pay.state(params.id)
+      if (!r.ok) {
+        if (r.code !== 'not_found') throw ApiError.from(r)
+        return new Response(renderNotFoundPage(deps.asset), { status: 404, headers: PAY_PAGE_HEADERS })
+      }
+      return new Response(renderPayPage(r.value, deps.asset), { headers: PAY_PAGE_HEADERS })
+    }, { detail: { hide: true } })
+    .get('/:id/qr.svg', async ({ params }) => {
+      const r = await deps.pay.state(params.id)
+      if (!r.ok) throw ApiError.from(r)
+      if (!r.value.quote) throw new ApiError('not_found', 'No token is chosen yet, so there is no payment request to show')
+      return new Response(qrSvg(r.value.quote.payment_uri), {
+        headers: { 'content-type': 'image/svg+xml', 'cache-control': 'no-store', 'content-security-policy': "default-src 'none'" },
+      })
+    }, { detail: { hide: true } })
     .get('/:id/state', ({ params }) => out(deps.pay.state(params.id)), { detail: { hide: true } })
     .post('/:id/select', ({ params, body, request }) => out(deps.pay.select(params.id, body as { token_symbol: string; blockchain_network: string }, factsOf(request)?.clientIp ?? null)), {
       parse: 'none',

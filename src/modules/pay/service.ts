@@ -14,42 +14,7 @@ import { usdToCents } from '../../lib/money.ts'
 import { UUID_RE } from '../../lib/ids.ts'
 import { deny, ok, type Outcome } from '../../lib/outcome.ts'
 import type { TransactionRow } from '../transactions/transaction.repo.ts'
-
-/** What the pay page shows and polls (R26 `GET /pay/{id}/state`). */
-export interface PayState {
-  id: string
-  transaction_number: string
-  status: string
-  project_name: string
-  testing_mode: boolean
-  amount_usd: number
-  currency: string
-  order_description: string | null
-  expires_at: string
-  tokens: { token_symbol: string; blockchain_network: string; decimals: number; native: boolean }[]
-  quote: {
-    token_symbol: string
-    blockchain_network: string
-    chain_id: number
-    decimals: number
-    token_address: string | null
-    token_amount: string
-    deposit_address: string
-    payment_uri: string
-    required_confirmations: number
-  } | null
-  amount_received: string | null
-  amount_due: string | null
-  transaction_hash: string | null
-  block_number: number | null
-  confirmations: number | null
-  failure_reason: string | null
-  success_url: string | null
-  cancel_url: string | null
-  /** The service's devnet wallet can pay this (test mode on its own devnet): the page offers it. */
-  test_wallet: boolean
-  version: number
-}
+import type { PayState } from './model.ts'
 
 export interface PayDeps {
   database: Database
@@ -94,7 +59,8 @@ export function createPayService(deps: PayDeps) {
 
   async function view(tx: TransactionRow, projectName: string): Promise<PayState> {
     const chosen = tokenOf(tx.blockchainNetwork, tx.tokenSymbol)
-    const due = tx.tokenAmount === null ? null : BigInt(tx.tokenAmount) - BigInt(tx.amountReceived ?? '0')
+    const short = tx.tokenAmount === null ? null : BigInt(tx.tokenAmount) - BigInt(tx.amountReceived ?? '0')
+    const due = short === null ? null : short > 0n ? short : 0n
     return {
       id: tx.id,
       transaction_number: tx.transactionNumber,
@@ -105,6 +71,8 @@ export function createPayService(deps: PayDeps) {
       currency: tx.currency,
       order_description: tx.orderDescription,
       expires_at: tx.expiresAt.toISOString(),
+      server_time: new Date(deps.clock.now()).toISOString(),
+      completed_at: tx.completedAt?.toISOString() ?? null,
       tokens: offered(tx.testingMode).flatMap((n) => n.tokens.map((t) => ({ token_symbol: t.symbol, blockchain_network: n.name, decimals: t.decimals, native: t.kind === 'native' }))),
       quote: tx.tokenAmount !== null && tx.depositAddress && chosen ? {
         token_symbol: chosen.token.symbol,
@@ -114,11 +82,11 @@ export function createPayService(deps: PayDeps) {
         token_address: chosen.token.kind === 'erc20' ? chosen.token.address : null,
         token_amount: tx.tokenAmount,
         deposit_address: tx.depositAddress,
-        payment_uri: paymentUri({ chainId: chosen.network.chainId, to: tx.depositAddress as `0x${string}`, amount: BigInt(tx.tokenAmount), token: chosen.token }),
+        payment_uri: paymentUri({ chainId: chosen.network.chainId, to: tx.depositAddress as `0x${string}`, amount: due!, token: chosen.token }),
         required_confirmations: tx.requiredConfirmations ?? chosen.network.confirmations,
       } : null,
       amount_received: tx.amountReceived,
-      amount_due: due === null ? null : (due > 0n ? due : 0n).toString(),
+      amount_due: due === null ? null : due.toString(),
       transaction_hash: tx.transactionHash,
       block_number: tx.blockNumber,
       confirmations: tx.confirmations,

@@ -1,0 +1,310 @@
+/**
+ * The pay page's browser script (bundled to assets/pay-page.js by scripts/build-assets.ts).
+ * It keeps the server-rendered page live: applies each new state through the same `payView`
+ * the server rendered with, streams changes over SSE (polling while the stream is down), and
+ * wires the buttons to the R26 endpoints. Text only ever enters the DOM as textContent.
+ */
+import type { PayState } from '../model.ts'
+import { PAY_TEXT as t, fill } from '../text.ts'
+import { PART_IDS, SUCCESS_REDIRECT_MS, countdownPart, payView, tokenKey, type Part } from '../view.ts'
+
+type Provider = { request(args: { method: string; params?: unknown }): Promise<unknown> }
+declare global {
+  interface Window {
+    ethereum?: Provider
+  }
+}
+
+const FINAL = ['completed', 'failed', 'expired', 'cancelled']
+const POLL_MS = 3000
+
+const byId = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T | null
+
+let state: PayState = JSON.parse(byId('pay-state')!.textContent!)
+/** server clock - device clock, so the countdown is right on a phone whose clock is off. */
+let clockOffset = Date.parse(state.server_time) - Date.now()
+const base = `/pay/${encodeURIComponent(state.id)}`
+/** The customer pressed "Change token": show the choice again until they pick one. */
+let changingToken = false
+let redirectTimer: ReturnType<typeof setTimeout> | null = null
+
+function applyPart(el: HTMLElement, p: Part): void {
+  if (p.text !== undefined && el.textContent !== p.text) el.textContent = p.text
+  if (p.hidden !== undefined) el.hidden = p.hidden
+  for (const [name, value] of Object.entries(p.attrs ?? {})) {
+    if (value === '') el.removeAttribute(name)
+    else if (el.getAttribute(name) !== value) el.setAttribute(name, value)
+  }
+}
+
+function render(): void {
+  const v = payView(state, t, Date.now() + clockOffset)
+  for (const id of PART_IDS) {
+    const el = byId(id)
+    if (el) applyPart(el, v[id])
+  }
+  const walletBtn = byId('browser-wallet')!
+  if (!window.ethereum) walletBtn.hidden = true
+  if (changingToken && state.status === 'prepared') {
+    byId('choose')!.hidden = false
+    byId('pay')!.hidden = true
+  }
+  const selected = state.quote ? tokenKey(state.quote.token_symbol, state.quote.blockchain_network) : null
+  for (const b of document.querySelectorAll<HTMLButtonElement>('button.token')) {
+    b.setAttribute('aria-pressed', String(tokenKey(b.dataset.token!, b.dataset.network!) === selected))
+  }
+  if (byId('cancel-area')!.hidden) showCancelQuestion(false)
+  if (state.status === 'completed' && state.success_url && safeUrl(state.success_url) && !redirectTimer) {
+    const to = state.success_url
+    redirectTimer = setTimeout(() => location.assign(to), SUCCESS_REDIRECT_MS)
+  }
+}
+
+function tickCountdown(): void {
+  const el = byId('countdown')
+  if (el) applyPart(el, countdownPart(state, t, Date.now() + clockOffset))
+}
+
+/** Takes a state newer than (or as new as) the one shown. */
+function setState(next: PayState): void {
+  if (next.version < state.version) return
+  state = next
+  clockOffset = Date.parse(next.server_time) - Date.now()
+  if (next.status !== 'prepared') changingToken = false
+  render()
+  if (FINAL.includes(next.status)) stopLive()
+}
+
+// ---- messages --------------------------------------------------------------------------
+
+function showError(message: string | null): void {
+  const el = byId('error')!
+  el.textContent = message ?? ''
+  el.hidden = message === null
+}
+
+function walletMessage(message: string | null): void {
+  const el = byId('wallet-message')!
+  el.textContent = message ?? ''
+  el.hidden = message === null
+}
+
+function announce(message: string): void {
+  const el = byId('announce')!
+  el.textContent = ''
+  // A fresh text node after a tick, so screen readers announce the same words twice in a row.
+  setTimeout(() => (el.textContent = message), 50)
+}
+
+// ---- talking to the service ------------------------------------------------------------
+
+/** POSTs to a pay endpoint; returns the JSON on 2xx, shows the service's message otherwise. */
+async function post(path: string, body?: unknown): Promise<unknown | null> {
+  showError(null)
+  let res: Response
+  try {
+    res = await fetch(base + path, {
+      method: 'POST',
+      headers: body === undefined ? {} : { 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    })
+  } catch {
+    showError(t.networkError)
+    return null
+  }
+  const json = await res.json().catch(() => null)
+  if (!res.ok) {
+    showError(fill(t.actionFailed, { message: json?.error?.message ?? `HTTP ${res.status}` }))
+    return null
+  }
+  return json
+}
+
+async function withBusy<T>(button: HTMLButtonElement, work: () => Promise<T>): Promise<T> {
+  button.disabled = true
+  button.setAttribute('aria-busy', 'true')
+  try {
+    return await work()
+  } finally {
+    button.disabled = false
+    button.removeAttribute('aria-busy')
+  }
+}
+
+async function refresh(): Promise<void> {
+  try {
+    const res = await fetch(`${base}/state`, { cache: 'no-store' })
+    if (res.ok) setState(await res.json())
+  } catch {
+    // Offline for a moment: the next poll or the stream catches up.
+  }
+}
+
+// ---- live updates: SSE, with polling while it is down ----------------------------------
+
+let events: EventSource | null = null
+let pollTimer: ReturnType<typeof setInterval> | null = null
+let reconnectTimer: ReturnType<typeof setTimeout> | null = null
+let reconnectDelay = 2000
+
+function startPolling(): void {
+  if (!pollTimer && !FINAL.includes(state.status)) pollTimer = setInterval(refresh, POLL_MS)
+}
+function stopPolling(): void {
+  if (pollTimer) clearInterval(pollTimer)
+  pollTimer = null
+}
+
+function connect(): void {
+  if (FINAL.includes(state.status)) return
+  if (typeof EventSource === 'undefined') return startPolling()
+  events = new EventSource(`${base}/events`)
+  events.addEventListener('state', (e) => setState(JSON.parse((e as MessageEvent).data)))
+  events.onopen = () => {
+    reconnectDelay = 2000
+    stopPolling()
+    // Whatever changed while the stream was down arrives as the stream's first state.
+  }
+  events.onerror = () => {
+    if (FINAL.includes(state.status)) return stopLive()
+    startPolling()
+    // EventSource retries by itself unless the server refused the stream (closed state).
+    if (events?.readyState === EventSource.CLOSED) {
+      events = null
+      reconnectTimer = setTimeout(connect, reconnectDelay)
+      reconnectDelay = Math.min(reconnectDelay * 2, 30_000)
+    }
+  }
+}
+
+function stopLive(): void {
+  events?.close()
+  events = null
+  stopPolling()
+  if (reconnectTimer) clearTimeout(reconnectTimer)
+}
+
+// ---- actions ---------------------------------------------------------------------------
+
+function safeUrl(url: string): boolean {
+  try {
+    return ['http:', 'https:'].includes(new URL(url).protocol)
+  } catch {
+    return false
+  }
+}
+
+async function chooseToken(button: HTMLButtonElement): Promise<void> {
+  const r = await withBusy(button, () => post('/select', { token_symbol: button.dataset.token, blockchain_network: button.dataset.network }))
+  if (!r) return
+  changingToken = false
+  walletMessage(null)
+  setState(r as PayState)
+  byId('pay-heading')?.focus()
+}
+
+function changeToken(): void {
+  changingToken = true
+  render()
+  const pressed = document.querySelector<HTMLButtonElement>('button.token[aria-pressed="true"]')
+  ;(pressed ?? document.querySelector<HTMLButtonElement>('button.token'))?.focus()
+}
+
+async function copy(button: HTMLButtonElement): Promise<void> {
+  const value = button.dataset.copy ?? ''
+  try {
+    await navigator.clipboard.writeText(value)
+  } catch {
+    showError(t.copyFailed)
+    return
+  }
+  button.textContent = t.copied
+  announce(button.dataset.copied ?? t.copied)
+  setTimeout(() => (button.textContent = t.copy), 2000)
+}
+
+async function confirmSent(button: HTMLButtonElement): Promise<void> {
+  const r = await withBusy(button, () => post('/confirm'))
+  if (r) setState(r as PayState)
+}
+
+function showCancelQuestion(show: boolean): void {
+  byId('cancel-ask')!.hidden = !show
+  byId('cancel')!.hidden = show
+}
+
+async function cancel(button: HTMLButtonElement): Promise<void> {
+  const r = (await withBusy(button, () => post('/cancel'))) as PayState | null
+  if (!r) return
+  setState(r)
+  if (r.cancel_url && safeUrl(r.cancel_url)) location.assign(r.cancel_url)
+  else byId('status-title')?.focus()
+}
+
+async function payWithTestWallet(button: HTMLButtonElement): Promise<void> {
+  walletMessage(t.testWalletBusy)
+  const r = (await withBusy(button, () => post('/test-wallet'))) as { transaction_hash: string } | null
+  walletMessage(r ? fill(t.testWalletSent, { hash: r.transaction_hash }) : null)
+}
+
+async function payWithBrowserWallet(button: HTMLButtonElement): Promise<void> {
+  const provider = window.ethereum
+  const q = state.quote
+  if (!provider || !q) return
+  walletMessage(t.browserWalletBusy)
+  await withBusy(button, async () => {
+    // A separate bundle (viem), fetched only now; its URL carries its content hash.
+    const walletScript: string = document.body.dataset.walletScript!
+    const { sendWithBrowserWallet }: typeof import('./browser-wallet.ts') = await import(walletScript)
+    const r = await sendWithBrowserWallet(provider, {
+      chainId: q.chain_id,
+      token: q.token_address,
+      to: q.deposit_address,
+      amount: BigInt(state.amount_due ?? q.token_amount),
+    })
+    if (r.ok) {
+      walletMessage(fill(t.browserWalletSent, { hash: r.hash }))
+      // R12: a wallet transaction submitted from the page counts as "I have sent the payment".
+      if (state.status === 'prepared') {
+        const c = await post('/confirm')
+        if (c) setState(c as PayState)
+        else showError(null) // the payment may already be detected; the stream tells
+      }
+    } else {
+      walletMessage(null)
+      showError(r.reason === 'rejected' ? t.browserWalletRejected
+        : r.reason === 'unknown_chain' ? fill(t.browserWalletWrongChain, { network: q.blockchain_network, chainId: q.chain_id })
+        : fill(t.browserWalletFailed, { message: r.message }))
+    }
+  })
+}
+
+function wire(): void {
+  for (const b of document.querySelectorAll<HTMLButtonElement>('button.token')) b.addEventListener('click', () => chooseToken(b))
+  for (const b of document.querySelectorAll<HTMLButtonElement>('button.copy')) b.addEventListener('click', () => copy(b))
+  const on = (id: string, fn: (b: HTMLButtonElement) => unknown) => {
+    const el = byId<HTMLButtonElement>(id)
+    el?.addEventListener('click', () => fn(el))
+  }
+  on('change-token', changeToken)
+  on('confirm', confirmSent)
+  on('test-wallet', payWithTestWallet)
+  on('browser-wallet', payWithBrowserWallet)
+  on('cancel', () => {
+    showCancelQuestion(true)
+    byId('cancel-yes')?.focus()
+  })
+  on('cancel-no', () => {
+    showCancelQuestion(false)
+    byId('cancel')?.focus()
+  })
+  on('cancel-yes', cancel)
+  document.addEventListener('visibilitychange', () => {
+    if (document.visibilityState === 'visible' && !FINAL.includes(state.status)) refresh()
+  })
+}
+
+wire()
+render()
+connect()
+setInterval(tickCountdown, 1000)

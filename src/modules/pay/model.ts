@@ -1,0 +1,48 @@
+import { Type } from '@sinclair/typebox'
+
+/** What the pay page shows and polls (R26 `GET /pay/{id}/state`). */
+export interface PayState {
+  id: string
+  transaction_number: string
+  status: string
+  project_name: string
+  testing_mode: boolean
+  amount_usd: number
+  currency: string
+  order_description: string | null
+  expires_at: string
+  /** The server's clock when this state was read, so the page counts down on it, not the device's. */
+  server_time: string
+  completed_at: string | null
+  tokens: { token_symbol: string; blockchain_network: string; decimals: number; native: boolean }[]
+  quote: {
+    token_symbol: string
+    blockchain_network: string
+    chain_id: number
+    decimals: number
+    token_address: string | null
+    /** The locked quote, in smallest units. */
+    token_amount: string
+    deposit_address: string
+    /** EIP-681 URI for what is still due (the whole quote until something arrives). */
+    payment_uri: string
+    required_confirmations: number
+  } | null
+  amount_received: string | null
+  amount_due: string | null
+  transaction_hash: string | null
+  block_number: number | null
+  confirmations: number | null
+  failure_reason: string | null
+  success_url: string | null
+  cancel_url: string | null
+  /** The service's devnet wallet can pay this (test mode on its own devnet): the page offers it. */
+  test_wallet: boolean
+  version: number
+}
+
+/** `POST /pay/{id}/select`. */
+export const SelectBody = Type.Object({
+  token_symbol: Type.String({ minLength: 1, maxLength: 32 }),
+  blockchain_network: Type.String({ minLength: 1, maxLength: 64 }),
+}, { additionalProperties: false })

@@ -1,0 +1,176 @@
+/**
+ * The hosted pay page's HTML (R26 `GET /pay/{id}`): the first view rendered on the server, the
+ * state embedded as JSON for the browser script, which keeps it live. Every merchant-supplied
+ * string goes through `html`, which escapes it.
+ */
+import { Html, html, jsonForScript } from '../../lib/html.ts'
+import type { PayState } from './model.ts'
+import { PAY_TEXT, fill } from './text.ts'
+import { payView, tokenKey, type Part, type PartId } from './view.ts'
+
+/** Strict enough that nothing but our own files run, load or frame the page. */
+export const PAY_PAGE_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
+  "form-action 'none'; frame-ancestors 'none'; base-uri 'none'"
+
+export const PAY_PAGE_HEADERS: Record<string, string> = {
+  'content-type': 'text/html; charset=utf-8',
+  'content-security-policy': PAY_PAGE_CSP,
+  'cache-control': 'no-store',
+  'cross-origin-opener-policy': 'same-origin',
+  'cross-origin-resource-policy': 'same-origin',
+  'permissions-policy': 'camera=(), microphone=(), geolocation=(), payment=()',
+}
+
+/** Where the page's static files are (content-hashed URLs). */
+export type AssetUrl = (name: string) => string
+
+const t = PAY_TEXT
+
+function head(title: string, asset: AssetUrl, withScript: boolean): Html {
+  return html`<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<meta name="robots" content="noindex, nofollow">
+<meta name="color-scheme" content="light">
+<title>${title}</title>
+<link rel="icon" href="${asset('favicon.svg')}" type="image/svg+xml">
+<link rel="stylesheet" href="${asset('pay.css')}">
+${withScript ? html`<script type="module" src="${asset('pay-page.js')}"></script>` : ''}
+</head>`
+}
+
+/** The page for `state`, counting down from its `server_time`. */
+export function renderPayPage(state: PayState, asset: AssetUrl): string {
+  const v = payView(state, t, Date.parse(state.server_time))
+  // Shown by the browser script only when the browser has a wallet.
+  v['browser-wallet'] = { hidden: true }
+  /** `id="…"` plus the view's hidden flag and attributes for that element. */
+  const at = (id: PartId, extra: Html | string = ''): Html => {
+    const p: Part = v[id]
+    const attrs = Object.entries(p.attrs ?? {}).filter(([, value]) => value !== '')
+    return html`id="${id}"${p.hidden ? html` hidden` : ''}${attrs.map(([k, value]) => html` ${k}="${value}"`)}${extra ? html` ${extra}` : ''}`
+  }
+  const text = (id: PartId) => v[id].text ?? ''
+  const selected = state.quote ? tokenKey(state.quote.token_symbol, state.quote.blockchain_network) : null
+  const amountUsd = new Intl.NumberFormat('en-US', { style: 'currency', currency: state.currency }).format(state.amount_usd)
+
+  const page = html`<!doctype html>
+<html lang="en">
+${head(fill(t.pageTitle, { project: state.project_name }), asset, true)}
+<body data-wallet-script="${asset('browser-wallet.js')}">
+${state.testing_mode ? html`<div class="test-banner" role="note"><strong>${t.testBanner}</strong></div>` : ''}
+<main class="card">
+<header class="order">
+  <h1 class="merchant">${state.project_name}</h1>
+  ${state.order_description ? html`<p class="description"><span class="visually-hidden">${t.orderLabel}: </span>${state.order_description}</p>` : ''}
+  <p class="amount"><span class="visually-hidden">${t.amountLabel}: </span>${amountUsd}</p>
+  <p ${at('countdown')} class="countdown">${text('countdown')}</p>
+</header>
+
+<section ${at('status')} class="status" role="status" aria-live="polite" aria-atomic="true">
+  <p ${at('status-title')} class="status-title">${text('status-title')}</p>
+  <p ${at('status-detail')} class="status-detail">${text('status-detail')}</p>
+  <progress ${at('progress')} aria-label="${t.progressLabel}"></progress>
+</section>
+<p id="error" class="error" role="alert" hidden></p>
+
+<section ${at('choose')} aria-labelledby="choose-heading">
+  <h2 id="choose-heading" tabindex="-1">${t.chooseHeading}</h2>
+  <p class="hint">${t.chooseHint}</p>
+  <ul class="tokens">
+    ${state.tokens.map((k) => html`<li><button type="button" class="token" data-token="${k.token_symbol}" data-network="${k.blockchain_network}" aria-pressed="${tokenKey(k.token_symbol, k.blockchain_network) === selected ? 'true' : 'false'}">
+      <span class="token-symbol">${k.token_symbol}</span> <span class="token-network">${fill(t.tokenNetwork, { network: k.blockchain_network })}</span>
+    </button></li>`)}
+  </ul>
+</section>
+
+<section ${at('pay')} aria-labelledby="pay-heading">
+  <h2 ${at('pay-heading', 'tabindex="-1"')}>${text('pay-heading')}</h2>
+  <p ${at('partial')} class="partial">${text('partial')}</p>
+  <div class="pay-grid">
+    <figure class="qr">
+      <img ${at('qr')} width="232" height="232">
+      <figcaption>${t.qrHint}</figcaption>
+    </figure>
+    <dl class="fields">
+      <div class="field">
+        <dt>${t.sendLabel}</dt>
+        <dd><span ${at('pay-amount')} class="mono strong">${text('pay-amount')}</span>
+          <button type="button" ${at('pay-amount-copy')} class="copy" data-copied="${t.copiedAmount}" aria-label="${t.copyAmount}">${t.copy}</button></dd>
+      </div>
+      <div class="field">
+        <dt>${t.addressLabel}</dt>
+        <dd><span ${at('pay-address')} class="mono address">${text('pay-address')}</span>
+          <button type="button" ${at('pay-address-copy')} class="copy" data-copied="${t.copiedAddress}" aria-label="${t.copyAddress}">${t.copy}</button></dd>
+      </div>
+      <div class="field">
+        <dt>${t.networkLabel}</dt>
+        <dd ${at('pay-network')}>${text('pay-network')}</dd>
+      </div>
+      <div ${at('pay-contract')} class="field">
+        <dt>${t.tokenContractLabel}</dt>
+        <dd ${at('pay-contract-value')} class="mono address">${text('pay-contract-value')}</dd>
+      </div>
+    </dl>
+  </div>
+  <p ${at('pay-warning')} class="hint">${text('pay-warning')}</p>
+  <div ${at('wallet-actions')} class="actions">
+    <a ${at('open-wallet')} class="button">${t.openWallet}</a>
+    <button type="button" ${at('browser-wallet')} class="button">${t.browserWallet}</button>
+    <button type="button" ${at('test-wallet')} class="button test">${t.testWallet}</button>
+  </div>
+  <p id="wallet-message" class="wallet-message" role="status" aria-live="polite" hidden></p>
+  <div class="actions">
+    <button type="button" ${at('confirm')} class="button primary">${t.confirmSent}</button>
+    <button type="button" ${at('change-token')} class="button quiet">${t.changeToken}</button>
+  </div>
+</section>
+
+<p ${at('chain-tx')} class="chain-tx">${t.transactionHashLabel}: <span ${at('chain-tx-value')} class="mono address">${text('chain-tx-value')}</span></p>
+
+<section ${at('receipt')} aria-labelledby="receipt-heading">
+  <h2 id="receipt-heading">${t.receiptHeading}</h2>
+  <dl class="fields">
+    <div class="field"><dt>${t.receiptAmount}</dt><dd ${at('receipt-amount')}>${text('receipt-amount')}</dd></div>
+    <div class="field"><dt>${t.receiptPaid}</dt><dd ${at('receipt-paid')} class="mono">${text('receipt-paid')}</dd></div>
+    <div class="field"><dt>${t.receiptCompletedAt}</dt><dd ${at('receipt-completed')}>${text('receipt-completed')}</dd></div>
+  </dl>
+</section>
+
+<a ${at('return', 'rel="noreferrer"')} class="button primary">${text('return')}</a>
+
+<div ${at('cancel-area')} class="cancel-area">
+  <button type="button" id="cancel" class="button quiet danger">${t.cancel}</button>
+  <div id="cancel-ask" class="cancel-ask" role="group" aria-labelledby="cancel-ask-text" hidden>
+    <p id="cancel-ask-text">${t.cancelAsk}</p>
+    <button type="button" id="cancel-yes" class="button danger">${t.cancelYes}</button>
+    <button type="button" id="cancel-no" class="button">${t.cancelNo}</button>
+  </div>
+</div>
+
+<footer class="reference">${t.transactionLabel}: <span class="mono">${state.transaction_number}</span></footer>
+</main>
+<p id="announce" class="visually-hidden" aria-live="polite"></p>
+<script type="application/json" id="pay-state">${jsonForScript(state)}</script>
+</body>
+</html>
+`
+  return page.value
+}
+
+/** The page for an id that names no transaction. */
+export function renderNotFoundPage(asset: AssetUrl): string {
+  return html`<!doctype html>
+<html lang="en">
+${head(t.notFoundTitle, asset, false)}
+<body>
+<main class="card">
+  <h1>${t.notFoundTitle}</h1>
+  <p>${t.notFoundBody}</p>
+</main>
+</body>
+</html>
+`.value
+}

@@ -1,0 +1,162 @@
+/**
+ * What the pay page shows for a state, as data: for each element id, its text, whether it is
+ * hidden and its attributes. The server renders the first view into HTML and the browser applies
+ * every later one to the DOM, so both draw from this one function. Pure: no DOM, no I/O.
+ */
+import type { PayState } from './model.ts'
+import { fill, type PayText } from './text.ts'
+
+export interface Part {
+  text?: string
+  hidden?: boolean
+  attrs?: Record<string, string>
+}
+
+/** Every element the view drives, by id. */
+export const PART_IDS = [
+  'countdown', 'status', 'status-title', 'status-detail', 'progress',
+  'choose', 'pay', 'pay-heading', 'partial', 'pay-amount', 'pay-amount-copy', 'pay-address', 'pay-address-copy',
+  'pay-network', 'pay-contract', 'pay-contract-value', 'pay-warning', 'qr', 'open-wallet', 'wallet-actions', 'browser-wallet', 'test-wallet',
+  'confirm', 'change-token', 'cancel-area', 'chain-tx', 'chain-tx-value',
+  'receipt', 'receipt-paid', 'receipt-amount', 'receipt-completed', 'return',
+] as const
+export type PartId = (typeof PART_IDS)[number]
+export type View = Record<PartId, Part>
+
+/** How long the completed page shows before returning to `success_url`. */
+export const SUCCESS_REDIRECT_MS = 3000
+
+const FINAL = ['completed', 'failed', 'expired', 'cancelled']
+const AWAITING = ['prepared', 'pending']
+
+/** An exact decimal string of `units` smallest units (no rounding, no trailing zeros). */
+export function formatUnits(units: string, decimals: number): string {
+  const neg = units.startsWith('-')
+  const digits = (neg ? units.slice(1) : units).padStart(decimals + 1, '0')
+  const whole = digits.slice(0, digits.length - decimals)
+  const frac = digits.slice(digits.length - decimals).replace(/0+$/, '')
+  return `${neg ? '-' : ''}${whole}${frac ? `.${frac}` : ''}`
+}
+
+/** `formatUnits` with thousands separators in the whole part, for reading. */
+export function displayUnits(units: string, decimals: number): string {
+  const [whole, frac] = formatUnits(units, decimals).split('.')
+  const grouped = whole!.replace(/\B(?=(\d{3})+(?!\d))/g, ',')
+  return frac ? `${grouped}.${frac}` : grouped
+}
+
+export function formatUsd(amount: number, currency: string): string {
+  return new Intl.NumberFormat('en-US', { style: 'currency', currency }).format(amount)
+}
+
+/** "59:07" or "1:02:03" until `expiresAt`, measured on the server's clock; null once past. */
+export function remaining(expiresAt: string, serverNow: number): string | null {
+  const left = Math.floor((Date.parse(expiresAt) - serverNow) / 1000)
+  if (left <= 0) return null
+  const h = Math.floor(left / 3600)
+  const m = Math.floor((left % 3600) / 60)
+  const s = String(left % 60).padStart(2, '0')
+  return h > 0 ? `${h}:${String(m).padStart(2, '0')}:${s}` : `${m}:${s}`
+}
+
+export function countdownPart(s: PayState, t: PayText, serverNow: number): Part {
+  if (FINAL.includes(s.status) || !['created', ...AWAITING].includes(s.status)) return { hidden: true, text: '' }
+  const left = remaining(s.expires_at, serverNow)
+  if (left === null) return { hidden: false, text: t.expiredAlready }
+  const soon = Date.parse(s.expires_at) - serverNow < 5 * 60_000
+  return { hidden: false, text: fill(soon ? t.expiresSoon : t.expiresIn, { time: left }) }
+}
+
+/** The key of a token choice, as the page's token buttons carry it. */
+export const tokenKey = (symbol: string, network: string) => `${symbol}@${network}`
+
+/** The whole view of `s`; `serverNow` is the server's clock (see `PayState.server_time`). */
+export function payView(s: PayState, t: PayText, serverNow: number): View {
+  const q = s.quote
+  const project = s.project_name
+  const received = BigInt(s.amount_received ?? '0')
+  const partial = q !== null && received > 0n && AWAITING.includes(s.status)
+  const due = q ? (s.amount_due ?? q.token_amount) : null
+  const amountOf = (units: string) => (q ? `${displayUnits(units, q.decimals)} ${q.token_symbol}` : '')
+  const awaiting = AWAITING.includes(s.status) && q !== null
+  const returnTo = s.status === 'completed' ? s.success_url : FINAL.includes(s.status) ? s.cancel_url : null
+
+  const [title, detail] = statusText(s, t, partial)
+  const v: View = {
+    countdown: countdownPart(s, t, serverNow),
+    status: { attrs: { 'data-status': s.status } },
+    'status-title': { text: title },
+    'status-detail': { text: detail, hidden: detail === '' },
+    progress: { hidden: true, attrs: { value: '0', max: '1' } },
+    choose: { hidden: !(s.tokens.length > 0 && (s.status === 'created' || (s.status === 'prepared' && q === null))) },
+    pay: { hidden: !awaiting },
+    'pay-heading': { text: partial ? t.payHeadingRest : t.payHeading },
+    partial: { hidden: !partial, text: partial && q ? fill(t.partial, { received: amountOf(received.toString()), total: amountOf(q.token_amount), due: amountOf(due!) }) : '' },
+    'pay-amount': { text: due ? amountOf(due) : '' },
+    'pay-amount-copy': { attrs: { 'data-copy': q && due ? formatUnits(due, q.decimals) : '' } },
+    'pay-address': { text: q?.deposit_address ?? '' },
+    'pay-address-copy': { attrs: { 'data-copy': q?.deposit_address ?? '' } },
+    'pay-network': { text: q ? fill(t.networkValue, { network: q.blockchain_network, chainId: q.chain_id }) : '' },
+    'pay-contract': { hidden: !q },
+    'pay-contract-value': { text: q ? (q.token_address ?? fill(t.nativeToken, { token: q.token_symbol })) : '' },
+    'pay-warning': { text: q ? fill(t.warnExact, { network: q.blockchain_network }) : '' },
+    qr: {
+      attrs: {
+        src: q ? `/pay/${encodeURIComponent(s.id)}/qr.svg?v=${s.version}` : '',
+        alt: q && due ? fill(t.qrAlt, { amount: amountOf(due), address: q.deposit_address, network: q.blockchain_network }) : '',
+      },
+    },
+    'open-wallet': { attrs: { href: q?.payment_uri ?? '#' } },
+    'wallet-actions': { hidden: !awaiting },
+    // The browser script shows it only when the browser has a wallet (EIP-1193 provider).
+    'browser-wallet': { hidden: !awaiting },
+    'test-wallet': { hidden: !(awaiting && s.test_wallet) },
+    confirm: { hidden: s.status !== 'prepared' || q === null },
+    'change-token': { hidden: !(s.status === 'prepared' && q !== null) },
+    'cancel-area': { hidden: !(s.status === 'created' || AWAITING.includes(s.status)) },
+    'chain-tx': { hidden: s.transaction_hash === null || AWAITING.includes(s.status) },
+    'chain-tx-value': { text: s.transaction_hash ?? '' },
+    receipt: { hidden: s.status !== 'completed' || s.success_url !== null },
+    'receipt-paid': { text: q ? `${amountOf(s.amount_received ?? q.token_amount)} · ${q.blockchain_network}` : '' },
+    'receipt-amount': { text: formatUsd(s.amount_usd, s.currency) },
+    'receipt-completed': { text: s.completed_at ? new Date(s.completed_at).toLocaleString('en-US', { dateStyle: 'medium', timeStyle: 'short' }) : '' },
+    return: {
+      hidden: returnTo === null,
+      text: s.status === 'completed' ? t.returnNow : fill(t.returnToMerchant, { project }),
+      attrs: { href: returnTo ?? '#' },
+    },
+  }
+  if (s.status === 'confirming' && q) {
+    const n = Math.min(s.confirmations ?? 0, q.required_confirmations)
+    v.progress = { hidden: false, attrs: { value: String(n), max: String(q.required_confirmations), 'aria-valuetext': fill(t.statusConfirming, { n, m: q.required_confirmations }) } }
+  }
+  return v
+}
+
+function statusText(s: PayState, t: PayText, partial: boolean): [string, string] {
+  const project = s.project_name
+  switch (s.status) {
+    case 'created':
+      return [s.tokens.length ? t.statusCreated : t.noTokens, '']
+    case 'prepared':
+      return partial ? [t.statusPartial, t.statusPartialDetail] : [t.statusPrepared, t.statusPreparedDetail]
+    case 'pending':
+      return partial ? [t.statusPartial, t.statusPartialDetail] : [t.statusPending, t.statusPendingDetail]
+    case 'processing':
+      return [t.statusProcessing, t.statusProcessingDetail]
+    case 'confirming':
+      return [fill(t.statusConfirming, { n: s.confirmations ?? 0, m: s.quote?.required_confirmations ?? '?' }), t.statusConfirmingDetail]
+    case 'completed':
+      return [t.statusCompleted, s.success_url ? fill(t.statusCompletedRedirect, { project }) : t.statusCompletedReceipt]
+    case 'expired':
+      return [t.statusExpired, t.statusExpiredDetail]
+    case 'failed': {
+      const reason = { underpaid: t.failedUnderpaid, wrong_asset: t.failedWrongAsset, reverted: t.failedReverted }[s.failure_reason ?? ''] ?? t.failedOther
+      return [t.statusFailed, fill(reason, { project })]
+    }
+    case 'cancelled':
+      return [t.statusCancelled, t.statusCancelledDetail]
+    default:
+      return [s.status, '']
+  }
+}
