@@ -107,7 +107,14 @@ describe('payView()', () => {
   })
 
   test('confirming: n of m in words and on the progress bar; nothing left to pay or cancel', () => {
-    const v = payView(prepared({ status: 'confirming', confirmations: 1, transaction_hash: '0xabc', amount_due: '0' }), PAY_TEXT, NOW)
+    const v = payView(prepared({ status: 'confirming', confirmations: 1, transaction_hash: '0xabc', block_number: 42, amount_due: '0' }), PAY_TEXT, NOW)
+    expect(v.steps.hidden).toBe(false)
+    expect([v['step-detected'], v['step-block'], v['step-confirmations'], v['step-complete']]).toEqual([
+      { text: 'Payment detected', attrs: { 'data-step': 'done' } },
+      { text: 'Included in block 42', attrs: { 'data-step': 'done' } },
+      { text: 'Confirmations: 1 of 2', attrs: { 'data-step': 'current' } },
+      { text: 'Complete', attrs: { 'data-step': 'todo' } },
+    ])
     expect(v['status-title'].text).toBe('Payment confirming: 1 of 2 confirmations.')
     expect(v.progress).toEqual({ hidden: false, attrs: { value: '1', max: '2', 'aria-valuetext': 'Payment confirming: 1 of 2 confirmations.' } })
     expect(v.pay.hidden).toBe(true)
@@ -172,6 +179,8 @@ describe('HTML rendering', () => {
     expect(page).toContain(`data-copy="${ADDRESS}"`)
     expect(page).toMatch(/<section id="choose" hidden/)
     expect(page).toMatch(/<section id="pay" aria-labelledby/)
+    expect(page).toContain('<h2 id="pay-heading" tabindex="-1">')
+    expect(page).toMatch(/<a id="return" hidden href="#" rel="noreferrer"/)
     expect(page).toContain('<div class="test-banner" role="note">')
     expect(renderPayPage(prepared({ testing_mode: false }), (name) => `/assets/${name}`)).not.toContain('test-banner')
   })

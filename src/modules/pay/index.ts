@@ -8,7 +8,8 @@ import type { Outcome } from '../../lib/outcome.ts'
 import type { RateLimiter } from '../../limits/rate-limiter.ts'
 import type { RateLimits } from '../../projects/project.service.ts'
 import { SelectBody, type PayState } from './model.ts'
-import { PAY_PAGE_HEADERS, renderNotFoundPage, renderPayPage, type AssetUrl } from './page.ts'
+import { PAY_PAGE_HEADERS, renderMessagePage, renderPayPage, type AssetUrl } from './page.ts'
+import { PAY_TEXT, fill } from './text.ts'
 import { qrSvg } from './qr.ts'
 import type { PayService } from './service.ts'
 
@@ -19,6 +20,12 @@ export const PAY_ASSETS_DIR = fileURLToPath(new URL('./assets/', import.meta.url
 export const PAY_LIMITS: RateLimits = { minute: 300, hour: 5_000, day: 50_000 }
 /** How often an open event stream checks its transaction for a change. */
 const STREAM_POLL_MS = 1000
+/**
+ * A comment line this often keeps an idle stream open: Bun.serve closes a connection that sends
+ * nothing for 10 s, and proxies do the same after their own idle time.
+ */
+const KEEPALIVE_TICKS = 5
+const PAGE_ROUTE = '/pay/:id'
 const FINAL = new Set(['completed', 'failed', 'expired', 'cancelled'])
 
 /**
@@ -32,23 +39,32 @@ export function payController(deps: { pay: PayService; limiter: RateLimiter; ass
     if (!r.ok) throw ApiError.from(r)
     return json(r.value)
   }
+  /** Seconds to wait when this client is over the per-IP limit, else null. */
+  const overLimit = async (request: Request): Promise<number | null> => {
+    const decision = await deps.limiter.check(`pay:${factsOf(request)?.clientIp ?? 'unknown'}`, PAY_LIMITS)
+    return decision.allowed ? null : decision.retryAfter
+  }
+  const page = (body: string, status: number, extra: Record<string, string> = {}) => new Response(body, { status, headers: { ...PAY_PAGE_HEADERS, ...extra } })
   return new Elysia({ name: 'pay', prefix: '/pay' })
-    .onTransform(async ({ request, set }) => {
+    .onTransform(async ({ request, set, route }) => {
       set.headers['cache-control'] = 'no-store'
-      const ip = factsOf(request)?.clientIp ?? 'unknown'
-      const decision = await deps.limiter.check(`pay:${ip}`, PAY_LIMITS)
-      if (!decision.allowed) {
-        set.headers['retry-after'] = String(decision.retryAfter)
-        throw new ApiError('rate_limited', `Too many requests; retry after ${decision.retryAfter} s`)
+      // The page itself answers people, in HTML: it checks the limit in its handler.
+      if (route === PAGE_ROUTE) return
+      const wait = await overLimit(request)
+      if (wait !== null) {
+        set.headers['retry-after'] = String(wait)
+        throw new ApiError('rate_limited', `Too many requests; retry after ${wait} s`)
       }
     })
-    .get('/:id', async ({ params }) => {
+    .get('/:id', async ({ params, request }) => {
+      const wait = await overLimit(request)
+      if (wait !== null) return page(renderMessagePage(deps.asset, PAY_TEXT.tooManyTitle, fill(PAY_TEXT.tooManyBody, { seconds: wait })), 429, { 'retry-after': String(wait) })
       const r = await deps.pay.state(params.id)
       if (!r.ok) {
         if (r.code !== 'not_found') throw ApiError.from(r)
-        return new Response(renderNotFoundPage(deps.asset), { status: 404, headers: PAY_PAGE_HEADERS })
+        return page(renderMessagePage(deps.asset, PAY_TEXT.notFoundTitle, PAY_TEXT.notFoundBody), 404)
       }
-      return new Response(renderPayPage(r.value, deps.asset), { headers: PAY_PAGE_HEADERS })
+      return page(renderPayPage(r.value, deps.asset), 200)
     }, { detail: { hide: true } })
     .get('/:id/qr.svg', async ({ params }) => {
       const r = await deps.pay.state(params.id)
@@ -114,7 +130,7 @@ function eventStream(pay: PayService, id: string, initial: PayState, signal: Abo
               send(s.value)
               if (FINAL.has(s.value.status)) return close()
             }
-          } else if (++idle % 15 === 0) controller.enqueue(encoder.encode(': keep-alive\n\n'))
+          } else if (++idle % KEEPALIVE_TICKS === 0) controller.enqueue(encoder.encode(': keep-alive\n\n'))
         } catch {
           // A database hiccup: try again on the next tick; the page also polls /state.
         }

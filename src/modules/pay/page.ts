@@ -47,7 +47,7 @@ export function renderPayPage(state: PayState, asset: AssetUrl): string {
   // Shown by the browser script only when the browser has a wallet.
   v['browser-wallet'] = { hidden: true }
   /** `id="…"` plus the view's hidden flag and attributes for that element. */
-  const at = (id: PartId, extra: Html | string = ''): Html => {
+  const at = (id: PartId, extra: Html | null = null): Html => {
     const p: Part = v[id]
     const attrs = Object.entries(p.attrs ?? {}).filter(([, value]) => value !== '')
     return html`id="${id}"${p.hidden ? html` hidden` : ''}${attrs.map(([k, value]) => html` ${k}="${value}"`)}${extra ? html` ${extra}` : ''}`
@@ -74,6 +74,12 @@ ${state.testing_mode ? html`<div class="test-banner" role="note"><strong>${t.tes
   <p ${at('status-detail')} class="status-detail">${text('status-detail')}</p>
   <progress ${at('progress')} aria-label="${t.progressLabel}"></progress>
 </section>
+<ol ${at('steps')} class="steps" aria-label="${t.stepsLabel}">
+  <li ${at('step-detected')}>${text('step-detected')}</li>
+  <li ${at('step-block')}>${text('step-block')}</li>
+  <li ${at('step-confirmations')}>${text('step-confirmations')}</li>
+  <li ${at('step-complete')}>${text('step-complete')}</li>
+</ol>
 <p id="error" class="error" role="alert" hidden></p>
 
 <section ${at('choose')} aria-labelledby="choose-heading">
@@ -87,7 +93,7 @@ ${state.testing_mode ? html`<div class="test-banner" role="note"><strong>${t.tes
 </section>
 
 <section ${at('pay')} aria-labelledby="pay-heading">
-  <h2 ${at('pay-heading', 'tabindex="-1"')}>${text('pay-heading')}</h2>
+  <h2 ${at('pay-heading', html`tabindex="-1"`)}>${text('pay-heading')}</h2>
   <p ${at('partial')} class="partial">${text('partial')}</p>
   <div class="pay-grid">
     <figure class="qr">
@@ -139,7 +145,7 @@ ${state.testing_mode ? html`<div class="test-banner" role="note"><strong>${t.tes
   </dl>
 </section>
 
-<a ${at('return', 'rel="noreferrer"')} class="button primary">${text('return')}</a>
+<a ${at('return', html`rel="noreferrer"`)} class="button primary">${text('return')}</a>
 
 <div ${at('cancel-area')} class="cancel-area">
   <button type="button" id="cancel" class="button quiet danger">${t.cancel}</button>
@@ -160,15 +166,15 @@ ${state.testing_mode ? html`<div class="test-banner" role="note"><strong>${t.tes
   return page.value
 }
 
-/** The page for an id that names no transaction. */
-export function renderNotFoundPage(asset: AssetUrl): string {
+/** A page that only says something: an unknown payment, too many requests. */
+export function renderMessagePage(asset: AssetUrl, title: string, body: string): string {
   return html`<!doctype html>
 <html lang="en">
-${head(t.notFoundTitle, asset, false)}
+${head(title, asset, false)}
 <body>
 <main class="card">
-  <h1>${t.notFoundTitle}</h1>
-  <p>${t.notFoundBody}</p>
+  <h1>${title}</h1>
+  <p>${body}</p>
 </main>
 </body>
 </html>

@@ -15,6 +15,7 @@ export interface Part {
 /** Every element the view drives, by id. */
 export const PART_IDS = [
   'countdown', 'status', 'status-title', 'status-detail', 'progress',
+  'steps', 'step-detected', 'step-block', 'step-confirmations', 'step-complete',
   'choose', 'pay', 'pay-heading', 'partial', 'pay-amount', 'pay-amount-copy', 'pay-address', 'pay-address-copy',
   'pay-network', 'pay-contract', 'pay-contract-value', 'pay-warning', 'qr', 'open-wallet', 'wallet-actions', 'browser-wallet', 'test-wallet',
   'confirm', 'change-token', 'cancel-area', 'chain-tx', 'chain-tx-value',
@@ -88,6 +89,7 @@ export function payView(s: PayState, t: PayText, serverNow: number): View {
     'status-title': { text: title },
     'status-detail': { text: detail, hidden: detail === '' },
     progress: { hidden: true, attrs: { value: '0', max: '1' } },
+    ...stepParts(s, t),
     choose: { hidden: !(s.tokens.length > 0 && (s.status === 'created' || (s.status === 'prepared' && q === null))) },
     pay: { hidden: !awaiting },
     'pay-heading': { text: partial ? t.payHeadingRest : t.payHeading },
@@ -131,6 +133,22 @@ export function payView(s: PayState, t: PayText, serverNow: number): View {
     v.progress = { hidden: false, attrs: { value: String(n), max: String(q.required_confirmations), 'aria-valuetext': fill(t.statusConfirming, { n, m: q.required_confirmations }) } }
   }
   return v
+}
+
+/** Once money moves, the steps show everything passed so far, however fast it went by. */
+function stepParts(s: PayState, t: PayText): Pick<View, 'steps' | 'step-detected' | 'step-block' | 'step-confirmations' | 'step-complete'> {
+  const reached = ['processing', 'confirming', 'completed'].indexOf(s.status)
+  const step = (done: boolean, current: boolean, text: string): Part => ({ text, attrs: { 'data-step': done ? 'done' : current ? 'current' : 'todo' } })
+  const required = s.quote?.required_confirmations ?? 0
+  const inBlock = s.block_number !== null && reached >= 1
+  const confirmations = Math.min(s.confirmations ?? (reached === 2 ? required : 0), required)
+  return {
+    steps: { hidden: reached < 0 },
+    'step-detected': step(reached >= 0, false, t.stepDetected),
+    'step-block': step(inBlock, reached === 0, inBlock ? fill(t.stepBlockDone, { block: s.block_number! }) : t.stepBlock),
+    'step-confirmations': step(reached === 2, reached === 1, fill(t.stepConfirmations, { n: confirmations, m: required })),
+    'step-complete': step(reached === 2, false, t.stepComplete),
+  }
 }
 
 function statusText(s: PayState, t: PayText, partial: boolean): [string, string] {
