@@ -23,7 +23,9 @@ export function banner(s: RunningServer): string {
       `    -H "Authorization: Bearer ${s.demo.testKey}" \\`,
       `    -H "Content-Type: application/json" \\`,
       `    -d '{"amount": 25.00, "order_id": "order-1001", "order_description": "Two coffees"}'`,
-      'Then open the payment_url it returns.',
+      s.devnet
+        ? 'Then open the payment_url it returns in a browser, choose TUSD and press "Pay with test wallet".'
+        : 'Then open the payment_url it returns in a browser.',
     )
   } else if (s.demo) {
     lines.push(

@@ -67,6 +67,24 @@ describe('the server under Deno', () => {
     expect((await got.json()).transaction).toEqual(body.transaction)
   })
 
+  test('serves the pay page and its assets under Deno', async () => {
+    const created = await (await server.fetch('/api/transactions/create', {
+      method: 'POST', headers: { ...auth(key), 'content-type': 'application/json' }, body: JSON.stringify({ amount: 3, order_description: 'Deno <tea>' }),
+    })).json()
+    const page = await server.fetch(`/pay/${created.transaction.id}`)
+    expect(page.status).toBe(200)
+    expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8')
+    expect(page.headers.get('content-security-policy')).toContain("script-src 'self'")
+    const html = await page.text()
+    expect(html).toContain('Deno &lt;tea&gt;')
+    const script = /<script type="module" src="([^"]+)"/.exec(html)![1]!
+    const asset = await server.fetch(script)
+    expect(asset.status).toBe(200)
+    expect(asset.headers.get('content-type')).toBe('text/javascript; charset=utf-8')
+    expect(asset.headers.get('cache-control')).toBe('public, max-age=31536000, immutable')
+    expect((await asset.text()).length).toBeGreaterThan(1000)
+  })
+
   test('errors carry the R4 body and the same headers', async () => {
     const t0 = Date.now()
     const res = await server.fetch('/api/transactions/00000000-0000-4000-8000-000000000000', { headers: auth(key) })
