@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url'
 import { Elysia } from 'elysia'
+import { FINAL_STATUSES } from '../../../machines/transaction.machine.ts'
 import { factsOf } from '../../http/context.ts'
 import { ApiError } from '../../http/errors.ts'
 import { json } from '../../http/json-response.ts'
@@ -26,7 +27,7 @@ const STREAM_POLL_MS = 1000
  */
 const KEEPALIVE_TICKS = 5
 const PAGE_ROUTE = '/pay/:id'
-const FINAL = new Set(['completed', 'failed', 'expired', 'cancelled'])
+const FINAL = new Set<string>(FINAL_STATUSES)
 
 /**
  * The hosted pay page (R26): the HTML at `GET /pay/{id}`, its QR code and its JSON endpoints,

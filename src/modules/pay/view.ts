@@ -27,7 +27,8 @@ export type View = Record<PartId, Part>
 /** How long the completed page shows before returning to `success_url`. */
 export const SUCCESS_REDIRECT_MS = 3000
 
-const FINAL = ['completed', 'failed', 'expired', 'cancelled']
+/** Statuses after which nothing changes (the machine's final states; xstate stays out of the browser bundle). */
+export const FINAL: readonly string[] = ['completed', 'failed', 'expired', 'cancelled']
 const AWAITING = ['prepared', 'pending']
 
 /** An exact decimal string of `units` smallest units (no rounding, no trailing zeros). */

@@ -6,7 +6,7 @@
  */
 import type { PayState } from '../model.ts'
 import { PAY_TEXT as t, fill } from '../text.ts'
-import { PART_IDS, SUCCESS_REDIRECT_MS, countdownPart, payView, tokenKey, type Part } from '../view.ts'
+import { FINAL, PART_IDS, SUCCESS_REDIRECT_MS, countdownPart, payView, tokenKey, type Part } from '../view.ts'
 
 type Provider = { request(args: { method: string; params?: unknown }): Promise<unknown> }
 declare global {
@@ -15,7 +15,6 @@ declare global {
   }
 }
 
-const FINAL = ['completed', 'failed', 'expired', 'cancelled']
 const POLL_MS = 3000
 
 const byId = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T | null
