@@ -7,80 +7,29 @@
  * Env: BENCH_SECONDS (default 10), BENCH_CONNECTIONS (32), DATABASE_URL (PostgreSQL server;
  * default postgres://postgres@127.0.0.1:5432/test, a fresh database is created and dropped).
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { spawnSync } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, tmpdir, totalmem } from 'node:os'
 import { join } from 'node:path'
-import { freshPostgres } from '../test/helpers/databases.ts'
+import { cli, startProcess, startService, stopProcess, wrk as runWrk, type WrkResult } from './harness.ts'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32)
-const ROOT = new URL('..', import.meta.url).pathname
 const BUN = process.execPath
 
-interface Result { name: string; rps: number; p50: number; p99: number; errors: number }
+type Result = WrkResult
 
-/** Starts a server and resolves once it logs "listening" (and printed `banner` on stdout, if given). */
-function startProcess(args: string[], env: Record<string, string>, banner?: string): Promise<{ proc: ChildProcess; port: number; stdout: () => string }> {
-  const proc = spawn(BUN, args, { cwd: ROOT, env: { ...process.env, LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
-  let out = ''
-  let err = ''
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no "listening" line from ${args.join(' ')}:\n${err}`)), 60_000)
-    const check = () => {
-      const m = /"msg":"listening","port":(\d+)/.exec(err)
-      if (m && (!banner || out.includes(banner))) {
-        clearTimeout(timer)
-        resolve({ proc, port: Number(m[1]), stdout: () => out })
-      }
-    }
-    proc.stdout!.on('data', (d) => ((out += d), check()))
-    proc.stderr!.on('data', (d) => ((err += d), check()))
-    proc.on('exit', (code) => reject(new Error(`${args.join(' ')} exited ${code}:\n${err}`)))
-  })
-}
-
-function cli(args: string[], env: Record<string, string>) {
-  const r = spawnSync(BUN, ['src/cli/main.ts', ...args, '--json'], { cwd: ROOT, env: { ...process.env, ...env }, encoding: 'utf8' })
-  if (r.status !== 0) throw new Error(`cli ${args.join(' ')}: ${r.stderr}`)
-  return JSON.parse(r.stdout)
-}
 
 function wrk(name: string, url: string, key: string | null, luaPost: string | null): Result {
-  const args = ['-t1', `-c${CONNECTIONS}`, `-d${SECONDS}s`, '--latency']
-  if (key) args.push('-H', `Authorization: Bearer ${key}`)
-  if (luaPost) args.push('-s', luaPost)
-  const r = spawnSync('wrk', [...args, url], { encoding: 'utf8' })
-  if (r.status !== 0) throw new Error(`wrk failed: ${r.stderr}`)
-  const out = r.stdout
-  const ms = (label: string) => {
-    const m = new RegExp(`${label}\\s+([\\d.]+)(us|ms|s)`).exec(out)
-    if (!m) return NaN
-    return Number(m[1]) * ({ us: 0.001, ms: 1, s: 1000 } as Record<string, number>)[m[2]]
-  }
-  const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0)
-  const socketErrors = /Socket errors: (.*)/.exec(out)?.[1]
-  const result = { name, rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? 0), p50: ms('50%'), p99: ms('99%'), errors: non2xx }
-  console.error(`${name}: ${result.rps.toFixed(0)} req/s, p50 ${result.p50.toFixed(2)} ms, p99 ${result.p99.toFixed(2)} ms${non2xx ? `, ${non2xx} non-2xx` : ''}${socketErrors ? `, socket errors ${socketErrors}` : ''}`)
-  return result
+  const extraArgs = [...(key ? ['-H', `Authorization: Bearer ${key}`] : []), ...(luaPost ? ['-s', luaPost] : [])]
+  return runWrk(name, url, { seconds: SECONDS, connections: CONNECTIONS, extraArgs })
 }
 
 async function serviceRun(backend: 'pglite' | 'postgres', lua: string): Promise<Result[]> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'crypto-pay-bench-'))
-  const pg = backend === 'postgres' ? await freshPostgres() : null
-  const env: Record<string, string> = { DATA_DIR: dataDir, PORT: '0', HTTP_PORT: '0', ...(pg ? { DATABASE_URL: pg.url } : {}) }
-  let server: Awaited<ReturnType<typeof startProcess>> | null = null
+  const svc = await startService(backend)
   try {
-    if (pg) {
-      // PostgreSQL has no demo project: make one before the server starts.
-      const p = cli(['project', 'create', '--name', 'Bench'], env)
-      env.BENCH_PROJECT = p.id
-    }
-    server = await startProcess(['src/main.ts'], env, 'Crypto Pay is running')
-    const projectId = env.BENCH_PROJECT ?? /Demo project (proj_\w+)/.exec(server.stdout())![1]
-    cli(['project', 'set-limits', '--project', projectId, '--minute', '1000000000', '--hour', '1000000000', '--day', '1000000000'], env)
-    const key = cli(['key', 'create', '--project', projectId, '--mode', 'test', '--name', 'bench'], env).key as string
-    const base = `https://127.0.0.1:${server.port}`
+    const { base, key } = svc
+    cli(['project', 'set-limits', '--project', svc.projectId, '--minute', '1000000000', '--hour', '1000000000', '--day', '1000000000'], svc.env)
     const created = spawnSync('curl', ['-sk', `${base}/api/transactions/create`, '-H', `Authorization: Bearer ${key}`, '-H', 'Content-Type: application/json', '-d', '{"amount": 10}'], { encoding: 'utf8' })
     const id = JSON.parse(created.stdout).transaction.id
     return [
@@ -88,10 +37,7 @@ async function serviceRun(backend: 'pglite' | 'postgres', lua: string): Promise<
       wrk(`POST /api/transactions/create (${backend})`, `${base}/api/transactions/create`, key, lua),
     ]
   } finally {
-    server?.proc.kill('SIGTERM')
-    if (server) await new Promise((r) => server!.proc.once('exit', r))
-    await pg?.drop()
-    rmSync(dataDir, { recursive: true, force: true })
+    await svc.stop()
   }
 }
 

@@ -25,6 +25,8 @@ export interface Config {
   webhookRetryScheduleMs: number[]
   /** R16: path of the networks JSON; null runs a local devnet (anvil). */
   networksConfig: string | null
+  /** R26: requests per client IP to the pay page and its endpoints; null: the default (300/5000/50000). */
+  payRateLimits: { minute: number; hour: number; day: number } | null
 }
 
 export class ConfigError extends Error {
@@ -49,6 +51,17 @@ function flag(env: Env, name: string): boolean {
   if (['', '0', 'false', 'no'].includes(raw)) return false
   if (['1', 'true', 'yes'].includes(raw)) return true
   throw new ConfigError(name, `must be 1 or 0, got "${env[name]}"`)
+}
+
+/** `PAY_RATE_LIMITS`: `minute/hour/day`, default `300/5000/50000` (a page polls and streams). */
+export function parsePayRateLimits(raw: string | undefined): Config['payRateLimits'] {
+  if (raw === undefined || raw === '') return null
+  const m = /^(\d{1,9})\/(\d{1,9})\/(\d{1,10})$/.exec(raw.trim())
+  const [minute, hour, day] = m ? [Number(m[1]), Number(m[2]), Number(m[3])] : []
+  if (!m || !(minute! > 0 && minute! <= hour! && hour! <= day!)) {
+    throw new ConfigError('PAY_RATE_LIMITS', `must be three positive request counts minute/hour/day, each no larger than the next (like 300/5000/50000), got "${raw}"`)
+  }
+  return { minute: minute!, hour: hour!, day: day! }
 }
 
 function leaseMs(env: Env): number {
@@ -122,5 +135,6 @@ export function loadConfig(env: Env = process.env): Config {
     secretKey,
     webhookRetryScheduleMs: parseRetrySchedule(env.WEBHOOK_RETRY_SCHEDULE),
     networksConfig: env.NETWORKS_CONFIG ? resolve(env.NETWORKS_CONFIG) : null,
+    payRateLimits: parsePayRateLimits(env.PAY_RATE_LIMITS),
   }
 }

@@ -34,6 +34,8 @@ import { createUserService } from './users/user.service.ts'
 
 /** R23 defaults: per project unless configured, and for requests without a valid key per IP. */
 export const DEFAULT_LIMITS: RateLimits = { minute: 60, hour: 1000, day: 10_000 }
+/** R26: the pay page's per-IP limits; generous, because an open page polls and streams. */
+export const DEFAULT_PAY_LIMITS: RateLimits = { minute: 300, hour: 5_000, day: 50_000 }
 
 /** Every domain service, wired once; the HTTP app, the CLI and the admin socket share them. */
 export async function createServices(deps: {
@@ -52,6 +54,8 @@ export async function createServices(deps: {
   networks?: NetworkConfig[]
   /** The devnet's funded wallet, when this server runs its own devnet. */
   testWallet?: TestWallet | null
+  /** Per-IP limits of the pay routes (PAY_RATE_LIMITS). */
+  payLimits?: RateLimits | null
 }) {
   const { database, clock, logger } = deps
   const secrets = createSecretBox(deps.secretKey)
@@ -89,6 +93,7 @@ export async function createServices(deps: {
     chain,
     pay: createPayService({ database, clock, networks: chain.networks, prices: chain.prices, deposits, watch: chain.watch, lifecycle, testWallet: deps.testWallet }),
     anonymousLimits: DEFAULT_LIMITS,
+    payLimits: deps.payLimits ?? DEFAULT_PAY_LIMITS,
     projects: createProjectService({ database, changes }),
     keys: createKeyService({ database, changes, clock, onError: (e) => logger.warn('last_used_at update failed', { error: String(e) }) }),
     users: createUserService({ database }),

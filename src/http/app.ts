@@ -47,7 +47,7 @@ export function createApp(services: Services, opts: AppOptions) {
     .use(transactionsController({ transactions: services.transactions, webhooks: services.webhooks }))
     .use(statsController({ stats: services.stats }))
     .use(staticAssetsController(assets))
-    .use(payController({ pay: services.pay, limiter: services.limiter, asset: assets.url }))
+    .use(payController({ pay: services.pay, limiter: services.limiter, limits: services.payLimits, asset: assets.url }))
 }
 
 export type App = ReturnType<typeof createApp>

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { getAddress } from 'viem'
 import { manualClock } from '../../src/lib/clock.ts'
-import { PAY_ASSETS_DIR, PAY_LIMITS } from '../../src/modules/pay/index.ts'
+import { PAY_ASSETS_DIR } from '../../src/modules/pay/index.ts'
 import { PAY_PAGE_CSP } from '../../src/modules/pay/page.ts'
 import { qrSvg } from '../../src/modules/pay/qr.ts'
 import { PAY_TEXT } from '../../src/modules/pay/text.ts'
@@ -279,11 +279,14 @@ for (const backend of backends()) {
     const clock = manualClock(Date.parse('2030-03-04T10:00:30.000Z'))
     let t: TestServer
     beforeAll(async () => {
-      t = await startTestServer(backend, {}, { clock })
+      // The operator's setting (PAY_RATE_LIMITS), small so the test is quick.
+      t = await startTestServer(backend, { PAY_RATE_LIMITS: `${LIMIT}/1000/10000` }, { clock })
     })
     afterAll(() => t?.stop())
+    const LIMIT = 40
+    const PAY_LIMITS = { minute: LIMIT }
 
-    test('loading the page counts toward the per-IP pay limit: past it the page is 429 with Retry-After until the window ends', async () => {
+    test('loading the page counts toward the per-IP pay limit (PAY_RATE_LIMITS): past it the page is 429 with Retry-After until the window ends', async () => {
       const p = await t.project()
       const id = ((await (await api(t, p.key).create({ amount: 1 })).json()) as any).transaction.id as string
       const statuses: number[] = []

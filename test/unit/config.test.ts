@@ -6,6 +6,10 @@ describe('loadConfig()', () => {
     const c = loadConfig({})
     expect(c).toMatchObject({ port: 3000, httpPort: 3080, databaseUrl: null, trustProxy: false, baseUrl: null, logLevel: 'info', actorLeaseMs: 10_000 })
     expect(c.dataDir.endsWith('/.data')).toBe(true)
+    expect(c.payRateLimits).toBeNull()
+  })
+  test('PAY_RATE_LIMITS sets the pay routes\' per-IP minute/hour/day limits', () => {
+    expect(loadConfig({ PAY_RATE_LIMITS: '600/10000/100000' }).payRateLimits).toEqual({ minute: 600, hour: 10_000, day: 100_000 })
   })
   test('every bad variable is named in the error', () => {
     const cases: [Record<string, string>, string][] = [
@@ -24,6 +28,10 @@ describe('loadConfig()', () => {
       [{ WEBHOOK_RETRY_SCHEDULE: '1m,5x' }, 'WEBHOOK_RETRY_SCHEDULE'],
       [{ WEBHOOK_RETRY_SCHEDULE: '0s' }, 'WEBHOOK_RETRY_SCHEDULE'],
       [{ WEBHOOK_RETRY_SCHEDULE: '1m,,5m' }, 'WEBHOOK_RETRY_SCHEDULE'],
+      [{ PAY_RATE_LIMITS: '300' }, 'PAY_RATE_LIMITS'],
+      [{ PAY_RATE_LIMITS: '0/10/100' }, 'PAY_RATE_LIMITS'],
+      [{ PAY_RATE_LIMITS: '500/100/1000' }, 'PAY_RATE_LIMITS'],
+      [{ PAY_RATE_LIMITS: '1.5/10/100' }, 'PAY_RATE_LIMITS'],
     ]
     for (const [env, name] of cases) {
       try {

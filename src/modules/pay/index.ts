@@ -17,8 +17,6 @@ import type { PayService } from './service.ts'
 /** The page's CSS, icon and bundled script (built from ./client by scripts/build-assets.ts). */
 export const PAY_ASSETS_DIR = fileURLToPath(new URL('./assets/', import.meta.url))
 
-/** R26: the pay page is rate-limited per client IP (generous: a page polls and streams). */
-export const PAY_LIMITS: RateLimits = { minute: 300, hour: 5_000, day: 50_000 }
 /** How often an open event stream checks its transaction for a change. */
 const STREAM_POLL_MS = 1000
 /**
@@ -34,7 +32,7 @@ const FINAL = new Set<string>(FINAL_STATUSES)
  * authorised by the transaction's unguessable id alone and not part of the merchant API (so not
  * in its OpenAPI document).
  */
-export function payController(deps: { pay: PayService; limiter: RateLimiter; asset: AssetUrl }) {
+export function payController(deps: { pay: PayService; limiter: RateLimiter; limits: RateLimits; asset: AssetUrl }) {
   const out = async (p: Promise<Outcome<PayState>>) => {
     const r = await p
     if (!r.ok) throw ApiError.from(r)
@@ -42,7 +40,8 @@ export function payController(deps: { pay: PayService; limiter: RateLimiter; ass
   }
   /** Seconds to wait when this client is over the per-IP limit, else null. */
   const overLimit = async (request: Request): Promise<number | null> => {
-    const decision = await deps.limiter.check(`pay:${factsOf(request)?.clientIp ?? 'unknown'}`, PAY_LIMITS)
+    // R26: per client IP.
+    const decision = await deps.limiter.check(`pay:${factsOf(request)?.clientIp ?? 'unknown'}`, deps.limits)
     return decision.allowed ? null : decision.retryAfter
   }
   const page = (body: string, status: number, extra: Record<string, string> = {}) => new Response(body, { status, headers: { ...PAY_PAGE_HEADERS, ...extra } })

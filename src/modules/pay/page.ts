@@ -6,7 +6,7 @@
 import { Html, html, jsonForScript } from '../../lib/html.ts'
 import type { PayState } from './model.ts'
 import { PAY_TEXT, fill } from './text.ts'
-import { payView, tokenKey, type Part, type PartId } from './view.ts'
+import { formatUsd, payView, tokenKey, type Part, type PartId } from './view.ts'
 
 /** Strict enough that nothing but our own files run, load or frame the page. */
 export const PAY_PAGE_CSP =
@@ -54,7 +54,7 @@ export function renderPayPage(state: PayState, asset: AssetUrl): string {
   }
   const text = (id: PartId) => v[id].text ?? ''
   const selected = state.quote ? tokenKey(state.quote.token_symbol, state.quote.blockchain_network) : null
-  const amountUsd = new Intl.NumberFormat('en-US', { style: 'currency', currency: state.currency }).format(state.amount_usd)
+  const amountUsd = formatUsd(state.amount_usd, state.currency)
 
   const page = html`<!doctype html>
 <html lang="en">

@@ -1,4 +1,4 @@
-import { eq } from 'drizzle-orm'
+import { eq, sql } from 'drizzle-orm'
 import { getAddress } from 'viem'
 import type { Quote, TxEvent } from '../../../machines/transaction.machine.ts'
 import type { DepositService } from '../../chain/deposit.service.ts'
@@ -44,10 +44,15 @@ export function createPayService(deps: PayDeps) {
     return n && t ? { network: n, token: t } : null
   }
 
+  // Every pay route reads the transaction first: prepared once (several times cheaper than
+  // building the query per request; bench/RESULTS.md "Pay page").
+  const loadOne = db.select({ tx: transactions, projectName: projects.name }).from(transactions)
+    .innerJoin(projects, eq(projects.id, transactions.projectId)).where(eq(transactions.id, sql.placeholder('id'))).prepare('pay_load')
+  const versionOne = db.select({ version: transactions.version }).from(transactions).where(eq(transactions.id, sql.placeholder('id'))).prepare('pay_version')
+
   async function load(id: string) {
     if (!UUID_RE.test(id)) return null
-    const [r] = await db.select({ tx: transactions, projectName: projects.name }).from(transactions)
-      .innerJoin(projects, eq(projects.id, transactions.projectId)).where(eq(transactions.id, id))
+    const [r] = await loadOne.execute({ id })
     return r ?? null
   }
 
@@ -115,7 +120,7 @@ export function createPayService(deps: PayDeps) {
     /** Version only, for the event stream's cheap change check. */
     async version(id: string): Promise<number | null> {
       if (!UUID_RE.test(id)) return null
-      const [r] = await db.select({ version: transactions.version }).from(transactions).where(eq(transactions.id, id))
+      const [r] = await versionOne.execute({ id })
       return r?.version ?? null
     },
 

@@ -47,8 +47,12 @@ export function displayUnits(units: string, decimals: number): string {
   return frac ? `${grouped}.${frac}` : grouped
 }
 
+const usdFormats = new Map<string, Intl.NumberFormat>()
+/** "$12.50". Formatters are cached: building one costs more than rendering the whole page. */
 export function formatUsd(amount: number, currency: string): string {
-  return new Intl.NumberFormat('en-US', { style: 'currency', currency }).format(amount)
+  let f = usdFormats.get(currency)
+  if (!f) usdFormats.set(currency, (f = new Intl.NumberFormat('en-US', { style: 'currency', currency })))
+  return f.format(amount)
 }
 
 /** "59:07" or "1:02:03" until `expiresAt`, measured on the server's clock; null once past. */

@@ -1,0 +1,111 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+/** What the HTTP benchmarks share: starting the service and the CLI, and running wrk. */
+const ROOT = new URL('..', import.meta.url).pathname
+const BUN = process.execPath
+
+export interface BenchProcess { proc: ChildProcess; port: number; stdout: () => string; stderr: () => string }
+
+/** Starts `bun <args>` and resolves once it logs "listening" (and printed `banner` on stdout, if given). */
+export function startProcess(args: string[], env: Record<string, string>, banner?: string): Promise<BenchProcess> {
+  const proc = spawn(BUN, args, { cwd: ROOT, env: { ...process.env, LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  let out = ''
+  let err = ''
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no "listening" line from ${args.join(' ')}:\n${err}`)), 60_000)
+    const check = () => {
+      const m = /"msg":"listening","port":(\d+)/.exec(err)
+      if (m && (!banner || out.includes(banner))) {
+        clearTimeout(timer)
+        resolve({ proc, port: Number(m[1]), stdout: () => out, stderr: () => err })
+      }
+    }
+    proc.stdout!.on('data', (d) => ((out += d), check()))
+    proc.stderr!.on('data', (d) => ((err += d), check()))
+    proc.on('exit', (code) => reject(new Error(`${args.join(' ')} exited ${code}:\n${err}`)))
+  })
+}
+
+/** SIGTERM and wait for the exit. */
+export async function stopProcess(p: { proc: ChildProcess } | null): Promise<void> {
+  if (!p || p.proc.exitCode !== null) return
+  const exited = new Promise((r) => p.proc.once('exit', r))
+  p.proc.kill('SIGTERM')
+  await exited
+}
+
+/** The operator CLI with `--json`, parsed. */
+export function cli(args: string[], env: Record<string, string>) {
+  const r = spawnSync(BUN, ['src/cli/main.ts', ...args, '--json'], { cwd: ROOT, env: { ...process.env, ...env }, encoding: 'utf8' })
+  if (r.status !== 0) throw new Error(`cli ${args.join(' ')}: ${r.stderr}`)
+  return JSON.parse(r.stdout)
+}
+
+/** One wrk run, parsed. */
+export interface WrkResult { name: string; rps: number; p50: number; p99: number; errors: number; requests: number }
+
+/**
+ * `wrk -t1 -c<connections> -d<seconds>s --latency [extra] url` (Debian's wrk 4.x; see TOOLING.md
+ * for why not autocannon), parsed into req/s, p50/p99 in ms and non-2xx count; logs a line.
+ */
+export function wrk(name: string, url: string, opts: { seconds: number; connections: number; extraArgs?: string[] }): WrkResult {
+  const args = ['-t1', `-c${opts.connections}`, `-d${opts.seconds}s`, '--latency', ...(opts.extraArgs ?? [])]
+  const r = spawnSync('wrk', [...args, url], { encoding: 'utf8' })
+  if (r.error) throw new Error(`wrk could not run (${r.error.message}): install it with apt-get install wrk`)
+  if (r.status !== 0) throw new Error(`wrk failed: ${r.stderr}`)
+  const out = r.stdout
+  const ms = (label: string) => {
+    const m = new RegExp(`${label}\\s+([\\d.]+)(us|ms|s)`).exec(out)
+    if (!m) return NaN
+    return Number(m[1]) * ({ us: 0.001, ms: 1, s: 1000 } as Record<string, number>)[m[2]!]!
+  }
+  const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0)
+  const socketErrors = /Socket errors: (.*)/.exec(out)?.[1]
+  const requests = Number(/(\d+) requests in/.exec(out)?.[1] ?? 0)
+  const result = { name, rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? 0), p50: ms('50%'), p99: ms('99%'), errors: non2xx, requests }
+  console.error(`${name}: ${result.rps.toFixed(0)} req/s, p50 ${result.p50.toFixed(2)} ms, p99 ${result.p99.toFixed(2)} ms, ${requests} requests${non2xx ? `, ${non2xx} non-2xx` : ''}${socketErrors ? `, socket errors ${socketErrors}` : ''}`)
+  return result
+}
+
+export interface BenchService {
+  server: BenchProcess
+  /** `https://127.0.0.1:PORT` */
+  base: string
+  projectId: string
+  /** A test-mode key of that project. */
+  key: string
+  /** What a CLI call against this service's data needs. */
+  env: Record<string, string>
+  stop(): Promise<void>
+}
+
+/**
+ * `src/main.ts` on PGlite (fresh DATA_DIR) or on a fresh PostgreSQL database, with a project
+ * (the demo project on PGlite) and a test key. `stop()` removes everything it made.
+ */
+export async function startService(backend: 'pglite' | 'postgres', extraEnv: Record<string, string> = {}): Promise<BenchService> {
+  const { freshPostgres } = await import('../test/helpers/databases.ts')
+  const dataDir = mkdtempSync(join(tmpdir(), 'crypto-pay-bench-'))
+  const pg = backend === 'postgres' ? await freshPostgres() : null
+  const env: Record<string, string> = { DATA_DIR: dataDir, PORT: '0', HTTP_PORT: '0', ...extraEnv, ...(pg ? pg.env : {}) }
+  let server: BenchProcess | null = null
+  const stop = async () => {
+    await stopProcess(server)
+    await pg?.drop()
+    rmSync(dataDir, { recursive: true, force: true })
+  }
+  try {
+    // PostgreSQL has no demo project: make one before the server starts.
+    const made = pg ? cli(['project', 'create', '--name', 'Bench'], env).id as string : null
+    server = await startProcess(['src/main.ts'], env, 'Crypto Pay is running')
+    const projectId = made ?? /Demo project (proj_\w+)/.exec(server.stdout())![1]!
+    const key = cli(['key', 'create', '--project', projectId, '--mode', 'test', '--name', 'bench'], env).key as string
+    return { server, base: `https://127.0.0.1:${server.port}`, projectId, key, env, stop }
+  } catch (e) {
+    await stop()
+    throw e
+  }
+}
