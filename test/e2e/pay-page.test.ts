@@ -324,7 +324,10 @@ describe('pay page in Chromium on the devnet', () => {
     await page.keyboard.press('Shift+Tab')
     await page.keyboard.press(' ')
     await waitForStatus(page, PAY_TEXT.statusPending)
-    await page.locator('#test-wallet').focus() // the confirm button is gone; focus as a Tab would land
+    // The pressed button is gone: focus lands on the status, and Tab goes on from there.
+    await page.waitForFunction(() => document.activeElement?.id === 'status-title')
+    for (let i = 0; i < 4; i++) await page.keyboard.press('Tab')
+    expect(await focused()).toBe('test-wallet')
     await page.keyboard.press('Enter')
     await waitForStatus(page, PAY_TEXT.statusCompleted)
     expect(browser.failures).toEqual([])
@@ -366,8 +369,21 @@ describe('pay page in Chromium on the devnet', () => {
     })
     await page.goto(tx.url)
     await page.getByRole('button', { name: 'TUSD on devnet' }).click()
-    await page.getByRole('button', { name: PAY_TEXT.browserWallet }).click()
-    await waitForStatus(page, PAY_TEXT.statusCompleted)
+    // Blocks by hand: the page must refuse a second payment while the first is not yet seen.
+    await rpc('evm_setIntervalMining', [0])
+    try {
+      await page.getByRole('button', { name: PAY_TEXT.browserWallet }).click()
+      await page.locator('#wallet-message').filter({ hasText: /^Sent from your wallet\. Transaction 0x[0-9a-f]{64}$/ }).waitFor()
+      await waitForStatus(page, PAY_TEXT.statusPending)
+      expect(await page.locator('#browser-wallet').isHidden()).toBe(true)
+      expect(await page.locator('#test-wallet').isHidden()).toBe(true)
+      expect(calls.filter((c) => c === 'eth_sendTransaction')).toHaveLength(1)
+      await rpc('evm_mine')
+      await rpc('evm_mine')
+      await waitForStatus(page, PAY_TEXT.statusCompleted)
+    } finally {
+      await rpc('evm_setIntervalMining', [1])
+    }
     expect(calls).toContain('wallet_switchEthereumChain')
     expect(calls).toContain('eth_sendTransaction')
     expect(chainId).toBe('0x7a69')

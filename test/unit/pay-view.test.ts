@@ -129,11 +129,13 @@ describe('payView()', () => {
     expect(back.receipt.hidden).toBe(true)
     expect(back.return).toEqual({ hidden: false, text: PAY_TEXT.returnNow, attrs: { href: 'https://shop.example/thanks' } })
     expect(back['status-detail'].text).toBe('Taking you back to Acme…')
+    expect(back.stay.hidden).toBe(false)
     const receipt = payView(prepared(done), PAY_TEXT, NOW)
     expect(receipt.receipt.hidden).toBe(false)
     expect(receipt['receipt-paid'].text).toBe('12.5 TUSD · devnet')
     expect(receipt['receipt-amount'].text).toBe('$12.50')
     expect(receipt.return.hidden).toBe(true)
+    expect(receipt.stay.hidden).toBe(true)
   })
 
   test('failed names its reason; expired and cancelled link back to cancel_url', () => {

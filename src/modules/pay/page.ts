@@ -70,7 +70,7 @@ ${state.testing_mode ? html`<div class="test-banner" role="note"><strong>${t.tes
 </header>
 
 <section ${at('status')} class="status" role="status" aria-live="polite" aria-atomic="true">
-  <p ${at('status-title')} class="status-title">${text('status-title')}</p>
+  <p ${at('status-title', html`tabindex="-1"`)} class="status-title">${text('status-title')}</p>
   <p ${at('status-detail')} class="status-detail">${text('status-detail')}</p>
   <progress ${at('progress')} aria-label="${t.progressLabel}"></progress>
 </section>
@@ -80,7 +80,7 @@ ${state.testing_mode ? html`<div class="test-banner" role="note"><strong>${t.tes
   <li ${at('step-confirmations')}>${text('step-confirmations')}</li>
   <li ${at('step-complete')}>${text('step-complete')}</li>
 </ol>
-<p id="error" class="error" role="alert" hidden></p>
+<p id="error" class="error" role="alert"></p>
 
 <section ${at('choose')} aria-labelledby="choose-heading">
   <h2 id="choose-heading" tabindex="-1">${t.chooseHeading}</h2>
@@ -127,7 +127,7 @@ ${state.testing_mode ? html`<div class="test-banner" role="note"><strong>${t.tes
     <button type="button" ${at('browser-wallet')} class="button">${t.browserWallet}</button>
     <button type="button" ${at('test-wallet')} class="button test">${t.testWallet}</button>
   </div>
-  <p id="wallet-message" class="wallet-message" role="status" aria-live="polite" hidden></p>
+  <p id="wallet-message" class="wallet-message" role="status" aria-live="polite"></p>
   <div class="actions">
     <button type="button" ${at('confirm')} class="button primary">${t.confirmSent}</button>
     <button type="button" ${at('change-token')} class="button quiet">${t.changeToken}</button>
@@ -145,7 +145,10 @@ ${state.testing_mode ? html`<div class="test-banner" role="note"><strong>${t.tes
   </dl>
 </section>
 
-<a ${at('return', html`rel="noreferrer"`)} class="button primary">${text('return')}</a>
+<div class="actions">
+  <a ${at('return', html`rel="noreferrer"`)} class="button primary">${text('return')}</a>
+  <button type="button" ${at('stay')} class="button quiet">${t.stayHere}</button>
+</div>
 
 <div ${at('cancel-area')} class="cancel-area">
   <button type="button" id="cancel" class="button quiet danger">${t.cancel}</button>

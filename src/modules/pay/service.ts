@@ -179,8 +179,12 @@ export function createPayService(deps: PayDeps) {
       if (!['prepared', 'pending'].includes(s.status)) return deny('conflict', `Nothing to pay: the transaction is ${s.status}`)
       const due = amount ?? BigInt(s.amount_due ?? s.quote!.token_amount)
       if (due <= 0n) return deny('conflict', 'Nothing is due')
-      const txHash = await deps.testWallet.pay(s.quote!.token_symbol, s.quote!.deposit_address, due)
-      return ok({ txHash })
+      try {
+        return ok({ txHash: await deps.testWallet.pay(s.quote!.token_symbol, s.quote!.deposit_address, due) })
+      } catch (e) {
+        // The devnet is down or the wallet cannot pay: the customer gets a reason, not a 500.
+        return deny('unavailable', `The test wallet could not pay: ${(e as { shortMessage?: string }).shortMessage ?? (e as Error).message}`)
+      }
     },
 
   }

@@ -19,7 +19,7 @@ export const PART_IDS = [
   'choose', 'pay', 'pay-heading', 'partial', 'pay-amount', 'pay-amount-copy', 'pay-address', 'pay-address-copy',
   'pay-network', 'pay-contract', 'pay-contract-value', 'pay-warning', 'qr', 'open-wallet', 'wallet-actions', 'browser-wallet', 'test-wallet',
   'confirm', 'change-token', 'cancel-area', 'chain-tx', 'chain-tx-value',
-  'receipt', 'receipt-paid', 'receipt-amount', 'receipt-completed', 'return',
+  'receipt', 'receipt-paid', 'receipt-amount', 'receipt-completed', 'return', 'stay',
 ] as const
 export type PartId = (typeof PART_IDS)[number]
 export type View = Record<PartId, Part>
@@ -127,6 +127,8 @@ export function payView(s: PayState, t: PayText, serverNow: number): View {
     'receipt-paid': { text: q ? `${amountOf(s.amount_received ?? q.token_amount)} · ${q.blockchain_network}` : '' },
     'receipt-amount': { text: formatUsd(s.amount_usd, s.currency) },
     'receipt-completed': { text: s.completed_at ? new Date(s.completed_at).toLocaleString('en-US', { dateStyle: 'medium', timeStyle: 'short' }) : '' },
+    // The automatic return can be stopped (WCAG 2.2.1, timing adjustable).
+    stay: { hidden: !(s.status === 'completed' && s.success_url !== null) },
     return: {
       hidden: returnTo === null,
       text: s.status === 'completed' ? t.returnNow : fill(t.returnToMerchant, { project }),

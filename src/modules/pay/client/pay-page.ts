@@ -26,6 +26,15 @@ const base = `/pay/${encodeURIComponent(state.id)}`
 /** The customer pressed "Change token": show the choice again until they pick one. */
 let changingToken = false
 let redirectTimer: ReturnType<typeof setTimeout> | null = null
+/** The customer chose to stay on the completed page instead of being taken back. */
+let staying = false
+/** A wallet send is in progress: the quote must not change under it. */
+let sending = false
+/**
+ * What had arrived when a wallet on this page last sent the payment: until more arrives, the
+ * pay buttons stay hidden, so a customer waiting for detection cannot pay twice.
+ */
+let sentWhenReceived: string | null = null
 
 function applyPart(el: HTMLElement, p: Part): void {
   if (p.text !== undefined && el.textContent !== p.text) el.textContent = p.text
@@ -42,8 +51,11 @@ function render(): void {
     const el = byId(id)
     if (el) applyPart(el, v[id])
   }
-  const walletBtn = byId('browser-wallet')!
-  if (!window.ethereum) walletBtn.hidden = true
+  if (!window.ethereum) byId('browser-wallet')!.hidden = true
+  if (sentWhenReceived !== null && (state.amount_received ?? '0') === sentWhenReceived) {
+    byId('browser-wallet')!.hidden = true
+    byId('test-wallet')!.hidden = true
+  }
   if (changingToken && state.status === 'prepared') {
     byId('choose')!.hidden = false
     byId('pay')!.hidden = true
@@ -53,7 +65,8 @@ function render(): void {
     b.setAttribute('aria-pressed', String(tokenKey(b.dataset.token!, b.dataset.network!) === selected))
   }
   if (byId('cancel-area')!.hidden) showCancelQuestion(false)
-  if (state.status === 'completed' && state.success_url && safeUrl(state.success_url) && !redirectTimer) {
+  if (staying) byId('stay')!.hidden = true
+  if (state.status === 'completed' && state.success_url && safeUrl(state.success_url) && !redirectTimer && !staying) {
     const to = state.success_url
     redirectTimer = setTimeout(() => location.assign(to), SUCCESS_REDIRECT_MS)
   }
@@ -76,16 +89,14 @@ function setState(next: PayState): void {
 
 // ---- messages --------------------------------------------------------------------------
 
+// Both regions stay in the page, empty when silent: screen readers announce changes only in
+// live regions that were already there.
 function showError(message: string | null): void {
-  const el = byId('error')!
-  el.textContent = message ?? ''
-  el.hidden = message === null
+  byId('error')!.textContent = message ?? ''
 }
 
 function walletMessage(message: string | null): void {
-  const el = byId('wallet-message')!
-  el.textContent = message ?? ''
-  el.hidden = message === null
+  byId('wallet-message')!.textContent = message ?? ''
 }
 
 function announce(message: string): void {
@@ -119,13 +130,18 @@ async function post(path: string, body?: unknown): Promise<unknown | null> {
   return json
 }
 
-async function withBusy<T>(button: HTMLButtonElement, work: () => Promise<T>): Promise<T> {
-  button.disabled = true
+/**
+ * Runs `work` once at a time per button. aria-disabled rather than `disabled`: a disabled
+ * button drops keyboard focus to the page, an aria-disabled one keeps it.
+ */
+async function withBusy<T>(button: HTMLButtonElement, work: () => Promise<T>): Promise<T | null> {
+  if (button.getAttribute('aria-disabled') === 'true') return null
+  button.setAttribute('aria-disabled', 'true')
   button.setAttribute('aria-busy', 'true')
   try {
     return await work()
   } finally {
-    button.disabled = false
+    button.removeAttribute('aria-disabled')
     button.removeAttribute('aria-busy')
   }
 }
@@ -194,15 +210,18 @@ function safeUrl(url: string): boolean {
 }
 
 async function chooseToken(button: HTMLButtonElement): Promise<void> {
+  if (sending) return
   const r = await withBusy(button, () => post('/select', { token_symbol: button.dataset.token, blockchain_network: button.dataset.network }))
   if (!r) return
   changingToken = false
+  sentWhenReceived = null
   walletMessage(null)
   setState(r as PayState)
   byId('pay-heading')?.focus()
 }
 
 function changeToken(): void {
+  if (sending) return
   changingToken = true
   render()
   const pressed = document.querySelector<HTMLButtonElement>('button.token[aria-pressed="true"]')
@@ -224,7 +243,10 @@ async function copy(button: HTMLButtonElement): Promise<void> {
 
 async function confirmSent(button: HTMLButtonElement): Promise<void> {
   const r = await withBusy(button, () => post('/confirm'))
-  if (r) setState(r as PayState)
+  if (!r) return
+  setState(r as PayState)
+  // The button is gone now; the status says what happens next.
+  byId('status-title')?.focus()
 }
 
 function showCancelQuestion(show: boolean): void {
@@ -242,15 +264,32 @@ async function cancel(button: HTMLButtonElement): Promise<void> {
 
 async function payWithTestWallet(button: HTMLButtonElement): Promise<void> {
   walletMessage(t.testWalletBusy)
-  const r = (await withBusy(button, () => post('/test-wallet'))) as { transaction_hash: string } | null
-  walletMessage(r ? fill(t.testWalletSent, { hash: r.transaction_hash }) : null)
+  sending = true
+  try {
+    const r = (await withBusy(button, () => post('/test-wallet'))) as { transaction_hash: string } | null
+    walletMessage(r ? fill(t.testWalletSent, { hash: r.transaction_hash }) : null)
+    if (r) paid()
+  } finally {
+    sending = false
+  }
+}
+
+/** A wallet on this page sent the payment: no second one until the chain shows it. */
+function paid(): void {
+  sentWhenReceived = state.amount_received ?? '0'
+  render()
+  byId('wallet-message')?.setAttribute('tabindex', '-1')
+  byId('wallet-message')?.focus()
 }
 
 async function payWithBrowserWallet(button: HTMLButtonElement): Promise<void> {
   const provider = window.ethereum
   const q = state.quote
-  if (!provider || !q) return
+  if (!provider || !q || sending) return
+  // The payment is fixed now: the quote and the amount due as shown when the button was pressed.
+  const amount = BigInt(state.amount_due ?? q.token_amount)
   walletMessage(t.browserWalletBusy)
+  sending = true
   await withBusy(button, async () => {
     // A separate bundle (viem), fetched only now; its URL carries its content hash.
     const walletScript: string = document.body.dataset.walletScript!
@@ -259,10 +298,11 @@ async function payWithBrowserWallet(button: HTMLButtonElement): Promise<void> {
       chainId: q.chain_id,
       token: q.token_address,
       to: q.deposit_address,
-      amount: BigInt(state.amount_due ?? q.token_amount),
+      amount,
     })
     if (r.ok) {
       walletMessage(fill(t.browserWalletSent, { hash: r.hash }))
+      paid()
       // R12: a wallet transaction submitted from the page counts as "I have sent the payment".
       if (state.status === 'prepared') {
         const c = await post('/confirm')
@@ -275,7 +315,7 @@ async function payWithBrowserWallet(button: HTMLButtonElement): Promise<void> {
         : r.reason === 'unknown_chain' ? fill(t.browserWalletWrongChain, { network: q.blockchain_network, chainId: q.chain_id })
         : fill(t.browserWalletFailed, { message: r.message }))
     }
-  })
+  }).finally(() => (sending = false))
 }
 
 function wire(): void {
@@ -298,6 +338,13 @@ function wire(): void {
     byId('cancel')?.focus()
   })
   on('cancel-yes', cancel)
+  on('stay', () => {
+    staying = true
+    if (redirectTimer) clearTimeout(redirectTimer)
+    render()
+    announce(t.stayingHere)
+    byId('return')?.focus()
+  })
   document.addEventListener('visibilitychange', () => {
     if (document.visibilityState === 'visible' && !FINAL.includes(state.status)) refresh()
   })
