@@ -171,13 +171,13 @@ export function createPayService(deps: PayDeps) {
      * "Pay with test wallet": the devnet wallet sends what is still due, as a customer would.
      * Test mode on the service's own devnet only; the chain follower sees it like any payment.
      */
-    async payWithTestWallet(id: string, amount?: bigint): Promise<Outcome<{ txHash: string }>> {
+    async payWithTestWallet(id: string): Promise<Outcome<{ txHash: string }>> {
       const r = await state(id)
       if (!r.ok) return r
       const s = r.value
       if (!deps.testWallet || !s.test_wallet) return deny('not_found', 'No test wallet for this transaction: it is not a test transaction on this service\'s devnet, or no token is chosen')
       if (!['prepared', 'pending'].includes(s.status)) return deny('conflict', `Nothing to pay: the transaction is ${s.status}`)
-      const due = amount ?? BigInt(s.amount_due ?? s.quote!.token_amount)
+      const due = BigInt(s.amount_due ?? s.quote!.token_amount)
       if (due <= 0n) return deny('conflict', 'Nothing is due')
       try {
         return ok({ txHash: await deps.testWallet.pay(s.quote!.token_symbol, s.quote!.deposit_address, due) })

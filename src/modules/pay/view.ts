@@ -66,7 +66,7 @@ export function remaining(expiresAt: string, serverNow: number): string | null {
 }
 
 export function countdownPart(s: PayState, t: PayText, serverNow: number): Part {
-  if (FINAL.includes(s.status) || !['created', ...AWAITING].includes(s.status)) return { hidden: true, text: '' }
+  if (!['created', ...AWAITING].includes(s.status)) return { hidden: true, text: '' }
   const left = remaining(s.expires_at, serverNow)
   if (left === null) return { hidden: false, text: t.expiredAlready }
   const soon = Date.parse(s.expires_at) - serverNow < 5 * 60_000
