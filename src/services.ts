@@ -31,11 +31,15 @@ import { createTransactionRepo } from './modules/transactions/transaction.repo.t
 import { createTransactionService } from './modules/transactions/service.ts'
 import { createProjectService, type RateLimits } from './projects/project.service.ts'
 import { createUserService } from './users/user.service.ts'
+import { createSessionService } from './users/session.service.ts'
+import { createDashboardService } from './modules/dashboard/service.ts'
 
 /** R23 defaults: per project unless configured, and for requests without a valid key per IP. */
 export const DEFAULT_LIMITS: RateLimits = { minute: 60, hour: 1000, day: 10_000 }
 /** R26: the pay page's per-IP limits; generous, because an open page polls and streams. */
 export const DEFAULT_PAY_LIMITS: RateLimits = { minute: 300, hour: 5_000, day: 50_000 }
+/** Dashboard sign-in attempts per client IP (accounts also lock after repeated wrong passwords). */
+export const SIGN_IN_LIMITS: RateLimits = { minute: 10, hour: 100, day: 500 }
 
 /** Every domain service, wired once; the HTTP app, the CLI and the admin socket share them. */
 export async function createServices(deps: {
@@ -86,26 +90,35 @@ export async function createServices(deps: {
   const deposits = createDepositService({ database, clock })
   // Started by the server (src/server/start.ts): only servers follow chains.
   const chain = createChainWatcher({ networks: deps.networks ?? [], database, lifecycle, clock, logger })
+  const projects = createProjectService({ database, changes })
+  const keys = createKeyService({ database, changes, clock, onError: (e) => logger.warn('last_used_at update failed', { error: String(e) }) })
+  const webhooks = createWebhookService({ database, repo: deliveryRepo, transactions: transactionRepo, clock, scheduleMs })
+  const transactions = createTransactionService({ repo: transactionRepo, lifecycle, clock, baseUrl: deps.baseUrl })
+  const stats = createStatsService({ db: database.db })
   return {
     database,
+    clock,
     changes,
     deposits,
     chain,
     pay: createPayService({ database, clock, networks: chain.networks, prices: chain.prices, deposits, watch: chain.watch, lifecycle, testWallet: deps.testWallet }),
     anonymousLimits: DEFAULT_LIMITS,
     payLimits: deps.payLimits ?? DEFAULT_PAY_LIMITS,
-    projects: createProjectService({ database, changes }),
-    keys: createKeyService({ database, changes, clock, onError: (e) => logger.warn('last_used_at update failed', { error: String(e) }) }),
+    projects,
+    keys,
     users: createUserService({ database }),
+    sessions: createSessionService({ database, clock, secretKey: deps.secretKey }),
+    signInLimits: SIGN_IN_LIMITS,
+    dashboard: createDashboardService({ transactions, webhooks, endpoints, keys, stats, deposits, projects }),
     limiter: createRateLimiter({ repo: rateLimitRepo, clock }),
     lifecycle,
     endpoints,
-    webhooks: createWebhookService({ database, repo: deliveryRepo, transactions: transactionRepo, clock, scheduleMs }),
+    webhooks,
     dispatcher,
     /** Every deadline of this instance's actors (tests move a manual clock, then run what is due). */
     scheduler,
-    transactions: createTransactionService({ repo: transactionRepo, lifecycle, clock, baseUrl: deps.baseUrl }),
-    stats: createStatsService({ db: database.db }),
+    transactions,
+    stats,
     /**
      * Applies a lifecycle event to a test-mode transaction by hand: for trying webhooks and
      * integrations before a chain is connected. Live transactions only move on real payments.

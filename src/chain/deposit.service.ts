@@ -1,11 +1,28 @@
-import { and, eq } from 'drizzle-orm'
+import { and, asc, eq } from 'drizzle-orm'
 import type { Database } from '../db/client.ts'
-import { depositAddresses, projects, projectXpubs } from '../db/schema.ts'
+import { chainTransfers, depositAddresses, projects, projectXpubs } from '../db/schema.ts'
 import type { Clock } from '../lib/clock.ts'
 import { deny, ok, type Outcome } from '../lib/outcome.ts'
 import { deriveAddress, generateDevnetXpub, parseXpub } from './deposit-addresses.ts'
 
 export type Mode = 'test' | 'live'
+
+/** How many derived addresses the dashboard shows for checking an xpub against a wallet. */
+const SHOWN_ADDRESSES = 3
+
+/** A transfer seen to a deposit address: a payment, a wrong asset or a late payment (R14). */
+export interface TransferView {
+  network: string
+  txHash: string
+  blockNumber: number
+  tokenSymbol: string
+  fromAddress: string
+  amount: string
+  kind: 'pending' | 'payment' | 'wrong_asset' | 'late'
+  /** Its block left the canonical chain. */
+  reorged: boolean
+  seenAt: Date
+}
 
 /** Channel telling every instance's block followers to watch a new deposit address. */
 export const DEPOSIT_CHANNEL = 'deposit_address'
@@ -27,6 +44,24 @@ export function createDepositService(deps: { database: Database; clock: Clock })
   }
 
   return {
+    /** Each mode's xpub with its first derived addresses, for checking it against the wallet that holds the keys. */
+    async xpubs(projectId: string): Promise<{ mode: Mode; xpub: string; generated: boolean; addressesHandedOut: number; firstAddresses: string[] }[]> {
+      const rows = await db.select().from(projectXpubs).where(eq(projectXpubs.projectId, projectId)).orderBy(asc(projectXpubs.mode))
+      return rows.map((r) => ({
+        mode: r.mode, xpub: r.xpub, generated: r.generated, addressesHandedOut: r.nextIndex,
+        firstAddresses: Array.from({ length: SHOWN_ADDRESSES }, (_, i) => deriveAddress(r.xpub, i)),
+      }))
+    },
+
+    /** Every transfer seen to a transaction's deposit address, in the order seen, late ones included (R14). */
+    async transfersTo(transactionId: string): Promise<TransferView[]> {
+      const rows = await db.select().from(chainTransfers).where(eq(chainTransfers.transactionId, transactionId)).orderBy(asc(chainTransfers.id))
+      return rows.map((r) => ({
+        network: r.network, txHash: r.txHash, blockNumber: r.blockNumber, tokenSymbol: r.tokenSymbol, fromAddress: r.fromAddress,
+        amount: r.amount, kind: r.kind, reorged: r.reorgedAt !== null, seenAt: r.seenAt,
+      }))
+    },
+
     /** `project set-xpub`: validated; a new key starts at index 0, the same key keeps its counter. */
     async setXpub(projectId: string, mode: string, xpub: string): Promise<Outcome<{ projectId: string; mode: Mode; xpub: string; firstAddresses: string[] }>> {
       if (mode !== 'test' && mode !== 'live') return deny('invalid_request', 'mode must be test or live', [{ path: 'mode', message: 'test or live' }])

@@ -81,6 +81,11 @@ export const COMMANDS: Record<string, Command> = {
     required: ['key-id'],
     run: (s, f) => map(s.keys.revoke(f['key-id']), (k) => ({ id: k.id, revoked_at: k.revokedAt?.toISOString() ?? null })),
   },
+  'key delete': {
+    usage: 'key delete --key-id ID',
+    required: ['key-id'],
+    run: (s, f) => map(s.keys.delete(f['key-id']), (k) => ({ id: k.id, deleted: true })),
+  },
   'key list': {
     usage: 'key list --project ID',
     required: ['project'],

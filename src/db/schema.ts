@@ -153,7 +153,23 @@ export const users = pgTable('users', {
   email: text('email').notNull().unique(),
   passwordHash: text('password_hash').notNull(),
   createdAt: ts('created_at').notNull().defaultNow(),
+  /** Wrong passwords since the last right one: the account locks at a threshold (issue 7). */
+  failedSignIns: integer('failed_sign_ins').notNull().default(0),
+  lockedUntil: ts('locked_until'),
 })
+
+/**
+ * Dashboard sign-in sessions, server-side: the cookie holds a random token, this table only its
+ * SHA-256, so a leaked table opens no session. Idle expiry follows `last_seen_at`; `expires_at`
+ * is the absolute end however active the session is.
+ */
+export const dashboardSessions = pgTable('dashboard_sessions', {
+  tokenHash: text('token_hash').primaryKey(),
+  userId: text('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+  createdAt: ts('created_at').notNull(),
+  lastSeenAt: ts('last_seen_at').notNull(),
+  expiresAt: ts('expires_at').notNull(),
+}, (t) => [index('dashboard_sessions_user_idx').on(t.userId), index('dashboard_sessions_expires_idx').on(t.expiresAt)])
 
 export const projectMembers = pgTable('project_members', {
   userId: text('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),

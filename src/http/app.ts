@@ -4,6 +4,7 @@ import type { FieldProblem } from '../lib/outcome.ts'
 import { statsController } from '../modules/stats/index.ts'
 import { transactionsController } from '../modules/transactions/index.ts'
 import { PAY_ASSETS_DIR, payController } from '../modules/pay/index.ts'
+import { DASHBOARD_ASSETS_DIR, dashboardController } from '../modules/dashboard/index.ts'
 import type { Services } from '../services.ts'
 import { apiGate } from './api-gate.ts'
 import { factsOf } from './context.ts'
@@ -21,7 +22,7 @@ export interface AppOptions {
 
 /** The whole HTTP surface, runtime-neutral: serve it with `app.handle` on Bun or Deno. */
 export function createApp(services: Services, opts: AppOptions) {
-  const assets = loadStaticAssets([PAY_ASSETS_DIR])
+  const assets = loadStaticAssets([PAY_ASSETS_DIR, DASHBOARD_ASSETS_DIR])
   return new Elysia({ normalize: false })
     .use(apiGate({ keys: services.keys, limiter: services.limiter, anonymousLimits: services.anonymousLimits, trustProxy: opts.trustProxy, httpsOrigin: opts.httpsOrigin }))
     .onRequest(({ set }) => {
@@ -48,6 +49,11 @@ export function createApp(services: Services, opts: AppOptions) {
     .use(statsController({ stats: services.stats }))
     .use(staticAssetsController(assets))
     .use(payController({ pay: services.pay, limiter: services.limiter, limits: services.payLimits, asset: assets.url }))
+    .use(dashboardController({
+      sessions: services.sessions, dashboard: services.dashboard, keys: services.keys, endpoints: services.endpoints, webhooks: services.webhooks,
+      transactions: services.transactions, limiter: services.limiter, signInLimits: services.signInLimits, asset: assets.url, clock: services.clock,
+      decimals: (network, symbol) => services.chain.networks.find((n) => n.name === network)?.tokens.find((t) => t.symbol === symbol)?.decimals ?? null,
+    }))
 }
 
 export type App = ReturnType<typeof createApp>

@@ -29,6 +29,14 @@ export interface ApiKeyRecord {
   revokedAt: Date | null
 }
 
+/** Narrows key management to one project and mode (the dashboard); the operator's CLI passes none. */
+export interface KeyScope {
+  projectId?: string
+  mode?: Mode
+}
+
+const inScope = (s: KeyScope) => and(s.projectId ? eq(apiKeys.projectId, s.projectId) : undefined, s.mode ? eq(apiKeys.mode, s.mode) : undefined)
+
 const CACHE_MAX = 10_000
 /** A safety net only: revocation and project changes evict entries at once through the change feed. */
 const CACHE_TTL_MS = 5 * 60_000
@@ -121,10 +129,10 @@ export function createKeyService(deps: { database: Database; changes: ChangeFeed
     },
 
     /** Revoked keys answer 401 from the next request on, in every instance. */
-    async revoke(keyId: string): Promise<Outcome<ApiKeyRecord>> {
-      const [row] = await db.update(apiKeys).set({ revokedAt: new Date(deps.clock.now()) }).where(and(eq(apiKeys.id, keyId), isNull(apiKeys.revokedAt))).returning()
+    async revoke(keyId: string, scope: KeyScope = {}): Promise<Outcome<ApiKeyRecord>> {
+      const [row] = await db.update(apiKeys).set({ revokedAt: new Date(deps.clock.now()) }).where(and(eq(apiKeys.id, keyId), isNull(apiKeys.revokedAt), inScope(scope))).returning()
       if (!row) {
-        const [existing] = await db.select().from(apiKeys).where(eq(apiKeys.id, keyId))
+        const [existing] = await db.select().from(apiKeys).where(and(eq(apiKeys.id, keyId), inScope(scope)))
         if (!existing) return deny('not_found', `No API key ${keyId}`)
         return ok(toRecord(existing))
       }
@@ -132,8 +140,16 @@ export function createKeyService(deps: { database: Database; changes: ChangeFeed
       return ok(toRecord(row))
     },
 
-    async list(projectId: string): Promise<ApiKeyRecord[]> {
-      const rows = await db.select().from(apiKeys).where(eq(apiKeys.projectId, projectId)).orderBy(apiKeys.createdAt)
+    /** Gone for good (the spec's "delete"): like a revoked key it answers 401, and it leaves the list. */
+    async delete(keyId: string, scope: KeyScope = {}): Promise<Outcome<{ id: string }>> {
+      const [row] = await db.delete(apiKeys).where(and(eq(apiKeys.id, keyId), inScope(scope))).returning({ id: apiKeys.id })
+      if (!row) return deny('not_found', `No API key ${keyId}`)
+      await deps.changes.publish({ kind: 'key', id: keyId })
+      return ok({ id: row.id })
+    },
+
+    async list(projectId: string, mode?: Mode): Promise<ApiKeyRecord[]> {
+      const rows = await db.select().from(apiKeys).where(and(eq(apiKeys.projectId, projectId), mode ? eq(apiKeys.mode, mode) : undefined)).orderBy(apiKeys.createdAt, apiKeys.id)
       return rows.map(toRecord)
     },
   }

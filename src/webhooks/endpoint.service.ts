@@ -22,10 +22,14 @@ export interface EndpointView {
   updatedAt: Date
 }
 
-/** Narrows reads and writes to one project (the dashboard); the operator's CLI passes none. */
+/** Narrows reads and writes to one project and mode (the dashboard); the operator's CLI passes none. */
 export interface Scope {
   projectId?: string
+  mode?: Mode
 }
+
+const inScope = (id: string, s: Scope) =>
+  and(eq(webhookEndpoints.id, id), s.projectId ? eq(webhookEndpoints.projectId, s.projectId) : undefined, s.mode ? eq(webhookEndpoints.mode, s.mode) : undefined)
 
 /** `whsec_` and 40 base62 characters (238 bits). */
 const newSecret = () => `whsec_${randomString(40)}`
@@ -48,13 +52,13 @@ export function createEndpointService(deps: { database: Database; changes: Chang
   const now = () => new Date(deps.clock.now())
 
   async function row(id: string, scope: Scope) {
-    const [r] = await db.select().from(webhookEndpoints).where(and(eq(webhookEndpoints.id, id), scope.projectId ? eq(webhookEndpoints.projectId, scope.projectId) : undefined))
+    const [r] = await db.select().from(webhookEndpoints).where(inScope(id, scope))
     return r ?? null
   }
 
   async function update(id: string, scope: Scope, patch: Partial<typeof webhookEndpoints.$inferInsert>): Promise<Outcome<EndpointView>> {
     const [r] = await db.update(webhookEndpoints).set({ ...patch, updatedAt: now() })
-      .where(and(eq(webhookEndpoints.id, id), scope.projectId ? eq(webhookEndpoints.projectId, scope.projectId) : undefined)).returning()
+      .where(inScope(id, scope)).returning()
     if (!r) return deny('not_found', `No webhook endpoint ${id}`)
     await deps.changes.publish({ kind: 'endpoint', id })
     return ok(view(r))
@@ -86,6 +90,11 @@ export function createEndpointService(deps: { database: Database; changes: Chang
         .where(and(eq(webhookEndpoints.projectId, projectId), mode ? eq(webhookEndpoints.mode, mode) : undefined))
         .orderBy(asc(webhookEndpoints.createdAt), asc(webhookEndpoints.id))
       return rows.map(view)
+    },
+
+    async get(id: string, scope: Scope = {}): Promise<Outcome<EndpointView>> {
+      const r = await row(id, scope)
+      return r ? ok(view(r)) : deny('not_found', `No webhook endpoint ${id}`)
     },
 
     /** The signing secret in clear (the dashboard asks for the password first). */

@@ -102,12 +102,12 @@ export function createWebhookService(deps: { database: Database; repo: DeliveryR
     },
 
     /** A test event of a chosen type to one endpoint, signed like any other and marked as a test. */
-    async sendTest(endpointId: string, eventType: string, scope: { projectId?: string } = {}): Promise<Outcome<DeliveryView>> {
+    async sendTest(endpointId: string, eventType: string, scope: DeliveryScope = {}): Promise<Outcome<DeliveryView>> {
       if (!(WEBHOOK_EVENT_TYPES as readonly string[]).includes(eventType)) {
         return deny('invalid_request', `Unknown event type ${eventType}`, [{ path: 'event', message: `one of ${WEBHOOK_EVENT_TYPES.join(', ')}` }])
       }
       const [endpoint] = await db.select().from(webhookEndpoints)
-        .where(and(eq(webhookEndpoints.id, endpointId), scope.projectId ? eq(webhookEndpoints.projectId, scope.projectId) : undefined))
+        .where(and(eq(webhookEndpoints.id, endpointId), scope.projectId ? eq(webhookEndpoints.projectId, scope.projectId) : undefined, scope.mode ? eq(webhookEndpoints.mode, scope.mode) : undefined))
       if (!endpoint) return deny('not_found', `No webhook endpoint ${endpointId}`)
       if (!endpoint.enabled) return deny('conflict', `Webhook endpoint ${endpointId} is disabled; enable it first`)
       const at = now()

@@ -109,6 +109,16 @@ function cliSuite(label: string, withServer: boolean, setup: () => Promise<Setup
         expect(list.keys.find((k: { id: string }) => k.id === made.id).revoked_at).toBe(out.revoked_at)
       })
 
+      test('key delete prints { id, deleted } and the key leaves the list; deleting again is not found', async () => {
+        const made = await ok('key', 'create', '--project', projectId, '--mode', 'test', '--name', 'Gone')
+        expect(await ok('key', 'delete', '--key-id', made.id)).toEqual({ id: made.id, deleted: true })
+        const list = await ok('key', 'list', '--project', projectId)
+        expect(list.keys.some((k: { id: string }) => k.id === made.id)).toBe(false)
+        const again = await cli('key', 'delete', '--key-id', made.id)
+        expect(again.code).toBe(1)
+        expect(again.stderr).toContain(`No API key ${made.id}`)
+      })
+
       test('user create prints the user and its project', async () => {
         const out = await ok('user', 'create', '--email', 'Ops@Example.com', '--password', 'correct horse battery', '--project', projectId)
         expect(out).toEqual({ id: expect.stringMatching(/^usr_/), email: 'ops@example.com', project: projectId })

@@ -25,30 +25,49 @@ export function parseBound(raw: string, edge: 'start' | 'end'): Date | null {
   return new Date(Math.min(MAX_BOUND, Math.max(MIN_BOUND, bound.getTime())))
 }
 
+type StatsQuery = { start_date?: string; end_date?: string; testing_mode?: boolean }
+
+/** One UTC day of the daily series (the dashboard's chart). */
+export interface DailyStats {
+  date: string
+  total_transactions: number
+  completed_transactions: number
+  total_volume_usd: number
+  conversion_rate: number
+}
+
+const rate = (completed: number, total: number) => (total === 0 ? 0 : Math.round((completed * 10_000) / total) / 100)
+
+/** R9 and R10: which transactions a caller's stats cover, or why the range is refused. */
+function selection(caller: { projectId: string; mode: Mode }, q: StatsQuery): Outcome<SQL | undefined> {
+  const problems: FieldProblem[] = []
+  const start = q.start_date === undefined ? null : parseBound(q.start_date, 'start')
+  const end = q.end_date === undefined ? null : parseBound(q.end_date, 'end')
+  if (q.start_date !== undefined && !start) problems.push({ path: 'start_date', message: 'must be YYYY-MM-DD or an ISO 8601 timestamp' })
+  if (q.end_date !== undefined && !end) problems.push({ path: 'end_date', message: 'must be YYYY-MM-DD or an ISO 8601 timestamp' })
+  // A date-only end is exclusive at the next midnight, so an equal bound is already after it.
+  const endDateOnly = q.end_date !== undefined && DATE_ONLY.test(q.end_date)
+  if (start && end && (endDateOnly ? start >= end : start > end)) problems.push({ path: 'start_date', message: 'must not be after end_date' })
+  if (problems.length) return deny('invalid_request', problems.map((p) => `${p.path} ${p.message}`).join('; '), problems)
+
+  // R9: a live key counts live transactions, plus test ones on request; a test key only test ones.
+  const modes = caller.mode === 'test' ? [true] : q.testing_mode ? [false, true] : [false]
+  const conditions: (SQL | undefined)[] = [eq(transactions.projectId, caller.projectId), inArray(transactions.testingMode, modes)]
+  if (start) conditions.push(gte(transactions.createdAt, start))
+  // A date-only end is exclusive at the next midnight; a timestamp end is inclusive.
+  if (end) conditions.push(endDateOnly && end.getTime() !== MAX_BOUND ? lt(transactions.createdAt, end) : lte(transactions.createdAt, end))
+  return ok(and(...conditions))
+}
+
 export function createStatsService(deps: { db: Db }) {
   return {
-    async stats(caller: { projectId: string; mode: Mode }, q: { start_date?: string; end_date?: string; testing_mode?: boolean }): Promise<Outcome<unknown>> {
-      const problems: FieldProblem[] = []
-      const start = q.start_date === undefined ? null : parseBound(q.start_date, 'start')
-      const end = q.end_date === undefined ? null : parseBound(q.end_date, 'end')
-      if (q.start_date !== undefined && !start) problems.push({ path: 'start_date', message: 'must be YYYY-MM-DD or an ISO 8601 timestamp' })
-      if (q.end_date !== undefined && !end) problems.push({ path: 'end_date', message: 'must be YYYY-MM-DD or an ISO 8601 timestamp' })
-      // A date-only end is exclusive at the next midnight, so an equal bound is already after it.
-      const endDateOnly = q.end_date !== undefined && DATE_ONLY.test(q.end_date)
-      if (start && end && (endDateOnly ? start >= end : start > end)) problems.push({ path: 'start_date', message: 'must not be after end_date' })
-      if (problems.length) return deny('invalid_request', problems.map((p) => `${p.path} ${p.message}`).join('; '), problems)
-
-      // R9: a live key counts live transactions, plus test ones on request; a test key only test ones.
-      const modes = caller.mode === 'test' ? [true] : q.testing_mode ? [false, true] : [false]
-      const conditions: (SQL | undefined)[] = [eq(transactions.projectId, caller.projectId), inArray(transactions.testingMode, modes)]
-      if (start) conditions.push(gte(transactions.createdAt, start))
-      // A date-only end is exclusive at the next midnight; a timestamp end is inclusive.
-      if (end) conditions.push(endDateOnly && end.getTime() !== MAX_BOUND ? lt(transactions.createdAt, end) : lte(transactions.createdAt, end))
-
+    async stats(caller: { projectId: string; mode: Mode }, q: StatsQuery): Promise<Outcome<unknown>> {
+      const where = selection(caller, q)
+      if (!where.ok) return where
       const rows = await deps.db
         .select({ status: transactions.status, n: count(), volume: sql<string | null>`sum(${transactions.amountUsd})` })
         .from(transactions)
-        .where(and(...conditions))
+        .where(where.value)
         .groupBy(transactions.status)
 
       const byStatus = Object.fromEntries(STATUSES.map((s) => [s, 0])) as Record<Status, number>
@@ -64,9 +83,32 @@ export function createStatsService(deps: { db: Db }) {
         total_transactions: total,
         total_volume_usd: decimalToNumber(centsToDecimal(volumeCents)),
         completed_transactions: completed,
-        conversion_rate: total === 0 ? 0 : Math.round((completed * 10_000) / total) / 100,
+        conversion_rate: rate(completed, total),
         by_status: byStatus,
       })
+    },
+
+    /** The same selection as `stats`, per UTC day of creation, oldest first; days without transactions are left out. */
+    async daily(caller: { projectId: string; mode: Mode }, q: StatsQuery): Promise<Outcome<DailyStats[]>> {
+      const where = selection(caller, q)
+      if (!where.ok) return where
+      const day = sql<string>`to_char(${transactions.createdAt} AT TIME ZONE 'UTC', 'YYYY-MM-DD')`
+      const rows = await deps.db
+        .select({
+          day,
+          n: count(),
+          completed: sql<string>`count(*) FILTER (WHERE ${transactions.status} = 'completed')`,
+          volume: sql<string | null>`sum(${transactions.amountUsd}) FILTER (WHERE ${transactions.status} = 'completed')`,
+        })
+        .from(transactions)
+        .where(where.value)
+        .groupBy(day)
+        .orderBy(day)
+      return ok(rows.map((r) => {
+        const total = Number(r.n)
+        const completed = Number(r.completed)
+        return { date: r.day, total_transactions: total, completed_transactions: completed, total_volume_usd: r.volume ? decimalToNumber(centsToDecimal(usdToCents(r.volume))) : 0, conversion_rate: rate(completed, total) }
+      }))
     },
   }
 }

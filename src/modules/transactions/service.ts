@@ -132,7 +132,7 @@ export function createTransactionService(deps: { repo: TransactionRepo; lifecycl
       return ok(entries.map((e) => ({ from_status: e.fromStatus, to_status: e.toStatus, cause: e.cause, details: e.details, at: e.at.toISOString() })))
     },
 
-    async list(caller: Caller, projectId: string, filter: { status?: Status; limit: number; offset: number }) {
+    async list(caller: Caller, projectId: string, filter: { status?: Status; orderIdPrefix?: string; limit: number; offset: number }) {
       if (projectId !== caller.projectId) return deny('forbidden', 'This API key does not belong to that project')
       const { rows, total } = await deps.repo.page(scopeOf(caller), filter)
       return ok({

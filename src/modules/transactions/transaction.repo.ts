@@ -1,4 +1,4 @@
-import { and, count, desc, eq, lt, sql, type SQL } from 'drizzle-orm'
+import { and, count, desc, eq, like, lt, sql, type SQL } from 'drizzle-orm'
 import type { Database } from '../../db/client.ts'
 import { idempotencyKeys, transactions } from '../../db/schema.ts'
 import type { LifecycleRepo } from '../../actors/lifecycle.repo.ts'
@@ -36,7 +36,8 @@ export interface TransactionRepo {
    */
   insertCreated(n: NewTransaction): Promise<'created' | 'key_taken' | 'number_taken'>
   find(scope: Scope, id: string): Promise<TransactionRow | null>
-  page(scope: Scope, filter: { status?: string; limit: number; offset: number }): Promise<{ rows: TransactionRow[]; total: number }>
+  /** Newest first; `orderIdPrefix` finds the merchant's order ids starting with it. */
+  page(scope: Scope, filter: { status?: string; orderIdPrefix?: string; limit: number; offset: number }): Promise<{ rows: TransactionRow[]; total: number }>
   idempotencyRecord(k: { projectId: string; mode: Mode; key: string }): Promise<typeof idempotencyKeys.$inferSelect | null>
   pruneIdempotencyKeys(before: Date): Promise<void>
 }
@@ -120,8 +121,10 @@ export function createTransactionRepo(database: Database, lifecycle: LifecycleRe
     },
 
     /** Newest first, ties broken by id (R8). */
-    async page(scope: Scope, filter: { status?: string; limit: number; offset: number }) {
-      const where = inScope(scope, filter.status ? eq(transactions.status, filter.status) : undefined)
+    async page(scope, filter) {
+      const where = inScope(scope,
+        filter.status ? eq(transactions.status, filter.status) : undefined,
+        filter.orderIdPrefix ? like(transactions.orderId, `${filter.orderIdPrefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`) : undefined)
       const [rows, [{ total }]] = await Promise.all([
         db.select().from(transactions).where(where).orderBy(desc(transactions.createdAt), desc(transactions.id)).limit(filter.limit).offset(filter.offset),
         db.select({ total: count() }).from(transactions).where(where),

@@ -1,0 +1,283 @@
+import { randomBytes } from 'node:crypto'
+import { fileURLToPath } from 'node:url'
+import { Elysia } from 'elysia'
+import { factsOf } from '../../http/context.ts'
+import { html } from '../../lib/html.ts'
+import type { Clock } from '../../lib/clock.ts'
+import type { Denial } from '../../lib/outcome.ts'
+import type { KeyService } from '../../keys/key.service.ts'
+import type { RateLimiter } from '../../limits/rate-limiter.ts'
+import type { RateLimits } from '../../projects/project.service.ts'
+import type { SessionService, SessionUser } from '../../users/session.service.ts'
+import type { EndpointService } from '../../webhooks/endpoint.service.ts'
+import type { WebhookService } from '../../webhooks/webhook.service.ts'
+import type { TransactionService } from '../transactions/service.ts'
+import { clearCookie, fromAnotherSite, readCookie, readForm, safeNext, setCookie, SESSION_COOKIE, SIGN_IN_COOKIE } from './access.ts'
+import { base, DASHBOARD_HEADERS, isNotice, layout, NOTICES, plainPage, type AssetUrl, type Frame, type Mode, type Notice, type Section } from './layout.ts'
+import { deliveriesPage, deliveryPage } from './pages/deliveries.ts'
+import { endpointPage, endpointsPage } from './pages/endpoints.ts'
+import { keysPage } from './pages/keys.ts'
+import { overviewPage } from './pages/overview.ts'
+import { settingsPage } from './pages/settings.ts'
+import { signInPage } from './pages/sign-in.ts'
+import { transactionPage, transactionsPage, type TokenDecimals } from './pages/transactions.ts'
+import { DEFAULT_RANGE_DAYS, DELIVERIES_PER_PAGE, type DashboardService, type Viewer } from './service.ts'
+
+/** The dashboard's CSS and bundled scripts (built from ./client by scripts/build-assets.ts). */
+export const DASHBOARD_ASSETS_DIR = fileURLToPath(new URL('./assets/', import.meta.url))
+
+const STATUS_OF: Record<Denial['code'], number> = {
+  invalid_request: 400, unauthenticated: 401, forbidden: 403, not_found: 404, conflict: 409, payload_too_large: 413, rate_limited: 429, unavailable: 503,
+}
+
+export interface DashboardDeps {
+  sessions: SessionService
+  dashboard: DashboardService
+  keys: KeyService
+  endpoints: EndpointService
+  webhooks: WebhookService
+  transactions: TransactionService
+  limiter: RateLimiter
+  /** Sign-in attempts per client IP. */
+  signInLimits: RateLimits
+  asset: AssetUrl
+  decimals: TokenDecimals
+  clock: Clock
+}
+
+/** A signed-in request to one project and mode, with its form when it posts one. */
+interface Visit {
+  frame: Frame
+  viewer: Viewer
+  user: SessionUser
+  form: URLSearchParams
+  url: URL
+}
+
+const page = (body: string, status = 200, extra: Record<string, string> = {}) => new Response(body, { status, headers: { ...DASHBOARD_HEADERS, ...extra } })
+
+function redirect(location: string, cookies: string[] = []): Response {
+  const headers = new Headers({ location, 'cache-control': 'no-store' })
+  for (const c of cookies) headers.append('set-cookie', c)
+  return new Response(null, { status: 303, headers })
+}
+
+const withNotice = (path: string, notice: Notice) => `${path}${path.includes('?') ? '&' : '?'}notice=${notice}`
+const noticeOf = (url: URL) => {
+  const n = url.searchParams.get('notice')
+  return isNotice(n) ? NOTICES[n] : null
+}
+
+/**
+ * The merchant dashboard at /dashboard (issue 7): server-rendered pages over the same services
+ * the API and the CLI use. Every page under `/dashboard/{project}/{mode}` checks the session,
+ * the membership and the mode first; every form post also checks its CSRF token.
+ */
+export function dashboardController(deps: DashboardDeps) {
+  const { sessions, dashboard } = deps
+
+  const notFoundPage = (f?: Frame) =>
+    page(f ? layout(f, 'overview', 'Not found', html`<p>There is nothing here in ${f.mode} mode. <a href="${base(f)}">Back to the overview</a></p>`)
+      : plainPage(deps.asset, 'Not found', html`<p>There is nothing here. <a href="/dashboard">Go to the dashboard</a></p>`), 404)
+
+  /** A denial as a page in the frame, with the status the API would give. */
+  const denied = (f: Frame, section: Section, d: Denial) =>
+    d.code === 'not_found' ? notFoundPage(f) : page(layout(f, section, 'Something went wrong', html`<p><a href="${base(f)}">Back to the overview</a></p>`, { error: d.message }), STATUS_OF[d.code])
+
+  /** Session, membership, mode and (for posts) origin and CSRF token; a response when any fails. */
+  async function enter(request: Request, params: { project: string; mode: string }): Promise<Visit | Response> {
+    const url = new URL(request.url)
+    const post = request.method === 'POST'
+    const token = readCookie(request, SESSION_COOKIE)
+    const user = await sessions.authenticate(token)
+    if (!user) {
+      const to = post ? withNotice('/dashboard/sign-in', 'session-ended') : `/dashboard/sign-in?next=${encodeURIComponent(url.pathname + url.search)}`
+      return redirect(to, token ? [clearCookie(SESSION_COOKIE)] : [])
+    }
+    const mode = params.mode
+    const project = mode === 'test' || mode === 'live' ? await sessions.membership(user.userId, params.project) : null
+    if (!project) return notFoundPage()
+    let form = new URLSearchParams()
+    if (post) {
+      const body = fromAnotherSite(request) ? null : await readForm(request)
+      if (!body || !sessions.checkCsrf(token, body.get('csrf') ?? undefined)) {
+        return page(plainPage(deps.asset, 'Form refused', html`<p>This form could not be accepted: it did not come from a page of this dashboard, or that page is too old. Go back, reload the page and try again.</p><p><a href="${base({ project, mode: mode as Mode })}">Back to the dashboard</a></p>`), 403)
+      }
+      form = body
+    }
+    const frame: Frame = { asset: deps.asset, email: user.email, project, projects: await sessions.projectsOf(user.userId), mode: mode as Mode, csrf: sessions.csrfToken(token!) }
+    return { frame, viewer: { projectId: project.id, mode: mode as Mode }, user, form, url }
+  }
+
+  type Handler = (v: Visit, params: Record<string, string>) => Promise<Response> | Response
+  /** Runs `handler` for a signed-in member only. */
+  const member = (handler: Handler) => async ({ request, params }: { request: Request; params: Record<string, string> }) => {
+    const v = await enter(request, params as { project: string; mode: string })
+    return v instanceof Response ? v : handler(v, params)
+  }
+  const hidden = { detail: { hide: true } }
+  const form = { parse: 'none' as const, detail: { hide: true } }
+
+  return new Elysia({ name: 'dashboard', prefix: '/dashboard' })
+    .get('', async ({ request }) => {
+      const user = await sessions.authenticate(readCookie(request, SESSION_COOKIE))
+      if (!user) return redirect('/dashboard/sign-in')
+      const [first] = await sessions.projectsOf(user.userId)
+      if (!first) return page(plainPage(deps.asset, 'No project yet', html`<p>You are signed in as ${user.email}, but you are not a member of any project. Ask the operator to add you (<code>npm run cli -- user create --email ${user.email} --password … --project …</code>).</p>`))
+      return redirect(base({ project: first, mode: 'test' }))
+    }, hidden)
+
+    // --- Sign-in and sign-out ---
+    .get('/sign-in', async ({ request }) => {
+      const url = new URL(request.url)
+      const next = safeNext(url.searchParams.get('next'))
+      if (await sessions.authenticate(readCookie(request, SESSION_COOKIE))) return redirect(next)
+      const pre = readCookie(request, SIGN_IN_COOKIE) ?? randomBytes(24).toString('base64url')
+      return page(signInPage(deps.asset, { email: '', next, csrf: sessions.csrfToken(pre) }, { notice: noticeOf(url) }), 200, { 'set-cookie': setCookie(SIGN_IN_COOKIE, pre) })
+    }, hidden)
+    .post('/sign-in', async ({ request }) => {
+      const ip = factsOf(request)?.clientIp ?? 'unknown'
+      const pre = readCookie(request, SIGN_IN_COOKIE)
+      const body = fromAnotherSite(request) ? null : await readForm(request)
+      const next = safeNext(body?.get('next'))
+      const fresh = randomBytes(24).toString('base64url')
+      const again = (status: number, error: string, extra: Record<string, string> = {}) =>
+        page(signInPage(deps.asset, { email: body?.get('email') ?? '', next, csrf: sessions.csrfToken(fresh) }, { error }), status, { 'set-cookie': setCookie(SIGN_IN_COOKIE, fresh), ...extra })
+      if (!body || !sessions.checkCsrf(pre, body.get('csrf') ?? undefined)) return again(403, 'The sign-in form was too old or did not come from this site. Please try again.')
+      // Per client IP, before any password is checked.
+      const decision = await deps.limiter.check(`sign-in:${ip}`, deps.signInLimits)
+      if (!decision.allowed) return again(429, `Too many sign-in attempts from your address. Try again in ${decision.retryAfter} seconds.`, { 'retry-after': String(decision.retryAfter) })
+      const r = await sessions.signIn(body.get('email') ?? '', body.get('password') ?? '')
+      if (!r.ok) return again(STATUS_OF[r.code], r.message)
+      return redirect(next, [setCookie(SESSION_COOKIE, r.value.token), clearCookie(SIGN_IN_COOKIE)])
+    }, form)
+    .post('/sign-out', async ({ request }) => {
+      const token = readCookie(request, SESSION_COOKIE)
+      const body = fromAnotherSite(request) ? null : await readForm(request)
+      if (!body || !sessions.checkCsrf(token, body.get('csrf') ?? undefined)) return page(plainPage(deps.asset, 'Form refused', html`<p>Sign-out could not be confirmed. <a href="/dashboard">Back to the dashboard</a></p>`), 403)
+      await sessions.signOut(token)
+      return redirect(withNotice('/dashboard/sign-in', 'signed-out'), [clearCookie(SESSION_COOKIE)])
+    }, form)
+
+    // --- Overview ---
+    .get('/:project/:mode', member(async (v) => {
+      const today = new Date(deps.clock.now()).toISOString().slice(0, 10)
+      const start = v.url.searchParams.get('start_date') || new Date(deps.clock.now() - (DEFAULT_RANGE_DAYS - 1) * 86_400_000).toISOString().slice(0, 10)
+      const end = v.url.searchParams.get('end_date') || today
+      const range = { start, end }
+      const r = /^\d{4}-\d{2}-\d{2}$/.test(start) && /^\d{4}-\d{2}-\d{2}$/.test(end)
+        ? await dashboard.overview(v.viewer, { start_date: start, end_date: end })
+        : { ok: false as const, code: 'invalid_request' as const, message: 'Dates must be YYYY-MM-DD' }
+      if (!r.ok) return page(overviewPage(v.frame, range, null, r.message), STATUS_OF[r.code])
+      if (Date.parse(end) - Date.parse(start) > 3660 * 86_400_000) return page(overviewPage(v.frame, range, null, 'Choose a range of at most ten years'), 400)
+      return page(overviewPage(v.frame, range, r.value, null))
+    }), hidden)
+
+    // --- Transactions ---
+    .get('/:project/:mode/transactions', member(async (v) => {
+      const q = { status: v.url.searchParams.get('status') ?? '', orderId: (v.url.searchParams.get('order_id') ?? '').slice(0, 255) }
+      const r = await dashboard.transactions(v.viewer, { ...q, page: Number(v.url.searchParams.get('page') ?? '1') })
+      if (!r.ok) return page(transactionsPage(v.frame, q, null, { error: r.message }), STATUS_OF[r.code])
+      return page(transactionsPage(v.frame, q, r.value, {}))
+    }), hidden)
+    .get('/:project/:mode/transactions/:id', member(async (v, p) => {
+      const r = await dashboard.transaction(v.viewer, p.id)
+      return r.ok ? page(transactionPage(v.frame, r.value, deps.decimals, { notice: noticeOf(v.url) })) : denied(v.frame, 'transactions', r)
+    }), hidden)
+    .post('/:project/:mode/transactions/:id/cancel', member(async (v, p) => {
+      const r = await deps.transactions.cancel(v.viewer, p.id)
+      return r.ok ? redirect(withNotice(base(v.frame, `/transactions/${p.id}`), 'cancelled')) : transactionWithError(v, p.id, r)
+    }), form)
+    .post('/:project/:mode/transactions/:id/retry-webhook', member(async (v, p) => {
+      const r = await deps.webhooks.retryCompleted(v.viewer, p.id)
+      return r.ok ? redirect(withNotice(base(v.frame, `/transactions/${p.id}`), 'webhook-retried')) : transactionWithError(v, p.id, r)
+    }), form)
+
+    // --- API keys ---
+    .get('/:project/:mode/keys', member(async (v) => page(keysPage(v.frame, await dashboard.keys(v.viewer), { notice: noticeOf(v.url) }))), hidden)
+    .post('/:project/:mode/keys', member(async (v) => {
+      const input = { name: v.form.get('name') ?? '', scopes: v.form.getAll('scopes') }
+      const r = await deps.keys.create({ projectId: v.viewer.projectId, mode: v.viewer.mode, name: input.name, scopes: input.scopes })
+      const keys = await dashboard.keys(v.viewer)
+      if (!r.ok) return page(keysPage(v.frame, keys, { form: input, error: r.message }), STATUS_OF[r.code])
+      return page(keysPage(v.frame, keys, { created: { key: r.value.key, name: r.value.record.name } }), 201)
+    }), form)
+    .post('/:project/:mode/keys/:id/revoke', member(async (v, p) => {
+      const r = await deps.keys.revoke(p.id, v.viewer)
+      return r.ok ? redirect(withNotice(base(v.frame, '/keys'), 'key-revoked')) : denied(v.frame, 'keys', r)
+    }), form)
+    .post('/:project/:mode/keys/:id/delete', member(async (v, p) => {
+      const r = await deps.keys.delete(p.id, v.viewer)
+      return r.ok ? redirect(withNotice(base(v.frame, '/keys'), 'key-deleted')) : denied(v.frame, 'keys', r)
+    }), form)
+
+    // --- Webhook endpoints ---
+    .get('/:project/:mode/endpoints', member(async (v) => page(endpointsPage(v.frame, await dashboard.endpoints(v.viewer), { url: '', events: [] }, {}))), hidden)
+    .post('/:project/:mode/endpoints', member(async (v) => {
+      const input = { url: (v.form.get('url') ?? '').trim(), events: v.form.getAll('events') }
+      const r = await deps.endpoints.create({ projectId: v.viewer.projectId, mode: v.viewer.mode, url: input.url, eventTypes: input.events })
+      if (!r.ok) return page(endpointsPage(v.frame, await dashboard.endpoints(v.viewer), input, { error: r.message }), STATUS_OF[r.code])
+      return endpointView(v, r.value.endpoint.id, 201, { secret: { value: r.value.secret, why: 'created' } })
+    }), form)
+    .get('/:project/:mode/endpoints/:id', member((v, p) => endpointView(v, p.id, 200, { notice: noticeOf(v.url) })), hidden)
+    .post('/:project/:mode/endpoints/:id/reveal', member(async (v, p) => {
+      const confirmed = await sessions.confirmPassword(v.user.userId, v.form.get('password') ?? '')
+      if (!confirmed.ok) return endpointView(v, p.id, STATUS_OF[confirmed.code], { error: confirmed.message })
+      const r = await deps.endpoints.revealSecret(p.id, v.viewer)
+      return r.ok ? endpointView(v, p.id, 200, { secret: { value: r.value.secret, why: 'revealed' } }) : denied(v.frame, 'endpoints', r)
+    }), form)
+    .post('/:project/:mode/endpoints/:id/rotate', member(async (v, p) => {
+      const r = await deps.endpoints.rotateSecret(p.id, v.viewer)
+      return r.ok ? endpointView(v, p.id, 200, { secret: { value: r.value.secret, why: 'rotated' } }) : denied(v.frame, 'endpoints', r)
+    }), form)
+    .post('/:project/:mode/endpoints/:id/enable', member(async (v, p) => {
+      const r = await deps.endpoints.setEnabled(p.id, true, v.viewer)
+      return r.ok ? redirect(withNotice(base(v.frame, `/endpoints/${p.id}`), 'endpoint-enabled')) : denied(v.frame, 'endpoints', r)
+    }), form)
+    .post('/:project/:mode/endpoints/:id/disable', member(async (v, p) => {
+      const r = await deps.endpoints.setEnabled(p.id, false, v.viewer)
+      return r.ok ? redirect(withNotice(base(v.frame, `/endpoints/${p.id}`), 'endpoint-disabled')) : denied(v.frame, 'endpoints', r)
+    }), form)
+    .post('/:project/:mode/endpoints/:id/test', member(async (v, p) => {
+      const r = await deps.webhooks.sendTest(p.id, v.form.get('event') ?? '', v.viewer)
+      if (!r.ok) return r.code === 'not_found' ? denied(v.frame, 'endpoints', r) : endpointView(v, p.id, STATUS_OF[r.code], { error: r.message })
+      return redirect(withNotice(base(v.frame, `/endpoints/${p.id}`), 'test-sent'))
+    }), form)
+
+    // --- Delivery logs ---
+    .get('/:project/:mode/deliveries', member(async (v) => {
+      const q = { status: v.url.searchParams.get('status') ?? '', endpointId: v.url.searchParams.get('endpoint') ?? '' }
+      const r = await dashboard.deliveries(v.viewer, { ...q, before: v.url.searchParams.get('before') ?? undefined })
+      if (!r.ok) return page(deliveriesPage(v.frame, q, null, DELIVERIES_PER_PAGE, { error: r.message }), STATUS_OF[r.code])
+      return page(deliveriesPage(v.frame, q, r.value, DELIVERIES_PER_PAGE, {}))
+    }), hidden)
+    .get('/:project/:mode/deliveries/:id', member(async (v, p) => {
+      const r = await dashboard.delivery(v.viewer, p.id)
+      return r.ok ? page(deliveryPage(v.frame, r.value, { notice: noticeOf(v.url) })) : denied(v.frame, 'deliveries', r)
+    }), hidden)
+    .post('/:project/:mode/deliveries/:id/redeliver', member(async (v, p) => {
+      const r = await deps.webhooks.redeliver(p.id, v.viewer)
+      if (r.ok) return redirect(withNotice(base(v.frame, `/deliveries/${p.id}`), 'redelivered'))
+      if (r.code === 'not_found') return denied(v.frame, 'deliveries', r)
+      const d = await dashboard.delivery(v.viewer, p.id)
+      return d.ok ? page(deliveryPage(v.frame, d.value, { error: r.message }), STATUS_OF[r.code]) : denied(v.frame, 'deliveries', d)
+    }), form)
+
+    // --- Settings ---
+    .get('/:project/:mode/settings', member(async (v) => {
+      const r = await dashboard.settings(v.viewer)
+      return r.ok ? page(settingsPage(v.frame, r.value)) : denied(v.frame, 'settings', r)
+    }), hidden)
+
+  async function endpointView(v: Visit, id: string, status: number, opts: Parameters<typeof endpointPage>[4]) {
+    const q = { status: v.url.searchParams.get('status') ?? '' }
+    const r = await dashboard.endpoint(v.viewer, id, { ...q, before: v.url.searchParams.get('before') ?? undefined })
+    if (!r.ok) return r.code === 'not_found' ? notFoundPage(v.frame) : page(layout(v.frame, 'endpoints', 'Webhook endpoint', html``, { error: r.message }), STATUS_OF[r.code])
+    return page(endpointPage(v.frame, r.value, q, DELIVERIES_PER_PAGE, opts), status)
+  }
+
+  async function transactionWithError(v: Visit, id: string, d: Denial) {
+    const r = await dashboard.transaction(v.viewer, id)
+    return r.ok ? page(transactionPage(v.frame, r.value, deps.decimals, { error: d.message }), STATUS_OF[d.code]) : denied(v.frame, 'transactions', r)
+  }
+}

@@ -1,0 +1,143 @@
+import { html, type Html } from '../../lib/html.ts'
+import { PAY_PAGE_HEADERS } from '../pay/page.ts'
+import type { Membership } from '../../users/session.service.ts'
+
+/** The pay page's policy, except that the dashboard's own forms may post (to itself only). */
+export const DASHBOARD_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
+  "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+export const DASHBOARD_HEADERS: Record<string, string> = { ...PAY_PAGE_HEADERS, 'content-security-policy': DASHBOARD_CSP }
+
+export type Mode = 'test' | 'live'
+export type AssetUrl = (name: string) => string
+export type Section = 'overview' | 'transactions' | 'keys' | 'endpoints' | 'deliveries' | 'settings'
+
+const SECTIONS: [Section, string, string][] = [
+  ['overview', 'Overview', ''],
+  ['transactions', 'Transactions', '/transactions'],
+  ['keys', 'API keys', '/keys'],
+  ['endpoints', 'Webhooks', '/endpoints'],
+  ['deliveries', 'Deliveries', '/deliveries'],
+  ['settings', 'Settings', '/settings'],
+]
+
+/** Everything around a signed-in page: who, which project and mode, and the session's CSRF token. */
+export interface Frame {
+  asset: AssetUrl
+  email: string
+  project: Membership
+  projects: Membership[]
+  mode: Mode
+  csrf: string
+}
+
+/** `/dashboard/{project}/{mode}` plus `rest`: every signed-in page lives under it. */
+export const base = (f: Pick<Frame, 'project' | 'mode'>, rest = '') => `/dashboard/${encodeURIComponent(f.project.id)}/${f.mode}${rest}`
+
+/** The one-line notices a redirect after an action may carry (`?notice=`): fixed texts only. */
+export const NOTICES = {
+  'signed-out': 'You are signed out.',
+  'key-revoked': 'The key is revoked: requests with it now get 401.',
+  'key-deleted': 'The key is deleted.',
+  'endpoint-enabled': 'The endpoint is enabled.',
+  'endpoint-disabled': 'The endpoint is disabled: no events are sent to it until it is enabled again.',
+  'test-sent': 'A test event is on its way; its delivery is listed below.',
+  'redelivered': 'The delivery is queued to be sent again now.',
+  'cancelled': 'The transaction is cancelled.',
+  'webhook-retried': 'A new transaction.completed delivery is queued for every endpoint that selected it.',
+  'session-ended': 'Your session has ended. Sign in again.',
+} as const
+export type Notice = keyof typeof NOTICES
+export const isNotice = (s: unknown): s is Notice => typeof s === 'string' && Object.hasOwn(NOTICES, s)
+
+export function head(title: string, asset: AssetUrl, extra: Html | string = ''): Html {
+  return html`<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<meta name="robots" content="noindex, nofollow">
+<meta name="color-scheme" content="light">
+<title>${title} · Crypto Pay dashboard</title>
+<link rel="icon" href="${asset('favicon.svg')}" type="image/svg+xml">
+<link rel="stylesheet" href="${asset('dashboard.css')}">
+<script type="module" src="${asset('dashboard.js')}"></script>
+${extra}
+</head>`
+}
+
+export const csrfField = (csrf: string) => html`<input type="hidden" name="csrf" value="${csrf}">`
+
+/** A form with one button that posts to `action`; `confirm` asks first (in the browser script). */
+export function postButton(f: Pick<Frame, 'csrf'>, action: string, label: string, opts: { confirm?: string; danger?: boolean; fields?: Record<string, string> } = {}): Html {
+  return html`<form method="post" action="${action}" class="inline"${opts.confirm ? html` data-confirm="${opts.confirm}"` : ''}>${csrfField(f.csrf)}${Object.entries(opts.fields ?? {}).map(([k, v]) => html`<input type="hidden" name="${k}" value="${v}">`)}<button type="submit" class="${opts.danger ? 'button danger' : 'button secondary'}">${label}</button></form>`
+}
+
+/** A date as UTC text in a `<time>` (the browser script shows it in the reader's zone too). */
+export function when(d: Date | string | null | undefined): Html {
+  if (!d) return html`<span class="muted">—</span>`
+  const date = typeof d === 'string' ? new Date(d) : d
+  const iso = date.toISOString()
+  return html`<time datetime="${iso}">${iso.slice(0, 19).replace('T', ' ')} UTC</time>`
+}
+
+export function alert(kind: 'notice' | 'error', text: string | null | undefined): Html {
+  if (!text) return html``
+  return kind === 'error' ? html`<div class="alert error" role="alert">${text}</div>` : html`<div class="alert notice" role="status">${text}</div>`
+}
+
+/** A table that scrolls on its own on a narrow screen, never the page. */
+export function table(caption: string, headers: (string | Html)[], rows: Html[], empty: string): Html {
+  if (rows.length === 0) return html`<p class="empty">${empty}</p>`
+  return html`<div class="table-wrap" role="region" aria-label="${caption}" tabindex="0"><table><caption class="visually-hidden">${caption}</caption>
+<thead><tr>${headers.map((h) => html`<th scope="col">${h}</th>`)}</tr></thead>
+<tbody>${rows}</tbody></table></div>`
+}
+
+export const badge = (text: string, kind = text) => html`<span class="badge badge-${kind}">${text}</span>`
+
+/** A signed-in page: header with project and mode switch, navigation, and `body`. */
+export function layout(f: Frame, section: Section, title: string, body: Html, opts: { head?: Html; notice?: string | null; error?: string | null } = {}): string {
+  const other: Mode = f.mode === 'test' ? 'live' : 'test'
+  const sectionPath = SECTIONS.find(([s]) => s === section)![2]
+  return html`<!doctype html>
+<html lang="en">
+${head(`${title} · ${f.project.name}`, f.asset, opts.head ?? '')}
+<body data-mode="${f.mode}">
+<a class="skip" href="#main">Skip to content</a>
+${f.mode === 'test' ? html`<div class="test-banner" role="note"><strong>Test mode</strong> — you are viewing test data. Nothing here moves real money.</div>` : ''}
+<header class="top">
+  <div class="brand"><a href="${base(f)}">Crypto Pay</a></div>
+  ${f.projects.length > 1
+    ? html`<details class="project-switch"><summary><span class="visually-hidden">Project: </span>${f.project.name}</summary><ul>${f.projects.map((p) => html`<li><a href="${base({ project: p, mode: f.mode })}"${p.id === f.project.id ? html` aria-current="true"` : ''}>${p.name}</a></li>`)}</ul></details>`
+    : html`<span class="project-name">${f.project.name}</span>`}
+  <a class="mode-switch" href="${base({ project: f.project, mode: other }, sectionPath)}" data-mode="${f.mode}" aria-label="Viewing ${f.mode} data. Switch to ${other} data">
+    <span class="${f.mode === 'test' ? 'on' : ''}">Test</span><span class="${f.mode === 'live' ? 'on' : ''}">Live</span></a>
+  <form method="post" action="/dashboard/sign-out" class="sign-out">${csrfField(f.csrf)}<button type="submit" class="link">Sign out<span class="visually-hidden"> ${f.email}</span></button></form>
+</header>
+<nav class="sections" aria-label="Dashboard">
+  <ul>${SECTIONS.map(([s, label, path]) => html`<li><a href="${base(f, path)}"${s === section ? html` aria-current="page"` : ''}>${label}</a></li>`)}</ul>
+</nav>
+<main id="main" tabindex="-1">
+<h1>${title}</h1>
+${alert('notice', opts.notice)}${alert('error', opts.error)}
+${body}
+</main>
+</body>
+</html>`.value
+}
+
+/** A page without the signed-in frame: sign-in, not found, too many requests. */
+export function plainPage(asset: AssetUrl, title: string, body: Html): string {
+  return html`<!doctype html>
+<html lang="en">
+${head(title, asset)}
+<body class="plain">
+<main id="main" class="narrow">
+<p class="brand">Crypto Pay</p>
+<h1>${title}</h1>
+${body}
+</main>
+</body>
+</html>`.value
+}

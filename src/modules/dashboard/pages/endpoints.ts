@@ -1,0 +1,90 @@
+import { html, type Html } from '../../../lib/html.ts'
+import { WEBHOOK_EVENT_TYPES } from '../../../db/schema.ts'
+import type { EndpointView } from '../../../webhooks/endpoint.service.ts'
+import type { DeliveryView } from '../../../webhooks/webhook.service.ts'
+import { badge, base, csrfField, layout, postButton, table, when, type Frame } from '../layout.ts'
+import { DELIVERY_HEADERS, deliveryRows, olderLink, statusFilter } from './deliveries.ts'
+
+/** A secret or key shown in full, with a copy button (the browser script wires it). */
+export function revealed(label: string, value: string, note: string): Html {
+  return html`<div class="reveal" role="region" aria-label="${label}">
+  <p><strong>${label}</strong></p>
+  <div class="copy-row"><code class="secret" id="revealed-value">${value}</code><button type="button" class="button secondary" data-copy="revealed-value">Copy</button></div>
+  <p class="muted">${note}</p>
+</div>`
+}
+
+export function endpointsPage(f: Frame, endpoints: EndpointView[], form: { url: string; events: string[] }, opts: { error?: string | null }): string {
+  const rows = endpoints.map((e) => html`<tr>
+    <td><a href="${base(f, `/endpoints/${e.id}`)}" class="wrap">${e.url}</a></td>
+    <td>${e.enabled ? badge('enabled', 'success') : badge('disabled', 'failed')}</td>
+    <td>${e.eventTypes.length === WEBHOOK_EVENT_TYPES.length ? 'all events' : e.eventTypes.join(', ')}</td>
+    <td>${when(e.createdAt)}</td></tr>`)
+  const body = html`${table(`${f.mode} webhook endpoints`, ['URL', 'State', 'Events', 'Created'], rows, `No ${f.mode} webhook endpoints yet.`)}
+<section aria-labelledby="new-endpoint"><h2 id="new-endpoint">Add an endpoint</h2>
+<form method="post" action="${base(f, '/endpoints')}" class="stack">
+  ${csrfField(f.csrf)}
+  <label>URL <input type="url" name="url" value="${form.url}" required maxlength="2048" placeholder="https://shop.example.com/webhooks/crypto-pay" autocomplete="off"></label>
+  <p class="muted">${f.mode === 'live' ? 'Live endpoints must use https and a public address.' : 'Test endpoints may use http and local addresses.'}</p>
+  <fieldset><legend>Events to send</legend>
+  ${WEBHOOK_EVENT_TYPES.map((t) => html`<label class="check"><input type="checkbox" name="events" value="${t}"${form.events.includes(t) ? html` checked` : ''}> ${t}</label>`)}
+  </fieldset>
+  <button type="submit" class="button">Add ${f.mode} endpoint</button>
+</form></section>`
+  return layout(f, 'endpoints', 'Webhook endpoints', body, opts)
+}
+
+export function endpointPage(
+  f: Frame,
+  d: { endpoint: EndpointView; deliveries: DeliveryView[] },
+  q: { status: string },
+  limit: number,
+  opts: { secret?: { value: string; why: 'created' | 'revealed' | 'rotated' }; notice?: string | null; error?: string | null; status?: number },
+): string {
+  const e = d.endpoint
+  const here = (rest = '') => base(f, `/endpoints/${e.id}${rest}`)
+  const link = (status: string, before = '') => {
+    const p = new URLSearchParams()
+    if (status) p.set('status', status)
+    if (before) p.set('before', before)
+    const s = p.toString()
+    return here(s ? `?${s}` : '')
+  }
+  const secretNote = {
+    created: 'Store it in your server\'s configuration now. You can reveal it again here after entering your password.',
+    revealed: 'Verify each delivery\'s x-service-signature with it (HMAC-SHA-256 of the raw body).',
+    rotated: 'The old secret stopped working: deliveries from now on are signed with this one. Update your server.',
+  }
+  const body = html`<p class="lead"><code class="wrap">${e.url}</code> ${e.enabled ? badge('enabled', 'success') : badge('disabled', 'failed')}</p>
+${opts.secret ? revealed('Signing secret', opts.secret.value, secretNote[opts.secret.why]) : ''}
+<dl class="fields">
+  <div><dt>Id</dt><dd><code>${e.id}</code></dd></div>
+  <div><dt>Mode</dt><dd>${e.mode}</dd></div>
+  <div><dt>Events</dt><dd>${e.eventTypes.join(', ')}</dd></div>
+  <div><dt>Created</dt><dd>${when(e.createdAt)}</dd></div>
+</dl>
+<div class="actions">
+  ${e.enabled ? postButton(f, here('/disable'), 'Disable', { confirm: 'Disable this endpoint? No events are sent to it until it is enabled again.' }) : postButton(f, here('/enable'), 'Enable')}
+  ${postButton(f, here('/rotate'), 'Rotate secret', { danger: true, confirm: 'Rotate the signing secret? The current one stops working at once.' })}
+</div>
+<section aria-labelledby="reveal-title"><h2 id="reveal-title">Reveal the signing secret</h2>
+<form method="post" action="${here('/reveal')}" class="stack narrow">
+  ${csrfField(f.csrf)}
+  <label>Your password <input type="password" name="password" required autocomplete="current-password"></label>
+  <button type="submit" class="button secondary">Reveal secret</button>
+</form></section>
+<section aria-labelledby="test-title"><h2 id="test-title">Send a test event</h2>
+<form method="post" action="${here('/test')}" class="filters">
+  ${csrfField(f.csrf)}
+  <label>Event type <select name="event">${WEBHOOK_EVENT_TYPES.map((t) => html`<option value="${t}">${t}</option>`)}</select></label>
+  <button type="submit" class="button"${e.enabled ? '' : html` disabled`}>Send test event</button>
+</form>
+<p class="muted">The payload carries <code>"test": true</code> and a made-up transaction, signed like any other delivery.${e.enabled ? '' : ' Enable the endpoint first.'}</p>
+</section>
+<section aria-labelledby="deliveries-title"><h2 id="deliveries-title">Deliveries to this endpoint</h2>
+${statusFilter(q.status, (s) => link(s))}
+${table('Deliveries to this endpoint, newest first', DELIVERY_HEADERS, deliveryRows(f, d.deliveries), q.status ? `No ${q.status} deliveries.` : 'Nothing has been sent to this endpoint yet.')}
+${olderLink(d.deliveries, limit, (before) => link(q.status, before))}
+</section>`
+  return layout(f, 'endpoints', 'Webhook endpoint', body, opts)
+}

@@ -1,0 +1,38 @@
+import { html } from '../../../lib/html.ts'
+import { SCOPES } from '../../../keys/api-key.ts'
+import type { ApiKeyRecord } from '../../../keys/key.service.ts'
+import { badge, base, csrfField, layout, postButton, table, when, type Frame } from '../layout.ts'
+import { revealed } from './endpoints.ts'
+
+/**
+ * API keys of the viewed mode. A new key is shown once, in the response to the form that made
+ * it, and never stored: only its hash and display prefix are kept (R22).
+ */
+export function keysPage(f: Frame, keys: ApiKeyRecord[], opts: { created?: { key: string; name: string }; form?: { name: string; scopes: string[] }; notice?: string | null; error?: string | null }): string {
+  const form = opts.form ?? { name: '', scopes: [...SCOPES] }
+  const rows = keys.map((k) => html`<tr data-key="${k.id}">
+    <td>${k.name}</td>
+    <td><code>${k.displayPrefix}</code></td>
+    <td>${k.mode}</td>
+    <td>${k.scopes.join(', ')}</td>
+    <td>${when(k.createdAt)}</td>
+    <td>${when(k.lastUsedAt)}</td>
+    <td>${k.revokedAt ? html`${badge('revoked', 'failed')} ${when(k.revokedAt)}` : badge('active', 'success')}</td>
+    <td class="row-actions">
+      ${k.revokedAt ? '' : postButton(f, base(f, `/keys/${k.id}/revoke`), 'Revoke', { confirm: `Revoke "${k.name}"? Requests with it get 401 from now on.` })}
+      ${postButton(f, base(f, `/keys/${k.id}/delete`), 'Delete', { danger: true, confirm: `Delete "${k.name}"? Requests with it get 401 and it leaves this list.` })}
+    </td></tr>`)
+  const body = html`${opts.created ? revealed(`Your new key "${opts.created.name}"`, opts.created.key, 'Copy it now: it is shown only this once. Keep it on your server, never in client-side code or version control.') : ''}
+${table(`${f.mode} API keys`, ['Name', 'Key', 'Mode', 'Scopes', 'Created', 'Last used', 'State', html`<span class="visually-hidden">Actions</span>`], rows, `No ${f.mode} keys yet.`)}
+<p class="muted">To rotate a key: create a new one, switch your application to it, then delete the old one.</p>
+<section aria-labelledby="new-key"><h2 id="new-key">Create a ${f.mode} key</h2>
+<form method="post" action="${base(f, '/keys')}" class="stack">
+  ${csrfField(f.csrf)}
+  <label>Name <input type="text" name="name" value="${form.name}" required maxlength="100" placeholder="Checkout server" autocomplete="off"></label>
+  <fieldset><legend>Scopes</legend>
+  ${SCOPES.map((s) => html`<label class="check"><input type="checkbox" name="scopes" value="${s}"${form.scopes.includes(s) ? html` checked` : ''}> ${s}</label>`)}
+  </fieldset>
+  <button type="submit" class="button">Create ${f.mode} key</button>
+</form></section>`
+  return layout(f, 'keys', 'API keys', body, opts)
+}

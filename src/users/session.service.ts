@@ -1,0 +1,152 @@
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
+import { and, asc, eq, lt, or, sql } from 'drizzle-orm'
+import type { Database } from '../db/client.ts'
+import { dashboardSessions, projectMembers, projects, users } from '../db/schema.ts'
+import type { Clock } from '../lib/clock.ts'
+import { deny, ok, type Outcome } from '../lib/outcome.ts'
+import { hashPassword, verifyPassword } from './user.service.ts'
+
+/** A session ends after this long without a request... */
+export const SESSION_IDLE_MS = 30 * 60_000
+/** ...and this long after sign-in, however active it is. */
+export const SESSION_ABSOLUTE_MS = 12 * 3_600_000
+/** Wrong passwords in a row that lock an account, and for how long. */
+export const MAX_FAILED_SIGN_INS = 5
+export const LOCK_MS = 15 * 60_000
+/** last_seen_at is written at most this often, so idle expiry is exact to within it. */
+const TOUCH_EVERY_MS = 60_000
+
+export interface SessionUser {
+  userId: string
+  email: string
+  /** When the session ends unless used again (idle), never later than its absolute end. */
+  expiresAt: Date
+}
+
+export interface Membership {
+  id: string
+  name: string
+  status: 'active' | 'inactive'
+}
+
+const sha256 = (s: string) => createHash('sha256').update(s).digest('hex')
+
+/**
+ * Dashboard sign-in (issue 7): password check with account lock-out, server-side sessions with
+ * idle and absolute expiry, CSRF tokens bound to the session, and project membership. Nothing
+ * here knows about cookies or forms: the dashboard controller carries the tokens.
+ */
+export function createSessionService(deps: { database: Database; clock: Clock; secretKey: Buffer }) {
+  const { db } = deps.database
+  const now = () => new Date(deps.clock.now())
+  const csrfKey = createHmac('sha256', deps.secretKey).update('dashboard csrf').digest()
+  // Unknown e-mails cost a hash too, so the time taken does not tell which accounts exist.
+  const decoy = hashPassword(randomBytes(16).toString('hex'))
+
+  /**
+   * The password check every sign-in and re-entry goes through: a locked account is refused
+   * before the hash is even computed, wrong passwords count towards the lock, a right one
+   * clears the count.
+   */
+  async function checkPassword(user: typeof users.$inferSelect | undefined, password: string): Promise<Outcome<typeof users.$inferSelect>> {
+    const at = now()
+    if (!user) {
+      await verifyPassword(password, await decoy)
+      return deny('unauthenticated', 'The e-mail address or the password is wrong')
+    }
+    if (user.lockedUntil && user.lockedUntil > at) return lockedDenial(user.lockedUntil, at)
+    if (await verifyPassword(password, user.passwordHash)) {
+      if (user.failedSignIns > 0 || user.lockedUntil) await db.update(users).set({ failedSignIns: 0, lockedUntil: null }).where(eq(users.id, user.id))
+      return ok(user)
+    }
+    // One statement counts the failure and sets the lock, so concurrent guesses cannot skip it.
+    const [after] = await db.update(users).set({
+      failedSignIns: sql`CASE WHEN ${users.failedSignIns} + 1 >= ${MAX_FAILED_SIGN_INS} THEN 0 ELSE ${users.failedSignIns} + 1 END`,
+      lockedUntil: sql`CASE WHEN ${users.failedSignIns} + 1 >= ${MAX_FAILED_SIGN_INS} THEN ${new Date(at.getTime() + LOCK_MS).toISOString()}::timestamptz ELSE ${users.lockedUntil} END`,
+    }).where(eq(users.id, user.id)).returning({ lockedUntil: users.lockedUntil })
+    if (after?.lockedUntil && after.lockedUntil > at) return lockedDenial(after.lockedUntil, at)
+    return deny('unauthenticated', 'The e-mail address or the password is wrong')
+  }
+
+  const csrfFor = (token: string) => createHmac('sha256', csrfKey).update(token).digest('base64url')
+
+  return {
+    /** A new session for the right e-mail and password; the token is for the cookie only. */
+    async signIn(email: string, password: string): Promise<Outcome<{ token: string; user: SessionUser }>> {
+      const normalized = email.trim().toLowerCase()
+      if (!normalized || !password || password.length > 256 || normalized.length > 254) return deny('unauthenticated', 'The e-mail address or the password is wrong')
+      const [user] = await db.select().from(users).where(eq(users.email, normalized))
+      const checked = await checkPassword(user, password)
+      if (!checked.ok) return checked
+      const token = randomBytes(32).toString('base64url')
+      const at = now()
+      const expiresAt = new Date(at.getTime() + SESSION_ABSOLUTE_MS)
+      await db.insert(dashboardSessions).values({ tokenHash: sha256(token), userId: checked.value.id, createdAt: at, lastSeenAt: at, expiresAt })
+      // Sessions nobody can use any more go when someone signs in, so the table stays small.
+      await db.delete(dashboardSessions).where(or(lt(dashboardSessions.expiresAt, at), lt(dashboardSessions.lastSeenAt, new Date(at.getTime() - SESSION_IDLE_MS))))
+      return ok({ token, user: { userId: checked.value.id, email: checked.value.email, expiresAt: new Date(Math.min(expiresAt.getTime(), at.getTime() + SESSION_IDLE_MS)) } })
+    },
+
+    /** The signed-in user of a session token; null once it is unknown, idle too long or past its end. */
+    async authenticate(token: string | undefined): Promise<SessionUser | null> {
+      if (!token || token.length > 100) return null
+      const at = now()
+      const [row] = await db.select({ s: dashboardSessions, email: users.email }).from(dashboardSessions)
+        .innerJoin(users, eq(users.id, dashboardSessions.userId)).where(eq(dashboardSessions.tokenHash, sha256(token)))
+      if (!row) return null
+      const idleEnd = row.s.lastSeenAt.getTime() + SESSION_IDLE_MS
+      if (at.getTime() >= idleEnd || at >= row.s.expiresAt) {
+        await db.delete(dashboardSessions).where(eq(dashboardSessions.tokenHash, row.s.tokenHash))
+        return null
+      }
+      if (at.getTime() - row.s.lastSeenAt.getTime() >= TOUCH_EVERY_MS) {
+        await db.update(dashboardSessions).set({ lastSeenAt: at }).where(eq(dashboardSessions.tokenHash, row.s.tokenHash))
+      }
+      return { userId: row.s.userId, email: row.email, expiresAt: new Date(Math.min(row.s.expiresAt.getTime(), at.getTime() + SESSION_IDLE_MS)) }
+    },
+
+    async signOut(token: string | undefined): Promise<void> {
+      if (token) await db.delete(dashboardSessions).where(eq(dashboardSessions.tokenHash, sha256(token)))
+    },
+
+    /** Re-entering the password before something sensitive (revealing a secret); counts towards the lock. */
+    async confirmPassword(userId: string, password: string): Promise<Outcome<true>> {
+      const [user] = await db.select().from(users).where(eq(users.id, userId))
+      const checked = await checkPassword(user, password ?? '')
+      if (!checked.ok) return checked.code === 'unauthenticated' ? deny('unauthenticated', 'The password is wrong') : checked
+      return ok(true)
+    },
+
+    /**
+     * The CSRF token of a session (or of a sign-in form's pre-session token): an HMAC of it, so
+     * nothing is stored, and a page of one session is useless to another.
+     */
+    csrfToken: csrfFor,
+
+    checkCsrf(token: string | undefined, given: string | undefined): boolean {
+      if (!token || !given) return false
+      const expected = Buffer.from(csrfFor(token))
+      const actual = Buffer.from(given)
+      return expected.length === actual.length && timingSafeEqual(expected, actual)
+    },
+
+    /** The projects a user belongs to, by name. */
+    async projectsOf(userId: string): Promise<Membership[]> {
+      return db.select({ id: projects.id, name: projects.name, status: projects.status }).from(projectMembers)
+        .innerJoin(projects, eq(projects.id, projectMembers.projectId)).where(eq(projectMembers.userId, userId)).orderBy(asc(projects.name), asc(projects.id))
+    },
+
+    async membership(userId: string, projectId: string): Promise<Membership | null> {
+      const [row] = await db.select({ id: projects.id, name: projects.name, status: projects.status }).from(projectMembers)
+        .innerJoin(projects, eq(projects.id, projectMembers.projectId)).where(and(eq(projectMembers.userId, userId), eq(projectMembers.projectId, projectId)))
+      return row ?? null
+    },
+  }
+}
+
+function lockedDenial(until: Date, at: Date) {
+  const minutes = Math.max(1, Math.ceil((until.getTime() - at.getTime()) / 60_000))
+  return deny('rate_limited', `Too many wrong passwords: this account is locked for ${minutes} more minute${minutes === 1 ? '' : 's'}`)
+}
+
+export type SessionService = ReturnType<typeof createSessionService>
