@@ -15,6 +15,9 @@ export function banner(s: RunningServer): string {
   if (s.demo?.testKey) {
     lines.push(
       '',
+      `Dashboard sign-in (shown once; keep it): ${s.demo.user.email} / ${s.demo.user.password}`,
+      `  ${s.baseUrl}/dashboard`,
+      '',
       `Demo project ${s.demo.projectId} was created with this test API key (shown once; keep it):`,
       `  ${s.demo.testKey}`,
       '',
@@ -32,6 +35,8 @@ export function banner(s: RunningServer): string {
       '',
       `Demo project: ${s.demo.projectId}. Its first test key was printed on the first start.`,
       `Make another: npm run cli -- key create --project ${s.demo.projectId} --mode test --name "My key"`,
+      `Dashboard: sign in as ${s.demo.user.email} with the password printed on the first start, or add yourself:`,
+      `  npm run cli -- user create --email you@example.com --password '<12+ characters>' --project ${s.demo.projectId}`,
     )
   }
   if (s.devnet) {

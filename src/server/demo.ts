@@ -1,24 +1,32 @@
 import { count } from 'drizzle-orm'
 import { projects } from '../db/schema.ts'
+import { randomString } from '../lib/ids.ts'
 import type { Services } from '../services.ts'
 
 export interface Demo {
   projectId: string
   /** Only on the start that created it: keys are stored hashed and cannot be shown again. */
   testKey: string | null
+  /** The demo's dashboard user; the password only on the start that created it (stored hashed). */
+  user: { email: string; password: string | null }
 }
 
-/** R24: on the first start with the embedded defaults, a demo project and its test key. */
+export const DEMO_EMAIL = 'demo@example.com'
+
+/** R24: on the first start with the embedded defaults, a demo project, its test key and a dashboard user. */
 export async function ensureDemoProject(services: Services): Promise<Demo | null> {
   const { db } = services.database
   const [{ n }] = await db.select({ n: count() }).from(projects)
   if (Number(n) > 0) {
     const [first] = await db.select({ id: projects.id }).from(projects).orderBy(projects.createdAt).limit(1)
-    return { projectId: first.id, testKey: null }
+    return { projectId: first.id, testKey: null, user: { email: DEMO_EMAIL, password: null } }
   }
   const project = await services.projects.create('Demo project')
   if (!project.ok) throw new Error(project.message)
   const key = await services.keys.create({ projectId: project.value.id, mode: 'test', name: 'Demo test key' })
   if (!key.ok) throw new Error(key.message)
-  return { projectId: project.value.id, testKey: key.value.key }
+  const password = randomString(20)
+  const user = await services.users.create({ email: DEMO_EMAIL, password, projectId: project.value.id })
+  if (!user.ok) throw new Error(user.message)
+  return { projectId: project.value.id, testKey: key.value.key, user: { email: DEMO_EMAIL, password } }
 }

@@ -29,7 +29,7 @@ export interface DashboardResponse {
  * A browser-like dashboard client over HTTP: keeps its cookies, follows nothing by itself, and
  * posts forms the way a page of the dashboard does (urlencoded, with the page's CSRF token).
  */
-export function dashboardClient(t: TestServer) {
+export function dashboardClient(t: Pick<TestServer, 'fetch' | 'url'>) {
   const jar = new Map<string, string>()
   const cookieHeader = () => [...jar].map(([k, v]) => `${k}=${v}`).join('; ')
 

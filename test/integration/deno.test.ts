@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { existsSync, readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
+import { dashboardClient } from '../helpers/dashboard.ts'
 import { freshDataDir } from '../helpers/databases.ts'
 import { killAllProcesses, runCli, spawnServer, type ServerProcess } from '../helpers/processes.ts'
 
@@ -83,6 +84,23 @@ describe('the server under Deno', () => {
     expect(asset.headers.get('content-type')).toBe('text/javascript; charset=utf-8')
     expect(asset.headers.get('cache-control')).toBe('public, max-age=31536000, immutable')
     expect((await asset.text()).length).toBeGreaterThan(1000)
+  })
+
+  test('the dashboard signs in with the printed demo user and shows its pages under Deno (scrypt and sessions run there too)', async () => {
+    const [, email, password] = server.stdout().match(/Dashboard sign-in \(shown once; keep it\): (\S+) \/ (\S+)/)!
+    const browser = dashboardClient(server)
+    const wrong = await browser.signIn(email!, 'not the password at all')
+    expect(wrong.status).toBe(401)
+    expect((await browser.signIn(email!, password!)).location).toBe('/dashboard')
+    const home = (await browser.get('/dashboard')).location!
+    for (const path of ['', '/keys', '/endpoints', '/deliveries', '/settings']) {
+      const r = await browser.page(home + path)
+      expect({ path, status: r.status }).toEqual({ path, status: 200 })
+    }
+    const created = await browser.post(`${home}/keys`, { name: 'From Deno', scopes: 'stats:read' })
+    expect(created.status).toBe(201)
+    const made = /id="revealed-value">(sk_test_[A-Za-z0-9]+)</.exec(created.text)![1]!
+    expect((await server.fetch('/api/transactions/stats', { headers: auth(made) })).status).toBe(200)
   })
 
   test('errors carry the R4 body and the same headers', async () => {

@@ -3,6 +3,7 @@ import { execFile } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { dashboardClient } from '../helpers/dashboard.ts'
 import { freePort, killAllProcesses, spawnServer, startProcess, type ServerProcess } from '../helpers/processes.ts'
 
 // R24: `npm start` (= `bun src/main.ts`) as an operator meets it: first start on an empty
@@ -97,6 +98,20 @@ describe('npm start on a fresh, empty DATA_DIR', () => {
     expect(body.transaction.order_id).toBe('order-1001')
   })
 
+  test('the printed dashboard sign-in opens the demo project\'s dashboard; the password never reaches the log', async () => {
+    const m = banner.match(/Dashboard sign-in \(shown once; keep it\): (\S+) \/ (\S+)/)
+    expect(m).not.toBeNull()
+    const [, email, password] = m!
+    expect(first.stderr()).not.toContain(password)
+    const browser = dashboardClient(first)
+    const signedIn = await browser.signIn(email!, password!)
+    expect({ status: signedIn.status, location: signedIn.location }).toEqual({ status: 303, location: '/dashboard' })
+    expect((await browser.get('/dashboard')).location).toBe(`/dashboard/${projectId}/test`)
+    const overview = await browser.get(`/dashboard/${projectId}/test`)
+    expect(overview.status).toBe(200)
+    expect(overview.text).toContain('Demo project')
+  })
+
   test('a second server on the same DATA_DIR exits non-zero with a clear message; the first keeps serving', async () => {
     const second = startProcess('src/main.ts', { env: { DATA_DIR: dataDir, PORT: '0', HTTP_PORT: '0' } })
     const exit = await second.exited
@@ -123,6 +138,7 @@ describe('npm start on a fresh, empty DATA_DIR', () => {
       expect(text).not.toMatch(KEY_RE)
       expect(text).toContain(projectId)
       expect(text).toContain(`npm run cli -- key create --project ${projectId} --mode test`)
+      expect(text).toContain(`npm run cli -- user create --email you@example.com --password '<12+ characters>' --project ${projectId}`)
       expect((await create(second, key)).status).toBe(200)
       // The certificate was made once and kept (R3).
       expect(second.ca).toBe(first.ca)
