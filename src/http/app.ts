@@ -4,7 +4,7 @@ import type { FieldProblem } from '../lib/outcome.ts'
 import { statsController } from '../modules/stats/index.ts'
 import { transactionsController } from '../modules/transactions/index.ts'
 import { PAY_ASSETS_DIR, payController } from '../modules/pay/index.ts'
-import { DASHBOARD_ASSETS_DIR, dashboardController } from '../modules/dashboard/index.ts'
+import { DASHBOARD_ASSETS_DIR, dashboardController, dashboardNotFound } from '../modules/dashboard/index.ts'
 import type { Services } from '../services.ts'
 import { apiGate } from './api-gate.ts'
 import { factsOf } from './context.ts'
@@ -38,7 +38,12 @@ export function createApp(services: Services, opts: AppOptions) {
         const details = validationDetails(error as ValidationError)
         return errorResponse('invalid_request', `Invalid request: ${details.map((d) => `${d.path} ${d.message}`).join('; ')}`, { details, requestId })
       }
-      if (code === 'NOT_FOUND') return errorResponse('not_found', `No route ${request.method} ${new URL(request.url).pathname}`, { requestId })
+      if (code === 'NOT_FOUND') {
+        const path = new URL(request.url).pathname
+        // People read the dashboard: its unknown paths get a page, not the API's JSON.
+        if (path === '/dashboard' || path.startsWith('/dashboard/')) return dashboardNotFound(assets.url)
+        return errorResponse('not_found', `No route ${request.method} ${path}`, { requestId })
+      }
       if (code === 'PARSE') return errorResponse('invalid_request', 'Request body could not be parsed', { requestId })
       opts.logger.error('unhandled error', { requestId, method: request.method, path: new URL(request.url).pathname, error: error instanceof Error ? error.stack : String(error) })
       return errorResponse('internal', `Internal server error. Quote request id ${requestId} when reporting it.`, { requestId })

@@ -41,7 +41,8 @@ export function createSessionService(deps: { database: Database; clock: Clock; s
   const now = () => new Date(deps.clock.now())
   const csrfKey = createHmac('sha256', deps.secretKey).update('dashboard csrf').digest()
   // Unknown e-mails cost a hash too, so the time taken does not tell which accounts exist.
-  const decoy = hashPassword(randomBytes(16).toString('hex'))
+  // Made on first need: the CLI builds these services too and never signs anyone in.
+  let decoy: Promise<string> | null = null
 
   /**
    * The password check every sign-in and re-entry goes through: a locked account is refused
@@ -51,7 +52,7 @@ export function createSessionService(deps: { database: Database; clock: Clock; s
   async function checkPassword(user: typeof users.$inferSelect | undefined, password: string): Promise<Outcome<typeof users.$inferSelect>> {
     const at = now()
     if (!user) {
-      await verifyPassword(password, await decoy)
+      await verifyPassword(password, await (decoy ??= hashPassword(randomBytes(16).toString('hex'))))
       return deny('unauthenticated', 'The e-mail address or the password is wrong')
     }
     if (user.lockedUntil && user.lockedUntil > at) return lockedDenial(user.lockedUntil, at)

@@ -57,6 +57,18 @@ for (const backend of backends()) {
       })
     })
 
+    test('the daily series (the dashboard chart) splits the same selection by UTC day, each mode apart', async () => {
+      const daily = await t.server.services.stats.daily({ projectId: p.id, mode: 'test' }, { start_date: '2030-05-01', end_date: '2030-05-03' })
+      expect(daily).toEqual({ ok: true, value: [
+        { date: '2030-05-01', total_transactions: 2, completed_transactions: 2, total_volume_usd: 30.3, conversion_rate: 100 },
+        { date: '2030-05-02', total_transactions: 2, completed_transactions: 1, total_volume_usd: 0.01, conversion_rate: 50 },
+        { date: '2030-05-03', total_transactions: 2, completed_transactions: 0, total_volume_usd: 0, conversion_rate: 0 },
+      ] })
+      const live = await t.server.services.stats.daily({ projectId: p.id, mode: 'live' }, { start_date: '2030-05-02', end_date: '2030-05-02' })
+      expect(live).toEqual({ ok: true, value: [{ date: '2030-05-02', total_transactions: 2, completed_transactions: 0, total_volume_usd: 0, conversion_rate: 0 }] })
+      expect(await t.server.services.stats.daily({ projectId: p.id, mode: 'test' }, { start_date: '2030-05-03', end_date: '2030-05-01' })).toMatchObject({ ok: false, code: 'invalid_request' })
+    })
+
     test('a test key ignores testing_mode=false: it never sees live data', async () => {
       expect((await stats(p.key, '?testing_mode=false')).body.stats.total_transactions).toBe(6)
     })

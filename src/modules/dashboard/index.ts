@@ -68,6 +68,11 @@ const noticeOf = (url: URL) => {
   return isNotice(n) ? NOTICES[n] : null
 }
 
+/** The 404 page of a dashboard path: for an unknown route, project, mode or record alike. */
+export function dashboardNotFound(asset: AssetUrl): Response {
+  return page(plainPage(asset, 'Not found', html`<p>There is nothing here. <a href="/dashboard">Go to the dashboard</a></p>`), 404)
+}
+
 /**
  * The merchant dashboard at /dashboard (issue 7): server-rendered pages over the same services
  * the API and the CLI use. Every page under `/dashboard/{project}/{mode}` checks the session,
@@ -77,8 +82,7 @@ export function dashboardController(deps: DashboardDeps) {
   const { sessions, dashboard } = deps
 
   const notFoundPage = (f?: Frame) =>
-    page(f ? layout(f, 'overview', 'Not found', html`<p>There is nothing here in ${f.mode} mode. <a href="${base(f)}">Back to the overview</a></p>`)
-      : plainPage(deps.asset, 'Not found', html`<p>There is nothing here. <a href="/dashboard">Go to the dashboard</a></p>`), 404)
+    f ? page(layout(f, 'overview', 'Not found', html`<p>There is nothing here in ${f.mode} mode. <a href="${base(f)}">Back to the overview</a></p>`), 404) : dashboardNotFound(deps.asset)
 
   /** A denial as a page in the frame, with the status the API would give. */
   const denied = (f: Frame, section: Section, d: Denial) =>
