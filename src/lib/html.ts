@@ -39,3 +39,13 @@ export function html(strings: TemplateStringsArray, ...values: Value[]): Html {
 export function jsonForScript(value: unknown): Html {
   return new Html(JSON.stringify(value).replace(/[<>&\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`))
 }
+
+/**
+ * The `<meta>` lines every server-rendered page of ours starts its head with: phone-width
+ * layout, no referrer, not indexed.
+ */
+export const PAGE_META = new Html(`<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<meta name="robots" content="noindex, nofollow">
+<meta name="color-scheme" content="light">`)

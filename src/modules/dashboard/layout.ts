@@ -1,4 +1,4 @@
-import { html, type Html } from '../../lib/html.ts'
+import { html, PAGE_META, type Html } from '../../lib/html.ts'
 import { PAY_PAGE_HEADERS } from '../pay/page.ts'
 import type { Membership } from '../../users/session.service.ts'
 
@@ -53,11 +53,7 @@ export const isNotice = (s: unknown): s is Notice => typeof s === 'string' && Ob
 
 export function head(title: string, asset: AssetUrl, extra: Html | string = ''): Html {
   return html`<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
-<meta name="robots" content="noindex, nofollow">
-<meta name="color-scheme" content="light">
+${PAGE_META}
 <title>${title} · Crypto Pay dashboard</title>
 <link rel="icon" href="${asset('favicon.svg')}" type="image/svg+xml">
 <link rel="stylesheet" href="${asset('dashboard.css')}">

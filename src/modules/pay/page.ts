@@ -3,7 +3,7 @@
  * state embedded as JSON for the browser script, which keeps it live. Every merchant-supplied
  * string goes through `html`, which escapes it.
  */
-import { Html, html, jsonForScript } from '../../lib/html.ts'
+import { Html, html, jsonForScript, PAGE_META } from '../../lib/html.ts'
 import type { PayState } from './model.ts'
 import { PAY_TEXT, fill } from './text.ts'
 import { formatUsd, payView, tokenKey, type Part, type PartId } from './view.ts'
@@ -29,11 +29,7 @@ const t = PAY_TEXT
 
 function head(title: string, asset: AssetUrl, withScript: boolean): Html {
   return html`<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
-<meta name="robots" content="noindex, nofollow">
-<meta name="color-scheme" content="light">
+${PAGE_META}
 <title>${title}</title>
 <link rel="icon" href="${asset('favicon.svg')}" type="image/svg+xml">
 <link rel="stylesheet" href="${asset('pay.css')}">
