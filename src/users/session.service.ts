@@ -29,6 +29,9 @@ export interface Membership {
   status: 'active' | 'inactive'
 }
 
+/** The one answer to a failed sign-in, whatever the reason. */
+const WRONG = deny('unauthenticated', `The e-mail address or the password is wrong. After ${MAX_FAILED_SIGN_INS} wrong passwords in a row an account is locked for ${LOCK_MS / 60_000} minutes.`)
+
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex')
 
 /**
@@ -40,8 +43,8 @@ export function createSessionService(deps: { database: Database; clock: Clock; s
   const { db } = deps.database
   const now = () => new Date(deps.clock.now())
   const csrfKey = createHmac('sha256', deps.secretKey).update('dashboard csrf').digest()
-  // Unknown e-mails cost a hash too, so the time taken does not tell which accounts exist.
-  // Made on first need: the CLI builds these services too and never signs anyone in.
+  // The hash unknown e-mails and locked accounts are checked against. Made on first need: the
+  // CLI builds these services too and never signs anyone in.
   let decoy: Promise<string> | null = null
 
   /**
@@ -51,22 +54,22 @@ export function createSessionService(deps: { database: Database; clock: Clock; s
    */
   async function checkPassword(user: typeof users.$inferSelect | undefined, password: string): Promise<Outcome<typeof users.$inferSelect>> {
     const at = now()
-    if (!user) {
+    // Unknown e-mails and locked accounts cost a hash too and get the same answer as a wrong
+    // password: neither the time taken nor the reply tells which accounts exist or are locked.
+    if (!user || (user.lockedUntil && user.lockedUntil > at)) {
       await verifyPassword(password, await (decoy ??= hashPassword(randomBytes(16).toString('hex'))))
-      return deny('unauthenticated', 'The e-mail address or the password is wrong')
+      return WRONG
     }
-    if (user.lockedUntil && user.lockedUntil > at) return lockedDenial(user.lockedUntil, at)
     if (await verifyPassword(password, user.passwordHash)) {
       if (user.failedSignIns > 0 || user.lockedUntil) await db.update(users).set({ failedSignIns: 0, lockedUntil: null }).where(eq(users.id, user.id))
       return ok(user)
     }
     // One statement counts the failure and sets the lock, so concurrent guesses cannot skip it.
-    const [after] = await db.update(users).set({
+    await db.update(users).set({
       failedSignIns: sql`CASE WHEN ${users.failedSignIns} + 1 >= ${MAX_FAILED_SIGN_INS} THEN 0 ELSE ${users.failedSignIns} + 1 END`,
       lockedUntil: sql`CASE WHEN ${users.failedSignIns} + 1 >= ${MAX_FAILED_SIGN_INS} THEN ${new Date(at.getTime() + LOCK_MS).toISOString()}::timestamptz ELSE ${users.lockedUntil} END`,
-    }).where(eq(users.id, user.id)).returning({ lockedUntil: users.lockedUntil })
-    if (after?.lockedUntil && after.lockedUntil > at) return lockedDenial(after.lockedUntil, at)
-    return deny('unauthenticated', 'The e-mail address or the password is wrong')
+    }).where(eq(users.id, user.id))
+    return WRONG
   }
 
   const csrfFor = (token: string) => createHmac('sha256', csrfKey).update(token).digest('base64url')
@@ -75,7 +78,7 @@ export function createSessionService(deps: { database: Database; clock: Clock; s
     /** A new session for the right e-mail and password; the token is for the cookie only. */
     async signIn(email: string, password: string): Promise<Outcome<{ token: string; user: SessionUser }>> {
       const normalized = email.trim().toLowerCase()
-      if (!normalized || !password || password.length > 256 || normalized.length > 254) return deny('unauthenticated', 'The e-mail address or the password is wrong')
+      if (!normalized || !password || password.length > 256 || normalized.length > 254) return WRONG
       const [user] = await db.select().from(users).where(eq(users.email, normalized))
       const checked = await checkPassword(user, password)
       if (!checked.ok) return checked
@@ -114,7 +117,7 @@ export function createSessionService(deps: { database: Database; clock: Clock; s
     async confirmPassword(userId: string, password: string): Promise<Outcome<true>> {
       const [user] = await db.select().from(users).where(eq(users.id, userId))
       const checked = await checkPassword(user, password ?? '')
-      if (!checked.ok) return checked.code === 'unauthenticated' ? deny('unauthenticated', 'The password is wrong') : checked
+      if (!checked.ok) return deny('unauthenticated', `The password is wrong, or this account is locked after ${MAX_FAILED_SIGN_INS} wrong passwords in a row (for ${LOCK_MS / 60_000} minutes)`)
       return ok(true)
     },
 
@@ -143,11 +146,6 @@ export function createSessionService(deps: { database: Database; clock: Clock; s
       return row ?? null
     },
   }
-}
-
-function lockedDenial(until: Date, at: Date) {
-  const minutes = Math.max(1, Math.ceil((until.getTime() - at.getTime()) / 60_000))
-  return deny('rate_limited', `Too many wrong passwords: this account is locked for ${minutes} more minute${minutes === 1 ? '' : 's'}`)
 }
 
 export type SessionService = ReturnType<typeof createSessionService>

@@ -48,8 +48,12 @@ export function fromAnotherSite(request: Request): boolean {
 
 /** Where to go after signing in: a dashboard path on this origin, never anywhere else. */
 export function safeNext(raw: string | null | undefined): string {
-  if (!raw || raw.length > 2000) return '/dashboard'
-  if (raw !== '/dashboard' && !raw.startsWith('/dashboard/') && !raw.startsWith('/dashboard?')) return '/dashboard'
-  if (/[\\\s]|\/\/|%2f|%5c/i.test(raw)) return '/dashboard'
+  if (!raw || raw.length > 2000 || !raw.startsWith('/') || /[\\\s]/.test(raw)) return '/dashboard'
+  // The browser resolves dot segments (`/dashboard/../x`, `%2e%2e`) and `//host`: only a path
+  // that stays exactly what it says is kept.
+  const resolved = new URL(raw, 'https://dashboard.invalid')
+  if (resolved.origin !== 'https://dashboard.invalid' || resolved.pathname + resolved.search !== raw) return '/dashboard'
+  if (resolved.pathname !== '/dashboard' && !resolved.pathname.startsWith('/dashboard/')) return '/dashboard'
+  if (/\/\/|%2f|%5c|%2e/i.test(raw)) return '/dashboard'
   return raw
 }

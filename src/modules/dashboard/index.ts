@@ -153,6 +153,8 @@ export function dashboardController(deps: DashboardDeps) {
       if (!decision.allowed) return again(429, `Too many sign-in attempts from your address. Try again in ${decision.retryAfter} seconds.`, { 'retry-after': String(decision.retryAfter) })
       const r = await sessions.signIn(body.get('email') ?? '', body.get('password') ?? '')
       if (!r.ok) return again(STATUS_OF[r.code], r.message)
+      // A session this browser held before ends here rather than idling on.
+      await sessions.signOut(readCookie(request, SESSION_COOKIE))
       return redirect(next, [setCookie(SESSION_COOKIE, r.value.token), clearCookie(SIGN_IN_COOKIE)])
     }, form)
     .post('/sign-out', async ({ request }) => {

@@ -54,14 +54,15 @@ export function createDashboardService(deps: {
     async transaction(v: Viewer, id: string) {
       const tx = await deps.transactions.get(v, id)
       if (!tx.ok) return tx
-      const [timeline, deliveries, transfers] = await Promise.all([
+      const [timeline, deliveries, endpoints, transfers] = await Promise.all([
         deps.transactions.timeline(v, id),
         deps.webhooks.listDeliveries(v, { transactionId: id, limit: 100 }),
+        deps.endpoints.list(v.projectId, v.mode),
         deps.deposits.transfersTo(id),
       ])
       if (!timeline.ok) return timeline
       if (!deliveries.ok) return deliveries
-      return ok({ transaction: tx.value, timeline: timeline.value, deliveries: deliveries.value, transfers })
+      return ok({ transaction: tx.value, timeline: timeline.value, deliveries: deliveries.value, endpoints, transfers })
     },
 
     keys: (v: Viewer) => deps.keys.list(v.projectId, v.mode),

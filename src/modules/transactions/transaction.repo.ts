@@ -3,6 +3,7 @@ import type { Database } from '../../db/client.ts'
 import { idempotencyKeys, transactions } from '../../db/schema.ts'
 import type { LifecycleRepo } from '../../actors/lifecycle.repo.ts'
 import type { Mode } from '../../keys/api-key.ts'
+import { UUID_RE } from '../../lib/ids.ts'
 
 export type TransactionRow = typeof transactions.$inferSelect
 export type NewTransactionRow = typeof transactions.$inferInsert
@@ -116,6 +117,8 @@ export function createTransactionRepo(database: Database, lifecycle: LifecycleRe
     },
 
     async find(scope: Scope, id: string): Promise<TransactionRow | null> {
+      // Not a UUID: no such transaction (the column would refuse the comparison).
+      if (!UUID_RE.test(id)) return null
       const [row] = await findOne.execute({ id, projectId: scope.projectId, testingMode: scope.testingMode })
       return row ?? null
     },

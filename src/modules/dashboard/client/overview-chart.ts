@@ -23,7 +23,9 @@ if (holder && source) {
   const chart = new uPlot({
     ...size(),
     tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
-    scales: { x: { time: true }, usd: { range: (_u, _min, max) => [0, Math.max(1, max * 1.1)] }, pct: { range: [0, 100] } },
+    legend: { live: false },
+    // Half a day either side, so the first and last days' bars are whole.
+    scales: { x: { time: true, range: (_u, min, max) => [min - 43_200, max + 43_200] }, usd: { range: (_u, _min, max) => [0, Math.max(1, max * 1.1)] }, pct: { range: [0, 100] } },
     axes: [
       {},
       { scale: 'usd', values: (_u, ticks) => ticks.map((t) => usd.format(t)), size: 70 },
@@ -34,6 +36,6 @@ if (holder && source) {
       { label: 'Volume', scale: 'usd', stroke: '#1a4fd6', fill: 'rgba(26,79,214,0.35)', paths: uPlot.paths.bars!({ size: [0.7, 40] }), points: { show: false }, value: (_u, v) => (v == null ? '' : usd.format(v)) },
       { label: 'Conversion', scale: 'pct', stroke: '#116b3a', width: 2, value: (_u, v) => (v == null ? '' : `${v}%`) },
     ],
-  }, [x, days.map((d) => d.total_volume_usd), days.map((d) => (d.total_transactions ? d.conversion_rate : null))], holder)
+  }, [x, days.map((d) => d.total_volume_usd || null), days.map((d) => (d.total_transactions ? d.conversion_rate : null))], holder)
   new ResizeObserver(() => chart.setSize(size())).observe(holder)
 }

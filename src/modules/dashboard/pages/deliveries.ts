@@ -6,21 +6,28 @@ import { badge, base, layout, postButton, table, when, type Frame } from '../lay
 /** The spec's filter: success, failed, retrying (and pending: not yet tried). */
 export const DELIVERY_FILTERS = ['success', 'failed', 'retrying', 'pending'] as const
 
-export const DELIVERY_HEADERS = ['Event', 'Transaction', 'Status', 'Attempts', 'Retries', 'Last HTTP status', 'Last attempt', 'Next retry']
+/** The log's columns; with `endpoints`, which endpoint each delivery went to as well. */
+export function deliveryHeaders(withEndpoint: boolean): string[] {
+  return ['Event', 'Status', 'Next retry', 'Attempts', 'Retries', 'Last HTTP status', 'Last attempt', 'Transaction', ...(withEndpoint ? ['Endpoint'] : [])]
+}
 
 /** A response body longer than this is cut in the attempt detail (the database keeps 2 KiB). */
 const SHOWN_RESPONSE_CHARS = 1024
 
-export function deliveryRows(f: Frame, deliveries: DeliveryView[]): Html[] {
+const pending = (d: DeliveryView) => d.status === 'retrying' || d.status === 'pending'
+
+export function deliveryRows(f: Frame, deliveries: DeliveryView[], endpoints?: EndpointView[]): Html[] {
+  const urls = endpoints ? new Map(endpoints.map((e) => [e.id, e.url])) : null
   return deliveries.map((d) => html`<tr data-delivery="${d.id}">
     <td><a href="${base(f, `/deliveries/${d.id}`)}">${d.eventType}</a>${d.test ? html` ${badge('test event', 'test')}` : ''}</td>
-    <td>${d.transactionId ? html`<a href="${base(f, `/transactions/${d.transactionId}`)}"><code>${d.transactionId.slice(0, 8)}…</code></a>` : html`<span class="muted">—</span>`}</td>
-    <td>${badge(d.status)}</td>
+    <td data-col="status">${badge(d.status)}</td>
+    <td data-col="next-retry">${pending(d) ? when(d.nextAttemptAt) : html`<span class="muted">—</span>`}</td>
     <td class="num" data-col="attempts">${d.attempts}</td>
     <td class="num" data-col="retries">${d.retryCount}</td>
     <td class="num" data-col="last-status">${d.lastStatusCode ?? html`<span class="muted">—</span>`}</td>
-    <td>${when(d.lastAttemptAt)}</td>
-    <td data-col="next-retry">${d.status === 'retrying' || d.status === 'pending' ? when(d.nextAttemptAt) : html`<span class="muted">—</span>`}</td></tr>`)
+    <td data-col="last-attempt">${when(d.lastAttemptAt)}</td>
+    <td>${d.transactionId ? html`<a href="${base(f, `/transactions/${d.transactionId}`)}"><code>${d.transactionId.slice(0, 8)}…</code></a>` : html`<span class="muted">—</span>`}</td>
+    ${urls ? html`<td class="text"><a href="${base(f, `/endpoints/${d.endpointId}`)}">${urls.get(d.endpointId) ?? d.endpointId}</a></td>` : ''}</tr>`)
 }
 
 /** The status filter as links (works without script), the current one marked. */
@@ -51,7 +58,7 @@ export function deliveriesPage(f: Frame, q: { status: string; endpointId: string
       <button type="submit" class="button secondary">Show</button></form>`
     : ''
   const body = html`${statusFilter(q.status, (s) => link(s))}${endpointForm}
-${data ? table('Webhook deliveries, newest first', DELIVERY_HEADERS, deliveryRows(f, data.deliveries), q.status ? `No ${q.status} deliveries.` : `No ${f.mode} webhook deliveries yet.`) : ''}
+${data ? table('Webhook deliveries, newest first', deliveryHeaders(true), deliveryRows(f, data.deliveries, data.endpoints), q.status ? `No ${q.status} deliveries.` : `No ${f.mode} webhook deliveries yet.`) : ''}
 ${data ? olderLink(data.deliveries, limit, (before) => link(q.status, before)) : ''}`
   return layout(f, 'deliveries', 'Webhook deliveries', body, opts)
 }
@@ -74,14 +81,14 @@ function attempt(a: AttemptView): Html {
 export function deliveryPage(f: Frame, d: { delivery: DeliveryView; data: Record<string, unknown>; attempts: AttemptView[] }, opts: { notice?: string | null; error?: string | null }): string {
   const v = d.delivery
   const body = html`<p class="lead">${badge(v.status)} <strong>${v.eventType}</strong>${v.test ? html` ${badge('test event', 'test')}` : ''}</p>
-<div class="actions">${postButton(f, base(f, `/deliveries/${v.id}/redeliver`), v.status === 'retrying' || v.status === 'pending' ? 'Send now' : 'Redeliver')}</div>
+<div class="actions">${postButton(f, base(f, `/deliveries/${v.id}/redeliver`), pending(v) ? 'Send now' : 'Redeliver')}</div>
 <dl class="fields">
   <div><dt>Event id</dt><dd><code>${v.eventId}</code></dd></div>
   <div><dt>Endpoint</dt><dd><a href="${base(f, `/endpoints/${v.endpointId}`)}"><code>${v.endpointId}</code></a></dd></div>
   <div><dt>Transaction</dt><dd>${v.transactionId ? html`<a href="${base(f, `/transactions/${v.transactionId}`)}"><code>${v.transactionId}</code></a>` : html`<span class="muted">— (test event)</span>`}</dd></div>
   <div><dt>Attempts</dt><dd>${v.attempts}</dd></div>
   <div><dt>Retries</dt><dd>${v.retryCount}</dd></div>
-  <div><dt>Next retry</dt><dd>${v.status === 'retrying' || v.status === 'pending' ? when(v.nextAttemptAt) : html`<span class="muted">—</span>`}</dd></div>
+  <div><dt>Next retry</dt><dd>${pending(v) ? when(v.nextAttemptAt) : html`<span class="muted">—</span>`}</dd></div>
   ${v.failedBecause ? html`<div><dt>Stopped because</dt><dd>${v.failedBecause.replaceAll('_', ' ')}</dd></div>` : ''}
   <div><dt>Created</dt><dd>${when(v.createdAt)}</dd></div>
 </dl>

@@ -3,7 +3,7 @@ import { WEBHOOK_EVENT_TYPES } from '../../../db/schema.ts'
 import type { EndpointView } from '../../../webhooks/endpoint.service.ts'
 import type { DeliveryView } from '../../../webhooks/webhook.service.ts'
 import { badge, base, csrfField, layout, postButton, table, when, type Frame } from '../layout.ts'
-import { DELIVERY_HEADERS, deliveryRows, olderLink, statusFilter } from './deliveries.ts'
+import { deliveryHeaders, deliveryRows, olderLink, statusFilter } from './deliveries.ts'
 
 /** A secret or key shown in full, with a copy button (the browser script wires it). */
 export function revealed(label: string, value: string, note: string): Html {
@@ -16,9 +16,9 @@ export function revealed(label: string, value: string, note: string): Html {
 
 export function endpointsPage(f: Frame, endpoints: EndpointView[], form: { url: string; events: string[] }, opts: { error?: string | null }): string {
   const rows = endpoints.map((e) => html`<tr>
-    <td><a href="${base(f, `/endpoints/${e.id}`)}" class="wrap">${e.url}</a></td>
+    <td class="text"><a href="${base(f, `/endpoints/${e.id}`)}">${e.url}</a></td>
     <td>${e.enabled ? badge('enabled', 'success') : badge('disabled', 'failed')}</td>
-    <td>${e.eventTypes.length === WEBHOOK_EVENT_TYPES.length ? 'all events' : e.eventTypes.join(', ')}</td>
+    <td class="text">${e.eventTypes.length === WEBHOOK_EVENT_TYPES.length ? 'all events' : e.eventTypes.join(', ')}</td>
     <td>${when(e.createdAt)}</td></tr>`)
   const body = html`${table(`${f.mode} webhook endpoints`, ['URL', 'State', 'Events', 'Created'], rows, `No ${f.mode} webhook endpoints yet.`)}
 <section aria-labelledby="new-endpoint"><h2 id="new-endpoint">Add an endpoint</h2>
@@ -83,7 +83,7 @@ ${opts.secret ? revealed('Signing secret', opts.secret.value, secretNote[opts.se
 </section>
 <section aria-labelledby="deliveries-title"><h2 id="deliveries-title">Deliveries to this endpoint</h2>
 ${statusFilter(q.status, (s) => link(s))}
-${table('Deliveries to this endpoint, newest first', DELIVERY_HEADERS, deliveryRows(f, d.deliveries), q.status ? `No ${q.status} deliveries.` : 'Nothing has been sent to this endpoint yet.')}
+${table('Deliveries to this endpoint, newest first', deliveryHeaders(false), deliveryRows(f, d.deliveries), q.status ? `No ${q.status} deliveries.` : 'Nothing has been sent to this endpoint yet.')}
 ${olderLink(d.deliveries, limit, (before) => link(q.status, before))}
 </section>`
   return layout(f, 'endpoints', 'Webhook endpoint', body, opts)

@@ -11,10 +11,10 @@ import { revealed } from './endpoints.ts'
 export function keysPage(f: Frame, keys: ApiKeyRecord[], opts: { created?: { key: string; name: string }; form?: { name: string; scopes: string[] }; notice?: string | null; error?: string | null }): string {
   const form = opts.form ?? { name: '', scopes: [...SCOPES] }
   const rows = keys.map((k) => html`<tr data-key="${k.id}">
-    <td>${k.name}</td>
+    <td class="text">${k.name}</td>
     <td><code>${k.displayPrefix}</code></td>
     <td>${k.mode}</td>
-    <td>${k.scopes.join(', ')}</td>
+    <td class="text">${k.scopes.join(', ')}</td>
     <td>${when(k.createdAt)}</td>
     <td>${when(k.lastUsedAt)}</td>
     <td>${k.revokedAt ? html`${badge('revoked', 'failed')} ${when(k.revokedAt)}` : badge('active', 'success')}</td>

@@ -1,10 +1,11 @@
 import { html, type Html } from '../../../lib/html.ts'
 import type { TransferView } from '../../../chain/deposit.service.ts'
 import type { DeliveryView } from '../../../webhooks/webhook.service.ts'
+import type { EndpointView } from '../../../webhooks/endpoint.service.ts'
 import { displayUnits, formatUsd } from '../../pay/view.ts'
 import { STATUSES, type TransactionView } from '../../transactions/model.ts'
 import { badge, base, layout, postButton, table, when, type Frame } from '../layout.ts'
-import { deliveryRows, DELIVERY_HEADERS } from './deliveries.ts'
+import { deliveryHeaders, deliveryRows } from './deliveries.ts'
 
 /** Decimals of a token on a network, for showing smallest units as amounts; null when unknown. */
 export type TokenDecimals = (network: string, symbol: string) => number | null
@@ -30,7 +31,7 @@ export function transactionsPage(f: Frame, q: { status: string; orderId: string 
     <td><a href="${base(f, `/transactions/${t.id}`)}">${t.transaction_number}</a></td>
     <td>${badge(t.status)}</td>
     <td class="num">${formatUsd(t.amount_usd, t.currency)}</td>
-    <td>${t.order_id ?? html`<span class="muted">—</span>`}</td>
+    <td class="text">${t.order_id ?? html`<span class="muted">—</span>`}</td>
     <td>${t.token_symbol ?? html`<span class="muted">—</span>`}</td>
     <td>${when(t.created_at)}</td></tr>`)
   const { total, has_more } = data.pagination
@@ -57,7 +58,7 @@ const TRANSFER_KIND: Record<TransferView['kind'], string> = { pending: 'being ju
 
 export function transactionPage(
   f: Frame,
-  d: { transaction: TransactionView; timeline: { from_status: string | null; to_status: string; cause: string; details: unknown; at: string }[]; deliveries: DeliveryView[]; transfers: TransferView[] },
+  d: { transaction: TransactionView; timeline: { from_status: string | null; to_status: string; cause: string; details: unknown; at: string }[]; deliveries: DeliveryView[]; endpoints: EndpointView[]; transfers: TransferView[] },
   decimals: TokenDecimals,
   opts: { notice?: string | null; error?: string | null },
 ): string {
@@ -67,7 +68,7 @@ export function transactionPage(
     ${t.status === 'completed' ? postButton(f, base(f, `/transactions/${t.id}/retry-webhook`), 'Send transaction.completed again') : ''}
   </div>`
   const late = d.transfers.filter((x) => x.kind === 'late')
-  const body = html`<p class="lead">${badge(t.status)} <strong>${formatUsd(t.amount_usd, t.currency)}</strong> ${t.order_description ? html`· ${t.order_description}` : ''}</p>
+  const body = html`<p class="lead">${badge(t.status)} <strong>${formatUsd(t.amount_usd, t.currency)}</strong> ${t.order_description ? html`<span>${t.order_description}</span>` : ''}</p>
 ${late.length ? html`<div class="alert error" role="alert">A late payment arrived after this transaction ended (${late.map((x) => units(x.amount, x.tokenSymbol, x.network, decimals)).join(', ')}). The status does not change; settle it with the customer.</div>` : ''}
 ${actions}
 <section aria-labelledby="fields"><h2 id="fields">Details</h2>
@@ -107,7 +108,7 @@ ${table('Transfers to the deposit address', ['Kind', 'Amount', 'From', 'Chain tr
   <td><code>${x.fromAddress}</code></td><td><code>${x.txHash}</code></td><td>${x.blockNumber}</td><td>${when(x.seenAt)}</td></tr>`), 'No transfer to this transaction\'s deposit address has been seen.')}
 </section>
 <section aria-labelledby="deliveries"><h2 id="deliveries">Webhook deliveries</h2>
-${table('Webhook deliveries of this transaction', DELIVERY_HEADERS, deliveryRows(f, d.deliveries), 'No webhook delivery for this transaction.')}
+${table('Webhook deliveries of this transaction', deliveryHeaders(true), deliveryRows(f, d.deliveries, d.endpoints), 'No webhook delivery for this transaction.')}
 </section>`
   return layout(f, 'transactions', `Transaction ${t.transaction_number}`, body, opts)
 }

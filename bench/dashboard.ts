@@ -1,0 +1,364 @@
+/**
+ * `bun bench/dashboard.ts`: throughput and latency of the merchant dashboard's pages over HTTPS
+ * on Bun, signed in, against PGlite and PostgreSQL (fresh database each), and in the same run a
+ * bare `Bun.serve` answering the overview's HTML bytes with the same headers (same runtime,
+ * same kind of certificate, same load tool and connection count):
+ *   GET /dashboard/{p}/test                    overview: stats and the daily chart's data
+ *   GET /dashboard/{p}/test/transactions       first page (25 of BENCH_TRANSACTIONS)
+ *   GET /dashboard/{p}/test/transactions/{id}  a completed transaction: timeline, deliveries, transfers
+ *   GET /dashboard/{p}/test/keys
+ *   GET /dashboard/{p}/test/endpoints
+ *   GET /dashboard/{p}/test/deliveries         first page (50)
+ *   GET /dashboard/{p}/test/settings
+ * then, in-process on the same PostgreSQL database (`app.handle`, no HTTP or TLS): the
+ * statements each page sends (counted with postgres.js's debug hook), what PostgreSQL spends on
+ * them (EXPLAIN ANALYZE planning + execution, summed), the page's median time served one at a
+ * time, and req/s and Bun CPU per request served 32 at once; and finally `verifyPassword`
+ * (what one sign-in costs in hashing) and `overviewPage` alone.
+ *
+ * Data: a project with a user (CLI `user create`), BENCH_TRANSACTIONS test transactions made
+ * through the API (project limits out of reach, as `bench/http.ts` does), some cancelled, a few
+ * driven to completed with the CLI's `transaction event`; a test webhook endpoint (all events)
+ * on a local receiver that answers 200, made before the transactions so each one has a
+ * delivery, and three test events. Sign-in happens once, over HTTP, as a browser does it (GET
+ * the form for its cookie and CSRF token, POST it); every wrk connection then sends the
+ * session cookie. Sign-in itself is not loaded with wrk: it is limited to 10 a minute per IP
+ * and its cost is the password hash, timed in-process instead.
+ *
+ * Env: BENCH_SECONDS (default 10), BENCH_CONNECTIONS (32), BENCH_TRANSACTIONS (200),
+ * DATABASE_URL (PostgreSQL server; default postgres://postgres@127.0.0.1:5432/test, a fresh
+ * database is created and dropped).
+ */
+import { spawn, spawnSync } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { cpus, tmpdir, totalmem } from 'node:os'
+import { join } from 'node:path'
+import { cli, startProcess, startService, stopProcess, wrk as runWrk, type BenchService, type WrkResult } from './harness.ts'
+
+if (process.argv[2] === '--bare') {
+  // The baseline: a plain Bun.serve answering the overview's bytes and headers.
+  const { DASHBOARD_HEADERS } = await import('../src/modules/dashboard/layout.ts')
+  const body = readFileSync(process.env.BENCH_HTML_FILE!)
+  const server = Bun.serve({
+    port: 0,
+    hostname: '127.0.0.1',
+    tls: { cert: readFileSync(process.env.TLS_CERT_FILE!, 'utf8'), key: readFileSync(process.env.TLS_KEY_FILE!, 'utf8') },
+    fetch: () => new Response(body, { headers: DASHBOARD_HEADERS }),
+  })
+  console.error(JSON.stringify({ msg: 'listening', port: server.port }))
+} else {
+  await bench()
+}
+
+type Result = WrkResult
+type Backend = 'pglite' | 'postgres'
+
+/** One page of the dashboard, and what must be on it before it is measured. */
+interface Target { label: string; path: string; check: (body: string) => string | null }
+
+/** What one statement count through app.handle found for a page. */
+interface Counted { label: string; statements: number; distinct: string[]; pgMs: number; medianMs: number; concurrentRps: number; cpuUsPerRequest: number }
+
+async function bench() {
+  const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
+  const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32)
+  const TRANSACTIONS = Number(process.env.BENCH_TRANSACTIONS ?? 200)
+  const CANCELLED = Math.floor(TRANSACTIONS / 10)
+  const COMPLETED = Math.min(4, TRANSACTIONS - CANCELLED)
+  const TEST_EVENTS = 3
+  const EMAIL = 'bench@example.com'
+  const PASSWORD = 'bench-password-1234'
+  const BUN = process.execPath
+  const started = Date.now()
+
+  const insecure = { tls: { rejectUnauthorized: false } } as Record<string, unknown>
+  /** fetch over loopback (the service's certificate is self-signed); redirects are not followed. */
+  async function call(url: string, init: RequestInit = {}): Promise<{ status: number; headers: Headers; body: string }> {
+    const res = await fetch(url, { ...init, redirect: 'manual', ...insecure })
+    return { status: res.status, headers: res.headers, body: await res.text() }
+  }
+  const api = (svc: BenchService, path: string, body?: unknown) =>
+    call(`${svc.base}${path}`, { method: body === undefined ? 'GET' : 'POST', headers: { authorization: `Bearer ${svc.key}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) })
+  const fail = (what: string, r: { status: number; body: string }): never => { throw new Error(`${what}: ${r.status} ${r.body.slice(0, 400)}`) }
+
+  /** The webhook receiver of bench/webhooks.ts, in its own process: 200 on /ok/*. */
+  async function startReceiver(): Promise<{ port: number; stop(): void }> {
+    const proc = spawn(BUN, [new URL('./webhook-receiver.ts', import.meta.url).pathname], { stdio: ['ignore', 'pipe', 'inherit'] })
+    const port = await new Promise<number>((resolve, reject) => {
+      let out = ''
+      proc.stdout!.on('data', (c) => {
+        out += c
+        const m = /listening (\d+)/.exec(out)
+        if (m) resolve(Number(m[1]))
+      })
+      proc.on('exit', (code) => reject(new Error(`webhook receiver exited ${code}`)))
+    })
+    return { port, stop: () => void proc.kill('SIGTERM') }
+  }
+
+  /** Transactions, statuses, an endpoint with a delivery per event: what the pages will show. */
+  async function seed(svc: BenchService, receiverPort: number) {
+    const { projectId, env } = svc
+    cli(['project', 'set-limits', '--project', projectId, '--minute', '1000000000', '--hour', '1000000000', '--day', '1000000000'], env)
+    cli(['user', 'create', '--email', EMAIL, '--password', PASSWORD, '--project', projectId], env)
+    const endpoint = cli(['endpoint', 'create', '--project', projectId, '--mode', 'test', '--url', `http://127.0.0.1:${receiverPort}/ok/dashboard`, '--events', 'transaction.created,transaction.payment_received,transaction.confirming,transaction.completed,transaction.failed,transaction.expired,transaction.cancelled'], env)
+    const ids: string[] = new Array(TRANSACTIONS)
+    let next = 0
+    await Promise.all(Array.from({ length: 8 }, async () => {
+      while (next < TRANSACTIONS) {
+        const i = next++
+        const r = await api(svc, '/api/transactions/create', { amount: 10 + (i % 90) + 0.99, order_id: `order-${String(i).padStart(5, '0')}`, order_description: `Bench order ${i}`, customer_email: `buyer${i}@example.com` })
+        if (r.status !== 200 && r.status !== 201) fail('create', r)
+        ids[i] = JSON.parse(r.body).transaction.id
+      }
+    }))
+    for (const id of ids.slice(0, CANCELLED)) {
+      const r = await api(svc, `/api/transactions/${id}/cancel`, {})
+      if (r.status !== 200) fail('cancel', r)
+    }
+    // A few completed ones, so the overview has volume and a detail page has a whole timeline.
+    const { PATH_TO } = await import('../test/helpers/lifecycle.ts')
+    const completed = ids.slice(CANCELLED, CANCELLED + COMPLETED)
+    for (const id of completed) for (const event of PATH_TO.completed) cli(['transaction', 'event', '--id', id, '--event', JSON.stringify(event)], env)
+    for (let i = 0; i < TEST_EVENTS; i++) cli(['endpoint', 'test', '--endpoint', endpoint.id, '--event', 'transaction.completed'], env)
+    // Every delivery sent before anything is measured: the dispatcher must be idle. The last
+    // transaction's and the completed one's events have reached the log, and none is open.
+    const deliveriesOf = (id: string) => cli(['delivery', 'list', '--project', projectId, '--mode', 'test', '--transaction', id, '--limit', '100'], env).deliveries as { event_type?: string; eventType?: string }[]
+    for (let t = Date.now(); ; await Bun.sleep(500)) {
+      const open = ['pending', 'retrying'].map((s) => cli(['delivery', 'list', '--project', projectId, '--mode', 'test', '--status', s, '--limit', '1'], env).deliveries.length).reduce((a, b) => a + b)
+      if (open === 0 && deliveriesOf(ids[TRANSACTIONS - 1]!).length > 0 && deliveriesOf(completed[0]!).length >= 4) break
+      if (Date.now() - t > 60_000) throw new Error('deliveries still pending after 60 s')
+    }
+    const ofCompleted = deliveriesOf(completed[0]!).length
+    return { ids, completedId: completed[0]!, endpointId: endpoint.id as string, endpointUrl: endpoint.url as string, ofCompleted }
+  }
+
+  /** GET the form, POST it: the session token from the 303's cookie. */
+  async function signIn(base: string): Promise<string> {
+    const form = await call(`${base}/dashboard/sign-in`)
+    const pre = /__Host-cp_signin=([^;]+)/.exec(form.headers.get('set-cookie') ?? '')?.[1]
+    const csrf = /name="csrf" value="([^"]+)"/.exec(form.body)?.[1]
+    if (form.status !== 200 || !pre || !csrf) fail('sign-in form', form)
+    const body = new URLSearchParams({ email: EMAIL, password: PASSWORD, csrf: csrf!, next: '/dashboard' })
+    const r = await call(`${base}/dashboard/sign-in`, { method: 'POST', headers: { cookie: `__Host-cp_signin=${pre}`, 'content-type': 'application/x-www-form-urlencoded' }, body })
+    const token = r.headers.getSetCookie().map((c) => /^__Host-cp_session=([^;]+)/.exec(c)?.[1]).find(Boolean)
+    if (r.status !== 303 || !token) fail('sign-in', r)
+    return token!
+  }
+
+  function targets(projectId: string, data: Awaited<ReturnType<typeof seed>>): Target[] {
+    const p = `/dashboard/${projectId}/test`
+    const count = (s: string, re: RegExp) => (s.match(re) ?? []).length
+    const expect = (cond: boolean, what: string) => (cond ? null : what)
+    return [
+      { label: 'overview', path: p, check: (b) => expect(b.includes(`data-stat="total_transactions">${TRANSACTIONS.toLocaleString('en-US')}<`) && b.includes(`data-status-count="completed">${COMPLETED}<`) && b.includes('id="chart-data"'), `stats of ${TRANSACTIONS} transactions, ${COMPLETED} completed, and chart data`) },
+      { label: 'transactions', path: `${p}/transactions`, check: (b) => expect(count(b, /href="[^"]*\/transactions\/[0-9a-f-]{36}"/g) === Math.min(25, TRANSACTIONS) && b.includes(`${TRANSACTIONS.toLocaleString('en-US')} transactions`), `25 rows of ${TRANSACTIONS}`) },
+      { label: 'transaction detail', path: `${p}/transactions/${data.completedId}`, check: (b) => expect(b.includes(data.completedId) && b.includes('badge-completed') && count(b, /data-delivery="/g) >= 4, 'the completed transaction with its deliveries') },
+      { label: 'keys', path: `${p}/keys`, check: (b) => expect(count(b, /data-key="/g) >= 1 && b.includes('>bench<'), 'the bench key') },
+      { label: 'endpoints', path: `${p}/endpoints`, check: (b) => expect(b.includes(data.endpointUrl.replace(/&/g, '&amp;')), 'the receiver endpoint') },
+      { label: 'deliveries', path: `${p}/deliveries`, check: (b) => expect(count(b, /data-delivery="/g) === 50 && b.includes('badge-success'), '50 successful deliveries') },
+      { label: 'settings', path: `${p}/settings`, check: (b) => expect(b.includes(projectId), 'the project') },
+    ]
+  }
+
+  /** Each page answers 200 with its content for this session; the bodies, by label. */
+  async function checkPages(base: string, token: string, list: Target[]): Promise<Map<string, string>> {
+    const bodies = new Map<string, string>()
+    for (const t of list) {
+      const r = await call(`${base}${t.path}`, { headers: { cookie: `__Host-cp_session=${token}` } })
+      const problem = r.status === 200 ? t.check(r.body) : `status ${r.status}`
+      if (problem) throw new Error(`${t.label} (${t.path}) does not show what it should (${problem}): ${r.status} ${r.body.slice(0, 600)}`)
+      bodies.set(t.label, r.body)
+    }
+    return bodies
+  }
+
+  /**
+   * In-process, next to the running server on the same PostgreSQL database: the app on a
+   * postgres.js client whose debug hook records every statement, each page served one at a time.
+   */
+  async function countStatements(svc: BenchService, token: string, list: Target[]) {
+    const postgres = (await import('postgres')).default
+    const { drizzle } = await import('drizzle-orm/postgres-js')
+    const schema = await import('../src/db/schema.ts')
+    const { createServices } = await import('../src/services.ts')
+    const { createApp } = await import('../src/http/app.ts')
+    const { createLogger } = await import('../src/lib/logger.ts')
+    const { systemClock } = await import('../src/lib/clock.ts')
+    const { parseSecretKey } = await import('../src/lib/secret-box.ts')
+    const seen: { text: string; parameters: unknown[] }[] = []
+    // As src/db/client.ts opens PostgreSQL (already migrated by the server), plus the hook.
+    const client = postgres(svc.env.DATABASE_URL!, { max: 10, onnotice: () => {}, debug: (_conn: number, text: string, parameters: unknown[]) => void seen.push({ text, parameters }) })
+    const db = drizzle(client, { schema }) as any
+    const database = {
+      kind: 'postgres' as const,
+      db,
+      rows: async (q: any) => (await db.execute(q)) as any[],
+      query: async (text: string, params: any[]) => (await client.unsafe(text, params, { prepare: true })) as any[],
+      listen: async (channel: string, onPayload: (p: string) => void, onReconnect?: () => void) => {
+        const sub = await client.listen(channel, onPayload, onReconnect)
+        return () => sub.unlisten()
+      },
+      notify: async (channel: string, payload: string) => { await client`select pg_notify(${channel}, ${payload})` },
+      close: () => client.end({ timeout: 5 }),
+    }
+    const logger = createLogger('warn')
+    const services = await createServices({ database, clock: systemClock, logger, baseUrl: svc.base, secretKey: parseSecretKey(svc.env.SECRET_KEY!)! })
+    const app = createApp(services, { trustProxy: false, httpsOrigin: () => svc.base, logger })
+    const counted: Counted[] = []
+    try {
+      for (const t of list) {
+        const get = () => app.handle(new Request(`${svc.base}${t.path}`, { headers: { cookie: `__Host-cp_session=${token}` } }))
+        for (let i = 0; i < 20; i++) await (await get()).text()
+        seen.length = 0
+        const first = await get()
+        const body = await first.text()
+        if (first.status !== 200 || t.check(body)) throw new Error(`in-process ${t.label}: ${first.status}`)
+        const statements = seen.length
+        const sent = seen.slice()
+        const distinct = [...new Set(sent.map((q) => q.text.replace(/\s+/g, ' ').trim()))]
+        // What PostgreSQL spends on them: planning + execution of each, as EXPLAIN ANALYZE reports.
+        let pgMs = 0
+        for (const q of sent) {
+          const [row] = await client.unsafe(`EXPLAIN (ANALYZE, FORMAT JSON) ${q.text}`, q.parameters as any[])
+          const plan = (row as any)['QUERY PLAN'][0]
+          pgMs += plan['Planning Time'] + plan['Execution Time']
+        }
+        const times: number[] = []
+        for (let i = 0; i < 300; i++) {
+          const s = Bun.nanoseconds()
+          await (await get()).text()
+          times.push((Bun.nanoseconds() - s) / 1e6)
+        }
+        times.sort((a, b) => a - b)
+        // 32 at once, as wrk's connections, without HTTP and TLS: what the app itself sustains.
+        const N = 2000
+        let n = 0
+        const cpu0 = process.cpuUsage()
+        const t0 = Bun.nanoseconds()
+        await Promise.all(Array.from({ length: CONNECTIONS }, async () => { while (n++ < N) await (await get()).text() }))
+        const wall = (Bun.nanoseconds() - t0) / 1e9
+        const cpu = process.cpuUsage(cpu0)
+        counted.push({ label: t.label, statements, distinct, pgMs, medianMs: times[150]!, concurrentRps: N / wall, cpuUsPerRequest: (cpu.user + cpu.system) / N })
+      }
+      const overview = await services.dashboard.overview({ projectId: svc.projectId, mode: 'test' }, { start_date: new Date(Date.now() - 29 * 86_400_000).toISOString().slice(0, 10), end_date: new Date().toISOString().slice(0, 10) })
+      if (!overview.ok) throw new Error(`overview: ${overview.message}`)
+      const members = await services.sessions.projectsOf((await services.sessions.authenticate(token))!.userId)
+      return { counted, overview: overview.value, members }
+    } finally {
+      await services.stop()
+      await database.close()
+    }
+  }
+
+  const wrk = (name: string, url: string, token: string): Result =>
+    runWrk(name, url, { seconds: SECONDS, connections: CONNECTIONS, extraArgs: ['-H', `Cookie: __Host-cp_session=${token}`] })
+
+  async function serviceRun(backend: Backend, receiverPort: number) {
+    const svc = await startService(backend)
+    try {
+      const t0 = Date.now()
+      const data = await seed(svc, receiverPort)
+      const token = await signIn(svc.base)
+      const list = targets(svc.projectId, data)
+      const bodies = await checkPages(svc.base, token, list)
+      console.error(`${backend}: seeded ${TRANSACTIONS} transactions (${CANCELLED} cancelled, ${COMPLETED} completed), ${data.ofCompleted} deliveries for the completed one, in ${((Date.now() - t0) / 1000).toFixed(0)} s; pages ${list.map((t) => `${t.label} ${bodies.get(t.label)!.length} B`).join(', ')}`)
+      const results = list.map((t) => wrk(`GET ${t.label} (${backend})`, `${svc.base}${t.path}`, token))
+      const inProcess = backend === 'postgres' ? await countStatements(svc, token, list) : null
+      // The session must still be good after the run: every measured response was the page.
+      const after = await checkPages(svc.base, token, list.slice(0, 1))
+      return { results, bodies, inProcess, overviewBytes: after.get('overview')! }
+    } finally {
+      await svc.stop()
+    }
+  }
+
+  /** Median and p99 of `runs` calls of `f`, in µs, after `warm` calls. */
+  async function time(f: () => unknown, runs: number, warm: number): Promise<{ median: number; p99: number }> {
+    for (let i = 0; i < warm; i++) await f()
+    const t: number[] = []
+    for (let i = 0; i < runs; i++) {
+      const s = Bun.nanoseconds()
+      await f()
+      t.push((Bun.nanoseconds() - s) / 1000)
+    }
+    t.sort((a, b) => a - b)
+    return { median: t[Math.floor(runs / 2)]!, p99: t[Math.min(runs - 1, Math.floor(runs * 0.99))]! }
+  }
+
+  const work = mkdtempSync(join(tmpdir(), 'crypto-pay-bench-cert-'))
+  const { generate } = await import('selfsigned')
+  const pems = await generate([{ name: 'commonName', value: 'localhost' }], { keyType: 'ec', algorithm: 'sha256' } as any)
+  writeFileSync(join(work, 'cert.pem'), pems.cert)
+  writeFileSync(join(work, 'key.pem'), pems.private)
+
+  const results: Result[] = []
+  const receiver = await startReceiver()
+  let pglite: Awaited<ReturnType<typeof serviceRun>>
+  let pg: Awaited<ReturnType<typeof serviceRun>>
+  try {
+    pglite = await serviceRun('pglite', receiver.port)
+    // The bare baseline serves the overview PGlite just rendered, while no service runs.
+    writeFileSync(join(work, 'page.html'), pglite.bodies.get('overview')!)
+    const bare = await startProcess(['bench/dashboard.ts', '--bare'], { TLS_CERT_FILE: join(work, 'cert.pem'), TLS_KEY_FILE: join(work, 'key.pem'), BENCH_HTML_FILE: join(work, 'page.html') })
+    try {
+      results.push(runWrk('bare Bun.serve, same overview bytes (baseline)', `https://127.0.0.1:${bare.port}/dashboard/x/test`, { seconds: SECONDS, connections: CONNECTIONS }))
+    } finally {
+      await stopProcess(bare)
+    }
+    if (!process.env.DATABASE_URL) process.env.DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/test'
+    pg = await serviceRun('postgres', receiver.port)
+    results.push(...pg.results, ...pglite.results)
+  } finally {
+    receiver.stop()
+    rmSync(work, { recursive: true, force: true })
+  }
+
+  // In-process, nothing else running: one sign-in's hash, and the overview rendered alone.
+  const { hashPassword, verifyPassword } = await import('../src/users/user.service.ts')
+  const { overviewPage } = await import('../src/modules/dashboard/pages/overview.ts')
+  const { PAY_ASSETS_DIR } = await import('../src/modules/pay/index.ts')
+  const { DASHBOARD_ASSETS_DIR } = await import('../src/modules/dashboard/index.ts')
+  const { loadStaticAssets } = await import('../src/http/static-assets.ts')
+  const stored = await hashPassword(PASSWORD)
+  const verify = await time(() => verifyPassword(PASSWORD, stored), 20, 2)
+  // Four at once: do hashes run in parallel (thread pool), or one after another?
+  const parallelStart = Bun.nanoseconds()
+  const ok4 = await Promise.all(Array.from({ length: 4 }, () => verifyPassword(PASSWORD, stored)))
+  const parallel4Ms = (Bun.nanoseconds() - parallelStart) / 1e6
+  if (!ok4.every(Boolean)) throw new Error('verifyPassword refused the right password')
+  const assets = loadStaticAssets([PAY_ASSETS_DIR, DASHBOARD_ASSETS_DIR])
+  const ip = pg.inProcess!
+  const frame = { asset: assets.url, email: EMAIL, project: ip.members[0]!, projects: ip.members, mode: 'test' as const, csrf: 'x'.repeat(43) }
+  const today = new Date().toISOString().slice(0, 10)
+  const range = { start: new Date(Date.now() - 29 * 86_400_000).toISOString().slice(0, 10), end: today }
+  const rendered = overviewPage(frame, range, ip.overview, null)
+  if (!rendered.includes(`data-stat="total_transactions">${TRANSACTIONS.toLocaleString('en-US')}<`)) throw new Error('overviewPage did not render the stats')
+  const render = await time(() => overviewPage(frame, range, ip.overview, null), 20_000, 2_000)
+  const yearRange = { start: new Date(Date.now() - 364 * 86_400_000).toISOString().slice(0, 10), end: today }
+  const renderYear = await time(() => overviewPage(frame, yearRange, ip.overview, null), 5_000, 500)
+
+  const baseline = results[0]!.rps
+  const bunVersion = spawnSync(BUN, ['--version'], { encoding: 'utf8' }).stdout.trim()
+  console.log(`\n${new Date().toISOString()} · Bun ${bunVersion} · ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'} · ${(totalmem() / 2 ** 30).toFixed(0)} GiB · wrk -t1 -c${CONNECTIONS} -d${SECONDS}s, HTTPS keep-alive, session cookie · ${TRANSACTIONS} transactions · whole run ${((Date.now() - started) / 1000).toFixed(0)} s\n`)
+  console.log('| target | req/s | p50 ms | p99 ms | vs bare | non-2xx |')
+  console.log('|---|---:|---:|---:|---:|---:|')
+  for (const r of results) console.log(`| ${r.name} | ${r.rps.toFixed(0)} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${((100 * r.rps) / baseline).toFixed(1)}% | ${r.errors}${r.errors ? ` of ${r.requests}` : ''} |`)
+  console.log(`\nBodies (PGlite): ${[...pglite.bodies].map(([k, v]) => `${k} ${v.length.toLocaleString('en-US')} B`).join(', ')}.\n`)
+  console.log('| page (PostgreSQL, in-process app.handle, no HTTP/TLS) | statements | PG plan+exec ms (EXPLAIN ANALYZE, sum) | one at a time, median ms | 32 at once, req/s | Bun CPU µs per request |')
+  console.log('|---|---:|---:|---:|---:|---:|')
+  for (const c of ip.counted) console.log(`| ${c.label} | ${c.statements} | ${c.pgMs.toFixed(2)} | ${c.medianMs.toFixed(2)} | ${c.concurrentRps.toFixed(0)} | ${c.cpuUsPerRequest.toFixed(0)} |`)
+  console.log('\n| in-process | median µs | p99 µs |')
+  console.log('|---|---:|---:|')
+  console.log(`| verifyPassword, scrypt N=2^15 r=8 (20 calls) | ${verify.median.toFixed(0)} | ${verify.p99.toFixed(0)} |`)
+  console.log(`| 4 × verifyPassword at once (wall time) | ${(parallel4Ms * 1000).toFixed(0)} | |`)
+  console.log(`| overviewPage, 30 days (20,000 calls) | ${render.median.toFixed(1)} | ${render.p99.toFixed(1)} |`)
+  console.log(`| overviewPage, 365 days (5,000 calls) | ${renderYear.median.toFixed(1)} | ${renderYear.p99.toFixed(1)} |`)
+  console.log('\nStatements per page (PostgreSQL):')
+  for (const c of ip.counted) console.log(`- ${c.label}: ${c.statements}\n${c.distinct.map((q) => `    ${q.slice(0, 220)}`).join('\n')}`)
+  const bad = results.filter((r) => r.errors > 0)
+  if (bad.length) {
+    console.error(`\nNON-2xx RESPONSES in ${bad.map((r) => r.name).join(', ')}: those rows did not measure the page`)
+    process.exit(1)
+  }
+}
