@@ -63,6 +63,7 @@ async function bench() {
   const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
   const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32)
   const TRANSACTIONS = Number(process.env.BENCH_TRANSACTIONS ?? 200)
+  const BIG_ROWS = Number(process.env.BENCH_LARGE_ROWS ?? 200_000)
   const CANCELLED = Math.floor(TRANSACTIONS / 10)
   const COMPLETED = Math.min(4, TRANSACTIONS - CANCELLED)
   const TEST_EVENTS = 3
@@ -177,7 +178,7 @@ async function bench() {
    * In-process, next to the running server on the same PostgreSQL database: the app on a
    * postgres.js client whose debug hook records every statement, each page served one at a time.
    */
-  async function countStatements(svc: BenchService, token: string, list: Target[]) {
+  async function countStatements(svc: BenchService, token: string, list: Target[], endpointId: string) {
     const postgres = (await import('postgres')).default
     const { drizzle } = await import('drizzle-orm/postgres-js')
     const schema = await import('../src/db/schema.ts')
@@ -244,11 +245,68 @@ async function bench() {
       const overview = await services.dashboard.overview({ projectId: svc.projectId, mode: 'test' }, { start_date: new Date(Date.now() - 29 * 86_400_000).toISOString().slice(0, 10), end_date: new Date().toISOString().slice(0, 10) })
       if (!overview.ok) throw new Error(`overview: ${overview.message}`)
       const members = await services.sessions.projectsOf((await services.sessions.authenticate(token))!.userId)
-      return { counted, overview: overview.value, members }
+      const big = BIG_ROWS > 0 ? await largeProject(svc, token, list, endpointId, client, seen, app) : null
+      return { counted, overview: overview.value, members, big }
     } finally {
       await services.stop()
       await database.close()
     }
+  }
+
+  /** A plan as a chain of node types, outermost first: "Limit → Sort → Seq Scan on t". */
+  function planChain(node: any): string {
+    const parts: string[] = []
+    for (let n = node; n; n = n.Plans?.find((c: any) => c['Parent Relationship'] !== 'InitPlan') ?? n.Plans?.[0]) {
+      const on = n['Index Name'] ? ` using ${n['Index Name']}` : n['Relation Name'] ? ` on ${n['Relation Name']}` : ''
+      const key = n['Sort Key'] ? ` (${n['Sort Key'].join(', ')})` : ''
+      if (!['Gather Merge', 'Gather', 'Finalize Aggregate', 'Partial Aggregate'].includes(n['Node Type'])) parts.push(`${n['Node Type']}${on}${key}`)
+    }
+    return parts.join(' → ')
+  }
+
+  /**
+   * The same project grown to BIG_ROWS more transactions and deliveries, copied by SQL from
+   * the real rows (spread over the last 365 days), then ANALYZEd: the list pages and the
+   * overview over HTTPS again, and each of their statements through EXPLAIN ANALYZE.
+   */
+  async function largeProject(svc: BenchService, token: string, list: Target[], endpointId: string, client: any, seen: { text: string; parameters: unknown[] }[], app: { handle(r: Request): Promise<Response> }) {
+    const t0 = Date.now()
+    const spread = `(g * interval '1 second' * (365 * 86400 / $2::int))`
+    await client.unsafe(`INSERT INTO transactions (id, project_id, testing_mode, transaction_number, status, amount_usd, currency, order_id, order_description, customer_email, metadata, expires_at, created_at, updated_at, version)
+      SELECT gen_random_uuid(), t.project_id, t.testing_mode, 'BIG-' || g, (ARRAY['created','pending','completed','expired','cancelled'])[1 + g % 5], t.amount_usd, t.currency, 'big-' || g, t.order_description, t.customer_email, t.metadata,
+        now() - ${spread} + interval '1 hour', now() - ${spread}, now() - ${spread}, 0
+      FROM generate_series(1, $2::int) g, (SELECT * FROM transactions WHERE project_id = $1 AND status = 'created' LIMIT 1) t`, [svc.projectId, BIG_ROWS])
+    await client.unsafe(`INSERT INTO webhook_deliveries (id, event_id, endpoint_id, project_id, mode, transaction_id, event_type, data, test, status, attempts, next_attempt_at, last_attempt_at, last_status_code, snapshot, machine_version, event_at, created_at)
+      SELECT 'whd_big_' || g, 'evt_big_' || g, d.endpoint_id, d.project_id, d.mode, d.transaction_id, d.event_type, d.data, false, d.status, d.attempts, NULL, d.last_attempt_at, d.last_status_code, d.snapshot, d.machine_version, now() - ${spread}, now() - ${spread}
+      FROM generate_series(1, $2::int) g, (SELECT * FROM webhook_deliveries WHERE project_id = $1 AND endpoint_id = $3 AND status = 'success' AND NOT test LIMIT 1) d`, [svc.projectId, BIG_ROWS, endpointId])
+    await client.unsafe('ANALYZE')
+    const total = TRANSACTIONS + BIG_ROWS
+    console.error(`postgres: +${BIG_ROWS} transactions and deliveries in ${((Date.now() - t0) / 1000).toFixed(1)} s`)
+    const count = (b: string, re: RegExp) => (b.match(re) ?? []).length
+    const pages: Target[] = [
+      { label: 'overview', path: list[0]!.path, check: (b) => (b.includes('id="chart-data"') && b.includes('data-stat="total_transactions">') ? null : 'stats and chart') },
+      { label: 'transactions', path: list[1]!.path, check: (b) => (count(b, /href="[^"]*\/transactions\/[0-9a-f-]{36}"/g) === 25 && b.includes(`${total.toLocaleString('en-US')} transactions`) ? null : `25 rows of ${total}`) },
+      { label: 'transactions, page 400', path: `${list[1]!.path}?page=400`, check: (b) => (count(b, /href="[^"]*\/transactions\/[0-9a-f-]{36}"/g) === 25 ? null : '25 rows') },
+      { label: 'deliveries', path: list[5]!.path, check: (b) => (count(b, /data-delivery="/g) === 50 ? null : '50 rows') },
+    ]
+    await checkPages(svc.base, token, pages)
+    const results = pages.map((t) => wrk(`GET ${t.label} (postgres, +${BIG_ROWS.toLocaleString('en-US')} rows)`, `${svc.base}${t.path}`, token))
+    const plans: { page: string; statement: string; plan: string; ms: number }[] = []
+    for (const t of pages) {
+      await (await app.handle(new Request(`${svc.base}${t.path}`, { headers: { cookie: `__Host-cp_session=${token}` } }))).text()
+      seen.length = 0
+      const res = await app.handle(new Request(`${svc.base}${t.path}`, { headers: { cookie: `__Host-cp_session=${token}` } }))
+      if (res.status !== 200 || t.check(await res.text())) throw new Error(`in-process ${t.label} on the large project: ${res.status}`)
+      for (const q of seen.slice()) {
+        if (/dashboard_sessions|project_members/.test(q.text)) continue
+        const [row] = await client.unsafe(`EXPLAIN (ANALYZE, FORMAT JSON) ${q.text}`, q.parameters as any[])
+        const plan = (row as any)['QUERY PLAN'][0]
+        const text = q.text.replace(/\s+/g, ' ')
+        const statement = `${/^select count\(\*\)/.test(text) ? 'count(*) ' : /group by/i.test(text) ? 'aggregate ' : 'rows '}from ${/from "(\w+)"/.exec(text)?.[1]}${/order by/i.test(text) ? ` order by …${/limit/.test(text) ? ' limit' : ''}${/offset \$\d+/.test(text) ? ' offset' : ''}` : ''}`
+        plans.push({ page: t.label, statement, plan: planChain(plan.Plan), ms: plan['Planning Time'] + plan['Execution Time'] })
+      }
+    }
+    return { results, plans }
   }
 
   const wrk = (name: string, url: string, token: string): Result =>
@@ -264,7 +322,7 @@ async function bench() {
       const bodies = await checkPages(svc.base, token, list)
       console.error(`${backend}: seeded ${TRANSACTIONS} transactions (${CANCELLED} cancelled, ${COMPLETED} completed), ${data.ofCompleted} deliveries for the completed one, in ${((Date.now() - t0) / 1000).toFixed(0)} s; pages ${list.map((t) => `${t.label} ${bodies.get(t.label)!.length} B`).join(', ')}`)
       const results = list.map((t) => wrk(`GET ${t.label} (${backend})`, `${svc.base}${t.path}`, token))
-      const inProcess = backend === 'postgres' ? await countStatements(svc, token, list) : null
+      const inProcess = backend === 'postgres' ? await countStatements(svc, token, list, data.endpointId) : null
       // The session must still be good after the run: every measured response was the page.
       const after = await checkPages(svc.base, token, list.slice(0, 1))
       return { results, bodies, inProcess, overviewBytes: after.get('overview')! }
@@ -308,7 +366,7 @@ async function bench() {
     }
     if (!process.env.DATABASE_URL) process.env.DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/test'
     pg = await serviceRun('postgres', receiver.port)
-    results.push(...pg.results, ...pglite.results)
+    results.push(...pg.results, ...(pg.inProcess?.big?.results ?? []), ...pglite.results)
   } finally {
     receiver.stop()
     rmSync(work, { recursive: true, force: true })
@@ -354,6 +412,12 @@ async function bench() {
   console.log(`| 4 × verifyPassword at once (wall time) | ${(parallel4Ms * 1000).toFixed(0)} | |`)
   console.log(`| overviewPage, 30 days (20,000 calls) | ${render.median.toFixed(1)} | ${render.p99.toFixed(1)} |`)
   console.log(`| overviewPage, 365 days (5,000 calls) | ${renderYear.median.toFixed(1)} | ${renderYear.p99.toFixed(1)} |`)
+  if (ip.big) {
+    console.log(`\nThe same project with ${BIG_ROWS.toLocaleString('en-US')} more transactions and deliveries (PostgreSQL; the page's own statements, EXPLAIN ANALYZE):\n`)
+    console.log('| page | statement | plan | plan+exec ms |')
+    console.log('|---|---|---|---:|')
+    for (const p of ip.big.plans) console.log(`| ${p.page} | ${p.statement} | ${p.plan} | ${p.ms.toFixed(2)} |`)
+  }
   console.log('\nStatements per page (PostgreSQL):')
   for (const c of ip.counted) console.log(`- ${c.label}: ${c.statements}\n${c.distinct.map((q) => `    ${q.slice(0, 220)}`).join('\n')}`)
   const bad = results.filter((r) => r.errors > 0)

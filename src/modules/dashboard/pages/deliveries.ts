@@ -27,7 +27,7 @@ export function deliveryRows(f: Frame, deliveries: DeliveryView[], endpoints?: E
     <td class="num" data-col="last-status">${d.lastStatusCode ?? html`<span class="muted">—</span>`}</td>
     <td data-col="last-attempt">${when(d.lastAttemptAt)}</td>
     <td>${d.transactionId ? html`<a href="${base(f, `/transactions/${d.transactionId}`)}"><code>${d.transactionId.slice(0, 8)}…</code></a>` : html`<span class="muted">—</span>`}</td>
-    ${urls ? html`<td class="text"><a href="${base(f, `/endpoints/${d.endpointId}`)}">${urls.get(d.endpointId) ?? d.endpointId}</a></td>` : ''}</tr>`)
+    ${urls ? html`<td class="url"><a href="${base(f, `/endpoints/${d.endpointId}`)}" title="${urls.get(d.endpointId) ?? d.endpointId}">${urls.get(d.endpointId) ?? d.endpointId}</a></td>` : ''}</tr>`)
 }
 
 /** The status filter as links (works without script), the current one marked. */
