@@ -1,4 +1,4 @@
-import { and, desc, eq, lt, or, sql, type SQL } from 'drizzle-orm'
+import { and, eq, lt, or, sql, type SQL } from 'drizzle-orm'
 import { startDelivery, stepDelivery, deliveryStatus, type DeliveryStatus, type StoredDelivery } from '../../machines/webhook-delivery.machine.ts'
 import { webhookData } from '../actors/projection.ts'
 import type { Database } from '../db/client.ts'
@@ -155,7 +155,8 @@ export function createWebhookService(deps: { database: Database; repo: DeliveryR
           filter.endpointId ? eq(webhookDeliveries.endpointId, filter.endpointId) : undefined,
           filter.transactionId ? eq(webhookDeliveries.transactionId, filter.transactionId) : undefined,
           cursor))
-        .orderBy(desc(webhookDeliveries.createdAt), desc(webhookDeliveries.id))
+        // As the log indexes are spelled (see transaction.repo.ts page()), so they serve the sort.
+        .orderBy(sql`${webhookDeliveries.createdAt} DESC NULLS LAST`, sql`${webhookDeliveries.id} DESC NULLS LAST`)
         .limit(limit)
       return ok(rows.map(view))
     },
