@@ -49,8 +49,7 @@ export function createSessionService(deps: { database: Database; clock: Clock; s
 
   /**
    * The password check every sign-in and re-entry goes through: a locked account is refused
-   * before the hash is even computed, wrong passwords count towards the lock, a right one
-   * clears the count.
+   * whatever the password, wrong passwords count towards the lock, a right one clears the count.
    */
   async function checkPassword(user: typeof users.$inferSelect | undefined, password: string): Promise<Outcome<typeof users.$inferSelect>> {
     const at = now()
