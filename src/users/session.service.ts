@@ -1,5 +1,5 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
-import { and, asc, eq, lt, or, sql } from 'drizzle-orm'
+import { asc, eq, lt, or, sql } from 'drizzle-orm'
 import type { Database } from '../db/client.ts'
 import { dashboardSessions, projectMembers, projects, users } from '../db/schema.ts'
 import type { Clock } from '../lib/clock.ts'
@@ -137,12 +137,6 @@ export function createSessionService(deps: { database: Database; clock: Clock; s
     async projectsOf(userId: string): Promise<Membership[]> {
       return db.select({ id: projects.id, name: projects.name, status: projects.status }).from(projectMembers)
         .innerJoin(projects, eq(projects.id, projectMembers.projectId)).where(eq(projectMembers.userId, userId)).orderBy(asc(projects.name), asc(projects.id))
-    },
-
-    async membership(userId: string, projectId: string): Promise<Membership | null> {
-      const [row] = await db.select({ id: projects.id, name: projects.name, status: projects.status }).from(projectMembers)
-        .innerJoin(projects, eq(projects.id, projectMembers.projectId)).where(and(eq(projectMembers.userId, userId), eq(projectMembers.projectId, projectId)))
-      return row ?? null
     },
   }
 }

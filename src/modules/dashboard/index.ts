@@ -2,9 +2,11 @@ import { randomBytes } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
 import { Elysia } from 'elysia'
 import { factsOf } from '../../http/context.ts'
+import { ERRORS } from '../../http/errors.ts'
 import { html } from '../../lib/html.ts'
 import type { Clock } from '../../lib/clock.ts'
 import type { Denial } from '../../lib/outcome.ts'
+import type { Mode } from '../../keys/api-key.ts'
 import type { KeyService } from '../../keys/key.service.ts'
 import type { RateLimiter } from '../../limits/rate-limiter.ts'
 import type { RateLimits } from '../../projects/project.service.ts'
@@ -13,7 +15,7 @@ import type { EndpointService } from '../../webhooks/endpoint.service.ts'
 import type { WebhookService } from '../../webhooks/webhook.service.ts'
 import type { TransactionService } from '../transactions/service.ts'
 import { clearCookie, fromAnotherSite, readCookie, readForm, safeNext, setCookie, SESSION_COOKIE, SIGN_IN_COOKIE } from './access.ts'
-import { base, DASHBOARD_HEADERS, isNotice, layout, NOTICES, plainPage, type AssetUrl, type Frame, type Mode, type Notice, type Section } from './layout.ts'
+import { base, DASHBOARD_HEADERS, isNotice, layout, NOTICES, plainPage, type AssetUrl, type Frame, type Notice, type Section } from './layout.ts'
 import { deliveriesPage, deliveryPage } from './pages/deliveries.ts'
 import { endpointPage, endpointsPage } from './pages/endpoints.ts'
 import { keysPage } from './pages/keys.ts'
@@ -26,9 +28,8 @@ import { DEFAULT_RANGE_DAYS, DELIVERIES_PER_PAGE, type DashboardService, type Vi
 /** The dashboard's CSS and bundled scripts (built from ./client by scripts/build-assets.ts). */
 export const DASHBOARD_ASSETS_DIR = fileURLToPath(new URL('./assets/', import.meta.url))
 
-const STATUS_OF: Record<Denial['code'], number> = {
-  invalid_request: 400, unauthenticated: 401, forbidden: 403, not_found: 404, conflict: 409, payload_too_large: 413, rate_limited: 429, unavailable: 503,
-}
+/** The status the API gives a denial (R4's one table). */
+const statusOf = (code: Denial['code']) => ERRORS[code].status
 
 export interface DashboardDeps {
   sessions: SessionService
@@ -62,6 +63,8 @@ function redirect(location: string, cookies: string[] = []): Response {
   return new Response(null, { status: 303, headers })
 }
 
+const DATE = /^\d{4}-\d{2}-\d{2}$/
+
 const withNotice = (path: string, notice: Notice) => `${path}${path.includes('?') ? '&' : '?'}notice=${notice}`
 const noticeOf = (url: URL) => {
   const n = url.searchParams.get('notice')
@@ -86,7 +89,16 @@ export function dashboardController(deps: DashboardDeps) {
 
   /** A denial as a page in the frame, with the status the API would give. */
   const denied = (f: Frame, section: Section, d: Denial) =>
-    d.code === 'not_found' ? notFoundPage(f) : page(layout(f, section, 'Something went wrong', html`<p><a href="${base(f)}">Back to the overview</a></p>`, { error: d.message }), STATUS_OF[d.code])
+    d.code === 'not_found' ? notFoundPage(f) : page(layout(f, section, 'Something went wrong', html`<p><a href="${base(f)}">Back to the overview</a></p>`, { error: d.message }), statusOf(d.code))
+
+  /**
+   * A posted form and whether to trust it: sent from this site (Fetch Metadata) with the CSRF
+   * token of `token` (the session's, or the sign-in form's pre-session one).
+   */
+  async function postedForm(request: Request, token: string | undefined): Promise<{ form: URLSearchParams | null; trusted: boolean }> {
+    const form = fromAnotherSite(request) ? null : await readForm(request)
+    return { form, trusted: form !== null && sessions.checkCsrf(token, form.get('csrf') ?? undefined) }
+  }
 
   /** Session, membership, mode and (for posts) origin and CSRF token; a response when any fails. */
   async function enter(request: Request, params: { project: string; mode: string }): Promise<Visit | Response> {
@@ -99,17 +111,19 @@ export function dashboardController(deps: DashboardDeps) {
       return redirect(to, token ? [clearCookie(SESSION_COOKIE)] : [])
     }
     const mode = params.mode
-    const project = mode === 'test' || mode === 'live' ? await sessions.membership(user.userId, params.project) : null
+    // The header lists the user's projects anyway: membership is being in that list.
+    const projects = mode === 'test' || mode === 'live' ? await sessions.projectsOf(user.userId) : []
+    const project = projects.find((p) => p.id === params.project)
     if (!project) return notFoundPage()
     let form = new URLSearchParams()
     if (post) {
-      const body = fromAnotherSite(request) ? null : await readForm(request)
-      if (!body || !sessions.checkCsrf(token, body.get('csrf') ?? undefined)) {
+      const posted = await postedForm(request, token)
+      if (!posted.trusted) {
         return page(plainPage(deps.asset, 'Form refused', html`<p>This form could not be accepted: it did not come from a page of this dashboard, or that page is too old. Go back, reload the page and try again.</p><p><a href="${base({ project, mode: mode as Mode })}">Back to the dashboard</a></p>`), 403)
       }
-      form = body
+      form = posted.form!
     }
-    const frame: Frame = { asset: deps.asset, email: user.email, project, projects: await sessions.projectsOf(user.userId), mode: mode as Mode, csrf: sessions.csrfToken(token!) }
+    const frame: Frame = { asset: deps.asset, email: user.email, project, projects, mode: mode as Mode, csrf: sessions.csrfToken(token!) }
     return { frame, viewer: { projectId: project.id, mode: mode as Mode }, user, form, url }
   }
 
@@ -141,26 +155,24 @@ export function dashboardController(deps: DashboardDeps) {
     }, hidden)
     .post('/sign-in', async ({ request }) => {
       const ip = factsOf(request)?.clientIp ?? 'unknown'
-      const pre = readCookie(request, SIGN_IN_COOKIE)
-      const body = fromAnotherSite(request) ? null : await readForm(request)
+      const { form: body, trusted } = await postedForm(request, readCookie(request, SIGN_IN_COOKIE))
       const next = safeNext(body?.get('next'))
       const fresh = randomBytes(24).toString('base64url')
       const again = (status: number, error: string, extra: Record<string, string> = {}) =>
         page(signInPage(deps.asset, { email: body?.get('email') ?? '', next, csrf: sessions.csrfToken(fresh) }, { error }), status, { 'set-cookie': setCookie(SIGN_IN_COOKIE, fresh), ...extra })
-      if (!body || !sessions.checkCsrf(pre, body.get('csrf') ?? undefined)) return again(403, 'The sign-in form was too old or did not come from this site. Please try again.')
+      if (!body || !trusted) return again(403, 'The sign-in form was too old or did not come from this site. Please try again.')
       // Per client IP, before any password is checked.
       const decision = await deps.limiter.check(`sign-in:${ip}`, deps.signInLimits)
       if (!decision.allowed) return again(429, `Too many sign-in attempts from your address. Try again in ${decision.retryAfter} seconds.`, { 'retry-after': String(decision.retryAfter) })
       const r = await sessions.signIn(body.get('email') ?? '', body.get('password') ?? '')
-      if (!r.ok) return again(STATUS_OF[r.code], r.message)
+      if (!r.ok) return again(statusOf(r.code), r.message)
       // A session this browser held before ends here rather than idling on.
       await sessions.signOut(readCookie(request, SESSION_COOKIE))
       return redirect(next, [setCookie(SESSION_COOKIE, r.value.token), clearCookie(SIGN_IN_COOKIE)])
     }, form)
     .post('/sign-out', async ({ request }) => {
       const token = readCookie(request, SESSION_COOKIE)
-      const body = fromAnotherSite(request) ? null : await readForm(request)
-      if (!body || !sessions.checkCsrf(token, body.get('csrf') ?? undefined)) return page(plainPage(deps.asset, 'Form refused', html`<p>Sign-out could not be confirmed. <a href="/dashboard">Back to the dashboard</a></p>`), 403)
+      if (!(await postedForm(request, token)).trusted) return page(plainPage(deps.asset, 'Form refused', html`<p>Sign-out could not be confirmed. <a href="/dashboard">Back to the dashboard</a></p>`), 403)
       await sessions.signOut(token)
       return redirect(withNotice('/dashboard/sign-in', 'signed-out'), [clearCookie(SESSION_COOKIE)])
     }, form)
@@ -171,11 +183,11 @@ export function dashboardController(deps: DashboardDeps) {
       const start = v.url.searchParams.get('start_date') || new Date(deps.clock.now() - (DEFAULT_RANGE_DAYS - 1) * 86_400_000).toISOString().slice(0, 10)
       const end = v.url.searchParams.get('end_date') || today
       const range = { start, end }
-      const r = /^\d{4}-\d{2}-\d{2}$/.test(start) && /^\d{4}-\d{2}-\d{2}$/.test(end)
-        ? await dashboard.overview(v.viewer, { start_date: start, end_date: end })
-        : { ok: false as const, code: 'invalid_request' as const, message: 'Dates must be YYYY-MM-DD' }
-      if (!r.ok) return page(overviewPage(v.frame, range, null, r.message), STATUS_OF[r.code])
+      // Checked before anything is read: the chart has a point per day.
+      if (!DATE.test(start) || !DATE.test(end)) return page(overviewPage(v.frame, range, null, 'Dates must be YYYY-MM-DD'), 400)
       if (Date.parse(end) - Date.parse(start) > 3660 * 86_400_000) return page(overviewPage(v.frame, range, null, 'Choose a range of at most ten years'), 400)
+      const r = await dashboard.overview(v.viewer, { start_date: start, end_date: end })
+      if (!r.ok) return page(overviewPage(v.frame, range, null, r.message), statusOf(r.code))
       return page(overviewPage(v.frame, range, r.value, null))
     }), hidden)
 
@@ -183,7 +195,7 @@ export function dashboardController(deps: DashboardDeps) {
     .get('/:project/:mode/transactions', member(async (v) => {
       const q = { status: v.url.searchParams.get('status') ?? '', orderId: (v.url.searchParams.get('order_id') ?? '').slice(0, 255) }
       const r = await dashboard.transactions(v.viewer, { ...q, page: Number(v.url.searchParams.get('page') ?? '1') })
-      if (!r.ok) return page(transactionsPage(v.frame, q, null, { error: r.message }), STATUS_OF[r.code])
+      if (!r.ok) return page(transactionsPage(v.frame, q, null, { error: r.message }), statusOf(r.code))
       return page(transactionsPage(v.frame, q, r.value, {}))
     }), hidden)
     .get('/:project/:mode/transactions/:id', member(async (v, p) => {
@@ -205,7 +217,7 @@ export function dashboardController(deps: DashboardDeps) {
       const input = { name: v.form.get('name') ?? '', scopes: v.form.getAll('scopes') }
       const r = await deps.keys.create({ projectId: v.viewer.projectId, mode: v.viewer.mode, name: input.name, scopes: input.scopes })
       const keys = await dashboard.keys(v.viewer)
-      if (!r.ok) return page(keysPage(v.frame, keys, { form: input, error: r.message }), STATUS_OF[r.code])
+      if (!r.ok) return page(keysPage(v.frame, keys, { form: input, error: r.message }), statusOf(r.code))
       return page(keysPage(v.frame, keys, { created: { key: r.value.key, name: r.value.record.name } }), 201)
     }), form)
     .post('/:project/:mode/keys/:id/revoke', member(async (v, p) => {
@@ -222,13 +234,13 @@ export function dashboardController(deps: DashboardDeps) {
     .post('/:project/:mode/endpoints', member(async (v) => {
       const input = { url: (v.form.get('url') ?? '').trim(), events: v.form.getAll('events') }
       const r = await deps.endpoints.create({ projectId: v.viewer.projectId, mode: v.viewer.mode, url: input.url, eventTypes: input.events })
-      if (!r.ok) return page(endpointsPage(v.frame, await dashboard.endpoints(v.viewer), input, { error: r.message }), STATUS_OF[r.code])
+      if (!r.ok) return page(endpointsPage(v.frame, await dashboard.endpoints(v.viewer), input, { error: r.message }), statusOf(r.code))
       return endpointView(v, r.value.endpoint.id, 201, { secret: { value: r.value.secret, why: 'created' } })
     }), form)
     .get('/:project/:mode/endpoints/:id', member((v, p) => endpointView(v, p.id, 200, { notice: noticeOf(v.url) })), hidden)
     .post('/:project/:mode/endpoints/:id/reveal', member(async (v, p) => {
       const confirmed = await sessions.confirmPassword(v.user.userId, v.form.get('password') ?? '')
-      if (!confirmed.ok) return endpointView(v, p.id, STATUS_OF[confirmed.code], { error: confirmed.message })
+      if (!confirmed.ok) return endpointView(v, p.id, statusOf(confirmed.code), { error: confirmed.message })
       const r = await deps.endpoints.revealSecret(p.id, v.viewer)
       return r.ok ? endpointView(v, p.id, 200, { secret: { value: r.value.secret, why: 'revealed' } }) : denied(v.frame, 'endpoints', r)
     }), form)
@@ -246,7 +258,7 @@ export function dashboardController(deps: DashboardDeps) {
     }), form)
     .post('/:project/:mode/endpoints/:id/test', member(async (v, p) => {
       const r = await deps.webhooks.sendTest(p.id, v.form.get('event') ?? '', v.viewer)
-      if (!r.ok) return r.code === 'not_found' ? denied(v.frame, 'endpoints', r) : endpointView(v, p.id, STATUS_OF[r.code], { error: r.message })
+      if (!r.ok) return r.code === 'not_found' ? denied(v.frame, 'endpoints', r) : endpointView(v, p.id, statusOf(r.code), { error: r.message })
       return redirect(withNotice(base(v.frame, `/endpoints/${p.id}`), 'test-sent'))
     }), form)
 
@@ -254,7 +266,7 @@ export function dashboardController(deps: DashboardDeps) {
     .get('/:project/:mode/deliveries', member(async (v) => {
       const q = { status: v.url.searchParams.get('status') ?? '', endpointId: v.url.searchParams.get('endpoint') ?? '' }
       const r = await dashboard.deliveries(v.viewer, { ...q, before: v.url.searchParams.get('before') ?? undefined })
-      if (!r.ok) return page(deliveriesPage(v.frame, q, null, DELIVERIES_PER_PAGE, { error: r.message }), STATUS_OF[r.code])
+      if (!r.ok) return page(deliveriesPage(v.frame, q, null, DELIVERIES_PER_PAGE, { error: r.message }), statusOf(r.code))
       return page(deliveriesPage(v.frame, q, r.value, DELIVERIES_PER_PAGE, {}))
     }), hidden)
     .get('/:project/:mode/deliveries/:id', member(async (v, p) => {
@@ -266,7 +278,7 @@ export function dashboardController(deps: DashboardDeps) {
       if (r.ok) return redirect(withNotice(base(v.frame, `/deliveries/${p.id}`), 'redelivered'))
       if (r.code === 'not_found') return denied(v.frame, 'deliveries', r)
       const d = await dashboard.delivery(v.viewer, p.id)
-      return d.ok ? page(deliveryPage(v.frame, d.value, { error: r.message }), STATUS_OF[r.code]) : denied(v.frame, 'deliveries', d)
+      return d.ok ? page(deliveryPage(v.frame, d.value, { error: r.message }), statusOf(r.code)) : denied(v.frame, 'deliveries', d)
     }), form)
 
     // --- Settings ---
@@ -278,12 +290,12 @@ export function dashboardController(deps: DashboardDeps) {
   async function endpointView(v: Visit, id: string, status: number, opts: Parameters<typeof endpointPage>[4]) {
     const q = { status: v.url.searchParams.get('status') ?? '' }
     const r = await dashboard.endpoint(v.viewer, id, { ...q, before: v.url.searchParams.get('before') ?? undefined })
-    if (!r.ok) return r.code === 'not_found' ? notFoundPage(v.frame) : page(layout(v.frame, 'endpoints', 'Webhook endpoint', html``, { error: r.message }), STATUS_OF[r.code])
+    if (!r.ok) return r.code === 'not_found' ? notFoundPage(v.frame) : page(layout(v.frame, 'endpoints', 'Webhook endpoint', html``, { error: r.message }), statusOf(r.code))
     return page(endpointPage(v.frame, r.value, q, DELIVERIES_PER_PAGE, opts), status)
   }
 
   async function transactionWithError(v: Visit, id: string, d: Denial) {
     const r = await dashboard.transaction(v.viewer, id)
-    return r.ok ? page(transactionPage(v.frame, r.value, deps.decimals, { error: d.message }), STATUS_OF[d.code]) : denied(v.frame, 'transactions', r)
+    return r.ok ? page(transactionPage(v.frame, r.value, deps.decimals, { error: d.message }), statusOf(d.code)) : denied(v.frame, 'transactions', r)
   }
 }

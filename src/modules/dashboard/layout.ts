@@ -1,5 +1,6 @@
 import { html, PAGE_META, type Html } from '../../lib/html.ts'
 import { PAY_PAGE_HEADERS } from '../pay/page.ts'
+import type { Mode } from '../../keys/api-key.ts'
 import type { Membership } from '../../users/session.service.ts'
 
 /** The pay page's policy, except that the dashboard's own forms may post (to itself only). */
@@ -9,7 +10,6 @@ export const DASHBOARD_CSP =
 
 export const DASHBOARD_HEADERS: Record<string, string> = { ...PAY_PAGE_HEADERS, 'content-security-policy': DASHBOARD_CSP }
 
-export type Mode = 'test' | 'live'
 export type AssetUrl = (name: string) => string
 export type Section = 'overview' | 'transactions' | 'keys' | 'endpoints' | 'deliveries' | 'settings'
 
@@ -34,6 +34,14 @@ export interface Frame {
 
 /** `/dashboard/{project}/{mode}` plus `rest`: every signed-in page lives under it. */
 export const base = (f: Pick<Frame, 'project' | 'mode'>, rest = '') => `/dashboard/${encodeURIComponent(f.project.id)}/${f.mode}${rest}`
+
+/** `?a=1&b=2` of the parameters that have a value; empty when none has. */
+export function query(params: Record<string, string | number | null | undefined>): string {
+  const p = new URLSearchParams()
+  for (const [k, v] of Object.entries(params)) if (v !== null && v !== undefined && v !== '') p.set(k, String(v))
+  const s = p.toString()
+  return s ? `?${s}` : ''
+}
 
 /** The one-line notices a redirect after an action may carry (`?notice=`): fixed texts only. */
 export const NOTICES = {

@@ -1,4 +1,5 @@
 import type { DepositService } from '../../chain/deposit.service.ts'
+import type { Mode } from '../../keys/api-key.ts'
 import type { KeyService } from '../../keys/key.service.ts'
 import { deny, ok, type Outcome } from '../../lib/outcome.ts'
 import type { ProjectService } from '../../projects/project.service.ts'
@@ -11,7 +12,7 @@ import type { TransactionService } from '../transactions/service.ts'
 /** A signed-in member looking at one project in one mode: everything they see is narrowed to it. */
 export interface Viewer {
   projectId: string
-  mode: 'test' | 'live'
+  mode: Mode
 }
 
 export const TRANSACTIONS_PER_PAGE = 25

@@ -1,7 +1,7 @@
 import { html, type Html } from '../../../lib/html.ts'
 import type { EndpointView } from '../../../webhooks/endpoint.service.ts'
 import type { AttemptView, DeliveryView } from '../../../webhooks/webhook.service.ts'
-import { badge, base, layout, postButton, table, when, type Frame } from '../layout.ts'
+import { badge, base, layout, postButton, query, table, when, type Frame } from '../layout.ts'
 
 /** The spec's filter: success, failed, retrying (and pending: not yet tried). */
 export const DELIVERY_FILTERS = ['success', 'failed', 'retrying', 'pending'] as const
@@ -43,14 +43,7 @@ export function olderLink(deliveries: DeliveryView[], limit: number, href: (befo
 }
 
 export function deliveriesPage(f: Frame, q: { status: string; endpointId: string }, data: { endpoints: EndpointView[]; deliveries: DeliveryView[] } | null, limit: number, opts: { error?: string | null }): string {
-  const link = (status: string, before = '') => {
-    const p = new URLSearchParams()
-    if (status) p.set('status', status)
-    if (q.endpointId) p.set('endpoint', q.endpointId)
-    if (before) p.set('before', before)
-    const s = p.toString()
-    return base(f, `/deliveries${s ? `?${s}` : ''}`)
-  }
+  const link = (status: string, before = '') => base(f, `/deliveries${query({ status, endpoint: q.endpointId, before })}`)
   const endpointForm = data && data.endpoints.length > 1
     ? html`<form method="get" action="${base(f, '/deliveries')}" class="filters" aria-label="Filter by endpoint">
       ${q.status ? html`<input type="hidden" name="status" value="${q.status}">` : ''}

@@ -2,7 +2,7 @@ import { html, type Html } from '../../../lib/html.ts'
 import { WEBHOOK_EVENT_TYPES } from '../../../db/schema.ts'
 import type { EndpointView } from '../../../webhooks/endpoint.service.ts'
 import type { DeliveryView } from '../../../webhooks/webhook.service.ts'
-import { badge, base, csrfField, layout, postButton, table, when, type Frame } from '../layout.ts'
+import { badge, base, csrfField, layout, postButton, query, table, when, type Frame } from '../layout.ts'
 import { deliveryHeaders, deliveryRows, olderLink, statusFilter } from './deliveries.ts'
 
 /** A secret or key shown in full, with a copy button (the browser script wires it). */
@@ -43,13 +43,7 @@ export function endpointPage(
 ): string {
   const e = d.endpoint
   const here = (rest = '') => base(f, `/endpoints/${e.id}${rest}`)
-  const link = (status: string, before = '') => {
-    const p = new URLSearchParams()
-    if (status) p.set('status', status)
-    if (before) p.set('before', before)
-    const s = p.toString()
-    return here(s ? `?${s}` : '')
-  }
+  const link = (status: string, before = '') => here(query({ status, before }))
   const secretNote = {
     created: 'Store it in your server\'s configuration now. You can reveal it again here after entering your password.',
     revealed: 'Verify each delivery\'s x-service-signature with it (HMAC-SHA-256 of the raw body).',

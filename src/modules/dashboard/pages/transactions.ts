@@ -4,7 +4,7 @@ import type { DeliveryView } from '../../../webhooks/webhook.service.ts'
 import type { EndpointView } from '../../../webhooks/endpoint.service.ts'
 import { displayUnits, formatUsd } from '../../pay/view.ts'
 import { STATUSES, type TransactionView } from '../../transactions/model.ts'
-import { badge, base, layout, postButton, table, when, type Frame } from '../layout.ts'
+import { badge, base, layout, postButton, query, table, when, type Frame } from '../layout.ts'
 import { deliveryHeaders, deliveryRows } from './deliveries.ts'
 
 /** Decimals of a token on a network, for showing smallest units as amounts; null when unknown. */
@@ -13,14 +13,7 @@ export type TokenDecimals = (network: string, symbol: string) => number | null
 const CANCELLABLE = ['created', 'prepared', 'pending']
 
 export function transactionsPage(f: Frame, q: { status: string; orderId: string }, data: { transactions: TransactionView[]; page: number; pagination: { total: number; has_more: boolean } } | null, opts: { error?: string | null }): string {
-  const query = (page: number) => {
-    const p = new URLSearchParams()
-    if (q.status) p.set('status', q.status)
-    if (q.orderId) p.set('order_id', q.orderId)
-    if (page > 1) p.set('page', String(page))
-    const s = p.toString()
-    return base(f, `/transactions${s ? `?${s}` : ''}`)
-  }
+  const pageLink = (page: number) => base(f, `/transactions${query({ status: q.status, order_id: q.orderId, page: page > 1 ? page : null })}`)
   const form = html`<form method="get" action="${base(f, '/transactions')}" class="filters" aria-label="Filter transactions">
   <label>Status <select name="status"><option value="">Any</option>${STATUSES.map((s) => html`<option value="${s}"${s === q.status ? html` selected` : ''}>${s}</option>`)}</select></label>
   <label>Order id <input type="search" name="order_id" value="${q.orderId}" placeholder="starts with…" maxlength="255"></label>
@@ -36,9 +29,9 @@ export function transactionsPage(f: Frame, q: { status: string; orderId: string 
     <td>${when(t.created_at)}</td></tr>`)
   const { total, has_more } = data.pagination
   const pager = html`<nav class="pager" aria-label="Pages">
-    ${data.page > 1 ? html`<a href="${query(data.page - 1)}" rel="prev">Newer</a>` : ''}
+    ${data.page > 1 ? html`<a href="${pageLink(data.page - 1)}" rel="prev">Newer</a>` : ''}
     <span>Page ${data.page} · ${total.toLocaleString('en-US')} transaction${total === 1 ? '' : 's'}</span>
-    ${has_more ? html`<a href="${query(data.page + 1)}" rel="next">Older</a>` : ''}</nav>`
+    ${has_more ? html`<a href="${pageLink(data.page + 1)}" rel="next">Older</a>` : ''}</nav>`
   return layout(f, 'transactions', 'Transactions', html`${form}
 ${table('Transactions, newest first', ['Number', 'Status', 'Amount', 'Order id', 'Token', 'Created'], rows, q.status || q.orderId ? 'No transaction matches.' : `No ${f.mode} transactions yet.`)}
 ${pager}`, opts)
