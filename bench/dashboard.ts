@@ -37,7 +37,7 @@ import { spawn, spawnSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, tmpdir, totalmem } from 'node:os'
 import { join } from 'node:path'
-import { cli, startProcess, startService, stopProcess, wrk as runWrk, type BenchService, type WrkResult } from './harness.ts'
+import { cli, startProcess, startService, stopProcess, timeCalls, wrk as runWrk, type BenchService, type WrkResult } from './harness.ts'
 
 if (process.argv[2] === '--bare') {
   // The baseline: a plain Bun.serve answering the overview's bytes and headers.
@@ -361,19 +361,6 @@ async function bench() {
     }
   }
 
-  /** Median and p99 of `runs` calls of `f`, in µs, after `warm` calls. */
-  async function time(f: () => unknown, runs: number, warm: number): Promise<{ median: number; p99: number }> {
-    for (let i = 0; i < warm; i++) await f()
-    const t: number[] = []
-    for (let i = 0; i < runs; i++) {
-      const s = Bun.nanoseconds()
-      await f()
-      t.push((Bun.nanoseconds() - s) / 1000)
-    }
-    t.sort((a, b) => a - b)
-    return { median: t[Math.floor(runs / 2)]!, p99: t[Math.min(runs - 1, Math.floor(runs * 0.99))]! }
-  }
-
   const work = mkdtempSync(join(tmpdir(), 'crypto-pay-bench-cert-'))
   const { generate } = await import('selfsigned')
   const pems = await generate([{ name: 'commonName', value: 'localhost' }], { keyType: 'ec', algorithm: 'sha256' } as any)
@@ -409,7 +396,7 @@ async function bench() {
   const { DASHBOARD_ASSETS_DIR } = await import('../src/modules/dashboard/index.ts')
   const { loadStaticAssets } = await import('../src/http/static-assets.ts')
   const stored = await hashPassword(PASSWORD)
-  const verify = await time(() => verifyPassword(PASSWORD, stored), 20, 2)
+  const verify = await timeCalls(() => verifyPassword(PASSWORD, stored), 20, 2)
   // Four at once: do hashes run in parallel (thread pool), or one after another?
   const parallelStart = Bun.nanoseconds()
   const ok4 = await Promise.all(Array.from({ length: 4 }, () => verifyPassword(PASSWORD, stored)))
@@ -422,9 +409,9 @@ async function bench() {
   const range = { start: new Date(Date.now() - 29 * 86_400_000).toISOString().slice(0, 10), end: today }
   const rendered = overviewPage(frame, range, ip.overview, null)
   if (!rendered.includes(`data-stat="total_transactions">${TRANSACTIONS.toLocaleString('en-US')}<`)) throw new Error('overviewPage did not render the stats')
-  const render = await time(() => overviewPage(frame, range, ip.overview, null), 20_000, 2_000)
+  const render = await timeCalls(() => overviewPage(frame, range, ip.overview, null), 20_000, 2_000)
   const yearRange = { start: new Date(Date.now() - 364 * 86_400_000).toISOString().slice(0, 10), end: today }
-  const renderYear = await time(() => overviewPage(frame, yearRange, ip.overview, null), 5_000, 500)
+  const renderYear = await timeCalls(() => overviewPage(frame, yearRange, ip.overview, null), 5_000, 500)
 
   const baseline = results[0]!.rps
   const bunVersion = spawnSync(BUN, ['--version'], { encoding: 'utf8' }).stdout.trim()

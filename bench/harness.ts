@@ -109,3 +109,19 @@ export async function startService(backend: 'pglite' | 'postgres', extraEnv: Rec
     throw e
   }
 }
+
+/**
+ * Median and p99 of `runs` calls of `f`, in µs, after `warm` calls. An async `f` is awaited,
+ * so its whole work is timed; a sync one is timed as it runs.
+ */
+export async function timeCalls(f: () => unknown, runs: number, warm: number): Promise<{ median: number; p99: number }> {
+  const t: number[] = []
+  for (let i = 0; i < warm + runs; i++) {
+    const s = Bun.nanoseconds()
+    const r = f()
+    if (r instanceof Promise) await r
+    if (i >= warm) t.push((Bun.nanoseconds() - s) / 1000)
+  }
+  t.sort((a, b) => a - b)
+  return { median: t[Math.floor(runs / 2)]!, p99: t[Math.min(runs - 1, Math.floor(runs * 0.99))]! }
+}

@@ -20,7 +20,7 @@ import { spawnSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, tmpdir, totalmem } from 'node:os'
 import { join } from 'node:path'
-import { startProcess, startService, stopProcess, wrk as runWrk, type WrkResult } from './harness.ts'
+import { startProcess, startService, stopProcess, timeCalls, wrk as runWrk, type WrkResult } from './harness.ts'
 
 const OUT_OF_REACH = '100000000/100000000/1000000000'
 
@@ -98,19 +98,6 @@ async function bench() {
     }
   }
 
-  /** Median and p99 of `runs` calls of `f`, in µs, after `warm` calls. */
-  function time(f: () => unknown, runs: number, warm: number): { median: number; p99: number } {
-    for (let i = 0; i < warm; i++) f()
-    const t: number[] = []
-    for (let i = 0; i < runs; i++) {
-      const s = Bun.nanoseconds()
-      f()
-      t.push((Bun.nanoseconds() - s) / 1000)
-    }
-    t.sort((a, b) => a - b)
-    return { median: t[Math.floor(runs / 2)], p99: t[Math.floor(runs * 0.99)] }
-  }
-
   const work = mkdtempSync(join(tmpdir(), 'crypto-pay-bench-cert-'))
   const { generate } = await import('selfsigned')
   const pems = await generate([{ name: 'commonName', value: 'localhost' }], { keyType: 'ec', algorithm: 'sha256' } as any)
@@ -143,9 +130,9 @@ async function bench() {
   const { loadStaticAssets } = await import('../src/http/static-assets.ts')
   const assets = loadStaticAssets([PAY_ASSETS_DIR])
   const state = pglite.sample.state
-  const render = time(() => renderPayPage(state, assets.url), 20_000, 2_000)
-  const qr = time(() => qrSvg(state.quote.payment_uri), 2_000, 200)
-  const parse = time(() => JSON.parse(JSON.stringify(state)), 20_000, 2_000)
+  const render = await timeCalls(() => renderPayPage(state, assets.url), 20_000, 2_000)
+  const qr = await timeCalls(() => qrSvg(state.quote.payment_uri), 2_000, 200)
+  const parse = await timeCalls(() => JSON.parse(JSON.stringify(state)), 20_000, 2_000)
 
   const baseline = results[0].rps
   const bunVersion = spawnSync(BUN, ['--version'], { encoding: 'utf8' }).stdout.trim()
