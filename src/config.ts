@@ -1,6 +1,10 @@
 import { resolve } from 'node:path'
+import { Kind, Type, type Static, type TSchema } from '@sinclair/typebox'
+import { TypeCompiler } from '@sinclair/typebox/compiler'
+import { ValueErrorType, type ValueError } from '@sinclair/typebox/errors'
 import type { Level } from './lib/logger.ts'
 import { parseSecretKey } from './lib/secret-box.ts'
+import { StringEnum } from './lib/string-enum.ts'
 
 /** Validated operator configuration (R24). Every variable is listed in the README. */
 export interface Config {
@@ -37,104 +41,171 @@ export class ConfigError extends Error {
 
 type Env = Record<string, string | undefined>
 
-function port(env: Env, name: string, fallback: number, allowZero: boolean): number {
-  const raw = env[name]
-  if (raw === undefined || raw === '') return fallback
-  if (!/^\d+$/.test(raw)) throw new ConfigError(name, `must be a port number, got "${raw}"`)
-  const n = Number(raw)
-  if (n > 65535 || (n === 0 && !allowZero)) throw new ConfigError(name, `must be between ${allowZero ? 0 : 1} and 65535, got ${n}`)
-  return n
+const LEVELS: Level[] = ['debug', 'info', 'warn', 'error', 'silent']
+const Port = Type.Integer({ minimum: 0, maximum: 65535 })
+const text = () => Type.Optional(Type.String())
+
+/**
+ * The variables, each as the type `readEnv` reads it as; unset ones take their defaults in
+ * `loadConfig`. When several are wrong the first in this order is reported, so keep it.
+ */
+const EnvSchema = Type.Object({
+  PORT: Type.Optional(Port),
+  TLS_CERT_FILE: text(),
+  TLS_KEY_FILE: text(),
+  LOG_LEVEL: Type.Optional(StringEnum(LEVELS)),
+  DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://' })),
+  BASE_URL: text(),
+  SECRET_KEY: text(),
+  HTTP_PORT: Type.Optional(Port),
+  TRUST_PROXY: Type.Optional(Type.Boolean()),
+  ACTOR_LEASE_MS: Type.Optional(Type.Integer({ minimum: 300, maximum: 600_000 })),
+  // The lookahead asks for a non-zero digit: a delay of 0s would retry at once.
+  WEBHOOK_RETRY_SCHEDULE: Type.Optional(Type.Array(Type.String({ pattern: '^(?=\\d*[1-9])\\d{1,6}[smh]$' }), { maxItems: 20 })),
+  PAY_RATE_LIMITS: Type.Optional(Type.String({ pattern: '^\\s*\\d{1,9}/\\d{1,9}/\\d{1,10}\\s*$' })),
+  HOST: text(),
+  DATA_DIR: text(),
+  NETWORKS_CONFIG: text(),
+})
+type Vars = Static<typeof EnvSchema>
+type Variable = keyof Vars
+const VARIABLES = Object.keys(EnvSchema.properties) as Variable[]
+const checkEnv = TypeCompiler.Compile(EnvSchema)
+
+/**
+ * The environment holds only strings: each is read as the type its schema asks for, and text
+ * that does not read as one is left as it is, for the check to refuse. Empty means unset.
+ */
+function readEnv(env: Env): Record<string, unknown> {
+  const vars: Record<string, unknown> = {}
+  for (const name of VARIABLES) {
+    const raw = env[name]
+    const value = raw === undefined || raw === '' ? undefined : readAs(EnvSchema.properties[name], raw)
+    if (value !== undefined) vars[name] = value
+  }
+  return vars
 }
 
-function flag(env: Env, name: string): boolean {
-  const raw = (env[name] ?? '').toLowerCase()
-  if (['', '0', 'false', 'no'].includes(raw)) return false
-  if (['1', 'true', 'yes'].includes(raw)) return true
-  throw new ConfigError(name, `must be 1 or 0, got "${env[name]}"`)
+function readAs(schema: TSchema, raw: string): unknown {
+  switch (schema[Kind]) {
+    case 'Integer':
+      return /^\d+$/.test(raw) ? Number(raw) : raw
+    case 'Boolean': {
+      const word = raw.toLowerCase()
+      return ['1', 'true', 'yes'].includes(word) ? true : ['0', 'false', 'no'].includes(word) ? false : raw
+    }
+    case 'Array': // a blank list is unset too, so its default applies
+      return raw.trim() === '' ? undefined : raw.split(',').map((item) => item.trim())
+    default:
+      return raw
+  }
+}
+
+/** How a schema error reads, given the variable's text as set. */
+type Explain = (e: ValueError, raw: string) => string
+const portMessage: Explain = (e, raw) =>
+  e.type === ValueErrorType.Integer ? `must be a port number, got "${raw}"` : `must be between ${e.schema.minimum} and ${e.schema.maximum}, got ${e.value}`
+const payRateLimitsMessage = (raw: string) =>
+  `must be three positive request counts minute/hour/day, each no larger than the next (like 300/5000/50000), got "${raw}"`
+const EXPLAIN: Partial<Record<Variable, Explain>> = {
+  PORT: portMessage,
+  HTTP_PORT: portMessage,
+  LOG_LEVEL: () => `must be one of ${LEVELS.join(', ')}`,
+  DATABASE_URL: () => 'must be a postgres:// or postgresql:// URL',
+  TRUST_PROXY: (_, raw) => `must be 1 or 0, got "${raw}"`,
+  ACTOR_LEASE_MS: (e, raw) => `must be milliseconds from ${e.schema.minimum} to ${e.schema.maximum}, got "${raw}"`,
+  WEBHOOK_RETRY_SCHEDULE: (e) =>
+    e.type === ValueErrorType.ArrayMaxItems
+      ? `at most ${e.schema.maxItems} delays, got ${(e.value as string[]).length}`
+      : `each delay is a positive number with a unit s, m or h (like 30s, 5m, 2h), got "${e.value}"`,
+  PAY_RATE_LIMITS: (_, raw) => payRateLimitsMessage(raw),
+}
+
+const TLS_PAIR = 'TLS_CERT_FILE and TLS_KEY_FILE must be set together'
+
+/**
+ * What the schema cannot say. A rule runs only if its own variable passed the schema; it reads
+ * others (DATABASE_URL, the TLS pair) for whether they are set, nothing more.
+ */
+const RULES: [Variable, (v: Vars) => string | undefined][] = [
+  ['TLS_CERT_FILE', (v) => (v.TLS_KEY_FILE && !v.TLS_CERT_FILE ? TLS_PAIR : undefined)],
+  ['TLS_KEY_FILE', (v) => (v.TLS_CERT_FILE && !v.TLS_KEY_FILE ? TLS_PAIR : undefined)],
+  ['BASE_URL', (v) => (v.BASE_URL !== undefined && httpOrigin(v.BASE_URL) === null ? `must be an absolute http(s) URL, got "${v.BASE_URL}"` : undefined)],
+  ['SECRET_KEY', (v) => {
+    if (v.SECRET_KEY !== undefined) {
+      return parseSecretKey(v.SECRET_KEY) ? undefined : 'must be 32 random bytes as 64 hex characters or base64 (for example: openssl rand -hex 32)'
+    }
+    // Every instance must open the secrets the others sealed, so the key cannot be made up locally.
+    if (v.DATABASE_URL !== undefined) return 'is required with DATABASE_URL, the same in every instance (generate one with: openssl rand -hex 32)'
+  }],
+  ['PAY_RATE_LIMITS', (v) => {
+    if (v.PAY_RATE_LIMITS === undefined) return
+    const { minute, hour, day } = rateLimits(v.PAY_RATE_LIMITS)
+    return minute > 0 && minute <= hour && hour <= day ? undefined : payRateLimitsMessage(v.PAY_RATE_LIMITS)
+  }],
+]
+
+/** The variables of `env`, read and checked; throws ConfigError naming the first one at fault. */
+function validated(env: Env): Vars {
+  const vars = readEnv(env)
+  const problems = new Map<Variable, string>()
+  for (const e of checkEnv.Errors(vars)) {
+    const name = e.path.split('/')[1] as Variable
+    if (!problems.has(name)) problems.set(name, EXPLAIN[name]?.(e, env[name]!) ?? e.message)
+  }
+  for (const [name, rule] of RULES) {
+    const message = problems.has(name) ? undefined : rule(vars as Vars)
+    if (message) problems.set(name, message)
+  }
+  const first = VARIABLES.find((name) => problems.has(name))
+  if (first) throw new ConfigError(first, problems.get(first)!)
+  return vars as Vars
+}
+
+function httpOrigin(text: string): string | null {
+  const u = URL.parse(text)
+  if (!u || (u.protocol !== 'https:' && u.protocol !== 'http:')) return null
+  return u.origin + u.pathname.replace(/\/+$/, '')
+}
+
+const rateLimits = (text: string) => {
+  const [minute, hour, day] = text.trim().split('/').map(Number) as [number, number, number]
+  return { minute, hour, day }
 }
 
 /** `PAY_RATE_LIMITS`: `minute/hour/day`, default `300/5000/50000` (a page polls and streams). */
 export function parsePayRateLimits(raw: string | undefined): Config['payRateLimits'] {
-  if (raw === undefined || raw === '') return null
-  const m = /^(\d{1,9})\/(\d{1,9})\/(\d{1,10})$/.exec(raw.trim())
-  const [minute, hour, day] = m ? [Number(m[1]), Number(m[2]), Number(m[3])] : []
-  if (!m || !(minute! > 0 && minute! <= hour! && hour! <= day!)) {
-    throw new ConfigError('PAY_RATE_LIMITS', `must be three positive request counts minute/hour/day, each no larger than the next (like 300/5000/50000), got "${raw}"`)
-  }
-  return { minute: minute!, hour: hour!, day: day! }
+  const { PAY_RATE_LIMITS } = validated({ PAY_RATE_LIMITS: raw })
+  return PAY_RATE_LIMITS === undefined ? null : rateLimits(PAY_RATE_LIMITS)
 }
 
-function leaseMs(env: Env): number {
-  const raw = env.ACTOR_LEASE_MS
-  if (raw === undefined || raw === '') return 10_000
-  const n = /^\d+$/.test(raw) ? Number(raw) : NaN
-  if (!(n >= 300 && n <= 600_000)) throw new ConfigError('ACTOR_LEASE_MS', `must be milliseconds from 300 to 600000, got "${raw}"`)
-  return n
-}
-
+const DEFAULT_RETRY_SCHEDULE = '1m,5m,30m,2h,8h'
 const UNIT_MS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000 }
+const retryScheduleMs = (delays = DEFAULT_RETRY_SCHEDULE.split(',')) => delays.map((d) => Number(d.slice(0, -1)) * UNIT_MS[d.slice(-1)])
 
 /** R19: `WEBHOOK_RETRY_SCHEDULE`, comma-separated delays with units s, m, h (default `1m,5m,30m,2h,8h`). */
 export function parseRetrySchedule(raw: string | undefined): number[] {
-  const text = raw === undefined || raw.trim() === '' ? '1m,5m,30m,2h,8h' : raw
-  const parts = text.split(',').map((p) => p.trim())
-  if (parts.length > 20) throw new ConfigError('WEBHOOK_RETRY_SCHEDULE', `at most 20 delays, got ${parts.length}`)
-  return parts.map((p) => {
-    const m = /^(\d{1,6})(s|m|h)$/.exec(p)
-    if (!m || Number(m[1]) === 0) throw new ConfigError('WEBHOOK_RETRY_SCHEDULE', `each delay is a positive number with a unit s, m or h (like 30s, 5m, 2h), got "${p}"`)
-    return Number(m[1]) * UNIT_MS[m[2]]
-  })
+  return retryScheduleMs(validated({ WEBHOOK_RETRY_SCHEDULE: raw }).WEBHOOK_RETRY_SCHEDULE)
 }
-
-const LEVELS: Level[] = ['debug', 'info', 'warn', 'error', 'silent']
 
 /** Reads and validates the environment once at start-up; throws ConfigError naming the variable. */
 export function loadConfig(env: Env = process.env): Config {
-  const p = port(env, 'PORT', 3000, true)
-  const tlsCertFile = env.TLS_CERT_FILE || null
-  const tlsKeyFile = env.TLS_KEY_FILE || null
-  if (!!tlsCertFile !== !!tlsKeyFile) {
-    throw new ConfigError(tlsCertFile ? 'TLS_KEY_FILE' : 'TLS_CERT_FILE', 'TLS_CERT_FILE and TLS_KEY_FILE must be set together')
-  }
-  const logLevel = (env.LOG_LEVEL || 'info') as Level
-  if (!LEVELS.includes(logLevel)) throw new ConfigError('LOG_LEVEL', `must be one of ${LEVELS.join(', ')}`)
-  const databaseUrl = env.DATABASE_URL || null
-  if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
-    throw new ConfigError('DATABASE_URL', 'must be a postgres:// or postgresql:// URL')
-  }
-  let baseUrl: string | null = null
-  if (env.BASE_URL) {
-    try {
-      const u = new URL(env.BASE_URL)
-      if (u.protocol !== 'https:' && u.protocol !== 'http:') throw new Error()
-      baseUrl = u.origin + u.pathname.replace(/\/+$/, '')
-    } catch {
-      throw new ConfigError('BASE_URL', `must be an absolute http(s) URL, got "${env.BASE_URL}"`)
-    }
-  }
-  let secretKey: Buffer | null = null
-  if (env.SECRET_KEY) {
-    secretKey = parseSecretKey(env.SECRET_KEY)
-    if (!secretKey) throw new ConfigError('SECRET_KEY', 'must be 32 random bytes as 64 hex characters or base64 (for example: openssl rand -hex 32)')
-  } else if (databaseUrl) {
-    // Every instance must open the secrets the others sealed, so the key cannot be made up locally.
-    throw new ConfigError('SECRET_KEY', 'is required with DATABASE_URL, the same in every instance (generate one with: openssl rand -hex 32)')
-  }
+  const v = validated(env)
   return {
-    port: p,
-    httpPort: port(env, 'HTTP_PORT', 3080, true),
-    host: env.HOST || '127.0.0.1',
-    baseUrl,
-    databaseUrl,
-    dataDir: resolve(env.DATA_DIR || './.data'),
-    tlsCertFile,
-    tlsKeyFile,
-    trustProxy: flag(env, 'TRUST_PROXY'),
-    logLevel,
-    actorLeaseMs: leaseMs(env),
-    secretKey,
-    webhookRetryScheduleMs: parseRetrySchedule(env.WEBHOOK_RETRY_SCHEDULE),
-    networksConfig: env.NETWORKS_CONFIG ? resolve(env.NETWORKS_CONFIG) : null,
-    payRateLimits: parsePayRateLimits(env.PAY_RATE_LIMITS),
+    port: v.PORT ?? 3000,
+    httpPort: v.HTTP_PORT ?? 3080,
+    host: v.HOST ?? '127.0.0.1',
+    baseUrl: v.BASE_URL === undefined ? null : httpOrigin(v.BASE_URL),
+    databaseUrl: v.DATABASE_URL ?? null,
+    dataDir: resolve(v.DATA_DIR ?? './.data'),
+    tlsCertFile: v.TLS_CERT_FILE ?? null,
+    tlsKeyFile: v.TLS_KEY_FILE ?? null,
+    trustProxy: v.TRUST_PROXY ?? false,
+    logLevel: v.LOG_LEVEL ?? 'info',
+    actorLeaseMs: v.ACTOR_LEASE_MS ?? 10_000,
+    secretKey: v.SECRET_KEY === undefined ? null : parseSecretKey(v.SECRET_KEY),
+    webhookRetryScheduleMs: retryScheduleMs(v.WEBHOOK_RETRY_SCHEDULE),
+    networksConfig: v.NETWORKS_CONFIG === undefined ? null : resolve(v.NETWORKS_CONFIG),
+    payRateLimits: v.PAY_RATE_LIMITS === undefined ? null : rateLimits(v.PAY_RATE_LIMITS),
   }
 }

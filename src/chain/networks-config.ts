@@ -27,13 +27,16 @@
  * - `price.maxAgeSeconds` on a Chainlink price (default 3600): an answer older than this is
  *   stale and refused. Chainlink's ETH/USD heartbeat is an hour; set it to the feed's heartbeat.
  *
- * Checks beyond the field types: names and chain ids unique across networks (two entries for
- * one chain would watch it twice), symbols unique within a network (case-insensitively: the
- * pay page selects by symbol), at most one native token per network, addresses valid (a
- * mixed-case address must carry a correct EIP-55 checksum: a wrong one is usually a typo) and
- * returned checksummed.
+ * The shape is one TypeBox schema (`NetworksFile`), compiled once, as request bodies are; each
+ * field's schema carries the words its problems are reported in. Rules beyond the shape run on
+ * what it accepted: names and chain ids unique across networks, symbols unique within a network
+ * (case-insensitively), at most one native token per network, exactly one of `address` and
+ * `native`, http(s) URLs, and EIP-55 checksums. Addresses are returned checksummed.
  */
 import { readFileSync } from 'node:fs'
+import { Type, type Static, type TObject, type TSchema } from '@sinclair/typebox'
+import { TypeCompiler } from '@sinclair/typebox/compiler'
+import { ValueErrorType, type ValueError } from '@sinclair/typebox/errors'
 import { getAddress, isAddress, zeroAddress, type Address } from 'viem'
 
 export type PriceSource =
@@ -80,11 +83,73 @@ export class NetworksConfigError extends Error {
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// The shape of the file. Each schema carries the words its problems are reported in: `message`
+// for a bad value, `missing` for an absent field.
+
+const say = (message: string, missing = 'is required') => ({ message, missing })
+const anObject = { additionalProperties: false, message: 'must be an object' } as const
+const closed = { additionalProperties: false } as const
+const integer = (minimum: number, maximum: number, message: string) => Type.Integer({ minimum, maximum, ...say(message) })
+/** Checksum and zero address are rules (below). */
+const EvmAddress = Type.String({ pattern: '^0x[0-9a-fA-F]{40}$', ...say('must be a 0x-prefixed 20-byte address') })
+/** `new URL` judges the rest (a rule below): a pattern would accept what it refuses. */
+const HttpUrl = Type.String(say('must be an http(s) URL'))
+const PRICE_SHAPE = '{ "fixedUsd": "1" } or { "chainlinkFeed": "0x..." }'
+
+/** Each source is told apart by its first (required) key; see explainChoice. */
+const Price = Type.Union(
+  [
+    Type.Object(
+      // The lookahead asks for a non-zero digit: the price must be positive.
+      { fixedUsd: Type.String({ pattern: '^(?=[0-9.]*[1-9])[0-9]+(\\.[0-9]{1,18})?$', ...say('must be a positive decimal string such as "1" or "0.9998" (at most 18 decimal places)') }) },
+      closed,
+    ),
+    Type.Object({ chainlinkFeed: EvmAddress, maxAgeSeconds: Type.Optional(integer(1, 31_536_000, 'must be an integer number of seconds from 1 to 31536000')) }, closed),
+  ],
+  say(`must be ${PRICE_SHAPE}`, `is required: ${PRICE_SHAPE}`),
+)
+
+/** `address` (ERC-20) or `native`: exactly one of them, a rule, so a token with neither is told so plainly. */
+const Token = Type.Object(
+  {
+    symbol: Type.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,15}$', ...say('must be 1-16 letters, digits, ".", "_" or "-", starting with a letter or digit') }),
+    decimals: integer(0, 36, 'must be an integer from 0 to 36'),
+    address: Type.Optional(EvmAddress),
+    native: Type.Optional(Type.Literal(true, say('must be true (omit it and give "address" for an ERC-20 token)'))),
+    price: Price,
+  },
+  anObject,
+)
+
+const Network = Type.Object(
+  {
+    name: Type.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$', ...say('must be 1-64 letters, digits, ".", "_" or "-", starting with a letter or digit') }),
+    chainId: integer(1, Number.MAX_SAFE_INTEGER, 'must be a positive integer'),
+    rpcUrl: HttpUrl,
+    fallbackRpcUrls: Type.Optional(Type.Array(HttpUrl, say('must be a list of http(s) URLs'))),
+    confirmations: integer(1, 10_000, 'must be an integer from 1 to 10000'),
+    pollIntervalMs: integer(100, 86_400_000, 'must be an integer number of milliseconds, at least 100'),
+    maxLogRange: Type.Optional(integer(1, 1_000_000, 'must be an integer from 1 to 1000000 (blocks per eth_getLogs)')),
+    testnet: Type.Boolean(say('must be true or false', 'is required (true: test-mode transactions; false: live)')),
+    tokens: Type.Array(Token, { minItems: 1, tooFew: 'must list at least one token', ...say('must be a list of tokens', 'is required: a list of tokens') }),
+  },
+  anObject,
+)
+
+// An empty list is allowed: the service then takes no payments (an API-only deployment, tests).
+const NetworksFile = Type.Array(Network, { message: 'must be a list of networks' })
+const checkFile = TypeCompiler.Compile(NetworksFile)
+
+// ---------------------------------------------------------------------------------------------
+
 /** Validates without throwing: either the networks or every problem found. */
 export function validateNetworksConfig(value: unknown): { ok: true; networks: NetworkConfig[] } | { ok: false; problems: ConfigProblem[] } {
-  const problems: ConfigProblem[] = []
-  const networks = parseNetworks(value, problems)
-  return problems.length ? { ok: false, problems } : { ok: true, networks }
+  const problems = new Problems()
+  if (!checkFile.Check(value)) for (const e of checkFile.Errors(value)) explain(e, value, problems)
+  applyRules(value, problems)
+  if (problems.size) return { ok: false, problems: problems.list() }
+  return { ok: true, networks: (value as Static<typeof NetworksFile>).map(toNetwork) }
 }
 
 /** Validates parsed JSON; throws NetworksConfigError listing every problem. */
@@ -115,29 +180,71 @@ export function loadNetworksConfig(path: string): NetworkConfig[] {
   return result.networks
 }
 
+function toNetwork(n: Static<typeof Network>): NetworkConfig {
+  return {
+    name: n.name,
+    chainId: n.chainId,
+    rpcUrl: n.rpcUrl,
+    fallbackRpcUrls: [...(n.fallbackRpcUrls ?? NETWORK_DEFAULTS.fallbackRpcUrls)],
+    confirmations: n.confirmations,
+    pollIntervalMs: n.pollIntervalMs,
+    maxLogRange: n.maxLogRange ?? NETWORK_DEFAULTS.maxLogRange,
+    testnet: n.testnet,
+    tokens: n.tokens.map(({ symbol, decimals, address, price: p }): TokenConfig => {
+      const price: PriceSource =
+        'fixedUsd' in p
+          ? { kind: 'fixedUsd', usd: p.fixedUsd }
+          : { kind: 'chainlink', feed: getAddress(p.chainlinkFeed), maxAgeSeconds: p.maxAgeSeconds ?? NETWORK_DEFAULTS.maxAgeSeconds }
+      return address === undefined ? { kind: 'native', symbol, decimals, price } : { kind: 'erc20', symbol, decimals, address: getAddress(address), price }
+    }),
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
+// Problems, kept by path as segments (`[1, 'tokens', 0, 'price']`) until listed.
 
-const NETWORK_KEYS = ['name', 'chainId', 'rpcUrl', 'fallbackRpcUrls', 'confirmations', 'pollIntervalMs', 'maxLogRange', 'testnet', 'tokens']
-const TOKEN_KEYS = ['symbol', 'decimals', 'address', 'native', 'price']
-const NAME_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/
-const SYMBOL_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,15}$/
-const DECIMAL_RE = /^\d+(\.\d{1,18})?$/
+type Segment = string | number
+interface Problem {
+  at: Segment[]
+  message: string
+  /** An unknown field: reported, but it leaves the values it sits beside sound. */
+  unknown: boolean
+}
 
-/** A problem sink scoped to one path, so checks read as `at.field('x').fail('...')`. */
-class At {
-  constructor(
-    readonly path: string,
-    private readonly problems: ConfigProblem[],
-  ) {}
-  field(key: string) {
-    return new At(`${this.path}.${key}`, this.problems)
+const pathOf = (at: Segment[]) => `networks${at.map((s) => (typeof s === 'number' ? `[${s}]` : `.${s}`)).join('')}`
+const within = (at: Segment[], node: Segment[]) => node.every((s, i) => at[i] === s)
+
+/** Fields in file order, for listing problems as an operator reads the file. */
+const FIELD_ORDER = [Network, Token, ...Price.anyOf].flatMap((o) => Object.keys(o.properties))
+
+class Problems {
+  private readonly byPath = new Map<string, Problem>()
+  get size() {
+    return this.byPath.size
   }
-  index(i: number) {
-    return new At(`${this.path}[${i}]`, this.problems)
+  /** The first word on a field stands: the schema's, then the rules', which judge only what it accepted. */
+  add(at: Segment[], message: string, unknown = false) {
+    const path = pathOf(at)
+    if (!this.byPath.has(path)) this.byPath.set(path, { at, message, unknown })
   }
-  fail(message: string): undefined {
-    this.problems.push({ path: this.path, message })
-    return undefined
+  drop(at: Segment[]) {
+    this.byPath.delete(pathOf(at))
+  }
+  /**
+   * No problem within `node` but unknown fields beside its values: those can be compared with its
+   * siblings'. A stray key in a price counts, as it may be the price source misspelt.
+   */
+  sound(node: Segment[]) {
+    return ![...this.byPath.values()].some((p) => within(p.at, node) && !(p.unknown && p.at.at(-2) !== 'price'))
+  }
+  /** In file order; a node's own problem after its fields', as the fields are read first. */
+  list(): ConfigProblem[] {
+    const rank = (p: Problem) => p.at.map((s, i) => (typeof s === 'number' ? s : p.unknown && i === p.at.length - 1 ? -1 : FIELD_ORDER.indexOf(s)))
+    const order = (a: number[], b: number[]) => {
+      for (let i = 0; i < Math.min(a.length, b.length); i++) if (a[i] !== b[i]) return a[i]! - b[i]!
+      return b.length - a.length
+    }
+    return [...this.byPath.values()].sort((a, b) => order(rank(a), rank(b))).map((p) => ({ path: pathOf(p.at), message: p.message }))
   }
 }
 
@@ -145,181 +252,119 @@ type Obj = Record<string, unknown>
 const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v)
 /** Present and not undefined (JSON has no undefined, but callers building objects in code may). */
 const has = (o: Obj, k: string) => Object.hasOwn(o, k) && o[k] !== undefined
+const unknownField = (keys: string[]) => `unknown field (allowed: ${keys.join(', ')})`
 
-function parseNetworks(value: unknown, problems: ConfigProblem[]): NetworkConfig[] {
-  const at = new At('networks', problems)
-  if (!Array.isArray(value)) return at.fail('must be a list of networks') ?? []
-  // An empty list is allowed: the service then takes no payments (an API-only deployment, tests).
-  const networks: NetworkConfig[] = []
-  const names = new Map<string, number>()
-  const chainIds = new Map<number, number>()
-  value.forEach((raw, i) => {
-    const n = parseNetwork(raw, at.index(i))
-    if (!n) return
-    const key = n.name.toLowerCase()
-    if (names.has(key)) at.index(i).field('name').fail(`duplicate network name "${n.name}" (also networks[${names.get(key)}])`)
-    else names.set(key, i)
-    if (chainIds.has(n.chainId)) at.index(i).field('chainId').fail(`duplicate chain id ${n.chainId} (also networks[${chainIds.get(n.chainId)}])`)
-    else chainIds.set(n.chainId, i)
-    networks.push(n)
+/** A JSON pointer as segments; an index is a number only where the value is a list. */
+function segments(root: unknown, pointer: string): Segment[] {
+  const at: Segment[] = []
+  let node = root
+  for (const raw of pointer.split('/').slice(1)) {
+    const key = raw.replace(/~1/g, '/').replace(/~0/g, '~')
+    at.push(Array.isArray(node) ? Number(key) : key)
+    node = (node as Obj | undefined)?.[key]
+  }
+  return at
+}
+
+function explain(e: ValueError, root: unknown, problems: Problems) {
+  const at = segments(root, e.path)
+  const schema: TSchema = e.schema
+  if (e.type === ValueErrorType.ObjectAdditionalProperties) return problems.add(at, unknownField(Object.keys(schema.properties)), true)
+  // A field set to undefined (by a caller building the config in code) is as good as absent.
+  if (e.type === ValueErrorType.ObjectRequiredProperty || (e.value === undefined && schema.missing)) return problems.add(at, schema.missing)
+  if (e.type === ValueErrorType.ArrayMinItems) return problems.add(at, schema.tooFew)
+  if (e.type === ValueErrorType.Union) return explainChoice(e, at, root, problems)
+  problems.add(at, schema.message ?? e.message)
+}
+
+/**
+ * "Expected union value" says nothing. A variant is chosen by its first key: with exactly one
+ * given, its own problems are reported; otherwise which keys to give.
+ */
+function explainChoice(e: ValueError, at: Segment[], root: unknown, problems: Problems) {
+  const value = e.value
+  if (!isObject(value)) return problems.add(at, e.schema.message)
+  const variants = e.schema.anyOf as TObject[]
+  const keys = variants.map((v) => v.required![0]!)
+  const given = keys.flatMap((k, i) => (has(value, k) ? [i] : []))
+  const quoted = keys.map((k) => `"${k}"`).join(' or ')
+  if (given.length > 1) return problems.add(at, `give either ${quoted}, not both`)
+  if (given.length === 1) {
+    for (const inner of e.errors[given[0]!]!) explain(inner, root, problems)
+    return
+  }
+  const allowed = [...new Set(variants.flatMap((v) => Object.keys(v.properties)))]
+  for (const key of Object.keys(value)) if (!allowed.includes(key)) problems.add([...at, key], unknownField(allowed), true)
+  problems.add(at, `needs ${quoted}`)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rules the schema cannot state. They walk the value as it is, so each guards its own types.
+
+function applyRules(value: unknown, problems: Problems) {
+  if (!Array.isArray(value)) return
+  value.forEach((n, i) => {
+    if (!isObject(n)) return
+    urlRule(n.rpcUrl, [i, 'rpcUrl'], problems)
+    if (Array.isArray(n.fallbackRpcUrls)) n.fallbackRpcUrls.forEach((u, j) => urlRule(u, [i, 'fallbackRpcUrls', j], problems))
+    if (!Array.isArray(n.tokens)) return
+    n.tokens.forEach((t, j) => isObject(t) && tokenRules(t, [i, 'tokens', j], problems))
+    // The pay page selects a token by symbol.
+    unique(n.tokens, [i, 'tokens'], problems, [
+      ['symbol', (t) => String(t.symbol).toUpperCase(), (t, first) => `duplicate symbol "${t.symbol}" in this network (also tokens[${first}])`],
+      ['native', (t) => (has(t, 'native') ? true : undefined), (_, first) => `a network has at most one native token (also tokens[${first}])`],
+    ])
   })
-  return networks
+  // Two entries for one chain would watch it twice.
+  unique(value, [], problems, [
+    ['name', (n) => String(n.name).toLowerCase(), (n, first) => `duplicate network name "${n.name}" (also networks[${first}])`],
+    ['chainId', (n) => n.chainId, (n, first) => `duplicate chain id ${n.chainId} (also networks[${first}])`],
+  ])
 }
 
-function rejectUnknownKeys(o: Obj, allowed: readonly string[], at: At) {
-  for (const k of Object.keys(o)) if (!allowed.includes(k)) at.field(k).fail(`unknown field (allowed: ${allowed.join(', ')})`)
+function tokenRules(t: Obj, at: Segment[], problems: Problems) {
+  const erc20 = has(t, 'address')
+  const native = has(t, 'native')
+  if (erc20 && native) {
+    // Which one was meant is unknown, so neither is judged.
+    problems.drop([...at, 'address'])
+    problems.drop([...at, 'native'])
+    problems.add(at, 'give either "address" (ERC-20) or "native": true, not both')
+  } else if (!erc20 && !native) {
+    problems.add(at, 'needs "address" (an ERC-20 token) or "native": true (the chain\'s own coin)')
+  } else if (erc20) addressRule(t.address, [...at, 'address'], problems)
+  if (isObject(t.price) && !has(t.price, 'fixedUsd')) addressRule(t.price.chainlinkFeed, [...at, 'price', 'chainlinkFeed'], problems)
 }
 
-function parseNetwork(raw: unknown, at: At): NetworkConfig | undefined {
-  if (!isObject(raw)) return at.fail('must be an object')
-  rejectUnknownKeys(raw, NETWORK_KEYS, at)
-  const name = requireString(raw, 'name', at, NAME_RE, 'must be 1-64 letters, digits, ".", "_" or "-", starting with a letter or digit')
-  const chainId = requireInteger(raw, 'chainId', at, 1, Number.MAX_SAFE_INTEGER, 'must be a positive integer')
-  const rpcUrl = requireUrl(raw.rpcUrl, at.field('rpcUrl'))
-  let fallbackRpcUrls: string[] | undefined = [...NETWORK_DEFAULTS.fallbackRpcUrls]
-  if (has(raw, 'fallbackRpcUrls')) {
-    const list = raw.fallbackRpcUrls
-    if (!Array.isArray(list)) fallbackRpcUrls = at.field('fallbackRpcUrls').fail('must be a list of http(s) URLs')
-    else {
-      const urls = list.map((u, i) => requireUrl(u, at.field('fallbackRpcUrls').index(i)))
-      fallbackRpcUrls = urls.every((u) => u !== undefined) ? (urls as string[]) : undefined
+/** A mixed-case address must carry a correct EIP-55 checksum: a wrong one is usually a typo. */
+function addressRule(v: unknown, at: Segment[], problems: Problems) {
+  if (typeof v !== 'string') return
+  if (!isAddress(v, { strict: true })) problems.add(at, 'has a wrong EIP-55 checksum (mixed case must match; check for a typo)')
+  else if (v.toLowerCase() === zeroAddress) problems.add(at, 'must not be the zero address')
+}
+
+function urlRule(v: unknown, at: Segment[], problems: Problems) {
+  if (typeof v !== 'string') return
+  const url = URL.parse(v)
+  if (!url) problems.add(at, 'must be an http(s) URL')
+  else if (url.protocol !== 'http:' && url.protocol !== 'https:') problems.add(at, `must be an http(s) URL, not ${url.protocol}`)
+}
+
+type Unique = [field: string, key: (o: Obj) => unknown, message: (o: Obj, first: number) => string]
+
+/**
+ * Reports each element whose key repeats an earlier one's. Only elements found sound take part:
+ * a duplicate among values already refused would be noise.
+ */
+function unique(list: unknown[], at: Segment[], problems: Problems, checks: Unique[]) {
+  const sound = list.flatMap((o, i) => (isObject(o) && problems.sound([...at, i]) ? [[o, i] as const] : []))
+  for (const [field, key, message] of checks) {
+    const seen = new Map<unknown, number>()
+    for (const [o, i] of sound) {
+      const k = key(o)
+      if (k === undefined) continue
+      if (seen.has(k)) problems.add([...at, i, field], message(o, seen.get(k)!))
+      else seen.set(k, i)
     }
   }
-  const confirmations = requireInteger(raw, 'confirmations', at, 1, 10_000, 'must be an integer from 1 to 10000')
-  const pollIntervalMs = requireInteger(raw, 'pollIntervalMs', at, 100, 86_400_000, 'must be an integer number of milliseconds, at least 100')
-  const maxLogRange = has(raw, 'maxLogRange')
-    ? requireInteger(raw, 'maxLogRange', at, 1, 1_000_000, 'must be an integer from 1 to 1000000 (blocks per eth_getLogs)')
-    : NETWORK_DEFAULTS.maxLogRange
-  let testnet: boolean | undefined
-  if (!has(raw, 'testnet')) at.field('testnet').fail('is required (true: test-mode transactions; false: live)')
-  else if (typeof raw.testnet !== 'boolean') at.field('testnet').fail('must be true or false')
-  else testnet = raw.testnet
-  const tokens = parseTokens(raw.tokens, has(raw, 'tokens'), at.field('tokens'))
-
-  if (
-    name === undefined || chainId === undefined || rpcUrl === undefined || fallbackRpcUrls === undefined ||
-    confirmations === undefined || pollIntervalMs === undefined || maxLogRange === undefined ||
-    testnet === undefined || tokens === undefined
-  ) return undefined
-  return { name, chainId, rpcUrl, fallbackRpcUrls, confirmations, pollIntervalMs, maxLogRange, testnet, tokens }
-}
-
-function parseTokens(raw: unknown, present: boolean, at: At): TokenConfig[] | undefined {
-  if (!present) return at.fail('is required: a list of tokens')
-  if (!Array.isArray(raw)) return at.fail('must be a list of tokens')
-  if (raw.length === 0) return at.fail('must list at least one token')
-  const tokens: TokenConfig[] = []
-  const symbols = new Map<string, number>()
-  let native: number | undefined
-  let failed = false
-  raw.forEach((r, i) => {
-    const t = parseToken(r, at.index(i))
-    if (!t) return void (failed = true)
-    const key = t.symbol.toUpperCase()
-    if (symbols.has(key)) {
-      failed = true
-      at.index(i).field('symbol').fail(`duplicate symbol "${t.symbol}" in this network (also tokens[${symbols.get(key)}])`)
-    } else symbols.set(key, i)
-    if (t.kind === 'native') {
-      if (native !== undefined) {
-        failed = true
-        at.index(i).field('native').fail(`a network has at most one native token (also tokens[${native}])`)
-      } else native = i
-    }
-    tokens.push(t)
-  })
-  return failed ? undefined : tokens
-}
-
-function parseToken(raw: unknown, at: At): TokenConfig | undefined {
-  if (!isObject(raw)) return at.fail('must be an object')
-  rejectUnknownKeys(raw, TOKEN_KEYS, at)
-  const symbol = requireString(raw, 'symbol', at, SYMBOL_RE, 'must be 1-16 letters, digits, ".", "_" or "-", starting with a letter or digit')
-  const decimals = requireInteger(raw, 'decimals', at, 0, 36, 'must be an integer from 0 to 36')
-  const price = parsePrice(raw.price, has(raw, 'price'), at.field('price'))
-
-  const isNative = has(raw, 'native')
-  const hasAddress = has(raw, 'address')
-  let address: Address | undefined
-  let kindOk = true
-  if (isNative && hasAddress) {
-    kindOk = false
-    at.fail('give either "address" (ERC-20) or "native": true, not both')
-  } else if (isNative) {
-    if (raw.native !== true) {
-      kindOk = false
-      at.field('native').fail('must be true (omit it and give "address" for an ERC-20 token)')
-    }
-  } else if (hasAddress) {
-    address = requireAddress(raw.address, at.field('address'))
-    kindOk = address !== undefined
-  } else {
-    kindOk = false
-    at.fail('needs "address" (an ERC-20 token) or "native": true (the chain\'s own coin)')
-  }
-  if (symbol === undefined || decimals === undefined || price === undefined || !kindOk) return undefined
-  return address ? { kind: 'erc20', symbol, decimals, address, price } : { kind: 'native', symbol, decimals, price }
-}
-
-function parsePrice(raw: unknown, present: boolean, at: At): PriceSource | undefined {
-  if (!present) return at.fail('is required: { "fixedUsd": "1" } or { "chainlinkFeed": "0x..." }')
-  if (!isObject(raw)) return at.fail('must be { "fixedUsd": "1" } or { "chainlinkFeed": "0x..." }')
-  const fixed = has(raw, 'fixedUsd')
-  const feed = has(raw, 'chainlinkFeed')
-  if (fixed && feed) return at.fail('give either "fixedUsd" or "chainlinkFeed", not both')
-  if (fixed) {
-    rejectUnknownKeys(raw, ['fixedUsd'], at)
-    const usd = raw.fixedUsd
-    if (typeof usd !== 'string' || !DECIMAL_RE.test(usd) || !/[1-9]/.test(usd)) {
-      return at.field('fixedUsd').fail('must be a positive decimal string such as "1" or "0.9998" (at most 18 decimal places)')
-    }
-    return Object.keys(raw).length === 1 ? { kind: 'fixedUsd', usd } : undefined
-  }
-  if (feed) {
-    rejectUnknownKeys(raw, ['chainlinkFeed', 'maxAgeSeconds'], at)
-    const address = requireAddress(raw.chainlinkFeed, at.field('chainlinkFeed'))
-    const maxAgeSeconds = has(raw, 'maxAgeSeconds')
-      ? requireInteger(raw, 'maxAgeSeconds', at, 1, 31_536_000, 'must be an integer number of seconds from 1 to 31536000')
-      : NETWORK_DEFAULTS.maxAgeSeconds
-    const unknown = Object.keys(raw).some((k) => k !== 'chainlinkFeed' && k !== 'maxAgeSeconds')
-    if (!address || maxAgeSeconds === undefined || unknown) return undefined
-    return { kind: 'chainlink', feed: address, maxAgeSeconds }
-  }
-  rejectUnknownKeys(raw, ['fixedUsd', 'chainlinkFeed', 'maxAgeSeconds'], at)
-  return at.fail('needs "fixedUsd" or "chainlinkFeed"')
-}
-
-function requireString(o: Obj, key: string, at: At, re: RegExp, message: string): string | undefined {
-  const v = o[key]
-  if (!has(o, key)) return at.field(key).fail('is required')
-  if (typeof v !== 'string' || !re.test(v)) return at.field(key).fail(message)
-  return v
-}
-
-function requireInteger(o: Obj, key: string, at: At, min: number, max: number, message: string): number | undefined {
-  const v = o[key]
-  if (!has(o, key)) return at.field(key).fail('is required')
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) return at.field(key).fail(message)
-  return v
-}
-
-function requireUrl(v: unknown, at: At): string | undefined {
-  if (v === undefined) return at.fail('is required')
-  if (typeof v !== 'string') return at.fail('must be an http(s) URL')
-  let url: URL
-  try {
-    url = new URL(v)
-  } catch {
-    return at.fail('must be an http(s) URL')
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') return at.fail(`must be an http(s) URL, not ${url.protocol}`)
-  return v
-}
-
-function requireAddress(v: unknown, at: At): Address | undefined {
-  if (v === undefined) return at.fail('is required')
-  if (typeof v !== 'string' || !/^0x[0-9a-fA-F]{40}$/.test(v)) return at.fail('must be a 0x-prefixed 20-byte address')
-  if (!isAddress(v, { strict: true })) return at.fail('has a wrong EIP-55 checksum (mixed case must match; check for a typo)')
-  if (v.toLowerCase() === zeroAddress) return at.fail('must not be the zero address')
-  return getAddress(v)
 }
