@@ -1,0 +1,16 @@
+/**
+ * Every LISTEN/NOTIFY channel, in one place. A notification is a hint to look at the database
+ * (delivered after commit, lost while a listener reconnects), never the only copy of anything.
+ */
+export const CHANNELS = {
+  /** A transaction's actor changed on another instance: `{ id, version, event? }`. */
+  transactionActor: 'actor_changed',
+  /** New webhook work: outbox events to fan out, deliveries to claim. */
+  webhookWork: 'outbox',
+  /** A running delivery actor is asked to act now (manual redelivery): the delivery id. */
+  deliveryRequest: 'delivery_request',
+  /** A deposit address was handed out: every instance's followers watch it. */
+  depositAddress: 'deposit_address',
+  /** Cached keys, projects or endpoints changed (src/db/change-feed.ts). */
+  cacheChanges: 'cache_changes',
+} as const

@@ -1,0 +1,14 @@
+/** Test or live: keys, transactions, endpoints and deposit keys each belong to one (R9). */
+export type Mode = 'test' | 'live'
+export const MODES: readonly Mode[] = ['test', 'live']
+
+/** What a caller may see: one project in one mode (R9). Not a key's permission scopes (`Scope`). */
+export interface ProjectMode {
+  projectId: string
+  mode: Mode
+}
+
+/** A narrowing to a project and mode for dashboard and API callers; the operator's CLI passes none. */
+export type ProjectFilter = Partial<ProjectMode>
+
+export const modeOf = (testingMode: boolean): Mode => (testingMode ? 'test' : 'live')
