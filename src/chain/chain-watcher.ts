@@ -1,8 +1,9 @@
+import { CHANNELS } from '../db/channels.ts'
 import type { Database } from '../db/client.ts'
 import type { Clock } from '../lib/clock.ts'
 import type { Logger } from '../lib/logger.ts'
 import { createBlockFollower, decodeCursor, encodeCursor, type BlockFollower, type CursorStore } from './block-follower.ts'
-import { DEPOSIT_CHANNEL } from './deposit.service.ts'
+import { createChainRepo, type ChainRepo } from './chain.repo.ts'
 import type { NetworkConfig } from './networks-config.ts'
 import { createPaymentTracker, type Lifecycle } from './payment-tracker.ts'
 import { createPriceReader, type PriceReader } from './prices.ts'
@@ -12,17 +13,14 @@ import { createChainClient } from './rpc.ts'
 const WATCH_FINISHED_FOR_MS = 30 * 86_400_000
 
 /** The follower's cursor, one row per network. */
-function databaseCursorStore(database: Database, network: string, clock: Clock): CursorStore {
+function databaseCursorStore(repo: ChainRepo, network: string, clock: Clock): CursorStore {
   return {
     async load() {
-      const [r] = await database.query<{ cursor: string }>(`SELECT cursor FROM chain_cursors WHERE network = $1`, [network])
-      return r ? decodeCursor(r.cursor) : null
+      const stored = await repo.loadCursor(network)
+      return stored === null ? null : decodeCursor(stored)
     },
     async save(cursor) {
-      await database.query(
-        `INSERT INTO chain_cursors (network, cursor, updated_at) VALUES ($1, $2, $3::timestamptz)
-         ON CONFLICT (network) DO UPDATE SET cursor = excluded.cursor, updated_at = excluded.updated_at`,
-        [network, encodeCursor(cursor), new Date(clock.now()).toISOString()])
+      await repo.saveCursor(network, encodeCursor(cursor), new Date(clock.now()))
     },
   }
 }
@@ -34,6 +32,7 @@ function databaseCursorStore(database: Database, network: string, clock: Clock):
  * twice, so several instances cost RPC calls, not correctness.
  */
 export function createChainWatcher(deps: { networks: NetworkConfig[]; database: Database; lifecycle: Lifecycle; clock: Clock; logger: Logger }) {
+  const repo = createChainRepo(deps.database)
   const watched = new Set<string>()
   const clients = new Map(deps.networks.map((n) => [n.name, createChainClient({ rpcUrl: n.rpcUrl, fallbackRpcUrls: n.fallbackRpcUrls, chainId: n.chainId })]))
   const prices = new Map<string, PriceReader>(deps.networks.map((n) => [n.name, createPriceReader({ client: clients.get(n.name)!, clock: deps.clock })]))
@@ -41,11 +40,7 @@ export function createChainWatcher(deps: { networks: NetworkConfig[]; database: 
   let unlisten: (() => Promise<void>) | null = null
 
   async function loadWatched() {
-    const rows = await deps.database.query<{ address: string }>(
-      `SELECT d.address FROM deposit_addresses d JOIN transactions t ON t.id = d.transaction_id
-       WHERE t.status NOT IN ('completed', 'failed', 'expired', 'cancelled') OR t.updated_at > $1::timestamptz`,
-      [new Date(deps.clock.now() - WATCH_FINISHED_FOR_MS).toISOString()])
-    for (const r of rows) watched.add(r.address)
+    for (const address of await repo.watchedAddresses(new Date(deps.clock.now() - WATCH_FINISHED_FOR_MS))) watched.add(address)
   }
 
   return {
@@ -57,7 +52,7 @@ export function createChainWatcher(deps: { networks: NetworkConfig[]; database: 
       watched.add(address.toLowerCase())
     },
     async start() {
-      unlisten = await deps.database.listen(DEPOSIT_CHANNEL, (a) => watched.add(a.toLowerCase()), () => void loadWatched())
+      unlisten = await deps.database.listen(CHANNELS.depositAddress, (a) => watched.add(a.toLowerCase()), () => void loadWatched())
       await loadWatched()
       followers = deps.networks.map((n) => createBlockFollower({
         network: {
@@ -68,9 +63,9 @@ export function createChainWatcher(deps: { networks: NetworkConfig[]; database: 
           scanNative: n.tokens.some((t) => t.kind === 'native'),
         },
         client: clients.get(n.name)!,
-        store: databaseCursorStore(deps.database, n.name, deps.clock),
+        store: databaseCursorStore(repo, n.name, deps.clock),
         watch: watched,
-        handler: createPaymentTracker({ network: n, database: deps.database, lifecycle: deps.lifecycle, clock: deps.clock, logger: deps.logger }),
+        handler: createPaymentTracker({ network: n, repo, lifecycle: deps.lifecycle, clock: deps.clock, logger: deps.logger }),
         // Polling and back-off run on real time whatever clock the lifecycle uses.
         logger: deps.logger,
       }))

@@ -1,29 +1,42 @@
 import type { Column, SQL } from 'drizzle-orm'
-import { sql } from 'drizzle-orm'
+import { Placeholder, sql } from 'drizzle-orm'
 import { PgDialect } from 'drizzle-orm/pg-core'
-import type { Db } from './client.ts'
+import type { Database } from './client.ts'
 
 const dialect = new PgDialect()
 
+type Value = string | number | boolean | null
+
 /** A statement built once with drizzle and prepared: only its `sql.placeholder()` values change per call. */
-export interface Statement<Row, Params extends Record<string, unknown>> {
+export interface Statement<Row, Params extends Record<string, Value | undefined>> {
   execute(params: Params): Promise<Row[]>
+  /** The SQL as sent (tests, EXPLAIN). */
+  readonly text: string
 }
 
 /**
  * Prepares a statement written with drizzle's `sql` template over schema columns: the type
- * checker sees every table and column it names (a renamed column fails to compile), drizzle
- * renders it once, and the driver prepares it by `name` (PostgreSQL parses and plans it once
- * per connection). For statements the query builder cannot express in one round trip, such
- * as data-modifying CTEs; everything simpler uses the builder's own `.prepare()`.
+ * checker sees every table and column it names (a renamed column fails to compile), and drizzle
+ * renders it once. A placeholder used several times is sent once (`$n` repeated in the text),
+ * and the driver prepares the text once per connection. For statements the query builder
+ * cannot express in one round trip, such as data-modifying CTEs; everything simpler uses the
+ * builder's own `.prepare()`. Values go as strings, numbers, booleans or null: dates as ISO
+ * strings with a `::timestamptz` cast, JSON as text with `::jsonb`.
  */
-export function prepare<Row, Params extends Record<string, unknown>>(db: Db, name: string, query: SQL): Statement<Row, Params> {
-  const prepared = db._.session.prepareQuery(dialect.sqlToQuery(query), undefined, name, false)
+export function prepare<Row, Params extends Record<string, Value | undefined>>(database: Pick<Database, 'query'>, query: SQL): Statement<Row, Params> {
+  const rendered = dialect.sqlToQuery(query)
+  const names: string[] = []
+  const renumbered = new Map<number, number>()
+  rendered.params.forEach((p, i) => {
+    if (!(p instanceof Placeholder)) throw new Error(`prepared statements take placeholders only; got a literal value at $${i + 1}`)
+    const at = names.indexOf(p.name)
+    renumbered.set(i + 1, at >= 0 ? at + 1 : names.push(p.name))
+  })
+  const text = rendered.sql.replace(/\$(\d+)\b/g, (_, n) => `$${renumbered.get(Number(n))}`)
   return {
-    async execute(params) {
-      const result = (await prepared.execute(params)) as Row[] | { rows: Row[] }
-      // postgres.js answers an array, PGlite `{ rows }`.
-      return Array.isArray(result) ? result : result.rows
+    text,
+    execute(params) {
+      return database.query<Row>(text, names.map((n) => params[n] ?? null))
     },
   }
 }

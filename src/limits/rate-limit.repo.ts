@@ -1,6 +1,10 @@
+import { lt, sql } from 'drizzle-orm'
+import type { PgColumn } from 'drizzle-orm/pg-core'
 import type { Database } from '../db/client.ts'
+import { bare, param, prepare } from '../db/prepared.ts'
+import { rateLimits } from '../db/schema.ts'
 import type { RateLimits } from '../projects/project.service.ts'
-import { windowStart } from './windows.ts'
+import { windowStart, type WindowName } from './windows.ts'
 
 export interface TakeResult {
   granted: number
@@ -15,37 +19,52 @@ export interface TakeResult {
  * never below 0; SET expressions all see the old row, so k is computed from it in each. The
  * row keeps k as last_grant, so RETURNING the new usage also tells the usage before.
  */
-// Parameters: $1 subject, $2-$4 window starts, $5-$7 limits, $8 units wanted; cast once here.
-const [N, LM, LH, LD] = ['$8::int', '$5::int', '$6::int', '$7::int']
-const OLD = (w: string) => `(CASE WHEN excluded.${w}_start > r.${w}_start THEN 0 ELSE r.${w}_used END)`
-const K = `GREATEST(0, LEAST(${N}, ${LM} - ${OLD('minute')}, ${LH} - ${OLD('hour')}, ${LD} - ${OLD('day')}))`
-const FIRST_K = `GREATEST(0, LEAST(${N}, ${LM}, ${LH}, ${LD}))`
-const TAKE = `
-INSERT INTO rate_limits AS r (subject, minute_start, minute_used, hour_start, hour_used, day_start, day_used, last_grant)
-VALUES ($1, $2::timestamptz, ${FIRST_K}, $3::timestamptz, ${FIRST_K}, $4::timestamptz, ${FIRST_K}, ${FIRST_K})
-ON CONFLICT (subject) DO UPDATE SET
-  minute_start = GREATEST(r.minute_start, excluded.minute_start), minute_used = ${OLD('minute')} + ${K},
-  hour_start = GREATEST(r.hour_start, excluded.hour_start), hour_used = ${OLD('hour')} + ${K},
-  day_start = GREATEST(r.day_start, excluded.day_start), day_used = ${OLD('day')} + ${K},
-  last_grant = ${K}
-RETURNING last_grant, minute_used, hour_used, day_used`
+const WINDOW_COLUMNS = {
+  minute: { start: rateLimits.minuteStart, used: rateLimits.minuteUsed },
+  hour: { start: rateLimits.hourStart, used: rateLimits.hourUsed },
+  day: { start: rateLimits.dayStart, used: rateLimits.dayUsed },
+} satisfies Record<WindowName, { start: PgColumn; used: PgColumn }>
+// Parameters: subject, the window starts, the limits and n, the units wanted. The integers are
+// cast: in LEAST and GREATEST alone PostgreSQL could not tell their type.
+const N = param('n', 'int')
+const LIMIT = { minute: param('minuteLimit', 'int'), hour: param('hourLimit', 'int'), day: param('dayLimit', 'int') }
+/** A window's usage in the stored row, or 0 once the window moved on. */
+const OLD = (w: WindowName) => sql`(CASE WHEN excluded.${bare(WINDOW_COLUMNS[w].start)} > ${WINDOW_COLUMNS[w].start} THEN 0 ELSE ${WINDOW_COLUMNS[w].used} END)`
+const K = sql`GREATEST(0, LEAST(${N}, ${LIMIT.minute} - ${OLD('minute')}, ${LIMIT.hour} - ${OLD('hour')}, ${LIMIT.day} - ${OLD('day')}))`
+const FIRST_K = sql`GREATEST(0, LEAST(${N}, ${LIMIT.minute}, ${LIMIT.hour}, ${LIMIT.day}))`
+const LATER_START = (w: WindowName) => sql`GREATEST(${WINDOW_COLUMNS[w].start}, excluded.${bare(WINDOW_COLUMNS[w].start)})`
 
 /** R23 counters in the database: the only truth every instance shares. */
 export function createRateLimitRepo(database: Database) {
+  const { db } = database
+  // Every API request is counted here: prepared once, each value sent once.
+  const take = prepare<{ lastGrant: number; minuteUsed: number; hourUsed: number; dayUsed: number }, Record<string, string | number>>(database, sql`
+    INSERT INTO ${rateLimits} (${bare(rateLimits.subject)}, ${bare(rateLimits.minuteStart)}, ${bare(rateLimits.minuteUsed)}, ${bare(rateLimits.hourStart)},
+      ${bare(rateLimits.hourUsed)}, ${bare(rateLimits.dayStart)}, ${bare(rateLimits.dayUsed)}, ${bare(rateLimits.lastGrant)})
+    VALUES (${param('subject')}, ${param('minuteStart', 'timestamptz')}, ${FIRST_K}, ${param('hourStart', 'timestamptz')}, ${FIRST_K},
+      ${param('dayStart', 'timestamptz')}, ${FIRST_K}, ${FIRST_K})
+    ON CONFLICT (${bare(rateLimits.subject)}) DO UPDATE SET
+      ${bare(rateLimits.minuteStart)} = ${LATER_START('minute')}, ${bare(rateLimits.minuteUsed)} = ${OLD('minute')} + ${K},
+      ${bare(rateLimits.hourStart)} = ${LATER_START('hour')}, ${bare(rateLimits.hourUsed)} = ${OLD('hour')} + ${K},
+      ${bare(rateLimits.dayStart)} = ${LATER_START('day')}, ${bare(rateLimits.dayUsed)} = ${OLD('day')} + ${K},
+      ${bare(rateLimits.lastGrant)} = ${K}
+    RETURNING ${rateLimits.lastGrant} AS "lastGrant", ${rateLimits.minuteUsed} AS "minuteUsed", ${rateLimits.hourUsed} AS "hourUsed", ${rateLimits.dayUsed} AS "dayUsed"`)
+
   return {
     /** Takes up to `n` units from all three windows of `subject` at once, in one round trip. */
     async take(subject: string, limits: RateLimits, n: number, now: number): Promise<TakeResult> {
-      const iso = (name: 'minute' | 'hour' | 'day') => new Date(windowStart(name, now)).toISOString()
-      const [row] = await database.query<{ last_grant: number; minute_used: number; hour_used: number; day_used: number }>(TAKE, [
-        subject, iso('minute'), iso('hour'), iso('day'), limits.minute, limits.hour, limits.day, n,
-      ])
-      const k = Number(row.last_grant)
-      return { granted: k, used: { minute: Number(row.minute_used) - k, hour: Number(row.hour_used) - k, day: Number(row.day_used) - k } }
+      const start = (name: WindowName) => new Date(windowStart(name, now)).toISOString()
+      const [row] = await take.execute({
+        subject, minuteStart: start('minute'), hourStart: start('hour'), dayStart: start('day'),
+        minuteLimit: limits.minute, hourLimit: limits.hour, dayLimit: limits.day, n,
+      })
+      const k = Number(row.lastGrant)
+      return { granted: k, used: { minute: Number(row.minuteUsed) - k, hour: Number(row.hourUsed) - k, day: Number(row.dayUsed) - k } }
     },
 
     /** Forgets subjects not seen for two days (mostly client IPs without a valid key). */
     async prune(now: number): Promise<void> {
-      await database.query('DELETE FROM rate_limits WHERE day_start < $1', [new Date(now - 2 * 86_400_000).toISOString()])
+      await db.delete(rateLimits).where(lt(rateLimits.dayStart, new Date(now - 2 * 86_400_000)))
     },
   }
 }

@@ -1,9 +1,8 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
-import { asc, eq, lt, or, sql } from 'drizzle-orm'
 import type { Database } from '../db/client.ts'
-import { dashboardSessions, projectMembers, projects, users } from '../db/schema.ts'
 import type { Clock } from '../lib/clock.ts'
 import { deny, ok, type Outcome } from '../lib/outcome.ts'
+import { createSessionRepo, type UserRow } from './session.repo.ts'
 import { hashPassword, verifyPassword } from './user.service.ts'
 
 /** A session ends after this long without a request... */
@@ -40,7 +39,7 @@ const sha256 = (s: string) => createHash('sha256').update(s).digest('hex')
  * here knows about cookies or forms: the dashboard controller carries the tokens.
  */
 export function createSessionService(deps: { database: Database; clock: Clock; secretKey: Buffer }) {
-  const { db } = deps.database
+  const repo = createSessionRepo(deps.database)
   const now = () => new Date(deps.clock.now())
   const csrfKey = createHmac('sha256', deps.secretKey).update('dashboard csrf').digest()
   // The hash unknown e-mails and locked accounts are checked against. Made on first need: the
@@ -51,7 +50,7 @@ export function createSessionService(deps: { database: Database; clock: Clock; s
    * The password check every sign-in and re-entry goes through: a locked account is refused
    * whatever the password, wrong passwords count towards the lock, a right one clears the count.
    */
-  async function checkPassword(user: typeof users.$inferSelect | undefined, password: string): Promise<Outcome<typeof users.$inferSelect>> {
+  async function checkPassword(user: UserRow | undefined, password: string): Promise<Outcome<UserRow>> {
     const at = now()
     // Unknown e-mails and locked accounts cost a hash too and get the same answer as a wrong
     // password: neither the time taken nor the reply tells which accounts exist or are locked.
@@ -60,14 +59,10 @@ export function createSessionService(deps: { database: Database; clock: Clock; s
       return WRONG
     }
     if (await verifyPassword(password, user.passwordHash)) {
-      if (user.failedSignIns > 0 || user.lockedUntil) await db.update(users).set({ failedSignIns: 0, lockedUntil: null }).where(eq(users.id, user.id))
+      if (user.failedSignIns > 0 || user.lockedUntil) await repo.clearFailedSignIns(user.id)
       return ok(user)
     }
-    // One statement counts the failure and sets the lock, so concurrent guesses cannot skip it.
-    await db.update(users).set({
-      failedSignIns: sql`CASE WHEN ${users.failedSignIns} + 1 >= ${MAX_FAILED_SIGN_INS} THEN 0 ELSE ${users.failedSignIns} + 1 END`,
-      lockedUntil: sql`CASE WHEN ${users.failedSignIns} + 1 >= ${MAX_FAILED_SIGN_INS} THEN ${new Date(at.getTime() + LOCK_MS).toISOString()}::timestamptz ELSE ${users.lockedUntil} END`,
-    }).where(eq(users.id, user.id))
+    await repo.countFailedSignIn(user.id, MAX_FAILED_SIGN_INS, new Date(at.getTime() + LOCK_MS))
     return WRONG
   }
 
@@ -78,15 +73,14 @@ export function createSessionService(deps: { database: Database; clock: Clock; s
     async signIn(email: string, password: string): Promise<Outcome<{ token: string; user: SessionUser }>> {
       const normalized = email.trim().toLowerCase()
       if (!normalized || !password || password.length > 256 || normalized.length > 254) return WRONG
-      const [user] = await db.select().from(users).where(eq(users.email, normalized))
-      const checked = await checkPassword(user, password)
+      const checked = await checkPassword(await repo.userByEmail(normalized), password)
       if (!checked.ok) return checked
       const token = randomBytes(32).toString('base64url')
       const at = now()
       const expiresAt = new Date(at.getTime() + SESSION_ABSOLUTE_MS)
-      await db.insert(dashboardSessions).values({ tokenHash: sha256(token), userId: checked.value.id, createdAt: at, lastSeenAt: at, expiresAt })
+      await repo.insertSession({ tokenHash: sha256(token), userId: checked.value.id, createdAt: at, lastSeenAt: at, expiresAt })
       // Sessions nobody can use any more go when someone signs in, so the table stays small.
-      await db.delete(dashboardSessions).where(or(lt(dashboardSessions.expiresAt, at), lt(dashboardSessions.lastSeenAt, new Date(at.getTime() - SESSION_IDLE_MS))))
+      await repo.deleteExpiredSessions(at, new Date(at.getTime() - SESSION_IDLE_MS))
       return ok({ token, user: { userId: checked.value.id, email: checked.value.email, expiresAt: new Date(Math.min(expiresAt.getTime(), at.getTime() + SESSION_IDLE_MS)) } })
     },
 
@@ -94,28 +88,26 @@ export function createSessionService(deps: { database: Database; clock: Clock; s
     async authenticate(token: string | undefined): Promise<SessionUser | null> {
       if (!token || token.length > 100) return null
       const at = now()
-      const [row] = await db.select({ s: dashboardSessions, email: users.email }).from(dashboardSessions)
-        .innerJoin(users, eq(users.id, dashboardSessions.userId)).where(eq(dashboardSessions.tokenHash, sha256(token)))
+      const row = await repo.sessionByTokenHash(sha256(token))
       if (!row) return null
       const idleEnd = row.s.lastSeenAt.getTime() + SESSION_IDLE_MS
       if (at.getTime() >= idleEnd || at >= row.s.expiresAt) {
-        await db.delete(dashboardSessions).where(eq(dashboardSessions.tokenHash, row.s.tokenHash))
+        await repo.deleteSession(row.s.tokenHash)
         return null
       }
       if (at.getTime() - row.s.lastSeenAt.getTime() >= TOUCH_EVERY_MS) {
-        await db.update(dashboardSessions).set({ lastSeenAt: at }).where(eq(dashboardSessions.tokenHash, row.s.tokenHash))
+        await repo.touchSession(row.s.tokenHash, at)
       }
       return { userId: row.s.userId, email: row.email, expiresAt: new Date(Math.min(row.s.expiresAt.getTime(), at.getTime() + SESSION_IDLE_MS)) }
     },
 
     async signOut(token: string | undefined): Promise<void> {
-      if (token) await db.delete(dashboardSessions).where(eq(dashboardSessions.tokenHash, sha256(token)))
+      if (token) await repo.deleteSession(sha256(token))
     },
 
     /** Re-entering the password before something sensitive (revealing a secret); counts towards the lock. */
     async confirmPassword(userId: string, password: string): Promise<Outcome<true>> {
-      const [user] = await db.select().from(users).where(eq(users.id, userId))
-      const checked = await checkPassword(user, password ?? '')
+      const checked = await checkPassword(await repo.userById(userId), password ?? '')
       if (!checked.ok) return deny('unauthenticated', `The password is wrong, or this account is locked after ${MAX_FAILED_SIGN_INS} wrong passwords in a row (for ${LOCK_MS / 60_000} minutes)`)
       return ok(true)
     },
@@ -134,10 +126,7 @@ export function createSessionService(deps: { database: Database; clock: Clock; s
     },
 
     /** The projects a user belongs to, by name. */
-    async projectsOf(userId: string): Promise<Membership[]> {
-      return db.select({ id: projects.id, name: projects.name, status: projects.status }).from(projectMembers)
-        .innerJoin(projects, eq(projects.id, projectMembers.projectId)).where(eq(projectMembers.userId, userId)).orderBy(asc(projects.name), asc(projects.id))
-    },
+    projectsOf: (userId: string): Promise<Membership[]> => repo.projectsOf(userId),
   }
 }
 

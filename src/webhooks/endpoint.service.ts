@@ -115,9 +115,9 @@ export function createEndpointService(deps: { database: Database; changes: Chang
 
     /** What the sender needs: URL, mode, secret in clear and whether it may send; null once deleted. */
     async forSending(id: string): Promise<{ url: string; mode: Mode; secret: string; enabled: boolean } | null> {
-      const [r] = await deps.database.query<{ url: string; mode: Mode; secret_sealed: string; enabled: boolean }>(
-        `SELECT url, mode, secret_sealed, enabled FROM webhook_endpoints WHERE id = $1`, [id])
-      return r ? { url: r.url, mode: r.mode, secret: deps.secrets.open(r.secret_sealed, id), enabled: r.enabled } : null
+      const [r] = await db.select({ url: webhookEndpoints.url, mode: webhookEndpoints.mode, secretSealed: webhookEndpoints.secretSealed, enabled: webhookEndpoints.enabled })
+        .from(webhookEndpoints).where(eq(webhookEndpoints.id, id))
+      return r ? { url: r.url, mode: r.mode, secret: deps.secrets.open(r.secretSealed, id), enabled: r.enabled } : null
     },
   }
 }

@@ -1,4 +1,3 @@
-import { eq, sql } from 'drizzle-orm'
 import { getAddress } from 'viem'
 import type { Quote, TxEvent } from '../../../machines/transaction.machine.ts'
 import type { DepositService } from '../../chain/deposit.service.ts'
@@ -8,13 +7,13 @@ import type { PriceReader } from '../../chain/prices.ts'
 import type { TestWallet } from '../../chain/test-wallet.ts'
 import { quoteTokenUnits } from '../../chain/quote.ts'
 import type { Database } from '../../db/client.ts'
-import { projects, transactions } from '../../db/schema.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { usdToCents } from '../../lib/money.ts'
 import { UUID_RE } from '../../lib/ids.ts'
 import { deny, ok, type Outcome } from '../../lib/outcome.ts'
 import type { TransactionRow } from '../transactions/transaction.repo.ts'
 import type { PayState } from './model.ts'
+import { createPayRepo } from './pay.repo.ts'
 
 export interface PayDeps {
   database: Database
@@ -35,7 +34,7 @@ export interface PayDeps {
  * cancel. Tokens offered are those of networks whose `testnet` flag matches the mode.
  */
 export function createPayService(deps: PayDeps) {
-  const { db } = deps.database
+  const repo = createPayRepo(deps.database)
 
   const offered = (testingMode: boolean) => deps.networks.filter((n) => n.testnet === testingMode)
   const tokenOf = (network: string | null, symbol: string | null) => {
@@ -44,22 +43,9 @@ export function createPayService(deps: PayDeps) {
     return n && t ? { network: n, token: t } : null
   }
 
-  // Every pay route reads the transaction first: prepared once (several times cheaper than
-  // building the query per request; bench/RESULTS.md "Pay page").
-  const loadOne = db.select({ tx: transactions, projectName: projects.name }).from(transactions)
-    .innerJoin(projects, eq(projects.id, transactions.projectId)).where(eq(transactions.id, sql.placeholder('id'))).prepare('pay_load')
-  const versionOne = db.select({ version: transactions.version }).from(transactions).where(eq(transactions.id, sql.placeholder('id'))).prepare('pay_version')
-
   async function load(id: string) {
-    if (!UUID_RE.test(id)) return null
-    const [r] = await loadOne.execute({ id })
-    return r ?? null
-  }
-
-  async function failureReason(id: string): Promise<string | null> {
-    const rows = await deps.database.query<{ reason: string | null }>(
-      `SELECT details->>'reason' AS reason FROM transaction_events WHERE transaction_id = $1 AND to_status = 'failed' ORDER BY id DESC LIMIT 1`, [id])
-    return rows[0]?.reason ?? null
+    // Not a UUID: no such transaction (the column would refuse the comparison).
+    return UUID_RE.test(id) ? repo.load(id) : null
   }
 
   async function view(tx: TransactionRow, projectName: string): Promise<PayState> {
@@ -95,7 +81,7 @@ export function createPayService(deps: PayDeps) {
       transaction_hash: tx.transactionHash,
       block_number: tx.blockNumber,
       confirmations: tx.confirmations,
-      failure_reason: tx.status === 'failed' ? await failureReason(tx.id) : null,
+      failure_reason: tx.status === 'failed' ? await repo.failureReason(tx.id) : null,
       success_url: tx.successUrl,
       cancel_url: tx.cancelUrl,
       test_wallet: !!deps.testWallet && tx.testingMode && chosen?.network.name === deps.testWallet.network,
@@ -119,9 +105,7 @@ export function createPayService(deps: PayDeps) {
 
     /** Version only, for the event stream's cheap change check. */
     async version(id: string): Promise<number | null> {
-      if (!UUID_RE.test(id)) return null
-      const [r] = await versionOne.execute({ id })
-      return r?.version ?? null
+      return UUID_RE.test(id) ? repo.version(id) : null
     },
 
     /** Locks a quote for the chosen token and assigns the deposit address (R12, R17). */
@@ -143,7 +127,7 @@ export function createPayService(deps: PayDeps) {
       if (!address.ok) return address
       deps.watch(address.value.address)
       if (clientIp && tx.customerIpAddress === null) {
-        await deps.database.query(`UPDATE transactions SET customer_ip_address = $2 WHERE id = $1 AND customer_ip_address IS NULL`, [tx.id, clientIp])
+        await repo.recordCustomerIp(tx.id, clientIp)
       }
       const quote: Quote = {
         tokenSymbol: found.token.symbol,

@@ -1,0 +1,160 @@
+import { and, asc, eq, gt, isNotNull, isNull, not, notInArray, or, sql, type SQL } from 'drizzle-orm'
+import type { PgColumn } from 'drizzle-orm/pg-core'
+import { FINAL_STATUSES, type TxStatus } from '../../machines/transaction.machine.ts'
+import type { Database } from '../db/client.ts'
+import { bare, param, prepare } from '../db/prepared.ts'
+import { chainCursors, chainTransfers, depositAddresses, transactions } from '../db/schema.ts'
+
+const ph = (name: string) => sql.placeholder(name)
+
+/** A transfer to a deposit address as a block follower found it; hex lowercase. */
+export interface TransferFinding {
+  txHash: string
+  /** -1 for a native transfer. */
+  logIndex: number
+  blockNumber: bigint
+  blockHash: string
+  tokenSymbol: string
+  fromAddress: string
+  toAddress: string
+  amount: bigint
+}
+
+/** A recorded transfer whose lifecycle event is not judged yet, with what its transaction expects. */
+export interface UnappliedTransfer {
+  id: number
+  txHash: string
+  blockNumber: number
+  tokenSymbol: string
+  amount: string
+  transactionId: string
+  reorgedAt: Date | null
+  kind: TransferKind
+  status: TxStatus
+  txTokenSymbol: string | null
+  txNetwork: string | null
+}
+
+export type TransferKind = (typeof chainTransfers.$inferSelect)['kind']
+
+/*
+ * A block's findings go in as one JSON array unpacked by jsonb_to_recordset, joined to the
+ * deposit addresses for their transaction: one statement however many transfers a block has.
+ * The query builder's INSERT ... SELECT insists on every column of the table, so this one is
+ * written with `sql` over the schema; the record's fields are named and typed after the columns
+ * they fill, so the JSON keys follow a rename too.
+ */
+const FOUND: Record<keyof TransferFinding, PgColumn> = {
+  txHash: chainTransfers.txHash, logIndex: chainTransfers.logIndex, blockNumber: chainTransfers.blockNumber, blockHash: chainTransfers.blockHash,
+  tokenSymbol: chainTransfers.tokenSymbol, fromAddress: chainTransfers.fromAddress, toAddress: chainTransfers.toAddress, amount: chainTransfers.amount,
+}
+const FOUND_ENTRIES = Object.entries(FOUND) as [keyof TransferFinding, PgColumn][]
+const list = (parts: SQL[]) => sql.join(parts, sql`, `)
+const RECORD = sql`
+INSERT INTO ${chainTransfers} (${bare(chainTransfers.network)}, ${list(FOUND_ENTRIES.map(([, c]) => bare(c)))}, ${bare(chainTransfers.transactionId)}, ${bare(chainTransfers.seenAt)})
+SELECT ${param('network', 'text')}, ${list(FOUND_ENTRIES.map(([, c]) => sql`f.${bare(c)}`))}, ${depositAddresses.transactionId}, ${param('at', 'timestamptz')}
+FROM jsonb_to_recordset(${param('findings', 'jsonb')}) AS f(${list(FOUND_ENTRIES.map(([, c]) => sql`${bare(c)} ${sql.raw(c.getSQLType())}`))})
+JOIN ${depositAddresses} ON ${depositAddresses.address} = f.${bare(chainTransfers.toAddress)}
+ON CONFLICT (${list([chainTransfers.network, chainTransfers.txHash, chainTransfers.logIndex, chainTransfers.blockHash].map(bare))}) DO NOTHING`
+
+/**
+ * Block follower persistence (issue 4): each network's cursor, the transfers seen to deposit
+ * addresses and the addresses to watch. Every statement a follower runs per block or head is
+ * prepared once here.
+ */
+export function createChainRepo(database: Database) {
+  const { db } = database
+
+  const record = prepare<unknown, { network: string; findings: string; at: string }>(database, RECORD)
+
+  const unapplied = db.select({
+    id: chainTransfers.id, txHash: chainTransfers.txHash, blockNumber: chainTransfers.blockNumber, tokenSymbol: chainTransfers.tokenSymbol,
+    amount: chainTransfers.amount, transactionId: chainTransfers.transactionId, reorgedAt: chainTransfers.reorgedAt, kind: chainTransfers.kind,
+    status: transactions.status, txTokenSymbol: transactions.tokenSymbol, txNetwork: transactions.blockchainNetwork,
+  }).from(chainTransfers).innerJoin(transactions, eq(transactions.id, chainTransfers.transactionId))
+    .where(and(eq(chainTransfers.network, ph('network')), not(chainTransfers.applied)))
+    .orderBy(asc(chainTransfers.blockNumber), asc(chainTransfers.logIndex), asc(chainTransfers.id))
+    .prepare('chain_unapplied')
+
+  const markApplied = db.update(chainTransfers).set({ applied: true, kind: param('kind') })
+    .where(eq(chainTransfers.id, ph('id'))).prepare('chain_mark_applied')
+
+  // The removed blocks' hashes travel as one comma-separated parameter, so the statement keeps
+  // one shape (and one prepared plan) however many blocks a reorg removes.
+  const takeBack = db.update(chainTransfers).set({ reorgedAt: param('at', 'timestamptz'), applied: false })
+    .where(and(
+      eq(chainTransfers.network, ph('network')),
+      sql`${chainTransfers.blockHash} = ANY(string_to_array(${ph('hashes')}, ','))`,
+      isNull(chainTransfers.reorgedAt),
+    )).returning({ id: chainTransfers.id }).prepare('chain_take_back')
+
+  const confirming = db.select({ id: transactions.id, blockNumber: transactions.blockNumber, confirmations: transactions.confirmations }).from(transactions)
+    .where(and(eq(transactions.status, 'confirming'), eq(transactions.blockchainNetwork, ph('network')), isNotNull(transactions.blockNumber)))
+    .prepare('chain_confirming')
+
+  const cursorOf = db.select({ cursor: chainCursors.cursor }).from(chainCursors).where(eq(chainCursors.network, ph('network'))).prepare('chain_cursor_load')
+
+  const saveCursor = db.insert(chainCursors).values({ network: ph('network'), cursor: ph('cursor'), updatedAt: ph('at') })
+    .onConflictDoUpdate({
+      target: chainCursors.network,
+      set: { cursor: sql`excluded.${bare(chainCursors.cursor)}`, updatedAt: sql`excluded.${bare(chainCursors.updatedAt)}` },
+    }).prepare('chain_cursor_save')
+
+  const watched = db.select({ address: depositAddresses.address }).from(depositAddresses)
+    .innerJoin(transactions, eq(transactions.id, depositAddresses.transactionId))
+    .where(or(notInArray(transactions.status, [...FINAL_STATUSES]), gt(transactions.updatedAt, ph('since'))))
+    .prepare('chain_watched')
+
+  return {
+    /** Records a block's findings to deposit addresses, once per transfer and block; findings to unknown addresses are dropped. */
+    async recordFindings(network: string, findings: readonly TransferFinding[], at: Date): Promise<void> {
+      const json = findings.map((f) => Object.fromEntries(FOUND_ENTRIES.map(([key, column]) => {
+        const v = f[key]
+        // Block numbers and amounts as decimal strings: JSON numbers would round above 2^53.
+        return [column.name, typeof v === 'bigint' ? v.toString() : v]
+      })))
+      await record.execute({ network, findings: JSON.stringify(json), at: at.toISOString() })
+    },
+
+    /** The network's transfers whose lifecycle event is not judged yet, in chain order. */
+    async unappliedTransfers(network: string): Promise<UnappliedTransfer[]> {
+      const rows = await unapplied.execute({ network })
+      return rows.map((r) => ({ ...r, status: r.status as TxStatus }))
+    },
+
+    /** The transfer's lifecycle event was judged: it counts as `kind` and is not judged again. */
+    async markApplied(id: number, kind: TransferKind): Promise<void> {
+      await markApplied.execute({ id, kind })
+    },
+
+    /** Transfers seen in blocks that left the canonical chain are judged again as taken back; returns how many. */
+    async takeBackBlocks(network: string, blockHashes: readonly string[], at: Date): Promise<number> {
+      const taken = await takeBack.execute({ network, hashes: blockHashes.join(','), at: at.toISOString() })
+      return taken.length
+    },
+
+    /** The network's confirming transactions with the block their payment is in. */
+    async confirmingTransactions(network: string): Promise<{ id: string; blockNumber: number; confirmations: number | null }[]> {
+      const rows = await confirming.execute({ network })
+      return rows.map((r) => ({ id: r.id, blockNumber: r.blockNumber!, confirmations: r.confirmations }))
+    },
+
+    /** The follower cursor of a network, as stored (src/chain/block-follower.ts encodes it). */
+    async loadCursor(network: string): Promise<string | null> {
+      const [r] = await cursorOf.execute({ network })
+      return r?.cursor ?? null
+    },
+
+    async saveCursor(network: string, cursor: string, at: Date): Promise<void> {
+      await saveCursor.execute({ network, cursor, at })
+    },
+
+    /** Deposit addresses of transactions still open, or finished after `since`. */
+    async watchedAddresses(since: Date): Promise<string[]> {
+      const rows = await watched.execute({ since: since.toISOString() })
+      return rows.map((r) => r.address)
+    },
+  }
+}
+
+export type ChainRepo = ReturnType<typeof createChainRepo>

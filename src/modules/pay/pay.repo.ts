@@ -1,0 +1,55 @@
+import { and, desc, eq, isNull, sql } from 'drizzle-orm'
+import type { Database } from '../../db/client.ts'
+import { param } from '../../db/prepared.ts'
+import { projects, transactionEvents, transactions } from '../../db/schema.ts'
+import type { TransactionRow } from '../transactions/transaction.repo.ts'
+
+const ph = (name: string) => sql.placeholder(name)
+
+/**
+ * What the customer's pay page reads and writes directly; its transitions go through the
+ * lifecycle. Every pay route reads the transaction first, and the event stream polls its
+ * version, so these run as prepared statements (several times cheaper than building the query
+ * per request; bench/RESULTS.md "Pay page"). Ids must be UUIDs: the caller checks.
+ */
+export function createPayRepo(database: Database) {
+  const { db } = database
+
+  const loadOne = db.select({ tx: transactions, projectName: projects.name }).from(transactions)
+    .innerJoin(projects, eq(projects.id, transactions.projectId)).where(eq(transactions.id, ph('id'))).prepare('pay_load')
+
+  const versionOne = db.select({ version: transactions.version }).from(transactions).where(eq(transactions.id, ph('id'))).prepare('pay_version')
+
+  const lastFailure = db.select({ reason: sql<string | null>`${transactionEvents.details}->>'reason'` }).from(transactionEvents)
+    .where(and(eq(transactionEvents.transactionId, ph('id')), eq(transactionEvents.toStatus, 'failed')))
+    .orderBy(desc(transactionEvents.id)).limit(1).prepare('pay_failure_reason')
+
+  const setIp = db.update(transactions).set({ customerIpAddress: param('ip') })
+    .where(and(eq(transactions.id, ph('id')), isNull(transactions.customerIpAddress))).prepare('pay_customer_ip')
+
+  return {
+    /** A transaction with its project's name. */
+    async load(id: string): Promise<{ tx: TransactionRow; projectName: string } | null> {
+      const [r] = await loadOne.execute({ id })
+      return r ?? null
+    },
+
+    async version(id: string): Promise<number | null> {
+      const [r] = await versionOne.execute({ id })
+      return r?.version ?? null
+    },
+
+    /** The reason recorded with the transaction's latest move to `failed`, if any. */
+    async failureReason(id: string): Promise<string | null> {
+      const [r] = await lastFailure.execute({ id })
+      return r?.reason ?? null
+    },
+
+    /** Records the customer's IP address unless one is recorded already. */
+    async recordCustomerIp(id: string, ip: string): Promise<void> {
+      await setIp.execute({ id, ip })
+    },
+  }
+}
+
+export type PayRepo = ReturnType<typeof createPayRepo>
