@@ -1,11 +1,15 @@
-import { and, assign, fromCallback, setup } from 'xstate'
+import { and, assign, emit, setup } from 'xstate'
+import { inertDeadlineTimer, type TimerFired } from './deadline-timer.ts'
 
 /**
  * The transaction lifecycle (rulings R11-R15): the single source of truth for status changes.
- * Pure: no I/O and no clock. Time arrives in events (`at`), and the expiry timer is the named
- * child `expiryTimer` taking `{ transactionId, at }`, whose real implementation the registry
- * supplies with `machine.provide()`. Restored invoked children restart, so after a restart the
- * timer is armed again from the absolute deadline (STYLE.md; XState does not persist `after`).
+ * Pure: no I/O and no clock. Time arrives in events (`at`).
+ *
+ * Expiry (R13): every state waiting for the customer or their money invokes the child
+ * `expiryTimer` with the absolute deadline from context (machines/deadline-timer.ts). When it
+ * fires, the machine does not move by itself: it emits `expiry.due`, and whoever runs the actor
+ * (src/actors/transaction-registry.ts) commits `expiry.reached` like any other event, persisted
+ * before the actor takes it. Leaving the state stops the child, and with it the timer.
  */
 
 /** Stored with every persisted snapshot; bump it when a stored snapshot would no longer fit. */
@@ -67,6 +71,12 @@ export type TxEvent =
   | { type: 'expiry.reached'; at: number }
   | { type: 'cancel.requested'; by: 'merchant' | 'customer' }
 
+/** What the actor asks of whoever runs it: its deadline has passed, please apply `expiry.reached`. */
+export interface ExpiryDue {
+  type: 'expiry.due'
+  at: number
+}
+
 export const EVENT_TYPES: readonly TxEvent['type'][] = [
   'token.selected', 'customer.confirmed', 'payment.detected', 'payment.included', 'confirmations.updated',
   'payment.reorged', 'payment.reverted', 'wrong_asset.received', 'expiry.reached', 'cancel.requested',
@@ -90,10 +100,11 @@ function settling(c: TxContext): Payment | null {
   return null
 }
 
-const timerInput = ({ context }: { context: TxContext }) => ({ transactionId: context.transactionId, at: context.expiresAt })
+const timerInput = ({ context }: { context: TxContext }) => ({ at: context.expiresAt })
 
 /** What every state waiting for the customer or their money accepts (R11, R12). */
 const waitingMoves = {
+  'timer.fired': { actions: 'requestExpiry' },
   'wrong_asset.received': { target: 'failed', actions: 'failWrongAsset' },
   'cancel.requested': { target: 'cancelled' },
 } as const
@@ -116,12 +127,12 @@ const settlingMoves = {
 export const transactionMachine = setup({
   types: {
     context: {} as TxContext,
-    events: {} as TxEvent,
+    events: {} as TxEvent | TimerFired,
     input: {} as TxInput,
+    emitted: {} as ExpiryDue,
   },
   actors: {
-    /** Sends nothing by itself here: the registry provides the real timer. */
-    expiryTimer: fromCallback<TxEvent, { transactionId: string; at: number }>(() => () => {}),
+    expiryTimer: inertDeadlineTimer,
   },
   guards: {
     // R14: partial payments add up; the transaction proceeds once the total reaches the quote.
@@ -154,6 +165,7 @@ export const transactionMachine = setup({
     },
   },
   actions: {
+    requestExpiry: emit(({ event }) => ({ type: 'expiry.due' as const, at: (event as TimerFired).at })),
     lockQuote: assign(({ event }) => (event.type === 'token.selected' ? { quote: event.quote } : {})),
     recordPayment: assign(({ context, event }) =>
       event.type === 'payment.detected' ? withPayment(context, { txHash: event.txHash, amount: event.amount, blockNumber: event.blockNumber ?? null }) : {},

@@ -1,23 +1,25 @@
-import { and, assign, initialTransition, not, setup, transition } from 'xstate'
+import { and, assign, fromPromise, not, setup } from 'xstate'
+import { inertDeadlineTimer, type TimerFired } from './deadline-timer.ts'
 
 /**
- * One webhook delivery: one event to one endpoint (issue 5, rulings R18-R20). Pure: no I/O
- * and no clock; time arrives in events (`at`, epoch ms). The dispatcher keeps the snapshot in
- * the database with `nextAttemptAt` as an absolute deadline, so after a restart, or on another
- * instance, a due attempt runs once and none is lost.
+ * One webhook delivery: one event to one endpoint (issue 5, rulings R18-R20). Pure: no I/O and
+ * no clock; time arrives in events (`at`, epoch ms). Whoever runs it (src/webhooks/) provides
+ * the two children and persists the snapshot after every step.
  *
- *   scheduled --attempt.due--> attempting --attempt.succeeded--> succeeded
- *                                         --attempt.failed--> scheduled (next offset) | failed
- *   scheduled --attempt.due, event older than maxAgeMs--> failed (the 7-day rule)
+ *   scheduled --timer fires--> attempting --succeeded--> succeeded
+ *                                         --failed--> scheduled (next offset) | failed
+ *   scheduled --timer fires, event older than maxAgeMs--> failed (the 7-day rule, no request)
  *   succeeded | failed --redeliver.requested--> scheduled, due now, manual (a failure ends in failed)
  *   scheduled --redeliver.requested--> scheduled, due now
  *
- * A manual redelivery is only a new deadline, so whoever asks for it (dashboard, CLI, another
- * instance) writes the snapshot and any dispatcher makes the attempt.
+ * `scheduled` invokes `backoffTimer` with the absolute time of the next attempt
+ * (machines/deadline-timer.ts), so a restored delivery waits for its original time and an
+ * overdue one is attempted at once. `attempting` invokes `sendAttempt`, a promise that makes
+ * one HTTP request and answers whether it succeeded; it never rejects for an HTTP failure.
  */
 
 /** Stored with every persisted snapshot; bump it when a stored snapshot would no longer fit. */
-export const DELIVERY_MACHINE_VERSION = 1
+export const DELIVERY_MACHINE_VERSION = 2
 
 /** R19 variant B: retries 1 min, 5 min, 30 min, 2 h and 8 h after the previous failure. */
 export const DEFAULT_RETRY_SCHEDULE_MS: readonly number[] = [60_000, 300_000, 1_800_000, 7_200_000, 28_800_000]
@@ -26,8 +28,11 @@ export const MAX_EVENT_AGE_MS = 7 * 24 * 3_600_000
 
 export type AttemptTrigger = 'scheduled' | 'manual'
 export type DeliveryStatus = 'pending' | 'retrying' | 'success' | 'failed'
+export type FailedBecause = 'exhausted' | 'too_old' | 'manual_attempt_failed'
 
 export interface DeliveryContext {
+  /** Tells the provided `sendAttempt` which delivery it sends. */
+  deliveryId: string
   /** Delays between automatic attempts; `length + 1` automatic attempts in all. */
   scheduleMs: number[]
   maxAgeMs: number
@@ -37,109 +42,125 @@ export interface DeliveryContext {
   attempts: number
   /** Automatic attempts made; the schedule is indexed by this. */
   automaticAttempts: number
-  /** Absolute deadline of the next automatic attempt; null when none is due. */
+  /** Absolute time of the next attempt (the one in flight while attempting); null when none is due. */
   nextAttemptAt: number | null
   /** What started the attempt in flight (or the last one). */
   trigger: AttemptTrigger
   /** Why the delivery stopped failing over: exhausted, too old, or a failed manual attempt. */
-  failedBecause: 'exhausted' | 'too_old' | 'manual_attempt_failed' | null
+  failedBecause: FailedBecause | null
 }
 
 export interface DeliveryInput {
+  deliveryId: string
   eventAt: number
   /** First attempt's time: now for a fresh event. */
   firstAttemptAt: number
   scheduleMs?: readonly number[]
   maxAgeMs?: number
+  /** A delivery resumed from a record made without this machine: the attempts it already had. */
+  resumed?: Pick<DeliveryContext, 'attempts' | 'automaticAttempts' | 'trigger'>
 }
 
-export type DeliveryEvent =
-  | { type: 'attempt.due'; at: number }
-  | { type: 'attempt.succeeded'; at: number }
-  | { type: 'attempt.failed'; at: number }
-  | { type: 'redeliver.requested'; at: number }
+/** What `sendAttempt` is given: which attempt of which delivery, and when it was due. */
+export interface AttemptInput {
+  deliveryId: string
+  number: number
+  trigger: AttemptTrigger
+  scheduledFor: number | null
+}
+
+/** What `sendAttempt` answers: whether the endpoint acknowledged, and when the attempt ended. */
+export interface AttemptOutput {
+  ok: boolean
+  at: number
+}
+
+/** Events from outside the actor. */
+export type DeliveryEvent = { type: 'redeliver.requested'; at: number }
+
+type Ended = { type: string; output?: AttemptOutput }
 
 const tooOld = (c: DeliveryContext, at: number) => at - c.eventAt > c.maxAgeMs
-const nextOffset = (c: DeliveryContext) => c.scheduleMs[c.automaticAttempts - 1]
+/** When the attempt in flight ended; a `sendAttempt` that threw ends at its due time. */
+const endedAt = (c: DeliveryContext, e: Ended) => e.output?.at ?? c.nextAttemptAt ?? c.eventAt
+const counted = (c: DeliveryContext) => ({
+  attempts: c.attempts + 1,
+  automaticAttempts: c.automaticAttempts + (c.trigger === 'scheduled' ? 1 : 0),
+})
+
+/** Where a failed attempt leads: a manual one ends the delivery, an automatic one retries while it may. */
+const afterFailure = [
+  { guard: 'manual', target: 'failed', actions: 'recordManualFailure' },
+  { guard: 'canRetry', target: 'scheduled', actions: 'scheduleRetry' },
+  { target: 'failed', actions: 'recordLastFailure' },
+] as const
 
 export const webhookDeliveryMachine = setup({
   types: {
     context: {} as DeliveryContext,
     input: {} as DeliveryInput,
-    events: {} as DeliveryEvent,
+    events: {} as DeliveryEvent | TimerFired,
+  },
+  actors: {
+    backoffTimer: inertDeadlineTimer,
+    /** Never settles here: the runtime provides the real request. */
+    sendAttempt: fromPromise<AttemptOutput, AttemptInput>(() => new Promise(() => {})),
   },
   actions: {
-    scheduleManual: assign({ trigger: 'manual' as const, nextAttemptAt: ({ event }) => (event as { at: number }).at, failedBecause: null }),
+    scheduleManual: assign({ trigger: 'manual' as const, nextAttemptAt: ({ event }) => (event as DeliveryEvent).at, failedBecause: null }),
+    recordSuccess: assign(({ context }) => ({ ...counted(context), nextAttemptAt: null, failedBecause: null })),
+    recordManualFailure: assign(({ context }) => ({ ...counted(context), nextAttemptAt: null, failedBecause: 'manual_attempt_failed' as const })),
+    scheduleRetry: assign(({ context, event }) => ({ ...counted(context), nextAttemptAt: endedAt(context, event as Ended) + context.scheduleMs[context.automaticAttempts] })),
+    recordLastFailure: assign(({ context }) => ({
+      ...counted(context),
+      nextAttemptAt: null,
+      failedBecause: context.automaticAttempts + 1 > context.scheduleMs.length ? ('exhausted' as const) : ('too_old' as const),
+    })),
   },
   guards: {
-    tooOld: ({ context, event }) => tooOld(context, (event as { at: number }).at),
     manual: ({ context }) => context.trigger === 'manual',
+    tooOld: ({ context, event }) => tooOld(context, (event as TimerFired).at),
+    succeeded: ({ event }) => (event as Ended).output?.ok === true,
     /** Another automatic attempt exists and would still fall inside the 7-day window. */
     canRetry: ({ context, event }) => {
       const after = context.automaticAttempts + 1
-      if (after > context.scheduleMs.length) return false
-      const at = (event as { at: number }).at + context.scheduleMs[after - 1]
-      return !tooOld(context, at)
+      return after <= context.scheduleMs.length && !tooOld(context, endedAt(context, event as Ended) + context.scheduleMs[after - 1])
     },
   },
 }).createMachine({
   id: 'webhookDelivery',
   context: ({ input }) => ({
+    deliveryId: input.deliveryId,
     scheduleMs: [...(input.scheduleMs ?? DEFAULT_RETRY_SCHEDULE_MS)],
     maxAgeMs: input.maxAgeMs ?? MAX_EVENT_AGE_MS,
     eventAt: input.eventAt,
-    attempts: 0,
-    automaticAttempts: 0,
+    attempts: input.resumed?.attempts ?? 0,
+    automaticAttempts: input.resumed?.automaticAttempts ?? 0,
     nextAttemptAt: input.firstAttemptAt,
-    trigger: 'scheduled',
+    trigger: input.resumed?.trigger ?? 'scheduled',
     failedBecause: null,
   }),
   initial: 'scheduled',
   states: {
     scheduled: {
+      invoke: { src: 'backoffTimer', input: ({ context }) => ({ at: context.nextAttemptAt ?? context.eventAt }) },
       on: {
-        'attempt.due': [
+        'timer.fired': [
           // Manual attempts stay possible at any age (spec: "a manual retry remains possible").
           { guard: and([not('manual'), 'tooOld']), target: 'failed', actions: assign({ nextAttemptAt: null, failedBecause: 'too_old' }) },
           { target: 'attempting' },
         ],
-        'redeliver.requested': { target: 'scheduled', actions: assign({ nextAttemptAt: ({ event }) => event.at }) },
+        // Re-entered, so the timer is armed again for the new time.
+        'redeliver.requested': { target: 'scheduled', reenter: true, actions: assign({ nextAttemptAt: ({ event }) => event.at }) },
       },
     },
     attempting: {
-      entry: assign({ nextAttemptAt: null }),
-      on: {
-        'attempt.succeeded': {
-          target: 'succeeded',
-          actions: assign(({ context }) => ({
-            attempts: context.attempts + 1,
-            automaticAttempts: context.automaticAttempts + (context.trigger === 'scheduled' ? 1 : 0),
-            failedBecause: null,
-          })),
-        },
-        'attempt.failed': [
-          {
-            guard: 'manual',
-            target: 'failed',
-            actions: assign(({ context }) => ({ attempts: context.attempts + 1, failedBecause: 'manual_attempt_failed' as const })),
-          },
-          {
-            guard: 'canRetry',
-            target: 'scheduled',
-            actions: [
-              assign(({ context }) => ({ attempts: context.attempts + 1, automaticAttempts: context.automaticAttempts + 1 })),
-              assign({ nextAttemptAt: ({ context, event }) => event.at + nextOffset(context) }),
-            ],
-          },
-          {
-            target: 'failed',
-            actions: assign(({ context, event }) => ({
-              attempts: context.attempts + 1,
-              automaticAttempts: context.automaticAttempts + 1,
-              failedBecause: context.automaticAttempts + 1 > context.scheduleMs.length ? 'exhausted' as const : 'too_old' as const,
-            })),
-          },
-        ],
+      invoke: {
+        src: 'sendAttempt',
+        input: ({ context }) => ({ deliveryId: context.deliveryId, number: context.attempts + 1, trigger: context.trigger, scheduledFor: context.nextAttemptAt }),
+        onDone: [{ guard: 'succeeded', target: 'succeeded', actions: 'recordSuccess' }, ...afterFailure],
+        // `sendAttempt` answers failures as values; if it throws anyway, that counts as a failed attempt.
+        onError: afterFailure,
       },
     },
     succeeded: {
@@ -158,24 +179,4 @@ export function deliveryStatus(state: DeliveryState, c: DeliveryContext): Delive
   if (state === 'succeeded') return 'success'
   if (state === 'failed') return 'failed'
   return c.attempts === 0 ? 'pending' : 'retrying'
-}
-
-/** What the database keeps of a delivery's actor. */
-export interface StoredDelivery {
-  state: DeliveryState
-  context: DeliveryContext
-}
-
-/** A new delivery, due at `input.firstAttemptAt`. */
-export function startDelivery(input: DeliveryInput): StoredDelivery {
-  const [snapshot] = initialTransition(webhookDeliveryMachine, input)
-  return { state: snapshot.value as DeliveryState, context: snapshot.context }
-}
-
-/** The delivery after `event`, or null when its current state does not take the event. */
-export function stepDelivery(stored: StoredDelivery, event: DeliveryEvent): StoredDelivery | null {
-  const snapshot = webhookDeliveryMachine.resolveState({ value: stored.state, context: stored.context })
-  if (!snapshot.can(event)) return null
-  const [next] = transition(webhookDeliveryMachine, snapshot, event)
-  return { state: next.value as DeliveryState, context: next.context }
 }

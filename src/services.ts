@@ -1,3 +1,5 @@
+import { createInstanceLease } from './actors/instance-lease.ts'
+import { createInstanceRepo } from './actors/instance.repo.ts'
 import { createLifecycleRepo } from './actors/lifecycle.repo.ts'
 import { createScheduler } from './actors/scheduler.ts'
 import { createTransactionRegistry } from './actors/transaction-registry.ts'
@@ -5,20 +7,21 @@ import { createChangeFeed, type ChangeFeed } from './db/change-feed.ts'
 import type { Database } from './db/client.ts'
 import { createKeyService } from './keys/key.service.ts'
 import type { Clock } from './lib/clock.ts'
-import { eq } from 'drizzle-orm'
 import type { TxEvent } from '../machines/transaction.machine.ts'
-import { newId, UUID_RE } from './lib/ids.ts'
+import { newId } from './lib/ids.ts'
 import { deny } from './lib/outcome.ts'
 import type { Logger } from './lib/logger.ts'
 import { createRateLimitRepo } from './limits/rate-limit.repo.ts'
 import { createRateLimiter } from './limits/rate-limiter.ts'
 import { createStatsService } from './modules/stats/service.ts'
-import { settings, transactions as transactionsTable } from './db/schema.ts'
+import { settings } from './db/schema.ts'
+import { eq } from 'drizzle-orm'
 import { ConfigError } from './config.ts'
 import { createSecretBox, type SecretBox } from './lib/secret-box.ts'
 import { DEFAULT_RETRY_SCHEDULE_MS } from '../machines/webhook-delivery.machine.ts'
 import { createDeliveryRepo } from './webhooks/delivery.repo.ts'
 import { createWebhookDispatcher } from './webhooks/dispatcher.ts'
+import { createDeliveryRunner } from './webhooks/delivery-runner.ts'
 import { createEndpointService } from './webhooks/endpoint.service.ts'
 import type { Resolver } from './webhooks/url-guard.ts'
 import { createChainWatcher } from './chain/chain-watcher.ts'
@@ -50,6 +53,8 @@ export async function createServices(deps: {
   /** Seals secrets at rest (SECRET_KEY or the embedded default's generated key). */
   secretKey: Buffer
   leaseMs?: number
+  /** This instance (src/server/instance-id.ts); a new one when not given. */
+  instanceId?: string
   /** R19 delays between automatic webhook attempts (WEBHOOK_RETRY_SCHEDULE). */
   webhookRetryScheduleMs?: readonly number[]
   /** Tests: how webhook host names resolve (the SSRF check). */
@@ -65,34 +70,30 @@ export async function createServices(deps: {
   const secrets = createSecretBox(deps.secretKey)
   await checkSecretKey(database, secrets)
   const changes: ChangeFeed = await createChangeFeed(database)
-  const instanceId = newId('inst')
+  const instanceId = deps.instanceId ?? newId('inst')
   const scheduleMs = deps.webhookRetryScheduleMs ?? DEFAULT_RETRY_SCHEDULE_MS
   const endpoints = createEndpointService({ database, changes, clock, secrets })
-  const deliveryRepo = createDeliveryRepo(database)
-  // Started by the server, never by the CLI: only servers send webhooks.
-  const dispatcher = createWebhookDispatcher({ database, repo: deliveryRepo, endpoints, changes, clock, logger, instanceId, scheduleMs, resolver: deps.resolver })
-  const rateLimitRepo = createRateLimitRepo(database)
-  const lifecycleRepo = createLifecycleRepo(database)
-  const transactionRepo = createTransactionRepo(database, lifecycleRepo)
-  const scheduler = createScheduler(clock)
-  // Started by the server (src/server/start.ts), never by the CLI: only servers run actors.
-  const lifecycle = createTransactionRegistry({
-    database,
-    repo: lifecycleRepo,
-    clock,
-    logger,
-    scheduler,
-    instanceId,
+  const singleInstance = database.kind === 'pglite'
+  // One lease covers every actor this instance runs, transactions and deliveries alike. Only
+  // servers take it (src/server/start.ts starts the registry and the dispatcher); the CLI never does.
+  const lease = createInstanceLease({
+    repo: createInstanceRepo(database.db), clock, logger, instanceId,
     // Takeover within seconds when an instance dies (ACTOR_LEASE_MS, default 10 s).
     leaseMs: deps.leaseMs ?? 10_000,
-    singleInstance: database.kind === 'pglite',
   })
+  const scheduler = createScheduler(clock)
+  const deliveryRepo = createDeliveryRepo(database)
+  const runner = createDeliveryRunner({ repo: deliveryRepo, endpoints, changes, clock, logger, scheduler, instanceId, scheduleMs, resolver: deps.resolver })
+  const dispatcher = createWebhookDispatcher({ database, repo: deliveryRepo, runner, lease, clock, logger, scheduler, singleInstance })
+  const rateLimitRepo = createRateLimitRepo(database)
+  const transactionRepo = createTransactionRepo(database)
+  const lifecycle = createTransactionRegistry({ database, repo: createLifecycleRepo(database), lease, clock, logger, scheduler, singleInstance })
   const deposits = createDepositService({ database, clock })
   // Started by the server (src/server/start.ts): only servers follow chains.
   const chain = createChainWatcher({ networks: deps.networks ?? [], database, lifecycle, clock, logger })
   const projects = createProjectService({ database, changes })
   const keys = createKeyService({ database, changes, clock, onError: (e) => logger.warn('last_used_at update failed', { error: String(e) }) })
-  const webhooks = createWebhookService({ database, repo: deliveryRepo, transactions: transactionRepo, clock, scheduleMs })
+  const webhooks = createWebhookService({ database, repo: deliveryRepo, runner, endpoints, transactions: transactionRepo, clock, instanceId, scheduleMs })
   const transactions = createTransactionService({ repo: transactionRepo, lifecycle, clock, baseUrl: deps.baseUrl })
   const stats = createStatsService({ db: database.db })
   return {
@@ -115,6 +116,9 @@ export async function createServices(deps: {
     endpoints,
     webhooks,
     dispatcher,
+    /** The webhook delivery actors this instance runs. */
+    deliveries: runner,
+    lease,
     /** Every deadline of this instance's actors (tests move a manual clock, then run what is due). */
     scheduler,
     transactions,
@@ -124,10 +128,9 @@ export async function createServices(deps: {
      * integrations before a chain is connected. Live transactions only move on real payments.
      */
     async driveTestTransaction(id: string, event: TxEvent) {
-      if (!UUID_RE.test(id)) return deny('not_found', `No transaction ${id}`)
-      const [row] = await database.db.select({ testingMode: transactionsTable.testingMode }).from(transactionsTable).where(eq(transactionsTable.id, id))
-      if (!row) return deny('not_found', `No transaction ${id}`)
-      if (!row.testingMode) return deny('forbidden', 'Only test-mode transactions can be driven by hand')
+      const testingMode = await transactionRepo.testingModeOf(id)
+      if (testingMode === null) return deny('not_found', `No transaction ${id}`)
+      if (!testingMode) return deny('forbidden', 'Only test-mode transactions can be driven by hand')
       return lifecycle.apply(id, event)
     },
     /** Drops rate-limit windows and idempotency records nobody can use any more. */
@@ -140,6 +143,7 @@ export async function createServices(deps: {
       await chain.stop()
       await dispatcher.stop()
       await lifecycle.stop()
+      await lease.stop()
       scheduler.stop()
       await changes.stop()
     },

@@ -1,7 +1,9 @@
-import { asc, eq, gte, inArray, isNull, lt, notInArray, or, sql } from 'drizzle-orm'
+import { eq, sql } from 'drizzle-orm'
 import type { Database } from '../db/client.ts'
-import { instances, transactionActors, transactionEvents, transactions } from '../db/schema.ts'
-import type { TransactionRow } from '../modules/transactions/transaction.repo.ts'
+import { bare, param, prepare } from '../db/prepared.ts'
+import { idempotencyKeys, outbox, transactionActors, transactionEvents, transactions, type TransactionRow } from '../db/schema.ts'
+import type { Mode } from '../projects/mode.ts'
+import { liveInstances } from './instance.repo.ts'
 import type { MachineColumns } from './projection.ts'
 
 export interface TimelineEntry {
@@ -19,55 +21,170 @@ export interface OutboxEntry {
 
 export interface StoredActor {
   transactionId: string
-  /** The persisted snapshot, parsed or as JSON text. */
+  /** The persisted snapshot, as XState made it. */
   snapshot: unknown
   machineVersion: number
   version: number
   owner: string | null
 }
 
+/** Everything a new transaction writes, committed by one statement. */
+export interface NewTransaction {
+  row: TransactionRow
+  snapshot: unknown
+  machineVersion: number
+  /** The instance that will run its actor; null leaves it to whichever instance claims it. */
+  owner: string | null
+  timelineDetails: Record<string, unknown>
+  /** The `transaction.created` event's webhook data. */
+  eventData: Record<string, unknown>
+  /** With an Idempotency-Key: the response to record, and from when an old record may be reused. */
+  idempotency?: { mode: Mode; key: string; requestHash: string; statusCode: number; response: string; expiredBefore: Date }
+}
+
+const t = transactions
+const a = transactionActors
+const e = transactionEvents
+const o = outbox
+const k = idempotencyKeys
+
 /*
- * One transition, one statement. $1 id, $2 expected version, $3-$15 the machine's columns,
- * $16 snapshot (null at a final status: the actor row goes), $17 machine version, $18-$20 the
- * timeline entry, $21-$24 the outbox event (none when $23 is null).
+ * Creation is one statement of data-modifying CTEs, atomic like any statement: the row, its
+ * actor, its first timeline entry and its outbox event (issue 3), and with an Idempotency-Key
+ * the key's record holding the response (R6). The transaction rows are inserted only if the key
+ * was claimed; a concurrent claim of the same key waits on the key's unique index until the
+ * first commits, then claims nothing.
  */
-const COMMIT = `WITH t AS (
-  UPDATE transactions SET status = $3, token_symbol = $4, token_amount = $5::numeric, blockchain_network = $6, deposit_address = $7,
-    required_confirmations = $8::int, amount_received = $9::numeric, transaction_hash = $10, block_number = $11::bigint,
-    confirmations = $12::int, confirmed_at = $13::timestamptz, completed_at = $14::timestamptz, updated_at = $15::timestamptz,
-    version = version + 1
-  WHERE id = $1::uuid AND version = $2::int
-  RETURNING id
+const createRows = (guard: ReturnType<typeof sql>) => sql`
+t AS (
+  INSERT INTO ${t} (${bare(t.id)}, ${bare(t.projectId)}, ${bare(t.testingMode)}, ${bare(t.transactionNumber)}, ${bare(t.status)}, ${bare(t.amountUsd)},
+    ${bare(t.currency)}, ${bare(t.orderId)}, ${bare(t.orderDescription)}, ${bare(t.customerEmail)}, ${bare(t.customerName)}, ${bare(t.customerIpAddress)},
+    ${bare(t.metadata)}, ${bare(t.successUrl)}, ${bare(t.cancelUrl)}, ${bare(t.expiresAt)}, ${bare(t.createdAt)}, ${bare(t.updatedAt)}, ${bare(t.version)})
+  SELECT ${param('id', 'uuid')}, ${param('projectId')}, ${param('testingMode', 'boolean')}, ${param('transactionNumber')}, ${param('status')}, ${param('amountUsd', 'numeric')},
+    ${param('currency')}, ${param('orderId')}, ${param('orderDescription')}, ${param('customerEmail')}, ${param('customerName')}, ${param('customerIpAddress')},
+    ${param('metadata', 'jsonb')}, ${param('successUrl')}, ${param('cancelUrl')}, ${param('expiresAt', 'timestamptz')}, ${param('createdAt', 'timestamptz')},
+    ${param('createdAt', 'timestamptz')}, 0
+  ${guard}
+  RETURNING ${t.id}
 ), a AS (
-  UPDATE transaction_actors SET snapshot = $16::jsonb, machine_version = $17::int
-  WHERE transaction_id IN (SELECT id FROM t) AND $16::jsonb IS NOT NULL
-), d AS (
-  DELETE FROM transaction_actors WHERE transaction_id IN (SELECT id FROM t) AND $16::jsonb IS NULL
+  INSERT INTO ${a} (${bare(a.transactionId)}, ${bare(a.snapshot)}, ${bare(a.machineVersion)}, ${bare(a.owner)})
+  SELECT id, ${param('snapshot', 'jsonb')}, ${param('machineVersion', 'int')}, ${param('owner')} FROM t
 ), e AS (
-  INSERT INTO transaction_events (transaction_id, from_status, to_status, cause, details, at)
-  SELECT id, $18, $3, $19, $20::jsonb, $15::timestamptz FROM t
+  INSERT INTO ${e} (${bare(e.transactionId)}, ${bare(e.fromStatus)}, ${bare(e.toStatus)}, ${bare(e.cause)}, ${bare(e.details)}, ${bare(e.at)})
+  SELECT id, NULL, ${param('status')}, 'transaction.created', ${param('timelineDetails', 'jsonb')}, ${param('createdAt', 'timestamptz')} FROM t
 ), o AS (
-  INSERT INTO outbox (transaction_id, project_id, testing_mode, event_type, data, created_at)
-  SELECT id, $21, $22::boolean, $23, $24::jsonb, $15::timestamptz FROM t WHERE $23::text IS NOT NULL
+  INSERT INTO ${o} (${bare(o.transactionId)}, ${bare(o.projectId)}, ${bare(o.testingMode)}, ${bare(o.eventType)}, ${bare(o.data)}, ${bare(o.createdAt)})
+  SELECT id, ${param('projectId')}, ${param('testingMode', 'boolean')}, 'transaction.created', ${param('eventData', 'jsonb')}, ${param('createdAt', 'timestamptz')} FROM t
+)
+SELECT count(*)::int AS created FROM t`
+
+const CREATE = sql`WITH ${createRows(sql``)}`
+const CREATE_IDEMPOTENT = sql`WITH k AS (
+  INSERT INTO ${k} AS i (${bare(k.projectId)}, ${bare(k.mode)}, ${bare(k.key)}, ${bare(k.requestHash)}, ${bare(k.statusCode)}, ${bare(k.response)}, ${bare(k.createdAt)})
+  VALUES (${param('projectId')}, ${param('mode')}, ${param('key')}, ${param('requestHash')}, ${param('statusCode', 'int')}, ${param('response')}, ${param('createdAt', 'timestamptz')})
+  ON CONFLICT (${bare(k.projectId)}, ${bare(k.mode)}, ${bare(k.key)}) DO UPDATE
+    SET ${bare(k.requestHash)} = excluded.${bare(k.requestHash)}, ${bare(k.statusCode)} = excluded.${bare(k.statusCode)},
+        ${bare(k.response)} = excluded.${bare(k.response)}, ${bare(k.createdAt)} = excluded.${bare(k.createdAt)}
+    WHERE i.${bare(k.createdAt)} < ${param('expiredBefore', 'timestamptz')}
+  RETURNING 1
+), ${createRows(sql`WHERE EXISTS (SELECT 1 FROM k)`)}`
+
+/*
+ * One transition, one statement: the machine's columns of the row (only at the expected
+ * version), the snapshot (or, at a final status, the actor row's removal), the timeline entry
+ * and the outbox event (none when `eventType` is null).
+ */
+const COMMIT = sql`WITH t AS (
+  UPDATE ${t} SET ${bare(t.status)} = ${param('status')}, ${bare(t.tokenSymbol)} = ${param('tokenSymbol')},
+    ${bare(t.tokenAmount)} = ${param('tokenAmount', 'numeric')}, ${bare(t.blockchainNetwork)} = ${param('blockchainNetwork')},
+    ${bare(t.depositAddress)} = ${param('depositAddress')}, ${bare(t.requiredConfirmations)} = ${param('requiredConfirmations', 'int')},
+    ${bare(t.amountReceived)} = ${param('amountReceived', 'numeric')}, ${bare(t.transactionHash)} = ${param('transactionHash')},
+    ${bare(t.blockNumber)} = ${param('blockNumber', 'bigint')}, ${bare(t.confirmations)} = ${param('confirmations', 'int')},
+    ${bare(t.confirmedAt)} = ${param('confirmedAt', 'timestamptz')}, ${bare(t.completedAt)} = ${param('completedAt', 'timestamptz')},
+    ${bare(t.updatedAt)} = ${param('updatedAt', 'timestamptz')}, ${bare(t.version)} = ${t.version} + 1
+  WHERE ${t.id} = ${param('id', 'uuid')} AND ${t.version} = ${param('expectedVersion', 'int')}
+  RETURNING ${t.id}
+), a AS (
+  UPDATE ${a} SET ${bare(a.snapshot)} = ${param('snapshot', 'jsonb')}, ${bare(a.machineVersion)} = ${param('machineVersion', 'int')}
+  WHERE ${a.transactionId} IN (SELECT id FROM t) AND ${param('snapshot', 'jsonb')} IS NOT NULL
+), d AS (
+  DELETE FROM ${a} WHERE ${a.transactionId} IN (SELECT id FROM t) AND ${param('snapshot', 'jsonb')} IS NULL
+), e AS (
+  INSERT INTO ${e} (${bare(e.transactionId)}, ${bare(e.fromStatus)}, ${bare(e.toStatus)}, ${bare(e.cause)}, ${bare(e.details)}, ${bare(e.at)})
+  SELECT id, ${param('fromStatus')}, ${param('status')}, ${param('cause')}, ${param('details', 'jsonb')}, ${param('updatedAt', 'timestamptz')} FROM t
+), o AS (
+  INSERT INTO ${o} (${bare(o.transactionId)}, ${bare(o.projectId)}, ${bare(o.testingMode)}, ${bare(o.eventType)}, ${bare(o.data)}, ${bare(o.createdAt)})
+  SELECT id, ${param('projectId')}, ${param('testingMode', 'boolean')}, ${param('eventType')}, ${param('eventData', 'jsonb')}, ${param('updatedAt', 'timestamptz')}
+  FROM t WHERE ${param('eventType')}::text IS NOT NULL
 )
 SELECT count(*)::int AS updated FROM t`
 
-/** Persistence of actors, timeline and outbox; every write that changes a status is atomic. */
+const iso = (d: Date | null) => (d ? d.toISOString() : null)
+const json = (v: unknown) => (v === null || v === undefined ? null : JSON.stringify(v))
+
+/** Persistence of transactions' actors, timeline and outbox; every write that changes a status is atomic. */
 export function createLifecycleRepo(database: Database) {
   const db = database.db
-  const prepareById = () => db.select().from(transactions).where(eq(transactions.id, sql.placeholder('id'))).prepare('transaction_by_id')
-  let byId: ReturnType<typeof prepareById> | null = null
+  const create = prepare<{ created: number }, Record<string, string | number | boolean | null>>(database, CREATE)
+  const createIdempotent = prepare<{ created: number }, Record<string, string | number | boolean | null>>(database, CREATE_IDEMPOTENT)
+  const commit = prepare<{ updated: number }, Record<string, string | number | boolean | null>>(database, COMMIT)
+  const byId = db.select().from(t).where(eq(t.id, sql.placeholder('id'))).prepare('transaction_by_id')
+  const loadOne = db
+    .select({ transactionId: a.transactionId, snapshot: a.snapshot, machineVersion: a.machineVersion, version: t.version, owner: a.owner })
+    .from(a).innerJoin(t, eq(t.id, a.transactionId)).where(eq(a.transactionId, sql.placeholder('id'))).prepare('actor_load')
+  const storedColumns = { transactionId: a.transactionId, snapshot: a.snapshot, machineVersion: a.machineVersion, version: t.version, owner: a.owner }
+
+  /**
+   * Sets `owner` on up to `limit` actor rows chosen by `which` (skipping rows another claimer
+   * holds), returning them with their transaction's version: one prepared round trip.
+   */
+  const claim = (which: ReturnType<typeof sql>) => {
+    const statement = prepare<StoredActor & { snapshot: unknown }, { owner: string; now?: string; limit: number }>(database, sql`
+      UPDATE ${a} SET ${bare(a.owner)} = ${param('owner')} FROM ${t}
+      WHERE ${t.id} = ${a.transactionId} AND ${a.transactionId} IN (
+        SELECT ${a.transactionId} FROM ${a} WHERE ${which} LIMIT ${param('limit', 'int')} FOR UPDATE OF ${a} SKIP LOCKED)
+      RETURNING ${a.transactionId} AS "transactionId", ${a.snapshot} AS snapshot, ${a.machineVersion} AS "machineVersion", ${t.version} AS version, ${a.owner} AS owner`)
+    return async (params: { owner: string; now?: string; limit: number }): Promise<StoredActor[]> =>
+      (await statement.execute(params)).map((r) => ({ ...r, snapshot: typeof r.snapshot === 'string' ? JSON.parse(r.snapshot) : r.snapshot }))
+  }
+  const claimFree = claim(sql`${a.owner} IS NULL OR (${a.owner} <> ${param('owner')} AND ${a.owner} NOT IN (${liveInstances(sql.placeholder('now'))}))`)
+  const claimAll = claim(sql`${a.owner} IS DISTINCT FROM ${param('owner')}`)
 
   return {
     /**
-     * Commits one transition: the machine's columns of the row (only if the row is still at
-     * `expectedVersion`, so a transition computed from a stale snapshot is never applied), the
-     * snapshot (or its removal at a final status), the timeline entry and the outbox event.
-     * The row is read first (prepared) so the outbox payload is built from the row as it will
-     * be; everything is then written by one prepared statement, atomic like any statement.
-     * Returns null when another writer got there first.
+     * Inserts a transaction with its actor, first timeline entry and outbox event, atomically.
+     * With an idempotency key, only if the key is unused (or expired). Nothing is written
+     * unless the answer is `created`.
      */
-    async commitTransition(t: {
+    async insertCreated(n: NewTransaction): Promise<'created' | 'key_taken' | 'number_taken'> {
+      const r = n.row
+      const i = n.idempotency
+      const values: Record<string, string | number | boolean | null> = {
+        id: r.id, projectId: r.projectId, testingMode: r.testingMode, transactionNumber: r.transactionNumber, status: r.status, amountUsd: r.amountUsd,
+        currency: r.currency, orderId: r.orderId, orderDescription: r.orderDescription, customerEmail: r.customerEmail, customerName: r.customerName,
+        customerIpAddress: r.customerIpAddress, metadata: json(r.metadata), successUrl: r.successUrl, cancelUrl: r.cancelUrl,
+        expiresAt: iso(r.expiresAt), createdAt: iso(r.createdAt), snapshot: json(n.snapshot), machineVersion: n.machineVersion, owner: n.owner,
+        timelineDetails: json(n.timelineDetails), eventData: json(n.eventData),
+        ...(i ? { mode: i.mode, key: i.key, requestHash: i.requestHash, statusCode: i.statusCode, response: i.response, expiredBefore: iso(i.expiredBefore) } : {}),
+      }
+      try {
+        const [{ created }] = await (i ? createIdempotent : create).execute(values)
+        return Number(created) === 1 ? 'created' : 'key_taken'
+      } catch (err) {
+        // Human-readable numbers are short, so two can meet; the caller draws another.
+        if (isUniqueViolation(err, 'transaction_number')) return 'number_taken'
+        throw err
+      }
+    },
+
+    /**
+     * Commits one transition: the machine's columns of the row (only if the row is still at
+     * `expectedVersion`, so a transition judged on a stale snapshot is never applied), the
+     * snapshot (or its removal at a final status), the timeline entry and the outbox event. The
+     * row is read first so the outbox payload is built from the row as it will be; everything
+     * is then written by one statement. Returns null when another writer got there first.
+     */
+    async commitTransition(c: {
       transactionId: string
       expectedVersion: number
       patch: MachineColumns
@@ -76,75 +193,57 @@ export function createLifecycleRepo(database: Database) {
       entry: TimelineEntry
       outbox: (row: TransactionRow) => OutboxEntry | null
     }): Promise<TransactionRow | null> {
-      const [current] = await (byId ??= prepareById()).execute({ id: t.transactionId })
-      if (!current || current.version !== t.expectedVersion) return null
-      const next: TransactionRow = { ...current, ...t.patch, version: current.version + 1 }
-      const out = t.outbox(next)
-      const iso = (d: Date | null) => (d ? d.toISOString() : null)
-      const p = t.patch
-      const [{ updated }] = await database.query<{ updated: number }>(COMMIT, [
-        t.transactionId, t.expectedVersion, p.status, p.tokenSymbol, p.tokenAmount, p.blockchainNetwork, p.depositAddress, p.requiredConfirmations,
-        p.amountReceived, p.transactionHash, p.blockNumber, p.confirmations, iso(p.confirmedAt), iso(p.completedAt), iso(p.updatedAt),
-        t.snapshot === null ? null : JSON.stringify(t.snapshot), t.machineVersion, t.entry.fromStatus, t.entry.cause, JSON.stringify(t.entry.details),
-        current.projectId, current.testingMode, out?.eventType ?? null, out ? JSON.stringify(out.data) : null,
-      ])
+      const [current] = await byId.execute({ id: c.transactionId })
+      if (!current || current.version !== c.expectedVersion) return null
+      const next: TransactionRow = { ...current, ...c.patch, version: current.version + 1 }
+      const out = c.outbox(next)
+      const p = c.patch
+      const [{ updated }] = await commit.execute({
+        id: c.transactionId, expectedVersion: c.expectedVersion, status: p.status, tokenSymbol: p.tokenSymbol, tokenAmount: p.tokenAmount,
+        blockchainNetwork: p.blockchainNetwork, depositAddress: p.depositAddress, requiredConfirmations: p.requiredConfirmations,
+        amountReceived: p.amountReceived, transactionHash: p.transactionHash, blockNumber: p.blockNumber, confirmations: p.confirmations,
+        confirmedAt: iso(p.confirmedAt), completedAt: iso(p.completedAt), updatedAt: iso(p.updatedAt),
+        snapshot: json(c.snapshot), machineVersion: c.machineVersion, fromStatus: c.entry.fromStatus, cause: c.entry.cause, details: json(c.entry.details),
+        projectId: current.projectId, testingMode: current.testingMode, eventType: out?.eventType ?? null, eventData: out ? json(out.data) : null,
+      })
       return Number(updated) === 1 ? next : null
     },
 
     /** The stored actor of an active transaction, or null once it is final. */
     async load(transactionId: string): Promise<StoredActor | null> {
-      const [r] = await db
-        .select({ transactionId: transactionActors.transactionId, snapshot: transactionActors.snapshot, machineVersion: transactionActors.machineVersion, version: transactions.version, owner: transactionActors.owner })
-        .from(transactionActors)
-        .innerJoin(transactions, eq(transactions.id, transactionActors.transactionId))
-        .where(eq(transactionActors.transactionId, transactionId))
+      const [r] = await loadOne.execute({ id: transactionId })
       return r ?? null
     },
 
-    async timeline(transactionId: string) {
-      return db.select().from(transactionEvents).where(eq(transactionEvents.transactionId, transactionId)).orderBy(asc(transactionEvents.id))
+    /** The actors recorded as this instance's, with their versions (to notice any moved on or taken over meanwhile). */
+    async owned(owner: string): Promise<Map<string, number>> {
+      const rows = await db.select({ id: a.transactionId, version: t.version }).from(a).innerJoin(t, eq(t.id, a.transactionId)).where(eq(a.owner, owner))
+      return new Map(rows.map((r) => [r.id, r.version]))
     },
 
-    /** Extends this instance's lease, which covers every actor it runs: one row, however many. */
-    async renew(owner: string, until: Date, now: Date) {
-      await db.insert(instances).values({ id: owner, leaseUntil: until, startedAt: now }).onConflictDoUpdate({ target: instances.id, set: { leaseUntil: until } })
-    },
+    /** Takes over up to `limit` actors nobody runs: no owner, or an owner whose lease ended. */
+    claimFree: (owner: string, now: Date, limit: number) => claimFree({ owner, now: now.toISOString(), limit }),
 
-    /** The actors this instance is recorded as running (to notice any taken over meanwhile). */
-    async owned(owner: string): Promise<Set<string>> {
-      const rows = await db.select({ id: transactionActors.transactionId }).from(transactionActors).where(eq(transactionActors.owner, owner))
-      return new Set(rows.map((r) => r.id))
-    },
+    /** Takes every actor not already ours (one instance on an embedded database: all of them are). */
+    claimAll: (owner: string, limit: number) => claimAll({ owner, limit }),
 
-    /**
-     * Takes over up to `limit` actors whose instance's lease has ended (it died) or that nobody
-     * runs; `all` takes every actor not already ours (a single-instance embedded database).
-     */
-    async claim(owner: string, now: Date, limit: number, all = false): Promise<StoredActor[]> {
-      const live = db.select({ id: instances.id }).from(instances).where(gte(instances.leaseUntil, now))
-      const free = all ? sql`${transactionActors.owner} is distinct from ${owner}` : or(isNull(transactionActors.owner), notInArray(transactionActors.owner, live))
-      const candidates = db.select({ id: transactionActors.transactionId }).from(transactionActors).where(free).limit(limit).for('update', { skipLocked: true })
-      const claimed = await db.update(transactionActors).set({ owner }).where(inArray(transactionActors.transactionId, candidates)).returning({ id: transactionActors.transactionId })
-      if (!claimed.length) return []
-      // The snapshot as text: resident copies are kept as JSON text, so no parse and re-stringify.
-      return db
-        .select({ transactionId: transactionActors.transactionId, snapshot: sql<string>`${transactionActors.snapshot}::text`, machineVersion: transactionActors.machineVersion, version: transactions.version, owner: transactionActors.owner })
-        .from(transactionActors)
-        .innerJoin(transactions, eq(transactions.id, transactionActors.transactionId))
-        .where(inArray(transactionActors.transactionId, claimed.map((c) => c.id)))
-    },
-
-    /** Forgets instances whose lease ended long ago. */
-    async pruneInstances(before: Date) {
-      await db.delete(instances).where(lt(instances.leaseUntil, before))
+    /** The actors still recorded as ours, for resuming after the lease was lost and regained. */
+    async ownedActors(owner: string): Promise<StoredActor[]> {
+      return db.select(storedColumns).from(a).innerJoin(t, eq(t.id, a.transactionId)).where(eq(a.owner, owner))
     },
 
     /** Lets other instances take this instance's actors at once (graceful shutdown). */
     async release(owner: string) {
-      await db.update(transactionActors).set({ owner: null }).where(eq(transactionActors.owner, owner))
-      await db.delete(instances).where(eq(instances.id, owner))
+      await db.update(a).set({ owner: null }).where(eq(a.owner, owner))
     },
   }
 }
 
 export type LifecycleRepo = ReturnType<typeof createLifecycleRepo>
+
+/** A unique violation on a constraint whose name contains `column` (postgres.js or PGlite). */
+function isUniqueViolation(e: unknown, column: string): boolean {
+  const err = e as { code?: string; constraint_name?: string; constraint?: string; message?: string; cause?: unknown }
+  if (err?.code !== '23505') return err?.cause !== undefined && isUniqueViolation(err.cause, column)
+  return String(err.constraint_name ?? err.constraint ?? err.message ?? '').includes(column)
+}

@@ -1,96 +1,85 @@
-import { createActor, type Actor } from 'xstate'
-import { FINAL_STATUSES, MACHINE_VERSION, transactionMachine, type TxContext, type TxEvent, type TxInput, type TxStatus } from '../../machines/transaction.machine.ts'
+import { createActor, transition, type Actor, type InspectionEvent, type SnapshotFrom } from 'xstate'
+import { MACHINE_VERSION, transactionMachine, type TxContext, type TxEvent, type TxStatus } from '../../machines/transaction.machine.ts'
+import { CHANNELS } from '../db/channels.ts'
 import type { Database } from '../db/client.ts'
+import type { TransactionRow } from '../db/schema.ts'
 import type { Clock } from '../lib/clock.ts'
 import type { Logger } from '../lib/logger.ts'
 import { deny, ok, type Outcome } from '../lib/outcome.ts'
-import type { TransactionRow } from '../modules/transactions/transaction.repo.ts'
-import type { LifecycleRepo, StoredActor } from './lifecycle.repo.ts'
-import { EVENT_OF_STATUS, projectRow, webhookData } from './projection.ts'
+import { EVENT_OF_STATUS, webhookData } from '../webhooks/payload.ts'
+import { deadlineTimer } from './deadline-timer.ts'
+import type { InstanceLease } from './instance-lease.ts'
+import type { LifecycleRepo, NewTransaction, StoredActor } from './lifecycle.repo.ts'
+import { projectRow } from './projection.ts'
+import { restoreActor } from './restore-actor.ts'
 import type { Scheduler } from './scheduler.ts'
 
 type TxActor = Actor<typeof transactionMachine>
+type TxSnapshot = SnapshotFrom<typeof transactionMachine>
 
 export interface RegistryDeps {
-  database: Database
+  database: Pick<Database, 'listen' | 'notify'>
   repo: LifecycleRepo
+  lease: InstanceLease
   clock: Clock
   logger: Logger
   scheduler: Scheduler
-  /** This process; leases name it. */
-  instanceId: string
-  /** How long a lease lasts without renewal: another instance takes over within this. */
-  leaseMs: number
-  /** PGlite: one instance only, so at start-up every actor is ours whatever its lease says. */
+  /** PGlite: one instance only, so at start-up every actor is ours whatever its owner says. */
   singleInstance: boolean
+  /** XState's inspection, for every actor this registry runs (tests, diagnostics). */
+  inspect?: (event: InspectionEvent) => void
 }
 
-const CHANNEL = 'actor_changed'
-const CLAIM_BATCH = 5000
-/** After a failed expiry (database unreachable), the next try. */
-const EXPIRY_RETRY_MS = 5_000
-/** Lease ticks between checks that every resident actor is still this instance's. */
-const RECONCILE_EVERY = 10
+/** What a transaction needs to be created: its row and what the first timeline entry and the idempotency record say. */
+export type CreateRequest = Omit<NewTransaction, 'snapshot' | 'machineVersion' | 'owner' | 'eventData'>
 
-/** An actor restored from a persisted snapshot (its input is inside the snapshot). */
-const fromStored = (snapshot: unknown): TxActor =>
-  createActor(transactionMachine, { snapshot } as unknown as Parameters<typeof createActor<typeof transactionMachine>>[1])
-
-/** A persisted snapshot, in the parts the registry reads. */
-interface Persisted {
-  value: TxStatus
-  children?: Record<string, { src?: string; snapshot?: { input?: { at?: number } } }>
-}
-
-/** The deadline the machine's invoked `expiryTimer` child waits for, if the state has one. */
-function deadlineOf(snapshot: Persisted): number | null {
-  for (const child of Object.values(snapshot.children ?? {})) {
-    if (child.src === 'expiryTimer' && typeof child.snapshot?.input?.at === 'number') return child.snapshot.input.at
-  }
-  return null
-}
-
-/**
- * What this instance keeps of each transaction it runs: the persisted snapshot as compact
- * JSON, its version, and the timer the machine asked for. The XState actor itself is
- * materialized from the snapshot for each event and dropped after (bench/RESULTS.md: a running
- * actor costs ~5 KiB of heap, a resident one well under 1 KiB).
- */
-interface Resident {
-  snapshot: string
+/** Sent to the owner when another instance committed a transition of its actor. */
+interface ActorChange {
+  id: string
   version: number
-  status: TxStatus
-  cancelTimer: (() => void) | null
+  event?: TxEvent
 }
 
+const CLAIM_BATCH = 5000
+/** Lease ticks between checks that every running actor is still this instance's, at its version. */
+const RECONCILE_EVERY = 10
+/** NOTIFY payloads must stay under 8000 bytes; larger changes are sent without the event (the owner reloads). */
+const MAX_NOTIFY_BYTES = 7000
+
 /**
- * One actor per active transaction (issue 3), run by exactly one instance.
+ * One running XState actor per active transaction this instance owns (issue 3, issue 17).
  *
- * Every event, from the API, the pay page, the chain or the actor's own expiry timer, goes
- * through `apply()`: the actor is materialized from its stored snapshot, refuses or takes the
- * event, and the result is committed with the row, snapshot, timeline entry and outbox event by
- * one statement guarded by the row's version; only then does the resident copy
- * move. So the database never lags, a refused event changes nothing, and a stale instance
- * (split brain) cannot apply a transition twice: its commit finds another version, it reloads,
- * and the event is judged again.
+ * Every event, from the API, the pay page, the chain or the actor's own timer, goes through
+ * `apply()`. The event is judged by the machine against the actor's snapshot with XState's pure
+ * `transition()`; a refused event changes nothing. An accepted one is committed first (row,
+ * snapshot, timeline entry and outbox event, one statement guarded by the row's version), and
+ * only then sent to the running actor, so a subscriber never sees a state the database does not
+ * hold, and a stale copy (split brain) cannot apply a transition twice: its commit finds another
+ * version, it reloads, and the event is judged again. At a final status the actor stops.
  *
- * Timers: the machine invokes `expiryTimer` with the absolute deadline in the states that have
- * one; the registry reads that child from the snapshot and arms the shared scheduler, so a
- * restored actor waits for its original deadline and an overdue one fires at once (R13).
+ * Timers: the machine invokes its `expiryTimer` child with the absolute deadline from its
+ * context; provided here over the shared scheduler and the injected clock. When it fires, the
+ * actor emits `expiry.due` and the registry applies `expiry.reached` like any event. A restored
+ * actor restarts its child, so it waits for the original deadline, or fires at once (R13).
  *
- * Any instance can apply an event; when the actor is resident elsewhere, its owner is told
- * through NOTIFY and reloads. Each instance renews one lease (its row in `instances`) every
- * third of `leaseMs`; the actors of an instance whose lease ended are claimed by the others.
+ * Several instances: each active transaction's actor runs on the one instance recorded as its
+ * owner, while that instance's lease lives (src/actors/instance-lease.ts). An event reaching
+ * another instance is judged on the stored snapshot and committed the same way; the owner is
+ * told through NOTIFY and sends the same event to its actor (or reloads it when it missed one).
+ * Actors of an instance whose lease ended are claimed by the others.
  */
 export function createTransactionRegistry(deps: RegistryDeps) {
-  const resident = new Map<string, Resident>()
+  const machine = transactionMachine.provide({ actors: { expiryTimer: deadlineTimer(deps.scheduler, deps.clock) } })
+  const running = new Map<string, { actor: TxActor; version: number }>()
   const queues = new Map<string, Promise<unknown>>()
-  let leaseTimer: ReturnType<typeof setInterval> | null = null
+  const me = deps.lease.instanceId
   let unlisten: (() => Promise<void>) | null = null
+  let unlease: (() => void) | null = null
   let stopped = false
+  let ticks = 0
 
   /** Runs `fn` after every earlier call for the same transaction has finished. */
-  function serialize<T>(id: string, fn: () => Promise<T>): Promise<T> {
+  function serialize<T>(id: string, fn: () => Promise<T> | T): Promise<T> {
     const run = (queues.get(id) ?? Promise.resolve()).then(fn, fn)
     const tail = run.then(() => {}, () => {})
     queues.set(id, tail)
@@ -100,173 +89,231 @@ export function createTransactionRegistry(deps: RegistryDeps) {
     return run
   }
 
-  /** The deadline passed: apply the expiry; if the database failed, try again shortly. */
-  function fireExpiry(id: string) {
-    const retry = (why: string) => {
-      deps.logger.warn('expiry not applied; retrying', { transactionId: id, reason: why })
-      const r = resident.get(id)
-      if (r && !stopped) r.cancelTimer = deps.scheduler.at(deps.clock.now() + EXPIRY_RETRY_MS, () => fireExpiry(id))
-    }
-    apply(id, { type: 'expiry.reached', at: deps.clock.now() }).then(
-      // A conflict means the event no longer applies (paid, cancelled, moved on): nothing to do.
-      (r) => (!r.ok && r.code !== 'conflict' ? retry(r.message) : undefined),
-      (e) => retry(String(e)),
-    )
+  /** Starts the actor of a transaction this instance owns. */
+  function run(id: string, actor: TxActor, version: number) {
+    actor.on('expiry.due', (e) => {
+      apply(id, { type: 'expiry.reached', at: e.at }).then(
+        // A conflict means the expiry no longer applies (paid, cancelled); anything else: the timer fires again.
+        (r) => (!r.ok && r.code !== 'conflict' ? deps.logger.warn('expiry not applied; retrying', { transactionId: id, reason: r.message }) : undefined),
+        (e) => deps.logger.warn('expiry not applied; retrying', { transactionId: id, error: String(e) }),
+      )
+    })
+    actor.start()
+    running.set(id, { actor, version })
   }
 
-  /** Keeps (or replaces) the resident copy of an active transaction and arms its timer. */
-  function keep(id: string, stored: Persisted | string, version: number) {
-    drop(id)
-    const text = typeof stored === 'string' ? stored : JSON.stringify(stored)
-    const snapshot = typeof stored === 'string' ? (JSON.parse(stored) as Persisted) : stored
-    if (FINAL_STATUSES.includes(snapshot.value)) return
-    const at = deadlineOf(snapshot)
-    resident.set(id, { snapshot: text, version, status: snapshot.value, cancelTimer: at === null ? null : deps.scheduler.at(at, () => fireExpiry(id)) })
+  function stopRunning(id: string) {
+    running.get(id)?.actor.stop()
+    running.delete(id)
   }
 
-  function drop(id: string) {
-    resident.get(id)?.cancelTimer?.()
-    resident.delete(id)
-  }
-
-  /** Replaces the resident copy with what the database holds (after a conflict or a NOTIFY). */
-  async function reload(id: string) {
-    const stored = await deps.repo.load(id)
-    if (!stored || stored.owner !== deps.instanceId) return drop(id)
-    keep(id, stored.snapshot as Persisted, stored.version)
-  }
-
+  /** A running actor from a stored snapshot; a snapshot of another machine version is refused loudly and left alone. */
   function restore(stored: StoredActor) {
+    if (stopped || !deps.lease.held()) return
     if (stored.machineVersion !== MACHINE_VERSION) {
-      deps.logger.error('stored actor from another machine version; left for a migration', { transactionId: stored.transactionId, machineVersion: stored.machineVersion })
+      deps.logger.error('stored actor from another machine version; not run', { transactionId: stored.transactionId, machineVersion: stored.machineVersion })
       return
     }
-    keep(stored.transactionId, stored.snapshot as Persisted | string, stored.version)
+    stopRunning(stored.transactionId)
+    run(stored.transactionId, restoreActor(machine, stored.snapshot, deps.inspect), stored.version)
+  }
+
+  /** Brings the running actor to what the database holds (after a conflict, or a change it missed). */
+  async function reload(id: string) {
+    const stored = await deps.repo.load(id)
+    if (!stored || stored.owner !== me || stopped) return stopRunning(id)
+    if (running.get(id)?.version !== stored.version) restore(stored)
+  }
+
+  /** Commits `after` as the transition from `before` caused by `event`; null when the version moved on. */
+  function commit(id: string, version: number, before: TxSnapshot, after: TxSnapshot, event: TxEvent) {
+    const from = before.value as TxStatus
+    const to = after.value as TxStatus
+    const now = new Date(deps.clock.now())
+    return deps.repo.commitTransition({
+      transactionId: id,
+      expectedVersion: version,
+      patch: projectRow(to, after.context, now),
+      snapshot: after.status === 'done' ? null : machine.getPersistedSnapshot(after),
+      machineVersion: MACHINE_VERSION,
+      entry: { fromStatus: from, toStatus: to, cause: event.type, details: detailsOf(event, before.context, after.context), at: now },
+      outbox: (row) => (from !== to && EVENT_OF_STATUS[to] ? { eventType: EVENT_OF_STATUS[to]!, data: webhookData(row, after.context.failureReason) } : null),
+    })
+  }
+
+  /** Moves this instance's running actor on by an event already committed. */
+  function advance(id: string, entry: { actor: TxActor; version: number }, event: TxEvent, version: number, expected: TxStatus | null) {
+    // Stopped meanwhile (the lease was lost): the database holds the change, whoever runs the actor next starts from it.
+    if (running.get(id) !== entry) return
+    entry.actor.send(event)
+    entry.version = version
+    const now = entry.actor.getSnapshot()
+    if (expected !== null && now.value !== expected) {
+      // Cannot happen with a deterministic machine; if it does, the database is the truth.
+      deps.logger.error('actor and committed transition disagree; reloading', { transactionId: id, actor: String(now.value), committed: expected })
+      void reload(id)
+    } else if (now.status !== 'active') {
+      running.delete(id)
+    }
   }
 
   /** Applies `event` to a transaction; a refusal is a `conflict` denial and changes nothing. */
   function apply(id: string, event: TxEvent): Promise<Outcome<TransactionRow>> {
     return serialize(id, async () => {
       for (let attempt = 0; attempt < 3; attempt++) {
-        const mine = resident.get(id)
-        const stored = mine ? { snapshot: JSON.parse(mine.snapshot), version: mine.version } : await deps.repo.load(id)
-        if (!stored) return deny('conflict', 'This transaction is already in a final status')
-        const actor = fromStored(stored.snapshot).start()
-        const before = actor.getSnapshot()
-        if (!before.can(event)) {
-          actor.stop()
-          return deny('conflict', `A transaction in status ${String(before.value)} does not accept ${event.type}`)
+        const mine = running.get(id)
+        let before: TxSnapshot
+        let version: number
+        let owner: string | null = me
+        if (mine) {
+          before = mine.actor.getSnapshot()
+          version = mine.version
+        } else {
+          const stored = await deps.repo.load(id)
+          if (!stored) return deny('conflict', 'This transaction is already in a final status')
+          if (stored.machineVersion !== MACHINE_VERSION) {
+            deps.logger.error('event refused: stored actor from another machine version', { transactionId: id, machineVersion: stored.machineVersion, event: event.type })
+            return deny('unavailable', 'This transaction cannot be changed by this version of the service')
+          }
+          // Judged on the stored snapshot; the actor is constructed, never started.
+          before = restoreActor(machine, stored.snapshot).getSnapshot()
+          version = stored.version
+          owner = stored.owner
         }
-        actor.send(event)
-        const after = actor.getSnapshot()
-        const snapshot = actor.getPersistedSnapshot() as unknown as Persisted
-        actor.stop()
-        const from = before.value as TxStatus
-        const to = after.value as TxStatus
-        const now = new Date(deps.clock.now())
-        const row = await deps.repo.commitTransition({
-          transactionId: id,
-          expectedVersion: stored.version,
-          patch: projectRow(to, after.context, now),
-          snapshot: after.status === 'done' ? null : snapshot,
-          machineVersion: MACHINE_VERSION,
-          entry: { fromStatus: from, toStatus: to, cause: event.type, details: detailsOf(event, before.context, after.context), at: now },
-          outbox: (r) => (from !== to && EVENT_OF_STATUS[to] ? { eventType: EVENT_OF_STATUS[to]!, data: webhookData(r, after.context.failureReason) } : null),
-        })
+        if (!before.can(event)) return deny('conflict', `A transaction in status ${String(before.value)} does not accept ${event.type}`)
+        const [after] = transition(machine, before, event)
+        const row = await commit(id, version, before, after, event)
         if (!row) {
           // Someone else moved it on: judge the event again against what they committed.
           if (mine) await reload(id)
           continue
         }
-        if (mine) keep(id, snapshot, row.version)
-        else await deps.database.notify(CHANNEL, id)
+        if (mine) advance(id, mine, event, row.version, after.value as TxStatus)
+        else if (owner !== null) await tellOwner({ id, version: row.version, event })
         return ok(row)
       }
       return deny('conflict', 'The transaction kept changing concurrently; try again')
     })
   }
 
-  let ticks = 0
-  let ticking: Promise<void> | null = null
-  async function leaseTick(all: boolean) {
-    const now = deps.clock.now()
-    await deps.repo.renew(deps.instanceId, new Date(now + deps.leaseMs), new Date(now))
-    // Now and then (and whenever this instance may have been away), drop actors another
-    // instance took over; versions already stop a stale copy from applying anything.
-    if (ticks++ % RECONCILE_EVERY === 0) {
-      // Only actors resident before the query can be judged by it: one created meanwhile is
-      // ours even though the query did not see it.
-      const before = [...resident.keys()]
-      const owned = await deps.repo.owned(deps.instanceId)
-      for (const id of before) if (!owned.has(id)) void serialize(id, async () => drop(id))
-      await deps.repo.pruneInstances(new Date(now - 86_400_000))
+  async function tellOwner(change: ActorChange) {
+    const payload = JSON.stringify(change)
+    await deps.database.notify(CHANNELS.transactionActor, payload.length <= MAX_NOTIFY_BYTES ? payload : JSON.stringify({ id: change.id, version: change.version }))
+  }
+
+  /** Another instance committed a transition of one of our actors. */
+  function changed(payload: string) {
+    let change: ActorChange
+    try {
+      change = JSON.parse(payload) as ActorChange
+    } catch {
+      return
     }
+    void serialize(change.id, async () => {
+      const mine = running.get(change.id)
+      if (!mine || mine.version >= change.version) return
+      if (change.event && mine.version === change.version - 1 && mine.actor.getSnapshot().can(change.event)) advance(change.id, mine, change.event, change.version, null)
+      else await reload(change.id)
+    }).catch((e) => deps.logger.warn('reload after NOTIFY failed', { transactionId: change.id, error: String(e) }))
+  }
+
+  /** Drops actors taken over by another instance and reloads any that moved on without us hearing of it. */
+  async function reconcile() {
+    // Only actors running before the query can be judged by it: one started meanwhile is ours even though the query did not see it.
+    const before = [...running.entries()].map(([id, r]) => [id, r.version] as const)
+    const owned = await deps.repo.owned(me)
+    for (const [id, version] of before) {
+      const now = owned.get(id)
+      if (now === undefined || now !== version) void serialize(id, () => reload(id)).catch(() => {})
+    }
+  }
+
+  async function take(claimed: StoredActor[]) {
+    for (const s of claimed) {
+      if (stopped) return
+      if (queues.has(s.transactionId)) await serialize(s.transactionId, () => restore(s))
+      else restore(s)
+    }
+  }
+
+  /** Claims and runs actors nobody runs; with `all`, every actor not ours (a single-instance database). */
+  async function claim(all: boolean) {
     for (;;) {
-      const claimed = await deps.repo.claim(deps.instanceId, new Date(now), CLAIM_BATCH, all)
-      for (const s of claimed) {
-        if (queues.has(s.transactionId)) await serialize(s.transactionId, async () => restore(s))
-        else restore(s)
-      }
-      if (claimed.length < CLAIM_BATCH) break
+      if (stopped) return
+      const claimed = all ? await deps.repo.claimAll(me, CLAIM_BATCH) : await deps.repo.claimFree(me, new Date(deps.clock.now()), CLAIM_BATCH)
+      await take(claimed)
+      if (claimed.length < CLAIM_BATCH) return
     }
   }
 
   return {
     apply,
 
-    /** The persisted initial snapshot of a new transaction (status `created`). */
-    initialSnapshot(input: TxInput): unknown {
-      const a = createActor(transactionMachine, { input }).start()
-      const s = a.getPersistedSnapshot()
-      a.stop()
-      return s
-    },
-
-    /** Who runs a new transaction's actor: this instance. */
-    lease() {
-      return { owner: deps.instanceId }
-    },
-
-    /** Takes on the actor of a transaction this instance just created and committed. */
-    adopt(id: string, snapshot: unknown, version: number) {
-      void serialize(id, async () => keep(id, snapshot as Persisted, version))
-    },
-
-    /** Restores every actor this instance may run, then keeps its leases and takes over dead instances' actors. */
-    async start() {
-      unlisten = await deps.database.listen(CHANNEL, (id) => {
-        serialize(id, () => reload(id)).catch((e) => deps.logger.warn('reload after NOTIFY failed', { transactionId: id, error: String(e) }))
+    /**
+     * Creates a transaction: its actor's first snapshot is committed with the row, timeline
+     * entry, outbox event and idempotency record (one statement), then the actor starts here.
+     */
+    async create(request: CreateRequest): Promise<'created' | 'key_taken' | 'number_taken'> {
+      const { row } = request
+      // Constructed, not started: nothing of it runs unless the transaction is committed.
+      const actor = createActor(machine, { input: { transactionId: row.id, expiresAt: row.expiresAt.getTime() }, inspect: deps.inspect })
+      const owner = deps.lease.held() && !stopped ? me : null
+      const outcome = await deps.repo.insertCreated({
+        ...request, snapshot: actor.getPersistedSnapshot(), machineVersion: MACHINE_VERSION, owner, eventData: webhookData(row),
       })
-      await leaseTick(deps.singleInstance)
-      leaseTimer = setInterval(() => {
-        if (stopped || ticking) return
-        ticking = leaseTick(false)
-          .catch((e) => deps.logger.warn('lease renewal failed', { error: String(e) }))
-          .finally(() => (ticking = null))
-      }, Math.max(100, Math.floor(deps.leaseMs / 3)))
-      ;(leaseTimer as { unref?: () => void }).unref?.()
+      if (outcome === 'created' && owner !== null) void serialize(row.id, () => (stopped ? undefined : run(row.id, actor, row.version)))
+      return outcome
     },
 
-    /** Stops every actor and hands their leases back, so another instance continues at once. */
+    /** Takes the lease, restores every actor this instance may run, then keeps taking over dead instances' actors. */
+    async start() {
+      unlisten = await deps.database.listen(CHANNELS.transactionActor, changed, () => void reconcile().catch(() => {}))
+      unlease = deps.lease.listen({
+        tick: async () => {
+          if (ticks++ % RECONCILE_EVERY === 0) await reconcile()
+          await claim(false)
+        },
+        lost: () => {
+          for (const id of [...running.keys()]) stopRunning(id)
+        },
+        regained: async () => take(await deps.repo.ownedActors(me)),
+      })
+      await deps.lease.start()
+      // Ours from before a restart on the same DATA_DIR (src/server/instance-id.ts), then everyone else's that nobody runs.
+      await take(await deps.repo.ownedActors(me))
+      await claim(deps.singleInstance)
+    },
+
+    /** Stops every actor and hands them back, so another instance continues at once. */
     async stop() {
       stopped = true
-      if (leaseTimer) clearInterval(leaseTimer)
-      // A renewal or claim still running could otherwise undo the release below.
-      await ticking
+      unlease?.()
       await Promise.all([...queues.values()])
-      for (const id of [...resident.keys()]) drop(id)
+      for (const id of [...running.keys()]) stopRunning(id)
       await unlisten?.()
-      await deps.repo.release(deps.instanceId).catch(() => {})
+      await deps.repo.release(me).catch(() => {})
     },
 
     /** Number of actors this instance runs. */
     get size() {
-      return resident.size
+      return running.size
     },
 
-    /** The status of a transaction this instance runs (tests, diagnostics). */
+    /** The ids of the transactions whose actors run here. */
+    runningIds: (): string[] => [...running.keys()],
+
+    /** The status of a transaction whose actor runs here, or null. */
     statusOf(id: string): TxStatus | null {
-      return resident.get(id)?.status ?? null
+      return (running.get(id)?.actor.getSnapshot().value as TxStatus | undefined) ?? null
+    },
+
+    /**
+     * The running actor of a transaction, to subscribe to or `waitFor` (null when it runs
+     * elsewhere or is final). Events go through `apply()`, never `send()`: only committed
+     * transitions may reach it.
+     */
+    actorOf(id: string): TxActor | null {
+      return running.get(id)?.actor ?? null
     },
   }
 }

@@ -71,6 +71,9 @@ export const transactions = pgTable('transactions', {
   index('transactions_status_idx').on(t.projectId, t.testingMode, t.status, t.createdAt.desc()),
 ])
 
+export type TransactionRow = typeof transactions.$inferSelect
+export type NewTransactionRow = typeof transactions.$inferInsert
+
 /**
  * Running server instances: each renews its own lease while it lives, so the lease over all
  * its actors costs one row update however many transactions it runs.
@@ -204,10 +207,11 @@ export const webhookEndpoints = pgTable('webhook_endpoints', {
 }, (t) => [index('webhook_endpoints_project_idx').on(t.projectId, t.mode)])
 
 /**
- * One event to one endpoint (issue 5): the persisted webhook-delivery actor. `state` and
- * `snapshot` are the machine's; `status`, `attempts` and `next_attempt_at` project it for the
- * delivery log and for the due-attempt query. An instance sending an attempt holds the claim
- * until `claim_until`, so every attempt is made by one instance, and a dead one's claim lapses.
+ * One event to one endpoint (issue 5): the persisted webhook-delivery actor. `snapshot` is the
+ * machine's (null until its first step: the actor then starts from the row's event time and
+ * first due time); `status`, `attempts`, `next_attempt_at` and `failed_because` project it for
+ * the delivery log. An unfinished delivery runs as an actor on the instance in `claimed_by`,
+ * whose lease in `instances` covers it; when that lease ends, another instance claims it.
  */
 export const webhookDeliveries = pgTable('webhook_deliveries', {
   id: text('id').primaryKey(),
@@ -228,14 +232,15 @@ export const webhookDeliveries = pgTable('webhook_deliveries', {
   nextAttemptAt: ts('next_attempt_at'),
   lastAttemptAt: ts('last_attempt_at'),
   lastStatusCode: integer('last_status_code'),
-  snapshot: jsonb('snapshot').notNull(),
+  /** Why a failed delivery stopped: exhausted, too_old or manual_attempt_failed. */
+  failedBecause: text('failed_because', { enum: ['exhausted', 'too_old', 'manual_attempt_failed'] }),
+  snapshot: jsonb('snapshot'),
   machineVersion: integer('machine_version').notNull(),
   claimedBy: text('claimed_by'),
-  claimUntil: ts('claim_until'),
   eventAt: ts('event_at').notNull(),
   createdAt: ts('created_at').notNull(),
 }, (t) => [
-  index('webhook_deliveries_due_idx').on(t.nextAttemptAt).where(sql`status in ('pending', 'retrying')`),
+  index('webhook_deliveries_unfinished_idx').on(t.claimedBy).where(sql`status in ('pending', 'retrying')`),
   index('webhook_deliveries_log_idx').on(t.projectId, t.mode, t.createdAt.desc()),
   index('webhook_deliveries_endpoint_idx').on(t.endpointId, t.createdAt.desc()),
   index('webhook_deliveries_tx_idx').on(t.transactionId),

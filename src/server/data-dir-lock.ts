@@ -2,12 +2,14 @@ import { closeSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync } f
 import { join } from 'node:path'
 
 /**
- * PGlite is one process's database: whoever opens DATA_DIR/pglite holds this lock file. A lock
+ * A lock file in DATA_DIR held by one live process. PGlite is one process's database: whoever
+ * opens DATA_DIR/pglite holds `pglite.lock`. A server on PostgreSQL holds `instance.lock`, so
+ * the instance identity kept in DATA_DIR (src/server/instance-id.ts) is one process's. A lock
  * left by a dead process is taken over.
  */
-export function lockDataDir(dataDir: string, who: string): { release(): void } | { heldBy: string } {
+export function lockDataDir(dataDir: string, who: string, file = 'pglite.lock'): { release(): void } | { heldBy: string } {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 })
-  const path = join(dataDir, 'pglite.lock')
+  const path = join(dataDir, file)
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
       const fd = openSync(path, 'wx', 0o600)

@@ -13,6 +13,7 @@ import { createLogger, type Logger } from '../lib/logger.ts'
 import { createServices, type Services } from '../services.ts'
 import { listenAdminSocket } from './admin-socket.ts'
 import { lockDataDir } from './data-dir-lock.ts'
+import { instanceIdOf } from './instance-id.ts'
 import { ensureDemoProject, type Demo } from './demo.ts'
 import { serve, type Listener } from './serve.ts'
 import { loadTls } from './tls.ts'
@@ -40,12 +41,13 @@ export async function startServer(config: Config, opts: { clock?: Clock; logger?
   const clock = opts.clock ?? systemClock
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 })
   const embedded = !config.databaseUrl
-  let lock: { release(): void } | null = null
-  if (embedded) {
-    const l = lockDataDir(config.dataDir, 'server')
-    if ('heldBy' in l) throw new Error(`The embedded database in ${config.dataDir} is in use by ${l.heldBy}. Stop it or set another DATA_DIR.`)
-    lock = l
+  const l = embedded ? lockDataDir(config.dataDir, 'server') : lockDataDir(config.dataDir, 'server', 'instance.lock')
+  if ('heldBy' in l) {
+    throw new Error(embedded
+      ? `The embedded database in ${config.dataDir} is in use by ${l.heldBy}. Stop it or set another DATA_DIR.`
+      : `DATA_DIR ${config.dataDir} is in use by ${l.heldBy}; every instance needs a DATA_DIR of its own.`)
   }
+  const lock: { release(): void } = l
   const cleanups: (() => Promise<void> | void)[] = []
   // Stopped first, so requests in flight finish before their services go away.
   const listeners: Listener[] = []
@@ -69,7 +71,7 @@ export async function startServer(config: Config, opts: { clock?: Clock; logger?
 
     const networks = await loadNetworks(config, logger, cleanups)
     const services = await createServices({
-      database, clock, logger, baseUrl, leaseMs: config.actorLeaseMs, networks: networks.networks,
+      database, clock, logger, baseUrl, leaseMs: config.actorLeaseMs, networks: networks.networks, instanceId: instanceIdOf(config.dataDir),
       testWallet: networks.devnet ? createTestWallet({ network: networks.devnet.networks[0], privateKey: networks.devnet.wallet.privateKey }) : null,
       secretKey: resolveSecretKey(config), webhookRetryScheduleMs: config.webhookRetryScheduleMs, resolver: opts.resolver,
       payLimits: config.payRateLimits,
@@ -109,11 +111,11 @@ export async function startServer(config: Config, opts: { clock?: Clock; logger?
       services,
       demo,
       devnet: networks.devnet,
-      stop: () => (stopped ??= stopAll().finally(() => lock?.release())),
+      stop: () => (stopped ??= stopAll().finally(() => lock.release())),
     }
   } catch (e) {
     await stopAll()
-    lock?.release()
+    lock.release()
     throw e
   }
 }

@@ -1,3 +1,40 @@
+import type { TxStatus } from '../../machines/transaction.machine.ts'
+import type { TransactionRow } from '../db/schema.ts'
+
+/** Status changes that merchants hear about (spec "Events"; R12 adds transaction.cancelled). */
+export const EVENT_OF_STATUS: Partial<Record<TxStatus, string>> = {
+  created: 'transaction.created',
+  processing: 'transaction.payment_received',
+  confirming: 'transaction.confirming',
+  completed: 'transaction.completed',
+  failed: 'transaction.failed',
+  expired: 'transaction.expired',
+  cancelled: 'transaction.cancelled',
+}
+
+/** The webhook payload's `data` (spec "Webhook payload"): every nullable key present. */
+export function webhookData(r: TransactionRow, failureReason: string | null = null) {
+  return {
+    transaction_id: r.id,
+    transaction_number: r.transactionNumber,
+    status: r.status,
+    amount_in_currency: Number(r.amountUsd),
+    currency: r.currency,
+    created_at: r.createdAt.toISOString(),
+    testing_mode: r.testingMode,
+    token_symbol: r.tokenSymbol,
+    token_amount: r.tokenAmount,
+    blockchain_network: r.blockchainNetwork,
+    transaction_hash: r.transactionHash,
+    block_number: r.blockNumber,
+    customer_ip_address: r.customerIpAddress,
+    order_id: r.orderId,
+    metadata: r.metadata ?? null,
+    confirmed_at: r.confirmedAt ? r.confirmedAt.toISOString() : null,
+    ...(failureReason ? { failure_reason: failureReason } : {}),
+  }
+}
+
 /**
  * The webhook body (spec "Webhook payload"): root `event`, `timestamp` (ISO 8601 with
  * milliseconds, the time of sending) and `data`; never a `transaction` key. A test event sent

@@ -14,9 +14,12 @@ export interface SendQueueOptions {
 
 export const DEFAULT_SEND_LIMITS: SendQueueOptions = { global: 512, failingGlobal: 256, perEndpoint: 16, perFailingEndpoint: 2 }
 
+/** A job answers whether its request succeeded, or null when it made none (its delivery stopped meanwhile). */
+type Job = () => Promise<boolean | null>
+
 interface Lane {
   active: number
-  jobs: { key: string; run: () => Promise<boolean> }[]
+  jobs: { key: string; run: Job }[]
 }
 
 export function createSendQueue(opts: SendQueueOptions = DEFAULT_SEND_LIMITS) {
@@ -66,20 +69,20 @@ export function createSendQueue(opts: SendQueueOptions = DEFAULT_SEND_LIMITS) {
     }
   }
 
-  function finish(endpointId: string, pool: 'healthy' | 'failing', succeeded: boolean) {
+  function finish(endpointId: string, pool: 'healthy' | 'failing', succeeded: boolean | null) {
     const lane = lanes.get(endpointId)!
     lane.active--
     if (pool === 'failing') activeFailing--
     else activeHealthy--
-    if (succeeded) failing.delete(endpointId)
-    else failing.add(endpointId)
+    if (succeeded === true) failing.delete(endpointId)
+    else if (succeeded === false) failing.add(endpointId)
     if (lane.active === 0 && lane.jobs.length === 0) lanes.delete(endpointId)
     pump()
   }
 
   return {
     /** Queues a job; it resolves to whether the attempt succeeded (failures move the endpoint to the failing pool). */
-    push(endpointId: string, key: string, run: () => Promise<boolean>) {
+    push(endpointId: string, key: string, run: Job) {
       let lane = lanes.get(endpointId)
       if (!lane) lanes.set(endpointId, (lane = { active: 0, jobs: [] }))
       if (lane.jobs.length === 0) ready.push(endpointId)

@@ -1,10 +1,15 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { asc, eq } from 'drizzle-orm'
 import { outbox, transactionActors, transactionEvents } from '../../src/db/schema.ts'
+import { REFIRE_MS } from '../../src/actors/deadline-timer.ts'
+import { createInstanceLease } from '../../src/actors/instance-lease.ts'
+import { createInstanceRepo } from '../../src/actors/instance.repo.ts'
 import { createLifecycleRepo } from '../../src/actors/lifecycle.repo.ts'
 import { createScheduler } from '../../src/actors/scheduler.ts'
 import { createTransactionRegistry } from '../../src/actors/transaction-registry.ts'
 import { manualClock } from '../../src/lib/clock.ts'
+import { createTransactionRepo } from '../../src/modules/transactions/transaction.repo.ts'
+import { createTransactionService } from '../../src/modules/transactions/service.ts'
 import { createLogger } from '../../src/lib/logger.ts'
 import { backends } from '../helpers/databases.ts'
 import { PATH_TO, quote } from '../helpers/lifecycle.ts'
@@ -167,14 +172,16 @@ for (const backend of backends()) {
     })
 
     test('a second instance applying the same event first leaves the owner unable to apply it twice', async () => {
+      const database = t.server.services.database
+      const logger = createLogger('silent')
+      // Another instance that does not run the actor (its lease is not even taken): it judges on the stored snapshot.
       const other = createTransactionRegistry({
-        database: t.server.services.database,
-        repo: createLifecycleRepo(t.server.services.database),
+        database,
+        repo: createLifecycleRepo(database),
+        lease: createInstanceLease({ repo: createInstanceRepo(database.db), clock, logger, instanceId: 'inst_other', leaseMs: 10_000 }),
         clock,
-        logger: createLogger('silent'),
+        logger,
         scheduler: createScheduler(clock),
-        instanceId: 'inst_other',
-        leaseMs: 10_000,
         singleInstance: false,
       })
       for (let i = 0; i < 5; i++) {
@@ -192,9 +199,10 @@ for (const backend of backends()) {
       }
     })
 
-    test('an expiry whose commit fails (database away) is retried, not lost', async () => {
-      const tx = await create({ expires_in_minutes: 1 })
-      const realRepo = createLifecycleRepo(t.server.services.database)
+    test('an expiry whose commit fails (database away) is retried by the timer, not lost', async () => {
+      const database = t.server.services.database
+      const logger = createLogger('silent')
+      const realRepo = createLifecycleRepo(database)
       let failures = 1
       const flaky = {
         ...realRepo,
@@ -202,23 +210,31 @@ for (const backend of backends()) {
       }
       const ownClock = manualClock(clock.now())
       const scheduler = createScheduler(ownClock)
-      const registry = createTransactionRegistry({ database: t.server.services.database, repo: flaky, clock: ownClock, logger: createLogger('silent'), scheduler, instanceId: 'inst_flaky', leaseMs: 10_000, singleInstance: false })
-      const stored = (await realRepo.load(tx.id))!
-      registry.adopt(tx.id, stored.snapshot, stored.version)
-      const status = async () => (await (await api(t, p.key).get(`/api/transactions/${tx.id}`)).json()).transaction.status
-      for (let i = 0; i < 100 && registry.statusOf(tx.id) === null; i++) await Bun.sleep(2)
+      const lease = createInstanceLease({ repo: createInstanceRepo(database.db), clock: ownClock, logger, instanceId: 'inst_flaky', leaseMs: 10_000 })
+      await lease.start()
+      const registry = createTransactionRegistry({ database, repo: flaky, lease, clock: ownClock, logger, scheduler, singleInstance: false })
+      const service = createTransactionService({ repo: createTransactionRepo(database), lifecycle: registry, clock: ownClock, baseUrl: 'https://localhost' })
+      const created = await service.create({ projectId: p.id, mode: 'test' }, { amount: 25, expires_in_minutes: 1 })
+      if (!created.ok) throw new Error(created.message)
+      const id = JSON.parse(created.value.body).transaction.id as string
+      const status = async () => (await (await api(t, p.key).get(`/api/transactions/${id}`)).json()).transaction.status
+      for (let i = 0; i < 100 && registry.statusOf(id) === null; i++) await Bun.sleep(2)
+      expect(registry.statusOf(id)).toBe('created')
       ownClock.advance(60_000)
       scheduler.runDue()
-      // The first attempt fails: the transaction stays active and a retry is armed.
+      // The first commit fails: the transaction stays active, and its timer fires again later.
       for (let i = 0; i < 100 && failures === 1; i++) await Bun.sleep(5)
       expect(failures).toBe(0)
       expect(await status()).toBe('created')
-      expect(registry.statusOf(tx.id)).toBe('created')
-      ownClock.advance(5_000)
+      expect(registry.statusOf(id)).toBe('created')
+      ownClock.advance(REFIRE_MS)
       scheduler.runDue()
       for (let i = 0; i < 200 && (await status()) !== 'expired'; i++) await Bun.sleep(5)
       expect(await status()).toBe('expired')
       expect(failures).toBe(-1)
+      expect(registry.statusOf(id)).toBeNull()
+      await registry.stop()
+      await lease.stop()
       scheduler.stop()
     })
 

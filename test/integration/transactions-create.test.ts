@@ -159,12 +159,12 @@ for (const backend of backends()) {
 
     test('a transaction number already taken is reported and writes nothing, so create draws another', async () => {
       const first = (await (await api(t, key).create({ amount: 1 })).json()).transaction
-      const repo = createTransactionRepo(t.server.services.database, createLifecycleRepo(t.server.services.database))
-      const row = (await repo.find({ projectId: (await t.server.services.keys.authenticate(key))!.projectId, testingMode: true }, first.id))!
+      const repo = createTransactionRepo(t.server.services.database)
+      const row = (await repo.find({ projectId: (await t.server.services.keys.authenticate(key))!.projectId, mode: 'test' }, first.id))!
       const clash = { ...row, id: crypto.randomUUID() }
-      const outcome = await repo.insertCreated({ row: clash, actor: { snapshot: {}, machineVersion: 1, owner: 'x' }, timelineDetails: {}, eventData: {} })
+      const outcome = await createLifecycleRepo(t.server.services.database).insertCreated({ row: clash, snapshot: {}, machineVersion: 1, owner: null, timelineDetails: {}, eventData: {} })
       expect(outcome).toBe('number_taken')
-      expect(await repo.find({ projectId: row.projectId, testingMode: true }, clash.id)).toBeNull()
+      expect(await repo.find({ projectId: row.projectId, mode: 'test' }, clash.id)).toBeNull()
     })
 
     describe('idempotency (R6)', () => {

@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'bun:test'
 import { createActor, fromCallback, transition } from 'xstate'
+import type { DeadlineInput, TimerFired } from '../../machines/deadline-timer.ts'
 import { EVENT_TYPES, transactionMachine, type Payment, type TxContext, type TxEvent, type TxStatus } from '../../machines/transaction.machine.ts'
 
 const DEADLINE = Date.parse('2030-01-01T01:00:00Z')
@@ -175,7 +176,7 @@ describe('transactionMachine: the deadline (R13)', () => {
     const armed: { at: number; stopped: boolean }[] = []
     const machine = transactionMachine.provide({
       actors: {
-        expiryTimer: fromCallback<TxEvent, { transactionId: string; at: number }>(({ input }) => {
+        expiryTimer: fromCallback<TimerFired, DeadlineInput>(({ input }) => {
           const entry = { at: input.at, stopped: false }
           armed.push(entry)
           return () => (entry.stopped = true)
@@ -198,5 +199,20 @@ describe('transactionMachine: the deadline (R13)', () => {
     armed.length = 0
     createActor(machine, { snapshot: persisted } as never).start()
     expect(armed).toEqual([{ at: DEADLINE, stopped: false }])
+  })
+
+  test('when the timer fires, the machine does not move by itself: it asks for the expiry (emits expiry.due) and stays', () => {
+    for (const status of ['created', 'prepared', 'pending'] as const) {
+      const asked: number[] = []
+      const actor = createActor(transactionMachine, { snapshot: at(status) } as never)
+      actor.on('expiry.due', (e) => asked.push(e.at))
+      actor.start()
+      actor.send({ type: 'timer.fired', at: DEADLINE + 5 })
+      expect(asked).toEqual([DEADLINE + 5])
+      expect(actor.getSnapshot().value).toBe(status)
+      expect(actor.getSnapshot().context).toEqual(at(status).context)
+    }
+    // Past the waiting states the timer is gone, and a stray firing is not taken.
+    for (const status of ['processing', 'confirming'] as const) expect(at(status).can({ type: 'timer.fired', at: DEADLINE })).toBe(false)
   })
 })

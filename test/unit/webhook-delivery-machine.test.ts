@@ -1,132 +1,217 @@
 import { describe, expect, test } from 'bun:test'
+import { createActor, fromPromise, type Actor } from 'xstate'
 import {
-  DEFAULT_RETRY_SCHEDULE_MS, deliveryStatus, MAX_EVENT_AGE_MS, startDelivery, stepDelivery, type StoredDelivery,
+  DEFAULT_RETRY_SCHEDULE_MS, deliveryStatus, MAX_EVENT_AGE_MS, webhookDeliveryMachine,
+  type AttemptInput, type AttemptOutput, type DeliveryInput, type DeliveryState,
 } from '../../machines/webhook-delivery.machine.ts'
+import { deadlineTimer } from '../../src/actors/deadline-timer.ts'
+import { restoreActor } from '../../src/actors/restore-actor.ts'
+import { createScheduler } from '../../src/actors/scheduler.ts'
+import { manualClock } from '../../src/lib/clock.ts'
 
 const T0 = Date.UTC(2026, 10, 21, 12)
-const step = (d: StoredDelivery, type: 'attempt.due' | 'attempt.succeeded' | 'attempt.failed' | 'redeliver.requested', at: number) => {
-  const next = stepDelivery(d, { type, at })
-  if (!next) throw new Error(`${d.state} refused ${type}`)
-  return next
+const MIN = 60_000
+
+/**
+ * A running delivery actor on a virtual clock: the real backoff timer over a manual clock and
+ * scheduler, and a `sendAttempt` that records each attempt and answers from `answers` (true:
+ * the endpoint acknowledged; 'throw': the sender failed unexpectedly).
+ */
+function running(answers: (boolean | 'throw')[] | (() => boolean), input: Partial<DeliveryInput> = {}, from?: { snapshot: unknown; now: number }) {
+  const clock = manualClock(from?.now ?? T0)
+  const scheduler = createScheduler(clock)
+  const made: (AttemptInput & { at: number })[] = []
+  const machine = webhookDeliveryMachine.provide({
+    actors: {
+      backoffTimer: deadlineTimer(scheduler, clock),
+      sendAttempt: fromPromise<AttemptOutput, AttemptInput>(async ({ input }) => {
+        made.push({ ...input, at: clock.now() })
+        const answer = typeof answers === 'function' ? answers() : answers.shift() ?? false
+        if (answer === 'throw') throw new Error('sender broke')
+        return { ok: answer, at: clock.now() }
+      }),
+    },
+  })
+  const actor: Actor<typeof machine> = from
+    ? restoreActor(machine, from.snapshot)
+    : createActor(machine, { input: { deliveryId: 'dlv_1', eventAt: T0, firstAttemptAt: T0, ...input } })
+  actor.start()
+  /** Moves the virtual clock to `t`, fires what is due and lets the attempts it starts finish. */
+  const at = async (t: number) => {
+    clock.set(t)
+    scheduler.runDue()
+    for (let i = 0; i < 3; i++) await new Promise((r) => setImmediate(r))
+  }
+  const state = () => actor.getSnapshot().value as DeliveryState
+  const context = () => actor.getSnapshot().context
+  const status = () => deliveryStatus(state(), context())
+  return { actor, made, at, state, context, status, scheduler, stop: () => (actor.stop(), scheduler.stop()) }
 }
-const status = (d: StoredDelivery) => deliveryStatus(d.state, d.context)
-/** Runs the attempt due now and fails it. */
-const failDue = (d: StoredDelivery) => step(step(d, 'attempt.due', d.context.nextAttemptAt!), 'attempt.failed', d.context.nextAttemptAt!)
 
-describe('webhook delivery machine', () => {
-  test('a fresh delivery is pending and due at once', () => {
-    const d = startDelivery({ eventAt: T0, firstAttemptAt: T0 })
-    expect(d.state).toBe('scheduled')
-    expect(status(d)).toBe('pending')
-    expect(d.context.nextAttemptAt).toBe(T0)
+describe('webhook delivery actor on a virtual clock', () => {
+  test('a fresh delivery is pending, attempted at its first time, and a success ends it', async () => {
+    const d = running([true])
+    expect(d.status()).toBe('pending')
+    expect(d.made).toEqual([])
+    await d.at(T0)
+    expect(d.made.map((a) => [a.number, a.trigger, a.scheduledFor, a.at])).toEqual([[1, 'scheduled', T0, T0]])
+    expect(d.status()).toBe('success')
+    expect(d.context()).toMatchObject({ attempts: 1, nextAttemptAt: null, failedBecause: null })
+    expect(d.scheduler.size).toBe(0)
+    d.stop()
   })
 
-  test('a successful first attempt ends in success with one attempt and no next attempt', () => {
-    const d = step(step(startDelivery({ eventAt: T0, firstAttemptAt: T0 }), 'attempt.due', T0), 'attempt.succeeded', T0 + 40)
-    expect(status(d)).toBe('success')
-    expect(d.context.attempts).toBe(1)
-    expect(d.context.nextAttemptAt).toBeNull()
-  })
-
-  test('R19: a receiver always failing gets exactly 6 attempts at +1m, +5m, +30m, +2h, +8h after each failure', () => {
-    let d = startDelivery({ eventAt: T0, firstAttemptAt: T0 })
-    const attemptTimes: number[] = []
-    while (d.state === 'scheduled') {
-      attemptTimes.push(d.context.nextAttemptAt!)
-      d = failDue(d)
-      if (d.state === 'scheduled') expect(status(d)).toBe('retrying')
+  test('R19: a receiver always failing gets exactly 6 attempts at +1m, +5m, +30m, +2h, +8h after each failure, none a millisecond early', async () => {
+    const d = running(() => false)
+    await d.at(T0)
+    let last = T0
+    for (const offset of DEFAULT_RETRY_SCHEDULE_MS) {
+      expect(d.status()).toBe('retrying')
+      expect(d.context().nextAttemptAt).toBe(last + offset)
+      await d.at(last + offset - 1)
+      expect(d.made.at(-1)!.at).toBe(last)
+      last += offset
+      await d.at(last)
+      expect(d.made.at(-1)!.at).toBe(last)
     }
-    expect(attemptTimes.length).toBe(6)
-    expect(attemptTimes.slice(1).map((t, i) => t - attemptTimes[i])).toEqual([...DEFAULT_RETRY_SCHEDULE_MS])
-    expect(status(d)).toBe('failed')
-    expect(d.context.failedBecause).toBe('exhausted')
-    expect(d.context.attempts).toBe(6)
-    expect(d.context.nextAttemptAt).toBeNull()
-    expect(stepDelivery(d, { type: 'attempt.due', at: T0 + 86_400_000 })).toBeNull()
+    expect(d.made.map((a) => a.number)).toEqual([1, 2, 3, 4, 5, 6])
+    expect(d.made.slice(1).map((a, i) => a.at - d.made[i].at)).toEqual([...DEFAULT_RETRY_SCHEDULE_MS])
+    expect(d.status()).toBe('failed')
+    expect(d.context()).toMatchObject({ failedBecause: 'exhausted', attempts: 6, nextAttemptAt: null })
+    await d.at(last + 30 * 86_400_000)
+    expect(d.made).toHaveLength(6)
+    d.stop()
   })
 
-  test('failing twice then succeeding ends in success after 3 attempts', () => {
-    let d = startDelivery({ eventAt: T0, firstAttemptAt: T0 })
-    d = failDue(failDue(d))
-    d = step(step(d, 'attempt.due', d.context.nextAttemptAt!), 'attempt.succeeded', d.context.nextAttemptAt!)
-    expect(status(d)).toBe('success')
-    expect(d.context.attempts).toBe(3)
+  test('failing twice then succeeding ends in success after 3 attempts', async () => {
+    const d = running([false, false, true])
+    await d.at(T0)
+    await d.at(T0 + MIN)
+    await d.at(T0 + 6 * MIN)
+    expect(d.status()).toBe('success')
+    expect(d.context().attempts).toBe(3)
+    d.stop()
   })
 
-  test('the schedule comes from input (WEBHOOK_RETRY_SCHEDULE)', () => {
-    let d = startDelivery({ eventAt: T0, firstAttemptAt: T0, scheduleMs: [1000, 2000] })
-    d = failDue(d)
-    expect(d.context.nextAttemptAt).toBe(T0 + 1000)
-    d = failDue(d)
-    expect(d.context.nextAttemptAt).toBe(T0 + 3000)
-    d = failDue(d)
-    expect(status(d)).toBe('failed')
-    expect(d.context.attempts).toBe(3)
+  test('the schedule comes from input (WEBHOOK_RETRY_SCHEDULE)', async () => {
+    const d = running(() => false, { scheduleMs: [1000, 2000] })
+    await d.at(T0)
+    expect(d.context().nextAttemptAt).toBe(T0 + 1000)
+    await d.at(T0 + 1000)
+    expect(d.context().nextAttemptAt).toBe(T0 + 3000)
+    await d.at(T0 + 3000)
+    expect(d.status()).toBe('failed')
+    expect(d.made.map((a) => a.at)).toEqual([T0, T0 + 1000, T0 + 3000])
+    d.stop()
   })
 
-  test('7-day rule: an attempt falling due more than 7 days after the event fails without being made', () => {
-    let d = startDelivery({ eventAt: T0, firstAttemptAt: T0 })
-    d = failDue(d)
+  test('7-day rule: a retry falling due more than 7 days after the event fails without a request', async () => {
+    const d = running(() => false)
+    await d.at(T0)
     // The service was down for over a week: the retry is due but the event is too old.
-    d = step(d, 'attempt.due', T0 + MAX_EVENT_AGE_MS + 1)
-    expect(status(d)).toBe('failed')
-    expect(d.context.failedBecause).toBe('too_old')
-    expect(d.context.attempts).toBe(1)
+    await d.at(T0 + MAX_EVENT_AGE_MS + 1)
+    expect(d.status()).toBe('failed')
+    expect(d.context()).toMatchObject({ failedBecause: 'too_old', attempts: 1 })
+    expect(d.made).toHaveLength(1)
+    d.stop()
   })
 
-  test('7-day rule: no retry is scheduled past the 7-day window', () => {
-    let d = startDelivery({ eventAt: T0, firstAttemptAt: T0, scheduleMs: [MAX_EVENT_AGE_MS + 1] })
-    d = failDue(d)
-    expect(status(d)).toBe('failed')
-    expect(d.context.failedBecause).toBe('too_old')
+  test('7-day rule: no retry is scheduled past the 7-day window', async () => {
+    const d = running(() => false, { scheduleMs: [MAX_EVENT_AGE_MS + 1] })
+    await d.at(T0)
+    expect(d.status()).toBe('failed')
+    expect(d.context().failedBecause).toBe('too_old')
+    d.stop()
   })
 
-  test('manual redelivery after exhaustion is due at once, may be older than 7 days, and schedules nothing more on failure', () => {
-    let d = startDelivery({ eventAt: T0, firstAttemptAt: T0, scheduleMs: [] })
-    d = failDue(d)
-    expect(status(d)).toBe('failed')
-    const at = T0 + 10 * MAX_EVENT_AGE_MS
-    d = step(d, 'redeliver.requested', at)
-    expect(d.state).toBe('scheduled')
-    expect(status(d)).toBe('retrying')
-    expect(d.context).toMatchObject({ trigger: 'manual', nextAttemptAt: at })
-    d = step(d, 'attempt.due', at)
-    expect(d.state).toBe('attempting')
-    const failed = step(d, 'attempt.failed', at)
-    expect(status(failed)).toBe('failed')
-    expect(failed.context.attempts).toBe(2)
-    expect(failed.context.failedBecause).toBe('manual_attempt_failed')
-    expect(failed.context.nextAttemptAt).toBeNull()
-    const ok = step(d, 'attempt.succeeded', at)
-    expect(status(ok)).toBe('success')
+  test('manual redelivery after exhaustion is attempted at once at any age, and a failure schedules nothing more', async () => {
+    const d = running([false, false], { scheduleMs: [] })
+    await d.at(T0)
+    expect(d.status()).toBe('failed')
+    const later = T0 + 10 * MAX_EVENT_AGE_MS
+    d.actor.send({ type: 'redeliver.requested', at: later })
+    expect(d.state()).toBe('scheduled')
+    expect(d.status()).toBe('retrying')
+    expect(d.context()).toMatchObject({ trigger: 'manual', nextAttemptAt: later })
+    await d.at(later)
+    expect(d.made.map((a) => [a.number, a.trigger, a.at])).toEqual([[1, 'scheduled', T0], [2, 'manual', later]])
+    expect(d.context()).toMatchObject({ attempts: 2, failedBecause: 'manual_attempt_failed', nextAttemptAt: null })
+    await d.at(later + MAX_EVENT_AGE_MS)
+    expect(d.made).toHaveLength(2)
+    d.stop()
   })
 
-  test('a delivered event can be delivered again by hand', () => {
-    let d = step(step(startDelivery({ eventAt: T0, firstAttemptAt: T0 }), 'attempt.due', T0), 'attempt.succeeded', T0)
-    d = step(d, 'redeliver.requested', T0 + 1000)
-    expect(d.context).toMatchObject({ trigger: 'manual', nextAttemptAt: T0 + 1000 })
-    d = step(step(d, 'attempt.due', T0 + 1000), 'attempt.succeeded', T0 + 1000)
-    expect(status(d)).toBe('success')
-    expect(d.context.attempts).toBe(2)
+  test('a delivered event can be delivered again by hand', async () => {
+    const d = running([true, true])
+    await d.at(T0)
+    d.actor.send({ type: 'redeliver.requested', at: T0 + 1000 })
+    await d.at(T0 + 1000)
+    expect(d.status()).toBe('success')
+    expect(d.context().attempts).toBe(2)
+    expect(d.made.map((a) => a.trigger)).toEqual(['scheduled', 'manual'])
+    d.stop()
   })
 
-  test('redelivery while retrying moves the next attempt to now', () => {
-    let d = failDue(startDelivery({ eventAt: T0, firstAttemptAt: T0 }))
-    d = step(d, 'redeliver.requested', T0 + 5)
-    expect(status(d)).toBe('retrying')
-    expect(d.context.nextAttemptAt).toBe(T0 + 5)
+  test('redelivery while retrying brings the next attempt forward to now', async () => {
+    const d = running([false, true])
+    await d.at(T0)
+    d.actor.send({ type: 'redeliver.requested', at: T0 + 5 })
+    expect(d.context().nextAttemptAt).toBe(T0 + 5)
+    await d.at(T0 + 5)
+    expect(d.made.map((a) => a.at)).toEqual([T0, T0 + 5])
+    expect(d.status()).toBe('success')
+    d.stop()
   })
 
-  test('a snapshot survives a JSON round trip (it is stored in the database)', () => {
-    const d = failDue(startDelivery({ eventAt: T0, firstAttemptAt: T0 }))
-    const restored = JSON.parse(JSON.stringify(d)) as StoredDelivery
-    const next = failDue(restored)
-    expect(next.context.nextAttemptAt).toBe(T0 + DEFAULT_RETRY_SCHEDULE_MS[0] + DEFAULT_RETRY_SCHEDULE_MS[1])
+  test('a sender that throws counts as one failed attempt, retried on schedule', async () => {
+    const d = running(['throw', true])
+    await d.at(T0)
+    expect(d.status()).toBe('retrying')
+    expect(d.context()).toMatchObject({ attempts: 1, nextAttemptAt: T0 + MIN })
+    await d.at(T0 + MIN)
+    expect(d.status()).toBe('success')
+    d.stop()
   })
 
-  test('events a state does not take are refused', () => {
-    const d = startDelivery({ eventAt: T0, firstAttemptAt: T0 })
-    expect(stepDelivery(d, { type: 'attempt.succeeded', at: T0 })).toBeNull()
-    expect(stepDelivery(d, { type: 'attempt.failed', at: T0 })).toBeNull()
+  test('restored from its persisted snapshot mid-backoff, it makes exactly the remaining attempts at their original times', async () => {
+    const first = running(() => false)
+    await first.at(T0)
+    await first.at(T0 + MIN)
+    const persisted = JSON.parse(JSON.stringify(first.actor.getPersistedSnapshot()))
+    first.stop()
+    // The process died; a new one restores the snapshot 3 minutes later (before the +5 min retry).
+    const second = running(() => false, {}, { snapshot: persisted, now: T0 + 4 * MIN })
+    await second.at(T0 + 4 * MIN)
+    expect(second.made).toEqual([])
+    await second.at(T0 + 6 * MIN - 1)
+    expect(second.made).toEqual([])
+    let due = T0 + 6 * MIN
+    for (const offset of DEFAULT_RETRY_SCHEDULE_MS.slice(2)) {
+      await second.at(due)
+      due += offset
+    }
+    await second.at(due)
+    expect(second.made.map((a) => [a.number, a.at])).toEqual([[3, T0 + 6 * MIN], [4, T0 + 36 * MIN], [5, T0 + 156 * MIN], [6, T0 + 636 * MIN]])
+    expect(second.context()).toMatchObject({ attempts: 6, failedBecause: 'exhausted' })
+    second.stop()
+  })
+
+  test('restored after its next attempt fell due, it makes that attempt at once', async () => {
+    const first = running(() => false)
+    await first.at(T0)
+    const persisted = JSON.parse(JSON.stringify(first.actor.getPersistedSnapshot()))
+    first.stop()
+    const second = running([true], {}, { snapshot: persisted, now: T0 + 3 * MIN })
+    await second.at(T0 + 3 * MIN)
+    expect(second.made.map((a) => [a.number, a.scheduledFor, a.at])).toEqual([[2, T0 + MIN, T0 + 3 * MIN]])
+    expect(second.status()).toBe('success')
+    second.stop()
+  })
+
+  test('a redelivery while an attempt is in flight is refused', () => {
+    const d = running(() => true)
+    const snapshot = webhookDeliveryMachine.resolveState({ value: 'attempting', context: d.context() })
+    expect(snapshot.can({ type: 'redeliver.requested', at: T0 })).toBe(false)
+    d.stop()
   })
 })

@@ -1,13 +1,11 @@
 import { createHash } from 'node:crypto'
-import { MACHINE_VERSION } from '../../../machines/transaction.machine.ts'
-import { webhookData } from '../../actors/projection.ts'
 import type { TransactionRegistry } from '../../actors/transaction-registry.ts'
-import type { Mode } from '../../keys/api-key.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { newTransactionId, newTransactionNumber } from '../../lib/ids.ts'
 import { centsToDecimal, decimalToNumber, usdToCents } from '../../lib/money.ts'
 import { deny, ok, type Outcome } from '../../lib/outcome.ts'
 import type { CreateTransactionInput, Status, TransactionView } from './model.ts'
+import type { ProjectMode } from '../../projects/mode.ts'
 import type { TransactionRepo, TransactionRow } from './transaction.repo.ts'
 
 const IDEMPOTENCY_WINDOW_MS = 24 * 3_600_000
@@ -16,10 +14,7 @@ const DEFAULT_EXPIRY_MINUTES = 60
 const NUMBER_ATTEMPTS = 5
 
 /** Who is asking: a project in one mode (R9: a key sees only its own mode). */
-export interface Caller {
-  projectId: string
-  mode: Mode
-}
+export type Caller = ProjectMode
 
 /** A serialised response, so an idempotent replay returns the very same bytes (R6). */
 export interface StoredResponse {
@@ -27,11 +22,10 @@ export interface StoredResponse {
   body: string
 }
 
-/** What creating a transaction needs from the lifecycle: its first snapshot and its actor. */
-export type Lifecycle = Pick<TransactionRegistry, 'initialSnapshot' | 'lease' | 'adopt' | 'apply'>
+/** What the service needs of the lifecycle: create a transaction with its actor, and apply events to it. */
+export type Lifecycle = Pick<TransactionRegistry, 'create' | 'apply'>
 
 export function createTransactionService(deps: { repo: TransactionRepo; lifecycle: Lifecycle; clock: Clock; baseUrl: string }) {
-  const scopeOf = (c: Caller) => ({ projectId: c.projectId, testingMode: c.mode === 'test' })
   const view = (row: TransactionRow) => toView(row, deps.baseUrl)
 
   /** The row a new transaction starts as: every column, so response and event need no read-back. */
@@ -87,18 +81,13 @@ export function createTransactionService(deps: { repo: TransactionRepo; lifecycl
         const row = newRow(caller, input, now)
         const transaction = view(row)
         const response: StoredResponse = { status: 200, body: JSON.stringify({ success: true, transaction, payment_url: transaction.payment_url }) }
-        const snapshot = deps.lifecycle.initialSnapshot({ transactionId: row.id, expiresAt: row.expiresAt.getTime() })
-        const outcome = await deps.repo.insertCreated({
+        const outcome = await deps.lifecycle.create({
           row,
-          actor: { snapshot, machineVersion: MACHINE_VERSION, ...deps.lifecycle.lease() },
           timelineDetails: { amount_usd: row.amountUsd, expires_at: row.expiresAt.toISOString() },
-          eventData: webhookData(row),
           idempotency: key === undefined ? undefined : { mode: caller.mode, key, requestHash, statusCode: response.status, response: response.body, expiredBefore: new Date(now.getTime() - IDEMPOTENCY_WINDOW_MS) },
         })
         if (outcome === 'number_taken') continue
         if (outcome === 'key_taken') break
-        // The actor starts only once its transaction is committed.
-        deps.lifecycle.adopt(row.id, snapshot, row.version)
         return ok(response)
       }
       if (key === undefined) throw new Error(`no free transaction number after ${NUMBER_ATTEMPTS} attempts`)
@@ -110,31 +99,31 @@ export function createTransactionService(deps: { repo: TransactionRepo; lifecycl
     },
 
     async get(caller: Caller, id: string): Promise<Outcome<TransactionView>> {
-      const row = await deps.repo.find(scopeOf(caller), id)
+      const row = await deps.repo.find(caller, id)
       // Another project's or mode's transaction is indistinguishable from none (R9).
       return row ? ok(view(row)) : deny('not_found', `No transaction ${id}`)
     },
 
     /** R11: the merchant cancels; only `created`, `prepared` and `pending` can be (409 otherwise). */
     async cancel(caller: Caller, id: string): Promise<Outcome<TransactionView>> {
-      const found = await deps.repo.find(scopeOf(caller), id)
+      const found = await deps.repo.find(caller, id)
       if (!found) return deny('not_found', `No transaction ${id}`)
       const applied = await deps.lifecycle.apply(id, { type: 'cancel.requested', by: 'merchant' })
-      if (!applied.ok) return applied.code === 'conflict' ? deny('conflict', `A transaction in status ${(await deps.repo.find(scopeOf(caller), id))?.status ?? found.status} cannot be cancelled`) : applied
+      if (!applied.ok) return applied.code === 'conflict' ? deny('conflict', `A transaction in status ${(await deps.repo.find(caller, id))?.status ?? found.status} cannot be cancelled`) : applied
       return ok(view(applied.value))
     },
 
     /** Every recorded transition of a transaction, oldest first. */
     async timeline(caller: Caller, id: string) {
-      const found = await deps.repo.find(scopeOf(caller), id)
+      const found = await deps.repo.find(caller, id)
       if (!found) return deny('not_found', `No transaction ${id}`)
-      const entries = await deps.repo.lifecycle.timeline(id)
+      const entries = await deps.repo.timeline(id)
       return ok(entries.map((e) => ({ from_status: e.fromStatus, to_status: e.toStatus, cause: e.cause, details: e.details, at: e.at.toISOString() })))
     },
 
     async list(caller: Caller, projectId: string, filter: { status?: Status; orderIdPrefix?: string; limit: number; offset: number }) {
       if (projectId !== caller.projectId) return deny('forbidden', 'This API key does not belong to that project')
-      const { rows, total } = await deps.repo.page(scopeOf(caller), filter)
+      const { rows, total } = await deps.repo.page(caller, filter)
       return ok({
         transactions: rows.map(view),
         pagination: { limit: filter.limit, offset: filter.offset, total, has_more: filter.offset + rows.length < total },

@@ -1,0 +1,263 @@
+import { createActor, fromPromise, type Actor, type InspectionEvent, type SnapshotFrom } from 'xstate'
+import {
+  DELIVERY_MACHINE_VERSION, deliveryStatus, webhookDeliveryMachine,
+  type AttemptInput, type AttemptOutput, type DeliveryContext, type DeliveryInput, type DeliveryState,
+} from '../../machines/webhook-delivery.machine.ts'
+import { deadlineTimer } from '../actors/deadline-timer.ts'
+import { restoreActor } from '../actors/restore-actor.ts'
+import type { Scheduler } from '../actors/scheduler.ts'
+import type { ChangeFeed } from '../db/change-feed.ts'
+import type { Clock } from '../lib/clock.ts'
+import type { Logger } from '../lib/logger.ts'
+import type { AttemptRecord, DeliveryRepo, DeliveryStep, RunnableDelivery } from './delivery.repo.ts'
+import type { EndpointService } from './endpoint.service.ts'
+import { webhookBody, webhookHeaders } from './payload.ts'
+import { createSendQueue, DEFAULT_SEND_LIMITS, type SendQueueOptions } from './send-queue.ts'
+import { postWebhook, type SendOutcome } from './sender.ts'
+import { checkDeliveryTarget, systemResolver, type Resolver } from './url-guard.ts'
+import { signWebhookBody } from './verify-webhook.mjs'
+
+type DeliveryActor = Actor<typeof webhookDeliveryMachine>
+type DeliverySnapshot = SnapshotFrom<typeof webhookDeliveryMachine>
+type EndpointInfo = { url: string; mode: 'test' | 'live'; secret: string; enabled: boolean }
+
+export interface RunnerDeps {
+  repo: DeliveryRepo
+  endpoints: Pick<EndpointService, 'forSending'>
+  changes: ChangeFeed
+  clock: Clock
+  logger: Logger
+  scheduler: Scheduler
+  instanceId: string
+  scheduleMs: readonly number[]
+  resolver?: Resolver
+  sendLimits?: SendQueueOptions
+  timeoutMs?: number
+  /** XState's inspection, for every delivery actor (tests, diagnostics). */
+  inspect?: (event: InspectionEvent) => void
+}
+
+interface Running {
+  actor: DeliveryActor
+  delivery: RunnableDelivery
+  /** The attempt the last `sendAttempt` made, persisted with the step it led to. */
+  attempt: AttemptRecord | null
+  /** The context of the last step handed to persistence: a snapshot with the same context is not a step. */
+  persistedContext: DeliveryContext
+  /** The commit of the last step. */
+  committed: Promise<unknown>
+}
+
+/** What asking a delivery to act now came to. */
+export type RedeliverAnswer = 'accepted' | 'busy' | 'not_running'
+
+/** The actor's input for a delivery without a snapshot of this machine: new, or recorded by machine version 1 as `{ state, context }`. */
+export function inputOf(d: RunnableDelivery, scheduleMs: readonly number[]): DeliveryInput {
+  const old = d.machineVersion === 1 ? (d.snapshot as { context?: Partial<DeliveryContext> } | null)?.context : undefined
+  return {
+    deliveryId: d.id,
+    eventAt: d.eventAt,
+    firstAttemptAt: d.nextAttemptAt ?? d.eventAt,
+    scheduleMs: old?.scheduleMs ?? scheduleMs,
+    maxAgeMs: old?.maxAgeMs,
+    resumed: old ? { attempts: old.attempts ?? 0, automaticAttempts: old.automaticAttempts ?? 0, trigger: old.trigger ?? 'scheduled' } : undefined,
+  }
+}
+
+/** Whether a stored delivery has a snapshot this machine restores. */
+export const restorable = (d: { snapshot: unknown | null; machineVersion: number }) => d.snapshot !== null && d.machineVersion === DELIVERY_MACHINE_VERSION
+
+/**
+ * Runs webhook deliveries as actors (issue 5, issue 17): each delivery in flight or waiting for
+ * a retry is a running `webhook-delivery.machine.ts` actor on the instance that claimed it. Its
+ * `backoffTimer` waits for the absolute time of the next attempt (R19) on the shared scheduler;
+ * its `sendAttempt` queues the signed POST behind the per-endpoint limits (send-queue.ts) and
+ * makes it, unless the actor was stopped meanwhile. After each step (an attempt's outcome, a
+ * redelivery, the 7-day rule) the snapshot, its projection and the attempt row are committed,
+ * in batches (group commit), where this instance still holds the claim; a finished delivery's
+ * actor stops and its claim is given back.
+ */
+export function createDeliveryRunner(deps: RunnerDeps) {
+  const resolver = deps.resolver ?? systemResolver
+  const queue = createSendQueue(deps.sendLimits ?? DEFAULT_SEND_LIMITS)
+  const running = new Map<string, Running>()
+  const endpointCache = new Map<string, Promise<EndpointInfo | null>>()
+  const unsubscribe = deps.changes.subscribe((c) => {
+    if (c.kind === 'all') endpointCache.clear()
+    else if (c.kind === 'endpoint') endpointCache.delete(c.id)
+  })
+  const machine = webhookDeliveryMachine.provide({
+    actors: {
+      backoffTimer: deadlineTimer(deps.scheduler, deps.clock),
+      sendAttempt: fromPromise<AttemptOutput, AttemptInput>(({ input, signal }) => send(input, signal)),
+    },
+  })
+
+  function endpoint(id: string): Promise<EndpointInfo | null> {
+    let p = endpointCache.get(id)
+    if (!p) {
+      p = deps.endpoints.forSending(id)
+      p.catch(() => endpointCache.delete(id))
+      endpointCache.set(id, p)
+    }
+    return p
+  }
+
+  /** The one HTTP request of an attempt, or the reason none was made. Never throws. */
+  async function request(d: RunnableDelivery, number: number, sentAt: Date): Promise<{ body: string; outcome: SendOutcome }> {
+    const body = webhookBody(d.eventType, d.data, sentAt, d.test)
+    const info = await endpoint(d.endpointId)
+    const refused = (error: string) => ({ body, outcome: { ok: false, statusCode: null, responseBody: null, error, durationMs: 0 } })
+    if (!info) return refused('endpoint deleted')
+    if (!info.enabled) return refused('endpoint disabled')
+    const target = await checkDeliveryTarget(info.url, info.mode, resolver)
+    if (!target.ok) return refused(`refused: url ${target.reason}`)
+    const headers = webhookHeaders({ signature: signWebhookBody(body, info.secret), eventId: d.eventId, sentAt, attempt: number, test: d.test })
+    return { body, outcome: await postWebhook(info.url, body, headers, deps.timeoutMs) }
+  }
+
+  /** The provided `sendAttempt`: waits for a send slot, then makes the attempt unless the actor stopped meanwhile. */
+  function send(input: AttemptInput, signal: AbortSignal): Promise<AttemptOutput> {
+    const entry = running.get(input.deliveryId)
+    if (!entry) return Promise.resolve({ ok: false, at: deps.clock.now() })
+    return new Promise((resolve) => {
+      queue.push(entry.delivery.endpointId, entry.delivery.id, async () => {
+        if (signal.aborted) return null
+        try {
+          const startedAt = new Date(deps.clock.now())
+          const { body, outcome } = await request(entry.delivery, input.number, startedAt)
+          entry.attempt = {
+            number: input.number, trigger: input.trigger, scheduledFor: input.scheduledFor === null ? null : new Date(input.scheduledFor), startedAt,
+            durationMs: outcome.durationMs, statusCode: outcome.statusCode, requestBody: body, responseBody: outcome.responseBody, error: outcome.error,
+          }
+          resolve({ ok: outcome.ok, at: deps.clock.now() })
+          return outcome.ok
+        } catch (e) {
+          // Resolving the endpoint failed (database away): the machine counts a failed attempt, nothing was sent.
+          deps.logger.warn('webhook attempt could not be made', { deliveryId: entry.delivery.id, error: String(e) })
+          resolve({ ok: false, at: deps.clock.now() })
+          return false
+        }
+      })
+    })
+  }
+
+  // Group commit: steps arriving while a commit runs go together in the next one, one step per delivery per batch.
+  let pending: { step: DeliveryStep; done: (recorded: boolean) => void; fail: (e: unknown) => void }[] = []
+  let committing: Promise<void> | null = null
+  function persist(step: DeliveryStep): Promise<boolean> {
+    return new Promise((done, fail) => {
+      pending.push({ step, done, fail })
+      committing ??= flush()
+    })
+  }
+  async function flush() {
+    while (pending.length > 0) {
+      const seen = new Set<string>()
+      const batch = pending.filter((p) => !seen.has(p.step.id) && !!seen.add(p.step.id))
+      pending = pending.filter((p) => !batch.includes(p))
+      try {
+        const recorded = await deps.repo.commitSteps(deps.instanceId, batch.map((b) => b.step))
+        for (const b of batch) b.done(recorded.has(b.step.id))
+      } catch (e) {
+        for (const b of batch) b.fail(e)
+      }
+    }
+    committing = null
+  }
+
+  /** Persists a step of a running actor; a finished delivery, or one whose claim was lost, stops. */
+  function onSnapshot(id: string, entry: Running, snapshot: DeliverySnapshot) {
+    const state = snapshot.value as DeliveryState
+    if (state === 'attempting' || snapshot.context === entry.persistedContext || running.get(id) !== entry) return
+    entry.persistedContext = snapshot.context
+    const finished = state === 'succeeded' || state === 'failed'
+    const c = snapshot.context
+    const step: DeliveryStep = {
+      id, status: deliveryStatus(state, c), attempts: c.attempts, nextAttemptAt: c.nextAttemptAt, failedBecause: c.failedBecause,
+      snapshot: entry.actor.getPersistedSnapshot(), finished, attempt: entry.attempt,
+    }
+    entry.attempt = null
+    entry.committed = persist(step).then(
+      (recorded) => {
+        if (!recorded) deps.logger.warn('webhook delivery step not recorded: this instance no longer holds it', { deliveryId: id })
+        if (!recorded || finished) stop(id, entry)
+      },
+      (e) => {
+        // The database is away: the step is lost, the actor stops, and the delivery runs again from its last persisted step once claimed.
+        deps.logger.warn('webhook delivery step not committed; it is retried from the last one', { deliveryId: id, error: String(e) })
+        stop(id, entry)
+      },
+    )
+  }
+
+  function stop(id: string, entry?: Running) {
+    const r = running.get(id)
+    if (!r || (entry && r !== entry)) return
+    r.actor.stop()
+    running.delete(id)
+  }
+
+  return {
+    /** Starts the actor of a delivery this instance claimed (a second call for one already running does nothing). */
+    run(d: RunnableDelivery) {
+      if (running.has(d.id)) return
+      const actor = restorable(d)
+        ? restoreActor(machine, d.snapshot, deps.inspect)
+        : createActor(machine, { input: inputOf(d, deps.scheduleMs), inspect: deps.inspect })
+      const entry: Running = { actor, delivery: d, attempt: null, persistedContext: actor.getSnapshot().context, committed: Promise.resolve() }
+      running.set(d.id, entry)
+      actor.subscribe((s) => onSnapshot(d.id, entry, s))
+      actor.start()
+    },
+
+    /** A manual redelivery of a delivery whose actor runs here: accepted once its step is committed. */
+    async redeliver(id: string): Promise<RedeliverAnswer> {
+      const entry = running.get(id)
+      if (!entry) return 'not_running'
+      const event = { type: 'redeliver.requested' as const, at: deps.clock.now() }
+      if (!entry.actor.getSnapshot().can(event)) return 'busy'
+      entry.actor.send(event)
+      await entry.committed
+      return 'accepted'
+    },
+
+    /** Every delivery actor running here. */
+    runningIds: (): string[] => [...running.keys()],
+
+    has: (id: string) => running.has(id),
+
+    /** Number of attempts waiting for a send slot. */
+    get queued() {
+      return queue.queued
+    },
+
+    /** Resolves when no attempt is queued or in flight and every step so far is committed. */
+    async settled() {
+      for (;;) {
+        await queue.idle()
+        await committing
+        await Promise.all([...running.values()].map((r) => r.committed))
+        if (queue.queued === 0 && !committing && pending.length === 0) return
+      }
+    },
+
+    /** Stops every actor now, persisting nothing more (the lease was lost). */
+    stopAll() {
+      queue.clear()
+      for (const id of [...running.keys()]) stop(id)
+    },
+
+    /** Shutdown: queued attempts are dropped, those in flight finish (at most the send time-out) and are committed, then every actor stops. */
+    async stop() {
+      for (const id of queue.clear()) stop(id)
+      await queue.idle()
+      await committing
+      await Promise.all([...running.values()].map((r) => r.committed))
+      for (const id of [...running.keys()]) stop(id)
+      unsubscribe()
+    },
+  }
+}
+
+export type DeliveryRunner = ReturnType<typeof createDeliveryRunner>
