@@ -2,7 +2,7 @@ import { CHANNELS } from '../db/channels.ts'
 import type { Database } from '../db/client.ts'
 import type { Clock } from '../lib/clock.ts'
 import { deny, ok, type Outcome } from '../lib/outcome.ts'
-import type { Mode } from '../projects/mode.ts'
+import type { Mode, ProjectMode } from '../projects/mode.ts'
 import { deriveAddress, generateDevnetXpub, parseXpub } from './deposit-addresses.ts'
 import { createDepositRepo } from './deposit.repo.ts'
 
@@ -64,7 +64,7 @@ export function createDepositService(deps: { database: Database; clock: Clock })
     },
 
     /** The transaction's deposit address: the one it already has, or the next one derived for it. */
-    async assign(tx: { id: string; projectId: string; mode: Mode }): Promise<Outcome<{ address: string; isNew: boolean }>> {
+    async assign(tx: ProjectMode & { id: string }): Promise<Outcome<{ address: string; isNew: boolean }>> {
       const existing = await repo.addressOf(tx.id)
       if (existing) return ok({ address: existing, isNew: false })
       let taken = await repo.takeIndex(tx.projectId, tx.mode)

@@ -1,3 +1,4 @@
+import { CHANNELS } from './channels.ts'
 import type { Database } from './client.ts'
 
 /** A record whose cached copies must be dropped: keys and projects feed the auth cache, endpoints the webhook sender's. */
@@ -10,13 +11,12 @@ export interface ChangeFeed {
   stop(): Promise<void>
 }
 
-const CHANNEL = 'cache_changes'
 
 export async function createChangeFeed(database: Database): Promise<ChangeFeed> {
   const subscribers = new Set<(c: Change) => void>()
   const emit = (c: Change) => subscribers.forEach((fn) => fn(c))
   const unlisten = await database.listen(
-    CHANNEL,
+    CHANNELS.cacheChanges,
     (payload) => {
       try {
         emit(JSON.parse(payload) as Change)
@@ -30,7 +30,7 @@ export async function createChangeFeed(database: Database): Promise<ChangeFeed> 
   return {
     async publish(change) {
       emit(change)
-      await database.notify(CHANNEL, JSON.stringify(change))
+      await database.notify(CHANNELS.cacheChanges, JSON.stringify(change))
     },
     subscribe(fn) {
       subscribers.add(fn)

@@ -5,7 +5,7 @@
 export const CHANNELS = {
   /** A transaction's actor changed on another instance: `{ id, version, event? }`. */
   transactionActor: 'actor_changed',
-  /** New webhook work: outbox events to fan out, deliveries to claim. */
+  /** New webhook work: outbox events to fan out, deliveries to claim. The outbox's insert trigger (migration 0004) notifies it too. */
   webhookWork: 'outbox',
   /** A running delivery actor is asked to act now (manual redelivery): the delivery id. */
   deliveryRequest: 'delivery_request',

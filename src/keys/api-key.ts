@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto'
 import { randomString } from '../lib/ids.ts'
 
-export type Mode = 'test' | 'live'
+import type { Mode } from '../projects/mode.ts'
+
 export const SCOPES = ['transactions:read', 'transactions:write', 'stats:read', 'webhooks:write'] as const
 export type Scope = (typeof SCOPES)[number]
 

@@ -6,7 +6,8 @@ import type { Clock } from '../lib/clock.ts'
 import { newId } from '../lib/ids.ts'
 import { deny, ok, type Outcome } from '../lib/outcome.ts'
 import type { ProjectStatus, RateLimits } from '../projects/project.service.ts'
-import { displayPrefix, generateApiKey, hashApiKey, looksLikeApiKey, SCOPES, type Mode, type Scope } from './api-key.ts'
+import type { Mode, ProjectFilter } from '../projects/mode.ts'
+import { displayPrefix, generateApiKey, hashApiKey, looksLikeApiKey, SCOPES, type Scope } from './api-key.ts'
 
 /** Who is calling: a live, unrevoked key and what its project allows. */
 export interface Principal {
@@ -29,13 +30,7 @@ export interface ApiKeyRecord {
   revokedAt: Date | null
 }
 
-/** Narrows key management to one project and mode (the dashboard); the operator's CLI passes none. */
-export interface KeyScope {
-  projectId?: string
-  mode?: Mode
-}
-
-const inScope = (s: KeyScope) => and(s.projectId ? eq(apiKeys.projectId, s.projectId) : undefined, s.mode ? eq(apiKeys.mode, s.mode) : undefined)
+const inScope = (s: ProjectFilter) => and(s.projectId ? eq(apiKeys.projectId, s.projectId) : undefined, s.mode ? eq(apiKeys.mode, s.mode) : undefined)
 
 const CACHE_MAX = 10_000
 /** A safety net only: revocation and project changes evict entries at once through the change feed. */
@@ -129,7 +124,7 @@ export function createKeyService(deps: { database: Database; changes: ChangeFeed
     },
 
     /** Revoked keys answer 401 from the next request on, in every instance. */
-    async revoke(keyId: string, scope: KeyScope = {}): Promise<Outcome<ApiKeyRecord>> {
+    async revoke(keyId: string, scope: ProjectFilter = {}): Promise<Outcome<ApiKeyRecord>> {
       const [row] = await db.update(apiKeys).set({ revokedAt: new Date(deps.clock.now()) }).where(and(eq(apiKeys.id, keyId), isNull(apiKeys.revokedAt), inScope(scope))).returning()
       if (!row) {
         const [existing] = await db.select().from(apiKeys).where(and(eq(apiKeys.id, keyId), inScope(scope)))
@@ -141,7 +136,7 @@ export function createKeyService(deps: { database: Database; changes: ChangeFeed
     },
 
     /** Gone for good (the spec's "delete"): like a revoked key it answers 401, and it leaves the list. */
-    async delete(keyId: string, scope: KeyScope = {}): Promise<Outcome<{ id: string }>> {
+    async delete(keyId: string, scope: ProjectFilter = {}): Promise<Outcome<{ id: string }>> {
       const [row] = await db.delete(apiKeys).where(and(eq(apiKeys.id, keyId), inScope(scope))).returning({ id: apiKeys.id })
       if (!row) return deny('not_found', `No API key ${keyId}`)
       await deps.changes.publish({ kind: 'key', id: keyId })

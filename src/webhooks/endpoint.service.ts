@@ -6,9 +6,8 @@ import type { Clock } from '../lib/clock.ts'
 import { newId, randomString } from '../lib/ids.ts'
 import { deny, ok, type Outcome } from '../lib/outcome.ts'
 import type { SecretBox } from '../lib/secret-box.ts'
+import type { Mode, ProjectFilter } from '../projects/mode.ts'
 import { checkEndpointUrl } from './url-guard.ts'
-
-export type Mode = 'test' | 'live'
 
 /** An endpoint as the CLI and dashboard show it: never its secret. */
 export interface EndpointView {
@@ -22,13 +21,7 @@ export interface EndpointView {
   updatedAt: Date
 }
 
-/** Narrows reads and writes to one project and mode (the dashboard); the operator's CLI passes none. */
-export interface Scope {
-  projectId?: string
-  mode?: Mode
-}
-
-const inScope = (id: string, s: Scope) =>
+const inScope = (id: string, s: ProjectFilter) =>
   and(eq(webhookEndpoints.id, id), s.projectId ? eq(webhookEndpoints.projectId, s.projectId) : undefined, s.mode ? eq(webhookEndpoints.mode, s.mode) : undefined)
 
 /** `whsec_` and 40 base62 characters (238 bits). */
@@ -51,12 +44,12 @@ export function createEndpointService(deps: { database: Database; changes: Chang
   const { db } = deps.database
   const now = () => new Date(deps.clock.now())
 
-  async function row(id: string, scope: Scope) {
+  async function row(id: string, scope: ProjectFilter) {
     const [r] = await db.select().from(webhookEndpoints).where(inScope(id, scope))
     return r ?? null
   }
 
-  async function update(id: string, scope: Scope, patch: Partial<typeof webhookEndpoints.$inferInsert>): Promise<Outcome<EndpointView>> {
+  async function update(id: string, scope: ProjectFilter, patch: Partial<typeof webhookEndpoints.$inferInsert>): Promise<Outcome<EndpointView>> {
     const [r] = await db.update(webhookEndpoints).set({ ...patch, updatedAt: now() })
       .where(inScope(id, scope)).returning()
     if (!r) return deny('not_found', `No webhook endpoint ${id}`)
@@ -92,26 +85,26 @@ export function createEndpointService(deps: { database: Database; changes: Chang
       return rows.map(view)
     },
 
-    async get(id: string, scope: Scope = {}): Promise<Outcome<EndpointView>> {
+    async get(id: string, scope: ProjectFilter = {}): Promise<Outcome<EndpointView>> {
       const r = await row(id, scope)
       return r ? ok(view(r)) : deny('not_found', `No webhook endpoint ${id}`)
     },
 
     /** The signing secret in clear (the dashboard asks for the password first). */
-    async revealSecret(id: string, scope: Scope = {}): Promise<Outcome<{ id: string; secret: string }>> {
+    async revealSecret(id: string, scope: ProjectFilter = {}): Promise<Outcome<{ id: string; secret: string }>> {
       const r = await row(id, scope)
       if (!r) return deny('not_found', `No webhook endpoint ${id}`)
       return ok({ id, secret: deps.secrets.open(r.secretSealed, id) })
     },
 
     /** A new secret replaces the old one at once; deliveries from then on are signed with it. */
-    async rotateSecret(id: string, scope: Scope = {}): Promise<Outcome<{ endpoint: EndpointView; secret: string }>> {
+    async rotateSecret(id: string, scope: ProjectFilter = {}): Promise<Outcome<{ endpoint: EndpointView; secret: string }>> {
       const secret = newSecret()
       const r = await update(id, scope, { secretSealed: deps.secrets.seal(secret, id) })
       return r.ok ? ok({ endpoint: r.value, secret }) : r
     },
 
-    setEnabled: (id: string, enabled: boolean, scope: Scope = {}) => update(id, scope, { enabled }),
+    setEnabled: (id: string, enabled: boolean, scope: ProjectFilter = {}) => update(id, scope, { enabled }),
 
     /** What the sender needs: URL, mode, secret in clear and whether it may send; null once deleted. */
     async forSending(id: string): Promise<{ url: string; mode: Mode; secret: string; enabled: boolean } | null> {

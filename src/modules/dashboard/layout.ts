@@ -1,6 +1,6 @@
 import { html, PAGE_META, type Html } from '../../lib/html.ts'
 import { PAY_PAGE_HEADERS } from '../pay/page.ts'
-import type { Mode } from '../../keys/api-key.ts'
+import type { Mode } from '../../projects/mode.ts'
 import type { Membership } from '../../users/session.service.ts'
 
 /** The pay page's policy, except that the dashboard's own forms may post (to itself only). */

@@ -1,5 +1,5 @@
 import type { DepositService } from '../../chain/deposit.service.ts'
-import type { Mode } from '../../keys/api-key.ts'
+import type { Mode } from '../../projects/mode.ts'
 import type { KeyService } from '../../keys/key.service.ts'
 import { deny, ok, type Outcome } from '../../lib/outcome.ts'
 import type { ProjectService } from '../../projects/project.service.ts'

@@ -14,6 +14,7 @@ import { deny, ok, type Outcome } from '../../lib/outcome.ts'
 import type { TransactionRow } from '../transactions/transaction.repo.ts'
 import type { PayState } from './model.ts'
 import { createPayRepo } from './pay.repo.ts'
+import { modeOf } from '../../projects/mode.ts'
 
 export interface PayDeps {
   database: Database
@@ -123,7 +124,7 @@ export function createPayService(deps: PayDeps) {
         return deny('unavailable', `The ${found.token.symbol} price is unavailable right now (${price.reason}); please try again in a moment or choose another token`)
       }
       const units = quoteTokenUnits(usdToCents(tx.amountUsd), found.token.decimals, { answer: price.answer, decimals: price.decimals })
-      const address = await deps.deposits.assign({ id: tx.id, projectId: tx.projectId, mode: tx.testingMode ? 'test' : 'live' })
+      const address = await deps.deposits.assign({ id: tx.id, projectId: tx.projectId, mode: modeOf(tx.testingMode) })
       if (!address.ok) return address
       deps.watch(address.value.address)
       if (clientIp && tx.customerIpAddress === null) {

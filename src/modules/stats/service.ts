@@ -1,7 +1,7 @@
 import { and, count, eq, gte, inArray, lt, lte, sql, type SQL } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
 import { transactions } from '../../db/schema.ts'
-import type { Mode } from '../../keys/api-key.ts'
+import type { ProjectMode } from '../../projects/mode.ts'
 import { centsToDecimal, decimalToNumber, usdToCents } from '../../lib/money.ts'
 import { deny, ok, type FieldProblem, type Outcome } from '../../lib/outcome.ts'
 import { STATUSES, type Status } from '../transactions/model.ts'
@@ -39,7 +39,7 @@ export interface DailyStats {
 const rate = (completed: number, total: number) => (total === 0 ? 0 : Math.round((completed * 10_000) / total) / 100)
 
 /** R9 and R10: which transactions a caller's stats cover, or why the range is refused. */
-function selection(caller: { projectId: string; mode: Mode }, q: StatsQuery): Outcome<SQL | undefined> {
+function selection(caller: ProjectMode, q: StatsQuery): Outcome<SQL | undefined> {
   const problems: FieldProblem[] = []
   const start = q.start_date === undefined ? null : parseBound(q.start_date, 'start')
   const end = q.end_date === undefined ? null : parseBound(q.end_date, 'end')
@@ -61,7 +61,7 @@ function selection(caller: { projectId: string; mode: Mode }, q: StatsQuery): Ou
 
 export function createStatsService(deps: { db: Db }) {
   return {
-    async stats(caller: { projectId: string; mode: Mode }, q: StatsQuery): Promise<Outcome<unknown>> {
+    async stats(caller: ProjectMode, q: StatsQuery): Promise<Outcome<unknown>> {
       const where = selection(caller, q)
       if (!where.ok) return where
       const rows = await deps.db
@@ -89,7 +89,7 @@ export function createStatsService(deps: { db: Db }) {
     },
 
     /** The same selection as `stats`, per UTC day of creation, oldest first; days without transactions are left out. */
-    async daily(caller: { projectId: string; mode: Mode }, q: StatsQuery): Promise<Outcome<DailyStats[]>> {
+    async daily(caller: ProjectMode, q: StatsQuery): Promise<Outcome<DailyStats[]>> {
       const where = selection(caller, q)
       if (!where.ok) return where
       const day = sql<string>`to_char(${transactions.createdAt} AT TIME ZONE 'UTC', 'YYYY-MM-DD')`

@@ -6,6 +6,7 @@ import { displayUnits, formatUsd } from '../../pay/view.ts'
 import { STATUSES, type TransactionView } from '../../transactions/model.ts'
 import { badge, base, layout, postButton, query, table, when, type Frame } from '../layout.ts'
 import { deliveryHeaders, deliveryRows } from './deliveries.ts'
+import { modeOf } from '../../../projects/mode.ts'
 
 /** Decimals of a token on a network, for showing smallest units as amounts; null when unknown. */
 export type TokenDecimals = (network: string, symbol: string) => number | null
@@ -70,7 +71,7 @@ ${actions}
   ${field('Number', t.transaction_number)}
   ${field('Status', t.status)}
   ${field('Amount', formatUsd(t.amount_usd, t.currency))}
-  ${field('Mode', t.testing_mode ? 'test' : 'live')}
+  ${field('Mode', modeOf(t.testing_mode))}
   ${field('Order id', t.order_id)}
   ${field('Order description', t.order_description)}
   ${field('Customer name', t.customer_name)}

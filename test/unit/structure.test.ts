@@ -1,0 +1,83 @@
+import { describe, expect, test } from 'bun:test'
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
+import { dirname, join, normalize, relative } from 'node:path'
+import { ROOT } from '../helpers/processes.ts'
+
+/**
+ * The shape the project keeps (README, "How it runs"): data flows one way, so no module imports
+ * one that imports it back; machines are pure; only controllers and the HTTP assembly know
+ * Elysia; statements are written and prepared in repositories only.
+ */
+function sources(dir: string): string[] {
+  return readdirSync(join(ROOT, dir)).flatMap((name) => {
+    const path = join(dir, name)
+    if (statSync(join(ROOT, path)).isDirectory()) return name === 'assets' || name === 'client' ? [] : sources(path)
+    return /\.(ts|mjs)$/.test(name) ? [path] : []
+  })
+}
+
+const FILES = [...sources('src'), ...sources('machines')]
+const text = new Map(FILES.map((f) => [f, readFileSync(join(ROOT, f), 'utf8')]))
+/** Every `import ... from '...'` and `export ... from '...'` of a file, type-only ones included. */
+const specifiers = (file: string) => [...text.get(file)!.matchAll(/^(?:import|export)\b[^'"]*?from\s+['"]([^'"]+)['"]/gm)].map((m) => m[1])
+const localImports = (file: string) =>
+  specifiers(file).filter((s) => s.startsWith('.')).map((s) => normalize(join(dirname(file), s))).filter((p) => existsSync(join(ROOT, p)))
+
+/** The strongly connected components of more than one module (Tarjan). */
+function cycles(graph: Map<string, string[]>): string[][] {
+  const index = new Map<string, number>()
+  const low = new Map<string, number>()
+  const stack: string[] = []
+  const onStack = new Set<string>()
+  const found: string[][] = []
+  let next = 0
+  const visit = (v: string) => {
+    index.set(v, next)
+    low.set(v, next++)
+    stack.push(v)
+    onStack.add(v)
+    for (const w of graph.get(v) ?? []) {
+      if (!index.has(w)) {
+        visit(w)
+        low.set(v, Math.min(low.get(v)!, low.get(w)!))
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!))
+    }
+    if (low.get(v) === index.get(v)) {
+      const component: string[] = []
+      for (let w = stack.pop()!; ; w = stack.pop()!) {
+        onStack.delete(w)
+        component.push(w)
+        if (w === v) break
+      }
+      if (component.length > 1) found.push(component.sort())
+    }
+  }
+  for (const v of graph.keys()) if (!index.has(v)) visit(v)
+  return found
+}
+
+describe('structure', () => {
+  test('no import circles among the modules of src/ and machines/', () => {
+    expect(cycles(new Map(FILES.map((f) => [f, localImports(f)])))).toEqual([])
+  })
+
+  test('the cycle finder finds a circle when there is one', () => {
+    expect(cycles(new Map([['a', ['b']], ['b', ['c']], ['c', ['a']], ['d', ['a']]]))).toEqual([['a', 'b', 'c']])
+  })
+
+  test('machines are pure: they import xstate and each other, nothing else', () => {
+    for (const f of FILES.filter((f) => f.startsWith('machines/'))) {
+      for (const s of specifiers(f)) expect({ f, s, ok: s === 'xstate' || (s.startsWith('./') && !s.includes('/src/')) }).toEqual({ f, s, ok: true })
+    }
+  })
+
+  test('only the HTTP assembly and the controllers (modules/*/index.ts) import Elysia', () => {
+    const users = FILES.filter((f) => specifiers(f).some((s) => s === 'elysia' || s.startsWith('@elysiajs/')))
+    expect(users.filter((f) => !f.startsWith('src/http/') && !/^src\/modules\/[^/]+\/index\.ts$/.test(f))).toEqual([])
+  })
+
+  test('statements are prepared and run in repositories only (*.repo.ts and src/db/)', () => {
+    const raw = FILES.filter((f) => /\bprepare\(|\bdatabase\.(query|rows)\(|\.prepare\('/.test(text.get(f)!))
+    expect(raw.filter((f) => !f.endsWith('.repo.ts') && !f.startsWith('src/db/')).map((f) => relative('.', f))).toEqual([])
+  })
+})
