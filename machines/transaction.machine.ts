@@ -7,9 +7,10 @@ import { inertDeadlineTimer, type TimerFired } from './deadline-timer.ts'
  *
  * Expiry (R13): every state waiting for the customer or their money invokes the child
  * `expiryTimer` with the absolute deadline from context (machines/deadline-timer.ts). When it
- * fires, the machine does not move by itself: it emits `expiry.due`, and whoever runs the actor
- * (src/actors/transaction-registry.ts) commits `expiry.reached` like any other event, persisted
- * before the actor takes it. Leaving the state stops the child, and with it the timer.
+ * fires, the machine does not move by itself: its `requestExpiry` action asks whoever runs the
+ * actor to apply `expiry.reached` like any other event, persisted before the actor takes it (by
+ * default it emits `expiry.due`; src/actors/transaction-registry.ts provides it). Leaving the
+ * state stops the child, and with it the timer.
  */
 
 /** Stored with every persisted snapshot; bump it when a stored snapshot would no longer fit. */

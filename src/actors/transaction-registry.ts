@@ -1,4 +1,5 @@
 import { createActor, transition, type Actor, type InspectionEvent, type SnapshotFrom } from 'xstate'
+import type { TimerFired } from '../../machines/deadline-timer.ts'
 import { MACHINE_VERSION, transactionMachine, type TxContext, type TxEvent, type TxStatus } from '../../machines/transaction.machine.ts'
 import { CHANNELS } from '../db/channels.ts'
 import type { Database } from '../db/client.ts'
@@ -59,8 +60,9 @@ const MAX_NOTIFY_BYTES = 7000
  *
  * Timers: the machine invokes its `expiryTimer` child with the absolute deadline from its
  * context; provided here over the shared scheduler and the injected clock. When it fires, the
- * actor emits `expiry.due` and the registry applies `expiry.reached` like any event. A restored
- * actor restarts its child, so it waits for the original deadline, or fires at once (R13).
+ * machine's `requestExpiry` action (provided here too) has the registry apply `expiry.reached`
+ * like any event. A restored actor restarts its child, so it waits for the original deadline,
+ * or fires at once (R13).
  *
  * Several instances: each active transaction's actor runs on the one instance recorded as its
  * owner, while that instance's lease lives (src/actors/instance-lease.ts). An event reaching
@@ -69,7 +71,12 @@ const MAX_NOTIFY_BYTES = 7000
  * Actors of an instance whose lease ended are claimed by the others.
  */
 export function createTransactionRegistry(deps: RegistryDeps) {
-  const machine = transactionMachine.provide({ actors: { expiryTimer: deadlineTimer(deps.scheduler, deps.clock) } })
+  const machine = transactionMachine.provide({
+    actors: { expiryTimer: deadlineTimer(deps.scheduler, deps.clock) },
+    // The machine's answer to its timer, provided here rather than listened for per actor (a
+    // listener each would cost ~0.6 KiB per running actor; bench/RESULTS.md).
+    actions: { requestExpiry: ({ context, event }) => expire(context.transactionId, (event as TimerFired).at) },
+  })
   const running = new Map<string, { actor: TxActor; version: number }>()
   const queues = new Map<string, Promise<unknown>>()
   const me = deps.lease.instanceId
@@ -89,15 +96,17 @@ export function createTransactionRegistry(deps: RegistryDeps) {
     return run
   }
 
+  /** The deadline of a running actor passed: its expiry is applied like any event. */
+  function expire(id: string, at: number) {
+    apply(id, { type: 'expiry.reached', at }).then(
+      // A conflict means the expiry no longer applies (paid, cancelled); anything else: the timer fires again.
+      (r) => (!r.ok && r.code !== 'conflict' ? deps.logger.warn('expiry not applied; retrying', { transactionId: id, reason: r.message }) : undefined),
+      (e) => deps.logger.warn('expiry not applied; retrying', { transactionId: id, error: String(e) }),
+    )
+  }
+
   /** Starts the actor of a transaction this instance owns. */
   function run(id: string, actor: TxActor, version: number) {
-    actor.on('expiry.due', (e) => {
-      apply(id, { type: 'expiry.reached', at: e.at }).then(
-        // A conflict means the expiry no longer applies (paid, cancelled); anything else: the timer fires again.
-        (r) => (!r.ok && r.code !== 'conflict' ? deps.logger.warn('expiry not applied; retrying', { transactionId: id, reason: r.message }) : undefined),
-        (e) => deps.logger.warn('expiry not applied; retrying', { transactionId: id, error: String(e) }),
-      )
-    })
     actor.start()
     running.set(id, { actor, version })
   }

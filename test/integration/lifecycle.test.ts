@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { waitFor } from 'xstate'
 import { asc, eq } from 'drizzle-orm'
 import { outbox, transactionActors, transactionEvents } from '../../src/db/schema.ts'
 import { REFIRE_MS } from '../../src/actors/deadline-timer.ts'
@@ -233,6 +234,54 @@ for (const backend of backends()) {
       expect(await status()).toBe('expired')
       expect(failures).toBe(-1)
       expect(registry.statusOf(id)).toBeNull()
+      await registry.stop()
+      await lease.stop()
+      scheduler.stop()
+    })
+
+    test('running actors can be subscribed to, waited for and inspected; they only ever show committed states', async () => {
+      const database = t.server.services.database
+      const logger = createLogger('silent')
+      const ownClock = manualClock(clock.now())
+      const scheduler = createScheduler(ownClock)
+      const lease = createInstanceLease({ repo: createInstanceRepo(database.db), clock: ownClock, logger, instanceId: 'inst_inspected', leaseMs: 10_000 })
+      await lease.start()
+      const inspected: { type: string; event?: string; value?: unknown }[] = []
+      // Commits and what the actor shows, in the order they happen.
+      const order: string[] = []
+      const realRepo = createLifecycleRepo(database)
+      const repo = { ...realRepo, commitTransition: async (c: Parameters<typeof realRepo.commitTransition>[0]) => {
+        const row = await realRepo.commitTransition(c)
+        order.push(`committed ${c.patch.status}`)
+        return row
+      } }
+      const registry = createTransactionRegistry({
+        database, repo, lease, clock: ownClock, logger, scheduler, singleInstance: false,
+        inspect: (e) => inspected.push({ type: e.type, event: 'event' in e ? (e.event as { type: string }).type : undefined, value: e.type === '@xstate.snapshot' ? (e.snapshot as { value?: unknown }).value : undefined }),
+      })
+      const service = createTransactionService({ repo: createTransactionRepo(database), lifecycle: registry, clock: ownClock, baseUrl: 'https://localhost' })
+      const created = await service.create({ projectId: p.id, mode: 'test' }, { amount: 25 })
+      if (!created.ok) throw new Error(created.message)
+      const id = JSON.parse(created.value.body).transaction.id as string
+      for (let i = 0; i < 100 && registry.actorOf(id) === null; i++) await Bun.sleep(2)
+      const actor = registry.actorOf(id)!
+      actor.subscribe((s) => order.push(`actor ${String(s.value)}`))
+      const applied = Promise.all(PATH_TO.pending.map((e) => registry.apply(id, e)))
+      const pending = await waitFor(actor, (s) => s.value === 'pending', { timeout: 5_000 })
+      expect((await applied).every((r) => r.ok)).toBe(true)
+      expect(pending.context.quote).toEqual(quote)
+      // The database held each state before the actor showed it.
+      expect(order).toEqual(['committed prepared', 'actor prepared', 'committed pending', 'actor pending'])
+      expect(inspected.filter((e) => e.type === '@xstate.event').map((e) => e.event)).toEqual(expect.arrayContaining(['token.selected', 'customer.confirmed']))
+      expect(inspected.filter((e) => e.type === '@xstate.snapshot').map((e) => e.value)).toEqual(expect.arrayContaining(['created', 'prepared', 'pending']))
+      // A refused event never reaches the actor.
+      const before = inspected.length
+      expect((await registry.apply(id, { type: 'payment.included', txHash: '0xnope', blockNumber: 1 })).ok).toBe(false)
+      expect(inspected.slice(before).filter((e) => e.type === '@xstate.event')).toEqual([])
+      const cancelled = (await registry.apply(id, { type: 'cancel.requested', by: 'merchant' }))
+      expect(cancelled.ok).toBe(true)
+      expect(actor.getSnapshot().status).toBe('done')
+      expect(registry.actorOf(id)).toBeNull()
       await registry.stop()
       await lease.stop()
       scheduler.stop()
