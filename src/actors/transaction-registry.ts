@@ -189,7 +189,15 @@ export function createTransactionRegistry(deps: RegistryDeps) {
           version = stored.version
           owner = stored.owner
         }
-        if (!before.can(event)) return deny('conflict', `A transaction in status ${String(before.value)} does not accept ${event.type}`)
+        if (!before.can(event)) {
+          // Our running copy may not know yet of a transition another instance just committed
+          // (its NOTIFY is on the way): refuse only what the database's own version refuses.
+          if (mine && (await deps.repo.load(id))?.version !== mine.version) {
+            await reload(id)
+            continue
+          }
+          return deny('conflict', `A transaction in status ${String(before.value)} does not accept ${event.type}`)
+        }
         const [after] = transition(machine, before, event)
         const row = await commit(id, version, before, after, event)
         if (!row) {
