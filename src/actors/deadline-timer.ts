@@ -14,11 +14,20 @@ export const REFIRE_MS = 5_000
  */
 export function deadlineTimer(scheduler: Scheduler, clock: Clock) {
   return fromCallback<TimerFired, DeadlineInput>(({ input, sendBack }) => {
-    let cancel = scheduler.at(input.at, function fire() {
+    let stopped = false
+    let cancel = () => {}
+    function fire() {
+      if (stopped) return
       // Armed again before telling the parent: leaving the state stops this child synchronously, and must cancel it.
       cancel = scheduler.at(clock.now() + REFIRE_MS, fire)
       sendBack({ type: 'timer.fired', at: clock.now() })
-    })
-    return () => cancel()
+    }
+    // Already due (a fresh webhook delivery, an overdue restored actor): right after the parent has started, not a timer tick later.
+    if (input.at <= clock.now()) queueMicrotask(fire)
+    else cancel = scheduler.at(input.at, fire)
+    return () => {
+      stopped = true
+      cancel()
+    }
   })
 }
