@@ -6,7 +6,7 @@ import { newRequestId } from '../lib/ids.ts'
 import type { RateLimiter } from '../limits/rate-limiter.ts'
 import { WINDOWS } from '../limits/windows.ts'
 import type { RateLimits } from '../projects/project.service.ts'
-import { factsOf, peerIpOf, setFacts } from './context.ts'
+import { factsOf, isHostless, peerIpOf, setFacts } from './context.ts'
 import { ApiError } from './errors.ts'
 import { forwardedFor, isApiPath, refuseInsecure } from './transport.ts'
 
@@ -34,9 +34,9 @@ function isoOf(ms: number): string {
 }
 
 /**
- * Runs before routing for every request: request id, transport (R3 under TRUST_PROXY), and
- * for /api the key (R22), the rate limit (R23) with its nine headers, project status, IP
- * allow-list and declared body size. Running before routing means unknown routes, bad bodies
+ * Runs before routing for every request: request id, transport (R3 under TRUST_PROXY), a usable
+ * Host, and for /api the key (R22), the rate limit (R23) with its nine headers, project status,
+ * IP allow-list and declared body size. Running before routing means unknown routes, bad bodies
  * and validation errors still carry the headers and never reveal anything to an unknown caller.
  */
 export function apiGate(deps: GateDeps) {
@@ -54,6 +54,8 @@ export function apiGate(deps: GateDeps) {
     }
     const facts: { requestId: string; clientIp: string | null; principal?: Principal } = { requestId, clientIp }
     setFacts(request, facts)
+    // RFC 9112 3.2: a request must say which host it is for; HTTP/1.0 clients may leave it out.
+    if (isHostless(request)) throw new ApiError('invalid_request', 'The request has no usable Host header', [{ path: 'host', message: 'must be the host name (and port) this request is for' }])
     if (!isApiPath(pathOf(request.url))) return
     set.headers['cache-control'] = 'no-store'
 
@@ -90,7 +92,7 @@ export function apiGate(deps: GateDeps) {
 }
 
 /** The path of an absolute URL, without building a URL object on every request. */
-function pathOf(url: string): string {
+export function pathOf(url: string): string {
   const start = url.indexOf('/', url.indexOf('//') + 2)
   if (start < 0) return '/'
   const end = url.slice(start).search(/[?#]/)

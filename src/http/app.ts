@@ -3,14 +3,15 @@ import type { Logger } from '../lib/logger.ts'
 import type { FieldProblem } from '../lib/outcome.ts'
 import { statsController } from '../modules/stats/index.ts'
 import { transactionsController } from '../modules/transactions/index.ts'
-import { PAY_ASSETS_DIR, payController } from '../modules/pay/index.ts'
-import { DASHBOARD_ASSETS_DIR, dashboardController, dashboardNotFound } from '../modules/dashboard/index.ts'
+import { PAY_ASSETS_DIR, payController, payNotFound } from '../modules/pay/index.ts'
+import { DASHBOARD_ASSETS_DIR, dashboardController, dashboardNotFound, dashboardRefused } from '../modules/dashboard/index.ts'
 import type { Services } from '../services.ts'
 import { apiGate } from './api-gate.ts'
 import { factsOf } from './context.ts'
 import { ApiError, errorResponse } from './errors.ts'
 import { fieldPath } from './json-body.ts'
 import { openapi } from './openapi.ts'
+import { checkRequestTarget } from './request-target.ts'
 import { loadStaticAssets, staticAssetsController } from './static-assets.ts'
 
 export interface AppOptions {
@@ -25,27 +26,34 @@ export function createApp(services: Services, opts: AppOptions) {
   const assets = loadStaticAssets([PAY_ASSETS_DIR, DASHBOARD_ASSETS_DIR])
   return new Elysia({ normalize: false })
     .use(apiGate({ keys: services.keys, limiter: services.limiter, anonymousLimits: services.anonymousLimits, trustProxy: opts.trustProxy, httpsOrigin: opts.httpsOrigin }))
-    .onRequest(({ set }) => {
+    .onRequest(({ request, set }) => {
       set.headers['x-content-type-options'] = 'nosniff'
       set.headers['referrer-policy'] = 'no-referrer'
       set.headers['x-frame-options'] = 'DENY'
       set.headers['strict-transport-security'] = 'max-age=31536000'
+      // After the gate: an unknown /api caller hears 401 first, as for any unknown route.
+      checkRequestTarget(request.url)
     })
     .onError(({ code, error, request }) => {
       const requestId = factsOf(request)?.requestId
-      if (error instanceof ApiError) return errorResponse(error.code, error.message, { details: error.details, requestId })
+      const path = new URL(request.url).pathname
+      // People read the dashboard: what it refuses, and its unknown paths, get a page.
+      const dashboard = path === '/dashboard' || path.startsWith('/dashboard/')
+      if (error instanceof ApiError) {
+        return dashboard ? dashboardRefused(assets.url, error.status, error.message) : errorResponse(error.code, error.message, { details: error.details, requestId })
+      }
       if (code === 'VALIDATION') {
         const details = validationDetails(error as ValidationError)
         return errorResponse('invalid_request', `Invalid request: ${details.map((d) => `${d.path} ${d.message}`).join('; ')}`, { details, requestId })
       }
       if (code === 'NOT_FOUND') {
-        const path = new URL(request.url).pathname
-        // People read the dashboard: its unknown paths get a page, not the API's JSON.
-        if (path === '/dashboard' || path.startsWith('/dashboard/')) return dashboardNotFound(assets.url)
+        if (dashboard) return dashboardNotFound(assets.url)
+        // The pay page's links are opened by people: a path under it that names nothing is its not-found page.
+        if (path.startsWith('/pay/')) return payNotFound(assets.url)
         return errorResponse('not_found', `No route ${request.method} ${path}`, { requestId })
       }
       if (code === 'PARSE') return errorResponse('invalid_request', 'Request body could not be parsed', { requestId })
-      opts.logger.error('unhandled error', { requestId, method: request.method, path: new URL(request.url).pathname, error: error instanceof Error ? error.stack : String(error) })
+      opts.logger.error('unhandled error', { requestId, method: request.method, path, error: error instanceof Error ? error.stack : String(error) })
       return errorResponse('internal', `Internal server error. Quote request id ${requestId} when reporting it.`, { requestId })
     })
     .use(openapi())

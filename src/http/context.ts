@@ -13,12 +13,22 @@ export interface RequestFacts {
 
 const facts = new WeakMap<Request, RequestFacts>()
 const peerIps = new WeakMap<Request, string>()
+const hostless = new WeakSet<Request>()
 
 /** Called by the runtime adapter (Bun or Deno) with the socket's remote address. */
 export function setPeerIp(req: Request, ip: string | null | undefined) {
   if (ip) peerIps.set(req, ip)
 }
 export const peerIpOf = (req: Request) => peerIps.get(req) ?? null
+
+/**
+ * Called by the runtime adapter for a request that named no usable host (HTTP/1.0 without
+ * Host, an empty or malformed Host): its URL carries a stand-in host, and the app refuses it.
+ */
+export function setHostless(req: Request) {
+  hostless.add(req)
+}
+export const isHostless = (req: Request) => hostless.has(req)
 
 export function setFacts(req: Request, f: RequestFacts) {
   facts.set(req, f)

@@ -3,6 +3,7 @@ import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { ValueErrorType, type ValueError } from '@sinclair/typebox/errors'
 import { Value } from '@sinclair/typebox/value'
 import type { FieldProblem } from '../lib/outcome.ts'
+import { jsonTextProblems } from '../lib/storable-text.ts'
 import { MAX_BODY_BYTES } from './api-gate.ts'
 import { ApiError } from './errors.ts'
 
@@ -31,7 +32,9 @@ export const fieldPath = (pointer: string) => pointer.replace(/^\//, '').replace
 /**
  * A `transform` hook that parses the JSON body strictly against `schema` (no coercion: "2" is
  * not a number; unknown fields are named) and then `rules`, failing with 400 and one detail
- * per problem (R4, R5). Route options also carry `parse: 'none'` so Elysia leaves the body alone.
+ * per problem (R4, R5). Before the schema: text the database cannot store (U+0000, a lone
+ * surrogate), in any key or value, so nothing below ever sees it. Route options also carry
+ * `parse: 'none'` so Elysia leaves the body alone.
  */
 export function strictJsonBody<S extends TSchema>(schema: S, rules: (body: Static<S>) => FieldProblem[] = () => []) {
   const check = TypeCompiler.Compile(schema)
@@ -45,15 +48,17 @@ export function strictJsonBody<S extends TSchema>(schema: S, rules: (body: Stati
     } catch {
       throw new ApiError('invalid_request', 'Request body is not valid JSON')
     }
-    if (!check.Check(body)) {
-      const details = explain([...check.Errors(body)])
-      throw new ApiError('invalid_request', `Invalid request body: ${details.map((d) => `${d.path} ${d.message}`).join('; ')}`, details)
-    }
+    const unstorable = jsonTextProblems(body)
+    if (unstorable.length) throw invalidBody(unstorable)
+    if (!check.Check(body)) throw invalidBody(explain([...check.Errors(body)]))
     const problems = rules(body as Static<S>)
-    if (problems.length) throw new ApiError('invalid_request', `Invalid request body: ${problems.map((d) => `${d.path} ${d.message}`).join('; ')}`, problems)
+    if (problems.length) throw invalidBody(problems)
     ctx.body = body
   }
 }
+
+const invalidBody = (details: FieldProblem[]) =>
+  new ApiError('invalid_request', `Invalid request body: ${details.map((d) => `${d.path} ${d.message}`).join('; ')}`, details)
 
 /** One problem per field, in words a person can act on. */
 function explain(errors: ValueError[]): FieldProblem[] {

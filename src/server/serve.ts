@@ -1,4 +1,4 @@
-import { setPeerIp } from '../http/context.ts'
+import { setHostless, setPeerIp } from '../http/context.ts'
 
 /** A bound listener, whichever runtime serves it. */
 export interface Listener {
@@ -26,7 +26,9 @@ export async function serve(opts: ServeOptions): Promise<Listener> {
       // Our own 64 KiB limit answers 413 first; this only stops runaway uploads early.
       maxRequestBodySize: 1024 * 1024,
       fetch(req: Request, srv: any) {
-        setPeerIp(req, srv.requestIP(req)?.address)
+        const ip = srv.requestIP(req)?.address
+        req = withAbsoluteUrl(req)
+        setPeerIp(req, ip)
         return opts.fetch(req)
       },
     })
@@ -39,6 +41,7 @@ export async function serve(opts: ServeOptions): Promise<Listener> {
     const server = Deno.serve(
       { port: opts.port, hostname: opts.host, ...(opts.tls ?? {}), onListen: (addr: { port: number }) => ready(addr.port) },
       (req: Request, info: { remoteAddr: { hostname: string } }) => {
+        req = withAbsoluteUrl(req)
         setPeerIp(req, info.remoteAddr?.hostname)
         return opts.fetch(req)
       },
@@ -46,6 +49,24 @@ export async function serve(opts: ServeOptions): Promise<Listener> {
     return { port: await bound, stop: () => withGrace(Promise.resolve(server.shutdown()), () => server.shutdown()) }
   }
   throw new Error('Run the server with Bun (npm start) or Deno (npm run start:deno)')
+}
+
+/** Never a real host (RFC 2606), so a URL built on it cannot be mistaken for one. */
+const STAND_IN_HOST = 'host.invalid'
+
+/**
+ * The app reads `request.url` as an absolute URL. Bun hands over a bare path when the Host
+ * header is missing (HTTP/1.0 needs none) or empty or not a host, and an unparsable URL for
+ * some (`[::`, `x:99999`): such a request gets the same path on a stand-in host and is marked,
+ * so the app can answer it properly (400) instead of failing on the URL.
+ */
+function withAbsoluteUrl(req: Request): Request {
+  const url = req.url
+  if (URL.canParse(url)) return req
+  const start = url.startsWith('/') ? 0 : url.indexOf('/', url.indexOf('//') + 2)
+  const fixed = new Request(`https://${STAND_IN_HOST}${start < 0 ? '/' : url.slice(start)}`, req)
+  setHostless(fixed)
+  return fixed
 }
 
 const GRACE_MS = 10_000

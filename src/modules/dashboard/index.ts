@@ -2,8 +2,9 @@ import { randomBytes } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
 import { Elysia } from 'elysia'
 import { factsOf } from '../../http/context.ts'
-import { ERRORS } from '../../http/errors.ts'
+import { ApiError, ERRORS } from '../../http/errors.ts'
 import { html } from '../../lib/html.ts'
+import { paramTextProblems } from '../../lib/storable-text.ts'
 import type { Clock } from '../../lib/clock.ts'
 import type { Denial } from '../../lib/outcome.ts'
 import type { Mode } from '../../projects/mode.ts'
@@ -15,7 +16,7 @@ import type { EndpointService } from '../../webhooks/endpoint.service.ts'
 import type { WebhookService } from '../../webhooks/webhook.service.ts'
 import type { TransactionService } from '../transactions/service.ts'
 import { clearCookie, fromAnotherSite, readCookie, readForm, safeNext, setCookie, SESSION_COOKIE, SIGN_IN_COOKIE } from './access.ts'
-import { base, DASHBOARD_HEADERS, isNotice, layout, NOTICES, plainPage, type AssetUrl, type Frame, type Notice, type Section } from './layout.ts'
+import { alert, base, DASHBOARD_HEADERS, isNotice, layout, NOTICES, plainPage, type AssetUrl, type Frame, type Notice, type Section } from './layout.ts'
 import { deliveriesPage, deliveryPage } from './pages/deliveries.ts'
 import { endpointPage, endpointsPage } from './pages/endpoints.ts'
 import { keysPage } from './pages/keys.ts'
@@ -76,6 +77,11 @@ export function dashboardNotFound(asset: AssetUrl): Response {
   return page(plainPage(asset, 'Not found', html`<p>There is nothing here. <a href="/dashboard">Go to the dashboard</a></p>`), 404)
 }
 
+/** A request refused before any page could handle it (a form or query the database cannot store, no Host). */
+export function dashboardRefused(asset: AssetUrl, status: number, message: string): Response {
+  return page(plainPage(asset, 'Request refused', html`${alert('error', message)}<p><a href="/dashboard">Go to the dashboard</a></p>`), status)
+}
+
 /**
  * The merchant dashboard at /dashboard (issue 7): server-rendered pages over the same services
  * the API and the CLI use. Every page under `/dashboard/{project}/{mode}` checks the session,
@@ -93,11 +99,16 @@ export function dashboardController(deps: DashboardDeps) {
 
   /**
    * A posted form and whether to trust it: sent from this site (Fetch Metadata) with the CSRF
-   * token of `token` (the session's, or the sign-in form's pre-session one).
+   * token of `token` (the session's, or the sign-in form's pre-session one). A trusted form
+   * with text the database cannot store (U+0000) is refused here, before any handler reads it:
+   * 400, a page naming the field (the app's onError renders it).
    */
   async function postedForm(request: Request, token: string | undefined): Promise<{ form: URLSearchParams | null; trusted: boolean }> {
     const form = fromAnotherSite(request) ? null : await readForm(request)
-    return { form, trusted: form !== null && sessions.checkCsrf(token, form.get('csrf') ?? undefined) }
+    const trusted = form !== null && sessions.checkCsrf(token, form.get('csrf') ?? undefined)
+    const problems = trusted ? paramTextProblems(form) : []
+    if (problems.length) throw new ApiError('invalid_request', `Invalid form: ${problems.map((p) => `${p.path} ${p.message}`).join('; ')}`, problems)
+    return { form, trusted }
   }
 
   /** Session, membership, mode and (for posts) origin and CSRF token; a response when any fails. */

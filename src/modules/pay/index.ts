@@ -27,6 +27,13 @@ const KEEPALIVE_TICKS = 5
 const PAGE_ROUTE = '/pay/:id'
 const FINAL = new Set<string>(FINAL_STATUSES)
 
+const page = (body: string, status: number, extra: Record<string, string> = {}) => new Response(body, { status, headers: { ...PAY_PAGE_HEADERS, ...extra } })
+
+/** The page for an unknown payment, and for any path under /pay that names nothing. */
+export function payNotFound(asset: AssetUrl): Response {
+  return page(renderMessagePage(asset, PAY_TEXT.notFoundTitle, PAY_TEXT.notFoundBody), 404)
+}
+
 /**
  * The hosted pay page (R26): the HTML at `GET /pay/{id}`, its QR code and its JSON endpoints,
  * authorised by the transaction's unguessable id alone and not part of the merchant API (so not
@@ -44,7 +51,6 @@ export function payController(deps: { pay: PayService; limiter: RateLimiter; lim
     const decision = await deps.limiter.check(`pay:${factsOf(request)?.clientIp ?? 'unknown'}`, deps.limits)
     return decision.allowed ? null : decision.retryAfter
   }
-  const page = (body: string, status: number, extra: Record<string, string> = {}) => new Response(body, { status, headers: { ...PAY_PAGE_HEADERS, ...extra } })
   return new Elysia({ name: 'pay', prefix: '/pay' })
     .onTransform(async ({ request, set, route }) => {
       set.headers['cache-control'] = 'no-store'
@@ -62,7 +68,7 @@ export function payController(deps: { pay: PayService; limiter: RateLimiter; lim
       const r = await deps.pay.state(params.id)
       if (!r.ok) {
         if (r.code !== 'not_found') throw ApiError.from(r)
-        return page(renderMessagePage(deps.asset, PAY_TEXT.notFoundTitle, PAY_TEXT.notFoundBody), 404)
+        return payNotFound(deps.asset)
       }
       return page(renderPayPage(r.value, deps.asset), 200)
     }, { detail: { hide: true } })
