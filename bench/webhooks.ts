@@ -52,6 +52,8 @@ const pg = await freshPostgres()
 const database = await openDatabase({ databaseUrl: pg.url, pgliteDir: null, poolSize: 10 })
 const services: Services = await createServices({
   database, clock: systemClock, logger: createLogger('silent'), baseUrl: 'https://localhost', secretKey: randomBytes(32), webhookRetryScheduleMs: [1000, 1000, 1000, 1000, 1000],
+  // The receiver runs on this machine.
+  allowPrivateTestEndpoints: true,
 })
 await services.lifecycle.start()
 await services.dispatcher.start()

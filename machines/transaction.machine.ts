@@ -53,6 +53,13 @@ export interface TxContext {
   confirmations: number | null
   confirmedAt: number | null
   failureReason: FailureReason | null
+  /**
+   * Transfers of another asset than the quoted one (R12): recorded, never a reason to move by
+   * themselves (1 wei of dust must not fail a transaction that is then paid correctly); at the
+   * deadline, a transaction that received only these fails with reason `wrong_asset`. Absent in
+   * snapshots made before it existed: read as none.
+   */
+  wrongAssets?: string[]
 }
 
 export interface TxInput {
@@ -69,6 +76,7 @@ export type TxEvent =
   | { type: 'payment.reorged'; txHash: string }
   | { type: 'payment.reverted'; txHash: string }
   | { type: 'wrong_asset.received'; txHash: string; tokenSymbol: string; amount: string }
+  | { type: 'wrong_asset.reorged'; txHash: string }
   | { type: 'expiry.reached'; at: number }
   | { type: 'cancel.requested'; by: 'merchant' | 'customer' }
 
@@ -80,7 +88,7 @@ export interface ExpiryDue {
 
 export const EVENT_TYPES: readonly TxEvent['type'][] = [
   'token.selected', 'customer.confirmed', 'payment.detected', 'payment.included', 'confirmations.updated',
-  'payment.reorged', 'payment.reverted', 'wrong_asset.received', 'expiry.reached', 'cancel.requested',
+  'payment.reorged', 'payment.reverted', 'wrong_asset.received', 'wrong_asset.reorged', 'expiry.reached', 'cancel.requested',
 ]
 
 const sum = (payments: Payment[]) => payments.reduce((acc, p) => acc + BigInt(p.amount), 0n).toString()
@@ -103,15 +111,32 @@ function settling(c: TxContext): Payment | null {
 
 const timerInput = ({ context }: { context: TxContext }) => ({ at: context.expiresAt })
 
+/** Another asset arriving, or leaving with a reorg, is recorded in every active status and moves nothing (R12). */
+const wrongAssetMoves = {
+  'wrong_asset.received': { guard: 'isNewWrongAsset', actions: 'recordWrongAsset' },
+  'wrong_asset.reorged': { guard: 'isKnownWrongAsset', actions: 'forgetWrongAsset' },
+} as const
+
 /** What every state waiting for the customer or their money accepts (R11, R12). */
 const waitingMoves = {
+  ...wrongAssetMoves,
   'timer.fired': { actions: 'requestExpiry' },
-  'wrong_asset.received': { target: 'failed', actions: 'failWrongAsset' },
   'cancel.requested': { target: 'cancelled' },
 } as const
 
+/**
+ * At the deadline (R12, R14): nothing received expires; only another asset received fails with
+ * `wrong_asset`; part of the quote received fails `underpaid`.
+ */
+const expiryMoves = [
+  { guard: and(['deadlinePassed', 'onlyWrongAssets']), target: 'failed', actions: 'failWrongAsset' },
+  { guard: and(['deadlinePassed', 'nothingReceived']), target: 'expired' },
+  { guard: 'deadlinePassed', target: 'failed', actions: 'failUnderpaid' },
+] as const
+
 /** What both states settling a covering payment accept (R14, R15). */
 const settlingMoves = {
+  ...wrongAssetMoves,
   // Further transfers while settling are counted (overpayment, R14).
   'payment.detected': { guard: 'isNewPayment', actions: 'recordPayment' },
   // R15: never completes on a payment that left the canonical chain. What is left may still
@@ -145,6 +170,9 @@ export const transactionMachine = setup({
     isNewPayment: ({ context, event }) => event.type === 'payment.detected' && !context.payments.some((p) => p.txHash === event.txHash),
     isKnownPayment: ({ context, event }) => 'txHash' in event && context.payments.some((p) => p.txHash === event.txHash),
     nothingReceived: ({ context }) => context.received === '0',
+    onlyWrongAssets: ({ context }) => context.received === '0' && (context.wrongAssets ?? []).length > 0,
+    isNewWrongAsset: ({ context, event }) => event.type === 'wrong_asset.received' && !(context.wrongAssets ?? []).includes(event.txHash),
+    isKnownWrongAsset: ({ context, event }) => event.type === 'wrong_asset.reorged' && (context.wrongAssets ?? []).includes(event.txHash),
     // R13: the timer carries the deadline it was armed for; an early event is refused.
     deadlinePassed: ({ context, event }) => event.type === 'expiry.reached' && event.at >= context.expiresAt,
     // R15: confirmations = head - block + 1, complete at the network's requirement.
@@ -188,6 +216,8 @@ export const transactionMachine = setup({
     failUnderpaid: assign({ failureReason: 'underpaid' as FailureReason }),
     failReverted: assign({ failureReason: 'reverted' as FailureReason }),
     failWrongAsset: assign({ failureReason: 'wrong_asset' as FailureReason }),
+    recordWrongAsset: assign(({ context, event }) => (event.type === 'wrong_asset.received' ? { wrongAssets: [...(context.wrongAssets ?? []), event.txHash] } : {})),
+    forgetWrongAsset: assign(({ context, event }) => (event.type === 'wrong_asset.reorged' ? { wrongAssets: (context.wrongAssets ?? []).filter((h) => h !== event.txHash) } : {})),
   },
 }).createMachine({
   id: 'transaction',
@@ -202,6 +232,7 @@ export const transactionMachine = setup({
     confirmations: null,
     confirmedAt: null,
     failureReason: null,
+    wrongAssets: [],
   }),
   initial: 'created',
   states: {
@@ -210,7 +241,7 @@ export const transactionMachine = setup({
       on: {
         ...waitingMoves,
         'token.selected': { target: 'prepared', actions: 'lockQuote' },
-        'expiry.reached': { guard: 'deadlinePassed', target: 'expired' },
+        'expiry.reached': expiryMoves,
       },
     },
     prepared: {
@@ -225,7 +256,7 @@ export const transactionMachine = setup({
           // A partial payment: the customer is paying; wait for the rest (R14).
           { guard: 'isNewPayment', target: 'pending', actions: 'recordPayment' },
         ],
-        'expiry.reached': { guard: 'deadlinePassed', target: 'expired' },
+        'expiry.reached': expiryMoves,
       },
     },
     pending: {
@@ -238,11 +269,7 @@ export const transactionMachine = setup({
         ],
         'payment.included': { guard: 'isKnownPayment', actions: 'recordInclusion' },
         'payment.reorged': { guard: 'isKnownPayment', actions: 'forgetPayment' },
-        // R14: underpaid at the deadline fails; nothing received expires.
-        'expiry.reached': [
-          { guard: and(['deadlinePassed', 'nothingReceived']), target: 'expired' },
-          { guard: 'deadlinePassed', target: 'failed', actions: 'failUnderpaid' },
-        ],
+        'expiry.reached': expiryMoves,
       },
     },
     processing: {

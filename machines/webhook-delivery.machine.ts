@@ -9,6 +9,7 @@ import { inertDeadlineTimer, type TimerFired } from './deadline-timer.ts'
  *   scheduled --timer fires--> attempting --succeeded--> succeeded
  *                                         --failed--> scheduled (next offset) | failed
  *   scheduled --timer fires, event older than maxAgeMs--> failed (the 7-day rule, no request)
+ *   attempting --endpoint disabled, no request made--> scheduled (again in pauseMs; nothing counted)
  *   succeeded | failed --redeliver.requested--> scheduled, due now, manual (a failure ends in failed)
  *   scheduled --redeliver.requested--> scheduled, due now
  *
@@ -73,7 +74,12 @@ export interface AttemptInput {
 export interface AttemptOutput {
   ok: boolean
   at: number
+  /** No request was made because the endpoint is disabled: nothing counts, the delivery waits for it. */
+  paused?: boolean
 }
+
+/** How often a delivery to a disabled endpoint looks again whether it was enabled. */
+export const PAUSED_RECHECK_MS = 60_000
 
 /** Events from outside the actor. */
 export type DeliveryEvent = { type: 'redeliver.requested'; at: number }
@@ -107,6 +113,7 @@ export const webhookDeliveryMachine = setup({
     sendAttempt: fromPromise<AttemptOutput, AttemptInput>(() => new Promise(() => {})),
   },
   actions: {
+    waitWhilePaused: assign({ nextAttemptAt: ({ context, event }) => endedAt(context, event as Ended) + PAUSED_RECHECK_MS }),
     scheduleManual: assign({ trigger: 'manual' as const, nextAttemptAt: ({ event }) => (event as DeliveryEvent).at, failedBecause: null }),
     recordSuccess: assign(({ context }) => ({ ...counted(context), nextAttemptAt: null, failedBecause: null })),
     recordManualFailure: assign(({ context }) => ({ ...counted(context), nextAttemptAt: null, failedBecause: 'manual_attempt_failed' as const })),
@@ -121,6 +128,7 @@ export const webhookDeliveryMachine = setup({
     manual: ({ context }) => context.trigger === 'manual',
     tooOld: ({ context, event }) => tooOld(context, (event as TimerFired).at),
     succeeded: ({ event }) => (event as Ended).output?.ok === true,
+    paused: ({ event }) => (event as Ended).output?.paused === true,
     /** Another automatic attempt exists and would still fall inside the 7-day window. */
     canRetry: ({ context, event }) => {
       const after = context.automaticAttempts + 1
@@ -158,7 +166,12 @@ export const webhookDeliveryMachine = setup({
       invoke: {
         src: 'sendAttempt',
         input: ({ context }) => ({ deliveryId: context.deliveryId, number: context.attempts + 1, trigger: context.trigger, scheduledFor: context.nextAttemptAt }),
-        onDone: [{ guard: 'succeeded', target: 'succeeded', actions: 'recordSuccess' }, ...afterFailure],
+        onDone: [
+          { guard: 'succeeded', target: 'succeeded', actions: 'recordSuccess' },
+          // A disabled endpoint uses up no attempts: the delivery waits for it to be enabled (still subject to the 7-day rule).
+          { guard: 'paused', target: 'scheduled', actions: 'waitWhilePaused' },
+          ...afterFailure,
+        ],
         // `sendAttempt` answers failures as values; if it throws anyway, that counts as a failed attempt.
         onError: afterFailure,
       },

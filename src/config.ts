@@ -27,6 +27,8 @@ export interface Config {
   secretKey: Buffer | null
   /** R19: delays between automatic webhook attempts, in ms. */
   webhookRetryScheduleMs: number[]
+  /** R21: test endpoints may target loopback and private addresses (default: only with the embedded database). */
+  allowPrivateTestEndpoints: boolean
   /** R16: path of the networks JSON; null runs a local devnet (anvil). */
   networksConfig: string | null
   /** R26: requests per client IP to the pay page and its endpoints; null: the default (300/5000/50000). */
@@ -62,6 +64,7 @@ const EnvSchema = Type.Object({
   ACTOR_LEASE_MS: Type.Optional(Type.Integer({ minimum: 300, maximum: 600_000 })),
   // The lookahead asks for a non-zero digit: a delay of 0s would retry at once.
   WEBHOOK_RETRY_SCHEDULE: Type.Optional(Type.Array(Type.String({ pattern: '^(?=\\d*[1-9])\\d{1,6}[smh]$' }), { maxItems: 20 })),
+  WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS: Type.Optional(Type.Boolean()),
   PAY_RATE_LIMITS: Type.Optional(Type.String({ pattern: '^\\s*\\d{1,9}/\\d{1,9}/\\d{1,10}\\s*$' })),
   HOST: text(),
   DATA_DIR: text(),
@@ -113,6 +116,7 @@ const EXPLAIN: Partial<Record<Variable, Explain>> = {
   LOG_LEVEL: () => `must be one of ${LEVELS.join(', ')}`,
   DATABASE_URL: () => 'must be a postgres:// or postgresql:// URL',
   TRUST_PROXY: (_, raw) => `must be 1 or 0, got "${raw}"`,
+  WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS: (_, raw) => `must be 1 or 0, got "${raw}"`,
   ACTOR_LEASE_MS: (e, raw) => `must be milliseconds from ${e.schema.minimum} to ${e.schema.maximum}, got "${raw}"`,
   WEBHOOK_RETRY_SCHEDULE: (e) =>
     e.type === ValueErrorType.ArrayMaxItems
@@ -205,6 +209,9 @@ export function loadConfig(env: Env = process.env): Config {
     actorLeaseMs: v.ACTOR_LEASE_MS ?? 10_000,
     secretKey: v.SECRET_KEY === undefined ? null : parseSecretKey(v.SECRET_KEY),
     webhookRetryScheduleMs: retryScheduleMs(v.WEBHOOK_RETRY_SCHEDULE),
+    // A merchant's receiver on their own machine is the embedded database's use; a shared
+    // deployment (DATABASE_URL) keeps dashboard members off the operator's network by default.
+    allowPrivateTestEndpoints: v.WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS ?? v.DATABASE_URL === undefined,
     networksConfig: v.NETWORKS_CONFIG === undefined ? null : resolve(v.NETWORKS_CONFIG),
     payRateLimits: v.PAY_RATE_LIMITS === undefined ? null : rateLimits(v.PAY_RATE_LIMITS),
   }

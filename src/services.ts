@@ -41,6 +41,12 @@ import { createDashboardService } from './modules/dashboard/service.ts'
 export const DEFAULT_LIMITS: RateLimits = { minute: 60, hour: 1000, day: 10_000 }
 /** R26: the pay page's per-IP limits; generous, because an open page polls and streams. */
 export const DEFAULT_PAY_LIMITS: RateLimits = { minute: 300, hour: 5_000, day: 50_000 }
+/**
+ * Outbox events are kept this long after they were fanned out into deliveries, then pruned (every
+ * ten minutes). Nothing reads them after fan-out: each delivery keeps its own copy of the event's
+ * data, and the delivery log and timeline are kept whole; the week is for looking into a problem.
+ */
+export const OUTBOX_KEPT_MS = 7 * 86_400_000
 /** Dashboard sign-in attempts per client IP (accounts also lock after repeated wrong passwords). */
 export const SIGN_IN_LIMITS: RateLimits = { minute: 10, hour: 100, day: 500 }
 
@@ -59,6 +65,8 @@ export async function createServices(deps: {
   webhookRetryScheduleMs?: readonly number[]
   /** Tests: how webhook host names resolve (the SSRF check). */
   resolver?: Resolver
+  /** R21: test endpoints may target loopback and private addresses (WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS); not unless said. */
+  allowPrivateTestEndpoints?: boolean
   /** R16 networks (the devnet's, or NETWORKS_CONFIG); none: no payments are taken. */
   networks?: NetworkConfig[]
   /** The devnet's funded wallet, when this server runs its own devnet. */
@@ -72,7 +80,8 @@ export async function createServices(deps: {
   const changes: ChangeFeed = await createChangeFeed(database)
   const instanceId = deps.instanceId ?? newId('inst')
   const scheduleMs = deps.webhookRetryScheduleMs ?? DEFAULT_RETRY_SCHEDULE_MS
-  const endpoints = createEndpointService({ database, changes, clock, secrets })
+  const addressRules = { allowPrivateTestEndpoints: deps.allowPrivateTestEndpoints ?? false }
+  const endpoints = createEndpointService({ database, changes, clock, secrets, addressRules })
   const singleInstance = database.kind === 'pglite'
   // One lease covers every actor this instance runs, transactions and deliveries alike. Only
   // servers take it (src/server/start.ts starts the registry and the dispatcher); the CLI never does.
@@ -83,14 +92,14 @@ export async function createServices(deps: {
   })
   const scheduler = createScheduler(clock)
   const deliveryRepo = createDeliveryRepo(database)
-  const runner = createDeliveryRunner({ repo: deliveryRepo, endpoints, changes, clock, logger, scheduler, instanceId, scheduleMs, resolver: deps.resolver })
+  const runner = createDeliveryRunner({ repo: deliveryRepo, endpoints, changes, clock, logger, scheduler, instanceId, scheduleMs, addressRules, resolver: deps.resolver })
   const dispatcher = createWebhookDispatcher({ database, repo: deliveryRepo, runner, lease, clock, logger, scheduler, singleInstance })
   const rateLimitRepo = createRateLimitRepo(database)
   const transactionRepo = createTransactionRepo(database)
   const lifecycle = createTransactionRegistry({ database, repo: createLifecycleRepo(database), lease, clock, logger, scheduler, singleInstance })
   const deposits = createDepositService({ database, clock })
   // Started by the server (src/server/start.ts): only servers follow chains.
-  const chain = createChainWatcher({ networks: deps.networks ?? [], database, lifecycle, clock, logger })
+  const chain = createChainWatcher({ networks: deps.networks ?? [], database, lifecycle, lease, clock, logger })
   const projects = createProjectService({ database, changes })
   const keys = createKeyService({ database, changes, clock, onError: (e) => logger.warn('last_used_at update failed', { error: String(e) }) })
   const webhooks = createWebhookService({ database, repo: deliveryRepo, runner, endpoints, transactions: transactionRepo, clock, instanceId, scheduleMs })
@@ -138,6 +147,7 @@ export async function createServices(deps: {
       const now = clock.now()
       await rateLimitRepo.prune(now)
       await transactionRepo.pruneIdempotencyKeys(new Date(now - 24 * 3_600_000))
+      await deliveryRepo.pruneOutbox(new Date(now - OUTBOX_KEPT_MS))
     },
     async stop() {
       await chain.stop()

@@ -1,4 +1,5 @@
-import { eq, sql } from 'drizzle-orm'
+import { and, eq, sql } from 'drizzle-orm'
+import { MACHINE_VERSION } from '../../machines/transaction.machine.ts'
 import type { Database } from '../db/client.ts'
 import { bare, param, prepare } from '../db/prepared.ts'
 import { idempotencyKeys, outbox, transactionActors, transactionEvents, transactions, type TransactionRow } from '../db/schema.ts'
@@ -119,6 +120,11 @@ const COMMIT = sql`WITH t AS (
 )
 SELECT count(*)::int AS updated FROM t`
 
+/** A timeline entry that moves nothing, on a transaction in whatever status it is (a reorg after completion). */
+const NOTE = sql`
+INSERT INTO ${e} (${bare(e.transactionId)}, ${bare(e.fromStatus)}, ${bare(e.toStatus)}, ${bare(e.cause)}, ${bare(e.details)}, ${bare(e.at)})
+SELECT ${t.id}, ${t.status}, ${t.status}, ${param('cause')}, ${param('details', 'jsonb')}, ${param('at', 'timestamptz')} FROM ${t} WHERE ${t.id} = ${param('id', 'uuid')}`
+
 const iso = (d: Date | null) => (d ? d.toISOString() : null)
 const json = (v: unknown) => (v === null || v === undefined ? null : JSON.stringify(v))
 
@@ -128,6 +134,7 @@ export function createLifecycleRepo(database: Database) {
   const create = prepare<{ created: number }, Record<string, string | number | boolean | null>>(database, CREATE)
   const createIdempotent = prepare<{ created: number }, Record<string, string | number | boolean | null>>(database, CREATE_IDEMPOTENT)
   const commit = prepare<{ updated: number }, Record<string, string | number | boolean | null>>(database, COMMIT)
+  const note = prepare<unknown, { id: string; cause: string; details: string; at: string }>(database, NOTE)
   const byId = db.select().from(t).where(eq(t.id, sql.placeholder('id'))).prepare('transaction_by_id')
   const loadOne = db
     .select({ transactionId: a.transactionId, snapshot: a.snapshot, machineVersion: a.machineVersion, version: t.version, owner: a.owner })
@@ -147,8 +154,10 @@ export function createLifecycleRepo(database: Database) {
     return async (params: { owner: string; now?: string; limit: number }): Promise<StoredActor[]> =>
       (await statement.execute(params)).map((r) => ({ ...r, snapshot: typeof r.snapshot === 'string' ? JSON.parse(r.snapshot) : r.snapshot }))
   }
-  const claimFree = claim(sql`${a.owner} IS NULL OR (${a.owner} <> ${param('owner')} AND ${a.owner} NOT IN (${liveInstances(sql.placeholder('now'))}))`)
-  const claimAll = claim(sql`${a.owner} IS DISTINCT FROM ${param('owner')}`)
+  // Only actors this version can run are claimed: one of another machine version stays free for an instance that can.
+  const runnable = sql`${a.machineVersion} = ${sql.raw(String(MACHINE_VERSION))}`
+  const claimFree = claim(sql`${runnable} AND (${a.owner} IS NULL OR (${a.owner} <> ${param('owner')} AND ${a.owner} NOT IN (${liveInstances(sql.placeholder('now'))})))`)
+  const claimAll = claim(sql`${runnable} AND ${a.owner} IS DISTINCT FROM ${param('owner')}`)
 
   return {
     /**
@@ -209,6 +218,11 @@ export function createLifecycleRepo(database: Database) {
       return Number(updated) === 1 ? next : null
     },
 
+    /** Records on the timeline something that happened to a transaction without moving it. */
+    async appendNote(transactionId: string, cause: string, details: Record<string, unknown>, at: Date) {
+      await note.execute({ id: transactionId, cause, details: JSON.stringify(details), at: at.toISOString() })
+    },
+
     /** The stored actor of an active transaction, or null once it is final. */
     async load(transactionId: string): Promise<StoredActor | null> {
       const [r] = await loadOne.execute({ id: transactionId })
@@ -230,6 +244,17 @@ export function createLifecycleRepo(database: Database) {
     /** The actors still recorded as ours, for resuming after the lease was lost and regained. */
     async ownedActors(owner: string): Promise<StoredActor[]> {
       return db.select(storedColumns).from(a).innerJoin(t, eq(t.id, a.transactionId)).where(eq(a.owner, owner))
+    },
+
+    /** Active transactions whose actor was stored by another machine version than this one runs (at most `limit`). */
+    async otherVersions(limit: number): Promise<{ transactionId: string; machineVersion: number }[]> {
+      return db.select({ transactionId: a.transactionId, machineVersion: a.machineVersion }).from(a)
+        .where(sql`${a.machineVersion} <> ${sql.raw(String(MACHINE_VERSION))}`).limit(limit)
+    },
+
+    /** Gives one actor up (this version cannot run it), so an instance that can takes it. */
+    async releaseOne(transactionId: string, owner: string) {
+      await db.update(a).set({ owner: null }).where(and(eq(a.transactionId, transactionId), eq(a.owner, owner)))
     },
 
     /** Lets other instances take this instance's actors at once (graceful shutdown). */

@@ -7,7 +7,7 @@ import type { TransactionRow } from '../db/schema.ts'
 import type { Clock } from '../lib/clock.ts'
 import type { Logger } from '../lib/logger.ts'
 import { deny, ok, type Outcome } from '../lib/outcome.ts'
-import { EVENT_OF_STATUS, webhookData } from '../webhooks/payload.ts'
+import { webhookData, webhookEventOf } from '../webhooks/payload.ts'
 import { deadlineTimer } from './deadline-timer.ts'
 import type { InstanceLease } from './instance-lease.ts'
 import type { LifecycleRepo, NewTransaction, StoredActor } from './lifecycle.repo.ts'
@@ -120,7 +120,9 @@ export function createTransactionRegistry(deps: RegistryDeps) {
   function restore(stored: StoredActor) {
     if (stopped || !deps.lease.held()) return
     if (stored.machineVersion !== MACHINE_VERSION) {
-      deps.logger.error('stored actor from another machine version; not run', { transactionId: stored.transactionId, machineVersion: stored.machineVersion })
+      // Left free for an instance that can run it (claims only take this version's actors); start-up lists such actors as errors.
+      deps.logger.warn('stored actor from another machine version; released for an instance that can run it', { transactionId: stored.transactionId, machineVersion: stored.machineVersion })
+      void deps.repo.releaseOne(stored.transactionId, me).catch(() => {})
       return
     }
     stopRunning(stored.transactionId)
@@ -146,7 +148,10 @@ export function createTransactionRegistry(deps: RegistryDeps) {
       snapshot: after.status === 'done' ? null : machine.getPersistedSnapshot(after),
       machineVersion: MACHINE_VERSION,
       entry: { fromStatus: from, toStatus: to, cause: event.type, details: detailsOf(event, before.context, after.context), at: now },
-      outbox: (row) => (from !== to && EVENT_OF_STATUS[to] ? { eventType: EVENT_OF_STATUS[to]!, data: webhookData(row, after.context.failureReason) } : null),
+      outbox: (row) => {
+        const eventType = webhookEventOf(event.type, from, to)
+        return eventType ? { eventType, data: webhookData(row, after.context.failureReason) } : null
+      },
     })
   }
 
@@ -189,7 +194,15 @@ export function createTransactionRegistry(deps: RegistryDeps) {
           version = stored.version
           owner = stored.owner
         }
-        if (!before.can(event)) {
+        let judged: { can: boolean; after?: TxSnapshot }
+        try {
+          judged = before.can(event) ? { can: true, after: transition(machine, before, event)[0] } : { can: false }
+        } catch (e) {
+          // A guard or action threw (a bug, or an event no validation caught): nothing is committed, the actor stays as it was.
+          deps.logger.error('event refused: the machine failed while taking it', { transactionId: id, event: event.type, error: String(e) })
+          return deny('unavailable', 'This event could not be applied; nothing was changed')
+        }
+        if (!judged.can) {
           // Our running copy may not know yet of a transition another instance just committed
           // (its NOTIFY is on the way): refuse only what the database's own version refuses.
           if (mine && (await deps.repo.load(id))?.version !== mine.version) {
@@ -198,7 +211,7 @@ export function createTransactionRegistry(deps: RegistryDeps) {
           }
           return deny('conflict', `A transaction in status ${String(before.value)} does not accept ${event.type}`)
         }
-        const [after] = transition(machine, before, event)
+        const after = judged.after!
         const row = await commit(id, version, before, after, event)
         if (!row) {
           // Someone else moved it on: judge the event again against what they committed.
@@ -282,6 +295,14 @@ export function createTransactionRegistry(deps: RegistryDeps) {
       return outcome
     },
 
+    /**
+     * Records on the timeline what happened to a transaction in a final status without moving
+     * it (R15: a reorg that took back the payment of a completed transaction); the operator acts.
+     */
+    async noteAfterFinal(id: string, cause: string, details: Record<string, unknown>): Promise<void> {
+      await serialize(id, () => deps.repo.appendNote(id, cause, details, new Date(deps.clock.now())))
+    },
+
     /** Takes the lease, restores every actor this instance may run, then keeps taking over dead instances' actors. */
     async start() {
       unlisten = await deps.database.listen(CHANNELS.transactionActor, changed, () => void reconcile().catch(() => {}))
@@ -299,6 +320,10 @@ export function createTransactionRegistry(deps: RegistryDeps) {
       // Ours from before a restart on the same DATA_DIR (src/server/instance-id.ts), then everyone else's that nobody runs.
       await take(await deps.repo.ownedActors(me))
       await claim(deps.singleInstance)
+      // Actors no instance of this version will run: said loudly, one by one (their events are refused the same way).
+      for (const o of await deps.repo.otherVersions(100)) {
+        deps.logger.error('stored actor from another machine version; not run', { transactionId: o.transactionId, machineVersion: o.machineVersion })
+      }
     },
 
     /** Stops every actor and hands them back, so another instance continues at once. */

@@ -1,4 +1,5 @@
 import { CHANNELS } from '../db/channels.ts'
+import type { InstanceLease } from '../actors/instance-lease.ts'
 import type { Database } from '../db/client.ts'
 import type { Clock } from '../lib/clock.ts'
 import type { Logger } from '../lib/logger.ts'
@@ -27,20 +28,63 @@ function databaseCursorStore(repo: ChainRepo, network: string, clock: Clock): Cu
 
 /**
  * One block follower per configured network (issue 4), feeding the payment tracker; the price
- * readers the pay page quotes with share the same clients. Every instance follows every network:
- * findings are recorded once (unique per transfer and block) and the lifecycle refuses an event
- * twice, so several instances cost RPC calls, not correctness.
+ * readers the pay page quotes with share the same clients. Each network is followed by one
+ * instance at a time (issue 18): the one that claimed it in `chain_followers` while its lease
+ * lives, so a network's transfers are recorded and judged by one instance, in order, and a
+ * reorg is applied before anything found after it. The others take a network over once its
+ * follower's lease has ended (or at once after a graceful shutdown); every instance keeps the
+ * set of watched addresses, so whoever follows next has it.
  */
-export function createChainWatcher(deps: { networks: NetworkConfig[]; database: Database; lifecycle: Lifecycle; clock: Clock; logger: Logger }) {
+export function createChainWatcher(deps: { networks: NetworkConfig[]; database: Database; lifecycle: Lifecycle; lease: InstanceLease; clock: Clock; logger: Logger }) {
   const repo = createChainRepo(deps.database)
   const watched = new Set<string>()
   const clients = new Map(deps.networks.map((n) => [n.name, createChainClient({ rpcUrl: n.rpcUrl, fallbackRpcUrls: n.fallbackRpcUrls, chainId: n.chainId })]))
   const prices = new Map<string, PriceReader>(deps.networks.map((n) => [n.name, createPriceReader({ client: clients.get(n.name)!, clock: deps.clock })]))
-  let followers: BlockFollower[] = []
+  const followers = new Map<string, BlockFollower>()
+  const me = deps.lease.instanceId
   let unlisten: (() => Promise<void>) | null = null
+  let unlease: (() => void) | null = null
+  let stopped = false
 
   async function loadWatched() {
     for (const address of await repo.watchedAddresses(new Date(deps.clock.now() - WATCH_FINISHED_FOR_MS))) watched.add(address)
+  }
+
+  function follow(n: NetworkConfig) {
+    const follower = createBlockFollower({
+      network: {
+        name: n.name,
+        pollIntervalMs: n.pollIntervalMs,
+        maxLogRange: n.maxLogRange,
+        erc20Tokens: n.tokens.flatMap((t) => (t.kind === 'erc20' ? [t.address] : [])),
+        scanNative: n.tokens.some((t) => t.kind === 'native'),
+      },
+      client: clients.get(n.name)!,
+      store: databaseCursorStore(repo, n.name, deps.clock),
+      watch: watched,
+      handler: createPaymentTracker({ network: n, repo, lifecycle: deps.lifecycle, clock: deps.clock, logger: deps.logger }),
+      // Polling and back-off run on real time whatever clock the lifecycle uses.
+      logger: deps.logger,
+    })
+    followers.set(n.name, follower)
+    follower.start()
+    deps.logger.info('following network', { network: n.name, instanceId: me })
+  }
+
+  async function unfollow(name: string) {
+    const f = followers.get(name)
+    followers.delete(name)
+    await f?.stop()
+  }
+
+  /** Follows every network this instance may follow, and stops following any another instance took. */
+  async function claim() {
+    for (const n of deps.networks) {
+      if (stopped) return
+      const mine = await repo.claimNetwork(n.name, me, new Date(deps.clock.now()))
+      if (mine && !followers.has(n.name)) follow(n)
+      else if (!mine && followers.has(n.name)) await unfollow(n.name)
+    }
   }
 
   return {
@@ -52,30 +96,30 @@ export function createChainWatcher(deps: { networks: NetworkConfig[]; database: 
       watched.add(address.toLowerCase())
     },
     async start() {
+      if (deps.networks.length === 0) return
       unlisten = await deps.database.listen(CHANNELS.depositAddress, (a) => watched.add(a.toLowerCase()), () => void loadWatched())
       await loadWatched()
-      followers = deps.networks.map((n) => createBlockFollower({
-        network: {
-          name: n.name,
-          pollIntervalMs: n.pollIntervalMs,
-          maxLogRange: n.maxLogRange,
-          erc20Tokens: n.tokens.flatMap((t) => (t.kind === 'erc20' ? [t.address] : [])),
-          scanNative: n.tokens.some((t) => t.kind === 'native'),
+      unlease = deps.lease.listen({
+        tick: claim,
+        // Another instance may take the networks once this lease ends: stop following first.
+        lost: () => {
+          for (const name of [...followers.keys()]) void unfollow(name)
         },
-        client: clients.get(n.name)!,
-        store: databaseCursorStore(repo, n.name, deps.clock),
-        watch: watched,
-        handler: createPaymentTracker({ network: n, repo, lifecycle: deps.lifecycle, clock: deps.clock, logger: deps.logger }),
-        // Polling and back-off run on real time whatever clock the lifecycle uses.
-        logger: deps.logger,
-      }))
-      for (const f of followers) f.start()
+        regained: claim,
+      })
+      await deps.lease.start()
+      await claim()
     },
-    /** Tests: the height each follower has processed. */
-    syncedHeights: () => Object.fromEntries(deps.networks.map((n, i) => [n.name, followers[i]?.syncedHeight() ?? null])),
+    /** The networks this instance follows now. */
+    following: (): string[] => [...followers.keys()],
+    /** Tests: the height each follower of this instance has processed. */
+    syncedHeights: () => Object.fromEntries(deps.networks.map((n) => [n.name, followers.get(n.name)?.syncedHeight() ?? null])),
     async stop() {
-      await Promise.all(followers.map((f) => f.stop()))
+      stopped = true
+      unlease?.()
+      await Promise.all([...followers.keys()].map(unfollow))
       await unlisten?.()
+      await repo.releaseNetworks(me).catch(() => {})
     },
   }
 }

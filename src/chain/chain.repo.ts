@@ -3,7 +3,8 @@ import type { PgColumn } from 'drizzle-orm/pg-core'
 import { FINAL_STATUSES, type TxStatus } from '../../machines/transaction.machine.ts'
 import type { Database } from '../db/client.ts'
 import { bare, param, prepare } from '../db/prepared.ts'
-import { chainCursors, chainTransfers, depositAddresses, transactions } from '../db/schema.ts'
+import { liveInstances } from '../actors/instance.repo.ts'
+import { chainCursors, chainFollowers, chainTransfers, depositAddresses, transactions } from '../db/schema.ts'
 
 const ph = (name: string) => sql.placeholder(name)
 
@@ -33,6 +34,9 @@ export interface UnappliedTransfer {
   status: TxStatus
   txTokenSymbol: string | null
   txNetwork: string | null
+  /** Failed tries so far, and when the next is due (null: now). */
+  attempts: number
+  retryAt: Date | null
 }
 
 export type TransferKind = (typeof chainTransfers.$inferSelect)['kind']
@@ -71,13 +75,24 @@ export function createChainRepo(database: Database) {
     id: chainTransfers.id, txHash: chainTransfers.txHash, blockNumber: chainTransfers.blockNumber, tokenSymbol: chainTransfers.tokenSymbol,
     amount: chainTransfers.amount, transactionId: chainTransfers.transactionId, reorgedAt: chainTransfers.reorgedAt, kind: chainTransfers.kind,
     status: transactions.status, txTokenSymbol: transactions.tokenSymbol, txNetwork: transactions.blockchainNetwork,
+    attempts: chainTransfers.attempts, retryAt: chainTransfers.retryAt,
   }).from(chainTransfers).innerJoin(transactions, eq(transactions.id, chainTransfers.transactionId))
     .where(and(eq(chainTransfers.network, ph('network')), not(chainTransfers.applied)))
     .orderBy(asc(chainTransfers.blockNumber), asc(chainTransfers.logIndex), asc(chainTransfers.id))
     .prepare('chain_unapplied')
 
-  const markApplied = db.update(chainTransfers).set({ applied: true, kind: param('kind') })
+  const markApplied = db.update(chainTransfers).set({ applied: true, kind: param('kind'), retryAt: null, lastError: null })
     .where(eq(chainTransfers.id, ph('id'))).prepare('chain_mark_applied')
+
+  const markFailed = db.update(chainTransfers).set({ attempts: sql`${chainTransfers.attempts} + 1`, retryAt: param('retryAt', 'timestamptz'), lastError: sql`${ph('error')}` })
+    .where(eq(chainTransfers.id, ph('id'))).returning({ attempts: chainTransfers.attempts }).prepare('chain_mark_failed')
+
+  const claimNetwork = prepare<{ owner: string }, { network: string; owner: string; now: string }>(database, sql`
+    INSERT INTO ${chainFollowers} (${bare(chainFollowers.network)}, ${bare(chainFollowers.owner)}) VALUES (${param('network')}, ${param('owner')})
+    ON CONFLICT (${bare(chainFollowers.network)}) DO UPDATE SET ${bare(chainFollowers.owner)} = excluded.${bare(chainFollowers.owner)}
+    WHERE ${chainFollowers.owner} IS NULL OR ${chainFollowers.owner} = excluded.${bare(chainFollowers.owner)}
+      OR ${chainFollowers.owner} NOT IN (${liveInstances(sql.placeholder('now'))})
+    RETURNING ${chainFollowers.owner} AS owner`)
 
   // The removed blocks' hashes travel as one comma-separated parameter, so the statement keeps
   // one shape (and one prepared plan) however many blocks a reorg removes.
@@ -125,6 +140,22 @@ export function createChainRepo(database: Database) {
     /** The transfer's lifecycle event was judged: it counts as `kind` and is not judged again. */
     async markApplied(id: number, kind: TransferKind): Promise<void> {
       await markApplied.execute({ id, kind })
+    },
+
+    /** Judging the transfer failed: it is tried again from `retryAt`; returns the failed tries so far. */
+    async markFailed(id: number, retryAt: Date, error: string): Promise<number> {
+      const [r] = await markFailed.execute({ id, retryAt: retryAt.toISOString(), error: error.slice(0, 1000) })
+      return r?.attempts ?? 0
+    },
+
+    /** Takes (or keeps) the following of a network for `owner`, unless a live instance follows it; true when it is `owner`'s. */
+    async claimNetwork(network: string, owner: string, now: Date): Promise<boolean> {
+      return (await claimNetwork.execute({ network, owner, now: now.toISOString() })).length === 1
+    },
+
+    /** Gives up the networks `owner` follows (shutdown, or its lease was lost), so another instance takes them at once. */
+    async releaseNetworks(owner: string): Promise<void> {
+      await db.update(chainFollowers).set({ owner: null }).where(eq(chainFollowers.owner, owner))
     },
 
     /** Transfers seen in blocks that left the canonical chain are judged again as taken back; returns how many. */

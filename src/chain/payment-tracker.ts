@@ -8,10 +8,14 @@ import type { ChainRepo, TransferFinding, TransferKind, UnappliedTransfer } from
 import type { NetworkConfig } from './networks-config.ts'
 import type { Finding } from './transfer-scan.ts'
 
-/** What the tracker needs of the lifecycle: apply an event to a transaction's actor. */
+/** What the tracker needs of the lifecycle: apply an event to a transaction's actor, and note what happens after its final status. */
 export interface Lifecycle {
   apply(id: string, event: TxEvent): Promise<Outcome<unknown>>
+  noteAfterFinal(id: string, cause: string, details: Record<string, unknown>): Promise<void>
 }
+
+/** The wait before a transfer whose judging failed is tried again: 5 s, doubling, at most 10 minutes. */
+export const retryDelayMs = (attempts: number) => Math.min(600_000, 5_000 * 2 ** Math.max(0, attempts - 1))
 
 /**
  * Turns one network's block follower events into lifecycle events (issue 4, R12, R14, R15):
@@ -46,8 +50,15 @@ export function createPaymentTracker(deps: { network: NetworkConfig; repo: Chain
     const id = row.transactionId
     const { blockNumber } = row
     if (row.reorgedAt !== null) {
-      // Only a payment moved the transaction; taking back anything else changes nothing.
-      if (row.kind === 'payment') await apply(id, { type: 'payment.reorged', txHash: row.txHash })
+      if (row.kind === 'wrong_asset') await apply(id, { type: 'wrong_asset.reorged', txHash: row.txHash })
+      if (row.kind !== 'payment') return row.kind
+      if (FINAL_STATUSES.includes(row.status)) {
+        // R15: too late to take it back (the transaction completed, or failed): the operator must know.
+        deps.logger.error('a reorg took back a payment of a transaction in a final status', { network: network.name, transactionId: id, status: row.status, txHash: row.txHash, blockNumber })
+        await deps.lifecycle.noteAfterFinal(id, 'payment.reorged_after_final', { txHash: row.txHash, blockNumber, network: network.name })
+        return row.kind
+      }
+      await apply(id, { type: 'payment.reorged', txHash: row.txHash })
       return row.kind
     }
     if (FINAL_STATUSES.includes(row.status)) return 'late'
@@ -60,9 +71,31 @@ export function createPaymentTracker(deps: { network: NetworkConfig; repo: Chain
     return 'wrong_asset'
   }
 
+  /**
+   * Judges every transfer not judged yet, in chain order. One that fails (a bug, a transaction
+   * whose actor this version cannot run) is recorded, logged with its ids and tried again later
+   * with back-off, and the rest of the network goes on; later transfers of the same transaction
+   * wait behind it, so its transfers are still judged in order.
+   */
   async function applyPending() {
+    const waiting = new Set<string>()
     for (const row of await repo.unappliedTransfers(network.name)) {
-      const kind = await judge(row)
+      if (waiting.has(row.transactionId) || (row.retryAt !== null && row.retryAt.getTime() > deps.clock.now())) {
+        waiting.add(row.transactionId)
+        continue
+      }
+      let kind: TransferKind
+      try {
+        kind = await judge(row)
+      } catch (e) {
+        waiting.add(row.transactionId)
+        const retryAt = new Date(deps.clock.now() + retryDelayMs(row.attempts + 1))
+        const attempts = await repo.markFailed(row.id, retryAt, String(e))
+        deps.logger.error('transfer not applied; tried again later', {
+          network: network.name, transferId: row.id, transactionId: row.transactionId, txHash: row.txHash, attempts, retryAt: retryAt.toISOString(), error: String(e),
+        })
+        continue
+      }
       await repo.markApplied(row.id, kind)
       if (kind === 'late') deps.logger.info('late payment recorded', { network: network.name, transactionId: row.transactionId, txHash: row.txHash, amount: row.amount, token: row.tokenSymbol })
     }
@@ -72,7 +105,9 @@ export function createPaymentTracker(deps: { network: NetworkConfig; repo: Chain
     for (const r of await repo.confirmingTransactions(network.name)) {
       const confirmations = Number(head - BigInt(r.blockNumber) + 1n)
       if (confirmations < 0 || confirmations === r.confirmations) continue
+      // One transaction that cannot take it must not hold up the others' confirmations; the next head tries it again.
       await apply(r.id, { type: 'confirmations.updated', confirmations, at: deps.clock.now() })
+        .catch((e) => deps.logger.error('confirmations not applied; tried again on the next head', { network: network.name, transactionId: r.id, error: String(e) }))
     }
   }
 

@@ -36,6 +36,7 @@ async function withServices(config: Config, pgliteDir: string | null, words: str
     services = await createServices({
       database, clock: systemClock, logger: createLogger('warn'), baseUrl: '',
       secretKey: resolveSecretKey(config), webhookRetryScheduleMs: config.webhookRetryScheduleMs,
+      allowPrivateTestEndpoints: config.allowPrivateTestEndpoints,
     })
   } catch (e) {
     await database.close()

@@ -22,7 +22,10 @@ export interface Database {
   rows<T = Record<string, unknown>>(query: SQL): Promise<T[]>
   /** A hot-path statement: `$1`-style parameters, prepared once per connection and reused. */
   query<T = Record<string, unknown>>(text: string, params: (string | number | boolean | null)[]): Promise<T[]>
-  /** Subscribe to a NOTIFY channel; returns an unsubscribe function. */
+  /**
+   * Subscribe to a NOTIFY channel; returns an unsubscribe function. `onReconnect` runs after the
+   * listening connection came back from a loss (notifications sent meanwhile are lost).
+   */
   listen(channel: string, onPayload: (payload: string) => void, onReconnect?: () => void): Promise<() => Promise<void>>
   notify(channel: string, payload: string): Promise<void>
   close(): Promise<void>
@@ -64,8 +67,12 @@ async function openPostgres(url: string, max: number): Promise<Database> {
     db,
     rows: async (q) => (await db.execute(q)) as unknown as any[],
     query: async (text, params) => (await client.unsafe(text, params, { prepare: true })) as unknown as any[],
+    // postgres.js listens again by itself after a lost connection, retrying while the database is
+    // unreachable (test/integration/notify-reconnect.test.ts); its `onlisten` runs on every
+    // (re)listen, the first one included, which is not a reconnect.
     listen: async (channel, onPayload, onReconnect) => {
-      const sub = await client.listen(channel, onPayload, onReconnect)
+      let first = true
+      const sub = await client.listen(channel, onPayload, () => (first ? (first = false) : onReconnect?.()))
       return () => sub.unlisten()
     },
     notify: async (channel, payload) => { await client`select pg_notify(${channel}, ${payload})` },

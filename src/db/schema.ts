@@ -188,7 +188,7 @@ export const settings = pgTable('settings', {
 
 export const WEBHOOK_EVENT_TYPES = [
   'transaction.created', 'transaction.payment_received', 'transaction.confirming', 'transaction.completed',
-  'transaction.failed', 'transaction.expired', 'transaction.cancelled',
+  'transaction.failed', 'transaction.expired', 'transaction.cancelled', 'transaction.payment_reversed',
 ] as const
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number]
 
@@ -289,6 +289,15 @@ export const depositAddresses = pgTable('deposit_addresses', {
   createdAt: ts('created_at').notNull(),
 })
 
+/**
+ * Which instance follows each network (issue 18): one follower per network across instances,
+ * under that instance's lease, so transfers are recorded and judged by one instance at a time.
+ */
+export const chainFollowers = pgTable('chain_followers', {
+  network: text('network').primaryKey(),
+  owner: text('owner'),
+})
+
 /** Each network's block follower cursor: last processed height and the recent hash window. */
 export const chainCursors = pgTable('chain_cursors', {
   network: text('network').primaryKey(),
@@ -320,6 +329,11 @@ export const chainTransfers = pgTable('chain_transfers', {
   /** Set when its block left the canonical chain. */
   reorgedAt: ts('reorged_at'),
   seenAt: ts('seen_at').notNull(),
+  /** Failed tries to judge it (issue 18): one bad transfer waits and is retried, the rest of the chain goes on. */
+  attempts: integer('attempts').notNull().default(0),
+  /** When a failed transfer is tried again. */
+  retryAt: ts('retry_at'),
+  lastError: text('last_error'),
 }, (t) => [
   uniqueIndex('chain_transfers_seen_idx').on(t.network, t.txHash, t.logIndex, t.blockHash),
   index('chain_transfers_block_idx').on(t.network, t.blockHash),

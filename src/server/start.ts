@@ -74,7 +74,7 @@ export async function startServer(config: Config, opts: { clock?: Clock; logger?
       database, clock, logger, baseUrl, leaseMs: config.actorLeaseMs, networks: networks.networks, instanceId: instanceIdOf(config.dataDir),
       testWallet: networks.devnet ? createTestWallet({ network: networks.devnet.networks[0], privateKey: networks.devnet.wallet.privateKey }) : null,
       secretKey: resolveSecretKey(config), webhookRetryScheduleMs: config.webhookRetryScheduleMs, resolver: opts.resolver,
-      payLimits: config.payRateLimits,
+      allowPrivateTestEndpoints: config.allowPrivateTestEndpoints, payLimits: config.payRateLimits,
     })
     cleanups.unshift(() => services.stop())
     // Recovery: every active transaction this instance may run gets its actor back; overdue

@@ -14,7 +14,7 @@ import type { EndpointService } from './endpoint.service.ts'
 import { webhookBody, webhookHeaders } from './payload.ts'
 import { createSendQueue, DEFAULT_SEND_LIMITS, type SendQueueOptions } from './send-queue.ts'
 import { postWebhook, type SendOutcome } from './sender.ts'
-import { checkDeliveryTarget, systemResolver, type Resolver } from './url-guard.ts'
+import { checkDeliveryTarget, systemResolver, type AddressRules, type Resolver } from './url-guard.ts'
 import { signWebhookBody } from './verify-webhook.mjs'
 
 type DeliveryActor = Actor<typeof webhookDeliveryMachine>
@@ -30,6 +30,8 @@ export interface RunnerDeps {
   scheduler: Scheduler
   instanceId: string
   scheduleMs: readonly number[]
+  /** R21: where test endpoints may send (WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS). */
+  addressRules: AddressRules
   resolver?: Resolver
   sendLimits?: SendQueueOptions
   timeoutMs?: number
@@ -103,17 +105,19 @@ export function createDeliveryRunner(deps: RunnerDeps) {
     return p
   }
 
-  /** The one HTTP request of an attempt, or the reason none was made. Never throws. */
-  async function request(d: RunnableDelivery, number: number, sentAt: Date): Promise<{ body: string; outcome: SendOutcome }> {
+  /** The one HTTP request of an attempt, or the reason none was made; null when the endpoint is disabled (no attempt at all). Never throws. */
+  async function request(d: RunnableDelivery, number: number, sentAt: Date): Promise<{ body: string; outcome: SendOutcome } | null> {
     const body = webhookBody(d.eventType, d.data, sentAt, d.test)
     const info = await endpoint(d.endpointId)
     const refused = (error: string) => ({ body, outcome: { ok: false, statusCode: null, responseBody: null, error, durationMs: 0 } })
     if (!info) return refused('endpoint deleted')
-    if (!info.enabled) return refused('endpoint disabled')
-    const target = await checkDeliveryTarget(info.url, info.mode, resolver)
+    if (!info.enabled) return null
+    const target = await checkDeliveryTarget(info.url, info.mode, deps.addressRules, resolver)
     if (!target.ok) return refused(`refused: url ${target.reason}`)
     const headers = webhookHeaders({ signature: signWebhookBody(body, info.secret), eventId: d.eventId, sentAt, attempt: number, test: d.test })
-    return { body, outcome: await postWebhook(info.url, body, headers, deps.timeoutMs) }
+    const outcome = await postWebhook(info.url, body, headers, deps.timeoutMs)
+    // R21: what a private address answers is never kept (nor shown), only its status and timing.
+    return { body, outcome: target.privateAddress ? { ...outcome, responseBody: null } : outcome }
   }
 
   /** The provided `sendAttempt`: waits for a send slot, then makes the attempt unless the actor stopped meanwhile. */
@@ -125,7 +129,12 @@ export function createDeliveryRunner(deps: RunnerDeps) {
         if (signal.aborted) return null
         try {
           const startedAt = new Date(deps.clock.now())
-          const { body, outcome } = await request(entry.delivery, input.number, startedAt)
+          const made = await request(entry.delivery, input.number, startedAt)
+          if (made === null) {
+            resolve({ ok: false, at: deps.clock.now(), paused: true })
+            return null
+          }
+          const { body, outcome } = made
           entry.attempt = {
             number: input.number, trigger: input.trigger, scheduledFor: input.scheduledFor === null ? null : new Date(input.scheduledFor), startedAt,
             durationMs: outcome.durationMs, statusCode: outcome.statusCode, requestBody: body, responseBody: outcome.responseBody, error: outcome.error,

@@ -1,4 +1,4 @@
-import { and, eq, lt, or, sql, type SQL } from 'drizzle-orm'
+import { and, eq, isNotNull, lt, or, sql, type SQL } from 'drizzle-orm'
 import { DELIVERY_MACHINE_VERSION, type DeliveryStatus, type FailedBecause } from '../../machines/webhook-delivery.machine.ts'
 import type { Database } from '../db/client.ts'
 import { bare, param, prepare } from '../db/prepared.ts'
@@ -243,6 +243,12 @@ export function createDeliveryRepo(database: Database) {
         or(sql`${d.claimedBy} IS NULL`, sql`${d.claimedBy} NOT IN (${liveInstances(now.toISOString())})`),
       )).returning({ id: d.id })
       return rows.length === 1
+    },
+
+    /** Deletes outbox events fanned out before `before`; events not fanned out yet are never pruned. */
+    async pruneOutbox(before: Date): Promise<number> {
+      const rows = await db.delete(outbox).where(and(isNotNull(outbox.dispatchedAt), lt(outbox.dispatchedAt, before))).returning({ id: outbox.id })
+      return rows.length
     },
 
     /** Gives this instance's claims back (shutdown), so another instance takes the work at once. */

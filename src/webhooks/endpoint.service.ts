@@ -7,7 +7,7 @@ import { newId, randomString } from '../lib/ids.ts'
 import { deny, ok, type Outcome } from '../lib/outcome.ts'
 import type { SecretBox } from '../lib/secret-box.ts'
 import type { Mode, ProjectFilter } from '../projects/mode.ts'
-import { checkEndpointUrl } from './url-guard.ts'
+import { checkEndpointUrl, type AddressRules } from './url-guard.ts'
 
 /** An endpoint as the CLI and dashboard show it: never its secret. */
 export interface EndpointView {
@@ -40,7 +40,7 @@ const view = (r: typeof webhookEndpoints.$inferSelect): EndpointView => ({
 })
 
 /** R21: webhook endpoints per project and mode; secrets sealed at rest, shown at creation and on request. */
-export function createEndpointService(deps: { database: Database; changes: ChangeFeed; clock: Clock; secrets: SecretBox }) {
+export function createEndpointService(deps: { database: Database; changes: ChangeFeed; clock: Clock; secrets: SecretBox; addressRules: AddressRules }) {
   const { db } = deps.database
   const now = () => new Date(deps.clock.now())
 
@@ -60,7 +60,7 @@ export function createEndpointService(deps: { database: Database; changes: Chang
   return {
     async create(input: { projectId: string; mode: string; url: string; eventTypes: readonly string[] }): Promise<Outcome<{ endpoint: EndpointView; secret: string }>> {
       if (input.mode !== 'test' && input.mode !== 'live') return deny('invalid_request', 'mode must be test or live', [{ path: 'mode', message: 'test or live' }])
-      const url = checkEndpointUrl(input.url, input.mode)
+      const url = checkEndpointUrl(input.url, input.mode, deps.addressRules)
       if (!url.ok) return deny('invalid_request', `url ${url.reason}`, [{ path: 'url', message: url.reason }])
       const events = parseEventTypes(input.eventTypes)
       if (!events.ok) return events

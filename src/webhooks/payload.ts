@@ -2,7 +2,7 @@ import type { TxStatus } from '../../machines/transaction.machine.ts'
 import type { TransactionRow } from '../db/schema.ts'
 
 /** Status changes that merchants hear about (spec "Events"; R12 adds transaction.cancelled). */
-export const EVENT_OF_STATUS: Partial<Record<TxStatus, string>> = {
+const EVENT_OF_STATUS: Partial<Record<TxStatus, string>> = {
   created: 'transaction.created',
   processing: 'transaction.payment_received',
   confirming: 'transaction.confirming',
@@ -10,6 +10,16 @@ export const EVENT_OF_STATUS: Partial<Record<TxStatus, string>> = {
   failed: 'transaction.failed',
   expired: 'transaction.expired',
   cancelled: 'transaction.cancelled',
+}
+
+/**
+ * The webhook event a committed transition announces, if any: entering a status merchants hear
+ * about, or (R15) a payment taken back by a reorg after `transaction.payment_received` was sent,
+ * announced as `transaction.payment_reversed` with the status the transaction returned to.
+ */
+export function webhookEventOf(cause: string, from: TxStatus, to: TxStatus): string | null {
+  if (cause === 'payment.reorged' && (from === 'processing' || from === 'confirming')) return 'transaction.payment_reversed'
+  return from !== to ? EVENT_OF_STATUS[to] ?? null : null
 }
 
 /** The webhook payload's `data` (spec "Webhook payload"): every nullable key present. */

@@ -9,7 +9,8 @@ import type { WebhookEventType } from '../db/schema.ts'
 export function testEventData(eventType: WebhookEventType, now: Date): Record<string, unknown> {
   const stage = STAGE[eventType]
   const selected = stage >= 2
-  const detected = stage >= 2 && eventType !== 'transaction.expired' && eventType !== 'transaction.cancelled'
+  // A reversed payment's transaction is back to awaiting payment: its payment is gone (R15).
+  const detected = stage >= 2 && !['transaction.expired', 'transaction.cancelled', 'transaction.payment_reversed'].includes(eventType)
   const inBlock = stage >= 3 && detected
   const completed = eventType === 'transaction.completed'
   return {
@@ -41,6 +42,7 @@ const STAGE: Record<WebhookEventType, number> = {
   'transaction.failed': 3,
   'transaction.expired': 1,
   'transaction.cancelled': 1,
+  'transaction.payment_reversed': 2,
 }
 
 const STATUS: Record<WebhookEventType, string> = {
@@ -51,4 +53,5 @@ const STATUS: Record<WebhookEventType, string> = {
   'transaction.failed': 'failed',
   'transaction.expired': 'expired',
   'transaction.cancelled': 'cancelled',
+  'transaction.payment_reversed': 'pending',
 }

@@ -48,7 +48,7 @@ export async function freshDataDir(): Promise<string> {
 }
 
 /** A new, empty PostgreSQL database on the DATABASE_URL server; `drop` removes it. */
-export async function freshPostgres(): Promise<{ url: string; env: { DATABASE_URL: string; SECRET_KEY: string }; drop(): Promise<void> }> {
+export async function freshPostgres(): Promise<{ url: string; env: { DATABASE_URL: string; SECRET_KEY: string; WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS: string }; drop(): Promise<void> }> {
   const base = process.env.DATABASE_URL
   if (!base) throw new Error('DATABASE_URL is not set')
   const name = `crypto_pay_test_${randomString(10).toLowerCase()}`
@@ -59,8 +59,9 @@ export async function freshPostgres(): Promise<{ url: string; env: { DATABASE_UR
   url.pathname = `/${name}`
   return {
     url: url.toString(),
-    // Instances on one PostgreSQL database share one SECRET_KEY (config requires it).
-    env: { DATABASE_URL: url.toString(), SECRET_KEY: randomBytes(32).toString('hex') },
+    // Instances on one PostgreSQL database share one SECRET_KEY (config requires it). Test
+    // receivers listen on this machine, and DATABASE_URL turns private test endpoints off by default.
+    env: { DATABASE_URL: url.toString(), SECRET_KEY: randomBytes(32).toString('hex'), WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS: '1' },
     async drop() {
       const a = postgres(base, { max: 1, onnotice: () => {} })
       await a.unsafe(`drop database if exists ${name} with (force)`)

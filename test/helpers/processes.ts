@@ -18,7 +18,7 @@ export type Runtime = 'bun' | 'deno'
  */
 const CONFIG_VARS = [
   'PORT', 'HTTP_PORT', 'HOST', 'BASE_URL', 'DATABASE_URL', 'DATA_DIR', 'TLS_CERT_FILE', 'TLS_KEY_FILE', 'TRUST_PROXY',
-  'NETWORKS_CONFIG', 'SECRET_KEY', 'WEBHOOK_RETRY_SCHEDULE', 'LOG_LEVEL', 'ACTOR_LEASE_MS',
+  'NETWORKS_CONFIG', 'SECRET_KEY', 'WEBHOOK_RETRY_SCHEDULE', 'LOG_LEVEL', 'ACTOR_LEASE_MS', 'WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS',
 ]
 
 function childEnv(env: Record<string, string>): Record<string, string> {

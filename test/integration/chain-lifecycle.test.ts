@@ -123,21 +123,38 @@ for (const backend of backends()) {
       expect(detected).toMatchObject({ from_status: 'prepared', to_status: 'processing', details: { amount: '30000000', overpaid_by: '5000000' } })
     })
 
-    test('the wrong token fails the transaction with reason wrong_asset (ETH paid for TUSD, and TUSD paid for ETH)', async () => {
-      const a = (await create({ amount: 30 })).id
-      const toA = await selected(a, 'TUSD')
-      const ethHash = await payNative(wallet, toA.address, 10n ** 16n)
-      const b = (await create({ amount: 30 })).id
-      const toB = await selected(b, 'ETH')
-      const tusdHash = await payToken(wallet, devnet.stablecoin, toB.address, 30n * TUSD)
+    test('R12: another token sent to the address is recorded and moves nothing; the correct payment that follows completes the transaction', async () => {
+      const { id } = await create({ amount: 25 })
+      const { address, units } = await selected(id, 'TUSD')
+      // 1 wei of ETH to a TUSD address: dust, or a customer's honest mix-up.
+      const dust = await payNative(wallet, address, 1n)
+      const recorded = await waitUntil('the wrong asset recorded', () => timeline(id), (tl) => tl.some((e) => e.cause === 'wrong_asset.received'))
+      expect(recorded.at(-1)).toMatchObject({ from_status: 'prepared', to_status: 'prepared', cause: 'wrong_asset.received', details: { txHash: dust, tokenSymbol: 'ETH (devnet)', amount: '1' } })
+      expect(await tx(id)).toMatchObject({ status: 'prepared', amount_received: '0' })
+      expect(await payState(id)).toMatchObject({ status: 'prepared', wrong_asset_received: true, failure_reason: null })
 
-      for (const [id, hash, paid] of [[a, ethHash, 'ETH (devnet)'], [b, tusdHash, 'TUSD (devnet)']] as const) {
+      const paid = await payToken(wallet, devnet.stablecoin, address, units)
+      const done = await waitUntil('completed', () => tx(id), (x) => x.status === 'completed')
+      expect(done).toMatchObject({ amount_received: units.toString(), transaction_hash: paid })
+    })
+
+    test('R12: only another token received by the deadline fails the transaction with reason wrong_asset (ETH paid for TUSD, and TUSD paid for ETH)', async () => {
+      const a = await create({ amount: 30, expires_in_minutes: 1 })
+      const toA = await selected(a.id, 'TUSD')
+      const ethHash = await payNative(wallet, toA.address, 10n ** 16n)
+      const b = await create({ amount: 30, expires_in_minutes: 1 })
+      const toB = await selected(b.id, 'ETH')
+      const tusdHash = await payToken(wallet, devnet.stablecoin, toB.address, 30n * TUSD)
+      for (const [id, hash, paid] of [[a.id, ethHash, 'ETH (devnet)'], [b.id, tusdHash, 'TUSD (devnet)']] as const) {
+        await waitUntil(`${id} wrong asset recorded`, () => timeline(id), (tl) => tl.some((e) => e.cause === 'wrong_asset.received' && e.details.txHash === hash && e.details.tokenSymbol === paid))
+        expect((await tx(id)).status).toBe('prepared')
+      }
+      reachDeadline(b.expires_at)
+      for (const id of [a.id, b.id]) {
         const failed = await waitUntil(`${id} failed`, () => tx(id), (x) => x.status === 'failed')
         expect(failed.amount_received).toBe('0')
         expect((await payState(id)).failure_reason).toBe('wrong_asset')
-        expect((await timeline(id)).at(-1)).toMatchObject({
-          from_status: 'prepared', to_status: 'failed', cause: 'wrong_asset.received', details: { txHash: hash, tokenSymbol: paid, reason: 'wrong_asset' },
-        })
+        expect((await timeline(id)).at(-1)).toMatchObject({ from_status: 'prepared', to_status: 'failed', cause: 'expiry.reached', details: { reason: 'wrong_asset' } })
       }
     })
 

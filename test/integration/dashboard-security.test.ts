@@ -12,6 +12,7 @@ import { backends } from '../helpers/databases.ts'
 import { csrfOf, dashboardClient, memberOf, revealedValue, unescapeHtml, type DashboardResponse } from '../helpers/dashboard.ts'
 import { PATH_TO } from '../helpers/lifecycle.ts'
 import { api, startTestServer, type TestServer } from '../helpers/server.ts'
+import { verifyWebhookSignature } from '../../src/webhooks/verify-webhook.mjs'
 
 /**
  * The dashboard's defences over HTTP, as a browser (or an attacker's script) meets them:
@@ -124,7 +125,7 @@ const ID_ROUTES: IdRoute[] = [
   { label: 'POST keys/:id/delete', method: 'POST', path: (i) => `/keys/${i.key}/delete` },
   { label: 'GET endpoints/:id', method: 'GET', path: (i) => `/endpoints/${i.endpoint}` },
   { label: 'POST endpoints/:id/reveal (with the right password)', method: 'POST', path: (i) => `/endpoints/${i.endpoint}/reveal`, form: (password) => ({ password }) },
-  { label: 'POST endpoints/:id/rotate', method: 'POST', path: (i) => `/endpoints/${i.endpoint}/rotate` },
+  { label: 'POST endpoints/:id/rotate (with the right password)', method: 'POST', path: (i) => `/endpoints/${i.endpoint}/rotate`, form: (password) => ({ password }) },
   { label: 'POST endpoints/:id/enable (a disabled one)', method: 'POST', path: (i) => `/endpoints/${i.disabledEndpoint}/enable` },
   { label: 'POST endpoints/:id/disable', method: 'POST', path: (i) => `/endpoints/${i.endpoint}/disable` },
   { label: 'POST endpoints/:id/test', method: 'POST', path: (i) => `/endpoints/${i.endpoint}/test`, form: () => ({ event: 'transaction.completed' }) },
@@ -691,12 +692,12 @@ for (const backend of backends()) {
           },
         },
         {
-          label: 'endpoints/:id/rotate',
+          label: 'endpoints/:id/rotate (with the right password)',
           prepare: async () => {
             const ep = await quietEndpoint(a.project.id, 'http://127.0.0.1:9/csrf-rotate')
             const read = async () => must(await services().endpoints.revealSecret(ep.endpoint.id)).secret
             return {
-              path: `${base(a)}/endpoints/${ep.endpoint.id}/rotate`, read,
+              path: `${base(a)}/endpoints/${ep.endpoint.id}/rotate`, fields: { password: a.password }, read,
               accepted: async (res) => {
                 expect(res.status).toBe(200)
                 const now = await read()
@@ -1025,6 +1026,74 @@ for (const backend of backends()) {
         expect(right.status).toBe(200)
         expect(revealedValue(right.text)).toBe(secret)
         expect(must(await services().endpoints.revealSecret(id)).secret).toBe(secret)
+      })
+
+      test('rotating a secret asks for the password as revealing does: without it or with a wrong one the answer is reveal\'s 401 and nothing changes (the old secret still signs); with the right one the new secret is shown and signs the next delivery', async () => {
+        const heard: { body: string; signature: string | null }[] = []
+        const hooks = Bun.serve({
+          port: 0, hostname: '127.0.0.1',
+          async fetch(req) {
+            heard.push({ body: await req.text(), signature: req.headers.get('x-service-signature') })
+            return new Response('ok')
+          },
+        })
+        try {
+          const ep = await quietEndpoint(a.project.id, `http://127.0.0.1:${hooks.port}/rotate-me`)
+          const path = `${base(a)}/endpoints/${ep.endpoint.id}`
+          const secretNow = async () => must(await services().endpoints.revealSecret(ep.endpoint.id)).secret
+          /** Sends a test event and returns what the receiver got. */
+          const deliverOne = async () => {
+            const d = must(await services().webhooks.sendTest(ep.endpoint.id, 'transaction.completed'))
+            await services().dispatcher.runOnce()
+            expect(must(await services().webhooks.getDelivery(d.id)).delivery.status).toBe('success')
+            return heard.at(-1)!
+          }
+
+          const wrongReveal = await browserA.post(`${path}/reveal`, { password: 'not the password at all' })
+          expect(wrongReveal.status).toBe(401)
+          const refusals: [string, Record<string, string>][] = [['no password', {}], ['a wrong password', { password: 'not the password at all' }]]
+          for (const [label, fields] of refusals) {
+            const res = await browserA.post(`${path}/rotate`, fields)
+            expect({ label, status: res.status, error: errorOf(res.text), revealed: revealedValue(res.text) })
+              .toEqual({ label, status: 401, error: errorOf(wrongReveal.text), revealed: null })
+            expect(res.text).not.toContain(ep.secret)
+            expect({ label, secret: await secretNow() }).toEqual({ label, secret: ep.secret })
+          }
+          const before = await deliverOne()
+          expect(verifyWebhookSignature(before.body, before.signature, ep.secret)).toBe(true)
+
+          const right = await browserA.post(`${path}/rotate`, { password: a.password })
+          expect(right.status).toBe(200)
+          const fresh = revealedValue(right.text)!
+          expect(fresh).toMatch(/^whsec_/)
+          expect(fresh).not.toBe(ep.secret)
+          expect(await secretNow()).toBe(fresh)
+          const after = await deliverOne()
+          expect({ newSecret: verifyWebhookSignature(after.body, after.signature, fresh), oldSecret: verifyWebhookSignature(after.body, after.signature, ep.secret) })
+            .toEqual({ newSecret: true, oldSecret: false })
+        } finally {
+          hooks.stop(true)
+        }
+      })
+
+      test(`wrong passwords on rotate count towards the account lock: after ${MAX_FAILED_SIGN_INS} the right one is refused too, at rotate and at sign-in, and the secret never changes`, async () => {
+        const email = 'rotating-locked@example.com'
+        const password = 'the rotating user password'
+        must(await services().users.create({ email, password, projectId: a.project.id }))
+        const c = dashboardClient(t)
+        expect((await c.signIn(email, password)).status).toBe(303)
+        await c.page(base(a))
+        const ep = await quietEndpoint(a.project.id, 'http://127.0.0.1:9/rotate-lock')
+        const path = `${base(a)}/endpoints/${ep.endpoint.id}/rotate`
+        const answers: number[] = []
+        for (let i = 0; i < MAX_FAILED_SIGN_INS; i++) answers.push((await c.post(path, { password: `wrong guess ${i}` })).status)
+        expect(answers).toEqual(Array(MAX_FAILED_SIGN_INS).fill(401))
+
+        const locked = await c.post(path, { password })
+        expect({ status: locked.status, revealed: revealedValue(locked.text) }).toEqual({ status: 401, revealed: null })
+        expect(must(await services().endpoints.revealSecret(ep.endpoint.id)).secret).toBe(ep.secret)
+        const signIn = await dashboardClient(t).signIn(email, password)
+        expect({ status: signIn.status, error: errorOf(signIn.text) }).toEqual({ status: 401, error: WRONG_PASSWORD })
       })
 
       test('merchant-supplied text is escaped on the transaction pages, never markup', async () => {

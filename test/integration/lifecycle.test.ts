@@ -287,6 +287,44 @@ for (const backend of backends()) {
       scheduler.stop()
     })
 
+    test('an event the machine fails on (an action throws) is refused; nothing is persisted and the actor carries on', async () => {
+      const tx = await create()
+      await drive(tx.id, 'processing')
+      const before = await eventsOf(tx.id)
+      const [stored] = await t.server.services.database.db.select().from(transactionActors).where(eq(transactionActors.transactionId, tx.id))
+      // A second transfer whose amount is not a number: recording it throws inside the machine's assign.
+      const r = await t.server.services.lifecycle.apply(tx.id, { type: 'payment.detected', txHash: '0xbad', amount: 'not-a-number' })
+      expect(r.ok).toBe(false)
+      if (!r.ok) expect(r.code).toBe('unavailable')
+      expect(await eventsOf(tx.id)).toEqual(before)
+      const [after] = await t.server.services.database.db.select().from(transactionActors).where(eq(transactionActors.transactionId, tx.id))
+      expect(after.snapshot).toEqual(stored.snapshot)
+      expect((after.snapshot as { status: string }).status).toBe('active')
+      expect(t.server.services.lifecycle.statusOf(tx.id)).toBe('processing')
+      const included = await t.server.services.lifecycle.apply(tx.id, { type: 'payment.included', txHash: '0xfeed', blockNumber: 1234 })
+      expect(included.ok).toBe(true)
+      expect(t.server.services.lifecycle.statusOf(tx.id)).toBe('confirming')
+    })
+
+    test('R15: a reorg taking the payment back after payment_received was sent announces transaction.payment_reversed with the status returned to', async () => {
+      for (const status of ['processing', 'confirming'] as const) {
+        const tx = await create()
+        await drive(tx.id, status)
+        const r = await t.server.services.lifecycle.apply(tx.id, { type: 'payment.reorged', txHash: '0xfeed' })
+        expect(r.ok).toBe(true)
+        const events = await outboxOf(tx.id)
+        expect(events.map((e) => e.eventType).at(-1)).toBe('transaction.payment_reversed')
+        expect(events.at(-1)!.data).toMatchObject({ transaction_id: tx.id, status: 'pending', transaction_hash: null, block_number: null, token_symbol: 'USDC' })
+        expect((await timeline(tx.id)).timeline.at(-1)).toMatchObject({ from_status: status, to_status: 'pending', cause: 'payment.reorged' })
+      }
+      // A partial payment taken back while still pending announced nothing before, and nothing now.
+      const partial = await create()
+      await drive(partial.id, 'pending')
+      await t.server.services.lifecycle.apply(partial.id, { type: 'payment.detected', txHash: '0xhalf', amount: '1000' })
+      await t.server.services.lifecycle.apply(partial.id, { type: 'payment.reorged', txHash: '0xhalf' })
+      expect((await outboxOf(partial.id)).map((e) => e.eventType)).toEqual(['transaction.created'])
+    })
+
     test('a refused event is a conflict and leaves no trace', async () => {
       const tx = await create()
       const before = await eventsOf(tx.id)

@@ -1,4 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { eq, inArray } from 'drizzle-orm'
+import { outbox } from '../../src/db/schema.ts'
+import { PAUSED_RECHECK_MS } from '../../machines/webhook-delivery.machine.ts'
+import { OUTBOX_KEPT_MS } from '../../src/services.ts'
+import { createDeliveryRepo } from '../../src/webhooks/delivery.repo.ts'
 import { backends } from '../helpers/databases.ts'
 import { manualClock } from '../../src/lib/clock.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
@@ -84,6 +89,73 @@ for (const backend of backends()) {
       }
       expect(await received(path)).toEqual([1, 2, 3, 4, 5, 6])
       expect((await delivery(id)).delivery).toMatchObject({ status: 'failed', attempts: 6 })
+    })
+
+    test('the outbox is pruned a week after its events were fanned out; events not fanned out yet stay, and delivery logs keep everything', async () => {
+      const path = `/clock-prune-${backend}`
+      const p = await t.project()
+      const ep = await t.server.services.endpoints.create({ projectId: p.id, mode: 'test', url: sink.url(path), eventTypes: ['transaction.created'] })
+      if (!ep.ok) throw new Error(ep.message)
+      await sink.configure(path, { secret: ep.value.secret, mode: 'ok' })
+      const id = await createTransaction(t.fetch, p.key)
+      await pass()
+      const db = t.server.services.database.db
+      const rows = async () => db.select({ id: outbox.id, dispatchedAt: outbox.dispatchedAt }).from(outbox).where(eq(outbox.transactionId, id))
+      expect((await rows()).every((r) => r.dispatchedAt !== null)).toBe(true)
+      await t.server.services.prune()
+      expect((await rows()).length).toBe(1)
+      clock.advance(OUTBOX_KEPT_MS - 1000)
+      await t.server.services.prune()
+      expect((await rows()).length).toBe(1)
+      clock.advance(2000)
+      await t.server.services.prune()
+      expect(await rows()).toEqual([])
+      // An event not fanned out yet is never pruned, however old (checked on the repository: a running dispatcher fans out at once).
+      const [waiting] = await db.insert(outbox).values({ transactionId: id, projectId: p.id, testingMode: true, eventType: 'transaction.created', data: {}, createdAt: new Date(clock.now() - 30 * DAY) }).returning({ id: outbox.id })
+      const [dispatched] = await db.insert(outbox).values({ transactionId: id, projectId: p.id, testingMode: true, eventType: 'transaction.created', data: {}, createdAt: new Date(clock.now() - 30 * DAY), dispatchedAt: new Date(clock.now() - 8 * DAY) }).returning({ id: outbox.id })
+      const repo = createDeliveryRepo(t.server.services.database)
+      await db.update(outbox).set({ dispatchedAt: null }).where(eq(outbox.id, waiting.id))
+      await repo.pruneOutbox(new Date(clock.now() - OUTBOX_KEPT_MS))
+      const left = (await db.select({ id: outbox.id }).from(outbox).where(inArray(outbox.id, [waiting.id, dispatched.id]))).map((r) => r.id)
+      expect(left).not.toContain(dispatched.id)
+      // Unless the dispatcher fanned it out in the meantime (then it was dispatched just now, and is kept too).
+      expect(left).toContain(waiting.id)
+      const log = await t.server.services.webhooks.listDeliveries({ projectId: p.id })
+      if (!log.ok) throw new Error(log.message)
+      // The made-up old events above were fanned out too (and failed the 7-day rule); the real one is logged whole.
+      const delivered = log.value.filter((d) => d.status === 'success')
+      expect(delivered.map((d) => d.eventType)).toEqual(['transaction.created'])
+      const shown = await t.server.services.webhooks.getDelivery(delivered[0].id)
+      if (!shown.ok) throw new Error(shown.message)
+      expect(shown.value.data).toMatchObject({ transaction_id: id })
+    })
+
+    test('a disabled endpoint uses up none of its retries: nothing is sent while it is off, and every remaining attempt is made once it is on again', async () => {
+      const path = `/clock-disabled-${backend}`
+      const { id } = await failingDelivery(path)
+      const endpointId = (await delivery(id)).delivery.endpointId
+      const off = await t.server.services.endpoints.setEnabled(endpointId, false)
+      if (!off.ok) throw new Error(off.message)
+      // Longer than the whole schedule (11 h), well inside the 7-day window.
+      for (let i = 0; i < 14; i++) {
+        clock.advance(HOUR)
+        await pass()
+      }
+      expect(await received(path)).toEqual([1])
+      const paused = await delivery(id)
+      expect(paused.delivery).toMatchObject({ status: 'retrying', attempts: 1 })
+      expect(paused.attempts).toHaveLength(1)
+      const on = await t.server.services.endpoints.setEnabled(endpointId, true)
+      if (!on.ok) throw new Error(on.message)
+      clock.advance(PAUSED_RECHECK_MS)
+      await pass()
+      expect(await received(path)).toEqual([1, 2])
+      for (const offset of DEFAULT_OFFSETS.slice(1)) {
+        clock.advance(offset)
+        await pass()
+      }
+      expect(await received(path)).toEqual([1, 2, 3, 4, 5, 6])
+      expect((await delivery(id)).delivery).toMatchObject({ status: 'failed', attempts: 6, failedBecause: 'exhausted' })
     })
 
     test('7-day rule: a retry that falls due after 8 days of downtime ends the delivery as failed without a request; a manual redelivery then makes exactly one attempt', async () => {

@@ -127,7 +127,8 @@ for (const backend of backends()) {
       const detail = await t.server.services.webhooks.getDelivery(d.id)
       if (!detail.ok) throw new Error(detail.message)
       expect(detail.value.attempts.map((a) => [a.number, a.statusCode, a.trigger])).toEqual([[1, 500, 'scheduled'], [2, 500, 'scheduled'], [3, 200, 'scheduled']])
-      expect(detail.value.attempts[0].responseBody).toBe('please retry')
+      // The receiver is on this machine: its status is kept, what it said is not (R21).
+      expect(detail.value.attempts[0].responseBody).toBeNull()
       expect(detail.value.attempts[0].error).toBe('HTTP 500')
       expect(detail.value.attempts.map((a) => a.requestBody)).toEqual(got.map((r) => r.body))
     })

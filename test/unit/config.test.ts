@@ -32,6 +32,8 @@ describe('loadConfig()', () => {
       [{ PAY_RATE_LIMITS: '0/10/100' }, 'PAY_RATE_LIMITS'],
       [{ PAY_RATE_LIMITS: '500/100/1000' }, 'PAY_RATE_LIMITS'],
       [{ PAY_RATE_LIMITS: '1.5/10/100' }, 'PAY_RATE_LIMITS'],
+      [{ WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS: 'maybe' }, 'WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS'],
+      [{ WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS: '2' }, 'WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS'],
     ]
     for (const [env, name] of cases) {
       try {
@@ -51,6 +53,22 @@ describe('loadConfig()', () => {
     expect(loadConfig({ SECRET_KEY: 'ab'.repeat(32) }).secretKey?.length).toBe(32)
     expect(loadConfig({}).secretKey).toBeNull()
     expect(loadConfig({ DATABASE_URL: 'postgres://x/y', SECRET_KEY: 'ab'.repeat(32) }).databaseUrl).toBe('postgres://x/y')
+  })
+  test('R21: WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS defaults to on with the embedded database and off with DATABASE_URL', () => {
+    const postgres = { DATABASE_URL: 'postgres://x/y', SECRET_KEY: 'ab'.repeat(32) }
+    expect(loadConfig({}).allowPrivateTestEndpoints).toBe(true)
+    expect(loadConfig(postgres).allowPrivateTestEndpoints).toBe(false)
+    // Empty counts as unset, so the default applies.
+    expect(loadConfig({ WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS: '' }).allowPrivateTestEndpoints).toBe(true)
+    expect(loadConfig({ ...postgres, WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS: '' }).allowPrivateTestEndpoints).toBe(false)
+  })
+  test('R21: WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS=1 or 0 overrides the default either way, and says what was wrong otherwise', () => {
+    const postgres = { DATABASE_URL: 'postgres://x/y', SECRET_KEY: 'ab'.repeat(32) }
+    for (const [raw, allowed] of [['1', true], ['true', true], ['yes', true], ['0', false], ['false', false], ['no', false]] as const) {
+      expect({ raw, embedded: loadConfig({ WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS: raw }).allowPrivateTestEndpoints }).toEqual({ raw, embedded: allowed })
+      expect({ raw, postgres: loadConfig({ ...postgres, WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS: raw }).allowPrivateTestEndpoints }).toEqual({ raw, postgres: allowed })
+    }
+    expect(() => loadConfig({ WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS: 'on' })).toThrow('WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS: must be 1 or 0, got "on"')
   })
   test('BASE_URL loses a trailing slash', () => {
     expect(loadConfig({ BASE_URL: 'https://pay.example.com/' }).baseUrl).toBe('https://pay.example.com')

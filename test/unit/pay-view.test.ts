@@ -29,6 +29,7 @@ function state(over: Partial<PayState> = {}): PayState {
     block_number: null,
     confirmations: null,
     failure_reason: null,
+    wrong_asset_received: false,
     success_url: null,
     cancel_url: null,
     test_wallet: false,
@@ -136,6 +137,17 @@ describe('payView()', () => {
     expect(receipt['receipt-amount'].text).toBe('$12.50')
     expect(receipt.return.hidden).toBe(true)
     expect(receipt.stay.hidden).toBe(true)
+  })
+
+  test('R12: another token received while the payment is awaited is named, and the customer told what still counts', () => {
+    for (const status of ['prepared', 'pending']) {
+      const v = payView(prepared({ status, wrong_asset_received: true }), PAY_TEXT, NOW)
+      expect(v['wrong-asset']).toEqual({ hidden: false, text: fill(PAY_TEXT.wrongAsset, { token: 'TUSD', network: 'devnet', project: 'Acme' }) })
+      expect(v['pay-amount'].hidden).not.toBe(true)
+    }
+    expect(payView(prepared({ status: 'prepared' }), PAY_TEXT, NOW)['wrong-asset'].hidden).toBe(true)
+    // Once the payment is in, or the request is over, the note goes.
+    for (const status of ['processing', 'completed', 'failed']) expect(payView(prepared({ status, wrong_asset_received: true }), PAY_TEXT, NOW)['wrong-asset'].hidden).toBe(true)
   })
 
   test('failed names its reason; expired and cancelled link back to cancel_url', () => {

@@ -8,7 +8,7 @@ const quote = { tokenSymbol: 'USDC', network: 'devnet', tokenAmount: '1000', dep
 
 /** A representative context for each status, as the lifecycle would have built it. */
 function contextFor(status: TxStatus): TxContext {
-  const base: TxContext = { transactionId: 't1', expiresAt: DEADLINE, quote: null, payments: [], received: '0', txHash: null, blockNumber: null, confirmations: null, confirmedAt: null, failureReason: null }
+  const base: TxContext = { transactionId: 't1', expiresAt: DEADLINE, quote: null, payments: [], received: '0', txHash: null, blockNumber: null, confirmations: null, confirmedAt: null, failureReason: null, wrongAssets: [] }
   const paid = (payments: Payment[]) => ({ payments, received: payments.reduce((a, p) => a + BigInt(p.amount), 0n).toString() })
   switch (status) {
     case 'created': return base
@@ -31,6 +31,7 @@ function eventFor(type: TxEvent['type'], status: TxStatus): TxEvent {
     case 'payment.reorged': return { type, txHash: known(status) }
     case 'payment.reverted': return { type, txHash: known(status) }
     case 'wrong_asset.received': return { type, txHash: 'tx8', tokenSymbol: 'DAI', amount: '7' }
+    case 'wrong_asset.reorged': return { type, txHash: 'tx8' }
     case 'expiry.reached': return { type, at: DEADLINE }
     case 'cancel.requested': return { type, by: 'merchant' }
   }
@@ -40,18 +41,18 @@ const STATUSES: TxStatus[] = ['created', 'prepared', 'pending', 'processing', 'c
 
 /** R11-R15: every allowed move; everything missing here must be refused. */
 const ALLOWED: Partial<Record<TxStatus, Partial<Record<TxEvent['type'], TxStatus>>>> = {
-  created: { 'token.selected': 'prepared', 'wrong_asset.received': 'failed', 'expiry.reached': 'expired', 'cancel.requested': 'cancelled' },
+  created: { 'token.selected': 'prepared', 'wrong_asset.received': 'created', 'expiry.reached': 'expired', 'cancel.requested': 'cancelled' },
   prepared: {
     'token.selected': 'prepared', 'customer.confirmed': 'pending', 'payment.detected': 'processing',
-    'wrong_asset.received': 'failed', 'expiry.reached': 'expired', 'cancel.requested': 'cancelled',
+    'wrong_asset.received': 'prepared', 'expiry.reached': 'expired', 'cancel.requested': 'cancelled',
   },
   pending: {
     'payment.detected': 'processing', 'payment.included': 'pending', 'payment.reorged': 'pending',
-    'wrong_asset.received': 'failed', 'expiry.reached': 'failed', 'cancel.requested': 'cancelled',
+    'wrong_asset.received': 'pending', 'expiry.reached': 'failed', 'cancel.requested': 'cancelled',
   },
-  processing: { 'payment.detected': 'processing', 'payment.included': 'confirming', 'payment.reorged': 'pending', 'payment.reverted': 'failed' },
+  processing: { 'wrong_asset.received': 'processing', 'payment.detected': 'processing', 'payment.included': 'confirming', 'payment.reorged': 'pending', 'payment.reverted': 'failed' },
   confirming: {
-    'payment.detected': 'confirming', 'payment.included': 'confirming', 'confirmations.updated': 'completed',
+    'wrong_asset.received': 'confirming', 'payment.detected': 'confirming', 'payment.included': 'confirming', 'confirmations.updated': 'completed',
     'payment.reorged': 'pending', 'payment.reverted': 'failed',
   },
 }
@@ -112,9 +113,55 @@ describe('transactionMachine: amounts (R14)', () => {
     expect(expired.value).toBe('expired')
   })
 
-  test('a wrong asset fails with reason wrong_asset; a reverted payment with reverted', () => {
-    expect(step('pending', eventFor('wrong_asset.received', 'pending')).next.context.failureReason).toBe('wrong_asset')
+  test('a reverted payment fails with reason reverted', () => {
     expect(step('confirming', eventFor('payment.reverted', 'confirming')).next.context.failureReason).toBe('reverted')
+  })
+})
+
+describe('transactionMachine: another asset than the quoted one (R12: recorded, never moves the status by itself)', () => {
+  const dust = { type: 'wrong_asset.received', txHash: 'dust', tokenSymbol: 'ETH (devnet)', amount: '1' } as const
+  const mixUp = { type: 'wrong_asset.received', txHash: 'usdt', tokenSymbol: 'USDT (devnet)', amount: '1000' } as const
+
+  test('1 wei of dust is recorded and the correct payment that follows completes the transaction', () => {
+    let s = step('prepared', dust).next
+    expect(s.value).toBe('prepared')
+    expect(s.context.wrongAssets).toEqual(['dust'])
+    expect(s.context.failureReason).toBeNull()
+    s = transition(transactionMachine, s, { type: 'payment.detected', txHash: 'pay', amount: '1000' })[0]
+    s = transition(transactionMachine, s, { type: 'payment.included', txHash: 'pay', blockNumber: 10 })[0]
+    s = transition(transactionMachine, s, { type: 'confirmations.updated', confirmations: 3, at: 5 })[0]
+    expect(s.value).toBe('completed')
+  })
+
+  test('the same wrong-asset transfer twice is recorded once', () => {
+    const once = step('pending', dust).next
+    expect(once.can(dust)).toBe(false)
+  })
+
+  test('at the deadline: only a wrong asset received fails wrong_asset; with part of the quote, underpaid; nothing at all, expired', () => {
+    for (const status of ['prepared', 'pending'] as const) {
+      const onlyWrong = transition(transactionMachine, step(status, mixUp, { payments: [], received: '0' }).next, { type: 'expiry.reached', at: DEADLINE })[0]
+      expect({ status, value: onlyWrong.value, reason: onlyWrong.context.failureReason }).toEqual({ status, value: 'failed', reason: 'wrong_asset' })
+    }
+    const partAndWrong = transition(transactionMachine, step('pending', mixUp).next, { type: 'expiry.reached', at: DEADLINE })[0]
+    expect([partAndWrong.value, partAndWrong.context.failureReason]).toEqual(['failed', 'underpaid'])
+    const created = transition(transactionMachine, step('created', dust).next, { type: 'expiry.reached', at: DEADLINE })[0]
+    expect([created.value, created.context.failureReason]).toEqual(['failed', 'wrong_asset'])
+  })
+
+  test('a wrong asset whose block left the chain is forgotten: the deadline then expires the transaction', () => {
+    const recorded = step('prepared', dust).next
+    const forgotten = transition(transactionMachine, recorded, { type: 'wrong_asset.reorged', txHash: 'dust' })[0]
+    expect(forgotten.context.wrongAssets).toEqual([])
+    expect(transition(transactionMachine, forgotten, { type: 'expiry.reached', at: DEADLINE })[0].value).toBe('expired')
+  })
+
+  test('a snapshot made before wrong assets were recorded (no wrongAssets in context) still expires as before', () => {
+    const { wrongAssets: _, ...old } = contextFor('prepared')
+    const expired = transition(transactionMachine, transactionMachine.resolveState({ value: 'prepared', context: old as TxContext }), { type: 'expiry.reached', at: DEADLINE })[0]
+    expect(expired.value).toBe('expired')
+    const dusted = transition(transactionMachine, transactionMachine.resolveState({ value: 'prepared', context: old as TxContext }), dust)[0]
+    expect(dusted.context.wrongAssets).toEqual(['dust'])
   })
 })
 

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import { createActor, fromPromise, type Actor } from 'xstate'
 import {
-  DEFAULT_RETRY_SCHEDULE_MS, deliveryStatus, MAX_EVENT_AGE_MS, webhookDeliveryMachine,
+  DEFAULT_RETRY_SCHEDULE_MS, deliveryStatus, MAX_EVENT_AGE_MS, PAUSED_RECHECK_MS, webhookDeliveryMachine,
   type AttemptInput, type AttemptOutput, type DeliveryInput, type DeliveryState,
 } from '../../machines/webhook-delivery.machine.ts'
 import { deadlineTimer } from '../../src/actors/deadline-timer.ts'
@@ -17,7 +17,7 @@ const MIN = 60_000
  * scheduler, and a `sendAttempt` that records each attempt and answers from `answers` (true:
  * the endpoint acknowledged; 'throw': the sender failed unexpectedly).
  */
-function running(answers: (boolean | 'throw')[] | (() => boolean), input: Partial<DeliveryInput> = {}, from?: { snapshot: unknown; now: number }) {
+function running(answers: (boolean | 'throw' | 'paused')[] | (() => boolean | 'paused'), input: Partial<DeliveryInput> = {}, from?: { snapshot: unknown; now: number }) {
   const clock = manualClock(from?.now ?? T0)
   const scheduler = createScheduler(clock)
   const made: (AttemptInput & { at: number })[] = []
@@ -28,6 +28,7 @@ function running(answers: (boolean | 'throw')[] | (() => boolean), input: Partia
         made.push({ ...input, at: clock.now() })
         const answer = typeof answers === 'function' ? answers() : answers.shift() ?? false
         if (answer === 'throw') throw new Error('sender broke')
+        if (answer === 'paused') return { ok: false, at: clock.now(), paused: true }
         return { ok: answer, at: clock.now() }
       }),
     },
@@ -170,6 +171,25 @@ describe('webhook delivery actor on a virtual clock', () => {
     expect(d.context()).toMatchObject({ attempts: 1, nextAttemptAt: T0 + MIN })
     await d.at(T0 + MIN)
     expect(d.status()).toBe('success')
+    d.stop()
+  })
+
+  test('an endpoint found disabled uses up no attempt: the delivery looks again every minute, and the schedule goes on once it is enabled', async () => {
+    const d = running([false, 'paused', 'paused', false, true])
+    await d.at(T0)
+    expect(d.context()).toMatchObject({ attempts: 1, automaticAttempts: 1, nextAttemptAt: T0 + MIN })
+    await d.at(T0 + MIN)
+    // Disabled: nothing counted, looked at again a minute later.
+    expect(d.status()).toBe('retrying')
+    expect(d.context()).toMatchObject({ attempts: 1, automaticAttempts: 1, nextAttemptAt: T0 + MIN + PAUSED_RECHECK_MS })
+    await d.at(T0 + MIN + PAUSED_RECHECK_MS)
+    expect(d.context()).toMatchObject({ attempts: 1, nextAttemptAt: T0 + MIN + 2 * PAUSED_RECHECK_MS })
+    // Enabled again: the second attempt, then the third 5 minutes after it (the schedule resumes where it was).
+    await d.at(T0 + MIN + 2 * PAUSED_RECHECK_MS)
+    expect(d.context()).toMatchObject({ attempts: 2, automaticAttempts: 2, nextAttemptAt: T0 + MIN + 2 * PAUSED_RECHECK_MS + 5 * MIN })
+    await d.at(T0 + MIN + 2 * PAUSED_RECHECK_MS + 5 * MIN)
+    expect(d.status()).toBe('success')
+    expect(d.made.map((a) => a.number)).toEqual([1, 2, 2, 2, 3])
     d.stop()
   })
 

@@ -256,6 +256,9 @@ export function dashboardController(deps: DashboardDeps) {
       return r.ok ? endpointView(v, p.id, 200, { secret: { value: r.value.secret, why: 'revealed' } }) : denied(v.frame, 'endpoints', r)
     }), form)
     .post('/:project/:mode/endpoints/:id/rotate', member(async (v, p) => {
+      // As for reveal: whoever holds the new secret can sign as the service, so the password is asked again.
+      const confirmed = await sessions.confirmPassword(v.user.userId, v.form.get('password') ?? '')
+      if (!confirmed.ok) return endpointView(v, p.id, statusOf(confirmed.code), { error: confirmed.message })
       const r = await deps.endpoints.rotateSecret(p.id, v.viewer)
       return r.ok ? endpointView(v, p.id, 200, { secret: { value: r.value.secret, why: 'rotated' } }) : denied(v.frame, 'endpoints', r)
     }), form)

@@ -34,6 +34,8 @@ export interface PayState {
   block_number: number | null
   confirmations: number | null
   failure_reason: string | null
+  /** Another token than the quoted one arrived at the deposit address (R12): recorded, it does not count toward the payment. */
+  wrong_asset_received: boolean
   success_url: string | null
   cancel_url: string | null
   /** The service's devnet wallet can pay this (test mode on its own devnet): the page offers it. */

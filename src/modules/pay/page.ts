@@ -91,6 +91,7 @@ ${state.testing_mode ? html`<div class="test-banner" role="note"><strong>${t.tes
 <section ${at('pay')} aria-labelledby="pay-heading">
   <h2 ${at('pay-heading', html`tabindex="-1"`)}>${text('pay-heading')}</h2>
   <p ${at('partial')} class="partial">${text('partial')}</p>
+  <p ${at('wrong-asset')} class="partial" role="note">${text('wrong-asset')}</p>
   <div class="pay-grid">
     <figure class="qr">
       <img ${at('qr')} width="232" height="232">

@@ -1,7 +1,7 @@
 import { and, desc, eq, isNull, sql } from 'drizzle-orm'
 import type { Database } from '../../db/client.ts'
 import { param } from '../../db/prepared.ts'
-import { projects, transactionEvents, transactions } from '../../db/schema.ts'
+import { chainTransfers, projects, transactionEvents, transactions } from '../../db/schema.ts'
 import type { TransactionRow } from '../transactions/transaction.repo.ts'
 
 const ph = (name: string) => sql.placeholder(name)
@@ -15,7 +15,10 @@ const ph = (name: string) => sql.placeholder(name)
 export function createPayRepo(database: Database) {
   const { db } = database
 
-  const loadOne = db.select({ tx: transactions, projectName: projects.name }).from(transactions)
+  // Whether another token than the quoted one arrived (R12) rides along: the page tells the customer.
+  const wrongAsset = sql<boolean>`EXISTS (SELECT 1 FROM ${chainTransfers} WHERE ${chainTransfers.transactionId} = ${transactions.id}
+    AND ${chainTransfers.kind} = 'wrong_asset' AND ${chainTransfers.reorgedAt} IS NULL)`
+  const loadOne = db.select({ tx: transactions, projectName: projects.name, wrongAsset }).from(transactions)
     .innerJoin(projects, eq(projects.id, transactions.projectId)).where(eq(transactions.id, ph('id'))).prepare('pay_load')
 
   const versionOne = db.select({ version: transactions.version }).from(transactions).where(eq(transactions.id, ph('id'))).prepare('pay_version')
@@ -28,8 +31,8 @@ export function createPayRepo(database: Database) {
     .where(and(eq(transactions.id, ph('id')), isNull(transactions.customerIpAddress))).prepare('pay_customer_ip')
 
   return {
-    /** A transaction with its project's name. */
-    async load(id: string): Promise<{ tx: TransactionRow; projectName: string } | null> {
+    /** A transaction with its project's name, and whether another asset than the quoted one arrived for it. */
+    async load(id: string): Promise<{ tx: TransactionRow; projectName: string; wrongAsset: boolean } | null> {
       const [r] = await loadOne.execute({ id })
       return r ?? null
     },

@@ -49,7 +49,7 @@ export function createPayService(deps: PayDeps) {
     return UUID_RE.test(id) ? repo.load(id) : null
   }
 
-  async function view(tx: TransactionRow, projectName: string): Promise<PayState> {
+  async function view(tx: TransactionRow, projectName: string, wrongAsset: boolean): Promise<PayState> {
     const chosen = tokenOf(tx.blockchainNetwork, tx.tokenSymbol)
     const short = tx.tokenAmount === null ? null : BigInt(tx.tokenAmount) - BigInt(tx.amountReceived ?? '0')
     const due = short === null ? null : short > 0n ? short : 0n
@@ -83,6 +83,7 @@ export function createPayService(deps: PayDeps) {
       block_number: tx.blockNumber,
       confirmations: tx.confirmations,
       failure_reason: tx.status === 'failed' ? await repo.failureReason(tx.id) : null,
+      wrong_asset_received: wrongAsset,
       success_url: tx.successUrl,
       cancel_url: tx.cancelUrl,
       test_wallet: !!deps.testWallet && tx.testingMode && chosen?.network.name === deps.testWallet.network,
@@ -93,12 +94,12 @@ export function createPayService(deps: PayDeps) {
   async function stateAfter(id: string, applied: Outcome<TransactionRow>): Promise<Outcome<PayState>> {
     if (!applied.ok) return applied
     const r = await load(id)
-    return r ? ok(await view(r.tx, r.projectName)) : deny('not_found', `No transaction ${id}`)
+    return r ? ok(await view(r.tx, r.projectName, r.wrongAsset)) : deny('not_found', `No transaction ${id}`)
   }
 
   async function state(id: string): Promise<Outcome<PayState>> {
     const r = await load(id)
-    return r ? ok(await view(r.tx, r.projectName)) : deny('not_found', `No transaction ${id}`)
+    return r ? ok(await view(r.tx, r.projectName, r.wrongAsset)) : deny('not_found', `No transaction ${id}`)
   }
 
   return {

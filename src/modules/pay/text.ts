@@ -56,7 +56,8 @@ export const PAY_TEXT = {
   cancelYes: 'Yes, cancel',
   cancelNo: 'No, keep paying',
   partial: 'Received {received} of {total}. Still due: {due}.',
-  warnExact: 'Send from a wallet you control, on {network} only. Payments on another network or in another token are not recognised.',
+  wrongAsset: 'Another token arrived at this address. It does not count toward this payment: send {token} on {network} as shown. Contact {project} with the payment reference to get the other token back.',
+  warnExact: 'Send from a wallet you control, on {network} only. Payments on another network or in another token do not count toward this payment.',
 
   statusCreated: 'Choose a token to see the amount to pay.',
   statusPrepared: 'Waiting for your payment.',
@@ -78,7 +79,7 @@ export const PAY_TEXT = {
   statusCancelled: 'This payment was cancelled.',
   statusCancelledDetail: 'Nothing will be charged.',
   failedUnderpaid: 'Not enough arrived before the request expired. Contact {project} with the payment reference to sort out what was received.',
-  failedWrongAsset: 'A different token or network than the one chosen was sent. Contact {project} with the payment reference.',
+  failedWrongAsset: 'Only a different token or network than the one chosen arrived before the request expired. Contact {project} with the payment reference to get it back.',
   failedReverted: 'The transfer was reverted on chain, so nothing arrived. Contact {project} if you need help.',
   failedOther: 'Contact {project} with the payment reference.',
 

@@ -16,7 +16,7 @@ export interface Part {
 export const PART_IDS = [
   'countdown', 'status', 'status-title', 'status-detail', 'progress',
   'steps', 'step-detected', 'step-block', 'step-confirmations', 'step-complete',
-  'choose', 'pay', 'pay-heading', 'partial', 'pay-amount', 'pay-amount-copy', 'pay-address', 'pay-address-copy',
+  'choose', 'pay', 'pay-heading', 'partial', 'wrong-asset', 'pay-amount', 'pay-amount-copy', 'pay-address', 'pay-address-copy',
   'pay-network', 'pay-contract', 'pay-contract-value', 'pay-warning', 'qr', 'open-wallet', 'wallet-actions', 'browser-wallet', 'test-wallet',
   'confirm', 'change-token', 'cancel-area', 'chain-tx', 'chain-tx-value',
   'receipt', 'receipt-paid', 'receipt-amount', 'receipt-completed', 'return', 'stay',
@@ -82,6 +82,7 @@ export function payView(s: PayState, t: PayText, serverNow: number): View {
   const project = s.project_name
   const received = BigInt(s.amount_received ?? '0')
   const partial = q !== null && received > 0n && AWAITING.includes(s.status)
+  const wrongAsset = q !== null && s.wrong_asset_received && AWAITING.includes(s.status)
   const due = q ? (s.amount_due ?? q.token_amount) : null
   const amountOf = (units: string) => (q ? `${displayUnits(units, q.decimals)} ${q.token_symbol}` : '')
   const awaiting = AWAITING.includes(s.status) && q !== null
@@ -99,6 +100,7 @@ export function payView(s: PayState, t: PayText, serverNow: number): View {
     pay: { hidden: !awaiting },
     'pay-heading': { text: partial ? t.payHeadingRest : t.payHeading },
     partial: { hidden: !partial, text: partial && q ? fill(t.partial, { received: amountOf(received.toString()), total: amountOf(q.token_amount), due: amountOf(due!) }) : '' },
+    'wrong-asset': { hidden: !wrongAsset, text: wrongAsset && q ? fill(t.wrongAsset, { token: q.token_symbol, network: q.blockchain_network, project }) : '' },
     'pay-amount': { text: due ? amountOf(due) : '' },
     'pay-amount-copy': { attrs: { 'data-copy': q && due ? formatUnits(due, q.decimals) : '' } },
     'pay-address': { text: q?.deposit_address ?? '' },

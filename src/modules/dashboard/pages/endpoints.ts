@@ -25,7 +25,7 @@ export function endpointsPage(f: Frame, endpoints: EndpointView[], form: { url: 
 <form method="post" action="${base(f, '/endpoints')}" class="stack">
   ${csrfField(f.csrf)}
   <label>URL <input type="url" name="url" value="${form.url}" required maxlength="2048" placeholder="https://shop.example.com/webhooks/crypto-pay" autocomplete="off"></label>
-  <p class="muted">${f.mode === 'live' ? 'Live endpoints must use https and a public address.' : 'Test endpoints may use http and local addresses.'}</p>
+  <p class="muted">${f.mode === 'live' ? 'Live endpoints must use https and a public address.' : 'Test endpoints may use http; local addresses only where the operator allows them.'}</p>
   <fieldset><legend>Events to send</legend>
   ${WEBHOOK_EVENT_TYPES.map((t) => html`<label class="check"><input type="checkbox" name="events" value="${t}"${form.events.includes(t) ? html` checked` : ''}> ${t}</label>`)}
   </fieldset>
@@ -59,7 +59,6 @@ ${opts.secret ? revealed('Signing secret', opts.secret.value, secretNote[opts.se
 </dl>
 <div class="actions">
   ${e.enabled ? postButton(f, here('/disable'), 'Disable', { confirm: 'Disable this endpoint? No events are sent to it until it is enabled again.' }) : postButton(f, here('/enable'), 'Enable')}
-  ${postButton(f, here('/rotate'), 'Rotate secret', { danger: true, confirm: 'Rotate the signing secret? The current one stops working at once.' })}
 </div>
 <section aria-labelledby="reveal-title"><h2 id="reveal-title">Reveal the signing secret</h2>
 <form method="post" action="${here('/reveal')}" class="stack narrow">
@@ -67,6 +66,14 @@ ${opts.secret ? revealed('Signing secret', opts.secret.value, secretNote[opts.se
   <label>Your password <input type="password" name="password" required autocomplete="current-password"></label>
   <button type="submit" class="button secondary">Reveal secret</button>
 </form></section>
+<section aria-labelledby="rotate-title"><h2 id="rotate-title">Rotate the signing secret</h2>
+<form method="post" action="${here('/rotate')}" class="stack narrow" data-confirm="Rotate the signing secret? The current one stops working at once.">
+  ${csrfField(f.csrf)}
+  <label>Password to confirm <input type="password" name="password" required autocomplete="current-password"></label>
+  <button type="submit" class="button danger">Rotate secret</button>
+</form>
+<p class="muted">A new secret replaces the current one at once: deliveries from then on are signed with it.</p>
+</section>
 <section aria-labelledby="test-title"><h2 id="test-title">Send a test event</h2>
 <form method="post" action="${here('/test')}" class="filters">
   ${csrfField(f.csrf)}
