@@ -5,7 +5,7 @@ import type { TxEvent } from '../../machines/transaction.machine.ts'
 import { loadConfig } from '../../src/config.ts'
 import { createLogger } from '../../src/lib/logger.ts'
 import { startServer, type RunningServer } from '../../src/server/start.ts'
-import { freshDataDir, freshPostgres } from '../helpers/databases.ts'
+import { backends, freshDataDir, freshPostgres } from '../helpers/databases.ts'
 import { PATH_TO } from '../helpers/lifecycle.ts'
 import { killAllProcesses, NO_NETWORKS, spawnServer, type ServerProcess } from '../helpers/processes.ts'
 import { cliProject, cliWith, createTransaction, waitUntil, type Cli } from '../helpers/webhook-cli.ts'
@@ -303,46 +303,34 @@ async function backlogOnce(o: { cli: Cli; sink: WebhookSink; servers: ServerProc
 
 const BACKLOG = { n: 100, delayMs: 600 }
 
-describeIfPg('a webhook backlog longer than a claim, two server processes on one PostgreSQL', () => {
-  const cleanups: (() => Promise<void> | void)[] = []
-  afterAll(async () => {
-    for (const c of cleanups.reverse()) await c()
-    await killAllProcesses()
+/** Two server processes on one PostgreSQL (each with its own DATA_DIR), one on PGlite. */
+for (const backend of backends()) {
+  const count = backend === 'postgres' ? 2 : 1
+  describe(`a webhook backlog longer than a claim, ${count} server process(es) [${backend}]`, () => {
+    const cleanups: (() => Promise<void> | void)[] = []
+    afterAll(async () => {
+      for (const c of cleanups.reverse()) await c()
+      await killAllProcesses()
+    })
+
+    test('a backlog of deliveries to a slow endpoint, longer than a claim, sends each attempt once', async () => {
+      const sink = await startWebhookSink()
+      cleanups.push(() => sink.stop())
+      const pg = backend === 'postgres' ? await freshPostgres() : null
+      if (pg) cleanups.push(() => pg.drop())
+      const servers: ServerProcess[] = []
+      let env: Record<string, string> = {}
+      for (let i = 0; i < count; i++) {
+        const dataDir = await freshDataDir()
+        cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }))
+        env = { DATA_DIR: dataDir, PORT: '0', HTTP_PORT: '0', LOG_LEVEL: 'info', ACTOR_LEASE_MS: LEASE_MS, ...(pg ? pg.env : {}) }
+        const s = await spawnServer(env)
+        cleanups.push(async () => void (await s.stop()))
+        servers.push(s)
+      }
+      // On PostgreSQL the CLI reaches the database itself; on PGlite, the server through DATA_DIR.
+      const cli = cliWith(pg ? { ...pg.env, DATA_DIR: '/nonexistent' } : env)
+      await backlogOnce({ cli, sink, servers, path: `/backlog-${backend}`, ...BACKLOG })
+    }, 120_000)
   })
-
-  test('a backlog of deliveries to a slow endpoint, longer than a claim, sends each attempt once', async () => {
-    const sink = await startWebhookSink()
-    cleanups.push(() => sink.stop())
-    const pg = await freshPostgres()
-    cleanups.push(() => pg.drop())
-    const servers: ServerProcess[] = []
-    for (let i = 0; i < 2; i++) {
-      const dataDir = await freshDataDir()
-      cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }))
-      const s = await spawnServer({ DATA_DIR: dataDir, PORT: '0', HTTP_PORT: '0', LOG_LEVEL: 'info', ACTOR_LEASE_MS: LEASE_MS, ...pg.env })
-      cleanups.push(async () => void (await s.stop()))
-      servers.push(s)
-    }
-    const cli = cliWith({ ...pg.env, DATA_DIR: '/nonexistent' })
-    await backlogOnce({ cli, sink, servers, path: '/backlog-pg', ...BACKLOG })
-  }, 120_000)
-})
-
-describe('a webhook backlog longer than a claim, one server process on PGlite', () => {
-  const cleanups: (() => Promise<void> | void)[] = []
-  afterAll(async () => {
-    for (const c of cleanups.reverse()) await c()
-    await killAllProcesses()
-  })
-
-  test('a backlog of deliveries to a slow endpoint, longer than a claim, sends each attempt once', async () => {
-    const sink = await startWebhookSink()
-    cleanups.push(() => sink.stop())
-    const dataDir = await freshDataDir()
-    cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }))
-    const env = { DATA_DIR: dataDir, PORT: '0', HTTP_PORT: '0', LOG_LEVEL: 'info', ACTOR_LEASE_MS: LEASE_MS }
-    const server = await spawnServer(env)
-    cleanups.push(async () => void (await server.stop()))
-    await backlogOnce({ cli: cliWith(env), sink, servers: [server], path: '/backlog-pglite', ...BACKLOG })
-  }, 120_000)
-})
+}
