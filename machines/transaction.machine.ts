@@ -169,6 +169,9 @@ export const transactionMachine = setup({
     },
     isNewPayment: ({ context, event }) => event.type === 'payment.detected' && !context.payments.some((p) => p.txHash === event.txHash),
     isKnownPayment: ({ context, event }) => 'txHash' in event && context.payments.some((p) => p.txHash === event.txHash),
+    // While confirming, a known payment in a block it is not recorded in yet: the same inclusion
+    // judged again (a follower redelivering a block after a crash) must not reset the count.
+    isNewInclusion: ({ context, event }) => event.type === 'payment.included' && context.payments.some((p) => p.txHash === event.txHash && p.blockNumber !== event.blockNumber),
     nothingReceived: ({ context }) => context.received === '0',
     onlyWrongAssets: ({ context }) => context.received === '0' && (context.wrongAssets ?? []).length > 0,
     isNewWrongAsset: ({ context, event }) => event.type === 'wrong_asset.received' && !(context.wrongAssets ?? []).includes(event.txHash),
@@ -281,7 +284,7 @@ export const transactionMachine = setup({
     confirming: {
       on: {
         ...settlingMoves,
-        'payment.included': { guard: 'isKnownPayment', actions: 'recordInclusion' },
+        'payment.included': { guard: 'isNewInclusion', actions: 'recordInclusion' },
         'confirmations.updated': [
           { guard: 'enoughConfirmations', target: 'completed', actions: ['recordConfirmations', 'markConfirmed'] },
           { guard: 'isConfirmationUpdate', actions: 'recordConfirmations' },

@@ -21,7 +21,7 @@ export interface Config {
   /** Behind a TLS-terminating proxy: listen in plain HTTP and trust X-Forwarded-* (R3). */
   trustProxy: boolean
   logLevel: Level
-  /** How long an instance holds its transactions' actors without renewing (several instances). */
+  /** How long an instance's lease lasts without renewal: it covers its transaction and delivery actors and the networks it follows. */
   actorLeaseMs: number
   /** SECRET_KEY as given (32 bytes, hex or base64); null: a key generated under DATA_DIR (embedded database only). */
   secretKey: Buffer | null
@@ -177,20 +177,10 @@ const rateLimits = (text: string) => {
   return { minute, hour, day }
 }
 
-/** `PAY_RATE_LIMITS`: `minute/hour/day`, default `300/5000/50000` (a page polls and streams). */
-export function parsePayRateLimits(raw: string | undefined): Config['payRateLimits'] {
-  const { PAY_RATE_LIMITS } = validated({ PAY_RATE_LIMITS: raw })
-  return PAY_RATE_LIMITS === undefined ? null : rateLimits(PAY_RATE_LIMITS)
-}
-
 const DEFAULT_RETRY_SCHEDULE = '1m,5m,30m,2h,8h'
 const UNIT_MS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000 }
+/** R19: `WEBHOOK_RETRY_SCHEDULE` as milliseconds (default `1m,5m,30m,2h,8h`). */
 const retryScheduleMs = (delays = DEFAULT_RETRY_SCHEDULE.split(',')) => delays.map((d) => Number(d.slice(0, -1)) * UNIT_MS[d.slice(-1)])
-
-/** R19: `WEBHOOK_RETRY_SCHEDULE`, comma-separated delays with units s, m, h (default `1m,5m,30m,2h,8h`). */
-export function parseRetrySchedule(raw: string | undefined): number[] {
-  return retryScheduleMs(validated({ WEBHOOK_RETRY_SCHEDULE: raw }).WEBHOOK_RETRY_SCHEDULE)
-}
 
 /** Reads and validates the environment once at start-up; throws ConfigError naming the variable. */
 export function loadConfig(env: Env = process.env): Config {

@@ -17,6 +17,7 @@ const TxEventSchema = Type.Union([
   obj({ type: Type.Literal('payment.reorged'), txHash: hash }),
   obj({ type: Type.Literal('payment.reverted'), txHash: hash }),
   obj({ type: Type.Literal('wrong_asset.received'), txHash: hash, tokenSymbol: Type.String({ minLength: 1 }), amount: units }),
+  obj({ type: Type.Literal('wrong_asset.reorged'), txHash: hash }),
   obj({ type: Type.Literal('expiry.reached'), at: Type.Integer({ minimum: 0 }) }),
   obj({ type: Type.Literal('cancel.requested'), by: Type.Union([Type.Literal('merchant'), Type.Literal('customer')]) }),
 ])

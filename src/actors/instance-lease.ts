@@ -31,14 +31,16 @@ const PRUNE_EVERY_TICKS = 100
  * One lease per instance (a row in `instances`), renewed every third of `leaseMs`: it covers
  * every transaction and delivery actor the instance runs, so holding 100,000 actors costs one
  * row update. Other instances take an instance's work over once its lease has ended, so this
- * instance stops its own actors a third of a lease before that moment when it cannot renew
- * (its database is away): two instances never run the same actor at once, as long as clocks
- * agree to within that margin and the event loop is never blocked for longer than it.
+ * instance stops its own actors a third of a lease before that moment when it has not renewed
+ * (its database is away, or a renewal hangs): two instances never run the same actor at once,
+ * as long as clocks agree to within that margin and the event loop is never blocked for longer.
  */
 export function createInstanceLease(deps: { repo: InstanceRepo; clock: Clock; logger: Logger; instanceId: string; leaseMs: number }): InstanceLease {
   const listeners = new Set<LeaseListener>()
   const every = Math.max(100, Math.floor(deps.leaseMs / 3))
-  let validUntil = 0
+  // When the last renewal that succeeded was sent, on the process's own monotonic clock: the
+  // lease it wrote ends `leaseMs` after that, whatever the injected clock says (tests move it).
+  let renewedAt = 0
   let lost = false
   let timer: ReturnType<typeof setInterval> | null = null
   let started: Promise<void> | null = null
@@ -46,37 +48,48 @@ export function createInstanceLease(deps: { repo: InstanceRepo; clock: Clock; lo
   let working: Promise<void> | null = null
   let ticks = 0
 
+  /** Stops every actor when the lease may run out before it is renewed: a renewal failed or hangs. */
+  function checkExpiry() {
+    if (lost || performance.now() - renewedAt < deps.leaseMs - every) return
+    lost = true
+    deps.logger.error('instance lease lost: actors stopped until it is renewed', { instanceId: deps.instanceId })
+    for (const l of listeners) l.lost?.()
+  }
+
+  /** Runs listener work (taking over, resuming) without holding up the next renewal. */
+  function work(run: (l: LeaseListener) => Promise<void> | undefined, what: string) {
+    if (working) return
+    working = Promise.all([...listeners].map((l) => run(l)?.catch((e) => deps.logger.warn(what, { error: String(e) }))))
+      .then(() => {})
+      .finally(() => (working = null))
+  }
+
   async function renew() {
     const sentAt = deps.clock.now()
+    const sentAtReal = performance.now()
     try {
       await deps.repo.renew(deps.instanceId, new Date(sentAt + deps.leaseMs), new Date(sentAt))
     } catch (e) {
       deps.logger.warn('instance lease not renewed', { instanceId: deps.instanceId, error: String(e) })
-      if (!lost && deps.clock.now() >= validUntil - every) {
-        lost = true
-        deps.logger.error('instance lease lost: actors stopped until it is renewed', { instanceId: deps.instanceId })
-        for (const l of listeners) l.lost?.()
-      }
+      checkExpiry()
       return
     }
-    validUntil = sentAt + deps.leaseMs
+    renewedAt = sentAtReal
+    if (ticks++ % PRUNE_EVERY_TICKS === 0) await deps.repo.prune(new Date(sentAt - FORGET_AFTER_MS)).catch(() => {})
+    // A renewal that took long may have written a lease already running out: resume only after a prompt one.
+    if (lost && performance.now() - sentAtReal > every) return
     if (lost) {
       lost = false
       deps.logger.info('instance lease renewed again: resuming actors', { instanceId: deps.instanceId })
-      for (const l of listeners) await l.regained?.().catch((e) => deps.logger.warn('resuming after a lease loss failed', { error: String(e) }))
-    }
-    if (ticks++ % PRUNE_EVERY_TICKS === 0) await deps.repo.prune(new Date(sentAt - FORGET_AFTER_MS)).catch(() => {})
-    // Taking over other instances' work does not hold up the next renewal.
-    if (!working) {
-      working = Promise.all([...listeners].map((l) => l.tick?.().catch((e) => deps.logger.warn('taking over work failed', { error: String(e) }))))
-        .then(() => {})
-        .finally(() => (working = null))
+      working = null
+      work((l) => l.regained?.(), 'resuming after a lease loss failed')
+    } else {
+      work((l) => l.tick?.(), 'taking over work failed')
     }
   }
 
   return {
     instanceId: deps.instanceId,
-    // Lost only when renewing failed until the lease ran out; a clock moved by hand (tests) does not fence.
     held: () => started !== null && !lost,
     listen(listener) {
       listeners.add(listener)
@@ -85,9 +98,12 @@ export function createInstanceLease(deps: { repo: InstanceRepo; clock: Clock; lo
     start() {
       started ??= (async () => {
         const now = deps.clock.now()
+        const sentAtReal = performance.now()
         await deps.repo.renew(deps.instanceId, new Date(now + deps.leaseMs), new Date(now))
-        validUntil = now + deps.leaseMs
+        renewedAt = sentAtReal
         timer = setInterval(() => {
+          // Also while a renewal hangs (a dead connection, a pool busy): the lease runs out all the same.
+          checkExpiry()
           if (!renewing) renewing = renew().finally(() => (renewing = null))
         }, every)
         ;(timer as { unref?: () => void }).unref?.()

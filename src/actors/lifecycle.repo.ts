@@ -137,7 +137,7 @@ export function createLifecycleRepo(database: Database) {
   const note = prepare<unknown, { id: string; cause: string; details: string; at: string }>(database, NOTE)
   const byId = db.select().from(t).where(eq(t.id, sql.placeholder('id'))).prepare('transaction_by_id')
   const loadOne = db
-    .select({ transactionId: a.transactionId, snapshot: a.snapshot, machineVersion: a.machineVersion, version: t.version, owner: a.owner })
+    .select({ row: t, snapshot: a.snapshot, machineVersion: a.machineVersion, owner: a.owner })
     .from(a).innerJoin(t, eq(t.id, a.transactionId)).where(eq(a.transactionId, sql.placeholder('id'))).prepare('actor_load')
   const storedColumns = { transactionId: a.transactionId, snapshot: a.snapshot, machineVersion: a.machineVersion, version: t.version, owner: a.owner }
 
@@ -201,8 +201,10 @@ export function createLifecycleRepo(database: Database) {
       machineVersion: number
       entry: TimelineEntry
       outbox: (row: TransactionRow) => OutboxEntry | null
+      /** The row as just read, when the caller has it (saves reading it again). */
+      current?: TransactionRow
     }): Promise<TransactionRow | null> {
-      const [current] = await byId.execute({ id: c.transactionId })
+      const current = c.current ?? (await byId.execute({ id: c.transactionId }))[0]
       if (!current || current.version !== c.expectedVersion) return null
       const next: TransactionRow = { ...current, ...c.patch, version: current.version + 1 }
       const out = c.outbox(next)
@@ -223,10 +225,10 @@ export function createLifecycleRepo(database: Database) {
       await note.execute({ id: transactionId, cause, details: JSON.stringify(details), at: at.toISOString() })
     },
 
-    /** The stored actor of an active transaction, or null once it is final. */
-    async load(transactionId: string): Promise<StoredActor | null> {
+    /** The stored actor of an active transaction with its row, or null once it is final. */
+    async load(transactionId: string): Promise<(StoredActor & { row: TransactionRow }) | null> {
       const [r] = await loadOne.execute({ id: transactionId })
-      return r ?? null
+      return r ? { transactionId, snapshot: r.snapshot, machineVersion: r.machineVersion, owner: r.owner, version: r.row.version, row: r.row } : null
     },
 
     /** The actors recorded as this instance's, with their versions (to notice any moved on or taken over meanwhile). */

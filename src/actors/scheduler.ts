@@ -1,5 +1,7 @@
 import type { Clock } from '../lib/clock.ts'
 
+const noop = () => {}
+
 /** Cancels a scheduled call. */
 export type Cancel = () => void
 
@@ -25,9 +27,11 @@ interface Entry {
  * each, not a runtime timer each. Deadlines come from the database (R13), never durations.
  */
 export function createScheduler(clock: Clock, opts: { maxDelayMs?: number } = {}): Scheduler {
-  const heap: Entry[] = []
+  let heap: Entry[] = []
   let seq = 0
   let live = 0
+  /** Cancelled entries still in the heap (they leave it when they reach the top, or by compaction). */
+  let dead = 0
   let timer: ReturnType<typeof setTimeout> | null = null
   let armedFor = Infinity
   // Re-check at least this often, so a clock that jumps (or a long delay) is never missed.
@@ -44,28 +48,41 @@ export function createScheduler(clock: Clock, opts: { maxDelayMs?: number } = {}
       i = parent
     }
   }
+  function siftDown(start: number) {
+    let i = start
+    for (;;) {
+      const l = 2 * i + 1
+      const r = l + 1
+      let m = i
+      if (l < heap.length && before(heap[l], heap[m])) m = l
+      if (r < heap.length && before(heap[r], heap[m])) m = r
+      if (m === i) break
+      ;[heap[i], heap[m]] = [heap[m], heap[i]]
+      i = m
+    }
+  }
   function pop(): Entry | undefined {
     const top = heap[0]
     const last = heap.pop()
     if (heap.length && last) {
       heap[0] = last
-      let i = 0
-      for (;;) {
-        const l = 2 * i + 1
-        const r = l + 1
-        let m = i
-        if (l < heap.length && before(heap[l], heap[m])) m = l
-        if (r < heap.length && before(heap[r], heap[m])) m = r
-        if (m === i) break
-        ;[heap[i], heap[m]] = [heap[m], heap[i]]
-        i = m
-      }
+      siftDown(0)
     }
     return top
   }
 
+  /** Drops cancelled entries when they outnumber the live ones, so a cancelled timer does not wait in the heap until its deadline. */
+  function compact() {
+    heap = heap.filter((e) => !e.cancelled)
+    dead = 0
+    for (let i = (heap.length >> 1) - 1; i >= 0; i--) siftDown(i)
+  }
+
   function arm() {
-    while (heap.length && heap[0].cancelled) pop()
+    while (heap.length && heap[0].cancelled) {
+      pop()
+      dead--
+    }
     if (!heap.length) {
       if (timer) clearTimeout(timer)
       timer = null
@@ -88,7 +105,10 @@ export function createScheduler(clock: Clock, opts: { maxDelayMs?: number } = {}
     const now = clock.now()
     while (heap.length && (heap[0].cancelled || heap[0].at <= now)) {
       const e = pop()!
-      if (e.cancelled) continue
+      if (e.cancelled) {
+        dead--
+        continue
+      }
       e.cancelled = true
       live--
       try {
@@ -109,7 +129,10 @@ export function createScheduler(clock: Clock, opts: { maxDelayMs?: number } = {}
       return () => {
         if (!e.cancelled) {
           e.cancelled = true
+          // Whatever the callback holds (an actor) is free to go at once.
+          e.fn = noop
           live--
+          if (++dead > 1024 && dead > live) compact()
         }
       }
     },
@@ -122,6 +145,7 @@ export function createScheduler(clock: Clock, opts: { maxDelayMs?: number } = {}
       timer = null
       heap.length = 0
       live = 0
+      dead = 0
     },
   }
 }

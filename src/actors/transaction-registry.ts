@@ -137,7 +137,7 @@ export function createTransactionRegistry(deps: RegistryDeps) {
   }
 
   /** Commits `after` as the transition from `before` caused by `event`; null when the version moved on. */
-  function commit(id: string, version: number, before: TxSnapshot, after: TxSnapshot, event: TxEvent) {
+  function commit(id: string, version: number, before: TxSnapshot, after: TxSnapshot, event: TxEvent, current?: TransactionRow) {
     const from = before.value as TxStatus
     const to = after.value as TxStatus
     const now = new Date(deps.clock.now())
@@ -147,6 +147,7 @@ export function createTransactionRegistry(deps: RegistryDeps) {
       patch: projectRow(to, after.context, now),
       snapshot: after.status === 'done' ? null : machine.getPersistedSnapshot(after),
       machineVersion: MACHINE_VERSION,
+      current,
       entry: { fromStatus: from, toStatus: to, cause: event.type, details: detailsOf(event, before.context, after.context), at: now },
       outbox: (row) => {
         const eventType = webhookEventOf(event.type, from, to)
@@ -165,7 +166,7 @@ export function createTransactionRegistry(deps: RegistryDeps) {
     if (expected !== null && now.value !== expected) {
       // Cannot happen with a deterministic machine; if it does, the database is the truth.
       deps.logger.error('actor and committed transition disagree; reloading', { transactionId: id, actor: String(now.value), committed: expected })
-      void reload(id)
+      void serialize(id, () => reload(id)).catch((e) => deps.logger.warn('reload failed', { transactionId: id, error: String(e) }))
     } else if (now.status !== 'active') {
       running.delete(id)
     }
@@ -179,6 +180,7 @@ export function createTransactionRegistry(deps: RegistryDeps) {
         let before: TxSnapshot
         let version: number
         let owner: string | null = me
+        let current: TransactionRow | undefined
         if (mine) {
           before = mine.actor.getSnapshot()
           version = mine.version
@@ -193,6 +195,7 @@ export function createTransactionRegistry(deps: RegistryDeps) {
           before = restoreActor(machine, stored.snapshot).getSnapshot()
           version = stored.version
           owner = stored.owner
+          current = stored.row
         }
         let judged: { can: boolean; after?: TxSnapshot }
         try {
@@ -212,7 +215,7 @@ export function createTransactionRegistry(deps: RegistryDeps) {
           return deny('conflict', `A transaction in status ${String(before.value)} does not accept ${event.type}`)
         }
         const after = judged.after!
-        const row = await commit(id, version, before, after, event)
+        const row = await commit(id, version, before, after, event, current)
         if (!row) {
           // Someone else moved it on: judge the event again against what they committed.
           if (mine) await reload(id)
@@ -228,7 +231,7 @@ export function createTransactionRegistry(deps: RegistryDeps) {
 
   async function tellOwner(change: ActorChange) {
     const payload = JSON.stringify(change)
-    await deps.database.notify(CHANNELS.transactionActor, payload.length <= MAX_NOTIFY_BYTES ? payload : JSON.stringify({ id: change.id, version: change.version }))
+    await deps.database.notify(CHANNELS.transactionActor, Buffer.byteLength(payload) <= MAX_NOTIFY_BYTES ? payload : JSON.stringify({ id: change.id, version: change.version }))
   }
 
   /** Another instance committed a transition of one of our actors. */
@@ -247,22 +250,31 @@ export function createTransactionRegistry(deps: RegistryDeps) {
     }).catch((e) => deps.logger.warn('reload after NOTIFY failed', { transactionId: change.id, error: String(e) }))
   }
 
-  /** Drops actors taken over by another instance and reloads any that moved on without us hearing of it. */
+  /**
+   * Drops actors taken over by another instance, reloads any that moved on without us hearing of
+   * it, and starts any recorded as ours that does not run (its start failed, or it was stopped).
+   */
   async function reconcile() {
     // Only actors running before the query can be judged by it: one started meanwhile is ours even though the query did not see it.
-    const before = [...running.entries()].map(([id, r]) => [id, r.version] as const)
+    const before = new Map([...running.entries()].map(([id, r]) => [id, r.version] as const))
     const owned = await deps.repo.owned(me)
-    for (const [id, version] of before) {
-      const now = owned.get(id)
-      if (now === undefined || now !== version) void serialize(id, () => reload(id)).catch(() => {})
-    }
+    const settle = (id: string) => void serialize(id, () => reload(id)).catch((e) => deps.logger.warn('reload failed', { transactionId: id, error: String(e) }))
+    for (const [id, version] of before) if (owned.get(id) !== version) settle(id)
+    for (const id of owned.keys()) if (!before.has(id) && !running.has(id) && !queues.has(id)) settle(id)
   }
 
   async function take(claimed: StoredActor[]) {
     for (const s of claimed) {
       if (stopped) return
-      if (queues.has(s.transactionId)) await serialize(s.transactionId, () => restore(s))
-      else restore(s)
+      try {
+        if (queues.has(s.transactionId)) await serialize(s.transactionId, () => restore(s))
+        else restore(s)
+      } catch (e) {
+        // One snapshot that cannot be restored must not keep the rest from running: it is left for another try.
+        deps.logger.error('actor could not be restored; released', { transactionId: s.transactionId, error: String(e) })
+        running.delete(s.transactionId)
+        await deps.repo.releaseOne(s.transactionId, me).catch(() => {})
+      }
     }
   }
 
@@ -291,7 +303,10 @@ export function createTransactionRegistry(deps: RegistryDeps) {
       const outcome = await deps.repo.insertCreated({
         ...request, snapshot: actor.getPersistedSnapshot(), machineVersion: MACHINE_VERSION, owner, eventData: webhookData(row),
       })
-      if (outcome === 'created' && owner !== null) void serialize(row.id, () => (stopped ? undefined : run(row.id, actor, row.version)))
+      if (outcome === 'created' && owner !== null) {
+        // Should it fail to start, the reconcile on a later lease tick starts it from the database.
+        void serialize(row.id, () => (stopped ? undefined : run(row.id, actor, row.version))).catch((e) => deps.logger.error('new actor did not start', { transactionId: row.id, error: String(e) }))
+      }
       return outcome
     },
 

@@ -36,7 +36,11 @@ export function prepare<Row, Params extends Record<string, Value | undefined>>(d
   return {
     text,
     execute(params) {
-      return database.query<Row>(text, names.map((n) => params[n] ?? null))
+      return database.query<Row>(text, names.map((n) => {
+        // A misspelt or forgotten placeholder is a bug, not a NULL.
+        if (params[n] === undefined) throw new Error(`prepared statement: no value for placeholder "${n}"`)
+        return params[n] ?? null
+      }))
     },
   }
 }

@@ -6,7 +6,7 @@ import { transactionsController } from '../modules/transactions/index.ts'
 import { PAY_ASSETS_DIR, payController, payNotFound } from '../modules/pay/index.ts'
 import { DASHBOARD_ASSETS_DIR, dashboardController, dashboardNotFound, dashboardRefused } from '../modules/dashboard/index.ts'
 import type { Services } from '../services.ts'
-import { apiGate } from './api-gate.ts'
+import { apiGate, pathOf } from './api-gate.ts'
 import { factsOf } from './context.ts'
 import { ApiError, errorResponse } from './errors.ts'
 import { fieldPath } from './json-body.ts'
@@ -36,7 +36,7 @@ export function createApp(services: Services, opts: AppOptions) {
     })
     .onError(({ code, error, request }) => {
       const requestId = factsOf(request)?.requestId
-      const path = new URL(request.url).pathname
+      const path = pathOf(request.url)
       // People read the dashboard: what it refuses, and its unknown paths, get a page.
       const dashboard = path === '/dashboard' || path.startsWith('/dashboard/')
       if (error instanceof ApiError) {

@@ -1,6 +1,5 @@
 /** Test or live: keys, transactions, endpoints and deposit keys each belong to one (R9). */
 export type Mode = 'test' | 'live'
-export const MODES: readonly Mode[] = ['test', 'live']
 
 /** What a caller may see: one project in one mode (R9). Not a key's permission scopes (`Scope`). */
 export interface ProjectMode {

@@ -80,7 +80,7 @@ export async function startServer(config: Config, opts: { clock?: Clock; logger?
     // Recovery: every active transaction this instance may run gets its actor back; overdue
     // deadlines fire at once, the others keep their original time (R13).
     await services.lifecycle.start()
-    // Webhooks: outbox events not yet fanned out and due attempts of any instance run now.
+    // Webhooks: this instance's unfinished deliveries, those nobody runs, and outbox events not fanned out yet.
     await services.dispatcher.start()
     // Chains: each network's follower catches up from its cursor, then follows the head.
     await services.chain.start()

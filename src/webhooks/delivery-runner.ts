@@ -54,7 +54,7 @@ interface Running {
 export type RedeliverAnswer = 'accepted' | 'busy' | 'not_running'
 
 /** The actor's input for a delivery without a snapshot of this machine: new, or recorded by machine version 1 as `{ state, context }`. */
-export function inputOf(d: RunnableDelivery, scheduleMs: readonly number[]): DeliveryInput {
+function inputOf(d: RunnableDelivery, scheduleMs: readonly number[]): DeliveryInput {
   const old = d.machineVersion === 1 ? (d.snapshot as { context?: Partial<DeliveryContext> } | null)?.context : undefined
   return {
     deliveryId: d.id,
@@ -67,7 +67,20 @@ export function inputOf(d: RunnableDelivery, scheduleMs: readonly number[]): Del
 }
 
 /** Whether a stored delivery has a snapshot this machine restores. */
-export const restorable = (d: { snapshot: unknown | null; machineVersion: number }) => d.snapshot !== null && d.machineVersion === DELIVERY_MACHINE_VERSION
+const restorable = (d: Pick<RunnableDelivery, 'snapshot' | 'machineVersion'>) => d.snapshot !== null && d.machineVersion === DELIVERY_MACHINE_VERSION
+
+/** The actor of a stored delivery, constructed and not started: from its snapshot, or started afresh from its row. */
+export function deliveryActor<M extends typeof webhookDeliveryMachine>(machine: M, d: RunnableDelivery, scheduleMs: readonly number[], inspect?: (event: InspectionEvent) => void): Actor<M> {
+  return restorable(d)
+    ? restoreActor(machine, d.snapshot, inspect)
+    : (createActor(machine as typeof webhookDeliveryMachine, { input: inputOf(d, scheduleMs), inspect }) as unknown as Actor<M>)
+}
+
+/** What the delivery log shows of a delivery in this snapshot. */
+export function deliveryProjection(snapshot: DeliverySnapshot): Pick<DeliveryStep, 'status' | 'attempts' | 'nextAttemptAt' | 'failedBecause'> {
+  const c = snapshot.context
+  return { status: deliveryStatus(snapshot.value as DeliveryState, c), attempts: c.attempts, nextAttemptAt: c.nextAttemptAt, failedBecause: c.failedBecause }
+}
 
 /**
  * Runs webhook deliveries as actors (issue 5, issue 17): each delivery in flight or waiting for
@@ -122,8 +135,8 @@ export function createDeliveryRunner(deps: RunnerDeps) {
 
   /** The provided `sendAttempt`: waits for a send slot, then makes the attempt unless the actor stopped meanwhile. */
   function send(input: AttemptInput, signal: AbortSignal): Promise<AttemptOutput> {
-    const entry = running.get(input.deliveryId)
-    if (!entry) return Promise.resolve({ ok: false, at: deps.clock.now() })
+    // Registered by run() before the actor starts, so every attempt finds its delivery.
+    const entry = running.get(input.deliveryId)!
     return new Promise((resolve) => {
       queue.push(entry.delivery.endpointId, entry.delivery.id, async () => {
         if (signal.aborted) return null
@@ -163,8 +176,10 @@ export function createDeliveryRunner(deps: RunnerDeps) {
   async function flush() {
     while (pending.length > 0) {
       const seen = new Set<string>()
-      const batch = pending.filter((p) => !seen.has(p.step.id) && !!seen.add(p.step.id))
-      pending = pending.filter((p) => !batch.includes(p))
+      const batch: typeof pending = []
+      const later: typeof pending = []
+      for (const p of pending) (seen.has(p.step.id) ? later : batch).push(p), seen.add(p.step.id)
+      pending = later
       try {
         const recorded = await deps.repo.commitSteps(deps.instanceId, batch.map((b) => b.step))
         for (const b of batch) b.done(recorded.has(b.step.id))
@@ -181,11 +196,7 @@ export function createDeliveryRunner(deps: RunnerDeps) {
     if (state === 'attempting' || snapshot.context === entry.persistedContext || running.get(id) !== entry) return
     entry.persistedContext = snapshot.context
     const finished = state === 'succeeded' || state === 'failed'
-    const c = snapshot.context
-    const step: DeliveryStep = {
-      id, status: deliveryStatus(state, c), attempts: c.attempts, nextAttemptAt: c.nextAttemptAt, failedBecause: c.failedBecause,
-      snapshot: entry.actor.getPersistedSnapshot(), finished, attempt: entry.attempt,
-    }
+    const step: DeliveryStep = { id, ...deliveryProjection(snapshot), snapshot: entry.actor.getPersistedSnapshot(), finished, attempt: entry.attempt }
     entry.attempt = null
     entry.committed = persist(step).then(
       (recorded) => {
@@ -211,9 +222,7 @@ export function createDeliveryRunner(deps: RunnerDeps) {
     /** Starts the actor of a delivery this instance claimed (a second call for one already running does nothing). */
     run(d: RunnableDelivery) {
       if (running.has(d.id)) return
-      const actor = restorable(d)
-        ? restoreActor(machine, d.snapshot, deps.inspect)
-        : createActor(machine, { input: inputOf(d, deps.scheduleMs), inspect: deps.inspect })
+      const actor = deliveryActor(machine, d, deps.scheduleMs, deps.inspect)
       const entry: Running = { actor, delivery: d, attempt: null, persistedContext: actor.getSnapshot().context, committed: Promise.resolve() }
       running.set(d.id, entry)
       actor.subscribe((s) => onSnapshot(d.id, entry, s))

@@ -1,4 +1,4 @@
-import { and, eq, isNotNull, lt, or, sql, type SQL } from 'drizzle-orm'
+import { and, eq, inArray, isNotNull, lt, or, sql, type SQL } from 'drizzle-orm'
 import { DELIVERY_MACHINE_VERSION, type DeliveryStatus, type FailedBecause } from '../../machines/webhook-delivery.machine.ts'
 import type { Database } from '../db/client.ts'
 import { bare, param, prepare } from '../db/prepared.ts'
@@ -189,13 +189,24 @@ export function createDeliveryRepo(database: Database) {
       return (await claimAll.execute(o)).map(runnable)
     },
 
-    /** Unfinished deliveries still recorded as the caller's, for resuming after its lease was lost and regained. */
-    async owned(owner: string): Promise<RunnableDelivery[]> {
+    /** Unfinished deliveries still recorded as the caller's (all of them, or those of `ids`), to run again what does not run. */
+    async owned(owner: string, ids?: readonly string[]): Promise<RunnableDelivery[]> {
+      if (ids?.length === 0) return []
       const rows = await db.select({
         id: d.id, eventId: d.eventId, endpointId: d.endpointId, mode: d.mode, eventType: d.eventType, data: d.data, test: d.test,
         snapshot: d.snapshot, machineVersion: d.machineVersion, eventAt: d.eventAt, nextAttemptAt: d.nextAttemptAt,
-      }).from(d).where(and(eq(d.claimedBy, owner), UNFINISHED))
+      }).from(d).where(and(eq(d.claimedBy, owner), UNFINISHED, ids ? inArray(d.id, [...ids]) : undefined))
       return rows.map((r) => ({ ...r, eventAt: r.eventAt.getTime(), nextAttemptAt: r.nextAttemptAt?.getTime() ?? null }))
+    },
+
+    /** The ids of the unfinished deliveries recorded as the caller's. */
+    async ownedIds(owner: string): Promise<string[]> {
+      return (await db.select({ id: d.id }).from(d).where(and(eq(d.claimedBy, owner), UNFINISHED))).map((r) => r.id)
+    },
+
+    /** Gives one delivery's claim back (it could not be run here), so any instance takes it again. */
+    async releaseOne(id: string, owner: string) {
+      await db.update(d).set({ claimedBy: null }).where(and(eq(d.id, id), eq(d.claimedBy, owner)))
     },
 
     /** Returns the ids whose step was recorded (the others had lost their claim). */

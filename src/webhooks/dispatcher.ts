@@ -22,6 +22,8 @@ export interface DispatcherDeps {
 }
 
 const BATCH = 500
+/** Lease ticks between looks for deliveries recorded as ours that do not run here. */
+const ADOPT_EVERY = 10
 
 /**
  * Finds the webhook work this instance runs (issue 5, issue 17): outbox events become
@@ -42,8 +44,23 @@ export function createWebhookDispatcher(deps: DispatcherDeps) {
   const unlisten: (() => Promise<void>)[] = []
   let unlease: (() => void) | null = null
 
+  /** Runs the actors of deliveries claimed for this instance; one that cannot start gives its claim back. */
   const start = (ds: RunnableDelivery[]) => {
-    if (!stopped) for (const d of ds) deps.runner.run(d)
+    for (const d of ds) {
+      if (stopped || !deps.lease.held()) return
+      try {
+        deps.runner.run(d)
+      } catch (e) {
+        deps.logger.error('webhook delivery could not be started; released', { deliveryId: d.id, error: String(e) })
+        void deps.repo.releaseOne(d.id, me).catch(() => {})
+      }
+    }
+  }
+
+  /** Starts what is recorded as ours but does not run here (a step that could not be committed stopped it). */
+  async function adoptStranded() {
+    const stranded = (await deps.repo.ownedIds(me)).filter((id) => !deps.runner.has(id))
+    start(await deps.repo.owned(me, stranded))
   }
 
   async function pass(all = false) {
@@ -85,8 +102,12 @@ export function createWebhookDispatcher(deps: DispatcherDeps) {
       stopped = false
       unlisten.push(await deps.database.listen(CHANNELS.webhookWork, () => void wake(), () => void wake()))
       unlisten.push(await deps.database.listen(CHANNELS.deliveryRequest, (id) => void deps.runner.redeliver(id).catch(() => {})))
+      let ticks = 0
       unlease = deps.lease.listen({
-        tick: wake,
+        tick: async () => {
+          if (ticks++ % ADOPT_EVERY === 0) await adoptStranded()
+          await wake()
+        },
         lost: () => deps.runner.stopAll(),
         regained: async () => start(await deps.repo.owned(me)),
       })

@@ -1,6 +1,5 @@
-import { createActor, transition } from 'xstate'
-import { deliveryStatus, webhookDeliveryMachine, type DeliveryState, type DeliveryStatus } from '../../machines/webhook-delivery.machine.ts'
-import { restoreActor } from '../actors/restore-actor.ts'
+import { transition } from 'xstate'
+import { webhookDeliveryMachine, type DeliveryStatus } from '../../machines/webhook-delivery.machine.ts'
 import { CHANNELS } from '../db/channels.ts'
 import type { Database } from '../db/client.ts'
 import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../db/schema.ts'
@@ -10,7 +9,7 @@ import { deny, ok, type Outcome } from '../lib/outcome.ts'
 import type { Mode, ProjectFilter, ProjectMode } from '../projects/mode.ts'
 import type { TransactionRepo } from '../modules/transactions/transaction.repo.ts'
 import type { AttemptRecord, DeliveryRepo, DeliveryRow } from './delivery.repo.ts'
-import { inputOf, restorable, type DeliveryRunner } from './delivery-runner.ts'
+import { deliveryActor, deliveryProjection, type DeliveryRunner } from './delivery-runner.ts'
 import type { EndpointService } from './endpoint.service.ts'
 import { webhookData } from './payload.ts'
 import { testEventData } from './test-event.ts'
@@ -90,6 +89,7 @@ export function createWebhookService(deps: {
     }
     await deps.database.notify(CHANNELS.deliveryRequest, row.id)
     const before = JSON.stringify(row.snapshot)
+    // Real time, not the injected clock: this waits for another process to answer.
     for (const until = Date.now() + REDELIVER_WAIT_MS; Date.now() < until; ) {
       await new Promise((r) => setTimeout(r, 50))
       const after = await deps.repo.find(row.id, scope, now())
@@ -142,21 +142,15 @@ export function createWebhookService(deps: {
         if (!row) return deny('not_found', `No webhook delivery ${id}`)
         if ((row.status === 'pending' || row.status === 'retrying') && row.claimerLive) return redeliverRunning(row, scope)
         // Nobody runs it: judged here on its stored snapshot, then left for a running dispatcher to claim.
-        const stored = { snapshot: row.snapshot, machineVersion: row.machineVersion }
-        const before = restorable(stored)
-          ? restoreActor(webhookDeliveryMachine, row.snapshot).getSnapshot()
-          : createActor(webhookDeliveryMachine, { input: inputOf({ ...row, eventAt: row.eventAt.getTime(), nextAttemptAt: row.nextAttemptAt?.getTime() ?? null }, deps.scheduleMs) }).getSnapshot()
+        const stored = { ...row, eventAt: row.eventAt.getTime(), nextAttemptAt: row.nextAttemptAt?.getTime() ?? null }
+        const before = deliveryActor(webhookDeliveryMachine, stored, deps.scheduleMs).getSnapshot()
         const event = { type: 'redeliver.requested' as const, at: deps.clock.now() }
         if (!before.can(event)) return deny('conflict', BUSY)
         const [after] = transition(webhookDeliveryMachine, before, event)
-        const c = after.context
-        const step = {
-          status: deliveryStatus(after.value as DeliveryState, c), attempts: c.attempts, nextAttemptAt: c.nextAttemptAt, failedBecause: c.failedBecause,
-          snapshot: webhookDeliveryMachine.getPersistedSnapshot(after),
-        }
+        const step = { ...deliveryProjection(after), snapshot: webhookDeliveryMachine.getPersistedSnapshot(after) }
         if (await deps.repo.replaceUnclaimed(id, row.snapshot, step, now())) {
           await wake()
-          return ok(view({ ...row, status: step.status, nextAttemptAt: new Date(c.nextAttemptAt!), failedBecause: null }))
+          return ok(view({ ...row, status: step.status, nextAttemptAt: new Date(step.nextAttemptAt!), failedBecause: null }))
         }
       }
       return deny('conflict', BUSY)

@@ -53,4 +53,19 @@ describe('createScheduler()', () => {
     expect(out).toEqual([...deadlines].sort((a, b) => a - b))
     s.stop()
   })
+
+  test('after many cancellations (the heap is compacted) the remaining deadlines still fire, in order, once', () => {
+    const clock = manualClock(0)
+    const s = createScheduler(clock)
+    const out: number[] = []
+    const cancels = Array.from({ length: 5_000 }, (_, i) => s.at(10_000 + i, () => out.push(i)))
+    // Cancel all but every tenth: far more dead entries than live ones, so the heap is compacted.
+    cancels.forEach((cancel, i) => i % 10 !== 0 && cancel())
+    expect(s.size).toBe(500)
+    clock.set(20_000)
+    s.runDue()
+    expect(out).toEqual(Array.from({ length: 500 }, (_, k) => k * 10))
+    expect(s.size).toBe(0)
+    s.stop()
+  })
 })

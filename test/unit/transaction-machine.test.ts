@@ -207,6 +207,16 @@ describe('transactionMachine: confirmations and reorgs (R15)', () => {
     expect(step(next, { type: 'payment.included', txHash: 'tx2', blockNumber: 101 }).next.value).toBe('confirming')
   })
 
+  test('while confirming, the same inclusion judged twice (a block redelivered after a crash) is refused and the count is kept', () => {
+    const s = at('confirming', { payments: [{ txHash: 'tx1', amount: '1000', blockNumber: 100 }], received: '1000', txHash: 'tx1', blockNumber: 100, confirmations: 2 })
+    expect(s.can({ type: 'payment.included', txHash: 'tx1', blockNumber: 100 })).toBe(false)
+    // Re-included in another block after a reorg: taken.
+    expect(s.can({ type: 'payment.included', txHash: 'tx1', blockNumber: 101 })).toBe(true)
+    // A payment detected in its block is still included when the transaction reaches processing.
+    const processing = at('processing', { payments: [{ txHash: 'tx1', amount: '1000', blockNumber: 100 }], received: '1000' })
+    expect(step(processing, { type: 'payment.included', txHash: 'tx1', blockNumber: 100 }).next.value).toBe('confirming')
+  })
+
   test('events about unknown transfers are refused', () => {
     for (const type of ['payment.included', 'payment.reorged', 'payment.reverted'] as const) {
       expect(step('confirming', { type, txHash: 'nope', blockNumber: 1 } as TxEvent).can).toBe(false)
