@@ -189,13 +189,13 @@ export function createDeliveryRepo(database: Database) {
       return (await claimAll.execute(o)).map(runnable)
     },
 
-    /** Unfinished deliveries still recorded as the caller's (all of them, or those of `ids`), to run again what does not run. */
-    async owned(owner: string, ids?: readonly string[]): Promise<RunnableDelivery[]> {
-      if (ids?.length === 0) return []
+    /** Those of `ids` still unfinished and recorded as the caller's, to run again what does not run. */
+    async owned(owner: string, ids: readonly string[]): Promise<RunnableDelivery[]> {
+      if (ids.length === 0) return []
       const rows = await db.select({
         id: d.id, eventId: d.eventId, endpointId: d.endpointId, mode: d.mode, eventType: d.eventType, data: d.data, test: d.test,
         snapshot: d.snapshot, machineVersion: d.machineVersion, eventAt: d.eventAt, nextAttemptAt: d.nextAttemptAt,
-      }).from(d).where(and(eq(d.claimedBy, owner), UNFINISHED, ids ? inArray(d.id, [...ids]) : undefined))
+      }).from(d).where(and(eq(d.claimedBy, owner), UNFINISHED, inArray(d.id, [...ids])))
       return rows.map((r) => ({ ...r, eventAt: r.eventAt.getTime(), nextAttemptAt: r.nextAttemptAt?.getTime() ?? null }))
     },
 

@@ -57,7 +57,10 @@ export function createWebhookDispatcher(deps: DispatcherDeps) {
     }
   }
 
-  /** Starts what is recorded as ours but does not run here (a step that could not be committed stopped it). */
+  /**
+   * Starts what is recorded as ours but does not run here: after a restart on the same DATA_DIR,
+   * after the lease was regained, or when a step that could not be committed stopped an actor.
+   */
   async function adoptStranded() {
     const stranded = (await deps.repo.ownedIds(me)).filter((id) => !deps.runner.has(id))
     start(await deps.repo.owned(me, stranded))
@@ -109,11 +112,11 @@ export function createWebhookDispatcher(deps: DispatcherDeps) {
           await wake()
         },
         lost: () => deps.runner.stopAll(),
-        regained: async () => start(await deps.repo.owned(me)),
+        regained: adoptStranded,
       })
       await deps.lease.start()
       // Ours from before a restart on the same DATA_DIR (src/server/instance-id.ts), then the rest nobody runs.
-      start(await deps.repo.owned(me))
+      await adoptStranded()
       running = pass(deps.singleInstance).finally(() => (running = null))
       await running
       timer = setInterval(() => void wake(), pollMs)
