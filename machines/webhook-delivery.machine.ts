@@ -7,7 +7,7 @@ import { inertDeadlineTimer, type TimerFired } from './deadline-timer.ts'
  * the two children and persists the snapshot after every step.
  *
  *   scheduled --timer fires--> attempting --succeeded--> succeeded
- *                                         --failed--> scheduled (next offset) | failed
+ *                                         --failed--> scheduled (next offset, or the receiver's Retry-After within the schedule's bounds) | failed
  *   scheduled --timer fires, event older than maxAgeMs--> failed (the 7-day rule, no request)
  *   attempting --endpoint disabled, no request made--> scheduled (again in pauseMs; nothing counted)
  *   succeeded | failed --redeliver.requested--> scheduled, due now, manual (a failure ends in failed)
@@ -76,6 +76,8 @@ export interface AttemptOutput {
   at: number
   /** No request was made because the endpoint is disabled: nothing counts, the delivery waits for it. */
   paused?: boolean
+  /** The receiver asked for this wait (`Retry-After` on a 429 or 503), in ms. */
+  retryAfterMs?: number
 }
 
 /** How often a delivery to a disabled endpoint looks again whether it was enabled. */
@@ -89,6 +91,15 @@ type Ended = { type: string; output?: AttemptOutput }
 const tooOld = (c: DeliveryContext, at: number) => at - c.eventAt > c.maxAgeMs
 /** When the attempt in flight ended; a `sendAttempt` that threw ends at its due time. */
 const endedAt = (c: DeliveryContext, e: Ended) => e.output?.at ?? c.nextAttemptAt ?? c.eventAt
+/**
+ * The wait before the next automatic attempt: the schedule's, or the receiver's `Retry-After`
+ * kept within the schedule's bounds (its shortest and longest delays).
+ */
+export function retryDelayMs(c: Pick<DeliveryContext, 'scheduleMs' | 'automaticAttempts'>, retryAfterMs: number | undefined): number {
+  const scheduled = c.scheduleMs[c.automaticAttempts]
+  if (retryAfterMs === undefined || !Number.isFinite(retryAfterMs)) return scheduled
+  return Math.min(Math.max(retryAfterMs, Math.min(...c.scheduleMs)), Math.max(...c.scheduleMs))
+}
 const counted = (c: DeliveryContext) => ({
   attempts: c.attempts + 1,
   automaticAttempts: c.automaticAttempts + (c.trigger === 'scheduled' ? 1 : 0),
@@ -117,7 +128,10 @@ export const webhookDeliveryMachine = setup({
     scheduleManual: assign({ trigger: 'manual' as const, nextAttemptAt: ({ event }) => (event as DeliveryEvent).at, failedBecause: null }),
     recordSuccess: assign(({ context }) => ({ ...counted(context), nextAttemptAt: null, failedBecause: null })),
     recordManualFailure: assign(({ context }) => ({ ...counted(context), nextAttemptAt: null, failedBecause: 'manual_attempt_failed' as const })),
-    scheduleRetry: assign(({ context, event }) => ({ ...counted(context), nextAttemptAt: endedAt(context, event as Ended) + context.scheduleMs[context.automaticAttempts] })),
+    scheduleRetry: assign(({ context, event }) => ({
+      ...counted(context),
+      nextAttemptAt: endedAt(context, event as Ended) + retryDelayMs(context, (event as Ended).output?.retryAfterMs),
+    })),
     recordLastFailure: assign(({ context }) => ({
       ...counted(context),
       nextAttemptAt: null,
@@ -132,7 +146,7 @@ export const webhookDeliveryMachine = setup({
     /** Another automatic attempt exists and would still fall inside the 7-day window. */
     canRetry: ({ context, event }) => {
       const after = context.automaticAttempts + 1
-      return after <= context.scheduleMs.length && !tooOld(context, endedAt(context, event as Ended) + context.scheduleMs[after - 1])
+      return after <= context.scheduleMs.length && !tooOld(context, endedAt(context, event as Ended) + retryDelayMs(context, (event as Ended).output?.retryAfterMs))
     },
   },
 }).createMachine({

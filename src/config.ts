@@ -33,6 +33,16 @@ export interface Config {
   networksConfig: string | null
   /** R26: requests per client IP to the pay page and its endpoints; null: the default (300/5000/50000). */
   payRateLimits: { minute: number; hour: number; day: number } | null
+  /** GET /metrics and the HTTP request metrics (METRICS, default on). */
+  metricsEnabled: boolean
+  /** Bearer token GET /metrics requires; null: only loopback clients may scrape. */
+  metricsToken: string | null
+  /** An endpoint whose every attempt failed for this long is disabled (WEBHOOK_DISABLE_AFTER, default 5d). */
+  webhookDisableAfterMs: number
+  /** Readiness fails when a network's follower here is out of step with the head this long (READY_CHAIN_MAX_LAG, default 120s). */
+  readyChainMaxLagMs: number
+  /** On SIGTERM, readiness fails this long before the listeners close, so a balancer drains the instance (SHUTDOWN_DRAIN, default 0s). */
+  shutdownDrainMs: number
 }
 
 export class ConfigError extends Error {
@@ -44,6 +54,8 @@ export class ConfigError extends Error {
 type Env = Record<string, string | undefined>
 
 const LEVELS: Level[] = ['debug', 'info', 'warn', 'error', 'silent']
+/** A positive duration with a unit: 90s, 15m, 12h, 5d. */
+const DURATION = '^(?=\\d*[1-9])\\d{1,6}[smhd]$'
 const Port = Type.Integer({ minimum: 0, maximum: 65535 })
 const text = () => Type.Optional(Type.String())
 
@@ -69,6 +81,12 @@ const EnvSchema = Type.Object({
   HOST: text(),
   DATA_DIR: text(),
   NETWORKS_CONFIG: text(),
+  METRICS: Type.Optional(Type.Boolean()),
+  // At least 16 characters of token68 (RFC 9110 11.2), so a bearer header carries it unchanged.
+  METRICS_TOKEN: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9._~+/-]{16,200}=*$' })),
+  WEBHOOK_DISABLE_AFTER: Type.Optional(Type.String({ pattern: DURATION })),
+  READY_CHAIN_MAX_LAG: Type.Optional(Type.String({ pattern: DURATION })),
+  SHUTDOWN_DRAIN: Type.Optional(Type.String({ pattern: '^\\d{1,4}s$' })),
 })
 type Vars = Static<typeof EnvSchema>
 type Variable = keyof Vars
@@ -123,6 +141,11 @@ const EXPLAIN: Partial<Record<Variable, Explain>> = {
       ? `at most ${e.schema.maxItems} delays, got ${(e.value as string[]).length}`
       : `each delay is a positive number with a unit s, m or h (like 30s, 5m, 2h), got "${e.value}"`,
   PAY_RATE_LIMITS: (_, raw) => payRateLimitsMessage(raw),
+  METRICS: (_, raw) => `must be 1 or 0, got "${raw}"`,
+  METRICS_TOKEN: () => 'must be 16 to 200 characters of letters, digits and ._~+/- (for example: openssl rand -hex 32)',
+  WEBHOOK_DISABLE_AFTER: (_, raw) => `must be a positive duration with a unit s, m, h or d (like 5d or 36h), got "${raw}"`,
+  READY_CHAIN_MAX_LAG: (_, raw) => `must be a positive duration with a unit s, m, h or d (like 120s or 5m), got "${raw}"`,
+  SHUTDOWN_DRAIN: (_, raw) => `must be whole seconds like 0s or 15s, got "${raw}"`,
 }
 
 const TLS_PAIR = 'TLS_CERT_FILE and TLS_KEY_FILE must be set together'
@@ -178,9 +201,10 @@ const rateLimits = (text: string) => {
 }
 
 const DEFAULT_RETRY_SCHEDULE = '1m,5m,30m,2h,8h'
-const UNIT_MS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000 }
+const UNIT_MS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }
+const durationMs = (d: string) => Number(d.slice(0, -1)) * UNIT_MS[d.slice(-1)]
 /** R19: `WEBHOOK_RETRY_SCHEDULE` as milliseconds (default `1m,5m,30m,2h,8h`). */
-const retryScheduleMs = (delays = DEFAULT_RETRY_SCHEDULE.split(',')) => delays.map((d) => Number(d.slice(0, -1)) * UNIT_MS[d.slice(-1)])
+const retryScheduleMs = (delays = DEFAULT_RETRY_SCHEDULE.split(',')) => delays.map(durationMs)
 
 /** Reads and validates the environment once at start-up; throws ConfigError naming the variable. */
 export function loadConfig(env: Env = process.env): Config {
@@ -204,5 +228,10 @@ export function loadConfig(env: Env = process.env): Config {
     allowPrivateTestEndpoints: v.WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS ?? v.DATABASE_URL === undefined,
     networksConfig: v.NETWORKS_CONFIG === undefined ? null : resolve(v.NETWORKS_CONFIG),
     payRateLimits: v.PAY_RATE_LIMITS === undefined ? null : rateLimits(v.PAY_RATE_LIMITS),
+    metricsEnabled: v.METRICS ?? true,
+    metricsToken: v.METRICS_TOKEN ?? null,
+    webhookDisableAfterMs: durationMs(v.WEBHOOK_DISABLE_AFTER ?? '5d'),
+    readyChainMaxLagMs: durationMs(v.READY_CHAIN_MAX_LAG ?? '120s'),
+    shutdownDrainMs: durationMs(v.SHUTDOWN_DRAIN ?? '0s'),
   }
 }

@@ -23,6 +23,9 @@ import { createDeliveryRepo } from './webhooks/delivery.repo.ts'
 import { createWebhookDispatcher } from './webhooks/dispatcher.ts'
 import { createDeliveryRunner } from './webhooks/delivery-runner.ts'
 import { createEndpointService } from './webhooks/endpoint.service.ts'
+import { createEndpointHealth, DEFAULT_DISABLE_AFTER_MS } from './webhooks/endpoint-health.ts'
+import { createMetrics } from './metrics/metrics.ts'
+import { createReadiness, DEFAULT_CHAIN_MAX_LAG_MS } from './operations/readiness.ts'
 import type { Resolver } from './webhooks/url-guard.ts'
 import { createChainWatcher } from './chain/chain-watcher.ts'
 import { createDepositService } from './chain/deposit.service.ts'
@@ -73,6 +76,12 @@ export async function createServices(deps: {
   testWallet?: TestWallet | null
   /** Per-IP limits of the pay routes (PAY_RATE_LIMITS). */
   payLimits?: RateLimits | null
+  /** WEBHOOK_DISABLE_AFTER: an endpoint failing every attempt this long is disabled (default 5 days). */
+  webhookDisableAfterMs?: number
+  /** READY_CHAIN_MAX_LAG: how long a follower may be out of step with the head before readiness fails. */
+  readyChainMaxLagMs?: number
+  /** DATA_DIR, whose writability readiness checks; null where there is none to check. */
+  dataDir?: string | null
 }) {
   const { database, clock, logger } = deps
   const secrets = createSecretBox(deps.secretKey)
@@ -91,15 +100,31 @@ export async function createServices(deps: {
     leaseMs: deps.leaseMs ?? 10_000,
   })
   const scheduler = createScheduler(clock)
+  const metrics = createMetrics()
   const deliveryRepo = createDeliveryRepo(database)
-  const runner = createDeliveryRunner({ repo: deliveryRepo, endpoints, changes, clock, logger, scheduler, instanceId, scheduleMs, addressRules, resolver: deps.resolver })
+  const health = createEndpointHealth({ endpoints, deliveries: deliveryRepo, database, clock, logger, metrics, disableAfterMs: deps.webhookDisableAfterMs ?? DEFAULT_DISABLE_AFTER_MS })
+  const runner = createDeliveryRunner({ repo: deliveryRepo, endpoints, health, metrics, changes, clock, logger, scheduler, instanceId, scheduleMs, addressRules, resolver: deps.resolver })
   const dispatcher = createWebhookDispatcher({ database, repo: deliveryRepo, runner, lease, clock, logger, scheduler, singleInstance })
   const rateLimitRepo = createRateLimitRepo(database)
   const transactionRepo = createTransactionRepo(database)
-  const lifecycle = createTransactionRegistry({ database, repo: createLifecycleRepo(database), lease, clock, logger, scheduler, singleInstance })
+  const lifecycle = createTransactionRegistry({ database, repo: createLifecycleRepo(database), lease, clock, logger, scheduler, singleInstance, metrics })
   const deposits = createDepositService({ database, clock })
   // Started by the server (src/server/start.ts): only servers follow chains.
-  const chain = createChainWatcher({ networks: deps.networks ?? [], database, lifecycle, lease, clock, logger })
+  const chain = createChainWatcher({ networks: deps.networks ?? [], database, lifecycle, lease, clock, logger, metrics })
+  metrics.setSources({
+    activeByStatus: () => {
+      const counts: Record<string, number> = {}
+      for (const id of lifecycle.runningIds()) {
+        const status = lifecycle.statusOf(id)
+        if (status) counts[status] = (counts[status] ?? 0) + 1
+      }
+      return counts
+    },
+    webhookPending: () => runner.size,
+    chains: () => chain.followerStatus().flatMap(({ network, status }) => (status ? [{ network, head: status.head, synced: status.synced }] : [])),
+  })
+  const stopController = new AbortController()
+  const readiness = createReadiness({ database, chain, dataDir: deps.dataDir ?? null, maxChainLagMs: deps.readyChainMaxLagMs ?? DEFAULT_CHAIN_MAX_LAG_MS, instanceId })
   const projects = createProjectService({ database, changes })
   const keys = createKeyService({ database, changes, clock, onError: (e) => logger.warn('last_used_at update failed', { error: String(e) }) })
   const webhooks = createWebhookService({ database, repo: deliveryRepo, runner, endpoints, transactions: transactionRepo, clock, instanceId, scheduleMs })
@@ -120,13 +145,24 @@ export async function createServices(deps: {
     sessions: createSessionService({ database, clock, secretKey: deps.secretKey }),
     signInLimits: SIGN_IN_LIMITS,
     dashboard: createDashboardService({ transactions, webhooks, endpoints, keys, stats, deposits, projects }),
-    limiter: createRateLimiter({ repo: rateLimitRepo, clock }),
+    limiter: createRateLimiter({ repo: rateLimitRepo, clock, metrics }),
     lifecycle,
     endpoints,
     webhooks,
     dispatcher,
     /** The webhook delivery actors this instance runs. */
     deliveries: runner,
+    /** This instance's Prometheus metrics (GET /metrics). */
+    metrics,
+    /** GET /readyz and `status`: what a balancer and an operator read. */
+    readiness,
+    /** Aborted when the graceful stop begins: open event streams end. */
+    stopping: stopController.signal,
+    /** The graceful stop begins: readiness fails and event streams end, before the listeners close. */
+    beginStop() {
+      readiness.beginStop()
+      stopController.abort()
+    },
     lease,
     /** Every deadline of this instance's actors (tests move a manual clock, then run what is due). */
     scheduler,

@@ -74,8 +74,8 @@ t AS (
   INSERT INTO ${e} (${bare(e.transactionId)}, ${bare(e.fromStatus)}, ${bare(e.toStatus)}, ${bare(e.cause)}, ${bare(e.details)}, ${bare(e.at)})
   SELECT id, NULL, ${param('status')}, 'transaction.created', ${param('timelineDetails', 'jsonb')}, ${param('createdAt', 'timestamptz')} FROM t
 ), o AS (
-  INSERT INTO ${o} (${bare(o.transactionId)}, ${bare(o.projectId)}, ${bare(o.testingMode)}, ${bare(o.eventType)}, ${bare(o.data)}, ${bare(o.createdAt)})
-  SELECT id, ${param('projectId')}, ${param('testingMode', 'boolean')}, 'transaction.created', ${param('eventData', 'jsonb')}, ${param('createdAt', 'timestamptz')} FROM t
+  INSERT INTO ${o} (${bare(o.transactionId)}, ${bare(o.projectId)}, ${bare(o.testingMode)}, ${bare(o.eventType)}, ${bare(o.data)}, ${bare(o.createdAt)}, ${bare(o.sequence)})
+  SELECT id, ${param('projectId')}, ${param('testingMode', 'boolean')}, 'transaction.created', ${param('eventData', 'jsonb')}, ${param('createdAt', 'timestamptz')}, 1 FROM t
 )
 SELECT count(*)::int AS created FROM t`
 
@@ -104,7 +104,7 @@ const COMMIT = sql`WITH t AS (
     ${bare(t.confirmedAt)} = ${param('confirmedAt', 'timestamptz')}, ${bare(t.completedAt)} = ${param('completedAt', 'timestamptz')},
     ${bare(t.updatedAt)} = ${param('updatedAt', 'timestamptz')}, ${bare(t.version)} = ${t.version} + 1
   WHERE ${t.id} = ${param('id', 'uuid')} AND ${t.version} = ${param('expectedVersion', 'int')}
-  RETURNING ${t.id}
+  RETURNING ${t.id}, ${t.version}
 ), a AS (
   UPDATE ${a} SET ${bare(a.snapshot)} = ${param('snapshot', 'jsonb')}, ${bare(a.machineVersion)} = ${param('machineVersion', 'int')}
   WHERE ${a.transactionId} IN (SELECT id FROM t) AND ${param('snapshot', 'jsonb')} IS NOT NULL
@@ -114,8 +114,8 @@ const COMMIT = sql`WITH t AS (
   INSERT INTO ${e} (${bare(e.transactionId)}, ${bare(e.fromStatus)}, ${bare(e.toStatus)}, ${bare(e.cause)}, ${bare(e.details)}, ${bare(e.at)})
   SELECT id, ${param('fromStatus')}, ${param('status')}, ${param('cause')}, ${param('details', 'jsonb')}, ${param('updatedAt', 'timestamptz')} FROM t
 ), o AS (
-  INSERT INTO ${o} (${bare(o.transactionId)}, ${bare(o.projectId)}, ${bare(o.testingMode)}, ${bare(o.eventType)}, ${bare(o.data)}, ${bare(o.createdAt)})
-  SELECT id, ${param('projectId')}, ${param('testingMode', 'boolean')}, ${param('eventType')}, ${param('eventData', 'jsonb')}, ${param('updatedAt', 'timestamptz')}
+  INSERT INTO ${o} (${bare(o.transactionId)}, ${bare(o.projectId)}, ${bare(o.testingMode)}, ${bare(o.eventType)}, ${bare(o.data)}, ${bare(o.createdAt)}, ${bare(o.sequence)})
+  SELECT id, ${param('projectId')}, ${param('testingMode', 'boolean')}, ${param('eventType')}, ${param('eventData', 'jsonb')}, ${param('updatedAt', 'timestamptz')}, version + 1
   FROM t WHERE ${param('eventType')}::text IS NOT NULL
 )
 SELECT count(*)::int AS updated FROM t`

@@ -1,3 +1,4 @@
+import type { Metrics } from '../metrics/metrics.ts'
 import { createActor, transition, type Actor, type InspectionEvent, type SnapshotFrom } from 'xstate'
 import type { TimerFired } from '../../machines/deadline-timer.ts'
 import { MACHINE_VERSION, transactionMachine, type TxContext, type TxEvent, type TxStatus } from '../../machines/transaction.machine.ts'
@@ -29,6 +30,8 @@ export interface RegistryDeps {
   singleInstance: boolean
   /** XState's inspection, for every actor this registry runs (tests, diagnostics). */
   inspect?: (event: InspectionEvent) => void
+  /** Counts every status entered by a transition or creation committed here. */
+  metrics?: Pick<Metrics, 'transactionEntered'>
 }
 
 /** What a transaction needs to be created: its row and what the first timeline entry and the idempotency record say. */
@@ -221,6 +224,7 @@ export function createTransactionRegistry(deps: RegistryDeps) {
           if (mine) await reload(id)
           continue
         }
+        if (after.value !== before.value) deps.metrics?.transactionEntered(String(after.value))
         if (mine) advance(id, mine, event, row.version, after.value as TxStatus)
         else if (owner !== null) await tellOwner({ id, version: row.version, event })
         return ok(row)
@@ -303,6 +307,7 @@ export function createTransactionRegistry(deps: RegistryDeps) {
       const outcome = await deps.repo.insertCreated({
         ...request, snapshot: actor.getPersistedSnapshot(), machineVersion: MACHINE_VERSION, owner, eventData: webhookData(row),
       })
+      if (outcome === 'created') deps.metrics?.transactionEntered('created')
       if (outcome === 'created' && owner !== null) {
         // Should it fail to start, the reconcile on a later lease tick starts it from the database.
         void serialize(row.id, () => (stopped ? undefined : run(row.id, actor, row.version))).catch((e) => deps.logger.error('new actor did not start', { transactionId: row.id, error: String(e) }))

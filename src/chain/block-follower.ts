@@ -102,6 +102,21 @@ export interface BlockFollowerDeps {
   sleep?: (ms: number, signal: AbortSignal) => Promise<void>
   logger?: Logger
   tuning?: FollowerTuning
+  /** Told of every failed tick of the loop (metrics count them by kind). */
+  onTickFailed?: (error: unknown) => void
+}
+
+/** Where a follower stands, for metrics and readiness. */
+export interface FollowerStatus {
+  /** The head the RPC last reported; null before the first answer. */
+  head: bigint | null
+  /** Last height processed; null before the first. */
+  synced: bigint | null
+  /** When a tick last ended with every block up to the head processed (epoch ms); the start time before the first. */
+  inStepAt: number
+  /** Failed ticks in a row, and the last one's error. */
+  failures: number
+  lastError: string | null
 }
 
 export interface BlockFollower {
@@ -113,6 +128,7 @@ export interface BlockFollower {
   syncOnce(): Promise<void>
   /** Last height whose events the handler accepted and the store saved; null before the first. */
   syncedHeight(): bigint | null
+  status(): FollowerStatus
 }
 
 /** The chain changed between two reads of one tick; the tick starts over. */
@@ -135,6 +151,10 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
   let loaded = false
   let controller = new AbortController()
   let running: Promise<void> | null = null
+  let head: bigint | null = null
+  let inStepAt = clock.now()
+  let failures = 0
+  let lastError: string | null = null
 
   const rpc = (method: string, params: unknown[]) => client.request({ method, params }, { signal: controller.signal })
   const checkStopped = () => {
@@ -154,10 +174,11 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
       cursor = await store.load()
       loaded = true
     }
-    const head = parseQuantity(await rpc('eth_blockNumber', []), 'eth_blockNumber')
+    const reported = parseQuantity(await rpc('eth_blockNumber', []), 'eth_blockNumber')
+    head = reported
     for (let attempt = 1; ; attempt++) {
       try {
-        await sync(head)
+        await sync(reported)
         break
       } catch (error) {
         if (!(error instanceof ChainMovedError) || attempt >= MAX_RESTARTS_PER_TICK) throw error
@@ -165,6 +186,7 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
       }
     }
     if (cursor) await emit({ type: 'head', number: cursor.height })
+    if (cursor && cursor.height >= reported) inStepAt = clock.now()
   }
 
   async function sync(head: bigint): Promise<void> {
@@ -308,16 +330,19 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
   }
 
   async function loop(): Promise<void> {
-    let failures = 0
+    failures = 0
     const signal = controller.signal
     while (!signal.aborted) {
       const started = clock.now()
       try {
         await tick()
         failures = 0
+        lastError = null
       } catch (error) {
         if (signal.aborted) break
         failures++
+        lastError = errorMessage(error)
+        deps.onTickFailed?.(error)
         const retryInMs = Math.min(backoffBase * 2 ** (failures - 1), backoffMax)
         logger?.warn('chain follower tick failed', { network: network.name, failures, retryInMs, error: errorMessage(error) })
       }
@@ -347,6 +372,7 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
       await tick()
     },
     syncedHeight: () => cursor?.height ?? null,
+    status: () => ({ head, synced: cursor?.height ?? null, inStepAt, failures, lastError }),
   }
 }
 

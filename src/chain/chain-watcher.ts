@@ -3,7 +3,8 @@ import type { InstanceLease } from '../actors/instance-lease.ts'
 import type { Database } from '../db/client.ts'
 import type { Clock } from '../lib/clock.ts'
 import type { Logger } from '../lib/logger.ts'
-import { createBlockFollower, decodeCursor, encodeCursor, type BlockFollower, type CursorStore } from './block-follower.ts'
+import { createBlockFollower, decodeCursor, encodeCursor, type BlockFollower, type CursorStore, type FollowerStatus } from './block-follower.ts'
+import { rpcErrorKind, type Metrics } from '../metrics/metrics.ts'
 import { createChainRepo, type ChainRepo } from './chain.repo.ts'
 import type { NetworkConfig } from './networks-config.ts'
 import { createPaymentTracker, type Lifecycle } from './payment-tracker.ts'
@@ -35,7 +36,7 @@ function databaseCursorStore(repo: ChainRepo, network: string, clock: Clock): Cu
  * follower's lease has ended (or at once after a graceful shutdown); every instance keeps the
  * set of watched addresses, so whoever follows next has it.
  */
-export function createChainWatcher(deps: { networks: NetworkConfig[]; database: Database; lifecycle: Lifecycle; lease: InstanceLease; clock: Clock; logger: Logger }) {
+export function createChainWatcher(deps: { networks: NetworkConfig[]; database: Database; lifecycle: Lifecycle; lease: InstanceLease; clock: Clock; logger: Logger; metrics: Metrics }) {
   const repo = createChainRepo(deps.database)
   const watched = new Set<string>()
   const clients = new Map(deps.networks.map((n) => [n.name, createChainClient({ rpcUrl: n.rpcUrl, fallbackRpcUrls: n.fallbackRpcUrls, chainId: n.chainId })]))
@@ -62,9 +63,10 @@ export function createChainWatcher(deps: { networks: NetworkConfig[]; database: 
       client: clients.get(n.name)!,
       store: databaseCursorStore(repo, n.name, deps.clock),
       watch: watched,
-      handler: createPaymentTracker({ network: n, repo, lifecycle: deps.lifecycle, clock: deps.clock, logger: deps.logger }),
+      handler: createPaymentTracker({ network: n, repo, lifecycle: deps.lifecycle, clock: deps.clock, logger: deps.logger, metrics: deps.metrics }),
       // Polling and back-off run on real time whatever clock the lifecycle uses.
       logger: deps.logger,
+      onTickFailed: (e) => deps.metrics.rpcError(n.name, rpcErrorKind(e)),
     })
     followers.set(n.name, follower)
     follower.start()
@@ -112,6 +114,10 @@ export function createChainWatcher(deps: { networks: NetworkConfig[]; database: 
     },
     /** The networks this instance follows now. */
     following: (): string[] => [...followers.keys()],
+    /** Each network's follower here (null where another instance follows it). */
+    followerStatus: (): { network: string; status: FollowerStatus | null }[] => deps.networks.map((n) => ({ network: n.name, status: followers.get(n.name)?.status() ?? null })),
+    /** Which instance follows each network, as recorded (for readiness on the instances that do not). */
+    followers: () => repo.followers(new Date(deps.clock.now())),
     /** Tests: the height each follower of this instance has processed. */
     syncedHeights: () => Object.fromEntries(deps.networks.map((n) => [n.name, followers.get(n.name)?.syncedHeight() ?? null])),
     async stop() {

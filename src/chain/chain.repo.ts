@@ -153,6 +153,15 @@ export function createChainRepo(database: Database) {
       return (await claimNetwork.execute({ network, owner, now: now.toISOString() })).length === 1
     },
 
+    /** Which instance follows each network, and whether its lease is live. */
+    async followers(now: Date): Promise<{ network: string; owner: string | null; live: boolean }[]> {
+      const rows = await db.select({
+        network: chainFollowers.network, owner: chainFollowers.owner,
+        live: sql<boolean>`${chainFollowers.owner} IN (${liveInstances(now.toISOString())})`,
+      }).from(chainFollowers)
+      return rows.map((r) => ({ network: r.network, owner: r.owner, live: r.live === true }))
+    },
+
     /** Gives up the networks `owner` follows (shutdown, or its lease was lost), so another instance takes them at once. */
     async releaseNetworks(owner: string): Promise<void> {
       await db.update(chainFollowers).set({ owner: null }).where(eq(chainFollowers.owner, owner))

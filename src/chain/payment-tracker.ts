@@ -1,3 +1,4 @@
+import type { Metrics } from '../metrics/metrics.ts'
 import type { TxEvent } from '../../machines/transaction.machine.ts'
 import { FINAL_STATUSES } from '../../machines/transaction.machine.ts'
 import type { Clock } from '../lib/clock.ts'
@@ -29,7 +30,7 @@ export const retryDelayMs = (attempts: number) => Math.min(600_000, 5_000 * 2 **
  * Findings are recorded first (unique per transfer and block), then judged and marked applied,
  * so a block delivered again after a crash applies exactly what was not applied.
  */
-export function createPaymentTracker(deps: { network: NetworkConfig; repo: ChainRepo; lifecycle: Lifecycle; clock: Clock; logger: Logger }): FollowerHandler {
+export function createPaymentTracker(deps: { network: NetworkConfig; repo: ChainRepo; lifecycle: Lifecycle; clock: Clock; logger: Logger; metrics: Pick<Metrics, 'reorgAfterFinal'> }): FollowerHandler {
   const { network, repo } = deps
   const symbolOfToken = new Map(network.tokens.filter((t) => t.kind === 'erc20').map((t) => [t.address.toLowerCase(), t.symbol]))
   const nativeSymbol = network.tokens.find((t) => t.kind === 'native')?.symbol ?? null
@@ -56,6 +57,7 @@ export function createPaymentTracker(deps: { network: NetworkConfig; repo: Chain
         // R15: too late to take it back (the transaction completed, or failed): the operator must know.
         deps.logger.error('a reorg took back a payment of a transaction in a final status', { network: network.name, transactionId: id, status: row.status, txHash: row.txHash, blockNumber })
         await deps.lifecycle.noteAfterFinal(id, 'payment.reorged_after_final', { txHash: row.txHash, blockNumber, network: network.name })
+        deps.metrics.reorgAfterFinal(network.name)
         return row.kind
       }
       await apply(id, { type: 'payment.reorged', txHash: row.txHash })

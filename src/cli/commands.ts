@@ -29,8 +29,11 @@ const map = async <T, R>(p: Promise<Outcome<T>>, f: (v: T) => R): Promise<Outcom
 const projectView = (p: { id: string; name: string; status: string }) => ({ id: p.id, name: p.name, status: p.status })
 const iso = (d: Date | null) => d?.toISOString() ?? null
 const endpointView = (e: EndpointView) => ({
-  id: e.id, project: e.projectId, mode: e.mode, url: e.url, events: e.eventTypes, enabled: e.enabled, created_at: iso(e.createdAt),
+  id: e.id, project: e.projectId, mode: e.mode, url: e.url, events: e.eventTypes, enabled: e.enabled,
+  disabled_reason: e.disabledReason, disabled_at: iso(e.disabledAt), failing_since: iso(e.failingSince), created_at: iso(e.createdAt),
 })
+/** An ISO 8601 date and time for a flag; NaN time when it is not one (the service refuses it with the flag's name). */
+const when = (v: string) => (/^\d{4}-\d{2}-\d{2}([T ][\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(v) ? new Date(v) : new Date(NaN))
 const deliveryView = (d: DeliveryView) => ({
   id: d.id, event_id: d.eventId, endpoint: d.endpointId, mode: d.mode, event: d.eventType, transaction_id: d.transactionId, test: d.test,
   status: d.status, failed_because: d.failedBecause, attempts: d.attempts, retry_count: d.retryCount, next_retry_at: iso(d.nextAttemptAt),
@@ -145,9 +148,25 @@ export const COMMANDS: Record<string, Command> = {
     run: (s, f) => map(s.endpoints.setEnabled(f.endpoint, false), endpointView),
   },
   'endpoint enable': {
-    usage: 'endpoint enable --endpoint ID',
+    usage: 'endpoint enable --endpoint ID [--recover-since ISO_TIME]   (recover: send again every failed delivery since then)',
     required: ['endpoint'],
-    run: (s, f) => map(s.endpoints.setEnabled(f.endpoint, true), endpointView),
+    optional: ['recover-since'],
+    run: async (s, f) => {
+      const since = f['recover-since'] === undefined ? null : when(f['recover-since'])
+      if (since && Number.isNaN(since.getTime())) return { ok: false, code: 'invalid_request', message: '--recover-since must be an ISO 8601 date and time, like 2026-11-20T08:00:00Z' }
+      const enabled = await s.endpoints.setEnabled(f.endpoint, true)
+      if (!enabled.ok || !since) return map(Promise.resolve(enabled), endpointView)
+      return map(s.webhooks.recover(f.endpoint, since), (r) => ({ ...endpointView(enabled.value), recovered: { since: r.since.toISOString(), redelivered: r.redelivered, busy: r.busy } }))
+    },
+  },
+  'endpoint recover': {
+    usage: 'endpoint recover --endpoint ID --since ISO_TIME   (send again every failed delivery to it created since then)',
+    required: ['endpoint', 'since'],
+    run: (s, f) => {
+      const since = when(f.since)
+      if (Number.isNaN(since.getTime())) return Promise.resolve({ ok: false, code: 'invalid_request', message: '--since must be an ISO 8601 date and time, like 2026-11-20T08:00:00Z' })
+      return map(s.webhooks.recover(f.endpoint, since), (r) => ({ endpoint: r.endpointId, since: r.since.toISOString(), redelivered: r.redelivered, busy: r.busy }))
+    },
   },
   'endpoint test': {
     usage: 'endpoint test --endpoint ID --event TYPE   (a signed test event, marked "test": true)',
@@ -184,6 +203,14 @@ export const COMMANDS: Record<string, Command> = {
     usage: 'delivery redeliver --delivery ID',
     required: ['delivery'],
     run: (s, f) => map(s.webhooks.redeliver(f.delivery), deliveryView),
+  },
+  status: {
+    usage: 'status   (readiness as GET /readyz reports it: database, migrations, DATA_DIR, each network\'s follower)',
+    required: [],
+    run: async (s) => {
+      const report = await s.readiness.report()
+      return { ok: true, value: { status: report.ready ? 'ready' : 'not_ready', failed: report.checks.filter((c) => !c.ok).map((c) => c.name), checks: report.checks } }
+    },
   },
   'user create': {
     usage: 'user create --email E --password P --project ID',

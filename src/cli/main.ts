@@ -1,4 +1,5 @@
 import { ConfigError, loadConfig, type Config } from '../config.ts'
+import { loadNetworksConfig } from '../chain/networks-config.ts'
 import { openDatabase, pgliteDirOf } from '../db/client.ts'
 import { systemClock } from '../lib/clock.ts'
 import { createLogger } from '../lib/logger.ts'
@@ -36,7 +37,9 @@ async function withServices(config: Config, pgliteDir: string | null, words: str
     services = await createServices({
       database, clock: systemClock, logger: createLogger('warn'), baseUrl: '',
       secretKey: resolveSecretKey(config), webhookRetryScheduleMs: config.webhookRetryScheduleMs,
-      allowPrivateTestEndpoints: config.allowPrivateTestEndpoints,
+      allowPrivateTestEndpoints: config.allowPrivateTestEndpoints, webhookDisableAfterMs: config.webhookDisableAfterMs,
+      // `status` reports who follows each configured network; the CLI itself follows none.
+      networks: config.networksConfig ? loadNetworksConfig(config.networksConfig) : [], dataDir: config.dataDir, readyChainMaxLagMs: config.readyChainMaxLagMs,
     })
   } catch (e) {
     await database.close()

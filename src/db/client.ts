@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs'
+import { mkdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { PGlite } from '@electric-sql/pglite'
@@ -99,3 +99,15 @@ async function openPglite(dir: string | null): Promise<Database> {
 
 export const pgliteDirOf = (dataDir: string) => join(dataDir, 'pglite')
 export { sql }
+
+/** Migrations this code ships (drizzle's journal) against those the database recorded as applied. */
+export async function migrationState(database: Pick<Database, 'rows'>): Promise<{ expected: number; applied: number }> {
+  const journal = JSON.parse(readFileSync(join(MIGRATIONS, 'meta', '_journal.json'), 'utf8')) as { entries: unknown[] }
+  const [r] = await database.rows<{ n: number | string }>(sql`SELECT count(*)::int AS n FROM drizzle.__drizzle_migrations`)
+  return { expected: journal.entries.length, applied: Number(r?.n ?? 0) }
+}
+
+/** One round trip: whether the database answers at all. */
+export async function ping(database: Pick<Database, 'rows'>): Promise<void> {
+  await database.rows(sql`SELECT 1`)
+}

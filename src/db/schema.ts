@@ -121,6 +121,8 @@ export const outbox = pgTable('outbox', {
   data: jsonb('data').$type<Record<string, unknown>>().notNull(),
   createdAt: ts('created_at').notNull(),
   dispatchedAt: ts('dispatched_at'),
+  /** `x-service-sequence`: the transaction's version after the change this event announces. */
+  sequence: integer('sequence').notNull().default(0),
 }, (t) => [index('outbox_pending_idx').on(t.id).where(sql`dispatched_at is null`)])
 
 /** R6: first response of a create call, replayed for the same key and body within 24 h. */
@@ -189,6 +191,7 @@ export const settings = pgTable('settings', {
 export const WEBHOOK_EVENT_TYPES = [
   'transaction.created', 'transaction.payment_received', 'transaction.confirming', 'transaction.completed',
   'transaction.failed', 'transaction.expired', 'transaction.cancelled', 'transaction.payment_reversed',
+  'webhook_endpoint.disabled',
 ] as const
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number]
 
@@ -202,6 +205,11 @@ export const webhookEndpoints = pgTable('webhook_endpoints', {
   /** AES-256-GCM under SECRET_KEY, bound to the endpoint id (src/lib/secret-box.ts). */
   secretSealed: text('secret_sealed').notNull(),
   enabled: boolean('enabled').notNull().default(true),
+  /** Why it is disabled (issue 15): by hand, answered 410 Gone, or every delivery failed for WEBHOOK_DISABLE_AFTER. */
+  disabledReason: text('disabled_reason', { enum: ['manual', 'gone', 'failing'] }),
+  disabledAt: ts('disabled_at'),
+  /** The first failed attempt since the last success; null while it answers. */
+  failingSince: ts('failing_since'),
   createdAt: ts('created_at').notNull(),
   updatedAt: ts('updated_at').notNull(),
 }, (t) => [index('webhook_endpoints_project_idx').on(t.projectId, t.mode)])
@@ -227,6 +235,8 @@ export const webhookDeliveries = pgTable('webhook_deliveries', {
   data: jsonb('data').$type<Record<string, unknown>>().notNull(),
   /** A test event: the payload says so. */
   test: boolean('test').notNull().default(false),
+  /** `x-service-sequence`: the transaction's version after the change announced; 0 for an event not about a transaction's status. */
+  sequence: integer('sequence').notNull().default(0),
   status: text('status', { enum: ['pending', 'retrying', 'success', 'failed'] }).notNull(),
   attempts: integer('attempts').notNull().default(0),
   nextAttemptAt: ts('next_attempt_at'),

@@ -1,6 +1,7 @@
 import { Elysia, ValidationError } from 'elysia'
 import type { Logger } from '../lib/logger.ts'
 import type { FieldProblem } from '../lib/outcome.ts'
+import { operationsController } from '../modules/operations/index.ts'
 import { statsController } from '../modules/stats/index.ts'
 import { transactionsController } from '../modules/transactions/index.ts'
 import { PAY_ASSETS_DIR, payController, payNotFound } from '../modules/pay/index.ts'
@@ -19,6 +20,9 @@ export interface AppOptions {
   /** Where insecure requests are redirected (R3). */
   httpsOrigin: (req: Request) => string
   logger: Logger
+  /** GET /metrics (METRICS); off, the route does not exist. */
+  metricsEnabled: boolean
+  metricsToken: string | null
 }
 
 /** The whole HTTP surface, runtime-neutral: serve it with `app.handle` on Bun or Deno. */
@@ -33,6 +37,11 @@ export function createApp(services: Services, opts: AppOptions) {
       set.headers['strict-transport-security'] = 'max-age=31536000'
       // After the gate: an unknown /api caller hears 401 first, as for any unknown route.
       checkRequestTarget(request.url)
+    })
+    // The matched route's template, for the request metrics (src/http/http-metrics.ts).
+    .onTransform({ as: 'global' }, ({ request, route }) => {
+      const facts = factsOf(request)
+      if (facts) facts.route = route
     })
     .onError(({ code, error, request }) => {
       const requestId = factsOf(request)?.requestId
@@ -57,11 +66,12 @@ export function createApp(services: Services, opts: AppOptions) {
       return errorResponse('internal', `Internal server error. Quote request id ${requestId} when reporting it.`, { requestId })
     })
     .use(openapi())
+    .use(operationsController({ readiness: services.readiness, metrics: opts.metricsEnabled ? services.metrics : null, metricsToken: opts.metricsToken }))
     .get('/', ({ redirect }) => redirect('/swagger'), { detail: { hide: true } })
     .use(transactionsController({ transactions: services.transactions, webhooks: services.webhooks }))
     .use(statsController({ stats: services.stats }))
     .use(staticAssetsController(assets))
-    .use(payController({ pay: services.pay, limiter: services.limiter, limits: services.payLimits, asset: assets.url }))
+    .use(payController({ pay: services.pay, limiter: services.limiter, limits: services.payLimits, asset: assets.url, stopping: services.stopping }))
     .use(dashboardController({
       sessions: services.sessions, dashboard: services.dashboard, keys: services.keys, endpoints: services.endpoints, webhooks: services.webhooks,
       transactions: services.transactions, limiter: services.limiter, signInLimits: services.signInLimits, asset: assets.url, clock: services.clock,

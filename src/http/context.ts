@@ -9,6 +9,8 @@ export interface RequestFacts {
   /** Client address as the runtime saw it, or from X-Forwarded-For under TRUST_PROXY. */
   clientIp: string | null
   principal?: Principal
+  /** The route template Elysia matched (`/api/transactions/:id`), for metrics; unset when none matched. */
+  route?: string
 }
 
 const facts = new WeakMap<Request, RequestFacts>()

@@ -10,7 +10,7 @@ import { createApp } from './app.ts'
 export async function openapiDocument(): Promise<unknown> {
   const refuse = new Proxy({}, { get: (_, prop) => (prop === 'then' ? undefined : () => { throw new Error('documentation-only app: no services') }) })
   const services = new Proxy({}, { get: () => refuse }) as unknown as Services
-  const app = createApp(services, { trustProxy: false, httpsOrigin: () => 'https://localhost:3000', logger: createLogger('silent') })
+  const app = createApp(services, { trustProxy: false, httpsOrigin: () => 'https://localhost:3000', logger: createLogger('silent'), metricsEnabled: true, metricsToken: null })
   // A host such as http://x/ makes every route 404 (TOOLING.md); localhost works.
   const res = await app.handle(new Request('http://localhost/swagger/json'))
   if (!res.ok) throw new Error(`/swagger/json answered ${res.status}`)

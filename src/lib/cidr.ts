@@ -60,3 +60,11 @@ export function ipAllowed(cidrs: readonly string[], ip: string | null): boolean 
     return parsed !== null && cidrContains(parsed, addr)
   })
 }
+
+const LOOPBACK = [parseCidr('127.0.0.0/8')!, parseCidr('::1/128')!]
+
+/** True for 127.0.0.0/8 and ::1 (an IPv4-mapped 127.x too). */
+export function isLoopback(ip: string): boolean {
+  const addr = parseIp(ip)
+  return addr !== null && LOOPBACK.some((c) => cidrContains(c, addr))
+}

@@ -1,3 +1,4 @@
+import type { LimitedSurface, Metrics } from '../metrics/metrics.ts'
 import type { Clock } from '../lib/clock.ts'
 import type { RateLimits } from '../projects/project.service.ts'
 import type { RateLimitRepo } from './rate-limit.repo.ts'
@@ -34,7 +35,10 @@ interface Waiter {
  * makes another instance refuse requests while the window still has room, and the
  * Remaining headers could not be exact. This design never over-admits, never refuses early.
  */
-export function createRateLimiter(deps: { repo: RateLimitRepo; clock: Clock }) {
+/** Which surface a subject's limit guards, from its prefix (`project:`/`ip:` the API, `pay:`, `sign-in:`). */
+const surfaceOf = (subject: string): LimitedSurface => (subject.startsWith('pay:') ? 'pay' : subject.startsWith('sign-in:') ? 'sign_in' : 'api')
+
+export function createRateLimiter(deps: { repo: RateLimitRepo; clock: Clock; metrics?: Pick<Metrics, 'rateLimited'> }) {
   const queues = new Map<string, { waiting: Waiter[]; busy: boolean }>()
 
   async function flush(subject: string) {
@@ -46,7 +50,11 @@ export function createRateLimiter(deps: { repo: RateLimitRepo; clock: Clock }) {
     const now = deps.clock.now()
     try {
       const { granted, used } = await deps.repo.take(subject, limits, batch.length, now)
-      batch.forEach((w, i) => w.resolve(decide(limits, used, granted, i, now)))
+      batch.forEach((w, i) => {
+        const decision = decide(limits, used, granted, i, now)
+        if (!decision.allowed) deps.metrics?.rateLimited(surfaceOf(subject))
+        w.resolve(decision)
+      })
     } catch (e) {
       batch.forEach((w) => w.reject(e))
     } finally {

@@ -7,6 +7,7 @@ import { loadNetworksConfig, type NetworkConfig } from '../chain/networks-config
 import { createTestWallet } from '../chain/test-wallet.ts'
 import { openDatabase, pgliteDirOf } from '../db/client.ts'
 import { createApp } from '../http/app.ts'
+import { measured } from '../http/http-metrics.ts'
 import { httpsOriginFor, refuseInsecure } from '../http/transport.ts'
 import { systemClock, type Clock } from '../lib/clock.ts'
 import { createLogger, type Logger } from '../lib/logger.ts'
@@ -51,7 +52,13 @@ export async function startServer(config: Config, opts: { clock?: Clock; logger?
   const cleanups: (() => Promise<void> | void)[] = []
   // Stopped first, so requests in flight finish before their services go away.
   const listeners: Listener[] = []
+  let beginStop: (() => void) | null = null
   const stopAll = async () => {
+    // A started server: readiness fails and event streams end first, and a balancer has SHUTDOWN_DRAIN to notice.
+    if (beginStop) {
+      beginStop()
+      if (config.shutdownDrainMs > 0) await new Promise((r) => setTimeout(r, config.shutdownDrainMs))
+    }
     await Promise.all(listeners.map((l) => l.stop().catch(() => {})))
     await runCleanups(cleanups)
   }
@@ -75,6 +82,7 @@ export async function startServer(config: Config, opts: { clock?: Clock; logger?
       testWallet: networks.devnet ? createTestWallet({ network: networks.devnet.networks[0], privateKey: networks.devnet.wallet.privateKey }) : null,
       secretKey: resolveSecretKey(config), webhookRetryScheduleMs: config.webhookRetryScheduleMs, resolver: opts.resolver,
       allowPrivateTestEndpoints: config.allowPrivateTestEndpoints, payLimits: config.payRateLimits,
+      webhookDisableAfterMs: config.webhookDisableAfterMs, readyChainMaxLagMs: config.readyChainMaxLagMs, dataDir: config.dataDir,
     })
     cleanups.unshift(() => services.stop())
     // Recovery: every active transaction this instance may run gets its actor back; overdue
@@ -84,8 +92,9 @@ export async function startServer(config: Config, opts: { clock?: Clock; logger?
     await services.dispatcher.start()
     // Chains: each network's follower catches up from its cursor, then follows the head.
     await services.chain.start()
-    const app = createApp(services, { trustProxy: config.trustProxy, httpsOrigin, logger })
-    handler = (req) => app.handle(req)
+    const app = createApp(services, { trustProxy: config.trustProxy, httpsOrigin, logger, metricsEnabled: config.metricsEnabled, metricsToken: config.metricsToken })
+    const handle = (req: Request) => app.handle(req)
+    handler = config.metricsEnabled ? measured(handle, services.metrics) : handle
 
     let plain: Listener | null = null
     if (config.httpPort !== 0 && !config.trustProxy) {
@@ -103,6 +112,7 @@ export async function startServer(config: Config, opts: { clock?: Clock; logger?
     cleanups.unshift(() => clearInterval(timer))
     logger.info('listening', { port: main.port, httpPort: plain?.port ?? null, database: database.kind, tls: tls?.source ?? 'off (TRUST_PROXY)', actors: services.lifecycle.size })
 
+    beginStop = () => services.beginStop()
     let stopped: Promise<void> | null = null
     return {
       port: main.port,

@@ -9,21 +9,25 @@ import type { Scheduler } from '../actors/scheduler.ts'
 import type { ChangeFeed } from '../db/change-feed.ts'
 import type { Clock } from '../lib/clock.ts'
 import type { Logger } from '../lib/logger.ts'
+import type { Metrics } from '../metrics/metrics.ts'
 import type { AttemptRecord, DeliveryRepo, DeliveryStep, RunnableDelivery } from './delivery.repo.ts'
-import type { EndpointService } from './endpoint.service.ts'
-import { webhookBody, webhookHeaders } from './payload.ts'
+import type { EndpointHealth } from './endpoint-health.ts'
+import type { EndpointService, SendingInfo } from './endpoint.service.ts'
+import { standardTimestamp, webhookBody, webhookHeaders } from './payload.ts'
 import { createSendQueue, DEFAULT_SEND_LIMITS, type SendQueueOptions } from './send-queue.ts'
 import { postWebhook, type SendOutcome } from './sender.ts'
 import { checkDeliveryTarget, systemResolver, type AddressRules, type Resolver } from './url-guard.ts'
-import { signWebhookBody } from './verify-webhook.mjs'
+import { signStandardWebhook, signWebhookBody } from './verify-webhook.mjs'
 
 type DeliveryActor = Actor<typeof webhookDeliveryMachine>
 type DeliverySnapshot = SnapshotFrom<typeof webhookDeliveryMachine>
-type EndpointInfo = { url: string; mode: 'test' | 'live'; secret: string; enabled: boolean }
 
 export interface RunnerDeps {
   repo: DeliveryRepo
   endpoints: Pick<EndpointService, 'forSending'>
+  /** Judges each attempt's outcome for the endpoint's health (disables dead endpoints). */
+  health: Pick<EndpointHealth, 'attempted'>
+  metrics: Pick<Metrics, 'webhookAttempt' | 'webhookFirstAttemptLag'>
   changes: ChangeFeed
   clock: Clock
   logger: Logger
@@ -96,7 +100,7 @@ export function createDeliveryRunner(deps: RunnerDeps) {
   const resolver = deps.resolver ?? systemResolver
   const queue = createSendQueue(deps.sendLimits ?? DEFAULT_SEND_LIMITS)
   const running = new Map<string, Running>()
-  const endpointCache = new Map<string, Promise<EndpointInfo | null>>()
+  const endpointCache = new Map<string, Promise<SendingInfo | null>>()
   const unsubscribe = deps.changes.subscribe((c) => {
     if (c.kind === 'all') endpointCache.clear()
     else if (c.kind === 'endpoint') endpointCache.delete(c.id)
@@ -108,7 +112,7 @@ export function createDeliveryRunner(deps: RunnerDeps) {
     },
   })
 
-  function endpoint(id: string): Promise<EndpointInfo | null> {
+  function endpoint(id: string): Promise<SendingInfo | null> {
     let p = endpointCache.get(id)
     if (!p) {
       p = deps.endpoints.forSending(id)
@@ -119,18 +123,21 @@ export function createDeliveryRunner(deps: RunnerDeps) {
   }
 
   /** The one HTTP request of an attempt, or the reason none was made; null when the endpoint is disabled (no attempt at all). Never throws. */
-  async function request(d: RunnableDelivery, number: number, sentAt: Date): Promise<{ body: string; outcome: SendOutcome } | null> {
+  async function request(d: RunnableDelivery, number: number, sentAt: Date): Promise<{ body: string; outcome: SendOutcome; info: SendingInfo | null } | null> {
     const body = webhookBody(d.eventType, d.data, sentAt, d.test)
     const info = await endpoint(d.endpointId)
-    const refused = (error: string) => ({ body, outcome: { ok: false, statusCode: null, responseBody: null, error, durationMs: 0 } })
+    const refused = (error: string) => ({ body, info, outcome: { ok: false, statusCode: null, responseBody: null, error, durationMs: 0, retryAfterMs: null } })
     if (!info) return refused('endpoint deleted')
     if (!info.enabled) return null
     const target = await checkDeliveryTarget(info.url, info.mode, deps.addressRules, resolver)
     if (!target.ok) return refused(`refused: url ${target.reason}`)
-    const headers = webhookHeaders({ signature: signWebhookBody(body, info.secret), eventId: d.eventId, sentAt, attempt: number, test: d.test })
+    const headers = webhookHeaders({
+      signature: signWebhookBody(body, info.secret), standardSignature: signStandardWebhook(d.eventId, standardTimestamp(sentAt), body, info.secret),
+      eventId: d.eventId, sentAt, attempt: number, test: d.test, sequence: d.sequence,
+    })
     const outcome = await postWebhook(info.url, body, headers, deps.timeoutMs)
     // R21: what a private address answers is never kept (nor shown), only its status and timing.
-    return { body, outcome: target.privateAddress ? { ...outcome, responseBody: null } : outcome }
+    return { body, info, outcome: target.privateAddress ? { ...outcome, responseBody: null } : outcome }
   }
 
   /** The provided `sendAttempt`: waits for a send slot, then makes the attempt unless the actor stopped meanwhile. */
@@ -147,12 +154,15 @@ export function createDeliveryRunner(deps: RunnerDeps) {
             resolve({ ok: false, at: deps.clock.now(), paused: true })
             return null
           }
-          const { body, outcome } = made
+          const { body, outcome, info } = made
           entry.attempt = {
             number: input.number, trigger: input.trigger, scheduledFor: input.scheduledFor === null ? null : new Date(input.scheduledFor), startedAt,
             durationMs: outcome.durationMs, statusCode: outcome.statusCode, requestBody: body, responseBody: outcome.responseBody, error: outcome.error,
           }
-          resolve({ ok: outcome.ok, at: deps.clock.now() })
+          deps.metrics.webhookAttempt(outcome.ok)
+          if (input.number === 1) deps.metrics.webhookFirstAttemptLag((startedAt.getTime() - entry.delivery.eventAt) / 1000)
+          if (info) await deps.health.attempted(entry.delivery.endpointId, info, outcome)
+          resolve({ ok: outcome.ok, at: deps.clock.now(), ...(outcome.retryAfterMs === null ? {} : { retryAfterMs: outcome.retryAfterMs }) })
           return outcome.ok
         } catch (e) {
           // Resolving the endpoint failed (database away): the machine counts a failed attempt, nothing was sent.
@@ -244,6 +254,11 @@ export function createDeliveryRunner(deps: RunnerDeps) {
     runningIds: (): string[] => [...running.keys()],
 
     has: (id: string) => running.has(id),
+
+    /** Number of delivery actors running here (unfinished deliveries this instance sends). */
+    get size() {
+      return running.size
+    },
 
     /** Number of attempts waiting for a send slot. */
     get queued() {

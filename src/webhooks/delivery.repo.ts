@@ -15,6 +15,8 @@ export interface RunnableDelivery {
   eventType: string
   data: Record<string, unknown>
   test: boolean
+  /** `x-service-sequence` (0 for an event not about a transaction's status). */
+  sequence: number
   /** The persisted snapshot; null before the first step. */
   snapshot: unknown | null
   machineVersion: number
@@ -61,6 +63,7 @@ export interface NewDelivery {
   eventType: string
   data: Record<string, unknown>
   test: boolean
+  sequence: number
 }
 
 const d = webhookDeliveries
@@ -69,7 +72,7 @@ const UNFINISHED = sql`${d.status} IN ('pending', 'retrying')`
 
 /** The columns an actor runs from, named as RunnableDelivery (jsonb_agg keeps these keys). */
 const RUNNABLE = sql`${d.id} AS id, ${d.eventId} AS "eventId", ${d.endpointId} AS "endpointId", ${d.mode} AS mode, ${d.eventType} AS "eventType",
-  ${d.data} AS data, ${d.test} AS test, ${d.snapshot} AS snapshot, ${d.machineVersion} AS "machineVersion", ${d.eventAt} AS "eventAt",
+  ${d.data} AS data, ${d.test} AS test, ${d.sequence} AS sequence, ${d.snapshot} AS snapshot, ${d.machineVersion} AS "machineVersion", ${d.eventAt} AS "eventAt",
   ${d.nextAttemptAt} AS "nextAttemptAt"`
 
 /**
@@ -80,7 +83,7 @@ const RUNNABLE = sql`${d.id} AS id, ${d.eventId} AS "eventId", ${d.endpointId} A
 const FAN_OUT = sql`
 WITH ev AS (
   SELECT ${outbox.id} AS id, ${outbox.transactionId} AS transaction_id, ${outbox.projectId} AS project_id, ${outbox.testingMode} AS testing_mode,
-    ${outbox.eventType} AS event_type, ${outbox.data} AS data, ${outbox.createdAt} AS created_at,
+    ${outbox.eventType} AS event_type, ${outbox.data} AS data, ${outbox.createdAt} AS created_at, ${outbox.sequence} AS sequence,
     'evt_' || replace(gen_random_uuid()::text, '-', '') AS event_id
   FROM ${outbox} WHERE ${outbox.dispatchedAt} IS NULL ORDER BY ${outbox.id} LIMIT ${param('limit', 'int')} FOR UPDATE SKIP LOCKED
 ), done AS (
@@ -88,9 +91,9 @@ WITH ev AS (
 ), ins AS (
   INSERT INTO ${d} (${bare(d.id)}, ${bare(d.eventId)}, ${bare(d.endpointId)}, ${bare(d.projectId)}, ${bare(d.mode)}, ${bare(d.transactionId)},
     ${bare(d.eventType)}, ${bare(d.data)}, ${bare(d.test)}, ${bare(d.status)}, ${bare(d.attempts)}, ${bare(d.nextAttemptAt)}, ${bare(d.machineVersion)},
-    ${bare(d.claimedBy)}, ${bare(d.eventAt)}, ${bare(d.createdAt)})
+    ${bare(d.claimedBy)}, ${bare(d.eventAt)}, ${bare(d.createdAt)}, ${bare(d.sequence)})
   SELECT 'dlv_' || replace(gen_random_uuid()::text, '-', ''), ev.event_id, ${webhookEndpoints.id}, ev.project_id, ${webhookEndpoints.mode}, ev.transaction_id,
-    ev.event_type, ev.data, false, 'pending', 0, ${param('now', 'timestamptz')}, ${param('machineVersion', 'int')}, ${param('owner')}, ev.created_at, ${param('now', 'timestamptz')}
+    ev.event_type, ev.data, false, 'pending', 0, ${param('now', 'timestamptz')}, ${param('machineVersion', 'int')}, ${param('owner')}, ev.created_at, ${param('now', 'timestamptz')}, ev.sequence
   FROM ev JOIN ${webhookEndpoints} ON ${webhookEndpoints.projectId} = ev.project_id
     AND ${webhookEndpoints.mode} = CASE WHEN ev.testing_mode THEN 'test' ELSE 'live' END
     AND ${webhookEndpoints.enabled} AND ev.event_type = ANY(${webhookEndpoints.eventTypes})
@@ -145,11 +148,11 @@ SELECT id FROM u`
 const INSERT_NEW = sql`
 INSERT INTO ${d} (${bare(d.id)}, ${bare(d.eventId)}, ${bare(d.endpointId)}, ${bare(d.projectId)}, ${bare(d.mode)}, ${bare(d.transactionId)},
   ${bare(d.eventType)}, ${bare(d.data)}, ${bare(d.test)}, ${bare(d.status)}, ${bare(d.attempts)}, ${bare(d.nextAttemptAt)}, ${bare(d.machineVersion)},
-  ${bare(d.eventAt)}, ${bare(d.createdAt)})
+  ${bare(d.eventAt)}, ${bare(d.createdAt)}, ${bare(d.sequence)})
 SELECT 'dlv_' || replace(gen_random_uuid()::text, '-', ''), r.event_id, r.endpoint_id, r.project_id, r.mode, r.transaction_id,
-  r.event_type, r.data, r.test, 'pending', 0, ${param('now', 'timestamptz')}, ${param('machineVersion', 'int')}, ${param('now', 'timestamptz')}, ${param('now', 'timestamptz')}
+  r.event_type, r.data, r.test, 'pending', 0, ${param('now', 'timestamptz')}, ${param('machineVersion', 'int')}, ${param('now', 'timestamptz')}, ${param('now', 'timestamptz')}, r.sequence
 FROM jsonb_to_recordset(${param('rows', 'jsonb')}) AS r(event_id text, endpoint_id text, project_id text, mode text, transaction_id uuid,
-  event_type text, data jsonb, test boolean)
+  event_type text, data jsonb, test boolean, sequence int)
 RETURNING ${d.id} AS id`
 
 type RunnableRow = Omit<RunnableDelivery, 'eventAt' | 'nextAttemptAt' | 'data'> & { eventAt: string; nextAttemptAt: string | null; data: Record<string, unknown> | string }
@@ -193,7 +196,7 @@ export function createDeliveryRepo(database: Database) {
     async owned(owner: string, ids: readonly string[]): Promise<RunnableDelivery[]> {
       if (ids.length === 0) return []
       const rows = await db.select({
-        id: d.id, eventId: d.eventId, endpointId: d.endpointId, mode: d.mode, eventType: d.eventType, data: d.data, test: d.test,
+        id: d.id, eventId: d.eventId, endpointId: d.endpointId, mode: d.mode, eventType: d.eventType, data: d.data, test: d.test, sequence: d.sequence,
         snapshot: d.snapshot, machineVersion: d.machineVersion, eventAt: d.eventAt, nextAttemptAt: d.nextAttemptAt,
       }).from(d).where(and(eq(d.claimedBy, owner), UNFINISHED, inArray(d.id, [...ids])))
       return rows.map((r) => ({ ...r, eventAt: r.eventAt.getTime(), nextAttemptAt: r.nextAttemptAt?.getTime() ?? null }))
@@ -227,7 +230,7 @@ export function createDeliveryRepo(database: Database) {
       if (rows.length === 0) return []
       const payload = rows.map((r) => ({
         event_id: r.eventId, endpoint_id: r.endpointId, project_id: r.projectId, mode: r.mode, transaction_id: r.transactionId,
-        event_type: r.eventType, data: r.data, test: r.test,
+        event_type: r.eventType, data: r.data, test: r.test, sequence: r.sequence,
       }))
       return (await insertNew.execute({ rows: JSON.stringify(payload), now: now.toISOString(), machineVersion: DELIVERY_MACHINE_VERSION })).map((r) => r.id)
     },

@@ -1,4 +1,4 @@
-import { and, asc, eq } from 'drizzle-orm'
+import { and, asc, eq, isNotNull, isNull } from 'drizzle-orm'
 import type { ChangeFeed } from '../db/change-feed.ts'
 import type { Database } from '../db/client.ts'
 import { projects, WEBHOOK_EVENT_TYPES, webhookEndpoints, type WebhookEventType } from '../db/schema.ts'
@@ -17,8 +17,24 @@ export interface EndpointView {
   url: string
   eventTypes: WebhookEventType[]
   enabled: boolean
+  /** Why it is disabled: by hand, answered 410 Gone, or every delivery failed for WEBHOOK_DISABLE_AFTER; null while enabled. */
+  disabledReason: DisabledReason | null
+  disabledAt: Date | null
+  /** The first failed attempt since its last success; null while it answers. */
+  failingSince: Date | null
   createdAt: Date
   updatedAt: Date
+}
+
+export type DisabledReason = 'manual' | 'gone' | 'failing'
+
+/** What the sender needs of an endpoint. */
+export interface SendingInfo {
+  url: string
+  mode: Mode
+  secret: string
+  enabled: boolean
+  failingSince: Date | null
 }
 
 const inScope = (id: string, s: ProjectFilter) =>
@@ -36,7 +52,9 @@ function parseEventTypes(raw: readonly string[]): Outcome<WebhookEventType[]> {
 }
 
 const view = (r: typeof webhookEndpoints.$inferSelect): EndpointView => ({
-  id: r.id, projectId: r.projectId, mode: r.mode, url: r.url, eventTypes: r.eventTypes as WebhookEventType[], enabled: r.enabled, createdAt: r.createdAt, updatedAt: r.updatedAt,
+  id: r.id, projectId: r.projectId, mode: r.mode, url: r.url, eventTypes: r.eventTypes as WebhookEventType[], enabled: r.enabled,
+  disabledReason: r.enabled ? null : r.disabledReason ?? 'manual', disabledAt: r.enabled ? null : r.disabledAt, failingSince: r.failingSince,
+  createdAt: r.createdAt, updatedAt: r.updatedAt,
 })
 
 /** R21: webhook endpoints per project and mode; secrets sealed at rest, shown at creation and on request. */
@@ -104,13 +122,41 @@ export function createEndpointService(deps: { database: Database; changes: Chang
       return r.ok ? ok({ endpoint: r.value, secret }) : r
     },
 
-    setEnabled: (id: string, enabled: boolean, scope: ProjectFilter = {}) => update(id, scope, { enabled }),
+    /** By hand: disabling records why and when; enabling clears that and the failure streak, so it starts afresh. */
+    setEnabled: (id: string, enabled: boolean, scope: ProjectFilter = {}) =>
+      update(id, scope, enabled
+        ? { enabled, disabledReason: null, disabledAt: null, failingSince: null }
+        : { enabled, disabledReason: 'manual', disabledAt: now() }),
 
-    /** What the sender needs: URL, mode, secret in clear and whether it may send; null once deleted. */
-    async forSending(id: string): Promise<{ url: string; mode: Mode; secret: string; enabled: boolean } | null> {
-      const [r] = await db.select({ url: webhookEndpoints.url, mode: webhookEndpoints.mode, secretSealed: webhookEndpoints.secretSealed, enabled: webhookEndpoints.enabled })
-        .from(webhookEndpoints).where(eq(webhookEndpoints.id, id))
-      return r ? { url: r.url, mode: r.mode, secret: deps.secrets.open(r.secretSealed, id), enabled: r.enabled } : null
+    /** What the sender needs: URL, mode, secret in clear, whether it may send and since when it fails; null once deleted. */
+    async forSending(id: string): Promise<SendingInfo | null> {
+      const [r] = await db.select({
+        url: webhookEndpoints.url, mode: webhookEndpoints.mode, secretSealed: webhookEndpoints.secretSealed, enabled: webhookEndpoints.enabled, failingSince: webhookEndpoints.failingSince,
+      }).from(webhookEndpoints).where(eq(webhookEndpoints.id, id))
+      return r ? { url: r.url, mode: r.mode, secret: deps.secrets.open(r.secretSealed, id), enabled: r.enabled, failingSince: r.failingSince } : null
+    },
+
+    /** A failed attempt: the streak starts now unless it already runs. */
+    async markFailing(id: string, at: Date): Promise<void> {
+      const rows = await db.update(webhookEndpoints).set({ failingSince: at })
+        .where(and(eq(webhookEndpoints.id, id), isNull(webhookEndpoints.failingSince))).returning({ id: webhookEndpoints.id })
+      if (rows.length) await deps.changes.publish({ kind: 'endpoint', id })
+    },
+
+    /** A successful attempt ends the streak. */
+    async markAnswering(id: string): Promise<void> {
+      const rows = await db.update(webhookEndpoints).set({ failingSince: null })
+        .where(and(eq(webhookEndpoints.id, id), isNotNull(webhookEndpoints.failingSince))).returning({ id: webhookEndpoints.id })
+      if (rows.length) await deps.changes.publish({ kind: 'endpoint', id })
+    },
+
+    /** Disables an enabled endpoint on the service's own judgement; null when it was not enabled (nothing changed). */
+    async disableAutomatically(id: string, reason: 'gone' | 'failing', at: Date): Promise<EndpointView | null> {
+      const [r] = await db.update(webhookEndpoints).set({ enabled: false, disabledReason: reason, disabledAt: at, updatedAt: at })
+        .where(and(eq(webhookEndpoints.id, id), eq(webhookEndpoints.enabled, true))).returning()
+      if (!r) return null
+      await deps.changes.publish({ kind: 'endpoint', id })
+      return view(r)
     },
   }
 }

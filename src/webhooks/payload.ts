@@ -55,8 +55,13 @@ export function webhookBody(event: string, data: Record<string, unknown>, sentAt
   return JSON.stringify(test ? { event, timestamp: sentAt.toISOString(), data, test: true } : { event, timestamp: sentAt.toISOString(), data })
 }
 
-/** The R18 headers of one attempt. */
-export function webhookHeaders(opts: { signature: string; eventId: string; sentAt: Date; attempt: number; test: boolean }): Record<string, string> {
+/**
+ * The headers of one attempt: R18's `x-service-*` (the signature over the body alone), the
+ * per-transaction `x-service-sequence` (issue 15: it grows with each status change, and a manual
+ * retry repeats the number of the change it re-sends), and the Standard Webhooks trio
+ * (`webhook-id` is the event id, the same on every retry; `webhook-timestamp` in seconds).
+ */
+export function webhookHeaders(opts: { signature: string; standardSignature: string; eventId: string; sentAt: Date; attempt: number; test: boolean; sequence: number }): Record<string, string> {
   return {
     'content-type': 'application/json',
     'user-agent': 'crypto-pay-webhooks/1',
@@ -64,6 +69,13 @@ export function webhookHeaders(opts: { signature: string; eventId: string; sentA
     'x-service-event-id': opts.eventId,
     'x-service-timestamp': opts.sentAt.toISOString(),
     'x-service-attempt': String(opts.attempt),
+    'x-service-sequence': String(opts.sequence),
     ...(opts.test ? { 'x-service-test': 'true' } : {}),
+    'webhook-id': opts.eventId,
+    'webhook-timestamp': String(standardTimestamp(opts.sentAt)),
+    'webhook-signature': opts.standardSignature,
   }
 }
+
+/** `webhook-timestamp`: whole seconds since the epoch. */
+export const standardTimestamp = (sentAt: Date) => Math.floor(sentAt.getTime() / 1000)

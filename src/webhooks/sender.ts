@@ -9,6 +9,8 @@ export interface SendOutcome {
   responseBody: string | null
   error: string | null
   durationMs: number
+  /** A 429 or 503 answer's `Retry-After`, in ms (seconds or an HTTP date); null otherwise. */
+  retryAfterMs: number | null
 }
 
 export const SEND_TIMEOUT_MS = 10_000
@@ -29,11 +31,21 @@ export async function postWebhook(url: string, body: string, headers: Record<str
       responseBody,
       error: ok ? null : redirect ? `redirect to ${res.headers.get('location') ?? '?'} not followed` : `HTTP ${res.status}`,
       durationMs: elapsed(),
+      retryAfterMs: res.status === 429 || res.status === 503 ? retryAfterMs(res.headers.get('retry-after')) : null,
     }
   } catch (e) {
     const timedOut = signal.aborted
-    return { ok: false, statusCode: null, responseBody: null, error: timedOut ? `timed out after ${timeoutMs} ms` : networkError(e), durationMs: elapsed() }
+    return { ok: false, statusCode: null, responseBody: null, error: timedOut ? `timed out after ${timeoutMs} ms` : networkError(e), durationMs: elapsed(), retryAfterMs: null }
   }
+}
+
+/** RFC 9110 10.2.3: delay-seconds or an HTTP date; null when absent or unreadable. */
+export function retryAfterMs(header: string | null, now = Date.now()): number | null {
+  if (header === null) return null
+  const text = header.trim()
+  if (/^\d{1,10}$/.test(text)) return Number(text) * 1000
+  const at = Date.parse(text)
+  return Number.isNaN(at) ? null : Math.max(0, at - now)
 }
 
 /** Reads at most RESPONSE_LIMIT bytes and lets the rest go. */

@@ -1,5 +1,8 @@
 import { randomUUID } from 'node:crypto'
 import type { WebhookEventType } from '../db/schema.ts'
+import { endpointDisabledData } from './endpoint-notice.ts'
+
+type TransactionEventType = Exclude<WebhookEventType, 'webhook_endpoint.disabled'>
 
 /**
  * The `data` of a test event (sent from the dashboard or CLI): a made-up test-mode transaction
@@ -7,6 +10,14 @@ import type { WebhookEventType } from '../db/schema.ts'
  * can be tried on each event type before any real payment. The body also says `"test": true`.
  */
 export function testEventData(eventType: WebhookEventType, now: Date): Record<string, unknown> {
+  if (eventType === 'webhook_endpoint.disabled') {
+    const failingSince = new Date(now.getTime() - 5 * 86_400_000)
+    return endpointDisabledData({ id: 'ep_test_0000', mode: 'test', url: 'https://example.com/webhooks', disabledReason: 'failing', disabledAt: now, failingSince })
+  }
+  return transactionTestData(eventType, now)
+}
+
+function transactionTestData(eventType: TransactionEventType, now: Date): Record<string, unknown> {
   const stage = STAGE[eventType]
   const selected = stage >= 2
   // A reversed payment's transaction is back to awaiting payment: its payment is gone (R15).
@@ -34,7 +45,7 @@ export function testEventData(eventType: WebhookEventType, now: Date): Record<st
   }
 }
 
-const STAGE: Record<WebhookEventType, number> = {
+const STAGE: Record<TransactionEventType, number> = {
   'transaction.created': 1,
   'transaction.payment_received': 2,
   'transaction.confirming': 3,
@@ -45,7 +56,7 @@ const STAGE: Record<WebhookEventType, number> = {
   'transaction.payment_reversed': 2,
 }
 
-const STATUS: Record<WebhookEventType, string> = {
+const STATUS: Record<TransactionEventType, string> = {
   'transaction.created': 'created',
   'transaction.payment_received': 'processing',
   'transaction.confirming': 'confirming',

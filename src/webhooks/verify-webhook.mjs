@@ -28,3 +28,48 @@ export function verifyWebhookSignature(rawBody, signature, secret) {
   const expected = Buffer.from(signWebhookBody(rawBody, secret), 'hex')
   return timingSafeEqual(expected, Buffer.from(signature, 'hex'))
 }
+
+/**
+ * The Standard Webhooks signature of one delivery: `v1,` and the base64 HMAC-SHA-256 of
+ * `{webhook-id}.{webhook-timestamp}.{body}` under the secret's key (the base64 text after
+ * `whsec_`, decoded): the value of the `webhook-signature` header.
+ * @param {string} id the `webhook-id` header
+ * @param {number} timestampSeconds the `webhook-timestamp` header
+ * @param {string | Uint8Array} rawBody
+ * @param {string} secret
+ * @returns {string}
+ */
+export function signStandardWebhook(id, timestampSeconds, rawBody, secret) {
+  const key = Buffer.from(secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret, 'base64')
+  const body = typeof rawBody === 'string' ? rawBody : Buffer.from(rawBody).toString('utf8')
+  return `v1,${createHmac('sha256', key).update(`${id}.${timestampSeconds}.${body}`).digest('base64')}`
+}
+
+/** A receiver should refuse a delivery whose timestamp is further than this from its own clock. */
+export const REPLAY_WINDOW_SECONDS = 300
+
+/**
+ * Checks a delivery by its Standard Webhooks headers, the way the `standardwebhooks` package
+ * does: a `v1` signature among those of `webhook-signature` must match, compared in constant
+ * time, and `webhook-timestamp` must be within five minutes of `now` (a replay is refused).
+ * @param {string | Uint8Array} rawBody
+ * @param {{ get(name: string): string | null } | Record<string, string | undefined>} headers
+ * @param {string} secret
+ * @param {number} [nowSeconds]
+ * @returns {boolean}
+ */
+export function verifyStandardWebhook(rawBody, headers, secret, nowSeconds = Math.floor(Date.now() / 1000)) {
+  const get = (name) => (typeof headers.get === 'function' ? headers.get(name) : headers[name]) ?? null
+  const id = get('webhook-id')
+  const timestamp = get('webhook-timestamp')
+  const signatures = get('webhook-signature')
+  if (!id || !timestamp || !signatures || !/^\d{1,12}$/.test(timestamp)) return false
+  if (Math.abs(nowSeconds - Number(timestamp)) > REPLAY_WINDOW_SECONDS) return false
+  const expected = Buffer.from(signStandardWebhook(id, Number(timestamp), rawBody, secret).slice(3), 'base64')
+  return signatures.split(' ').some((s) => {
+    const [version, value] = s.split(',')
+    if (version !== 'v1' || !value) return false
+    const given = Buffer.from(value, 'base64')
+    return given.length === expected.length && timingSafeEqual(given, expected)
+  })
+}

@@ -98,6 +98,27 @@ export function createWebhookService(deps: {
     return deny('conflict', `${BUSY} (or the instance sending it did not answer)`)
   }
 
+  /** Sends a delivery again now: a new attempt for a finished one, or the next retry brought forward. */
+  async function redeliver(id: string, scope: ProjectFilter = {}): Promise<Outcome<DeliveryView>> {
+    for (let i = 0; i < 3; i++) {
+      const row = await deps.repo.find(id, scope, now())
+      if (!row) return deny('not_found', `No webhook delivery ${id}`)
+      if ((row.status === 'pending' || row.status === 'retrying') && row.claimerLive) return redeliverRunning(row, scope)
+      // Nobody runs it: judged here on its stored snapshot, then left for a running dispatcher to claim.
+      const stored = { ...row, eventAt: row.eventAt.getTime(), nextAttemptAt: row.nextAttemptAt?.getTime() ?? null }
+      const before = deliveryActor(webhookDeliveryMachine, stored, deps.scheduleMs).getSnapshot()
+      const event = { type: 'redeliver.requested' as const, at: deps.clock.now() }
+      if (!before.can(event)) return deny('conflict', BUSY)
+      const [after] = transition(webhookDeliveryMachine, before, event)
+      const step = { ...deliveryProjection(after), snapshot: webhookDeliveryMachine.getPersistedSnapshot(after) }
+      if (await deps.repo.replaceUnclaimed(id, row.snapshot, step, now())) {
+        await wake()
+        return ok(view({ ...row, status: step.status, nextAttemptAt: new Date(step.nextAttemptAt!), failedBecause: null }))
+      }
+    }
+    return deny('conflict', BUSY)
+  }
+
   return {
     /**
      * R20: a fresh `transaction.completed` delivery of the transaction's current data to every
@@ -112,7 +133,8 @@ export function createWebhookService(deps: {
       const targets = await deps.repo.subscribers(caller.projectId, caller.mode, eventType)
       const eventId = newEventId()
       await deps.repo.insert(targets.map((endpointId) => ({
-        eventId, endpointId, projectId: caller.projectId, mode: caller.mode, transactionId, eventType, data: webhookData(row), test: false,
+        // The sequence of the change it re-sends: completion is final, so the row is still at that version.
+        eventId, endpointId, projectId: caller.projectId, mode: caller.mode, transactionId, eventType, data: webhookData(row), test: false, sequence: row.version + 1,
       })), now())
       if (targets.length) await wake()
       return ok({ transactionId, eventType, endpoints: targets.length })
@@ -129,31 +151,40 @@ export function createWebhookService(deps: {
       const at = now()
       const [id] = await deps.repo.insert([{
         eventId: newEventId(), endpointId, projectId: endpoint.value.projectId, mode: endpoint.value.mode, transactionId: null,
-        eventType, data: testEventData(eventType as WebhookEventType, at), test: true,
+        eventType, data: testEventData(eventType as WebhookEventType, at), test: true, sequence: 0,
       }], at)
       await wake()
       return getDelivery(id).then((r) => (r.ok ? ok(r.value.delivery) : r))
     },
 
-    /** Sends a delivery again now: a new attempt for a finished one, or the next retry brought forward. */
-    async redeliver(id: string, scope: ProjectFilter = {}): Promise<Outcome<DeliveryView>> {
-      for (let i = 0; i < 3; i++) {
-        const row = await deps.repo.find(id, scope, now())
-        if (!row) return deny('not_found', `No webhook delivery ${id}`)
-        if ((row.status === 'pending' || row.status === 'retrying') && row.claimerLive) return redeliverRunning(row, scope)
-        // Nobody runs it: judged here on its stored snapshot, then left for a running dispatcher to claim.
-        const stored = { ...row, eventAt: row.eventAt.getTime(), nextAttemptAt: row.nextAttemptAt?.getTime() ?? null }
-        const before = deliveryActor(webhookDeliveryMachine, stored, deps.scheduleMs).getSnapshot()
-        const event = { type: 'redeliver.requested' as const, at: deps.clock.now() }
-        if (!before.can(event)) return deny('conflict', BUSY)
-        const [after] = transition(webhookDeliveryMachine, before, event)
-        const step = { ...deliveryProjection(after), snapshot: webhookDeliveryMachine.getPersistedSnapshot(after) }
-        if (await deps.repo.replaceUnclaimed(id, row.snapshot, step, now())) {
-          await wake()
-          return ok(view({ ...row, status: step.status, nextAttemptAt: new Date(step.nextAttemptAt!), failedBecause: null }))
+    redeliver,
+
+    /**
+     * Recovery after an endpoint was down (issue 15): every failed delivery to it created since
+     * `since` is sent again now, as a manual redelivery. The endpoint must be enabled.
+     */
+    async recover(endpointId: string, since: Date, scope: ProjectFilter = {}): Promise<Outcome<{ endpointId: string; since: Date; redelivered: number; busy: number }>> {
+      if (Number.isNaN(since.getTime())) return deny('invalid_request', 'since must be a date and time', [{ path: 'since', message: 'an ISO 8601 date and time' }])
+      const endpoint = await deps.endpoints.get(endpointId, scope)
+      if (!endpoint.ok) return endpoint
+      if (!endpoint.value.enabled) return deny('conflict', `Webhook endpoint ${endpointId} is disabled; enable it first`)
+      const inScope = { projectId: endpoint.value.projectId, mode: endpoint.value.mode }
+      let redelivered = 0
+      let busy = 0
+      let before: { id: string; createdAt: Date } | undefined
+      for (;;) {
+        const page = await deps.repo.list(inScope, { status: 'failed', endpointId, limit: 100, before })
+        for (const row of page) {
+          if (row.createdAt < since) continue
+          const r = await redeliver(row.id, inScope)
+          if (r.ok) redelivered++
+          else busy++
         }
+        const last = page.at(-1)
+        if (page.length < 100 || !last || last.createdAt < since) break
+        before = { id: last.id, createdAt: last.createdAt }
       }
-      return deny('conflict', BUSY)
+      return ok({ endpointId, since, redelivered, busy })
     },
 
     /** The delivery log, newest first, with a status filter (spec: success, failed, retrying). */

@@ -53,6 +53,7 @@ for (const backend of backends()) {
       expect(a).toEqual({
         id: expect.stringMatching(/^ep_/), secret: expect.stringMatching(/^whsec_[A-Za-z0-9]{32,}$/), project: s.projectId, mode: 'test',
         url: sink.url('/cli-a'), events: ['transaction.created', 'transaction.completed'], enabled: true, created_at: expect.any(String),
+        disabled_reason: null, disabled_at: null, failing_since: null,
       })
       s.a = { id: a.id, secret: a.secret }
       await sink.configure('/cli-a', { secret: a.secret, mode: 'ok' })
@@ -111,7 +112,7 @@ for (const backend of backends()) {
     test('endpoint disable: no new deliveries to it, while an enabled endpoint of the same project still gets the event', async () => {
       const before = (await sink.received('/cli-a')).length
       const disabled = await cli.ok('endpoint', 'disable', '--endpoint', s.a.id)
-      expect(disabled).toMatchObject({ id: s.a.id, enabled: false })
+      expect(disabled).toMatchObject({ id: s.a.id, enabled: false, disabled_reason: 'manual', disabled_at: expect.any(String) })
       const id = await createTransaction(server!.fetch, s.key)
       await sink.waitFor('/cli-b', (r) => r.some((x) => x.body.includes(id)), 15_000)
       // Both endpoints selected transaction.created; the fan-out for this event is done once B has it.

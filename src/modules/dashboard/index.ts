@@ -66,6 +66,13 @@ function redirect(location: string, cookies: string[] = []): Response {
 
 const DATE = /^\d{4}-\d{2}-\d{2}$/
 
+/** The form's `recover_since` (a datetime-local, read as UTC): null when left empty. */
+function recoverSince(raw: string | null): Date | null | 'invalid' {
+  if (raw === null || raw.trim() === '') return null
+  const m = /^(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2})(:\d{2})?$/.exec(raw.trim())
+  const at = m ? new Date(`${m[1]}T${m[2]}${m[3] ?? ':00'}Z`) : null
+  return at && !Number.isNaN(at.getTime()) ? at : 'invalid'
+}
 const withNotice = (path: string, notice: Notice) => `${path}${path.includes('?') ? '&' : '?'}notice=${notice}`
 const noticeOf = (url: URL) => {
   const n = url.searchParams.get('notice')
@@ -263,8 +270,17 @@ export function dashboardController(deps: DashboardDeps) {
       return r.ok ? endpointView(v, p.id, 200, { secret: { value: r.value.secret, why: 'rotated' } }) : denied(v.frame, 'endpoints', r)
     }), form)
     .post('/:project/:mode/endpoints/:id/enable', member(async (v, p) => {
+      // Enabling may recover at once: every failed delivery since the chosen time is sent again.
+      const since = recoverSince(v.form.get('recover_since'))
+      if (since === 'invalid') return endpointView(v, p.id, 400, { error: 'Choose the date and time (UTC) to recover failed deliveries from.' })
       const r = await deps.endpoints.setEnabled(p.id, true, v.viewer)
-      return r.ok ? redirect(withNotice(base(v.frame, `/endpoints/${p.id}`), 'endpoint-enabled')) : denied(v.frame, 'endpoints', r)
+      if (!r.ok) return denied(v.frame, 'endpoints', r)
+      return since ? recovered(v, p.id, since) : redirect(withNotice(base(v.frame, `/endpoints/${p.id}`), 'endpoint-enabled'))
+    }), form)
+    .post('/:project/:mode/endpoints/:id/recover', member(async (v, p) => {
+      const since = recoverSince(v.form.get('recover_since'))
+      if (since === null || since === 'invalid') return endpointView(v, p.id, 400, { error: 'Choose the date and time (UTC) to recover failed deliveries from.' })
+      return recovered(v, p.id, since)
     }), form)
     .post('/:project/:mode/endpoints/:id/disable', member(async (v, p) => {
       const r = await deps.endpoints.setEnabled(p.id, false, v.viewer)
@@ -306,6 +322,14 @@ export function dashboardController(deps: DashboardDeps) {
     const r = await dashboard.endpoint(v.viewer, id, { ...q, before: v.url.searchParams.get('before') ?? undefined })
     if (!r.ok) return r.code === 'not_found' ? notFoundPage(v.frame) : page(layout(v.frame, 'endpoints', 'Webhook endpoint', html``, { error: r.message }), statusOf(r.code))
     return page(endpointPage(v.frame, r.value, q, DELIVERIES_PER_PAGE, opts), status)
+  }
+
+  async function recovered(v: Visit, id: string, since: Date) {
+    const r = await deps.webhooks.recover(id, since, v.viewer)
+    if (!r.ok) return r.code === 'not_found' ? denied(v.frame, 'endpoints', r) : endpointView(v, id, statusOf(r.code), { error: r.message })
+    const { redelivered, busy } = r.value
+    const notice = `${redelivered === 1 ? '1 failed delivery is' : `${redelivered} failed deliveries are`} being sent again${busy ? ` (${busy} could not be, try again in a moment)` : ''}.`
+    return endpointView(v, id, 200, { notice })
   }
 
   async function transactionWithError(v: Visit, id: string, d: Denial) {

@@ -39,7 +39,7 @@ export function payNotFound(asset: AssetUrl): Response {
  * authorised by the transaction's unguessable id alone and not part of the merchant API (so not
  * in its OpenAPI document).
  */
-export function payController(deps: { pay: PayService; limiter: RateLimiter; limits: RateLimits; asset: AssetUrl }) {
+export function payController(deps: { pay: PayService; limiter: RateLimiter; limits: RateLimits; asset: AssetUrl; stopping: AbortSignal }) {
   const out = async (p: Promise<Outcome<PayState>>) => {
     const r = await p
     if (!r.ok) throw ApiError.from(r)
@@ -96,15 +96,16 @@ export function payController(deps: { pay: PayService; limiter: RateLimiter; lim
     .get('/:id/events', async ({ params, request }) => {
       const first = await deps.pay.state(params.id)
       if (!first.ok) throw ApiError.from(first)
-      return eventStream(deps.pay, params.id, first.value, request.signal)
+      return eventStream(deps.pay, params.id, first.value, request.signal, deps.stopping)
     }, { detail: { hide: true } })
 }
 
 /**
- * Server-Sent Events: the state now, then the state after every change, until a final status
- * or the client goes away. `retry` tells EventSource how soon to reconnect.
+ * Server-Sent Events: the state now, then the state after every change, until a final status,
+ * the client goes away or the server begins its graceful stop (the page's EventSource then
+ * reconnects, to another instance). `retry` tells EventSource how soon to reconnect.
  */
-function eventStream(pay: PayService, id: string, initial: PayState, signal: AbortSignal): Response {
+function eventStream(pay: PayService, id: string, initial: PayState, signal: AbortSignal, stopping: AbortSignal): Response {
   const encoder = new TextEncoder()
   let timer: ReturnType<typeof setTimeout> | null = null
   let closed = false
@@ -114,12 +115,15 @@ function eventStream(pay: PayService, id: string, initial: PayState, signal: Abo
       const close = () => {
         if (closed) return
         closed = true
+        stopping.removeEventListener('abort', close)
         if (timer) clearTimeout(timer)
         try {
           controller.close()
         } catch {}
       }
       signal.addEventListener('abort', close)
+      stopping.addEventListener('abort', close)
+      if (stopping.aborted) return close()
       controller.enqueue(encoder.encode('retry: 2000\n\n'))
       send(initial)
       if (FINAL.has(initial.status)) return close()

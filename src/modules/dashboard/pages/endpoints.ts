@@ -14,10 +14,33 @@ export function revealed(label: string, value: string, note: string): Html {
 </div>`
 }
 
+const REASONS = { manual: 'disabled', gone: 'disabled: 410 Gone', failing: 'disabled: failing' } as const
+
+function stateBadge(e: EndpointView): Html {
+  if (e.enabled) return e.failingSince ? badge('failing', 'warning') : badge('enabled', 'success')
+  return badge(REASONS[e.disabledReason ?? 'manual'], 'failed')
+}
+
+/** Why and since when an endpoint stopped receiving, or that its deliveries are failing. */
+function health(e: EndpointView): Html | string {
+  if (!e.enabled && e.disabledReason === 'gone') {
+    return html`<p class="alert error" role="status">Disabled automatically ${when(e.disabledAt)}: the endpoint answered <strong>410 Gone</strong>. Events wait for it; enable it when it receives again.</p>`
+  }
+  if (!e.enabled && e.disabledReason === 'failing') {
+    return html`<p class="alert error" role="status">Disabled automatically ${when(e.disabledAt)}: every delivery failed since ${when(e.failingSince)}. Events wait for it; enable it when it receives again, and recover what failed.</p>`
+  }
+  if (!e.enabled) return html`<p class="muted">Disabled by hand ${when(e.disabledAt)}.</p>`
+  if (e.failingSince) return html`<p class="alert warning" role="status">Failing since ${when(e.failingSince)}: no attempt has succeeded since. It is disabled automatically if this goes on.</p>`
+  return ''
+}
+
+/** A datetime-local input's value (UTC, to the minute). */
+const inputTime = (d: Date) => d.toISOString().slice(0, 16)
+
 export function endpointsPage(f: Frame, endpoints: EndpointView[], form: { url: string; events: string[] }, opts: { error?: string | null }): string {
   const rows = endpoints.map((e) => html`<tr>
     <td class="text"><a href="${base(f, `/endpoints/${e.id}`)}">${e.url}</a></td>
-    <td>${e.enabled ? badge('enabled', 'success') : badge('disabled', 'failed')}</td>
+    <td>${stateBadge(e)}</td>
     <td class="text">${e.eventTypes.length === WEBHOOK_EVENT_TYPES.length ? 'all events' : e.eventTypes.join(', ')}</td>
     <td>${when(e.createdAt)}</td></tr>`)
   const body = html`${table(`${f.mode} webhook endpoints`, ['URL', 'State', 'Events', 'Created'], rows, `No ${f.mode} webhook endpoints yet.`)}
@@ -49,7 +72,9 @@ export function endpointPage(
     revealed: 'Verify each delivery\'s x-service-signature with it (HMAC-SHA-256 of the raw body).',
     rotated: 'The old secret stopped working: deliveries from now on are signed with this one. Update your server.',
   }
-  const body = html`<p class="lead"><code class="wrap">${e.url}</code> ${e.enabled ? badge('enabled', 'success') : badge('disabled', 'failed')}</p>
+  const recoverFrom = inputTime(e.failingSince ?? e.disabledAt ?? new Date(Date.now() - 86_400_000))
+  const body = html`<p class="lead"><code class="wrap">${e.url}</code> ${stateBadge(e)}</p>
+${health(e)}
 ${opts.secret ? revealed('Signing secret', opts.secret.value, secretNote[opts.secret.why]) : ''}
 <dl class="fields">
   <div><dt>Id</dt><dd><code>${e.id}</code></dd></div>
@@ -60,6 +85,14 @@ ${opts.secret ? revealed('Signing secret', opts.secret.value, secretNote[opts.se
 <div class="actions">
   ${e.enabled ? postButton(f, here('/disable'), 'Disable', { confirm: 'Disable this endpoint? No events are sent to it until it is enabled again.' }) : postButton(f, here('/enable'), 'Enable')}
 </div>
+<section aria-labelledby="recover-title"><h2 id="recover-title">${e.enabled ? 'Recover failed deliveries' : 'Enable and recover'}</h2>
+<form method="post" action="${here(e.enabled ? '/recover' : '/enable')}" class="filters">
+  ${csrfField(f.csrf)}
+  <label>Failed since (UTC) <input type="datetime-local" name="recover_since" value="${recoverFrom}" required></label>
+  <button type="submit" class="button secondary">${e.enabled ? 'Send them again' : 'Enable and send them again'}</button>
+</form>
+<p class="muted">Every delivery to this endpoint that failed since then is sent again now, signed afresh, in the order they were made.</p>
+</section>
 <section aria-labelledby="reveal-title"><h2 id="reveal-title">Reveal the signing secret</h2>
 <form method="post" action="${here('/reveal')}" class="stack narrow">
   ${csrfField(f.csrf)}

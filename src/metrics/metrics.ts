@@ -1,0 +1,118 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
+
+/**
+ * The instance's Prometheus metrics (issue 15), one registry per running service (tests run
+ * several in one process). Every label value is from a bounded set: route templates, methods,
+ * status codes, statuses, network names from the configuration, result words. Never an id, a
+ * key, a URL or a raw path.
+ */
+
+/** Request time buckets, seconds: from a cached key read to a slow create. */
+const HTTP_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+/** Event committed to first webhook attempt, seconds. */
+const LAG_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300]
+
+/** Where a rate limit refused a request. */
+export type LimitedSurface = 'api' | 'pay' | 'sign_in'
+/** What failed when talking to a chain's RPC. */
+export type RpcErrorKind = 'timeout' | 'unreachable' | 'http' | 'rpc' | 'invalid_response' | 'other'
+
+/** Read at scrape time from whoever knows (the registry, the runner, the chain watcher). */
+export interface MetricSources {
+  activeByStatus(): Record<string, number>
+  webhookPending(): number
+  chains(): { network: string; head: bigint | null; synced: bigint | null }[]
+}
+
+export function createMetrics() {
+  const registry = new Registry()
+  collectDefaultMetrics({ register: registry, prefix: 'cryptopay_' })
+  let sources: MetricSources | null = null
+  const registers = [registry]
+
+  const httpRequests = new Counter({ name: 'cryptopay_http_requests_total', help: 'HTTP requests answered, by route template, method and status code', labelNames: ['route', 'method', 'status'] as const, registers })
+  const httpDuration = new Histogram({ name: 'cryptopay_http_request_duration_seconds', help: 'Time to answer an HTTP request (to the response head), by route template and method', labelNames: ['route', 'method'] as const, buckets: HTTP_BUCKETS, registers })
+  const transactionsTotal = new Counter({ name: 'cryptopay_transactions_total', help: 'Transactions entering each status (creations and transitions committed by this instance)', labelNames: ['status'] as const, registers })
+  const deliveries = new Counter({ name: 'cryptopay_webhook_deliveries_total', help: 'Webhook attempts made by this instance, by result (success: a 2xx answer)', labelNames: ['result'] as const, registers })
+  const deliveryLag = new Histogram({ name: 'cryptopay_webhook_delivery_lag_seconds', help: 'From the event being committed to the first attempt of its delivery', buckets: LAG_BUCKETS, registers })
+  const endpointsDisabled = new Counter({ name: 'cryptopay_webhook_endpoints_disabled_total', help: 'Webhook endpoints disabled automatically, by reason (gone: answered 410; failing: every delivery failed for WEBHOOK_DISABLE_AFTER)', labelNames: ['reason'] as const, registers })
+  const rpcErrors = new Counter({ name: 'cryptopay_rpc_errors_total', help: 'Failed chain follower ticks, by network and kind of failure', labelNames: ['network', 'kind'] as const, registers })
+  const rateLimited = new Counter({ name: 'cryptopay_rate_limited_total', help: 'Requests refused by a rate limit (429), by surface', labelNames: ['surface'] as const, registers })
+  const reorgsAfterFinal = new Counter({ name: 'cryptopay_reorgs_after_final_total', help: 'Payments taken back by a reorg after their transaction reached a final status (the operator must act)', labelNames: ['network'] as const, registers })
+
+  new Gauge({
+    name: 'cryptopay_transactions_active', help: 'Active transactions whose actors run on this instance, by status', labelNames: ['status'] as const, registers,
+    collect() {
+      this.reset()
+      for (const [status, n] of Object.entries(sources?.activeByStatus() ?? {})) this.set({ status }, n)
+    },
+  })
+  new Gauge({
+    name: 'cryptopay_webhook_pending', help: 'Unfinished webhook deliveries run by this instance (waiting for an attempt or a retry)', registers,
+    collect() {
+      this.set(sources?.webhookPending() ?? 0)
+    },
+  })
+  new Gauge({
+    name: 'cryptopay_chain_head_block', help: 'Latest block number the RPC reported, per network this instance follows', labelNames: ['network'] as const, registers,
+    collect() {
+      this.reset()
+      for (const c of sources?.chains() ?? []) if (c.head !== null) this.set({ network: c.network }, Number(c.head))
+    },
+  })
+  new Gauge({
+    name: 'cryptopay_chain_follower_lag_blocks', help: 'Blocks between the head and the last block processed, per network this instance follows', labelNames: ['network'] as const, registers,
+    collect() {
+      this.reset()
+      for (const c of sources?.chains() ?? []) {
+        if (c.head !== null && c.synced !== null) this.set({ network: c.network }, Number(c.head > c.synced ? c.head - c.synced : 0n))
+      }
+    },
+  })
+
+  // Children per label set, so the hot path does no label hashing after the first request of a kind.
+  const requestChildren = new Map<string, { count: { inc(): void }; time: { observe(v: number): void } }>()
+
+  return {
+    /** Tells the gauges where to read (the services, once wired). */
+    setSources(s: MetricSources) {
+      sources = s
+    },
+    httpRequest(route: string, method: string, status: number, seconds: number) {
+      const key = `${method} ${route} ${status}`
+      let c = requestChildren.get(key)
+      if (!c) {
+        c = { count: httpRequests.labels(route, method, String(status)), time: httpDuration.labels(route, method) }
+        requestChildren.set(key, c)
+      }
+      c.count.inc()
+      c.time.observe(seconds)
+    },
+    transactionEntered: (status: string) => transactionsTotal.inc({ status }),
+    webhookAttempt: (success: boolean) => deliveries.inc({ result: success ? 'success' : 'failure' }),
+    webhookFirstAttemptLag: (seconds: number) => deliveryLag.observe(Math.max(0, seconds)),
+    endpointDisabled: (reason: 'gone' | 'failing') => endpointsDisabled.inc({ reason }),
+    rpcError: (network: string, kind: RpcErrorKind) => rpcErrors.inc({ network, kind }),
+    rateLimited: (surface: LimitedSurface) => rateLimited.inc({ surface }),
+    reorgAfterFinal: (network: string) => reorgsAfterFinal.inc({ network }),
+    /** The exposition text and its content type. */
+    async scrape(): Promise<{ body: string; contentType: string }> {
+      return { body: await registry.metrics(), contentType: registry.contentType }
+    },
+  }
+}
+
+export type Metrics = ReturnType<typeof createMetrics>
+
+/** A kind for a failed RPC exchange, from viem's error names and the causes under them. */
+export function rpcErrorKind(e: unknown): RpcErrorKind {
+  const names: string[] = []
+  for (let c = e as { name?: string; cause?: unknown; message?: string } | undefined, i = 0; c && i < 5; c = c.cause as typeof c, i++) names.push(`${c.name ?? ''} ${c.message ?? ''}`)
+  const text = names.join(' | ')
+  if (/Timeout|timed out/i.test(text)) return 'timeout'
+  if (/ECONNREFUSED|ECONNRESET|ENOTFOUND|Unable to connect|fetch failed|socket|ConnectionRefused/i.test(text)) return 'unreachable'
+  if (/HttpRequestError/.test(text)) return 'http'
+  if (/RpcRequestError|RpcError|InternalRpcError|LimitExceeded/.test(text)) return 'rpc'
+  if (/not a hex quantity|returned .*not a list|must link|does not match|invalid/i.test(text)) return 'invalid_response'
+  return 'other'
+}

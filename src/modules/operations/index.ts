@@ -1,0 +1,46 @@
+import { timingSafeEqual } from 'node:crypto'
+import { Elysia } from 'elysia'
+import { factsOf } from '../../http/context.ts'
+import { json } from '../../http/json-response.ts'
+import { isLoopback } from '../../lib/cidr.ts'
+import type { Metrics } from '../../metrics/metrics.ts'
+import type { Readiness } from '../../operations/readiness.ts'
+
+/**
+ * The operator's probes and metrics (issue 15), outside the merchant API: unauthenticated and
+ * never rate-limited probes with nothing secret in them, and the Prometheus scrape.
+ *  - GET /healthz: liveness, the process serves (nothing else is asked).
+ *  - GET /readyz: readiness, 200 or 503 with every check and which failed.
+ *  - GET /metrics: with METRICS_TOKEN set, `Authorization: Bearer <token>` is required;
+ *    without it only loopback clients (after TRUST_PROXY's forwarded address) may scrape.
+ */
+export function operationsController(deps: { readiness: Readiness; metrics: Metrics | null; metricsToken: string | null }) {
+  const token = deps.metricsToken === null ? null : Buffer.from(`Bearer ${deps.metricsToken}`)
+  const app = new Elysia({ name: 'operations' })
+    .get('/healthz', () => json({ status: 'ok' }), { detail: { hide: true } })
+    .get('/readyz', async () => {
+      const report = await deps.readiness.report()
+      const failed = report.checks.filter((c) => !c.ok).map((c) => c.name)
+      return json({ status: report.ready ? 'ready' : 'not_ready', failed, checks: report.checks }, report.ready ? 200 : 503)
+    }, { detail: { hide: true } })
+  const metrics = deps.metrics
+  if (!metrics) return app
+  return app.get('/metrics', async ({ request }) => {
+    const refusal = scrapeRefusal(request, token)
+    if (refusal) return refusal
+    const { body, contentType } = await metrics.scrape()
+    return new Response(body, { headers: { 'content-type': contentType, 'cache-control': 'no-store' } })
+  }, { detail: { hide: true } })
+}
+
+function scrapeRefusal(request: Request, token: Buffer | null): Response | null {
+  if (token !== null) {
+    const given = Buffer.from(request.headers.get('authorization') ?? '')
+    // Constant time whatever the header holds: compared only at equal length, and the length is not the secret.
+    if (given.length === token.length && timingSafeEqual(given, token)) return null
+    return json({ error: 'unauthorized', message: 'GET /metrics needs Authorization: Bearer <METRICS_TOKEN>' }, 401, { 'www-authenticate': 'Bearer realm="metrics"' })
+  }
+  const ip = factsOf(request)?.clientIp ?? null
+  if (ip !== null && isLoopback(ip)) return null
+  return json({ error: 'forbidden', message: 'Without METRICS_TOKEN, GET /metrics answers loopback clients only' }, 403)
+}

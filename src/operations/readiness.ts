@@ -1,0 +1,116 @@
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { migrationState, ping, type Database } from '../db/client.ts'
+import type { ChainWatcher } from '../chain/chain-watcher.ts'
+
+/** One readiness check: its name, whether it passed, and what an operator should read. */
+export interface Check {
+  name: string
+  ok: boolean
+  detail: string
+}
+
+export interface ReadinessReport {
+  ready: boolean
+  checks: Check[]
+}
+
+/** READY_CHAIN_MAX_LAG's default: a follower not in step with the head for this long makes the instance unready. */
+export const DEFAULT_CHAIN_MAX_LAG_MS = 120_000
+/** A database that takes longer than this to answer `SELECT 1` is as good as away. */
+const DATABASE_TIMEOUT_MS = 2_000
+
+const within = <T>(p: Promise<T>, ms: number, what: string): Promise<T> =>
+  Promise.race([p, new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms).unref?.())])
+const message = (e: unknown) => (e instanceof Error ? e.message.split('\n')[0] : String(e))
+const seconds = (ms: number) => `${Math.round(ms / 1000)} s`
+
+/**
+ * Readiness (issue 15): the checks a balancer and an operator read. The database answers, its
+ * migrations are those of this code, DATA_DIR takes writes, and every network is followed by an
+ * instance whose follower was in step with the head within `maxChainLagMs` (checked where it
+ * runs; elsewhere, that a live instance follows it). A graceful stop makes it fail first, so a
+ * balancer drains the instance before it closes. Nothing secret is in a check's detail.
+ */
+export function createReadiness(deps: {
+  database: Pick<Database, 'rows'>
+  chain: Pick<ChainWatcher, 'networks' | 'followerStatus' | 'followers'>
+  dataDir: string | null
+  maxChainLagMs: number
+  instanceId: string
+}) {
+  let stopping = false
+
+  async function check(name: string, run: () => Promise<string>): Promise<Check> {
+    try {
+      return { name, ok: true, detail: await run() }
+    } catch (e) {
+      return { name, ok: false, detail: message(e) }
+    }
+  }
+
+  async function chainChecks(): Promise<Check[]> {
+    if (deps.chain.networks.length === 0) return []
+    const here = deps.chain.followerStatus()
+    const recorded = here.some((h) => h.status === null) ? await within(deps.chain.followers(), DATABASE_TIMEOUT_MS, 'the database').catch(() => null) : []
+    const now = Date.now()
+    return here.map(({ network, status }): Check => {
+      const name = `chain:${network}`
+      if (status) {
+        const behind = now - status.inStepAt
+        const blocks = status.head !== null && status.synced !== null ? status.head - status.synced : null
+        const position = `head ${status.head ?? 'unknown'}, processed ${status.synced ?? 'none'}`
+        if (behind <= deps.maxChainLagMs) return { name, ok: true, detail: `followed here; ${position}` }
+        const why = status.lastError ? `the RPC fails (${status.failures} in a row: ${status.lastError})` : `${blocks ?? '?'} blocks behind`
+        return { name, ok: false, detail: `followed here, not in step with the head for ${seconds(behind)} (limit ${seconds(deps.maxChainLagMs)}): ${why}; ${position}` }
+      }
+      if (recorded === null) return { name, ok: false, detail: 'cannot tell who follows it: the database does not answer' }
+      const follower = recorded.find((r) => r.network === network)
+      return follower?.live
+        ? { name, ok: true, detail: `followed by instance ${follower.owner}` }
+        : { name, ok: false, detail: 'no live instance follows it' }
+    })
+  }
+
+  return {
+    /** The graceful stop began: readiness fails from now on. */
+    beginStop() {
+      stopping = true
+    },
+    get stopping() {
+      return stopping
+    },
+
+    async report(): Promise<ReadinessReport> {
+      const checks: Check[] = []
+      if (stopping) checks.push({ name: 'stopping', ok: false, detail: 'this instance is stopping; send new requests elsewhere' })
+      const database = await check('database', async () => {
+        const started = performance.now()
+        await within(ping(deps.database), DATABASE_TIMEOUT_MS, 'the database')
+        return `answers in ${Math.round(performance.now() - started)} ms`
+      })
+      checks.push(database)
+      checks.push(database.ok
+        ? await check('migrations', async () => {
+          const m = await within(migrationState(deps.database), DATABASE_TIMEOUT_MS, 'the database')
+          if (m.applied < m.expected) throw new Error(`${m.applied} of this version's ${m.expected} migrations applied; restart an instance to apply them`)
+          return `${m.applied} applied`
+        })
+        : { name: 'migrations', ok: false, detail: 'unknown: the database does not answer' })
+      if (deps.dataDir !== null) {
+        const dir = deps.dataDir
+        checks.push(await check('data_dir', async () => {
+          const probe = join(dir, 'run', `ready-${deps.instanceId}`)
+          mkdirSync(join(dir, 'run'), { recursive: true, mode: 0o700 })
+          writeFileSync(probe, String(Date.now()))
+          rmSync(probe)
+          return 'writable'
+        }))
+      }
+      checks.push(...(await chainChecks()))
+      return { ready: checks.every((c) => c.ok), checks }
+    },
+  }
+}
+
+export type Readiness = ReturnType<typeof createReadiness>
