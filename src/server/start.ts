@@ -94,7 +94,7 @@ export async function startServer(config: Config, opts: { clock?: Clock; logger?
     await services.chain.start()
     const app = createApp(services, { trustProxy: config.trustProxy, httpsOrigin, logger, metricsEnabled: config.metricsEnabled, metricsToken: config.metricsToken })
     const handle = (req: Request) => app.handle(req)
-    handler = config.metricsEnabled ? measured(handle, services.metrics) : handle
+    handler = config.metricsEnabled ? measured(handle, services.metrics, app.routes) : handle
 
     let plain: Listener | null = null
     if (config.httpPort !== 0 && !config.trustProxy) {
