@@ -15,7 +15,7 @@ import type { EndpointHealth } from './endpoint-health.ts'
 import type { EndpointService, SendingInfo } from './endpoint.service.ts'
 import { standardTimestamp, webhookBody, webhookHeaders } from './payload.ts'
 import { createSendQueue, DEFAULT_SEND_LIMITS, type SendQueueOptions } from './send-queue.ts'
-import { postWebhook, type SendOutcome } from './sender.ts'
+import { postWebhook, retryAfterMs, type SendOutcome } from './sender.ts'
 import { checkDeliveryTarget, systemResolver, type AddressRules, type Resolver } from './url-guard.ts'
 import { signStandardWebhook, signWebhookBody } from './verify-webhook.mjs'
 
@@ -126,7 +126,7 @@ export function createDeliveryRunner(deps: RunnerDeps) {
   async function request(d: RunnableDelivery, number: number, sentAt: Date): Promise<{ body: string; outcome: SendOutcome; info: SendingInfo | null } | null> {
     const body = webhookBody(d.eventType, d.data, sentAt, d.test)
     const info = await endpoint(d.endpointId)
-    const refused = (error: string) => ({ body, info, outcome: { ok: false, statusCode: null, responseBody: null, error, durationMs: 0, retryAfterMs: null } })
+    const refused = (error: string) => ({ body, info, outcome: { ok: false, statusCode: null, responseBody: null, error, durationMs: 0, retryAfter: null } })
     if (!info) return refused('endpoint deleted')
     if (!info.enabled) return null
     const target = await checkDeliveryTarget(info.url, info.mode, deps.addressRules, resolver)
@@ -162,7 +162,9 @@ export function createDeliveryRunner(deps: RunnerDeps) {
           deps.metrics.webhookAttempt(outcome.ok)
           if (input.number === 1) deps.metrics.webhookFirstAttemptLag((startedAt.getTime() - entry.delivery.eventAt) / 1000)
           if (info) await deps.health.attempted(entry.delivery.endpointId, info, outcome)
-          resolve({ ok: outcome.ok, at: deps.clock.now(), ...(outcome.retryAfterMs === null ? {} : { retryAfterMs: outcome.retryAfterMs }) })
+          const at = deps.clock.now()
+          const wait = retryAfterMs(outcome.retryAfter, at)
+          resolve({ ok: outcome.ok, at, ...(wait === null ? {} : { retryAfterMs: wait }) })
           return outcome.ok
         } catch (e) {
           // Resolving the endpoint failed (database away): the machine counts a failed attempt, nothing was sent.

@@ -9,8 +9,8 @@ export interface SendOutcome {
   responseBody: string | null
   error: string | null
   durationMs: number
-  /** A 429 or 503 answer's `Retry-After`, in ms (seconds or an HTTP date); null otherwise. */
-  retryAfterMs: number | null
+  /** A 429 or 503 answer's `Retry-After` as sent (seconds or an HTTP date); null otherwise. */
+  retryAfter: string | null
 }
 
 export const SEND_TIMEOUT_MS = 10_000
@@ -31,19 +31,21 @@ export async function postWebhook(url: string, body: string, headers: Record<str
       responseBody,
       error: ok ? null : redirect ? `redirect to ${res.headers.get('location') ?? '?'} not followed` : `HTTP ${res.status}`,
       durationMs: elapsed(),
-      retryAfterMs: res.status === 429 || res.status === 503 ? retryAfterMs(res.headers.get('retry-after')) : null,
+      retryAfter: res.status === 429 || res.status === 503 ? res.headers.get('retry-after') : null,
     }
   } catch (e) {
     const timedOut = signal.aborted
-    return { ok: false, statusCode: null, responseBody: null, error: timedOut ? `timed out after ${timeoutMs} ms` : networkError(e), durationMs: elapsed(), retryAfterMs: null }
+    return { ok: false, statusCode: null, responseBody: null, error: timedOut ? `timed out after ${timeoutMs} ms` : networkError(e), durationMs: elapsed(), retryAfter: null }
   }
 }
 
-/** RFC 9110 10.2.3: delay-seconds or an HTTP date; null when absent or unreadable. */
-export function retryAfterMs(header: string | null, now = Date.now()): number | null {
+/** RFC 9110 10.2.3: delay-seconds or an HTTP date (IMF-fixdate), as ms from `now`; null when absent or unreadable. */
+export function retryAfterMs(header: string | null, now: number): number | null {
   if (header === null) return null
   const text = header.trim()
   if (/^\d{1,10}$/.test(text)) return Number(text) * 1000
+  // IMF-fixdate, the form senders must use (Date.parse alone takes "-5" for a year).
+  if (!/^[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT$/.test(text)) return null
   const at = Date.parse(text)
   return Number.isNaN(at) ? null : Math.max(0, at - now)
 }

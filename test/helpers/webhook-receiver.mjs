@@ -2,7 +2,8 @@
 // node:crypto only. Run as its own process by the tests (test/helpers/webhook-sink.ts).
 //
 // Each path is an endpoint with a behaviour, set by the test through POST /_control:
-//   { path, secret, mode: 'ok' | 'fail' | 'fail-then-ok' | 'hang' | 'redirect' | 'slow', failures?: number, location?: string, delayMs?: number }
+//   { path, secret, mode: 'ok' | 'fail' | 'fail-then-ok' | 'hang' | 'redirect' | 'slow' | 'answer', failures?: number, location?: string, delayMs?: number,
+//     status?: number, headers?: object }   ('answer' replies status and headers, as a gone (410) or busy (429 with Retry-After) receiver does)
 // Every request to such a path is recorded (GET /_received?path=...), with whether its
 // signature verified. A bad signature gets 401, as the spec tells receivers to answer.
 import { createHmac, timingSafeEqual } from 'node:crypto'
@@ -47,6 +48,7 @@ const server = createServer((req, res) => {
     }
     if (ep.mode === 'slow') return setTimeout(() => res.writeHead(200).end('ok, slowly'), ep.delayMs ?? 500)
     if (ep.mode === 'redirect') return res.writeHead(302, { location: ep.location }).end('moved')
+    if (ep.mode === 'answer') return res.writeHead(ep.status ?? 200, ep.headers ?? {}).end(`answered ${ep.status}`)
     if (ep.mode === 'fail' || (ep.mode === 'fail-then-ok' && ep.seen <= (ep.failures ?? 2))) return res.writeHead(500).end('please retry')
     res.writeHead(200, { 'content-type': 'text/plain' }).end('ok')
   })

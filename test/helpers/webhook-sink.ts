@@ -11,13 +11,13 @@ export interface Received {
   verified: boolean
 }
 
-export type ReceiverMode = 'ok' | 'fail' | 'fail-then-ok' | 'hang' | 'redirect' | 'slow'
+export type ReceiverMode = 'ok' | 'fail' | 'fail-then-ok' | 'hang' | 'redirect' | 'slow' | 'answer'
 
 /** A merchant's receiver in its own Node process (node:crypto only), verifying every signature. */
 export interface WebhookSink {
   url(path: string): string
   /** Sets what `path` does and which secret it verifies with. */
-  configure(path: string, opts: { secret: string; mode: ReceiverMode; failures?: number; location?: string; delayMs?: number }): Promise<void>
+  configure(path: string, opts: { secret: string; mode: ReceiverMode; failures?: number; location?: string; delayMs?: number; status?: number; headers?: Record<string, string> }): Promise<void>
   received(path?: string): Promise<Received[]>
   /** Requests held open right now by `hang` endpoints. */
   hanging(): Promise<number>

@@ -34,6 +34,13 @@ describe('loadConfig()', () => {
       [{ PAY_RATE_LIMITS: '1.5/10/100' }, 'PAY_RATE_LIMITS'],
       [{ WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS: 'maybe' }, 'WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS'],
       [{ WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS: '2' }, 'WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS'],
+      [{ METRICS: 'sometimes' }, 'METRICS'],
+      [{ METRICS_TOKEN: 'short' }, 'METRICS_TOKEN'],
+      [{ METRICS_TOKEN: 'has spaces in it, which a header would not carry' }, 'METRICS_TOKEN'],
+      [{ WEBHOOK_DISABLE_AFTER: '5' }, 'WEBHOOK_DISABLE_AFTER'],
+      [{ WEBHOOK_DISABLE_AFTER: '0d' }, 'WEBHOOK_DISABLE_AFTER'],
+      [{ READY_CHAIN_MAX_LAG: '2 minutes' }, 'READY_CHAIN_MAX_LAG'],
+      [{ SHUTDOWN_DRAIN: '1m' }, 'SHUTDOWN_DRAIN'],
     ]
     for (const [env, name] of cases) {
       try {
@@ -44,6 +51,12 @@ describe('loadConfig()', () => {
         expect((e as ConfigError).variable).toBe(name)
       }
     }
+  })
+  test('issue 15: metrics on by default and open to loopback only; endpoints disabled after 5 days of failures; readiness allows 120 s of chain lag; no drain', () => {
+    expect(loadConfig({})).toMatchObject({ metricsEnabled: true, metricsToken: null, webhookDisableAfterMs: 5 * 86_400_000, readyChainMaxLagMs: 120_000, shutdownDrainMs: 0 })
+    expect(loadConfig({ METRICS: '0', METRICS_TOKEN: 'abcdefghijklmnop0123', WEBHOOK_DISABLE_AFTER: '36h', READY_CHAIN_MAX_LAG: '5m', SHUTDOWN_DRAIN: '15s' })).toMatchObject({
+      metricsEnabled: false, metricsToken: 'abcdefghijklmnop0123', webhookDisableAfterMs: 36 * 3_600_000, readyChainMaxLagMs: 300_000, shutdownDrainMs: 15_000,
+    })
   })
   test('R19: the webhook retry schedule defaults to variant B and takes s, m, h', () => {
     expect(loadConfig({}).webhookRetryScheduleMs).toEqual([60_000, 300_000, 1_800_000, 7_200_000, 28_800_000])

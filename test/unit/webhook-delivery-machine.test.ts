@@ -1,13 +1,14 @@
 import { describe, expect, test } from 'bun:test'
-import { createActor, fromPromise, type Actor } from 'xstate'
+import { createActor, fromPromise, transition, type Actor } from 'xstate'
 import {
-  DEFAULT_RETRY_SCHEDULE_MS, deliveryStatus, MAX_EVENT_AGE_MS, PAUSED_RECHECK_MS, webhookDeliveryMachine,
+  DEFAULT_RETRY_SCHEDULE_MS, deliveryStatus, MAX_EVENT_AGE_MS, PAUSED_RECHECK_MS, retryDelayMs, webhookDeliveryMachine,
   type AttemptInput, type AttemptOutput, type DeliveryInput, type DeliveryState,
 } from '../../machines/webhook-delivery.machine.ts'
 import { deadlineTimer } from '../../src/actors/deadline-timer.ts'
 import { restoreActor } from '../../src/actors/restore-actor.ts'
 import { createScheduler } from '../../src/actors/scheduler.ts'
 import { manualClock } from '../../src/lib/clock.ts'
+import { retryAfterMs } from '../../src/webhooks/sender.ts'
 
 const T0 = Date.UTC(2026, 10, 21, 12)
 const MIN = 60_000
@@ -233,5 +234,44 @@ describe('webhook delivery actor on a virtual clock', () => {
     const snapshot = webhookDeliveryMachine.resolveState({ value: 'attempting', context: d.context() })
     expect(snapshot.can({ type: 'redeliver.requested', at: T0 })).toBe(false)
     d.stop()
+  })
+})
+
+describe('retryDelayMs(): a receiver\'s Retry-After within the schedule\'s bounds', () => {
+  const c = { scheduleMs: [...DEFAULT_RETRY_SCHEDULE_MS], automaticAttempts: 0 }
+  test('without Retry-After the schedule decides', () => {
+    expect(retryDelayMs(c, undefined)).toBe(MIN)
+    expect(retryDelayMs({ ...c, automaticAttempts: 2 }, undefined)).toBe(30 * MIN)
+  })
+  test('a longer or shorter wait is taken, kept between the shortest (1 min) and the longest (8 h) delay', () => {
+    expect(retryDelayMs(c, 10 * MIN)).toBe(10 * MIN)
+    expect(retryDelayMs({ ...c, automaticAttempts: 3 }, 10 * MIN)).toBe(10 * MIN)
+    expect(retryDelayMs(c, 1000)).toBe(MIN)
+    expect(retryDelayMs(c, 0)).toBe(MIN)
+    expect(retryDelayMs(c, 3 * 86_400_000)).toBe(8 * 60 * MIN)
+  })
+})
+
+describe('retryAfterMs(): RFC 9110 Retry-After', () => {
+  test('delay-seconds and HTTP dates, read against the given now; anything else is no wait', () => {
+    expect(retryAfterMs('120', T0)).toBe(120_000)
+    expect(retryAfterMs(' 0 ', T0)).toBe(0)
+    expect(retryAfterMs(new Date(T0 + 90_000).toUTCString(), T0)).toBe(90_000)
+    expect(retryAfterMs(new Date(T0 - 90_000).toUTCString(), T0)).toBe(0)
+    expect(retryAfterMs(null, T0)).toBeNull()
+    expect(retryAfterMs('soon', T0)).toBeNull()
+    expect(retryAfterMs('-5', T0)).toBeNull()
+  })
+})
+
+describe('a failed attempt that brought a Retry-After', () => {
+  test('schedules the retry at the receiver\'s time, bounded', () => {
+    const snapshot = webhookDeliveryMachine.resolveState({ value: 'attempting', context: {
+      deliveryId: 'dlv_1', scheduleMs: [...DEFAULT_RETRY_SCHEDULE_MS], maxAgeMs: MAX_EVENT_AGE_MS, eventAt: T0, attempts: 0, automaticAttempts: 0,
+      nextAttemptAt: T0, trigger: 'scheduled', failedBecause: null,
+    } })
+    const [after] = transition(webhookDeliveryMachine, snapshot, { type: 'xstate.done.actor.0.webhookDelivery.attempting', output: { ok: false, at: T0, retryAfterMs: 600_000 } } as never)
+    expect(after.value).toBe('scheduled')
+    expect(after.context.nextAttemptAt).toBe(T0 + 600_000)
   })
 })
