@@ -38,11 +38,8 @@ export function createApp(services: Services, opts: AppOptions) {
       // After the gate: an unknown /api caller hears 401 first, as for any unknown route.
       checkRequestTarget(request.url)
     })
-    // The matched route's template, for the request metrics (src/http/http-metrics.ts).
-    .onTransform({ as: 'global' }, ({ request, route }) => {
-      const facts = factsOf(request)
-      if (facts) facts.route = route
-    })
+    // The matched route's template, for the request metrics (src/http/http-metrics.ts); no hook at all with METRICS=0.
+    .use(opts.metricsEnabled ? routeTemplates() : new Elysia({ name: 'no-route-templates' }))
     .onError(({ code, error, request }) => {
       const requestId = factsOf(request)?.requestId
       const path = pathOf(request.url)
@@ -80,6 +77,14 @@ export function createApp(services: Services, opts: AppOptions) {
 }
 
 export type App = ReturnType<typeof createApp>
+
+/** Records the template of the route Elysia matched on the request's facts. */
+function routeTemplates() {
+  return new Elysia({ name: 'route-templates' }).onTransform({ as: 'global' }, ({ request, route }) => {
+    const facts = factsOf(request)
+    if (facts) facts.route = route
+  })
+}
 
 function validationDetails(e: ValidationError): FieldProblem[] {
   const seen = new Map<string, string>()

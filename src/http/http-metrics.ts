@@ -38,10 +38,13 @@ export function measured(handle: (req: Request) => Response | Promise<Response>,
     for (const area of ['/api', '/pay', '/dashboard']) if (path === area || path.startsWith(`${area}/`)) return `${area}/(unmatched)`
     return '(unmatched)'
   }
-  return async (req: Request): Promise<Response> => {
+  return (req: Request): Response | Promise<Response> => {
     const started = performance.now()
-    const res = await handle(req)
-    metrics.httpRequest(routeLabel(req), METHODS.has(req.method) ? req.method : 'OTHER', res.status, (performance.now() - started) / 1000)
-    return res
+    const count = (res: Response) => {
+      metrics.httpRequest(routeLabel(req), METHODS.has(req.method) ? req.method : 'OTHER', res.status, (performance.now() - started) / 1000)
+      return res
+    }
+    const res = handle(req)
+    return res instanceof Promise ? res.then(count) : count(res)
   }
 }

@@ -1,4 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
+import { createHttpRequestMetrics } from './http-requests.ts'
 
 /**
  * The instance's Prometheus metrics (issue 15), one registry per running service (tests run
@@ -30,8 +31,7 @@ export function createMetrics() {
   let sources: MetricSources | null = null
   const registers = [registry]
 
-  const httpRequests = new Counter({ name: 'cryptopay_http_requests_total', help: 'HTTP requests answered, by route template, method and status code', labelNames: ['route', 'method', 'status'] as const, registers })
-  const httpDuration = new Histogram({ name: 'cryptopay_http_request_duration_seconds', help: 'Time to answer an HTTP request (to the response head), by route template and method', labelNames: ['route', 'method'] as const, buckets: HTTP_BUCKETS, registers })
+  const http = createHttpRequestMetrics(HTTP_BUCKETS)
   const transactionsTotal = new Counter({ name: 'cryptopay_transactions_total', help: 'Transactions entering each status (creations and transitions committed by this instance)', labelNames: ['status'] as const, registers })
   const deliveries = new Counter({ name: 'cryptopay_webhook_deliveries_total', help: 'Webhook attempts made by this instance, by result (success: a 2xx answer)', labelNames: ['result'] as const, registers })
   const deliveryLag = new Histogram({ name: 'cryptopay_webhook_delivery_lag_seconds', help: 'From the event being committed to the first attempt of its delivery', buckets: LAG_BUCKETS, registers })
@@ -70,24 +70,12 @@ export function createMetrics() {
     },
   })
 
-  // Children per label set, so the hot path does no label hashing after the first request of a kind.
-  const requestChildren = new Map<string, { count: { inc(): void }; time: { observe(v: number): void } }>()
-
   return {
     /** Tells the gauges where to read (the services, once wired). */
     setSources(s: MetricSources) {
       sources = s
     },
-    httpRequest(route: string, method: string, status: number, seconds: number) {
-      const key = `${method} ${route} ${status}`
-      let c = requestChildren.get(key)
-      if (!c) {
-        c = { count: httpRequests.labels(route, method, String(status)), time: httpDuration.labels(route, method) }
-        requestChildren.set(key, c)
-      }
-      c.count.inc()
-      c.time.observe(seconds)
-    },
+    httpRequest: http.record,
     transactionEntered: (status: string) => transactionsTotal.inc({ status }),
     webhookAttempt: (success: boolean) => deliveries.inc({ result: success ? 'success' : 'failure' }),
     webhookFirstAttemptLag: (seconds: number) => deliveryLag.observe(Math.max(0, seconds)),
@@ -97,7 +85,7 @@ export function createMetrics() {
     reorgAfterFinal: (network: string) => reorgsAfterFinal.inc({ network }),
     /** The exposition text and its content type. */
     async scrape(): Promise<{ body: string; contentType: string }> {
-      return { body: await registry.metrics(), contentType: registry.contentType }
+      return { body: (await registry.metrics()) + '\n' + http.text(), contentType: registry.contentType }
     },
   }
 }

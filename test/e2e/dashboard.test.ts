@@ -443,6 +443,24 @@ describe('merchant dashboard in Chromium', () => {
       expect(await response.isVisible()).toBe(true)
       expect(await response.textContent()).toBe('(empty)')
     }
+
+    // The endpoint says it is failing, and since when; once the receiver is fixed, "Send them again" recovers the failed delivery.
+    await page.goto(full(dash(`/endpoints/${bad.id}`)))
+    expect(await page.locator('.lead .badge').textContent()).toBe('failing')
+    const since = (await page.locator('.alert.warning time').getAttribute('datetime'))!
+    // The streak began with the first failed attempt (recorded once it had failed, before the second).
+    const [firstTry, secondTry] = (await sink.received('/dash-broken')).map((r) => Date.parse(r.headers['x-service-timestamp']!))
+    expect(Date.parse(since)).toBeGreaterThanOrEqual(firstTry!)
+    expect(Date.parse(since)).toBeLessThan(secondTry!)
+    expect(await page.getByLabel('Failed since (UTC)').inputValue()).toBe(since.slice(0, 16))
+    await sink.configure('/dash-broken', { secret: bad.secret, mode: 'ok' })
+    await page.getByRole('button', { name: 'Send them again' }).click()
+    await page.locator('.alert.notice').waitFor()
+    expect(await page.locator('.alert.notice').textContent()).toContain('1 failed delivery is being sent again.')
+    await page.screenshot({ path: browser.artifact('dashboard-endpoint-recovered-desktop'), fullPage: true })
+    await reloadUntil(page, dash(`/endpoints/${bad.id}`), 'the recovered delivery to succeed', async () => (await mine.locator('[data-col="status"] .badge').textContent()) === 'success')
+    expect(await page.locator('.lead .badge').textContent()).toBe('enabled')
+    expect((await sink.received('/dash-broken')).map((r) => r.headers['x-service-attempt'])).toEqual(['1', '2', '3', '4'])
     expect(browser.failures).toEqual([])
   })
 

@@ -347,6 +347,9 @@ for (const backend of backends()) {
       expect(logs.filter((l) => l.level === 'error' && l.msg === 'a reorg took back a payment of a transaction in a final status')).toEqual([
         expect.objectContaining({ network: NETWORK, transactionId: second, status: 'completed', txHash: hash2, blockNumber: Number(block2) }),
       ])
+      // ...and counted, for an alert (issue 15's metrics).
+      const scraped = (await s.server.services.metrics.scrape()).body
+      expect(scraped).toContain(`cryptopay_reorgs_after_final_total{network="${NETWORK}"} 1`)
       const transfers = await transfersOf(s.server.services.database, second)
       expect(transfers).toEqual([expect.objectContaining({ tx_hash: hash2, block_number: Number(block2), kind: 'payment', applied: true, reorged: true, attempts: 0 })])
 
