@@ -352,7 +352,7 @@ describe('merchant dashboard in Chromium', () => {
     await page.goto(full(dash('/endpoints')))
     expect(await listed.locator('.badge').textContent()).toBe('disabled')
     await listed.getByRole('link').click()
-    await page.getByRole('button', { name: 'Enable' }).click()
+    await page.getByRole('button', { name: 'Enable', exact: true }).click()
     await page.waitForURL(full(dash(`/endpoints/${endpointId}?notice=endpoint-enabled`)))
     expect(await page.locator('.lead .badge').textContent()).toBe('enabled')
     expect(await page.getByRole('button', { name: 'Send test event' }).isEnabled()).toBe(true)
