@@ -4,11 +4,11 @@
  * overview's numbers and chart, the test/live switch, transactions, and every page on a phone
  * (360 px) and on a desktop.
  */
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'bun:test'
+import { afterAll, afterEach, beforeAll, beforeEach, expect, test } from 'bun:test'
 import type { Dialog, Page } from 'playwright-core'
 import { xpubFromMnemonic } from '../../src/chain/deposit-addresses.ts'
 import { ANVIL_DEFAULT_MNEMONIC } from '../../src/chain/devnet.ts'
-import { openBrowser, type Browser } from '../helpers/browser.ts'
+import { describeWithBrowser, openBrowser, type Browser } from '../helpers/browser.ts'
 import { waitUntil } from '../helpers/chain.ts'
 import { memberOf } from '../helpers/dashboard.ts'
 import { PATH_TO } from '../helpers/lifecycle.ts'
@@ -166,7 +166,7 @@ const payload = (r: Received) => JSON.parse(r.body) as { event: string; timestam
 /** Each delivery row's status badge. */
 const rowStatuses = (page: Page) => page.locator('tr[data-delivery] [data-col="status"] .badge').allTextContents()
 
-describe('merchant dashboard in Chromium', () => {
+describeWithBrowser('merchant dashboard in Chromium', () => {
   test('sign-in: a wrong password shows the error, the right one lands on the project overview in test mode', async () => {
     const page = await browser.newPage(PHONE)
     await page.goto(full('/dashboard'))

@@ -2,14 +2,14 @@
  * Issue 6's "done when", as a newcomer does it: start the service on its defaults, run the
  * curl example it prints, open the payment_url in a browser and pay on the devnet.
  */
-import { afterAll, describe, expect, test } from 'bun:test'
+import { afterAll, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
 import { PAY_TEXT } from '../../src/modules/pay/text.ts'
-import { openBrowser, type Browser } from '../helpers/browser.ts'
+import { describeWithBrowser, openBrowser, type Browser } from '../helpers/browser.ts'
 import { freshDataDir } from '../helpers/databases.ts'
 import { spawnServer, type ServerProcess } from '../helpers/processes.ts'
 
-describe('a newcomer after npm start', () => {
+describeWithBrowser('a newcomer after npm start', () => {
   let server: ServerProcess | null = null
   let browser: Browser | null = null
   let dataDir = ''

@@ -2,14 +2,14 @@
  * The hosted pay page in headless Chromium against a real server on its own devnet (real
  * anvil, real transfers): what a customer sees and does, on a phone and on a desktop.
  */
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'bun:test'
+import { afterAll, afterEach, beforeAll, beforeEach, expect, test } from 'bun:test'
 import jsQR from 'jsqr'
 import type { Page } from 'playwright-core'
 import { createDevnetClient, type DevnetClient } from '../../src/chain/devnet.ts'
 import { manualClock } from '../../src/lib/clock.ts'
 import type { PayState } from '../../src/modules/pay/model.ts'
 import { fill, PAY_TEXT } from '../../src/modules/pay/text.ts'
-import { openBrowser, type Browser } from '../helpers/browser.ts'
+import { describeWithBrowser, openBrowser, type Browser } from '../helpers/browser.ts'
 import { payNative, payToken, waitUntil } from '../helpers/chain.ts'
 import { api, startTestServer, type TestServer } from '../helpers/server.ts'
 
@@ -97,7 +97,7 @@ const tokenButton = (page: Page, symbol: string) => page.locator(`button.token[d
 
 const clipboard = (page: Page) => page.evaluate(() => navigator.clipboard.readText())
 
-describe('pay page in Chromium on the devnet', () => {
+describeWithBrowser('pay page in Chromium on the devnet', () => {
   test('the whole flow: choose TUSD, see amount, address and QR, confirm, pay with the test wallet, watch it confirm, land on success_url', async () => {
     const tx = await createTx({ success_url: merchantUrl('/thanks?order=1'), cancel_url: merchantUrl('/cart') })
     const page = await browser.newPage()
@@ -419,7 +419,7 @@ describe('pay page in Chromium on the devnet', () => {
   })
 })
 
-describe('pay page in Chromium, expiry', () => {
+describeWithBrowser('pay page in Chromium, expiry', () => {
   const clock = manualClock(Date.now())
   let ts: TestServer
   let keyOf: string

@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { statSync } from 'node:fs'
 import type { Page } from 'playwright-core'
-import { openBrowser, type Browser } from '../helpers/browser.ts'
+import { describeWithBrowser, openBrowser, type Browser } from '../helpers/browser.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
 
 const OPERATIONS = [
@@ -14,7 +14,7 @@ const OPERATIONS = [
   ['POST', '/api/transactions/{id}/retry-webhook'],
 ]
 
-describe('Swagger UI at /swagger', () => {
+describeWithBrowser('Swagger UI at /swagger', () => {
   let t: TestServer | undefined
   let browser: Browser | undefined
 

@@ -1,9 +1,42 @@
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { describe } from 'bun:test'
 import { chromium, type BrowserContext, type Page } from 'playwright-core'
 
-const CHROMIUM = '/usr/bin/chromium'
+/** Where Chromium (or Chrome) usually is on Debian/Ubuntu, Fedora, snap, and macOS. */
+const USUAL_PATHS = [
+  '/usr/bin/chromium', '/usr/bin/chromium-browser', '/snap/bin/chromium', '/usr/bin/google-chrome', '/usr/bin/google-chrome-stable',
+  '/Applications/Chromium.app/Contents/MacOS/Chromium', '/Applications/Google Chrome.app/Contents/MacOS/Google Chrome',
+]
+/** CI=true (or 1): browser tests never skip; a missing browser fails them. */
+export const IN_CI = ['1', 'true'].includes((process.env.CI ?? '').toLowerCase())
+
+/** The browser to drive: CHROMIUM_PATH when set (even if wrong: then none), else the first usual path that exists. */
+export function findChromium(env: Record<string, string | undefined> = process.env): string | null {
+  const chosen = env.CHROMIUM_PATH?.trim()
+  if (chosen) return existsSync(chosen) ? chosen : null
+  return USUAL_PATHS.find((p) => existsSync(p)) ?? null
+}
+
+const CHROMIUM = findChromium()
+const MISSING = `No Chromium found (${process.env.CHROMIUM_PATH ? `CHROMIUM_PATH=${process.env.CHROMIUM_PATH} does not exist` : `looked in ${USUAL_PATHS.join(', ')}`}). ` +
+  'Install it (Debian/Ubuntu: sudo apt-get install -y chromium; macOS: brew install --cask chromium) or set CHROMIUM_PATH to a Chromium or Chrome binary.'
+
+let told = false
+/**
+ * `describe` for a suite that drives a browser. Without one (outside CI) the suite is skipped and
+ * the reason printed once, naming the command that enables it; under CI=true it always runs, and
+ * a missing browser fails it.
+ */
+export function describeWithBrowser(name: string, body: () => void) {
+  if (CHROMIUM || IN_CI) return describe(name, body)
+  if (!told) {
+    told = true
+    console.warn(`\nBrowser tests skipped: ${MISSING}\n`)
+  }
+  return describe.skip(`${name} (skipped: no Chromium; see the message above)`, body)
+}
 /** Screenshots land here (CI keeps the directory as an artifact; people look at them). */
 export const ARTIFACTS = new URL('../../test-artifacts/', import.meta.url).pathname
 
@@ -23,11 +56,12 @@ export interface Browser {
 }
 
 /**
- * Debian's Chromium in a fresh profile, as TOOLING.md describes. Fails rather than skips when
- * Chromium is missing: CI installs it (`apt-get install -y chromium`).
+ * Chromium in a fresh profile, headless, with background networking off (a closed network
+ * refuses its calls home). Suites use `describeWithBrowser`, so this runs only when a browser
+ * was found or under CI, where a missing one is an error.
  */
 export async function openBrowser(opts: { viewport?: { width: number; height: number }; ignoreHttpStatus?: (url: string, status: number) => boolean } = {}): Promise<Browser> {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install it with \`apt-get install -y chromium\` (TOOLING.md, "Browser tests")`)
+  if (!CHROMIUM) throw new Error(MISSING)
   const leftoversBefore = playwrightLeftovers()
   const profile = mkdtempSync(join(tmpdir(), 'crypto-pay-chromium-'))
   const context = await chromium.launchPersistentContext(profile, {

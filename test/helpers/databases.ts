@@ -47,10 +47,35 @@ export async function freshDataDir(): Promise<string> {
   return dataDir
 }
 
+let adminUrl: Promise<string> | null = null
+
+/**
+ * Where the tests create and drop their databases: DATABASE_URL's own database, or, when that
+ * database does not exist on the server (a fresh server has only `postgres`), the server's
+ * default `postgres` database. Nothing is created in its place: each test makes its own.
+ */
+function administration(): Promise<string> {
+  return (adminUrl ??= (async () => {
+    const base = process.env.DATABASE_URL
+    if (!base) throw new Error('DATABASE_URL is not set')
+    const probe = postgres(base, { max: 1, onnotice: () => {} })
+    try {
+      await probe`select 1`
+      return base
+    } catch (e) {
+      if ((e as { code?: string }).code !== '3D000') throw e // anything but "database does not exist"
+      const fallback = new URL(base)
+      fallback.pathname = '/postgres'
+      return fallback.toString()
+    } finally {
+      await probe.end()
+    }
+  })())
+}
+
 /** A new, empty PostgreSQL database on the DATABASE_URL server; `drop` removes it. */
 export async function freshPostgres(): Promise<{ url: string; env: { DATABASE_URL: string; SECRET_KEY: string; WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS: string }; drop(): Promise<void> }> {
-  const base = process.env.DATABASE_URL
-  if (!base) throw new Error('DATABASE_URL is not set')
+  const base = await administration()
   const name = `crypto_pay_test_${randomString(10).toLowerCase()}`
   const admin = postgres(base, { max: 1, onnotice: () => {} })
   await admin.unsafe(`create database ${name}`)

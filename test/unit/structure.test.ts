@@ -80,4 +80,17 @@ describe('structure', () => {
     const raw = FILES.filter((f) => /\bprepare\(|\bdatabase\.(query|rows)\(|\.prepare\('/.test(text.get(f)!))
     expect(raw.filter((f) => !f.endsWith('.repo.ts') && !f.startsWith('src/db/')).map((f) => relative('.', f))).toEqual([])
   })
+
+  test('a production install (npm ci --omit=dev) has what npm start runs: the runtime and every package src/ and machines/ import', () => {
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string>; dependencies: Record<string, string> }
+    expect(pkg.scripts.start.split(' ')[0]).toBe('bun')
+    const needed = new Set(['bun'])
+    for (const f of FILES) {
+      for (const s of specifiers(f)) {
+        if (s.startsWith('.') || s.startsWith('node:')) continue
+        needed.add(s.startsWith('@') ? s.split('/').slice(0, 2).join('/') : s.split('/')[0]!)
+      }
+    }
+    expect([...needed].filter((name) => !(name in pkg.dependencies)).sort()).toEqual([])
+  })
 })
