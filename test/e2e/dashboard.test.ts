@@ -89,6 +89,23 @@ function answerDialogs(page: Page, accept = true): string[] {
 const clipboard = (page: Page) => page.evaluate(() => navigator.clipboard.readText())
 
 /** The page never scrolls sideways: tables and long values scroll or wrap inside their own boxes. */
+/** Every table shows all its columns without scrolling sideways inside its box (measured by the browser). */
+async function expectTablesFit(page: Page) {
+  const overflowing = await page.evaluate(() =>
+    [...document.querySelectorAll('.table-wrap')].filter((w) => w.scrollWidth > w.clientWidth + 1).map((w) => `${w.getAttribute('aria-label')}: ${w.scrollWidth} > ${w.clientWidth}`))
+  expect({ page: page.url(), overflowing }).toEqual({ page: page.url(), overflowing: [] })
+}
+
+/** Every section of the navigation is on screen and can be clicked, without scrolling the bar. */
+async function expectNavigationReachable(page: Page) {
+  const links = await page.evaluate(() => [...document.querySelectorAll('nav.sections a')].map((a) => {
+    const r = a.getBoundingClientRect()
+    return { text: a.textContent, inside: r.left >= 0 && r.right <= document.documentElement.clientWidth && r.width > 0 }
+  }))
+  expect(links.length).toBe(6)
+  expect(links.filter((l) => !l.inside)).toEqual([])
+}
+
 async function expectNoSidewaysScroll(page: Page) {
   const { scrollWidth, clientWidth } = await page.evaluate(() => ({ scrollWidth: document.documentElement.scrollWidth, clientWidth: document.documentElement.clientWidth }))
   expect({ page: page.url(), scrollWidth }).toEqual({ page: page.url(), scrollWidth: Math.min(scrollWidth, clientWidth) })
@@ -651,7 +668,7 @@ describeWithBrowser('merchant dashboard in Chromium', () => {
     expect(browser.failures).toEqual([])
   })
 
-  test('every page at 360 px and at desktop width: screenshots, and no sideways scrolling on the phone', async () => {
+  test('every page at 360 px and at desktop width (1280 px): screenshots; no sideways scrolling and every section reachable on the phone; every table column in sight on the desktop', async () => {
     // Something on every page: a transaction with long texts, an endpoint with deliveries.
     const tx = await createTx(member.project.key, {
       order_id: `order-with-a-rather-long-identifier-${crypto.randomUUID()}`,
@@ -674,6 +691,8 @@ describeWithBrowser('merchant dashboard in Chromium', () => {
         if (path) await page.goto(full(path))
         await ready?.()
         if (size === '360') await expectNoSidewaysScroll(page)
+        if (size === '360') await expectNavigationReachable(page)
+        if (size === 'desktop') await expectTablesFit(page)
         await page.screenshot({ path: browser.artifact(`dashboard-${name}-${size}`), fullPage: true })
       }
       await shoot('overview', dash(), () => expectChartInsideItsBox(page))

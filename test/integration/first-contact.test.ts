@@ -8,7 +8,11 @@
  */
 import { describe, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
-import { freshDataDir } from '../helpers/databases.ts'
+import { backends, freshDataDir } from '../helpers/databases.ts'
+import { dashboardClient, memberOf } from '../helpers/dashboard.ts'
+import { PATH_TO } from '../helpers/lifecycle.ts'
+import { startTestServer } from '../helpers/server.ts'
+import { createTransaction } from '../helpers/webhook-cli.ts'
 import { BUN, ROOT } from '../helpers/processes.ts'
 import { run } from '../helpers/run.ts'
 
@@ -66,6 +70,39 @@ describe('the CLI pipes', () => {
     }
   })
 })
+
+for (const backend of backends()) {
+  describe(`the dashboard offers only actions that can do something [${backend}]`, () => {
+    test('"Send transaction.completed again" appears only while an enabled endpoint of the mode selects that event', async () => {
+      const t = await startTestServer(backend)
+      try {
+        const m = await memberOf(t)
+        const id = await createTransaction(t.fetch, m.project.key)
+        for (const e of PATH_TO.completed) {
+          const r = await t.server.services.driveTestTransaction(id, e)
+          if (!r.ok) throw new Error(r.message)
+        }
+        const c = dashboardClient(t)
+        await c.signIn(m.email, m.password)
+        const page = async () => (await c.page(`/dashboard/${m.project.id}/test/transactions/${id}`)).text
+        const BUTTON = '>Send transaction.completed again</button>'
+        expect(await page()).not.toContain(BUTTON)
+        expect(await page()).toContain('No enabled test endpoint receives <code>transaction.completed</code>')
+        // An endpoint for other events changes nothing; one for transaction.completed brings the button.
+        const other = await t.server.services.endpoints.create({ projectId: m.project.id, mode: 'test', url: 'https://receiver.example/other', eventTypes: ['transaction.created'] })
+        if (!other.ok) throw new Error(other.message)
+        expect(await page()).not.toContain(BUTTON)
+        const ep = await t.server.services.endpoints.create({ projectId: m.project.id, mode: 'test', url: 'https://receiver.example/hooks', eventTypes: ['transaction.completed'] })
+        if (!ep.ok) throw new Error(ep.message)
+        expect(await page()).toContain(BUTTON)
+        await t.server.services.endpoints.setEnabled(ep.value.endpoint.id, false)
+        expect(await page()).not.toContain(BUTTON)
+      } finally {
+        await t.stop()
+      }
+    })
+  })
+}
 
 if (process.env.DATABASE_URL) {
   describe('the PostgreSQL variant on a fresh server', () => {

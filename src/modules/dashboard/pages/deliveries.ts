@@ -19,7 +19,7 @@ const pending = (d: DeliveryView) => d.status === 'retrying' || d.status === 'pe
 export function deliveryRows(f: Frame, deliveries: DeliveryView[], endpoints?: EndpointView[]): Html[] {
   const urls = endpoints ? new Map(endpoints.map((e) => [e.id, e.url])) : null
   return deliveries.map((d) => html`<tr data-delivery="${d.id}">
-    <td><a href="${base(f, `/deliveries/${d.id}`)}">${d.eventType}</a>${d.test ? html` ${badge('test event', 'test')}` : ''}</td>
+    <td class="event"><a href="${base(f, `/deliveries/${d.id}`)}">${d.eventType}</a>${d.test ? html` ${badge('test event', 'test')}` : ''}</td>
     <td data-col="status">${badge(d.status)}</td>
     <td data-col="next-retry">${pending(d) ? when(d.nextAttemptAt) : html`<span class="muted">—</span>`}</td>
     <td class="num" data-col="attempts">${d.attempts}</td>

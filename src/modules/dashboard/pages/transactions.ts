@@ -57,9 +57,14 @@ export function transactionPage(
   opts: { notice?: string | null; error?: string | null },
 ): string {
   const t = d.transaction
+  // Offered only when it would reach someone: an enabled endpoint of this mode that selected the event.
+  const receivers = d.endpoints.filter((e) => e.enabled && e.eventTypes.includes('transaction.completed')).length
+  const resend = t.status !== 'completed' ? ''
+    : receivers > 0 ? postButton(f, base(f, `/transactions/${t.id}/retry-webhook`), 'Send transaction.completed again')
+    : html`<p class="muted">No enabled ${f.mode} endpoint receives <code>transaction.completed</code>, so there is nothing to send again. <a href="${base(f, '/endpoints')}">Webhooks</a></p>`
   const actions = html`<div class="actions">
     ${CANCELLABLE.includes(t.status) ? postButton(f, base(f, `/transactions/${t.id}/cancel`), 'Cancel transaction', { danger: true, confirm: 'Cancel this transaction? The customer can no longer pay it.' }) : ''}
-    ${t.status === 'completed' ? postButton(f, base(f, `/transactions/${t.id}/retry-webhook`), 'Send transaction.completed again') : ''}
+    ${resend}
   </div>`
   const late = d.transfers.filter((x) => x.kind === 'late')
   const body = html`<p class="lead">${badge(t.status)} <strong>${formatUsd(t.amount_usd, t.currency)}</strong> ${t.order_description ? html`<span>${t.order_description}</span>` : ''}</p>
@@ -99,7 +104,7 @@ ${actions}
 <section aria-labelledby="transfers"><h2 id="transfers">Transfers seen on chain</h2>
 ${table('Transfers to the deposit address', ['Kind', 'Amount', 'From', 'Chain transaction', 'Block', 'Seen'], d.transfers.map((x) => html`<tr>
   <td>${badge(TRANSFER_KIND[x.kind], x.kind)}${x.reorged ? html` ${badge('reorged out', 'failed')}` : ''}</td><td class="num">${units(x.amount, x.tokenSymbol, x.network, decimals)}</td>
-  <td><code>${x.fromAddress}</code></td><td><code>${x.txHash}</code></td><td>${x.blockNumber}</td><td>${when(x.seenAt)}</td></tr>`), 'No transfer to this transaction\'s deposit address has been seen.')}
+  <td class="hash" title="${x.fromAddress}"><code>${x.fromAddress}</code></td><td class="hash" title="${x.txHash}"><code>${x.txHash}</code></td><td>${x.blockNumber}</td><td>${when(x.seenAt)}</td></tr>`), 'No transfer to this transaction\'s deposit address has been seen.')}
 </section>
 <section aria-labelledby="deliveries"><h2 id="deliveries">Webhook deliveries</h2>
 ${table('Webhook deliveries of this transaction', deliveryHeaders(true), deliveryRows(f, d.deliveries, d.endpoints), 'No webhook delivery for this transaction.')}
