@@ -30,6 +30,15 @@ export function banner(s: RunningServer): string {
         ? 'Then open the payment_url it returns in a browser, choose TUSD and press "Pay with test wallet".'
         : 'Then open the payment_url it returns in a browser.',
     )
+  } else if (!s.demo) {
+    // PostgreSQL: no demo project is made; the operator makes the first one.
+    lines.push(
+      '',
+      'Next: make a project, a key and a dashboard user (the CLI needs the same DATABASE_URL and SECRET_KEY):',
+      '  npm run -s cli -- project create --name "My shop" --json',
+      '  npm run cli -- key create --project proj_... --mode test --name "My key"',
+      `  npm run cli -- user create --email you@example.com --password '<12+ characters>' --project proj_...`,
+    )
   } else if (s.demo) {
     lines.push(
       '',
@@ -37,6 +46,18 @@ export function banner(s: RunningServer): string {
       `Make another: npm run cli -- key create --project ${s.demo.projectId} --mode test --name "My key"`,
       `Dashboard: sign in as ${s.demo.user.email} with the password printed on the first start, or add yourself:`,
       `  npm run cli -- user create --email you@example.com --password '<12+ characters>' --project ${s.demo.projectId}`,
+    )
+  }
+  if (!s.devnet) {
+    const networks = s.services.chain.networks
+    lines.push(
+      '',
+      networks.length
+        ? `Networks (NETWORKS_CONFIG): ${networks.map((n) => `${n.name} (chain ${n.chainId}${n.testnet ? ', testnet' : ''})`).join(', ')}`
+        : 'NETWORKS_CONFIG lists no network: transactions can be created, but no payment can be taken.',
+      'Going live: give each project the xpub its live deposit addresses come from, made offline from a mnemonic kept for this service only:',
+      '  npm run -s xpub          (reads the mnemonic on this machine, prints the xpub and the first addresses; nothing is sent)',
+      '  npm run cli -- project set-xpub --project proj_... --mode live --xpub xpub6...',
     )
   }
   if (s.devnet) {
