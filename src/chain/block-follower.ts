@@ -52,6 +52,8 @@ export interface BlockHeader extends BlockRef {
 export interface Cursor {
   height: bigint
   recent: BlockRef[]
+  /** Hash of block 0 of the chain followed: another one behind the same RPC is another chain, not a reorg. */
+  genesis?: Hex
 }
 
 export interface CursorStore {
@@ -117,6 +119,8 @@ export interface FollowerStatus {
   /** Failed ticks in a row, and the last one's error. */
   failures: number
   lastError: string | null
+  /** The RPC serves another chain than the one followed (another genesis block); nothing is followed meanwhile. */
+  replaced: { expected: Hex; found: Hex } | null
 }
 
 export interface BlockFollower {
@@ -133,6 +137,13 @@ export interface BlockFollower {
 
 /** The chain changed between two reads of one tick; the tick starts over. */
 class ChainMovedError extends Error {}
+
+/** The RPC serves a chain with another genesis block than the one followed: not a reorg, another chain. */
+export class ChainReplacedError extends Error {
+  constructor(readonly expected: Hex, readonly found: Hex) {
+    super(`the RPC serves another chain (genesis ${found}, expected ${expected})`)
+  }
+}
 
 const MAX_RESTARTS_PER_TICK = 3
 
@@ -155,6 +166,9 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
   let inStepAt = clock.now()
   let failures = 0
   let lastError: string | null = null
+  let replaced: { expected: Hex; found: Hex } | null = null
+  /** Block 0's hash once checked against the cursor's since the cursor was loaded. */
+  let genesis: Hex | null = null
 
   const rpc = (method: string, params: unknown[]) => client.request({ method, params }, { signal: controller.signal })
   const checkStopped = () => {
@@ -165,15 +179,33 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
     await handler(event)
   }
   const commit = async (next: Cursor) => {
-    await store.save(next)
-    cursor = next
+    const withGenesis = genesis ? { ...next, genesis } : next
+    await store.save(withGenesis)
+    cursor = withGenesis
+  }
+
+  /**
+   * Block 0 of the chain the RPC serves, against the one the cursor was made on. Checked once after
+   * the cursor is loaded, and again before any reorg is handled: a replaced chain (a devnet
+   * started afresh, a testnet reset, an RPC pointed elsewhere) looks like a reorg deeper than any
+   * window, and taking its blocks back would mark completed payments as reorged out.
+   */
+  async function checkGenesis(force: boolean) {
+    if (genesis && !force) return
+    const [zero] = await fetchBlocks(0n, 0n, false)
+    if (!zero) throw new Error('the RPC does not serve block 0')
+    if (cursor?.genesis && cursor.genesis !== zero.hash) throw new ChainReplacedError(cursor.genesis, zero.hash)
+    genesis = zero.hash
+    replaced = null
   }
 
   async function tick(): Promise<void> {
     if (!loaded) {
       cursor = await store.load()
       loaded = true
+      genesis = null
     }
+    await checkGenesis(false)
     const reported = parseQuantity(await rpc('eth_blockNumber', []), 'eth_blockNumber')
     head = reported
     for (let attempt = 1; ; attempt++) {
@@ -241,6 +273,7 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
 
   /** Walks back through the remembered window to the last block still canonical. */
   async function handleReorg(head: bigint): Promise<void> {
+    await checkGenesis(true)
     const recent = cursor?.recent ?? []
     let forkPoint: bigint | null = null
     // Newest first, a few at a time at first: most reorgs are a block or two deep.
@@ -342,7 +375,17 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
         if (signal.aborted) break
         failures++
         lastError = errorMessage(error)
-        deps.onTickFailed?.(error)
+        if (error instanceof ChainReplacedError) {
+          // Said once per chain found; the cursor is read again at each try, so a forgotten one (or the old chain back) is taken up at once.
+          if (replaced?.found !== error.found) {
+            logger?.error('the RPC now serves another chain: this network is not followed until it serves the one followed before, or its position is forgotten', {
+              network: network.name, expectedGenesis: error.expected, foundGenesis: error.found,
+              fix: `point the RPC back to the chain, or, if the network was really reset, run: npm run cli -- network forget --network ${network.name}`,
+            })
+          }
+          replaced = { expected: error.expected, found: error.found }
+          loaded = false
+        } else deps.onTickFailed?.(error)
         const retryInMs = Math.min(backoffBase * 2 ** (failures - 1), backoffMax)
         logger?.warn('chain follower tick failed', { network: network.name, failures, retryInMs, error: errorMessage(error) })
       }
@@ -372,7 +415,7 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
       await tick()
     },
     syncedHeight: () => cursor?.height ?? null,
-    status: () => ({ head, synced: cursor?.height ?? null, inStepAt, failures, lastError }),
+    status: () => ({ head, synced: cursor?.height ?? null, inStepAt, failures, lastError, replaced }),
   }
 }
 
@@ -390,20 +433,21 @@ export function memoryCursorStore(initial: Cursor | null = null): CursorStore & 
 
 /** JSON text for a database column (bigints as decimal strings). */
 export function encodeCursor(cursor: Cursor): string {
-  return JSON.stringify({ height: cursor.height.toString(), recent: cursor.recent.map((r) => [r.number.toString(), r.hash]) })
+  return JSON.stringify({ height: cursor.height.toString(), recent: cursor.recent.map((r) => [r.number.toString(), r.hash]), ...(cursor.genesis ? { genesis: cursor.genesis } : {}) })
 }
 
 /** Parses `encodeCursor` output; throws on anything else rather than follow a wrong chain. */
 export function decodeCursor(text: string): Cursor {
-  const v = JSON.parse(text) as { height?: unknown; recent?: unknown }
+  const v = JSON.parse(text) as { height?: unknown; recent?: unknown; genesis?: unknown }
   if (typeof v.height !== 'string' || !/^-?\d+$/.test(v.height) || !Array.isArray(v.recent)) throw new Error('malformed cursor')
+  if (v.genesis !== undefined && (typeof v.genesis !== 'string' || !HASH.test(v.genesis))) throw new Error('malformed cursor genesis')
   const recent = v.recent.map((e: unknown) => {
     if (!Array.isArray(e) || typeof e[0] !== 'string' || !/^\d+$/.test(e[0]) || typeof e[1] !== 'string' || !HASH.test(e[1])) {
       throw new Error('malformed cursor entry')
     }
     return { number: BigInt(e[0]), hash: e[1] as Hex }
   })
-  return { height: BigInt(v.height), recent }
+  return { height: BigInt(v.height), recent, ...(v.genesis ? { genesis: v.genesis as Hex } : {}) }
 }
 
 interface FetchedBlock extends BlockHeader {
@@ -447,7 +491,7 @@ function asLogList(results: unknown[]): RpcLogLike[] {
 
 const toQuantity = (n: bigint) => `0x${n.toString(16)}`
 const min = (a: bigint, b: bigint) => (a < b ? a : b)
-const cloneCursor = (c: Cursor): Cursor => ({ height: c.height, recent: c.recent.map((r) => ({ ...r })) })
+const cloneCursor = (c: Cursor): Cursor => ({ height: c.height, recent: c.recent.map((r) => ({ ...r })), ...(c.genesis ? { genesis: c.genesis } : {}) })
 const errorMessage = (e: unknown) => (e instanceof Error ? e.message.split('\n')[0] : String(e))
 
 function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {

@@ -4,6 +4,7 @@ import type { Database } from '../db/client.ts'
 import type { Clock } from '../lib/clock.ts'
 import type { Logger } from '../lib/logger.ts'
 import { createBlockFollower, decodeCursor, encodeCursor, type BlockFollower, type CursorStore, type FollowerStatus } from './block-follower.ts'
+import { deny, ok, type Outcome } from '../lib/outcome.ts'
 import { rpcErrorKind, type Metrics } from '../metrics/metrics.ts'
 import { createChainRepo, type ChainRepo } from './chain.repo.ts'
 import type { NetworkConfig } from './networks-config.ts'
@@ -114,6 +115,16 @@ export function createChainWatcher(deps: { networks: NetworkConfig[]; database: 
     },
     /** The networks this instance follows now. */
     following: (): string[] => [...followers.keys()],
+    /**
+     * Forgets where a network's follower stands: after its chain was really reset (a testnet
+     * regenesis, a devnet whose saved state was lost), so the new chain is followed from its
+     * head rather than taken for a reorg. Nothing recorded of the old chain changes.
+     */
+    async forget(network: string): Promise<Outcome<{ network: string; forgotten: boolean }>> {
+      if (!deps.networks.some((n) => n.name === network)) return deny('not_found', `No network ${network} is configured (${deps.networks.map((n) => n.name).join(', ') || 'none'})`)
+      return ok({ network, forgotten: await repo.forgetCursor(network) })
+    },
+    hasPosition: (network: string) => repo.hasCursor(network),
     /** Each network's follower here (null where another instance follows it). */
     followerStatus: (): { network: string; status: FollowerStatus | null }[] => deps.networks.map((n) => ({ network: n.name, status: followers.get(n.name)?.status() ?? null })),
     /** Which instance follows each network, as recorded (for readiness on the instances that do not). */

@@ -153,6 +153,17 @@ export function createChainRepo(database: Database) {
       return (await claimNetwork.execute({ network, owner, now: now.toISOString() })).length === 1
     },
 
+    /** Forgets a network's position (the chain behind its RPC was really reset): its follower starts again at the head. */
+    async forgetCursor(network: string): Promise<boolean> {
+      const rows = await db.delete(chainCursors).where(eq(chainCursors.network, network)).returning({ network: chainCursors.network })
+      return rows.length === 1
+    },
+
+    /** Whether a network has a position recorded. */
+    async hasCursor(network: string): Promise<boolean> {
+      return (await db.select({ network: chainCursors.network }).from(chainCursors).where(eq(chainCursors.network, network))).length === 1
+    },
+
     /** Which instance follows each network, and whether its lease is live. */
     async followers(now: Date): Promise<{ network: string; owner: string | null; live: boolean }[]> {
       const rows = await db.select({

@@ -15,6 +15,13 @@
  * Also measured: 100 transactions within one second give 100 blocks with the same timestamp,
  * so automine does not push block time ahead of the wall clock.
  *
+ * Kept between runs (`stateDir`, DATA_DIR/devnet under `npm start`): anvil keeps its chain in a
+ * state file (written every 30 s and at a graceful stop; blocks keep their hashes), and the
+ * contracts' addresses are kept beside it, so a restarted service finds the chain it followed and
+ * its demo payments as they were. A state that is missing or whose contracts do not answer is
+ * removed and a new chain is made (the server then follows it from its head). The file grows
+ * with the chain (roughly 1 KB a block at one block a second); delete DATA_DIR/devnet to start over.
+ *
  * Feed freshness: the price reader refuses a round older than `maxAgeSeconds` (3600 here), and
  * a devnet may run for days. An unref'd timer publishes a new round every `feedRefreshMs`
  * (default 60 s, 60 times below the limit, so a missed tick or a suspended laptop recovers at
@@ -29,7 +36,9 @@ import { mnemonicToAccount, privateKeyToAccount } from 'viem/accounts'
 import { foundry } from 'viem/chains'
 import { systemClock, type Clock } from '../lib/clock.ts'
 import type { Logger } from '../lib/logger.ts'
-import { startAnvil } from './anvil.ts'
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { startAnvil, type AnvilNode } from './anvil.ts'
 import { MockAggregatorV3, TestStablecoin } from './artifacts/index.ts'
 import type { NetworkConfig } from './networks-config.ts'
 
@@ -56,6 +65,11 @@ export interface DevnetOptions {
   port?: number
   /** Stablecoin minted to the wallet, in whole tokens (default 1,000,000). */
   mintTokens?: bigint
+  /**
+   * Where the chain is kept between runs (DATA_DIR/devnet for `npm start`): anvil's state and the
+   * addresses of the contracts deployed on it. Unset: a new chain every time.
+   */
+  stateDir?: string
 }
 
 export interface Devnet {
@@ -68,7 +82,43 @@ export interface Devnet {
   rpcUrl: string
   /** anvil's process id (tests check it is gone after stop). */
   pid: number
+  /** The chain of an earlier run was loaded from `stateDir` (false: a new chain). */
+  restored: boolean
   stop(): Promise<void>
+}
+
+/** What a kept devnet remembers besides anvil's state: the contracts deployed on it. */
+interface DevnetManifest {
+  chainId: number
+  stablecoin: Address
+  feed: Address
+}
+
+/**
+ * The kept chain and its contracts, when both are there and the contracts answer on it; else
+ * null after removing whatever was left, so the devnet starts afresh (and says so).
+ */
+async function restoreDevnet(stateDir: string | undefined, start: (stateFile: string | undefined) => Promise<AnvilNode>): Promise<{ node: AnvilNode; manifest: DevnetManifest | null }> {
+  if (!stateDir) return { node: await start(undefined), manifest: null }
+  mkdirSync(stateDir, { recursive: true, mode: 0o700 })
+  const stateFile = join(stateDir, 'anvil-state.json')
+  const manifestFile = join(stateDir, 'devnet.json')
+  let manifest: DevnetManifest | null = null
+  try {
+    manifest = existsSync(stateFile) ? (JSON.parse(readFileSync(manifestFile, 'utf8')) as DevnetManifest) : null
+  } catch {
+    manifest = null
+  }
+  if (manifest && manifest.chainId === DEVNET_CHAIN_ID) {
+    const node = await start(stateFile)
+    const client = createDevnetClient(node.rpcUrl, anvilKey(0))
+    const [coin, feed] = await Promise.all([client.getCode({ address: manifest.stablecoin }), client.getCode({ address: manifest.feed })]).catch(() => [undefined, undefined])
+    if (coin && coin !== '0x' && feed && feed !== '0x') return { node, manifest }
+    await node.stop()
+  }
+  rmSync(stateFile, { force: true })
+  rmSync(manifestFile, { force: true })
+  return { node: await start(stateFile), manifest: null }
 }
 
 /** A wallet client with public actions on a devnet/anvil node, for deploys and test payments. */
@@ -114,24 +164,32 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
   const ethUsd = options.ethUsd ?? '3000'
   const answer = decimalToUnits(ethUsd, DEVNET_FEED_DECIMALS)
 
-  const node = await startAnvil({ chainId: DEVNET_CHAIN_ID, blockTime, port: options.port, extraArgs: ['--mixed-mining'] })
+  const { node, manifest } = await restoreDevnet(options.stateDir, (stateFile) =>
+    startAnvil({ chainId: DEVNET_CHAIN_ID, blockTime, port: options.port, stateFile, extraArgs: ['--mixed-mining'] }))
   let refresher: FeedRefresher | undefined
   try {
     const walletKey = anvilKey(0)
     const wallet = createDevnetClient(node.rpcUrl, walletKey)
     const oracle = createDevnetClient(node.rpcUrl, anvilKey(1))
-    // Different signers, so the two deployments can run side by side.
-    const [stablecoin, feed] = await Promise.all([
-      deployTestStablecoin(wallet),
-      deployMockAggregator(oracle, { answer }),
-    ])
-    const mint = await wallet.writeContract({
-      address: stablecoin,
-      abi: TestStablecoin.abi,
-      functionName: 'mint',
-      args: [wallet.account.address, (options.mintTokens ?? 1_000_000n) * 10n ** 6n],
-    })
-    await wallet.waitForTransactionReceipt({ hash: mint })
+    let stablecoin: Address
+    let feed: Address
+    if (manifest) {
+      ;({ stablecoin, feed } = manifest)
+    } else {
+      // Different signers, so the two deployments can run side by side.
+      ;[stablecoin, feed] = await Promise.all([
+        deployTestStablecoin(wallet),
+        deployMockAggregator(oracle, { answer }),
+      ])
+      const mint = await wallet.writeContract({
+        address: stablecoin,
+        abi: TestStablecoin.abi,
+        functionName: 'mint',
+        args: [wallet.account.address, (options.mintTokens ?? 1_000_000n) * 10n ** 6n],
+      })
+      await wallet.waitForTransactionReceipt({ hash: mint })
+      if (options.stateDir) writeFileSync(join(options.stateDir, 'devnet.json'), JSON.stringify({ chainId: DEVNET_CHAIN_ID, stablecoin, feed } satisfies DevnetManifest))
+    }
 
     const running = startFeedRefresher({ oracle, feed, answer, clock, everyMs: feedRefreshMs, logger: options.logger })
     refresher = running
@@ -153,7 +211,7 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
         ],
       },
     ]
-    options.logger?.info('devnet started', { rpcUrl: node.rpcUrl, chainId: DEVNET_CHAIN_ID, stablecoin, feed, wallet: wallet.account.address })
+    options.logger?.info(manifest ? 'devnet restored' : 'devnet started', { rpcUrl: node.rpcUrl, chainId: DEVNET_CHAIN_ID, stablecoin, feed, wallet: wallet.account.address })
 
     let stopping: Promise<void> | null = null
     return {
@@ -163,6 +221,7 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
       feed,
       rpcUrl: node.rpcUrl,
       pid: node.pid,
+      restored: manifest !== null,
       stop() {
         stopping ??= (async () => {
           await running.stop()

@@ -204,6 +204,11 @@ export const COMMANDS: Record<string, Command> = {
     required: ['delivery'],
     run: (s, f) => map(s.webhooks.redeliver(f.delivery), deliveryView),
   },
+  'network forget': {
+    usage: 'network forget --network NAME   (after its chain was really reset: follow the new chain from its head; nothing of the old one changes)',
+    required: ['network'],
+    run: (s, f) => s.chain.forget(f.network),
+  },
   status: {
     usage: 'status   (readiness as GET /readyz reports it: database, migrations, DATA_DIR, each network\'s follower)',
     required: [],

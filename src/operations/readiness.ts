@@ -56,6 +56,9 @@ export function createReadiness(deps: {
     const now = Date.now()
     return here.map(({ network, status }): Check => {
       const name = `chain:${network}`
+      if (status?.replaced) {
+        return { name, ok: false, detail: `the RPC serves another chain (genesis ${status.replaced.found}, the one followed has ${status.replaced.expected}): not followed until it serves that chain again, or its position is forgotten (npm run cli -- network forget --network ${network})` }
+      }
       if (status) {
         const behind = now - status.inStepAt
         const blocks = status.head !== null && status.synced !== null ? status.head - status.synced : null

@@ -1,4 +1,5 @@
 import { mkdirSync } from 'node:fs'
+import { join } from 'node:path'
 import { ConfigError, type Config } from '../config.ts'
 import type { Resolver } from '../webhooks/url-guard.ts'
 import { resolveSecretKey } from './secret-key.ts'
@@ -90,6 +91,12 @@ export async function startServer(config: Config, opts: { clock?: Clock; logger?
     await services.lifecycle.start()
     // Webhooks: this instance's unfinished deliveries, those nobody runs, and outbox events not fanned out yet.
     await services.dispatcher.start()
+    // A devnet whose kept chain was gone started a new chain: follow it from its head, as the new
+    // chain it is (said once), rather than take its blocks for a reorg of the old one.
+    if (networks.devnet && !networks.devnet.restored && (await services.chain.hasPosition('devnet'))) {
+      await services.chain.forget('devnet')
+      logger.warn('the devnet\'s kept chain was missing, so it started a new chain; following that from its head (payments recorded on the old one keep their status)', { stateDir: join(config.dataDir, 'devnet') })
+    }
     // Chains: each network's follower catches up from its cursor, then follows the head.
     await services.chain.start()
     const app = createApp(services, { trustProxy: config.trustProxy, httpsOrigin, logger, metricsEnabled: config.metricsEnabled, metricsToken: config.metricsToken })
@@ -159,7 +166,8 @@ async function loadNetworks(config: Config, logger: Logger, cleanups: (() => Pro
       throw new ConfigError('NETWORKS_CONFIG', e instanceof Error ? e.message : String(e))
     }
   }
-  const devnet = await startDevnet({ logger })
+  // Kept in DATA_DIR, so a restart finds the same chain and the payments made on it.
+  const devnet = await startDevnet({ logger, stateDir: join(config.dataDir, 'devnet') })
   cleanups.unshift(() => devnet.stop())
   return { networks: devnet.networks, devnet }
 }

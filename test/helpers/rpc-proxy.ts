@@ -25,6 +25,8 @@ export interface RpcProxy {
   blockNumberOffset: bigint
   /** When set, the calls of a batch are forwarded one at a time, each after this ran. */
   beforeCall: undefined | ((call: RpcCall) => Promise<void>)
+  /** The node calls go to; change it to put another chain behind the same URL. */
+  target: string
   close(): Promise<void>
 }
 
@@ -38,6 +40,7 @@ export async function startRpcProxy(target: string): Promise<RpcProxy> {
     hung: 0,
     blockNumberOffset: 0n,
     beforeCall: undefined,
+    target,
     async close() {
       for (const res of hanging) res.destroy()
       server.closeAllConnections()
@@ -62,7 +65,7 @@ export async function startRpcProxy(target: string): Promise<RpcProxy> {
     const calls = Array.isArray(parsed) ? parsed : [parsed]
     state.calls.push(...calls)
     const forward = async (payload: string) => {
-      const upstream = await fetch(target, { method: 'POST', headers: { 'content-type': 'application/json' }, body: payload })
+      const upstream = await fetch(state.target, { method: 'POST', headers: { 'content-type': 'application/json' }, body: payload })
       return { status: upstream.status, text: await upstream.text() }
     }
     let { status, text } = state.beforeCall ? { status: 200, text: '' } : await forward(body)

@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import { loadConfig } from '../../src/config.ts'
 import type { Scope } from '../../src/keys/api-key.ts'
 import type { Mode } from '../../src/projects/mode.ts'
-import { createLogger } from '../../src/lib/logger.ts'
+import { createLogger, type Logger } from '../../src/lib/logger.ts'
 import type { Clock } from '../../src/lib/clock.ts'
 import { startServer, type RunningServer } from '../../src/server/start.ts'
 import type { Resolver } from '../../src/webhooks/url-guard.ts'
@@ -31,11 +31,11 @@ export interface TestServer {
 }
 
 /** A real HTTPS server in this process on a free port, with its own database. */
-export async function startTestServer(backend: Backend, env: Record<string, string> = {}, opts: { clock?: Clock; resolver?: Resolver } = {}): Promise<TestServer> {
+export async function startTestServer(backend: Backend, env: Record<string, string> = {}, opts: { clock?: Clock; resolver?: Resolver; logger?: Logger } = {}): Promise<TestServer> {
   const dataDir = await freshDataDir()
   const pg = backend === 'postgres' ? await freshPostgres() : null
   const config = loadConfig({ PORT: '0', HTTP_PORT: '0', DATA_DIR: dataDir, LOG_LEVEL: 'silent', NETWORKS_CONFIG: NO_NETWORKS, ...(pg ? pg.env : {}), ...env })
-  const server = await startServer(config, { clock: opts.clock, logger: createLogger("silent"), resolver: opts.resolver })
+  const server = await startServer(config, { clock: opts.clock, logger: opts.logger ?? createLogger('silent'), resolver: opts.resolver })
   const ca = config.trustProxy ? '' : readFileSync(config.tlsCertFile ?? join(dataDir, 'tls', 'cert.pem'), 'utf8')
   const scheme = config.trustProxy ? 'http' : 'https'
   const url = `${scheme}://localhost:${server.port}`

@@ -372,10 +372,11 @@ describe('createBlockFollower() timing (scripted node, injected clock and sleep:
     const follower = createBlockFollower({
       network,
       client: {
-        request: async ({ method }) => {
+        request: async ({ method, params }) => {
           clock.advance(30) // each call "takes" 30 ms
           if (failNext) throw new Error('timeout')
-          return method === 'eth_blockNumber' ? '0x5' : scriptedBlock
+          if (method === 'eth_blockNumber') return '0x5'
+          return (params as unknown[])?.[0] === '0x0' ? { ...scriptedBlock, number: '0x0', hash: `0x${'33'.repeat(32)}` } : scriptedBlock
         },
       },
       store: memoryCursorStore(),
@@ -392,9 +393,9 @@ describe('createBlockFollower() timing (scripted node, injected clock and sleep:
     follower.start()
     await until(() => delays.length >= 4, 'four ticks')
     await follower.stop()
-    // Tick 1: blockNumber + first block = 60 ms -> 40 ms left; two failures; then a success
-    // (blockNumber + tip check = 60 ms) -> 40 ms.
-    expect(delays).toEqual([40, 25, 50, 40])
+    // Tick 1: genesis check + blockNumber + first block = 90 ms -> 10 ms left; two failures; then a
+    // success (blockNumber + tip check = 60 ms; the genesis was checked once) -> 40 ms.
+    expect(delays).toEqual([10, 25, 50, 40])
     expect(follower.syncedHeight()).toBe(5n)
   })
 })
