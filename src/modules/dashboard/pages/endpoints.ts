@@ -24,10 +24,10 @@ function stateBadge(e: EndpointView): Html {
 /** Why and since when an endpoint stopped receiving, or that its deliveries are failing. */
 function health(e: EndpointView): Html | string {
   if (!e.enabled && e.disabledReason === 'gone') {
-    return html`<p class="alert error" role="status">Disabled automatically ${when(e.disabledAt)}: the endpoint answered <strong>410 Gone</strong>. Events wait for it; enable it when it receives again.</p>`
+    return html`<p class="alert error" role="status">Disabled automatically ${when(e.disabledAt)}: the endpoint answered <strong>410 Gone</strong>. Deliveries already queued wait for it; new events are not sent to it until it is enabled again.</p>`
   }
   if (!e.enabled && e.disabledReason === 'failing') {
-    return html`<p class="alert error" role="status">Disabled automatically ${when(e.disabledAt)}: every delivery failed since ${when(e.failingSince)}. Events wait for it; enable it when it receives again, and recover what failed.</p>`
+    return html`<p class="alert error" role="status">Disabled automatically ${when(e.disabledAt)}: every delivery failed since ${when(e.failingSince)}. Deliveries already queued wait for it; new events are not sent to it until it is enabled again. Once it receives again, enable it and recover what failed.</p>`
   }
   if (!e.enabled) return html`<p class="muted">Disabled by hand ${when(e.disabledAt)}.</p>`
   if (e.failingSince) return html`<p class="alert warning" role="status">Failing since ${when(e.failingSince)}: no attempt has succeeded since. It is disabled automatically if this goes on.</p>`
