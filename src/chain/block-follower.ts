@@ -25,7 +25,7 @@
  */
 import type { Address, Hex } from 'viem'
 import { systemClock, type Clock } from '../lib/clock.ts'
-import type { Logger } from '../lib/logger.ts'
+import { errorSummary, type Logger } from '../lib/logger.ts'
 import type { RpcClient } from './rpc.ts'
 import {
   TRANSFER_TOPIC,
@@ -340,7 +340,7 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
   async function fetchLogsByHash(hash: Hex): Promise<RpcLogLike[]> {
     if (tokens.length === 0) return []
     const result = await rpc('eth_getLogs', [{ ...logFilter, blockHash: hash }]).catch((error) => {
-      throw new ChainMovedError(`eth_getLogs by hash ${hash} failed: ${errorMessage(error)}`)
+      throw new ChainMovedError(`eth_getLogs by hash ${hash} failed: ${errorSummary(error)}`)
     })
     return asLogList([result])
   }
@@ -374,7 +374,7 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
       } catch (error) {
         if (signal.aborted) break
         failures++
-        lastError = errorMessage(error)
+        lastError = errorSummary(error)
         if (error instanceof ChainReplacedError) {
           // Said once per chain found; the cursor is read again at each try, so a forgotten one (or the old chain back) is taken up at once.
           if (replaced?.found !== error.found) {
@@ -387,7 +387,7 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
           loaded = false
         } else deps.onTickFailed?.(error)
         const retryInMs = Math.min(backoffBase * 2 ** (failures - 1), backoffMax)
-        logger?.warn('chain follower tick failed', { network: network.name, failures, retryInMs, error: errorMessage(error) })
+        logger?.warn('chain follower tick failed', { network: network.name, failures, retryInMs, error: errorSummary(error) })
       }
       if (signal.aborted) break
       const delay = failures > 0
@@ -492,7 +492,6 @@ function asLogList(results: unknown[]): RpcLogLike[] {
 const toQuantity = (n: bigint) => `0x${n.toString(16)}`
 const min = (a: bigint, b: bigint) => (a < b ? a : b)
 const cloneCursor = (c: Cursor): Cursor => ({ height: c.height, recent: c.recent.map((r) => ({ ...r })), ...(c.genesis ? { genesis: c.genesis } : {}) })
-const errorMessage = (e: unknown) => (e instanceof Error ? e.message.split('\n')[0] : String(e))
 
 function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {

@@ -124,7 +124,6 @@ export function createChainWatcher(deps: { networks: NetworkConfig[]; database: 
       if (!deps.networks.some((n) => n.name === network)) return deny('not_found', `No network ${network} is configured (${deps.networks.map((n) => n.name).join(', ') || 'none'})`)
       return ok({ network, forgotten: await repo.forgetCursor(network) })
     },
-    hasPosition: (network: string) => repo.hasCursor(network),
     /** Each network's follower here (null where another instance follows it). */
     followerStatus: (): { network: string; status: FollowerStatus | null }[] => deps.networks.map((n) => ({ network: n.name, status: followers.get(n.name)?.status() ?? null })),
     /** Which instance follows each network, as recorded (for readiness on the instances that do not). */

@@ -159,11 +159,6 @@ export function createChainRepo(database: Database) {
       return rows.length === 1
     },
 
-    /** Whether a network has a position recorded. */
-    async hasCursor(network: string): Promise<boolean> {
-      return (await db.select({ network: chainCursors.network }).from(chainCursors).where(eq(chainCursors.network, network))).length === 1
-    },
-
     /** Which instance follows each network, and whether its lease is live. */
     async followers(now: Date): Promise<{ network: string; owner: string | null; live: boolean }[]> {
       const rows = await db.select({

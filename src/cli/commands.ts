@@ -32,8 +32,11 @@ const endpointView = (e: EndpointView) => ({
   id: e.id, project: e.projectId, mode: e.mode, url: e.url, events: e.eventTypes, enabled: e.enabled,
   disabled_reason: e.disabledReason, disabled_at: iso(e.disabledAt), failing_since: iso(e.failingSince), created_at: iso(e.createdAt),
 })
-/** An ISO 8601 date and time for a flag; NaN time when it is not one (the service refuses it with the flag's name). */
-const when = (v: string) => (/^\d{4}-\d{2}-\d{2}([T ][\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(v) ? new Date(v) : new Date(NaN))
+/** A flag holding an ISO 8601 date and time, or the refusal that names it. */
+function timeFlag(flag: string, v: string): Outcome<Date> {
+  const at = /^\d{4}-\d{2}-\d{2}([T ][\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(v) ? new Date(v) : new Date(NaN)
+  return Number.isNaN(at.getTime()) ? { ok: false, code: 'invalid_request', message: `--${flag} must be an ISO 8601 date and time, like 2026-11-20T08:00:00Z` } : { ok: true, value: at }
+}
 const deliveryView = (d: DeliveryView) => ({
   id: d.id, event_id: d.eventId, endpoint: d.endpointId, mode: d.mode, event: d.eventType, transaction_id: d.transactionId, test: d.test,
   status: d.status, failed_because: d.failedBecause, attempts: d.attempts, retry_count: d.retryCount, next_retry_at: iso(d.nextAttemptAt),
@@ -152,20 +155,20 @@ export const COMMANDS: Record<string, Command> = {
     required: ['endpoint'],
     optional: ['recover-since'],
     run: async (s, f) => {
-      const since = f['recover-since'] === undefined ? null : when(f['recover-since'])
-      if (since && Number.isNaN(since.getTime())) return { ok: false, code: 'invalid_request', message: '--recover-since must be an ISO 8601 date and time, like 2026-11-20T08:00:00Z' }
+      const since = f['recover-since'] === undefined ? null : timeFlag('recover-since', f['recover-since'])
+      if (since && !since.ok) return since
       const enabled = await s.endpoints.setEnabled(f.endpoint, true)
       if (!enabled.ok || !since) return map(Promise.resolve(enabled), endpointView)
-      return map(s.webhooks.recover(f.endpoint, since), (r) => ({ ...endpointView(enabled.value), recovered: { since: r.since.toISOString(), redelivered: r.redelivered, busy: r.busy } }))
+      return map(s.webhooks.recover(f.endpoint, since.value), (r) => ({ ...endpointView(enabled.value), recovered: { since: r.since.toISOString(), redelivered: r.redelivered, busy: r.busy } }))
     },
   },
   'endpoint recover': {
     usage: 'endpoint recover --endpoint ID --since ISO_TIME   (send again every failed delivery to it created since then)',
     required: ['endpoint', 'since'],
-    run: (s, f) => {
-      const since = when(f.since)
-      if (Number.isNaN(since.getTime())) return Promise.resolve({ ok: false, code: 'invalid_request', message: '--since must be an ISO 8601 date and time, like 2026-11-20T08:00:00Z' })
-      return map(s.webhooks.recover(f.endpoint, since), (r) => ({ endpoint: r.endpointId, since: r.since.toISOString(), redelivered: r.redelivered, busy: r.busy }))
+    run: async (s, f) => {
+      const since = timeFlag('since', f.since)
+      if (!since.ok) return since
+      return map(s.webhooks.recover(f.endpoint, since.value), (r) => ({ endpoint: r.endpointId, since: r.since.toISOString(), redelivered: r.redelivered, busy: r.busy }))
     },
   },
   'endpoint test': {

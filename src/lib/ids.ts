@@ -28,4 +28,7 @@ export const newTransactionNumber = () => `TX-${randomString(4, HUMAN)}-${random
 
 export const newRequestId = () => `req_${randomString(20)}`
 
+/** `x-service-event-id` of an event made outside the outbox (a manual retry, a test event, an endpoint notice). */
+export const newEventId = () => `evt_${randomString(24)}`
+
 export const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i

@@ -20,3 +20,6 @@ export function createLogger(level: Level = 'info', write: (line: string) => voi
   }
   return { debug: log('debug'), info: log('info'), warn: log('warn'), error: log('error') }
 }
+
+/** An error's first line, for a log field or an operator's message (stacks and multi-line RPC dumps left out). */
+export const errorSummary = (e: unknown) => (e instanceof Error ? e.message.split('\n')[0]! : String(e))

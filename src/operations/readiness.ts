@@ -2,6 +2,7 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { migrationState, ping, type Database } from '../db/client.ts'
 import type { ChainWatcher } from '../chain/chain-watcher.ts'
+import { errorSummary } from '../lib/logger.ts'
 
 /** One readiness check: its name, whether it passed, and what an operator should read. */
 export interface Check {
@@ -20,9 +21,15 @@ export const DEFAULT_CHAIN_MAX_LAG_MS = 120_000
 /** A database that takes longer than this to answer `SELECT 1` is as good as away. */
 const DATABASE_TIMEOUT_MS = 2_000
 
-const within = <T>(p: Promise<T>, ms: number, what: string): Promise<T> =>
-  Promise.race([p, new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms).unref?.())])
-const message = (e: unknown) => (e instanceof Error ? e.message.split('\n')[0] : String(e))
+/** `p`, or a rejection naming `what` once `ms` have passed; the timer goes with the answer. */
+async function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  try {
+    return await Promise.race([p, new Promise<T>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms)))])
+  } finally {
+    clearTimeout(timer)
+  }
+}
 const seconds = (ms: number) => `${Math.round(ms / 1000)} s`
 
 /**
@@ -45,7 +52,7 @@ export function createReadiness(deps: {
     try {
       return { name, ok: true, detail: await run() }
     } catch (e) {
-      return { name, ok: false, detail: message(e) }
+      return { name, ok: false, detail: errorSummary(e) }
     }
   }
 

@@ -93,8 +93,8 @@ export async function startServer(config: Config, opts: { clock?: Clock; logger?
     await services.dispatcher.start()
     // A devnet whose kept chain was gone started a new chain: follow it from its head, as the new
     // chain it is (said once), rather than take its blocks for a reorg of the old one.
-    if (networks.devnet && !networks.devnet.restored && (await services.chain.hasPosition('devnet'))) {
-      await services.chain.forget('devnet')
+    const forgot = networks.devnet && !networks.devnet.restored ? await services.chain.forget('devnet') : null
+    if (forgot?.ok && forgot.value.forgotten) {
       logger.warn('the devnet\'s kept chain was missing, so it started a new chain; following that from its head (payments recorded on the old one keep their status)', { stateDir: join(config.dataDir, 'devnet') })
     }
     // Chains: each network's follower catches up from its cursor, then follows the head.

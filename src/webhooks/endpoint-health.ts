@@ -1,7 +1,7 @@
 import { CHANNELS } from '../db/channels.ts'
 import type { Database } from '../db/client.ts'
 import type { Clock } from '../lib/clock.ts'
-import { randomString } from '../lib/ids.ts'
+import { newEventId } from '../lib/ids.ts'
 import type { Logger } from '../lib/logger.ts'
 import type { Metrics } from '../metrics/metrics.ts'
 import type { DeliveryRepo } from './delivery.repo.ts'
@@ -34,7 +34,7 @@ export function createEndpointHealth(deps: {
     deps.logger.warn('webhook endpoint disabled', { endpointId, projectId: e.projectId, mode: e.mode, reason, failingSince: e.failingSince?.toISOString() ?? null })
     const eventType = 'webhook_endpoint.disabled'
     const targets = (await deps.deliveries.subscribers(e.projectId, e.mode, eventType)).filter((id) => id !== endpointId)
-    const eventId = `evt_${randomString(24)}`
+    const eventId = newEventId()
     const data = endpointDisabledData(e)
     await deps.deliveries.insert(targets.map((id) => ({ eventId, endpointId: id, projectId: e.projectId, mode: e.mode, transactionId: null, eventType, data, test: false, sequence: 0 })), at)
     if (targets.length) await deps.database.notify(CHANNELS.webhookWork, '')

@@ -4,7 +4,7 @@ import { CHANNELS } from '../db/channels.ts'
 import type { Database } from '../db/client.ts'
 import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../db/schema.ts'
 import type { Clock } from '../lib/clock.ts'
-import { randomString } from '../lib/ids.ts'
+import { newEventId } from '../lib/ids.ts'
 import { deny, ok, type Outcome } from '../lib/outcome.ts'
 import type { Mode, ProjectFilter, ProjectMode } from '../projects/mode.ts'
 import type { TransactionRepo } from '../modules/transactions/transaction.repo.ts'
@@ -37,7 +37,6 @@ export interface DeliveryView {
 export type AttemptView = AttemptRecord
 
 const STATUSES: DeliveryStatus[] = ['pending', 'retrying', 'success', 'failed']
-const newEventId = () => `evt_${randomString(24)}`
 /** How long a redelivery waits for the instance running the delivery to take it. */
 const REDELIVER_WAIT_MS = 3_000
 const BUSY = 'An attempt of this delivery is in progress; try again in a moment'

@@ -165,6 +165,10 @@ for (const backend of backends()) {
         // The receiver is fixed; the merchant enables the endpoint, recovering what failed since just before the second event.
         await sink.configure(path, { secret: ep.value.secret, mode: 'ok' })
         const since = new Date(t0 + 4 * DAY - MIN).toISOString()
+        // A time that is not one is refused, naming the flag, and enables nothing.
+        expect(await runCommand(s.server.services, ['endpoint', 'enable'], { endpoint: dead, 'recover-since': 'yesterday' })).toMatchObject({ ok: false, message: expect.stringContaining('--recover-since must be an ISO 8601 date and time') })
+        expect(await runCommand(s.server.services, ['endpoint', 'recover'], { endpoint: dead, since: 'soon' })).toMatchObject({ ok: false, message: expect.stringContaining('--since must be an ISO 8601 date and time') })
+        expect((await view()).enabled).toBe(false)
         const r = await runCommand(s.server.services, ['endpoint', 'enable'], { endpoint: dead, 'recover-since': since })
         if (!r.ok) throw new Error(r.message)
         expect(r.result).toMatchObject({ enabled: true, disabled_reason: null, failing_since: null, recovered: { since, redelivered: 1, busy: 0 } })

@@ -66,6 +66,7 @@ function redirect(location: string, cookies: string[] = []): Response {
 
 const DATE = /^\d{4}-\d{2}-\d{2}$/
 
+const RECOVER_SINCE_MISSING = 'Choose the date and time (UTC) to recover failed deliveries from.'
 /** The form's `recover_since` (a datetime-local, read as UTC): null when left empty. */
 function recoverSince(raw: string | null): Date | null | 'invalid' {
   if (raw === null || raw.trim() === '') return null
@@ -272,14 +273,14 @@ export function dashboardController(deps: DashboardDeps) {
     .post('/:project/:mode/endpoints/:id/enable', member(async (v, p) => {
       // Enabling may recover at once: every failed delivery since the chosen time is sent again.
       const since = recoverSince(v.form.get('recover_since'))
-      if (since === 'invalid') return endpointView(v, p.id, 400, { error: 'Choose the date and time (UTC) to recover failed deliveries from.' })
+      if (since === 'invalid') return endpointView(v, p.id, 400, { error: RECOVER_SINCE_MISSING })
       const r = await deps.endpoints.setEnabled(p.id, true, v.viewer)
       if (!r.ok) return denied(v.frame, 'endpoints', r)
       return since ? recovered(v, p.id, since) : redirect(withNotice(base(v.frame, `/endpoints/${p.id}`), 'endpoint-enabled'))
     }), form)
     .post('/:project/:mode/endpoints/:id/recover', member(async (v, p) => {
       const since = recoverSince(v.form.get('recover_since'))
-      if (since === null || since === 'invalid') return endpointView(v, p.id, 400, { error: 'Choose the date and time (UTC) to recover failed deliveries from.' })
+      if (since === null || since === 'invalid') return endpointView(v, p.id, 400, { error: RECOVER_SINCE_MISSING })
       return recovered(v, p.id, since)
     }), form)
     .post('/:project/:mode/endpoints/:id/disable', member(async (v, p) => {

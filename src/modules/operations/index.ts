@@ -1,6 +1,7 @@
 import { timingSafeEqual } from 'node:crypto'
 import { Elysia } from 'elysia'
 import { factsOf } from '../../http/context.ts'
+import { errorResponse } from '../../http/errors.ts'
 import { json } from '../../http/json-response.ts'
 import { isLoopback } from '../../lib/cidr.ts'
 import type { Metrics } from '../../metrics/metrics.ts'
@@ -33,14 +34,16 @@ export function operationsController(deps: { readiness: Readiness; metrics: Metr
   }, { detail: { hide: true } })
 }
 
+/** The project's error response when this request may not scrape, else null. */
 function scrapeRefusal(request: Request, token: Buffer | null): Response | null {
+  const facts = factsOf(request)
   if (token !== null) {
     const given = Buffer.from(request.headers.get('authorization') ?? '')
     // Constant time whatever the header holds: compared only at equal length, and the length is not the secret.
     if (given.length === token.length && timingSafeEqual(given, token)) return null
-    return json({ error: 'unauthorized', message: 'GET /metrics needs Authorization: Bearer <METRICS_TOKEN>' }, 401, { 'www-authenticate': 'Bearer realm="metrics"' })
+    return errorResponse('unauthenticated', 'GET /metrics needs Authorization: Bearer <METRICS_TOKEN>', { requestId: facts?.requestId, headers: { 'www-authenticate': 'Bearer realm="metrics"' } })
   }
-  const ip = factsOf(request)?.clientIp ?? null
+  const ip = facts?.clientIp ?? null
   if (ip !== null && isLoopback(ip)) return null
-  return json({ error: 'forbidden', message: 'Without METRICS_TOKEN, GET /metrics answers loopback clients only' }, 403)
+  return errorResponse('forbidden', 'Without METRICS_TOKEN, GET /metrics answers loopback clients only', { requestId: facts?.requestId })
 }
