@@ -225,7 +225,7 @@ async function bench() {
     }
     const logger = createLogger('warn')
     const services = await createServices({ database, clock: systemClock, logger, baseUrl: svc.base, secretKey: parseSecretKey(svc.env.SECRET_KEY!)! })
-    const app = createApp(services, { trustProxy: false, httpsOrigin: () => svc.base, logger, metricsEnabled: false, metricsToken: null })
+    const app = createApp(services, { trustProxy: false, httpsOrigin: () => svc.base, logger, metricsEnabled: false, metricsToken: null, servers: [] })
     const counted: Counted[] = []
     try {
       for (const t of list) {

@@ -14,6 +14,8 @@ export interface Config {
   host: string
   /** Public origin from BASE_URL; null means `https://localhost:PORT` once the port is known. */
   baseUrl: string | null
+  /** API_URL: another origin that serves the same /api paths (say, behind another name); the OpenAPI document lists it. */
+  apiUrl: string | null
   databaseUrl: string | null
   dataDir: string
   tlsCertFile: string | null
@@ -70,6 +72,7 @@ const EnvSchema = Type.Object({
   LOG_LEVEL: Type.Optional(StringEnum(LEVELS)),
   DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://' })),
   BASE_URL: text(),
+  API_URL: text(),
   SECRET_KEY: text(),
   HTTP_PORT: Type.Optional(Port),
   TRUST_PROXY: Type.Optional(Type.Boolean()),
@@ -158,6 +161,7 @@ const RULES: [Variable, (v: Vars) => string | undefined][] = [
   ['TLS_CERT_FILE', (v) => (v.TLS_KEY_FILE && !v.TLS_CERT_FILE ? TLS_PAIR : undefined)],
   ['TLS_KEY_FILE', (v) => (v.TLS_CERT_FILE && !v.TLS_KEY_FILE ? TLS_PAIR : undefined)],
   ['BASE_URL', (v) => (v.BASE_URL !== undefined && httpOrigin(v.BASE_URL) === null ? `must be an absolute http(s) URL, got "${v.BASE_URL}"` : undefined)],
+  ['API_URL', (v) => (v.API_URL !== undefined && httpOrigin(v.API_URL) === null ? `must be an absolute http(s) URL, got "${v.API_URL}"` : undefined)],
   ['SECRET_KEY', (v) => {
     if (v.SECRET_KEY !== undefined) {
       return parseSecretKey(v.SECRET_KEY) ? undefined : 'must be 32 random bytes as 64 hex characters or base64 (for example: openssl rand -hex 32)'
@@ -214,6 +218,7 @@ export function loadConfig(env: Env = process.env): Config {
     httpPort: v.HTTP_PORT ?? 3080,
     host: v.HOST ?? '127.0.0.1',
     baseUrl: v.BASE_URL === undefined ? null : httpOrigin(v.BASE_URL),
+    apiUrl: v.API_URL === undefined ? null : httpOrigin(v.API_URL),
     databaseUrl: v.DATABASE_URL ?? null,
     dataDir: resolve(v.DATA_DIR ?? './.data'),
     tlsCertFile: v.TLS_CERT_FILE ?? null,

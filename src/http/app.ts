@@ -12,6 +12,7 @@ import { factsOf } from './context.ts'
 import { ApiError, errorResponse } from './errors.ts'
 import { fieldPath } from './json-body.ts'
 import { openapi } from './openapi.ts'
+import type { ServerEntry } from './openapi-shape.ts'
 import { checkRequestTarget } from './request-target.ts'
 import { loadStaticAssets, staticAssetsController } from './static-assets.ts'
 
@@ -23,21 +24,24 @@ export interface AppOptions {
   /** GET /metrics (METRICS); off, the route does not exist. */
   metricsEnabled: boolean
   metricsToken: string | null
+  /** The OpenAPI document's `servers` (servedServers: BASE_URL, and API_URL when set). */
+  servers: ServerEntry[]
 }
 
 /** The whole HTTP surface, runtime-neutral: serve it with `app.handle` on Bun or Deno. */
 export function createApp(services: Services, opts: AppOptions) {
   const assets = loadStaticAssets([PAY_ASSETS_DIR, DASHBOARD_ASSETS_DIR])
   return new Elysia({ normalize: false })
-    .use(apiGate({ keys: services.keys, limiter: services.limiter, anonymousLimits: services.anonymousLimits, trustProxy: opts.trustProxy, httpsOrigin: opts.httpsOrigin }))
-    .onRequest(({ request, set }) => {
+    // Before the gate, so its refusals (401, 413, 429) carry them too.
+    .onRequest(({ set }) => {
       set.headers['x-content-type-options'] = 'nosniff'
       set.headers['referrer-policy'] = 'no-referrer'
       set.headers['x-frame-options'] = 'DENY'
       set.headers['strict-transport-security'] = 'max-age=31536000'
-      // After the gate: an unknown /api caller hears 401 first, as for any unknown route.
-      checkRequestTarget(request.url)
     })
+    .use(apiGate({ keys: services.keys, limiter: services.limiter, anonymousLimits: services.anonymousLimits, trustProxy: opts.trustProxy, httpsOrigin: opts.httpsOrigin }))
+    // After the gate: an unknown /api caller hears 401 first, as for any unknown route.
+    .onRequest(({ request }) => checkRequestTarget(request.url))
     // The matched route's template, for the request metrics (src/http/http-metrics.ts); no hook at all with METRICS=0.
     .use(opts.metricsEnabled ? routeTemplates() : new Elysia({ name: 'no-route-templates' }))
     .onError(({ code, error, request }) => {
@@ -62,7 +66,7 @@ export function createApp(services: Services, opts: AppOptions) {
       opts.logger.error('unhandled error', { requestId, method: request.method, path, error: error instanceof Error ? error.stack : String(error) })
       return errorResponse('internal', `Internal server error. Quote request id ${requestId} when reporting it.`, { requestId })
     })
-    .use(openapi())
+    .use(openapi(opts.servers))
     .use(operationsController({ readiness: services.readiness, metrics: opts.metricsEnabled ? services.metrics : null, metricsToken: opts.metricsToken }))
     .get('/', ({ redirect }) => redirect('/swagger'), { detail: { hide: true } })
     .use(transactionsController({ transactions: services.transactions, webhooks: services.webhooks }))

@@ -1,4 +1,5 @@
 import { Type } from '@sinclair/typebox'
+import { StringEnum } from '../lib/string-enum.ts'
 import type { Denial, DenialCode, FieldProblem } from '../lib/outcome.ts'
 
 /** Denials from the domain, plus the two only the HTTP layer produces. */
@@ -52,12 +53,15 @@ export function errorResponse(code: ErrorCode, message: string, opts: { details?
   })
 }
 
-/** OpenAPI model of every error response (R4). */
+/** Every `error.type` a response can carry, once each. */
+export const ERROR_TYPES = [...new Set(Object.values(ERRORS).map((e) => e.type))]
+
+/** OpenAPI model of every error response (R4). Not named `Error`, which generated TypeScript would shadow. */
 export const ErrorResponse = Type.Object({
   success: Type.Literal(false),
   message: Type.String(),
   error: Type.Object({
-    type: Type.String({ description: 'invalid_request_error, authentication_error, permission_error, not_found_error, conflict_error, rate_limit_error or api_error' }),
+    type: StringEnum(ERROR_TYPES, { description: 'The kind of error; the HTTP status tells the same at a coarser grain.' }),
     message: Type.String(),
     details: Type.Optional(Type.Array(Type.Object({ path: Type.String(), message: Type.String() }, { additionalProperties: false }), { description: 'Validation problems, one per field (400 only).' })),
     request_id: Type.Optional(Type.String({ description: 'Quote it when reporting a 500.' })),

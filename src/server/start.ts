@@ -9,6 +9,7 @@ import { createTestWallet } from '../chain/test-wallet.ts'
 import { openDatabase, pgliteDirOf } from '../db/client.ts'
 import { createApp } from '../http/app.ts'
 import { measured } from '../http/http-metrics.ts'
+import { servedServers } from '../http/openapi-shape.ts'
 import { httpsOriginFor, refuseInsecure } from '../http/transport.ts'
 import { systemClock, type Clock } from '../lib/clock.ts'
 import { createLogger, type Logger } from '../lib/logger.ts'
@@ -99,7 +100,7 @@ export async function startServer(config: Config, opts: { clock?: Clock; logger?
     }
     // Chains: each network's follower catches up from its cursor, then follows the head.
     await services.chain.start()
-    const app = createApp(services, { trustProxy: config.trustProxy, httpsOrigin, logger, metricsEnabled: config.metricsEnabled, metricsToken: config.metricsToken })
+    const app = createApp(services, { trustProxy: config.trustProxy, httpsOrigin, logger, metricsEnabled: config.metricsEnabled, metricsToken: config.metricsToken, servers: servedServers(baseUrl, config.apiUrl) })
     const handle = (req: Request) => app.handle(req)
     handler = config.metricsEnabled ? measured(handle, services.metrics, app.routes) : handle
 

@@ -17,7 +17,7 @@ import { standardTimestamp, webhookBody, webhookHeaders } from './payload.ts'
 import { createSendQueue, DEFAULT_SEND_LIMITS, type SendQueueOptions } from './send-queue.ts'
 import { postWebhook, retryAfterMs, type SendOutcome } from './sender.ts'
 import { checkDeliveryTarget, systemResolver, type AddressRules, type Resolver } from './url-guard.ts'
-import { signStandardWebhook, signWebhookBody } from './verify-webhook.mjs'
+import { signStandardWebhook, signWebhookBody } from './verify-webhook/index.mjs'
 
 type DeliveryActor = Actor<typeof webhookDeliveryMachine>
 type DeliverySnapshot = SnapshotFrom<typeof webhookDeliveryMachine>

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { statSync } from 'node:fs'
 import type { Page } from 'playwright-core'
+import { WEBHOOK_EVENT_TYPES } from '../../src/db/schema.ts'
 import { describeWithBrowser, openBrowser, type Browser } from '../helpers/browser.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
 
@@ -38,7 +39,8 @@ describeWithBrowser('Swagger UI at /swagger', () => {
     expect(res?.status()).toBe(200)
 
     await page.locator('.opblock').first().waitFor({ state: 'visible', timeout: 30_000 })
-    expect(await page.locator('.opblock').count()).toBe(OPERATIONS.length)
+    // Every operation, and every webhook the service sends (OpenAPI 3.1's webhooks section).
+    expect(await page.locator('.opblock').count()).toBe(OPERATIONS.length + WEBHOOK_EVENT_TYPES.length)
     for (const [method, path] of OPERATIONS) {
       const block = page.locator('.opblock', { has: page.locator('.opblock-summary-path', { hasText: new RegExp(`^${path.replace(/[{}]/g, '\\$&')}$`) }) })
       expect(await block.count(), `${method} ${path}`).toBe(1)
@@ -59,6 +61,13 @@ describeWithBrowser('Swagger UI at /swagger', () => {
       expect(await create.locator(`.responses-table tr.response[data-code="${status}"]`).count()).toBe(1)
     }
     expect(await create.locator('.opblock-section-request-body').isVisible()).toBe(true)
+
+    // A webhook expands to its body and signed headers.
+    const completed = page.locator('.opblock', { has: page.locator('.opblock-summary-path', { hasText: /^transaction\.completed$/ }) })
+    expect(await completed.count()).toBe(1)
+    await completed.locator('.opblock-summary').click()
+    await completed.locator('.opblock-section-request-body').waitFor({ state: 'visible' })
+    expect(await completed.locator('.parameters').textContent()).toContain('x-service-signature')
 
     const desktop = browser!.artifact('swagger-ui-desktop')
     await page.screenshot({ path: desktop, fullPage: true })

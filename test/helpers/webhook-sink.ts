@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
+import { assertWebhookEvent } from './openapi-validator.ts'
 
 const SCRIPT = fileURLToPath(new URL('./webhook-receiver.mjs', import.meta.url))
 
@@ -38,7 +39,12 @@ export async function startWebhookSink(): Promise<WebhookSink> {
     child.once('exit', (code) => reject(new Error(`webhook receiver exited ${code}`)))
   })
   const base = `http://127.0.0.1:${port}`
-  const get = async (path?: string) => (await (await fetch(`${base}/_received${path ? `?path=${encodeURIComponent(path)}` : ''}`)).json()) as { received: Received[]; hanging: number }
+  const get = async (path?: string) => {
+    const got = (await (await fetch(`${base}/_received${path ? `?path=${encodeURIComponent(path)}` : ''}`)).json()) as { received: Received[]; hanging: number }
+    // Every delivery the service sent, in every test that receives one, is what the document says.
+    for (const r of got.received) if (r.headers['x-service-signature']) assertWebhookEvent(r.body)
+    return got
+  }
   const sink: WebhookSink = {
     url: (path) => `${base}${path}`,
     async configure(path, opts) {

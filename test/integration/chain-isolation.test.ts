@@ -28,7 +28,7 @@ import { openDatabase, pgliteDirOf, sql, type Database } from '../../src/db/clie
 import { manualClock, type Clock } from '../../src/lib/clock.ts'
 import { createLogger } from '../../src/lib/logger.ts'
 import { startServer, type RunningServer } from '../../src/server/start.ts'
-import { verifyWebhookSignature } from '../../src/webhooks/verify-webhook.mjs'
+import { verifyWebhookSignature } from '../../src/webhooks/verify-webhook/index.mjs'
 import { startManualChain, waitUntil, writeNetworksFile, type ManualChain } from '../helpers/chain.ts'
 import { backends, freshDataDir, freshPostgres, type Backend } from '../helpers/databases.ts'
 import { expectStatus } from '../helpers/expect.ts'

@@ -12,7 +12,7 @@ import { backends } from '../helpers/databases.ts'
 import { csrfOf, dashboardClient, memberOf, revealedValue, unescapeHtml, type DashboardResponse } from '../helpers/dashboard.ts'
 import { PATH_TO } from '../helpers/lifecycle.ts'
 import { api, startTestServer, type TestServer } from '../helpers/server.ts'
-import { verifyWebhookSignature } from '../../src/webhooks/verify-webhook.mjs'
+import { verifyWebhookSignature } from '../../src/webhooks/verify-webhook/index.mjs'
 
 /**
  * The dashboard's defences over HTTP, as a browser (or an attacker's script) meets them:

@@ -13,7 +13,7 @@ import { createTransactionRepo } from '../../src/modules/transactions/transactio
 import { createTransactionService } from '../../src/modules/transactions/service.ts'
 import { createLogger } from '../../src/lib/logger.ts'
 import { backends } from '../helpers/databases.ts'
-import { PATH_TO, quote } from '../helpers/lifecycle.ts'
+import { PATH_TO, quote, TX_HASH } from '../helpers/lifecycle.ts'
 import { api, startTestServer, type TestServer } from '../helpers/server.ts'
 
 for (const backend of backends()) {
@@ -106,7 +106,7 @@ for (const backend of backends()) {
       const got = (await (await api(t, p.key).get(`/api/transactions/${tx.id}`)).json()).transaction
       expect(got).toMatchObject({
         status: 'completed', token_symbol: 'USDC', token_amount: '25000000', blockchain_network: 'devnet', deposit_address: quote.depositAddress,
-        amount_received: '25000000', transaction_hash: '0xfeed', block_number: 1234, confirmations: 3, required_confirmations: 3,
+        amount_received: '25000000', transaction_hash: TX_HASH, block_number: 1234, confirmations: 3, required_confirmations: 3,
         confirmed_at: '2030-01-01T00:00:00.000Z',
       })
       expect(got.completed_at).not.toBeNull()
@@ -115,7 +115,7 @@ for (const backend of backends()) {
       expect(events.map((e) => e.eventType)).toEqual(['transaction.created', 'transaction.payment_received', 'transaction.confirming', 'transaction.completed'])
       // The spec's stage table: payment_received has hash and token; confirming adds the block; completed has everything.
       const [, received, confirming, completed] = events.map((e) => e.data as Record<string, unknown>)
-      expect(received).toMatchObject({ status: 'processing', token_symbol: 'USDC', token_amount: '25000000', blockchain_network: 'devnet', transaction_hash: '0xfeed', confirmed_at: null })
+      expect(received).toMatchObject({ status: 'processing', token_symbol: 'USDC', token_amount: '25000000', blockchain_network: 'devnet', transaction_hash: TX_HASH, confirmed_at: null })
       expect(confirming).toMatchObject({ status: 'confirming', block_number: 1234, confirmed_at: null })
       expect(completed).toMatchObject({ status: 'completed', block_number: 1234, confirmed_at: '2030-01-01T00:00:00.000Z' })
       expect(t.server.services.lifecycle.statusOf(tx.id)).toBeNull()
@@ -301,7 +301,7 @@ for (const backend of backends()) {
       expect(after.snapshot).toEqual(stored.snapshot)
       expect((after.snapshot as { status: string }).status).toBe('active')
       expect(t.server.services.lifecycle.statusOf(tx.id)).toBe('processing')
-      const included = await t.server.services.lifecycle.apply(tx.id, { type: 'payment.included', txHash: '0xfeed', blockNumber: 1234 })
+      const included = await t.server.services.lifecycle.apply(tx.id, { type: 'payment.included', txHash: TX_HASH, blockNumber: 1234 })
       expect(included.ok).toBe(true)
       expect(t.server.services.lifecycle.statusOf(tx.id)).toBe('confirming')
     })
@@ -310,7 +310,7 @@ for (const backend of backends()) {
       for (const status of ['processing', 'confirming'] as const) {
         const tx = await create()
         await drive(tx.id, status)
-        const r = await t.server.services.lifecycle.apply(tx.id, { type: 'payment.reorged', txHash: '0xfeed' })
+        const r = await t.server.services.lifecycle.apply(tx.id, { type: 'payment.reorged', txHash: TX_HASH })
         expect(r.ok).toBe(true)
         const events = await outboxOf(tx.id)
         expect(events.map((e) => e.eventType).at(-1)).toBe('transaction.payment_reversed')

@@ -4,7 +4,7 @@ import { backends, freshDataDir, freshPostgres } from '../helpers/databases.ts'
 import { killAllProcesses, spawnServer, type ServerProcess } from '../helpers/processes.ts'
 import { cliWith, createTransaction, waitUntil, type Cli } from '../helpers/webhook-cli.ts'
 import { startWebhookSink, type Received, type WebhookSink } from '../helpers/webhook-sink.ts'
-import { verifyWebhookSignature } from '../../src/webhooks/verify-webhook.mjs'
+import { verifyWebhookSignature } from '../../src/webhooks/verify-webhook/index.mjs'
 
 /**
  * Issue 5 / R25: the endpoint and delivery commands end to end, as an operator runs them

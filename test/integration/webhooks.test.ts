@@ -3,7 +3,7 @@ import { backends } from '../helpers/databases.ts'
 import { PATH_TO } from '../helpers/lifecycle.ts'
 import { api, startTestServer, type TestServer } from '../helpers/server.ts'
 import { startWebhookSink, type Received, type WebhookSink } from '../helpers/webhook-sink.ts'
-import { verifyWebhookSignature } from '../../src/webhooks/verify-webhook.mjs'
+import { verifyWebhookSignature } from '../../src/webhooks/verify-webhook/index.mjs'
 import { waitUntil } from '../helpers/webhook-cli.ts'
 
 const ALL_EVENTS = 'transaction.created,transaction.payment_received,transaction.confirming,transaction.completed,transaction.failed,transaction.expired,transaction.cancelled'

@@ -5,12 +5,12 @@ import { ApiError, ErrorResponse } from '../../http/errors.ts'
 import { json } from '../../http/json-response.ts'
 import { openApiParameters, strictParams } from '../../http/strict-params.ts'
 import { StatsResponse } from './model.ts'
-import type { StatsService } from './service.ts'
+import { DATE_BOUND_PATTERN, type StatsService } from './service.ts'
 
 const StatsQuery = Type.Object(
   {
-    start_date: Type.Optional(Type.String({ description: 'YYYY-MM-DD or ISO 8601 timestamp; inclusive, on created_at.', examples: ['2026-01-01'] })),
-    end_date: Type.Optional(Type.String({ description: 'YYYY-MM-DD (covers that whole UTC day) or ISO 8601 timestamp; inclusive.', examples: ['2026-01-31'] })),
+    start_date: Type.Optional(Type.String({ pattern: DATE_BOUND_PATTERN, description: 'YYYY-MM-DD or ISO 8601 timestamp; inclusive, on created_at.', examples: ['2026-01-01'] })),
+    end_date: Type.Optional(Type.String({ pattern: DATE_BOUND_PATTERN, description: 'YYYY-MM-DD (covers that whole UTC day) or ISO 8601 timestamp; inclusive.', examples: ['2026-01-31'] })),
     testing_mode: Type.Optional(Type.Boolean({ default: false, description: 'Live keys: also count test transactions. Test keys always count test transactions only.' })),
   },
   { additionalProperties: true },
@@ -19,7 +19,7 @@ const StatsQuery = Type.Object(
 /** Merchant API: transaction statistics (spec "Transaction statistics"; R9, R10). */
 export function statsController(deps: { stats: StatsService }) {
   return new Elysia({ name: 'stats' })
-    .model({ Error: ErrorResponse, StatsResponse })
+    .model({ ErrorResponse, StatsResult: StatsResponse })
     .get(
       '/api/transactions/stats',
       async ({ request, query }) => {
@@ -29,7 +29,7 @@ export function statsController(deps: { stats: StatsService }) {
       },
       {
         transform: [requireScope('stats:read'), strictParams('query', StatsQuery)],
-        response: { 200: 'StatsResponse', 400: 'Error', 401: 'Error', 403: 'Error', 429: 'Error', 500: 'Error' },
+        response: { 200: 'StatsResult', 400: 'ErrorResponse', 401: 'ErrorResponse', 403: 'ErrorResponse', 413: 'ErrorResponse', 429: 'ErrorResponse', 500: 'ErrorResponse' },
         detail: {
           tags: ['Statistics'],
           operationId: 'getTransactionStats',

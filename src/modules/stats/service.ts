@@ -6,10 +6,14 @@ import { centsToDecimal, decimalToNumber, usdToCents } from '../../lib/money.ts'
 import { deny, ok, type FieldProblem, type Outcome } from '../../lib/outcome.ts'
 import { STATUSES, type Status } from '../transactions/model.ts'
 
-const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/
+const DATE = String.raw`\d{4}-\d{2}-\d{2}`
+const TIME = String.raw`T([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d{1,9})?)?(Z|[+-]([01]\d|2[0-3]):[0-5]\d)`
+/** `start_date` and `end_date` as the OpenAPI document states them: a date or a full timestamp. */
+export const DATE_BOUND_PATTERN = `^${DATE}(${TIME})?$`
+const DATE_ONLY = new RegExp(`^${DATE}$`)
+const DATE_TIME = new RegExp(`^${DATE}${TIME}$`)
 const MAX_BOUND = Date.parse('9999-12-31T23:59:59.999Z')
 const MIN_BOUND = Date.parse('0001-01-01T00:00:00.000Z')
-const DATE_TIME = /^\d{4}-\d{2}-\d{2}T([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d{1,9})?)?(Z|[+-]([01]\d|2[0-3]):[0-5]\d)$/
 
 /** R10: `YYYY-MM-DD` or a full ISO timestamp; a date-only end covers its whole UTC day. */
 export function parseBound(raw: string, edge: 'start' | 'end'): Date | null {

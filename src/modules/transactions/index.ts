@@ -21,19 +21,20 @@ const ListQuery = Type.Object(
   { additionalProperties: true },
 )
 
-const errors = (...codes: number[]) => Object.fromEntries(codes.map((c) => [c, 'Error'])) as Record<number, 'Error'>
+const errors = (...codes: number[]) => Object.fromEntries(codes.map((c) => [c, 'ErrorResponse'])) as Record<number, 'ErrorResponse'>
 
 /** Merchant API: create, get and list transactions (spec "Endpoints"; R5-R9). */
 export function transactionsController(deps: { transactions: TransactionService; webhooks: WebhookService }) {
   return new Elysia({ name: 'transactions', prefix: '/api/transactions' })
     .model({
-      Error: ErrorResponse,
+      ErrorResponse,
       CreateTransactionRequest: CreateTransactionBody,
-      CreateTransactionResponse,
-      GetTransactionResponse,
-      ListTransactionsResponse,
-      TimelineResponse,
-      RetryWebhookResponse,
+      // Not named <OperationId>Response: generators name their own aliases so and would append a 2.
+      CreateTransactionResult: CreateTransactionResponse,
+      TransactionResult: GetTransactionResponse,
+      TransactionList: ListTransactionsResponse,
+      TransactionTimeline: TimelineResponse,
+      RetryWebhookResult: RetryWebhookResponse,
     })
     .post(
       '/create',
@@ -41,14 +42,16 @@ export function transactionsController(deps: { transactions: TransactionService;
         const caller = principalOf(request)
         const result = await deps.transactions.create(caller, body, { idempotencyKey: headers['idempotency-key'] })
         if (!result.ok) throw ApiError.from(result)
-        return new Response(result.value.body, { status: result.value.status, headers: { 'content-type': 'application/json; charset=utf-8' } })
+        const sent: Record<string, string> = { 'content-type': 'application/json; charset=utf-8' }
+        if (result.value.replayed) sent['idempotent-replayed'] = 'true'
+        return new Response(result.value.body, { status: result.value.status, headers: sent })
       },
       {
         parse: 'none',
         transform: [requireScope('transactions:write'), strictJsonBody(CreateTransactionBody, createTransactionRules)],
         body: 'CreateTransactionRequest',
         headers: t.Object({ 'idempotency-key': t.Optional(t.String({ minLength: 1, maxLength: 255, description: 'Retries with the same key and body within 24 h return the first response and create nothing (R6).' })) }, { additionalProperties: true }),
-        response: { 200: 'CreateTransactionResponse', ...errors(400, 401, 403, 409, 413, 429, 500) },
+        response: { 200: 'CreateTransactionResult', ...errors(400, 401, 403, 409, 413, 429, 500) },
         detail: {
           tags: ['Transactions'],
           operationId: 'createTransaction',
@@ -66,7 +69,7 @@ export function transactionsController(deps: { transactions: TransactionService;
       },
       {
         transform: [requireScope('transactions:read'), strictParams('params', IdParams)],
-        response: { 200: 'GetTransactionResponse', ...errors(400, 401, 403, 404, 429, 500) },
+        response: { 200: 'TransactionResult', ...errors(400, 401, 403, 404, 413, 429, 500) },
         detail: {
           tags: ['Transactions'],
           operationId: 'getTransaction',
@@ -84,14 +87,15 @@ export function transactionsController(deps: { transactions: TransactionService;
         return json({ success: true, transaction: result.value })
       },
       {
+        parse: 'none',
         transform: [requireScope('transactions:write'), strictParams('params', IdParams)],
-        response: { 200: 'GetTransactionResponse', ...errors(400, 401, 403, 404, 409, 429, 500) },
+        response: { 200: 'TransactionResult', ...errors(400, 401, 403, 404, 409, 413, 429, 500) },
         detail: {
           tags: ['Transactions'],
           operationId: 'cancelTransaction',
           summary: 'Cancel a transaction',
           parameters: openApiParameters('path', IdParams),
-          description: 'Moves a transaction in status `created`, `prepared` or `pending` to `cancelled` (R11); any other status is 409. Subscribed endpoints receive `transaction.cancelled`. Scope `transactions:write`.',
+          description: 'Moves a transaction in status `created`, `prepared` or `pending` to `cancelled` (R11); any other status is 409. Subscribed endpoints receive `transaction.cancelled`. Scope `transactions:write`. Takes no body: a body sent anyway is not read (one declared larger than 64 KiB is refused with 413).',
         },
       },
     )
@@ -107,14 +111,15 @@ export function transactionsController(deps: { transactions: TransactionService;
         return json({ success: true, message, transaction_id: params.id, event_type: 'transaction.completed' })
       },
       {
+        parse: 'none',
         transform: [requireScope('webhooks:write'), strictParams('params', IdParams)],
-        response: { 200: 'RetryWebhookResponse', ...errors(400, 401, 403, 404, 409, 429, 500) },
+        response: { 200: 'RetryWebhookResult', ...errors(400, 401, 403, 404, 409, 413, 429, 500) },
         detail: {
           tags: ['Transactions'],
           operationId: 'retryWebhook',
           summary: 'Send the transaction.completed webhook again',
           parameters: openApiParameters('path', IdParams),
-          description: 'Sends a fresh `transaction.completed` delivery with the current data to every enabled endpoint of the key\'s project and mode that selected that event (R20), also after automatic retries are exhausted. A transaction that is not `completed` is 409: a false completed signal could make a merchant ship unpaid goods. Scope `webhooks:write`.',
+          description: 'Sends a fresh `transaction.completed` delivery with the current data to every enabled endpoint of the key\'s project and mode that selected that event (R20), also after automatic retries are exhausted. A transaction that is not `completed` is 409: a false completed signal could make a merchant ship unpaid goods. Scope `webhooks:write`. Takes no body: a body sent anyway is not read (one declared larger than 64 KiB is refused with 413).',
         },
       },
     )
@@ -127,7 +132,7 @@ export function transactionsController(deps: { transactions: TransactionService;
       },
       {
         transform: [requireScope('transactions:read'), strictParams('params', IdParams)],
-        response: { 200: 'TimelineResponse', ...errors(400, 401, 403, 404, 429, 500) },
+        response: { 200: 'TransactionTimeline', ...errors(400, 401, 403, 404, 413, 429, 500) },
         detail: {
           tags: ['Transactions'],
           operationId: 'getTransactionTimeline',
@@ -147,7 +152,7 @@ export function transactionsController(deps: { transactions: TransactionService;
       },
       {
         transform: [requireScope('transactions:read'), strictParams('query', ListQuery)],
-        response: { 200: 'ListTransactionsResponse', ...errors(400, 401, 403, 429, 500) },
+        response: { 200: 'TransactionList', ...errors(400, 401, 403, 413, 429, 500) },
         detail: {
           tags: ['Transactions'],
           operationId: 'listTransactions',

@@ -20,6 +20,8 @@ export type Caller = ProjectMode
 export interface StoredResponse {
   status: number
   body: string
+  /** True when an Idempotency-Key replayed an earlier response (the `Idempotent-Replayed` header). */
+  replayed?: true
 }
 
 /** What the service needs of the lifecycle: create a transaction with its actor, and apply events to it. */
@@ -95,7 +97,7 @@ export function createTransactionService(deps: { repo: TransactionRepo; lifecycl
       const prior = await deps.repo.idempotencyRecord({ projectId: caller.projectId, mode: caller.mode, key: key! })
       if (!prior) return deny('conflict', 'This Idempotency-Key is being used by a concurrent request; retry')
       if (prior.requestHash !== requestHash) return deny('conflict', 'This Idempotency-Key was already used with a different request body')
-      return ok({ status: prior.statusCode, body: prior.response })
+      return ok({ status: prior.statusCode, body: prior.response, replayed: true })
     },
 
     async get(caller: Caller, id: string): Promise<Outcome<TransactionView>> {

@@ -1,6 +1,7 @@
-// Webhook signature check for merchants (issue 5). Plain JavaScript with node:crypto only, so it
-// runs unchanged on Node, Bun and Deno:
-//   import { verifyWebhookSignature } from 'crypto-pay/verify-webhook'
+// Webhook verification for merchants: the package @crypto-pay/verify-webhook (this folder). Plain
+// JavaScript with node:crypto only, so it runs unchanged on Node, Bun and Deno:
+//   import { constructEvent } from '@crypto-pay/verify-webhook'
+//   const event = constructEvent(rawBody, request.headers, secret) // typed by `event.event`
 import { createHmac, timingSafeEqual } from 'node:crypto'
 
 /**
@@ -72,4 +73,48 @@ export function verifyStandardWebhook(rawBody, headers, secret, nowSeconds = Mat
     const given = Buffer.from(value, 'base64')
     return given.length === expected.length && timingSafeEqual(given, expected)
   })
+}
+
+/** Thrown by `constructEvent` when a delivery is not what the service sent: answer 401. */
+export class WebhookVerificationError extends Error {
+  constructor(message) {
+    super(message)
+    this.name = 'WebhookVerificationError'
+  }
+}
+
+/**
+ * Verifies one delivery and returns its event, parsed, the way Stripe's `constructEvent` does:
+ * the `x-service-signature` must sign the raw body and, when the Standard Webhooks headers are
+ * there (the service always sends them), they must sign it too within five minutes of `now`, so
+ * a captured delivery cannot be replayed later. Throws `WebhookVerificationError` otherwise.
+ * Pass the body exactly as received, before any JSON parsing.
+ * @param {string | Uint8Array} rawBody
+ * @param {{ get(name: string): string | null } | Record<string, string | string[] | undefined>} headers
+ * @param {string} secret
+ * @param {{ nowSeconds?: number }} [options]
+ */
+export function constructEvent(rawBody, headers, secret, options = {}) {
+  const get = (name) => {
+    if (typeof headers.get === 'function') return headers.get(name)
+    const value = headers[name] ?? headers[Object.keys(headers).find((k) => k.toLowerCase() === name) ?? '']
+    return (Array.isArray(value) ? value[0] : value) ?? null
+  }
+  if (!verifyWebhookSignature(rawBody, get('x-service-signature'), secret)) {
+    throw new WebhookVerificationError('x-service-signature does not sign this body under this secret')
+  }
+  if (get('webhook-signature') !== null && !verifyStandardWebhook(rawBody, { get }, secret, options.nowSeconds)) {
+    throw new WebhookVerificationError('webhook-signature does not sign this delivery, or webhook-timestamp is more than five minutes away')
+  }
+  const text = typeof rawBody === 'string' ? rawBody : new TextDecoder().decode(rawBody)
+  let event
+  try {
+    event = JSON.parse(text)
+  } catch {
+    throw new WebhookVerificationError('the signed body is not JSON')
+  }
+  if (!event || typeof event.event !== 'string' || typeof event.data !== 'object' || event.data === null) {
+    throw new WebhookVerificationError('the signed body is not a webhook event')
+  }
+  return event
 }
