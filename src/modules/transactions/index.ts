@@ -89,7 +89,7 @@ export function transactionsController(deps: { transactions: TransactionService;
       {
         parse: 'none',
         transform: [requireScope('transactions:write'), strictParams('params', IdParams)],
-        response: { 200: 'TransactionResult', ...errors(400, 401, 403, 404, 409, 413, 429, 500) },
+        response: { 200: 'TransactionResult', ...errors(400, 401, 403, 404, 409, 413, 429, 500, 503) },
         detail: {
           tags: ['Transactions'],
           operationId: 'cancelTransaction',
