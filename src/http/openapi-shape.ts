@@ -3,7 +3,7 @@ import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../db/schema.ts'
 import { WINDOWS } from '../limits/windows.ts'
 import { StatsObject } from '../modules/stats/model.ts'
 import { CREATE_TRANSACTION_DOCUMENTED, Pagination, TimelineEntry, TransactionObject, TransactionStatus } from '../modules/transactions/model.ts'
-import { DELIVERY_HEADERS, EVENT_DESCRIPTIONS, eventSchemaName, WEBHOOK_SCHEMAS } from '../webhooks/event-model.ts'
+import { DELIVERY_HEADERS, EVENT_DESCRIPTIONS, eventSchemaName, WEBHOOK_SCHEMAS, webhookOperationId } from '../webhooks/event-model.ts'
 import { MAX_BODY_BYTES } from './api-gate.ts'
 
 /**
@@ -103,6 +103,7 @@ function headerParameterName(header: string) {
 }
 
 const clone = <T>(v: T): T => JSON.parse(JSON.stringify(v))
+const eventRef = (event: WebhookEventType) => `#/components/schemas/${eventSchemaName(event)}`
 
 export function shapeDocument(input: Json, opts: { servers: ServerEntry[]; info: Json; tags: Json[] }): Json {
   const plugin = clone(input)
@@ -136,18 +137,15 @@ export function shapeDocument(input: Json, opts: { servers: ServerEntry[]; info:
   }
 
   const schemas: Json = {}
-  for (const [name, schema] of Object.entries<Json>({ ...plugin.components.schemas, ...named })) {
-    delete schema.$id
-    schemas[name] = refer(schema, name)
-  }
+  for (const [name, schema] of Object.entries<Json>({ ...plugin.components.schemas, ...named })) schemas[name] = refer(schema, name)
   for (const [field, rules] of Object.entries(CREATE_TRANSACTION_DOCUMENTED)) {
     const property = schemas.CreateTransactionRequest.properties[field]
     Object.assign(property.anyOf?.find((v: Json) => v.type !== 'null') ?? property, rules)
   }
   schemas.WebhookEvent = {
     description: 'Any webhook body the service sends, told apart by `event`.',
-    oneOf: WEBHOOK_EVENT_TYPES.map((e) => ({ $ref: `#/components/schemas/${eventSchemaName(e)}` })),
-    discriminator: { propertyName: 'event', mapping: Object.fromEntries(WEBHOOK_EVENT_TYPES.map((e) => [e, `#/components/schemas/${eventSchemaName(e)}`])) },
+    oneOf: WEBHOOK_EVENT_TYPES.map((e) => ({ $ref: eventRef(e) })),
+    discriminator: { propertyName: 'event', mapping: Object.fromEntries(WEBHOOK_EVENT_TYPES.map((e) => [e, eventRef(e)])) },
   }
 
   return schemaFor31({
@@ -169,14 +167,14 @@ export function shapeDocument(input: Json, opts: { servers: ServerEntry[]; info:
 
 function webhookOperation(event: WebhookEventType): Json {
   return {
-    operationId: `${eventSchemaName(event).replace(/Event$/, '')}Webhook`.replace(/^./, (c) => c.toLowerCase()),
+    operationId: webhookOperationId(event),
     summary: event,
     description: `${EVENT_DESCRIPTIONS[event]} Verify \`x-service-signature\` (or the Standard Webhooks headers) over the raw body before trusting it.`,
     tags: ['Webhooks'],
     // The service signs these requests; it sends no API key.
     security: [],
     parameters: Object.keys(DELIVERY_PARAMETERS).map((name) => ({ $ref: `#/components/parameters/${name}` })),
-    requestBody: { required: true, content: { 'application/json': { schema: { $ref: `#/components/schemas/${eventSchemaName(event)}` } } } },
+    requestBody: { required: true, content: { 'application/json': { schema: { $ref: eventRef(event) } } } },
     responses: {
       '200': { description: 'Received: answer any 2xx status quickly and process later. Any other answer, or none within the time-out, is retried on the schedule; 410 Gone disables the endpoint.' },
     },

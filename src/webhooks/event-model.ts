@@ -117,6 +117,8 @@ const NAMES: Record<WebhookEventType, string> = {
   'webhook_endpoint.disabled': 'WebhookEndpointDisabled',
 }
 export const eventSchemaName = (event: WebhookEventType) => `${NAMES[event]}Event`
+/** The operationId of the event's entry under the document's `webhooks`. */
+export const webhookOperationId = (event: WebhookEventType) => `${NAMES[event][0].toLowerCase()}${NAMES[event].slice(1)}Webhook`
 
 const envelope = (event: WebhookEventType, data: TObject) =>
   Type.Object({
@@ -129,19 +131,16 @@ const envelope = (event: WebhookEventType, data: TObject) =>
 const DATA_SCHEMAS: Record<WebhookEventType, TObject> = { ...DATA, 'webhook_endpoint.disabled': EndpointDisabledData }
 
 /** Each event's whole body, by event type. */
-export const EVENT_SCHEMAS = Object.fromEntries(WEBHOOK_EVENT_TYPES.map((e) => [e, envelope(e, DATA_SCHEMAS[e])])) as unknown as Record<WebhookEventType, TObject>
+const EVENT_SCHEMAS = Object.fromEntries(WEBHOOK_EVENT_TYPES.map((e) => [e, envelope(e, DATA_SCHEMAS[e])])) as unknown as Record<WebhookEventType, TObject>
 
-/** Any body the service sends: the union discriminated by `event`. */
-export const WebhookEvent = Type.Union(Object.values(EVENT_SCHEMAS))
-
-/** The document's names for the webhook schemas: each event's body and data, and their union. */
-export const WEBHOOK_SCHEMAS: Record<string, TSchema> = {
-  WebhookEvent,
-  ...Object.fromEntries(WEBHOOK_EVENT_TYPES.flatMap((event) => [
-    [eventSchemaName(event), EVENT_SCHEMAS[event]],
-    [`${NAMES[event]}Data`, DATA_SCHEMAS[event]],
-  ])),
-}
+/**
+ * The document's names for the webhook schemas: each event's body and data. Their union,
+ * `WebhookEvent`, is the document's own (a oneOf with a discriminator, src/http/openapi-shape.ts).
+ */
+export const WEBHOOK_SCHEMAS: Record<string, TSchema> = Object.fromEntries(WEBHOOK_EVENT_TYPES.flatMap((event) => [
+  [eventSchemaName(event), EVENT_SCHEMAS[event]],
+  [`${NAMES[event]}Data`, DATA_SCHEMAS[event]],
+]))
 
 /**
  * The headers of every delivery (src/webhooks/payload.ts sets them): the spec's signature, the

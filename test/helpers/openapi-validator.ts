@@ -35,13 +35,22 @@ export function schemaProblems(name: string, value: unknown): string[] {
 
 const EVENT_SCHEMAS: Record<string, string> = document.components.schemas.WebhookEvent.discriminator.mapping
 
+/** The headers the document declares for every delivery (`components.parameters`). */
+const DELIVERY_HEADERS = Object.values<{ name: string; required: boolean }>(document.components.parameters)
+
 /**
- * Throws, naming the problems, unless a webhook body conforms to the document's WebhookEvent
- * (checked against its own event's schema, so the problems name the fields, not the union).
+ * Throws, naming the problems, unless a delivery is what the document says: its body conforms
+ * to WebhookEvent (checked against its own event's schema, so the problems name the fields, not
+ * the union), every `x-service-*` and `webhook-*` header it carries is declared, and every
+ * required one is there. `headers` as a receiver sees them, names in lower case.
  */
-export function assertWebhookEvent(body: string): void {
+export function assertDelivery(body: string, headers: Record<string, string>): void {
   const value = JSON.parse(body)
   const ref = EVENT_SCHEMAS[value?.event]
   const problems = schemaProblems(ref ? ref.split('/').pop()! : 'WebhookEvent', value)
-  if (problems.length) throw new Error(`a delivery does not match openapi/openapi.json's WebhookEvent: ${problems.join('; ')}\n${body}`)
+  for (const h of Object.keys(headers)) {
+    if (/^(x-service-|webhook-)/.test(h) && !DELIVERY_HEADERS.some((d) => d.name === h)) problems.push(`header ${h} is sent but not declared`)
+  }
+  for (const d of DELIVERY_HEADERS) if (d.required && headers[d.name] === undefined) problems.push(`required header ${d.name} is missing`)
+  if (problems.length) throw new Error(`a delivery does not match openapi/openapi.json's webhooks: ${problems.join('; ')}\n${body}`)
 }

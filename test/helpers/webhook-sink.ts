@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import { assertWebhookEvent } from './openapi-validator.ts'
+import { assertDelivery } from './openapi-validator.ts'
 
 const SCRIPT = fileURLToPath(new URL('./webhook-receiver.mjs', import.meta.url))
 
@@ -41,8 +41,9 @@ export async function startWebhookSink(): Promise<WebhookSink> {
   const base = `http://127.0.0.1:${port}`
   const get = async (path?: string) => {
     const got = (await (await fetch(`${base}/_received${path ? `?path=${encodeURIComponent(path)}` : ''}`)).json()) as { received: Received[]; hanging: number }
-    // Every delivery the service sent, in every test that receives one, is what the document says.
-    for (const r of got.received) if (r.headers['x-service-signature']) assertWebhookEvent(r.body)
+    // Every delivery the service sent, in every test that receives one, is what the document says:
+    // its body and its headers.
+    for (const r of got.received) if (r.headers['x-service-signature']) assertDelivery(r.body, r.headers)
     return got
   }
   const sink: WebhookSink = {

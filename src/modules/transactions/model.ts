@@ -41,10 +41,11 @@ export type CreateTransactionInput = Static<typeof CreateTransactionBody>
  * TypeBox would test `multipleOf` with a float remainder (0.29 % 0.01 is not 0) and report a
  * failed pattern as the pattern itself, not as the rule.
  */
+const HTTP_URL = { pattern: '^[Hh][Tt][Tt][Pp][Ss]?:' }
 export const CREATE_TRANSACTION_DOCUMENTED: Record<string, Record<string, unknown>> = {
   amount: { multipleOf: 0.01 },
-  success_url: { pattern: '^[Hh][Tt][Tt][Pp][Ss]?:' },
-  cancel_url: { pattern: '^[Hh][Tt][Tt][Pp][Ss]?:' },
+  success_url: HTTP_URL,
+  cancel_url: HTTP_URL,
 }
 
 /** Rules JSON Schema cannot state (or states with floats): checked after the schema passes. */

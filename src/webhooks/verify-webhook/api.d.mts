@@ -493,8 +493,6 @@ export interface components {
             /** Format: date-time */
             at: string;
         };
-        /** @description Any webhook body the service sends, told apart by `event`. */
-        WebhookEvent: components["schemas"]["TransactionCreatedEvent"] | components["schemas"]["TransactionPaymentReceivedEvent"] | components["schemas"]["TransactionConfirmingEvent"] | components["schemas"]["TransactionCompletedEvent"] | components["schemas"]["TransactionFailedEvent"] | components["schemas"]["TransactionExpiredEvent"] | components["schemas"]["TransactionCancelledEvent"] | components["schemas"]["TransactionPaymentReversedEvent"] | components["schemas"]["WebhookEndpointDisabledEvent"];
         /** @description A transaction was created through the API. */
         TransactionCreatedEvent: {
             /**
@@ -1056,6 +1054,8 @@ export interface components {
             disabled_at: string | null;
             failing_since: string | null;
         };
+        /** @description Any webhook body the service sends, told apart by `event`. */
+        WebhookEvent: components["schemas"]["TransactionCreatedEvent"] | components["schemas"]["TransactionPaymentReceivedEvent"] | components["schemas"]["TransactionConfirmingEvent"] | components["schemas"]["TransactionCompletedEvent"] | components["schemas"]["TransactionFailedEvent"] | components["schemas"]["TransactionExpiredEvent"] | components["schemas"]["TransactionCancelledEvent"] | components["schemas"]["TransactionPaymentReversedEvent"] | components["schemas"]["WebhookEndpointDisabledEvent"];
     };
     responses: never;
     parameters: {
