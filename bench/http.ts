@@ -1,69 +1,121 @@
 /**
  * `npm run bench`: throughput and latency of GET /api/transactions/{id} and
- * POST /api/transactions/create over HTTPS on Bun, against PGlite and PostgreSQL, and in the
- * same run a bare Elysia JSON route with the same load tool (wrk) and connection count, so
- * the ratios compare like with like on a noisy machine.
+ * POST /api/transactions/create over HTTPS on Bun, on PGlite and on PostgreSQL, each against
+ * its floor in the same run: a bare Elysia app doing one statement per request on the same
+ * database (bench/floor-server.ts: GET one key read, POST one insert). The service and its
+ * floor run side by side and are measured in alternating wrk rounds (the order flips every
+ * round), so the machine's drift falls on both alike; the median round of each is compared.
+ * A bare Elysia JSON route with no database is measured too, for scale.
  *
- * Env: BENCH_SECONDS (default 10), BENCH_CONNECTIONS (32), DATABASE_URL (PostgreSQL server;
- * default postgres://postgres@127.0.0.1:5432/test, a fresh database is created and dropped).
+ * Env: BENCH_SECONDS per round (default 5), BENCH_ROUNDS (3), BENCH_CONNECTIONS (32),
+ * DATABASE_URL (PostgreSQL server; default postgres://postgres@127.0.0.1:5432/test; fresh
+ * databases are created and dropped).
  */
 import { spawnSync } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, tmpdir, totalmem } from 'node:os'
 import { join } from 'node:path'
-import { cli, startProcess, startService, stopProcess, wrk as runWrk, type WrkResult } from './harness.ts'
+import { cli, startProcess, startService, stopProcess, wrk, type BenchProcess, type BenchService, type WrkResult } from './harness.ts'
 
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32)
-const BUN = process.execPath
+const pgServer = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
+delete process.env.DATABASE_URL
+/** Targets as fractions of the floor (DEVELOPERS.md, issue 16). */
+const TARGETS = { pglite: { get: 0.6, create: 0.4 }, postgres: { get: 0.8, create: 0.5 } } as const
 
-type Result = WrkResult
-
-
-function wrk(name: string, url: string, key: string | null, luaPost: string | null): Result {
-  const extraArgs = [...(key ? ['-H', `Authorization: Bearer ${key}`] : []), ...(luaPost ? ['-s', luaPost] : [])]
-  return runWrk(name, url, { seconds: SECONDS, connections: CONNECTIONS, extraArgs })
-}
-
-async function serviceRun(backend: 'pglite' | 'postgres', lua: string): Promise<Result[]> {
-  const svc = await startService(backend)
-  try {
-    const { base, key } = svc
-    cli(['project', 'set-limits', '--project', svc.projectId, '--minute', '1000000000', '--hour', '1000000000', '--day', '1000000000'], svc.env)
-    const created = spawnSync('curl', ['-sk', `${base}/api/transactions/create`, '-H', `Authorization: Bearer ${key}`, '-H', 'Content-Type: application/json', '-d', '{"amount": 10}'], { encoding: 'utf8' })
-    const id = JSON.parse(created.stdout).transaction.id
-    return [
-      wrk(`GET /api/transactions/{id} (${backend})`, `${base}/api/transactions/${id}`, key, null),
-      wrk(`POST /api/transactions/create (${backend})`, `${base}/api/transactions/create`, key, lua),
-    ]
-  } finally {
-    await svc.stop()
-  }
-}
-
-const work = mkdtempSync(join(tmpdir(), 'crypto-pay-bench-cert-'))
+const work = mkdtempSync(join(tmpdir(), 'crypto-pay-bench-http-'))
 const lua = join(work, 'post.lua')
-writeFileSync(lua, `wrk.method = "POST"\nwrk.body = '{"amount": 25.5, "order_id": "bench", "metadata": {"k": "v"}}'\nwrk.headers["Content-Type"] = "application/json"\n`)
+const BODY = '{"amount": 25.5, "order_id": "bench", "metadata": {"k": "v"}}'
+writeFileSync(lua, `wrk.method = "POST"\nwrk.body = '${BODY}'\nwrk.headers["Content-Type"] = "application/json"\n`)
 const { generate } = await import('selfsigned')
 const pems = await generate([{ name: 'commonName', value: 'localhost' }], { keyType: 'ec', algorithm: 'sha256' } as any)
 writeFileSync(join(work, 'cert.pem'), pems.cert)
 writeFileSync(join(work, 'key.pem'), pems.private)
+const tls = { TLS_CERT_FILE: join(work, 'cert.pem'), TLS_KEY_FILE: join(work, 'key.pem') }
 
-const results: Result[] = []
-const bare = await startProcess(['bench/bare-server.ts'], { TLS_CERT_FILE: join(work, 'cert.pem'), TLS_KEY_FILE: join(work, 'key.pem') })
-try {
-  results.push(wrk('bare Elysia GET (baseline)', `https://127.0.0.1:${bare.port}/bare`, null, null))
-} finally {
-  bare.proc.kill('SIGTERM')
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
+interface Target { name: string; url: string; args: string[] }
+const run = (t: Target, seconds = SECONDS) => wrk(t.name, t.url, { seconds, connections: CONNECTIONS, extraArgs: t.args })
+
+/** Alternating rounds of two targets; the median round (req/s, p50, p99 each) of each. */
+function alternate(a: Target, b: Target): [WrkResult, WrkResult] {
+  run(a, 2), run(b, 2) // warm
+  const rs: [WrkResult[], WrkResult[]] = [[], []]
+  for (let i = 0; i < ROUNDS; i++) {
+    if (i % 2 === 0) rs[0].push(run(a)), rs[1].push(run(b))
+    else rs[1].push(run(b)), rs[0].push(run(a))
+  }
+  return rs.map((r, i) => ({
+    name: [a, b][i]!.name,
+    rps: median(r.map((x) => x.rps)),
+    p50: median(r.map((x) => x.p50)),
+    p99: median(r.map((x) => x.p99)),
+    errors: r.reduce((n, x) => n + x.errors, 0),
+    requests: r.reduce((n, x) => n + x.requests, 0),
+  })) as [WrkResult, WrkResult]
 }
-results.push(...(await serviceRun('pglite', lua)))
-if (!process.env.DATABASE_URL) process.env.DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/test'
-results.push(...(await serviceRun('postgres', lua)))
+
+interface Row { backend: string; route: 'get' | 'create'; service: WrkResult; floor: WrkResult }
+const rows: Row[] = []
+let bareRps = 0
+
+const bare = await startProcess(['bench/bare-server.ts'], tls)
+try {
+  bareRps = median(Array.from({ length: ROUNDS }, () => run({ name: 'bare Elysia GET', url: `https://127.0.0.1:${bare.port}/bare`, args: [] }).rps))
+} finally {
+  await stopProcess(bare)
+}
+
+for (const backend of ['pglite', 'postgres'] as const) {
+  if (backend === 'postgres') process.env.DATABASE_URL = pgServer
+  let svc: BenchService | null = null
+  let floor: BenchProcess | null = null
+  let floorDb: { drop(): Promise<void> } | null = null
+  const floorDir = mkdtempSync(join(tmpdir(), 'crypto-pay-bench-floor-'))
+  try {
+    svc = await startService(backend)
+    cli(['project', 'set-limits', '--project', svc.projectId, '--minute', '1000000000', '--hour', '1000000000', '--day', '1000000000'], svc.env)
+    const created = spawnSync('curl', ['-sk', `${svc.base}/api/transactions/create`, '-H', `Authorization: Bearer ${svc.key}`, '-H', 'Content-Type: application/json', '-d', '{"amount": 10}'], { encoding: 'utf8' })
+    const id = JSON.parse(created.stdout).transaction.id
+    let floorEnv: Record<string, string> = { ...tls, DATA_DIR: floorDir }
+    if (backend === 'postgres') {
+      const { freshPostgres } = await import('../test/helpers/databases.ts')
+      const pg = await freshPostgres()
+      floorDb = pg
+      floorEnv = { ...tls, DATABASE_URL: pg.url }
+    }
+    floor = await startProcess(['bench/floor-server.ts'], floorEnv)
+    const seed = /"seed":"([^"]+)"/.exec(floor.stderr())![1]
+    const auth = ['-H', `Authorization: Bearer ${svc.key}`]
+    const [getS, getF] = alternate(
+      { name: `GET /api/transactions/{id} (${backend})`, url: `${svc.base}/api/transactions/${id}`, args: auth },
+      { name: `floor GET (${backend})`, url: `https://127.0.0.1:${floor.port}/floor/${seed}`, args: [] },
+    )
+    rows.push({ backend, route: 'get', service: getS, floor: getF })
+    const [postS, postF] = alternate(
+      { name: `POST /api/transactions/create (${backend})`, url: `${svc.base}/api/transactions/create`, args: [...auth, '-s', lua] },
+      { name: `floor POST (${backend})`, url: `https://127.0.0.1:${floor.port}/floor`, args: ['-s', lua] },
+    )
+    rows.push({ backend, route: 'create', service: postS, floor: postF })
+  } finally {
+    await stopProcess(floor)
+    await svc?.stop()
+    await floorDb?.drop()
+    rmSync(floorDir, { recursive: true, force: true })
+  }
+}
 rmSync(work, { recursive: true, force: true })
 
-const baseline = results[0].rps
-const bunVersion = spawnSync(BUN, ['--version'], { encoding: 'utf8' }).stdout.trim()
-console.log(`\n${new Date().toISOString()} · Bun ${bunVersion} · ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'} · ${(totalmem() / 2 ** 30).toFixed(0)} GiB · wrk -t1 -c${CONNECTIONS} -d${SECONDS}s, HTTPS keep-alive\n`)
-console.log('| target | req/s | p50 ms | p99 ms | vs bare | non-2xx |')
-console.log('|---|---:|---:|---:|---:|---:|')
-for (const r of results) console.log(`| ${r.name} | ${r.rps.toFixed(0)} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${((100 * r.rps) / baseline).toFixed(1)}% | ${r.errors} |`)
+const bunVersion = spawnSync(process.execPath, ['--version'], { encoding: 'utf8' }).stdout.trim()
+const fmt = (n: number) => Math.round(n).toLocaleString('en')
+console.log(`\n${new Date().toISOString()} · Bun ${bunVersion} · ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'} · ${(totalmem() / 2 ** 30).toFixed(0)} GiB · wrk -t1 -c${CONNECTIONS}, ${ROUNDS} alternating rounds of ${SECONDS} s, HTTPS keep-alive, medians\n`)
+console.log(`Bare Elysia JSON route, no database: ${fmt(bareRps)} req/s.\n`)
+console.log('| route | database | service req/s | p50 / p99 ms | floor req/s | floor p50 / p99 ms | vs floor | target | vs bare | non-2xx |')
+console.log('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|')
+for (const r of rows) {
+  const ratio = r.service.rps / r.floor.rps
+  const target = TARGETS[r.backend as keyof typeof TARGETS][r.route]
+  console.log(`| ${r.route === 'get' ? 'GET /api/transactions/{id}' : 'POST /api/transactions/create'} | ${r.backend === 'pglite' ? 'PGlite' : 'PostgreSQL'} | ${fmt(r.service.rps)} | ${r.service.p50.toFixed(2)} / ${r.service.p99.toFixed(2)} | ${fmt(r.floor.rps)} | ${r.floor.p50.toFixed(2)} / ${r.floor.p99.toFixed(2)} | **${(100 * ratio).toFixed(1)}%** ${ratio >= target ? '✓' : '✗'} | ${100 * target}% | ${((100 * r.service.rps) / bareRps).toFixed(1)}% | ${r.service.errors + r.floor.errors} |`)
+}
