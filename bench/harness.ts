@@ -100,7 +100,9 @@ export async function startService(backend: 'pglite' | 'postgres', extraEnv: Rec
   try {
     // PostgreSQL has no demo project: make one before the server starts.
     const made = pg ? cli(['project', 'create', '--name', 'Bench'], env).id as string : null
-    server = await startProcess(['src/main.ts'], env, 'Crypto Pay is running')
+    // BENCH_BUN_ARGS: runtime flags for the service, e.g. "--cpu-prof-md --cpu-prof-dir=/tmp/prof" (the profile is written on its graceful stop).
+    const runtimeArgs = process.env.BENCH_BUN_ARGS ? process.env.BENCH_BUN_ARGS.split(/\s+/) : []
+    server = await startProcess([...runtimeArgs, 'src/main.ts'], env, 'Crypto Pay is running')
     const projectId = made ?? /Demo project (proj_\w+)/.exec(server.stdout())![1]!
     const key = cli(['key', 'create', '--project', projectId, '--mode', 'test', '--name', 'bench'], env).key as string
     return { server, base: `https://127.0.0.1:${server.port}`, projectId, key, env, stop }

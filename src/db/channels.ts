@@ -5,7 +5,11 @@
 export const CHANNELS = {
   /** A transaction's actor changed on another instance: `{ id, version, event? }`. */
   transactionActor: 'actor_changed',
-  /** New webhook work: outbox events to fan out, deliveries to claim. The outbox's insert trigger (migration 0004) notifies it too. */
+  /**
+   * New webhook work. The outbox's insert trigger (migration 0004) notifies it with an empty
+   * payload: events to fan out. WEBHOOK_WORK_DELIVERIES says deliveries were written for any
+   * instance to claim.
+   */
   webhookWork: 'outbox',
   /** A running delivery actor is asked to act now (manual redelivery): the delivery id. */
   deliveryRequest: 'delivery_request',
@@ -14,3 +18,6 @@ export const CHANNELS = {
   /** Cached keys, projects or endpoints changed (src/db/change-feed.ts). */
   cacheChanges: 'cache_changes',
 } as const
+
+/** The `webhookWork` payload for deliveries waiting to be claimed (an empty one means outbox events). */
+export const WEBHOOK_WORK_DELIVERIES = 'deliveries'

@@ -1,10 +1,21 @@
-import { lt, sql } from 'drizzle-orm'
+import { inArray, lt, sql } from 'drizzle-orm'
 import type { PgColumn } from 'drizzle-orm/pg-core'
 import type { Database } from '../db/client.ts'
 import { bare, param, prepare } from '../db/prepared.ts'
 import { rateLimits } from '../db/schema.ts'
 import type { RateLimits } from '../projects/project.service.ts'
 import { windowStart, type WindowName } from './windows.ts'
+
+/** A subject's stored windows (epoch ms starts): what the embedded limiter keeps in memory. */
+export interface StoredWindows {
+  subject: string
+  minuteStart: number
+  minuteUsed: number
+  hourStart: number
+  hourUsed: number
+  dayStart: number
+  dayUsed: number
+}
 
 export interface TakeResult {
   granted: number
@@ -60,6 +71,32 @@ export function createRateLimitRepo(database: Database) {
       })
       const k = Number(row.lastGrant)
       return { granted: k, used: { minute: Number(row.minuteUsed) - k, hour: Number(row.hourUsed) - k, day: Number(row.dayUsed) - k } }
+    },
+
+    /** The stored windows of these subjects (those never counted are absent). */
+    async load(subjects: string[]): Promise<StoredWindows[]> {
+      const rows = await db.select().from(rateLimits).where(inArray(rateLimits.subject, subjects))
+      return rows.map((r) => ({
+        subject: r.subject, minuteStart: r.minuteStart.getTime(), minuteUsed: r.minuteUsed,
+        hourStart: r.hourStart.getTime(), hourUsed: r.hourUsed, dayStart: r.dayStart.getTime(), dayUsed: r.dayUsed,
+      }))
+    },
+
+    /** Writes these subjects' windows as they are, in one statement (the embedded limiter's write-behind). */
+    async store(windows: StoredWindows[]): Promise<void> {
+      if (windows.length === 0) return
+      const values = windows.map((w) => ({
+        subject: w.subject, minuteStart: new Date(w.minuteStart), minuteUsed: w.minuteUsed, hourStart: new Date(w.hourStart),
+        hourUsed: w.hourUsed, dayStart: new Date(w.dayStart), dayUsed: w.dayUsed, lastGrant: 0,
+      }))
+      const excluded = (c: PgColumn) => sql`excluded.${bare(c)}`
+      await db.insert(rateLimits).values(values).onConflictDoUpdate({
+        target: rateLimits.subject,
+        set: {
+          minuteStart: excluded(rateLimits.minuteStart), minuteUsed: excluded(rateLimits.minuteUsed), hourStart: excluded(rateLimits.hourStart),
+          hourUsed: excluded(rateLimits.hourUsed), dayStart: excluded(rateLimits.dayStart), dayUsed: excluded(rateLimits.dayUsed),
+        },
+      })
     },
 
     /** Forgets subjects not seen for two days (mostly client IPs without a valid key). */

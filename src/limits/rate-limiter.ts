@@ -1,8 +1,8 @@
 import type { LimitedSurface, Metrics } from '../metrics/metrics.ts'
 import type { Clock } from '../lib/clock.ts'
 import type { RateLimits } from '../projects/project.service.ts'
-import type { RateLimitRepo } from './rate-limit.repo.ts'
-import { WINDOWS, windowEnd, type WindowName } from './windows.ts'
+import type { RateLimitRepo, StoredWindows } from './rate-limit.repo.ts'
+import { WINDOWS, windowEnd, windowStart, type WindowName } from './windows.ts'
 
 export interface WindowState {
   limit: number
@@ -16,6 +16,14 @@ export interface Decision {
   windows: Record<WindowName, WindowState>
   /** Seconds until the exhausted windows have all reset (only when refused). */
   retryAfter: number | null
+}
+
+/** Counts requests per subject against its limits (R23). */
+export interface RateLimiter {
+  /** Counts one request for `subject` and says whether it may proceed. */
+  check(subject: string, limits: RateLimits): Promise<Decision>
+  /** Writes what is counted but not stored yet (the embedded limiter; the shared one stores as it counts). */
+  flush(): Promise<void>
 }
 
 interface Waiter {
@@ -38,7 +46,7 @@ interface Waiter {
 /** Which surface a subject's limit guards, from its prefix (`project:`/`ip:` the API, `pay:`, `sign-in:`). */
 const surfaceOf = (subject: string): LimitedSurface => (subject.startsWith('pay:') ? 'pay' : subject.startsWith('sign-in:') ? 'sign_in' : 'api')
 
-export function createRateLimiter(deps: { repo: RateLimitRepo; clock: Clock; metrics?: Pick<Metrics, 'rateLimited'> }) {
+export function createRateLimiter(deps: { repo: Pick<RateLimitRepo, 'take'>; clock: Clock; metrics?: Pick<Metrics, 'rateLimited'> }): RateLimiter {
   const queues = new Map<string, { waiting: Waiter[]; busy: boolean }>()
 
   async function flush(subject: string) {
@@ -65,7 +73,6 @@ export function createRateLimiter(deps: { repo: RateLimitRepo; clock: Clock; met
   }
 
   return {
-    /** Counts one request for `subject` and says whether it may proceed. */
     check(subject: string, limits: RateLimits): Promise<Decision> {
       return new Promise((resolve, reject) => {
         let q = queues.get(subject)
@@ -73,6 +80,108 @@ export function createRateLimiter(deps: { repo: RateLimitRepo; clock: Clock; met
         q.waiting.push({ limits, resolve, reject })
         if (!q.busy && q.waiting.length === 1) void flush(subject)
       })
+    },
+    flush: async () => {},
+  }
+}
+
+/** How soon counts reach the database after they changed (the embedded limiter's write-behind). */
+export const EMBEDDED_FLUSH_MS = 50
+/** Subjects kept in memory; beyond it, the least recently seen stored ones are dropped (and read back if seen again). */
+const EMBEDDED_MAX_SUBJECTS = 100_000
+
+/**
+ * R23 on the embedded database (PGlite), where one process owns the database by construction:
+ * counts live in memory and decide at once, exactly as the shared limiter's statement would
+ * (the same windows, the same refusals, the same Remaining values). The database stays the
+ * durable record: a subject's windows are read from it the first time the process sees the
+ * subject, and every change is written back within EMBEDDED_FLUSH_MS, all changed subjects in
+ * one statement, and at the graceful stop. A restart therefore keeps each window's counts; a
+ * crash can forget at most the last EMBEDDED_FLUSH_MS of them.
+ */
+export function createEmbeddedRateLimiter(deps: { repo: Pick<RateLimitRepo, 'load' | 'store'>; clock: Clock; metrics?: Pick<Metrics, 'rateLimited'>; onError?: (e: unknown) => void }): RateLimiter {
+  const known = new Map<string, StoredWindows>()
+  const loading = new Map<string, Promise<StoredWindows>>()
+  const dirty = new Set<string>()
+  let timer: ReturnType<typeof setTimeout> | null = null
+  let writing: Promise<void> = Promise.resolve()
+
+  async function windowsOf(subject: string): Promise<StoredWindows> {
+    const hit = known.get(subject)
+    if (hit) {
+      // Most recently seen last, so eviction drops the longest unseen.
+      known.delete(subject)
+      known.set(subject, hit)
+      return hit
+    }
+    let pending = loading.get(subject)
+    if (!pending) {
+      pending = deps.repo.load([subject]).then(([row]) => {
+        const w = row ?? { subject, minuteStart: 0, minuteUsed: 0, hourStart: 0, hourUsed: 0, dayStart: 0, dayUsed: 0 }
+        known.set(subject, w)
+        evict()
+        return w
+      }).finally(() => loading.delete(subject))
+      loading.set(subject, pending)
+    }
+    return pending
+  }
+
+  function evict() {
+    if (known.size <= EMBEDDED_MAX_SUBJECTS) return
+    for (const subject of known.keys()) {
+      if (known.size <= EMBEDDED_MAX_SUBJECTS * 0.9) break
+      if (!dirty.has(subject)) known.delete(subject)
+    }
+  }
+
+  function write(): Promise<void> {
+    timer = null
+    const batch = [...dirty].map((s) => known.get(s)!).filter(Boolean).map((w) => ({ ...w }))
+    dirty.clear()
+    if (batch.length === 0) return writing
+    writing = writing.then(() => deps.repo.store(batch)).catch((e) => {
+      // Not lost: marked again, so the next write carries it.
+      for (const w of batch) if (known.has(w.subject)) dirty.add(w.subject)
+      schedule()
+      deps.onError?.(e)
+    })
+    return writing
+  }
+
+  function schedule() {
+    if (timer === null && dirty.size > 0) {
+      timer = setTimeout(() => void write(), EMBEDDED_FLUSH_MS)
+      ;(timer as { unref?: () => void }).unref?.()
+    }
+  }
+
+  return {
+    async check(subject, limits) {
+      const w = await windowsOf(subject)
+      const now = deps.clock.now()
+      // As the shared statement does: a window whose start moved on counts from zero; an older start counts in the stored window.
+      const used = {} as RateLimits
+      for (const name of WINDOWS) {
+        const start = windowStart(name, now)
+        const key = `${name}Start` as const
+        if (start > w[key]) (w[key] = start), (w[`${name}Used`] = 0)
+        used[name] = w[`${name}Used`]
+      }
+      const granted = Math.max(0, Math.min(1, limits.minute - used.minute, limits.hour - used.hour, limits.day - used.day))
+      if (granted > 0) {
+        for (const name of WINDOWS) w[`${name}Used`] += granted
+        dirty.add(subject)
+        schedule()
+      }
+      const decision = decide(limits, used, granted, 0, now)
+      if (!decision.allowed) deps.metrics?.rateLimited(surfaceOf(subject))
+      return decision
+    },
+
+    async flush() {
+      if (timer !== null) clearTimeout(timer)
+      await write()
     },
   }
 }
@@ -92,4 +201,3 @@ function decide(limits: RateLimits, used: RateLimits, granted: number, i: number
   return { allowed, windows, retryAfter: allowed ? null : Math.max(1, Math.ceil((retryAt - now) / 1000)) }
 }
 
-export type RateLimiter = ReturnType<typeof createRateLimiter>

@@ -1,6 +1,6 @@
 import type { InstanceLease } from '../actors/instance-lease.ts'
 import type { Scheduler } from '../actors/scheduler.ts'
-import { CHANNELS } from '../db/channels.ts'
+import { CHANNELS, WEBHOOK_WORK_DELIVERIES } from '../db/channels.ts'
 import type { Database } from '../db/client.ts'
 import type { Clock } from '../lib/clock.ts'
 import type { Logger } from '../lib/logger.ts'
@@ -19,6 +19,12 @@ export interface DispatcherDeps {
   singleInstance: boolean
   /** How often an idle dispatcher looks for work a notification may not have announced. */
   pollMs?: number
+  /**
+   * Notices of new outbox events start a pass at most this often (the first at once, later ones
+   * gathered until this long after the last pass began): on the embedded database, where every
+   * statement runs in the server's own thread, one fan-out then serves many creates.
+   */
+  eventsGatherMs?: number
 }
 
 const BATCH = 500
@@ -36,10 +42,14 @@ const ADOPT_EVERY = 10
  */
 export function createWebhookDispatcher(deps: DispatcherDeps) {
   const pollMs = deps.pollMs ?? 1000
+  const gatherMs = deps.eventsGatherMs ?? 0
+  let lastPassAt = -Infinity
+  let gathering: ReturnType<typeof setTimeout> | null = null
   const me = deps.lease.instanceId
   let stopped = true
   let running: Promise<void> | null = null
-  let again = false
+  /** What the pass after the running one must do: nothing, fan out new events only, or also claim. */
+  let again: 'none' | 'events' | 'all' = 'none'
   let timer: ReturnType<typeof setInterval> | null = null
   const unlisten: (() => Promise<void>)[] = []
   let unlease: (() => void) | null = null
@@ -66,13 +76,17 @@ export function createWebhookDispatcher(deps: DispatcherDeps) {
     start(await deps.repo.owned(me, stranded))
   }
 
-  async function pass(all = false) {
+  /** Fans out new outbox events; unless `eventsOnly`, then claims deliveries nobody runs (with `all`, every one not ours). */
+  async function pass(o: { all?: boolean; eventsOnly?: boolean } = {}) {
+    const all = o.all ?? false
     const now = () => new Date(deps.clock.now())
     for (;;) {
       const r = await deps.repo.fanOut({ limit: BATCH, now: now(), owner: me })
       start(r.deliveries)
       if (r.events < BATCH) break
     }
+    // Deliveries made by fan-out are claimed by it: a notice of new events alone has nothing else to claim.
+    if (o.eventsOnly) return
     for (;;) {
       const claimed = all ? await deps.repo.claimAll({ owner: me, limit: BATCH }) : await deps.repo.claimFree({ owner: me, now: now(), limit: BATCH })
       start(claimed)
@@ -80,30 +94,47 @@ export function createWebhookDispatcher(deps: DispatcherDeps) {
     }
   }
 
-  /** Runs a pass now, or right after the one in progress. */
-  function wake(): Promise<void> {
+  /**
+   * Runs a pass now, or right after the one in progress: every wake-up during a pass is served
+   * by one next pass. `events`: only new outbox events were announced (the outbox trigger's
+   * notice, one per created transaction or transition), so the pass only fans out.
+   */
+  function wake(what: 'events' | 'all' = 'all'): Promise<void> {
     if (stopped || !deps.lease.held()) return running ?? Promise.resolve()
     if (running) {
-      again = true
+      if (again !== 'all') again = what
       return running
     }
     running = (async () => {
+      let next: 'none' | 'events' | 'all' = what
       do {
-        again = false
+        again = 'none'
+        lastPassAt = performance.now()
         try {
-          await pass()
+          await pass({ eventsOnly: next === 'events' })
         } catch (e) {
           deps.logger.warn('webhook dispatch pass failed; retrying', { error: String(e) })
         }
-      } while (again && !stopped)
+        next = again
+      } while (next !== 'none' && !stopped)
     })().finally(() => (running = null))
     return running
+  }
+
+  /** A notice of new outbox events: a pass now, or gathered with the next ones (eventsGatherMs). */
+  function eventsAnnounced() {
+    const wait = lastPassAt + gatherMs - performance.now()
+    if (wait <= 0 || running) return void wake('events')
+    gathering ??= setTimeout(() => {
+      gathering = null
+      void wake('events')
+    }, wait)
   }
 
   return {
     async start() {
       stopped = false
-      unlisten.push(await deps.database.listen(CHANNELS.webhookWork, () => void wake(), () => void wake()))
+      unlisten.push(await deps.database.listen(CHANNELS.webhookWork, (payload) => (payload === WEBHOOK_WORK_DELIVERIES ? void wake() : eventsAnnounced()), () => void wake()))
       unlisten.push(await deps.database.listen(CHANNELS.deliveryRequest, (id) => void deps.runner.redeliver(id).catch(() => {})))
       let ticks = 0
       unlease = deps.lease.listen({
@@ -117,7 +148,7 @@ export function createWebhookDispatcher(deps: DispatcherDeps) {
       await deps.lease.start()
       // Ours from before a restart on the same DATA_DIR (src/server/instance-id.ts), then the rest nobody runs.
       await adoptStranded()
-      running = pass(deps.singleInstance).finally(() => (running = null))
+      running = pass({ all: deps.singleInstance }).finally(() => (running = null))
       await running
       timer = setInterval(() => void wake(), pollMs)
       ;(timer as { unref?: () => void }).unref?.()
@@ -137,6 +168,7 @@ export function createWebhookDispatcher(deps: DispatcherDeps) {
       if (stopped) return
       stopped = true
       if (timer) clearInterval(timer)
+      if (gathering) clearTimeout(gathering)
       unlease?.()
       for (const u of unlisten.splice(0)) await u()
       await running

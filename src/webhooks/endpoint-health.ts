@@ -1,4 +1,4 @@
-import { CHANNELS } from '../db/channels.ts'
+import { CHANNELS, WEBHOOK_WORK_DELIVERIES } from '../db/channels.ts'
 import type { Database } from '../db/client.ts'
 import type { Clock } from '../lib/clock.ts'
 import { newEventId } from '../lib/ids.ts'
@@ -37,7 +37,7 @@ export function createEndpointHealth(deps: {
     const eventId = newEventId()
     const data = endpointDisabledData(e)
     await deps.deliveries.insert(targets.map((id) => ({ eventId, endpointId: id, projectId: e.projectId, mode: e.mode, transactionId: null, eventType, data, test: false, sequence: 0 })), at)
-    if (targets.length) await deps.database.notify(CHANNELS.webhookWork, '')
+    if (targets.length) await deps.database.notify(CHANNELS.webhookWork, WEBHOOK_WORK_DELIVERIES)
   }
 
   return {

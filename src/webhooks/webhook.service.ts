@@ -1,6 +1,6 @@
 import { transition } from 'xstate'
 import { webhookDeliveryMachine, type DeliveryStatus } from '../../machines/webhook-delivery.machine.ts'
-import { CHANNELS } from '../db/channels.ts'
+import { CHANNELS, WEBHOOK_WORK_DELIVERIES } from '../db/channels.ts'
 import type { Database } from '../db/client.ts'
 import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../db/schema.ts'
 import type { Clock } from '../lib/clock.ts'
@@ -63,7 +63,7 @@ export function createWebhookService(deps: {
   scheduleMs: readonly number[]
 }) {
   const now = () => new Date(deps.clock.now())
-  const wake = () => deps.database.notify(CHANNELS.webhookWork, '')
+  const wake = () => deps.database.notify(CHANNELS.webhookWork, WEBHOOK_WORK_DELIVERIES)
 
   async function getDelivery(id: string, scope: ProjectFilter = {}): Promise<Outcome<{ delivery: DeliveryView; data: Record<string, unknown>; attempts: AttemptView[] }>> {
     const row = await deps.repo.find(id, scope, now())
