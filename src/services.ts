@@ -32,6 +32,7 @@ import { createDepositService } from './chain/deposit.service.ts'
 import type { NetworkConfig } from './chain/networks-config.ts'
 import type { TestWallet } from './chain/test-wallet.ts'
 import { createPayService } from './modules/pay/service.ts'
+import { createStatusStreams } from './modules/pay/status-streams.ts'
 import { createWebhookService } from './webhooks/webhook.service.ts'
 import { createTransactionRepo } from './modules/transactions/transaction.repo.ts'
 import { createTransactionService } from './modules/transactions/service.ts'
@@ -140,13 +141,16 @@ export async function createServices(deps: {
   const webhooks = createWebhookService({ database, repo: deliveryRepo, runner, endpoints, transactions: transactionRepo, clock, instanceId, scheduleMs })
   const transactions = createTransactionService({ repo: transactionRepo, lifecycle, clock, baseUrl: deps.baseUrl })
   const stats = createStatsService({ db: database.db })
+  const pay = createPayService({ database, clock, networks: chain.networks, prices: chain.prices, deposits, watch: chain.watch, lifecycle, testWallet: deps.testWallet })
   return {
     database,
     clock,
     changes,
     deposits,
     chain,
-    pay: createPayService({ database, clock, networks: chain.networks, prices: chain.prices, deposits, watch: chain.watch, lifecycle, testWallet: deps.testWallet }),
+    pay,
+    /** The pay page's event streams, moved by committed changes. */
+    payStreams: createStatusStreams({ state: pay.state, changes: lifecycle.onChange, stopping: stopController.signal }),
     anonymousLimits: DEFAULT_LIMITS,
     payLimits: deps.payLimits ?? DEFAULT_PAY_LIMITS,
     projects,

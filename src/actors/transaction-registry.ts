@@ -37,7 +37,14 @@ export interface RegistryDeps {
 /** What a transaction needs to be created: its row and what the first timeline entry and the idempotency record say. */
 export type CreateRequest = Omit<NewTransaction, 'snapshot' | 'machineVersion' | 'owner' | 'eventData'>
 
-/** Sent to the owner when another instance committed a transition of its actor. */
+/**
+ * A committed change of a transaction, heard by this instance: its own commits and, by NOTIFY,
+ * every other instance's. `resync`: the listening connection came back from a loss, so changes
+ * may have been missed; whatever depends on them should look again.
+ */
+export type TransactionChange = { id: string; version: number } | { resync: true }
+
+/** Sent on every commit (several instances) or to the owner when another instance committed a transition of its actor. */
 interface ActorChange {
   id: string
   version: number
@@ -87,6 +94,8 @@ export function createTransactionRegistry(deps: RegistryDeps) {
   let unlease: (() => void) | null = null
   let stopped = false
   let ticks = 0
+  const changeListeners = new Set<(change: TransactionChange) => void>()
+  const announce = (change: TransactionChange) => changeListeners.forEach((fn) => fn(change))
 
   /** Runs `fn` after every earlier call for the same transaction has finished. */
   function serialize<T>(id: string, fn: () => Promise<T> | T): Promise<T> {
@@ -226,14 +235,17 @@ export function createTransactionRegistry(deps: RegistryDeps) {
         }
         if (after.value !== before.value) deps.metrics?.transactionEntered(String(after.value))
         if (mine) advance(id, mine, event, row.version, after.value as TxStatus)
-        else if (owner !== null) await tellOwner({ id, version: row.version, event })
+        else if (owner !== null) await notifyOthers({ id, version: row.version, event })
+        // Other instances hear every commit, so their pay-page streams of this transaction move on too.
+        if ((mine || owner === null) && !deps.singleInstance) void notifyOthers({ id, version: row.version }).catch((e) => deps.logger.warn('change not announced to other instances', { transactionId: id, error: String(e) }))
+        announce({ id, version: row.version })
         return ok(row)
       }
       return deny('conflict', 'The transaction kept changing concurrently; try again')
     })
   }
 
-  async function tellOwner(change: ActorChange) {
+  async function notifyOthers(change: ActorChange) {
     const payload = JSON.stringify(change)
     await deps.database.notify(CHANNELS.transactionActor, Buffer.byteLength(payload) <= MAX_NOTIFY_BYTES ? payload : JSON.stringify({ id: change.id, version: change.version }))
   }
@@ -246,6 +258,7 @@ export function createTransactionRegistry(deps: RegistryDeps) {
     } catch {
       return
     }
+    announce({ id: change.id, version: change.version })
     void serialize(change.id, async () => {
       const mine = running.get(change.id)
       if (!mine || mine.version >= change.version) return
@@ -325,7 +338,10 @@ export function createTransactionRegistry(deps: RegistryDeps) {
 
     /** Takes the lease, restores every actor this instance may run, then keeps taking over dead instances' actors. */
     async start() {
-      unlisten = await deps.database.listen(CHANNELS.transactionActor, changed, () => void reconcile().catch(() => {}))
+      unlisten = await deps.database.listen(CHANNELS.transactionActor, changed, () => {
+        announce({ resync: true })
+        void reconcile().catch(() => {})
+      })
       unlease = deps.lease.listen({
         tick: async () => {
           if (ticks++ % RECONCILE_EVERY === 0) await reconcile()
@@ -359,6 +375,12 @@ export function createTransactionRegistry(deps: RegistryDeps) {
     /** Number of actors this instance runs. */
     get size() {
       return running.size
+    },
+
+    /** Every committed change this instance hears of (see TransactionChange); returns the unsubscribe. */
+    onChange(fn: (change: TransactionChange) => void): () => void {
+      changeListeners.add(fn)
+      return () => changeListeners.delete(fn)
     },
 
     /** The ids of the transactions whose actors run here. */

@@ -72,7 +72,7 @@ export function createApp(services: Services, opts: AppOptions) {
     .use(transactionsController({ transactions: services.transactions, webhooks: services.webhooks }))
     .use(statsController({ stats: services.stats }))
     .use(staticAssetsController(assets))
-    .use(payController({ pay: services.pay, limiter: services.limiter, limits: services.payLimits, asset: assets.url, stopping: services.stopping }))
+    .use(payController({ pay: services.pay, streams: services.payStreams, limiter: services.limiter, limits: services.payLimits, asset: assets.url }))
     .use(dashboardController({
       sessions: services.sessions, dashboard: services.dashboard, keys: services.keys, endpoints: services.endpoints, webhooks: services.webhooks,
       transactions: services.transactions, limiter: services.limiter, signInLimits: services.signInLimits, asset: assets.url, clock: services.clock,

@@ -1,6 +1,5 @@
 import { fileURLToPath } from 'node:url'
 import { Elysia } from 'elysia'
-import { FINAL_STATUSES } from '../../../machines/transaction.machine.ts'
 import { factsOf } from '../../http/context.ts'
 import { ApiError } from '../../http/errors.ts'
 import { json } from '../../http/json-response.ts'
@@ -13,19 +12,12 @@ import { PAY_PAGE_HEADERS, renderMessagePage, renderPayPage, type AssetUrl } fro
 import { PAY_TEXT, fill } from './text.ts'
 import { qrSvg } from './qr.ts'
 import type { PayService } from './service.ts'
+import type { StatusStreams } from './status-streams.ts'
 
 /** The page's CSS, icon and bundled script (built from ./client by scripts/build-assets.ts). */
 export const PAY_ASSETS_DIR = fileURLToPath(new URL('./assets/', import.meta.url))
 
-/** How often an open event stream checks its transaction for a change. */
-const STREAM_POLL_MS = 1000
-/**
- * A comment line this often keeps an idle stream open: Bun.serve closes a connection that sends
- * nothing for 10 s, and proxies do the same after their own idle time.
- */
-const KEEPALIVE_TICKS = 5
 const PAGE_ROUTE = '/pay/:id'
-const FINAL = new Set<string>(FINAL_STATUSES)
 
 const page = (body: string, status: number, extra: Record<string, string> = {}) => new Response(body, { status, headers: { ...PAY_PAGE_HEADERS, ...extra } })
 
@@ -39,7 +31,7 @@ export function payNotFound(asset: AssetUrl): Response {
  * authorised by the transaction's unguessable id alone and not part of the merchant API (so not
  * in its OpenAPI document).
  */
-export function payController(deps: { pay: PayService; limiter: RateLimiter; limits: RateLimits; asset: AssetUrl; stopping: AbortSignal }) {
+export function payController(deps: { pay: PayService; streams: StatusStreams; limiter: RateLimiter; limits: RateLimits; asset: AssetUrl }) {
   const out = async (p: Promise<Outcome<PayState>>) => {
     const r = await p
     if (!r.ok) throw ApiError.from(r)
@@ -93,65 +85,10 @@ export function payController(deps: { pay: PayService; limiter: RateLimiter; lim
       if (!r.ok) throw ApiError.from(r)
       return json({ transaction_hash: r.value.txHash })
     }, { detail: { hide: true } })
+    // Server-Sent Events: the state now, then after every committed change (./status-streams.ts).
     .get('/:id/events', async ({ params, request }) => {
-      const first = await deps.pay.state(params.id)
-      if (!first.ok) throw ApiError.from(first)
-      return eventStream(deps.pay, params.id, first.value, request.signal, deps.stopping)
+      const r = await deps.streams.open(params.id, request.signal)
+      if (!r.ok) throw ApiError.from(r)
+      return r.value
     }, { detail: { hide: true } })
-}
-
-/**
- * Server-Sent Events: the state now, then the state after every change, until a final status,
- * the client goes away or the server begins its graceful stop (the page's EventSource then
- * reconnects, to another instance). `retry` tells EventSource how soon to reconnect.
- */
-function eventStream(pay: PayService, id: string, initial: PayState, signal: AbortSignal, stopping: AbortSignal): Response {
-  const encoder = new TextEncoder()
-  let timer: ReturnType<typeof setTimeout> | null = null
-  let closed = false
-  const stream = new ReadableStream<Uint8Array>({
-    start(controller) {
-      const send = (s: PayState) => controller.enqueue(encoder.encode(`id: ${s.version}\nevent: state\ndata: ${JSON.stringify(s)}\n\n`))
-      const close = () => {
-        if (closed) return
-        closed = true
-        stopping.removeEventListener('abort', close)
-        if (timer) clearTimeout(timer)
-        try {
-          controller.close()
-        } catch {}
-      }
-      signal.addEventListener('abort', close)
-      stopping.addEventListener('abort', close)
-      if (stopping.aborted) return close()
-      controller.enqueue(encoder.encode('retry: 2000\n\n'))
-      send(initial)
-      if (FINAL.has(initial.status)) return close()
-      let version = initial.version
-      let idle = 0
-      const tick = async () => {
-        if (closed) return
-        try {
-          const v = await pay.version(id)
-          if (v !== null && v !== version) {
-            const s = await pay.state(id)
-            if (s.ok) {
-              version = s.value.version
-              send(s.value)
-              if (FINAL.has(s.value.status)) return close()
-            }
-          } else if (++idle % KEEPALIVE_TICKS === 0) controller.enqueue(encoder.encode(': keep-alive\n\n'))
-        } catch {
-          // A database hiccup: try again on the next tick; the page also polls /state.
-        }
-        if (!closed) timer = setTimeout(tick, STREAM_POLL_MS)
-      }
-      timer = setTimeout(tick, STREAM_POLL_MS)
-    },
-    cancel() {
-      closed = true
-      if (timer) clearTimeout(timer)
-    },
-  })
-  return new Response(stream, { headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', connection: 'keep-alive' } })
 }

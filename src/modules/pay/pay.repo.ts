@@ -8,8 +8,7 @@ const ph = (name: string) => sql.placeholder(name)
 
 /**
  * What the customer's pay page reads and writes directly; its transitions go through the
- * lifecycle. Every pay route reads the transaction first, and the event stream polls its
- * version, so these run as prepared statements (several times cheaper than building the query
+ * lifecycle. Every pay route reads the transaction first, so these run as prepared statements (several times cheaper than building the query
  * per request; bench/RESULTS.md "Pay page"). Ids must be UUIDs: the caller checks.
  */
 export function createPayRepo(database: Database) {
@@ -20,8 +19,6 @@ export function createPayRepo(database: Database) {
     AND ${chainTransfers.kind} = 'wrong_asset' AND ${chainTransfers.reorgedAt} IS NULL)`
   const loadOne = db.select({ tx: transactions, projectName: projects.name, wrongAsset }).from(transactions)
     .innerJoin(projects, eq(projects.id, transactions.projectId)).where(eq(transactions.id, ph('id'))).prepare('pay_load')
-
-  const versionOne = db.select({ version: transactions.version }).from(transactions).where(eq(transactions.id, ph('id'))).prepare('pay_version')
 
   const lastFailure = db.select({ reason: sql<string | null>`${transactionEvents.details}->>'reason'` }).from(transactionEvents)
     .where(and(eq(transactionEvents.transactionId, ph('id')), eq(transactionEvents.toStatus, 'failed')))
@@ -35,11 +32,6 @@ export function createPayRepo(database: Database) {
     async load(id: string): Promise<{ tx: TransactionRow; projectName: string; wrongAsset: boolean } | null> {
       const [r] = await loadOne.execute({ id })
       return r ?? null
-    },
-
-    async version(id: string): Promise<number | null> {
-      const [r] = await versionOne.execute({ id })
-      return r?.version ?? null
     },
 
     /** The reason recorded with the transaction's latest move to `failed`, if any. */

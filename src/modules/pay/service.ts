@@ -105,11 +105,6 @@ export function createPayService(deps: PayDeps) {
   return {
     state,
 
-    /** Version only, for the event stream's cheap change check. */
-    async version(id: string): Promise<number | null> {
-      return UUID_RE.test(id) ? repo.version(id) : null
-    },
-
     /** Locks a quote for the chosen token and assigns the deposit address (R12, R17). */
     async select(id: string, choice: { token_symbol: string; blockchain_network: string }, clientIp: string | null): Promise<Outcome<PayState>> {
       const r = await load(id)
