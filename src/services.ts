@@ -115,6 +115,10 @@ export async function createServices(deps: {
   const rateLimitRepo = createRateLimitRepo(database)
   const transactionRepo = createTransactionRepo(database)
   const lifecycle = createTransactionRegistry({ database, repo: createLifecycleRepo(database), lease, clock, logger, scheduler, singleInstance, metrics })
+  // Outbox events committed here are fanned out here (or announced to the servers, from the CLI).
+  lifecycle.onChange((c) => {
+    if ('id' in c && c.here && c.outbox) dispatcher.eventsWritten()
+  })
   const deposits = createDepositService({ database, clock })
   // Started by the server (src/server/start.ts): only servers follow chains.
   const chain = createChainWatcher({ networks: deps.networks ?? [], database, lifecycle, lease, clock, logger, metrics })

@@ -42,7 +42,16 @@ export type CreateRequest = Omit<NewTransaction, 'snapshot' | 'machineVersion' |
  * every other instance's. `resync`: the listening connection came back from a loss, so changes
  * may have been missed; whatever depends on them should look again.
  */
-export type TransactionChange = { id: string; version: number } | { resync: true }
+export type TransactionChange =
+  | {
+    id: string
+    version: number
+    /** Committed by this process (not heard of by NOTIFY). */
+    here: boolean
+    /** The commit wrote an outbox event (webhook work to fan out); told only for commits made here. */
+    outbox: boolean
+  }
+  | { resync: true }
 
 /** Sent on every commit (several instances) or to the owner when another instance committed a transition of its actor. */
 interface ActorChange {
@@ -238,7 +247,7 @@ export function createTransactionRegistry(deps: RegistryDeps) {
         else if (owner !== null) await notifyOthers({ id, version: row.version, event })
         // Other instances hear every commit, so their pay-page streams of this transaction move on too.
         if ((mine || owner === null) && !deps.singleInstance) void notifyOthers({ id, version: row.version }).catch((e) => deps.logger.warn('change not announced to other instances', { transactionId: id, error: String(e) }))
-        announce({ id, version: row.version })
+        announce({ id, version: row.version, here: true, outbox: webhookEventOf(event.type, before.value as TxStatus, after.value as TxStatus) !== null })
         return ok(row)
       }
       return deny('conflict', 'The transaction kept changing concurrently; try again')
@@ -258,7 +267,7 @@ export function createTransactionRegistry(deps: RegistryDeps) {
     } catch {
       return
     }
-    announce({ id: change.id, version: change.version })
+    announce({ id: change.id, version: change.version, here: false, outbox: false })
     void serialize(change.id, async () => {
       const mine = running.get(change.id)
       if (!mine || mine.version >= change.version) return
@@ -320,7 +329,10 @@ export function createTransactionRegistry(deps: RegistryDeps) {
       const outcome = await deps.repo.insertCreated({
         ...request, snapshot: actor.getPersistedSnapshot(), machineVersion: MACHINE_VERSION, owner, eventData: webhookData(row),
       })
-      if (outcome === 'created') deps.metrics?.transactionEntered('created')
+      if (outcome === 'created') {
+        deps.metrics?.transactionEntered('created')
+        announce({ id: row.id, version: row.version, here: true, outbox: true })
+      }
       if (outcome === 'created' && owner !== null) {
         // Should it fail to start, the reconcile on a later lease tick starts it from the database.
         void serialize(row.id, () => (stopped ? undefined : run(row.id, actor, row.version))).catch((e) => deps.logger.error('new actor did not start', { transactionId: row.id, error: String(e) }))

@@ -6,9 +6,9 @@ export const CHANNELS = {
   /** A transaction's actor changed on another instance: `{ id, version, event? }`. */
   transactionActor: 'actor_changed',
   /**
-   * New webhook work. The outbox's insert trigger (migration 0004) notifies it with an empty
-   * payload: events to fan out. WEBHOOK_WORK_DELIVERIES says deliveries were written for any
-   * instance to claim.
+   * New webhook work, told after the commit that wrote it. An empty payload: outbox events to
+   * fan out (sent by a process without a running dispatcher, such as the CLI; a server fans out
+   * its own). WEBHOOK_WORK_DELIVERIES: deliveries written for any instance to claim.
    */
   webhookWork: 'outbox',
   /** A running delivery actor is asked to act now (manual redelivery): the delivery id. */

@@ -8,7 +8,7 @@ import type { DeliveryRepo, RunnableDelivery } from './delivery.repo.ts'
 import type { DeliveryRunner } from './delivery-runner.ts'
 
 export interface DispatcherDeps {
-  database: Pick<Database, 'listen'>
+  database: Pick<Database, 'listen' | 'notify'>
   repo: DeliveryRepo
   runner: DeliveryRunner
   lease: InstanceLease
@@ -37,8 +37,8 @@ const ADOPT_EVERY = 10
  * once; unfinished deliveries nobody runs (made by the CLI, or left by an instance whose lease
  * ended) are claimed with FOR UPDATE SKIP LOCKED by whichever instance looks first. A claim
  * lasts as long as the instance's lease, so a delivery waiting in a local queue cannot be
- * claimed and sent by another instance meanwhile. Wakes on NOTIFY, on each lease renewal and
- * every `pollMs`.
+ * claimed and sent by another instance meanwhile. Wakes when this process commits outbox
+ * events, on NOTIFY, on each lease renewal and every `pollMs`.
  */
 export function createWebhookDispatcher(deps: DispatcherDeps) {
   const pollMs = deps.pollMs ?? 1000
@@ -96,8 +96,8 @@ export function createWebhookDispatcher(deps: DispatcherDeps) {
 
   /**
    * Runs a pass now, or right after the one in progress: every wake-up during a pass is served
-   * by one next pass. `events`: only new outbox events were announced (the outbox trigger's
-   * notice, one per created transaction or transition), so the pass only fans out.
+   * by one next pass. `events`: only new outbox events were announced (one notice per created
+   * transaction or transition), so the pass only fans out.
    */
   function wake(what: 'events' | 'all' = 'all'): Promise<void> {
     if (stopped || !deps.lease.held()) return running ?? Promise.resolve()
@@ -155,6 +155,16 @@ export function createWebhookDispatcher(deps: DispatcherDeps) {
     },
 
     wake,
+
+    /**
+     * This process committed outbox events: a running dispatcher fans them out itself (no
+     * notice inside the writing transaction; migration 0011); a process without one (the CLI),
+     * or an instance without its lease, tells the others after the commit.
+     */
+    eventsWritten(): void {
+      if (!stopped && deps.lease.held()) return eventsAnnounced()
+      deps.database.notify(CHANNELS.webhookWork, '').catch((e) => deps.logger.warn('webhook work not announced; the dispatchers\' poll will find it', { error: String(e) }))
+    },
 
     /** Tests: one pass, then every attempt due now (on the scheduler's clock) made and committed. */
     async runOnce() {

@@ -28,19 +28,18 @@ const ph = (name: string) => sql.placeholder(name)
 export function createTransactionRepo(database: Database): TransactionRepo {
   const db = database.db
   // The hot read runs as a prepared statement: built once, and on PostgreSQL parsed and planned once
-  // per connection (drizzle's unprepared queries cost several times more; bench/RESULTS.md).
-  const findOne = db
-    .select()
-    .from(transactions)
-    .where(and(eq(transactions.id, ph('id')), eq(transactions.projectId, ph('projectId')), eq(transactions.testingMode, ph('testingMode'))))
-    .prepare('transaction_find')
+  // per connection (drizzle's unprepared queries cost several times more; bench/RESULTS.md). It
+  // reads by primary key alone and the scope is checked here: with the project and mode in the
+  // WHERE, a plan made while the table was nearly empty walked the project's list index instead,
+  // reading every row of the project (13 ms a GET at 10,000 rows; bench/RESULTS.md, issue 16).
+  const findOne = db.select().from(transactions).where(eq(transactions.id, ph('id'))).prepare('transaction_find')
 
   return {
     async find(scope, id) {
       // Not a UUID: no such transaction (the column would refuse the comparison).
       if (!UUID_RE.test(id)) return null
-      const [row] = await findOne.execute({ id, projectId: scope.projectId, testingMode: scope.mode === 'test' })
-      return row ?? null
+      const [row] = await findOne.execute({ id })
+      return row && row.projectId === scope.projectId && row.testingMode === (scope.mode === 'test') ? row : null
     },
 
     async testingModeOf(id) {
