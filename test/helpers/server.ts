@@ -27,6 +27,8 @@ export interface TestServer {
   /** A new project with a key; `limits` default to something no test reaches by accident. */
   project(opts?: { name?: string; mode?: Mode; scopes?: Scope[]; limits?: { minute: number; hour: number; day: number } }): Promise<{ id: string; key: string; keyId: string }>
   key(projectId: string, mode: Mode, scopes?: Scope[]): Promise<{ key: string; keyId: string }>
+  /** A graceful stop, then a new server on the same DATA_DIR and database (a new port). */
+  restart(): Promise<void>
   stop(): Promise<void>
 }
 
@@ -35,13 +37,14 @@ export async function startTestServer(backend: Backend, env: Record<string, stri
   const dataDir = await freshDataDir()
   const pg = backend === 'postgres' ? await freshPostgres() : null
   const config = loadConfig({ PORT: '0', HTTP_PORT: '0', DATA_DIR: dataDir, LOG_LEVEL: 'silent', NETWORKS_CONFIG: NO_NETWORKS, ...(pg ? pg.env : {}), ...env })
-  const server = await startServer(config, { clock: opts.clock, logger: opts.logger ?? createLogger('silent'), resolver: opts.resolver })
+  const serverOptions = { clock: opts.clock, logger: opts.logger ?? createLogger('silent'), resolver: opts.resolver }
+  const server = await startServer(config, serverOptions)
   const ca = config.trustProxy ? '' : readFileSync(config.tlsCertFile ?? join(dataDir, 'tls', 'cert.pem'), 'utf8')
   const scheme = config.trustProxy ? 'http' : 'https'
-  const url = `${scheme}://localhost:${server.port}`
+  const urlOf = (port: number) => `${scheme}://localhost:${port}`
   const t: TestServer = {
     backend,
-    url,
+    url: urlOf(server.port),
     port: server.port,
     httpPort: server.httpPort,
     dataDir,
@@ -49,22 +52,29 @@ export async function startTestServer(backend: Backend, env: Record<string, stri
     cliEnv: { DATA_DIR: dataDir, ...(pg ? pg.env : {}) },
     ca,
     server,
-    fetch: (path, init = {}) => fetch(url + path, { ...init, tls: { ca }, redirect: 'manual' } as RequestInit),
+    fetch: (path, init = {}) => fetch(t.url + path, { ...init, tls: { ca }, redirect: 'manual' } as RequestInit),
     async key(projectId, mode, scopes) {
-      const k = await server.services.keys.create({ projectId, mode, name: `test ${mode} key`, scopes })
+      const k = await t.server.services.keys.create({ projectId, mode, name: `test ${mode} key`, scopes })
       if (!k.ok) throw new Error(k.message)
       return { key: k.value.key, keyId: k.value.record.id }
     },
     async project(o = {}) {
-      const p = await server.services.projects.create(o.name ?? 'Test project')
+      const p = await t.server.services.projects.create(o.name ?? 'Test project')
       if (!p.ok) throw new Error(p.message)
-      const limits = await server.services.projects.setLimits(p.value.id, o.limits ?? { minute: 100_000, hour: 1_000_000, day: 10_000_000 })
+      const limits = await t.server.services.projects.setLimits(p.value.id, o.limits ?? { minute: 100_000, hour: 1_000_000, day: 10_000_000 })
       if (!limits.ok) throw new Error(limits.message)
       const k = await t.key(p.value.id, o.mode ?? 'test', o.scopes)
       return { id: p.value.id, ...k }
     },
+    async restart() {
+      await t.server.stop()
+      t.server = await startServer(config, serverOptions)
+      t.port = t.server.port
+      t.httpPort = t.server.httpPort
+      t.url = urlOf(t.server.port)
+    },
     async stop() {
-      await server.stop()
+      await t.server.stop()
       await pg?.drop()
       rmSync(dataDir, { recursive: true, force: true })
     },

@@ -129,3 +129,45 @@ for (const backend of backends()) {
     })
   })
 }
+
+for (const backend of backends()) {
+  describe(`rate limits and idempotency across a restart [${backend}]`, () => {
+    // Ten minutes into the hour, so the restart stays inside every window.
+    const clock = manualClock(Date.parse('2030-03-04T10:10:05.000Z'))
+    let t: TestServer
+    beforeAll(async () => {
+      t = await startTestServer(backend, {}, { clock })
+    })
+    afterAll(() => t?.stop())
+
+    test('a restart inside a window keeps its counts', async () => {
+      const p = await t.project({ limits: { minute: 5, hour: 50, day: 500 } })
+      for (let i = 0; i < 3; i++) expect((await api(t, p.key).get('/api/transactions/stats')).status).toBe(200)
+      await t.restart()
+      const after = await api(t, p.key).get('/api/transactions/stats')
+      expect(after.status).toBe(200)
+      expect([headersOf(after)['Remaining-Minute'], headersOf(after)['Remaining-Hour'], headersOf(after)['Remaining-Day']]).toEqual(['1', '46', '496'])
+      expect((await api(t, p.key).get('/api/transactions/stats')).status).toBe(200)
+      const refused = await api(t, p.key).get('/api/transactions/stats')
+      expect(refused.status).toBe(429)
+      expect(refused.headers.get('retry-after')).toBe('55')
+    })
+
+    test('an idempotency key survives a restart: the same body replays the first response, another is 409', async () => {
+      const p = await t.project()
+      const body = { amount: 12.5, order_id: 'restart-1' }
+      const first = await api(t, p.key).create(body, { 'idempotency-key': 'restart-key' })
+      expect(first.status).toBe(200)
+      const firstText = await first.text()
+      await t.restart()
+      const replay = await api(t, p.key).create(body, { 'idempotency-key': 'restart-key' })
+      expect(replay.status).toBe(200)
+      expect(replay.headers.get('idempotent-replayed')).toBe('true')
+      expect(await replay.text()).toBe(firstText)
+      const other = await api(t, p.key).create({ ...body, amount: 13 }, { 'idempotency-key': 'restart-key' })
+      expect(other.status).toBe(409)
+      const list = await api(t, p.key).get(`/api/transactions/project/${p.id}`)
+      expect(((await list.json()) as { pagination: { total: number } }).pagination.total).toBe(1)
+    })
+  })
+}

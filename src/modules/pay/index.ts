@@ -19,7 +19,7 @@ export const PAY_ASSETS_DIR = fileURLToPath(new URL('./assets/', import.meta.url
 
 const PAGE_ROUTE = '/pay/:id'
 
-const page = (body: string, status: number, extra: Record<string, string> = {}) => new Response(body, { status, headers: { ...PAY_PAGE_HEADERS, ...extra } })
+const page = (body: string, status: number, extra?: Record<string, string>) => new Response(body, { status, headers: extra ? { ...PAY_PAGE_HEADERS, ...extra } : PAY_PAGE_HEADERS })
 
 /** The page for an unknown payment, and for any path under /pay that names nothing. */
 export function payNotFound(asset: AssetUrl): Response {

@@ -3,7 +3,7 @@
  * state embedded as JSON for the browser script, which keeps it live. Every merchant-supplied
  * string goes through `html`, which escapes it.
  */
-import { Html, html, jsonForScript, PAGE_META } from '../../lib/html.ts'
+import { escapeHtml, Html, html, jsonForScript, PAGE_META } from '../../lib/html.ts'
 import type { PayState } from './model.ts'
 import { PAY_TEXT, fill } from './text.ts'
 import { formatUsd, payView, tokenKey, type Part, type PartId } from './view.ts'
@@ -43,10 +43,17 @@ export function renderPayPage(state: PayState, asset: AssetUrl): string {
   // Shown by the browser script only when the browser has a wallet.
   v['browser-wallet'] = { hidden: true }
   /** `id="…"` plus the view's hidden flag and attributes for that element. */
+  // Built as one string (it runs for every part of the page): ids and attribute names are the view's own constants, values are escaped.
   const at = (id: PartId, extra: Html | null = null): Html => {
     const p: Part = v[id]
-    const attrs = Object.entries(p.attrs ?? {}).filter(([, value]) => value !== '')
-    return html`id="${id}"${p.hidden ? html` hidden` : ''}${attrs.map(([k, value]) => html` ${k}="${value}"`)}${extra ? html` ${extra}` : ''}`
+    let out = `id="${id}"`
+    if (p.hidden) out += ' hidden'
+    for (const k in p.attrs) {
+      const value = p.attrs[k]!
+      if (value !== '') out += ` ${k}="${escapeHtml(value)}"`
+    }
+    if (extra) out += ` ${extra.value}`
+    return new Html(out)
   }
   const text = (id: PartId) => v[id].text ?? ''
   const selected = state.quote ? tokenKey(state.quote.token_symbol, state.quote.blockchain_network) : null

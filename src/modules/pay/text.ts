@@ -108,5 +108,6 @@ export type PayText = { [K in keyof typeof PAY_TEXT]: string }
 
 /** Fills `{name}` placeholders; unknown names stay visible so a missing value is noticed. */
 export function fill(template: string, values: Record<string, string | number> = {}): string {
+  if (!template.includes('{')) return template
   return template.replace(/\{(\w+)\}/g, (whole, name: string) => (name in values ? String(values[name]) : whole))
 }
