@@ -216,6 +216,7 @@ async function bench() {
       db,
       rows: async (q: any) => (await db.execute(q)) as any[],
       query: async (text: string, params: any[]) => (await client.unsafe(text, params, { prepare: true })) as any[],
+      transaction: (fn: any) => client.begin((tx: any) => fn(async (text: string, params: any[]) => (await tx.unsafe(text, params, { prepare: true })) as any[])) as Promise<any>,
       listen: async (channel: string, onPayload: (p: string) => void, onReconnect?: () => void) => {
         const sub = await client.listen(channel, onPayload, onReconnect)
         return () => sub.unlisten()

@@ -1,6 +1,7 @@
 import { and, eq, sql } from 'drizzle-orm'
 import { MACHINE_VERSION } from '../../machines/transaction.machine.ts'
 import type { Database } from '../db/client.ts'
+import { createGroupCommit } from '../db/group-commit.ts'
 import { bare, param, prepare } from '../db/prepared.ts'
 import { idempotencyKeys, outbox, transactionActors, transactionEvents, transactions, type TransactionRow } from '../db/schema.ts'
 import type { Mode } from '../projects/mode.ts'
@@ -128,11 +129,20 @@ SELECT ${t.id}, ${t.status}, ${t.status}, ${param('cause')}, ${param('details', 
 const iso = (d: Date | null) => (d ? d.toISOString() : null)
 const json = (v: unknown) => (v === null || v === undefined ? null : JSON.stringify(v))
 
+/**
+ * On the embedded database, a create waits at most this long for others to share its commit
+ * (none when the last write began longer ago): ~25% more creates/s at 32 connections
+ * (bench/RESULTS.md, issue 16).
+ */
+export const EMBEDDED_CREATE_GATHER_MS = 2
+
 /** Persistence of transactions' actors, timeline and outbox; every write that changes a status is atomic. */
 export function createLifecycleRepo(database: Database) {
   const db = database.db
-  const create = prepare<{ created: number }, Record<string, string | number | boolean | null>>(database, CREATE)
-  const createIdempotent = prepare<{ created: number }, Record<string, string | number | boolean | null>>(database, CREATE_IDEMPOTENT)
+  // On the embedded database, creates under load share their commits (issue 16).
+  const creating = database.kind === 'pglite' ? createGroupCommit(database, EMBEDDED_CREATE_GATHER_MS) : database
+  const create = prepare<{ created: number }, Record<string, string | number | boolean | null>>(creating, CREATE)
+  const createIdempotent = prepare<{ created: number }, Record<string, string | number | boolean | null>>(creating, CREATE_IDEMPOTENT)
   const commit = prepare<{ updated: number }, Record<string, string | number | boolean | null>>(database, COMMIT)
   const note = prepare<unknown, { id: string; cause: string; details: string; at: string }>(database, NOTE)
   const byId = db.select().from(t).where(eq(t.id, sql.placeholder('id'))).prepare('transaction_by_id')

@@ -22,6 +22,8 @@ export interface Database {
   rows<T = Record<string, unknown>>(query: SQL): Promise<T[]>
   /** A hot-path statement: `$1`-style parameters, prepared once per connection and reused. */
   query<T = Record<string, unknown>>(text: string, params: (string | number | boolean | null)[]): Promise<T[]>
+  /** Runs `fn`'s statements in one transaction on one connection: committed if it resolves, rolled back if it throws. */
+  transaction<T>(fn: (query: Database['query']) => Promise<T>): Promise<T>
   /**
    * Subscribe to a NOTIFY channel; returns an unsubscribe function. `onReconnect` runs after the
    * listening connection came back from a loss (notifications sent meanwhile are lost).
@@ -67,6 +69,7 @@ async function openPostgres(url: string, max: number): Promise<Database> {
     db,
     rows: async (q) => (await db.execute(q)) as unknown as any[],
     query: async (text, params) => (await client.unsafe(text, params, { prepare: true })) as unknown as any[],
+    transaction: (fn) => client.begin((tx) => fn(async (text, params) => (await tx.unsafe(text, params, { prepare: true })) as unknown as any[])) as Promise<any>,
     // postgres.js listens again by itself after a lost connection, retrying while the database is
     // unreachable (test/integration/notify-reconnect.test.ts); its `onlisten` runs on every
     // (re)listen, the first one included, which is not a reconnect.
@@ -91,6 +94,7 @@ async function openPglite(dir: string | null): Promise<Database> {
     db,
     rows: async (q) => ((await db.execute(q)) as unknown as { rows: any[] }).rows,
     query: async (text, params) => (await client.query<any>(text, params)).rows,
+    transaction: (fn) => client.transaction((tx) => fn(async (text, params) => (await tx.query<any>(text, params)).rows)),
     listen: async (channel, onPayload) => client.listen(channel, onPayload),
     notify: async (channel, payload) => { await client.query('select pg_notify($1, $2)', [channel, payload]) },
     close: () => client.close(),
