@@ -4,15 +4,24 @@ const BASE62 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789'
 /** Crockford-style alphabet without look-alikes (0/O, 1/I/L, U) for numbers people read aloud. */
 const HUMAN = '23456789ABCDEFGHJKMNPQRSTVWXYZ'
 
+/** Cryptographically random bytes drawn from a pool refilled 4 KiB at a time (one RNG call per ~100 ids, not one each); each byte is used once. */
+let pool = Buffer.alloc(0)
+let poolAt = 0
+function nextRandomByte(): number {
+  if (poolAt === pool.length) {
+    pool = randomBytes(4096)
+    poolAt = 0
+  }
+  return pool[poolAt++]!
+}
+
 /** Uniformly random string over `alphabet` (rejection sampling, no modulo bias). */
 export function randomString(length: number, alphabet = BASE62): string {
   const limit = 256 - (256 % alphabet.length)
   let out = ''
   while (out.length < length) {
-    for (const byte of randomBytes(length * 2)) {
-      if (byte < limit) out += alphabet[byte % alphabet.length]
-      if (out.length === length) break
-    }
+    const byte = nextRandomByte()
+    if (byte < limit) out += alphabet[byte % alphabet.length]
   }
   return out
 }
