@@ -68,6 +68,7 @@ for (let i = 0; i < PAYMENTS; i++) {
 const sorted = [...latencies].sort((a, b) => a - b)
 const p = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]
 console.log(`\nMachine: ${cpus().length} x ${cpus()[0]?.model ?? '?'}, Bun ${Bun.version}, PostgreSQL, anvil 1.7.1 (mining on request)`)
+console.log('\n| measure | p50 | p99 | max | notes |\n|---|---:|---:|---:|---|')
 console.log(`| block mined -> processing committed | p50 ${p(0.5)} ms | p99 ${p(0.99)} ms | max ${sorted.at(-1)} ms | ${PAYMENTS} payments, poll ${POLL_MS} ms, target p99 < ${POLL_MS + 100} ms |`)
 await services.stop()
 await database.close()

@@ -93,6 +93,8 @@ const report = (l: string) => {
     `INSERT INTO outbox (transaction_id, project_id, testing_mode, event_type, data, created_at)
      SELECT $1, $2, true, 'transaction.created', $3::jsonb, now() FROM generate_series(1, $4::int)`,
     [txId, projectId, data, EVENTS])
+  // Written behind the service's back: tell its dispatcher, as the service's own writers do.
+  void services.dispatcher.wake('events')
   await until(async () => (await stats()).count >= total, 300_000)
   const sent = performance.now() - t0
   await until(async () => {

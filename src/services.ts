@@ -132,6 +132,7 @@ export async function createServices(deps: {
       return counts
     },
     webhookPending: () => runner.size,
+    payStreams: () => payStreams.size,
     chains: () => chain.followerStatus().flatMap(({ network, status }) => (status ? [{ network, head: status.head, synced: status.synced }] : [])),
   })
   // R23: exact across instances through one shared statement; on the embedded database one process owns the counts, so they are kept in memory and written behind.
@@ -146,6 +147,7 @@ export async function createServices(deps: {
   const transactions = createTransactionService({ repo: transactionRepo, lifecycle, clock, baseUrl: deps.baseUrl })
   const stats = createStatsService({ db: database.db })
   const pay = createPayService({ database, clock, networks: chain.networks, prices: chain.prices, deposits, watch: chain.watch, lifecycle, testWallet: deps.testWallet })
+  const payStreams = createStatusStreams({ state: pay.state, changes: lifecycle.onChange, stopping: stopController.signal })
   return {
     database,
     clock,
@@ -154,7 +156,7 @@ export async function createServices(deps: {
     chain,
     pay,
     /** The pay page's event streams, moved by committed changes. */
-    payStreams: createStatusStreams({ state: pay.state, changes: lifecycle.onChange, stopping: stopController.signal }),
+    payStreams,
     anonymousLimits: DEFAULT_LIMITS,
     payLimits: deps.payLimits ?? DEFAULT_PAY_LIMITS,
     projects,

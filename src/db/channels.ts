@@ -3,7 +3,11 @@
  * (delivered after commit, lost while a listener reconnects), never the only copy of anything.
  */
 export const CHANNELS = {
-  /** A transaction's actor changed on another instance: `{ id, version, event? }`. */
+  /**
+   * A transaction changed: `{ id, version, event? }`, sent after every commit on a database
+   * several instances share. The actor's owner moves its actor on; every instance moves its
+   * pay-page streams of that transaction.
+   */
   transactionActor: 'actor_changed',
   /**
    * New webhook work, told after the commit that wrote it. An empty payload: outbox events to

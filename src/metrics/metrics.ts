@@ -22,6 +22,8 @@ export type RpcErrorKind = 'timeout' | 'unreachable' | 'http' | 'rpc' | 'invalid
 export interface MetricSources {
   activeByStatus(): Record<string, number>
   webhookPending(): number
+  /** Pay-page event streams open on this instance. */
+  payStreams(): number
   chains(): { network: string; head: bigint | null; synced: bigint | null }[]
 }
 
@@ -51,6 +53,12 @@ export function createMetrics() {
     name: 'cryptopay_webhook_pending', help: 'Unfinished webhook deliveries run by this instance (waiting for an attempt or a retry)', registers,
     collect() {
       this.set(sources?.webhookPending() ?? 0)
+    },
+  })
+  new Gauge({
+    name: 'cryptopay_pay_streams_open', help: 'Pay-page event streams (Server-Sent Events) open on this instance', registers,
+    collect() {
+      this.set(sources?.payStreams() ?? 0)
     },
   })
   new Gauge({

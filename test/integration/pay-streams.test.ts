@@ -89,6 +89,9 @@ for (const backend of backends()) {
       }))
       await until('every stream has the first state', () => streams.every((s) => s.statuses.length === 1))
       expect(t.server.services.payStreams.size).toBe(STREAMS)
+      // What an operator sees of them.
+      const metrics = await (await t.fetch('/metrics')).text()
+      expect(metrics).toMatch(new RegExp(`^cryptopay_pay_streams_open ${STREAMS}$`, 'm'))
       // Opening a stream reads its state once.
       expect(counted.stateReads()).toBe(STREAMS)
 
