@@ -1,24 +1,29 @@
 import { and, desc, eq, isNull, sql } from 'drizzle-orm'
 import type { Database } from '../../db/client.ts'
 import { param } from '../../db/prepared.ts'
-import { chainTransfers, projects, transactionEvents, transactions } from '../../db/schema.ts'
+import { projects, transactionActors, transactionEvents, transactions } from '../../db/schema.ts'
 import type { TransactionRow } from '../transactions/transaction.repo.ts'
 
 const ph = (name: string) => sql.placeholder(name)
 
 /**
  * What the customer's pay page reads and writes directly; its transitions go through the
- * lifecycle. Every pay route reads the transaction first, so these run as prepared statements (several times cheaper than building the query
- * per request; bench/RESULTS.md "Pay page"). Ids must be UUIDs: the caller checks.
+ * lifecycle. Every pay route reads the transaction first, so these run as prepared statements
+ * (several times cheaper than building the query per request; bench/RESULTS.md "Pay page"). Ids must be UUIDs: the caller checks.
  */
 export function createPayRepo(database: Database) {
   const { db } = database
 
   // Whether another token than the quoted one arrived (R12) rides along: the page tells the customer.
-  const wrongAsset = sql<boolean>`EXISTS (SELECT 1 FROM ${chainTransfers} WHERE ${chainTransfers.transactionId} = ${transactions.id}
-    AND ${chainTransfers.kind} = 'wrong_asset' AND ${chainTransfers.reorgedAt} IS NULL)`
+  // Read from the actor's committed snapshot (the wrong assets it holds, taken back on a reorg), so
+  // the state pushed right after that commit already says so. The chain's own record of the
+  // transfer is marked after the commit. A final transaction has no actor row, and its page does
+  // not show the notice.
+  const wrongAsset = sql<boolean>`coalesce(jsonb_array_length(${transactionActors.snapshot}->'context'->'wrongAssets') > 0, false)`
   const loadOne = db.select({ tx: transactions, projectName: projects.name, wrongAsset }).from(transactions)
-    .innerJoin(projects, eq(projects.id, transactions.projectId)).where(eq(transactions.id, ph('id'))).prepare('pay_load')
+    .innerJoin(projects, eq(projects.id, transactions.projectId))
+    .leftJoin(transactionActors, eq(transactionActors.transactionId, transactions.id))
+    .where(eq(transactions.id, ph('id'))).prepare('pay_load')
 
   const lastFailure = db.select({ reason: sql<string | null>`${transactionEvents.details}->>'reason'` }).from(transactionEvents)
     .where(and(eq(transactionEvents.transactionId, ph('id')), eq(transactionEvents.toStatus, 'failed')))

@@ -34,6 +34,8 @@ interface Stream {
 
 interface Watch {
   streams: Set<Stream>
+  /** The highest version announced so far: a change heard twice (a commit here, then its own NOTIFY) is read once. */
+  heard: number
   /** A read is running; `again`: a change arrived meanwhile and needs another. */
   busy: boolean
   again: boolean
@@ -59,8 +61,10 @@ export function createStatusStreams(deps: StatusStreamDeps) {
       return
     }
     const w = watches.get(change.id)
+    if (!w || change.version <= w.heard) return
+    w.heard = change.version
     // Only a version some stream has not seen yet is worth a read.
-    if (w && [...w.streams].some((s) => s.version < change.version)) void refresh(change.id)
+    if ([...w.streams].some((s) => s.version < change.version)) void refresh(change.id)
   })
 
   async function refresh(id: string): Promise<void> {
@@ -99,7 +103,7 @@ export function createStatusStreams(deps: StatusStreamDeps) {
 
   function add(id: string, stream: Stream) {
     let w = watches.get(id)
-    if (!w) watches.set(id, (w = { streams: new Set(), busy: false, again: false, retry: null }))
+    if (!w) watches.set(id, (w = { streams: new Set(), heard: -1, busy: false, again: false, retry: null }))
     w.streams.add(stream)
     if (open++ === 0) {
       keepAliveTimer = setInterval(keepAlive, keepAliveMs)
