@@ -70,6 +70,38 @@ export function wrk(name: string, url: string, opts: { seconds: number; connecti
   return result
 }
 
+export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
+
+/** One wrk target: its label, URL and extra wrk arguments (headers, a Lua script). */
+export interface WrkTarget { name: string; url: string; args: string[] }
+
+/**
+ * Two targets measured in alternating rounds, after a 2 s warm-up of each; the order flips every
+ * round, so the machine's drift falls on both alike. Returns each target's rounds.
+ */
+export function alternateRounds(a: WrkTarget, b: WrkTarget, o: { rounds: number; seconds: number; connections: number }): [WrkResult[], WrkResult[]] {
+  const run = (t: WrkTarget, seconds = o.seconds) => wrk(t.name, t.url, { seconds, connections: o.connections, extraArgs: t.args })
+  run(a, 2), run(b, 2)
+  const rs: [WrkResult[], WrkResult[]] = [[], []]
+  for (let i = 0; i < o.rounds; i++) {
+    if (i % 2 === 0) rs[0].push(run(a)), rs[1].push(run(b))
+    else rs[1].push(run(b)), rs[0].push(run(a))
+  }
+  return rs
+}
+
+/** The median round of several (req/s, p50 and p99 each), with the errors and requests of all. */
+export function medianRound(name: string, rounds: WrkResult[]): WrkResult {
+  return {
+    name,
+    rps: median(rounds.map((x) => x.rps)),
+    p50: median(rounds.map((x) => x.p50)),
+    p99: median(rounds.map((x) => x.p99)),
+    errors: rounds.reduce((n, x) => n + x.errors, 0),
+    requests: rounds.reduce((n, x) => n + x.requests, 0),
+  }
+}
+
 export interface BenchService {
   server: BenchProcess
   /** `https://127.0.0.1:PORT` */

@@ -15,7 +15,7 @@ import { spawnSync } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, tmpdir, totalmem } from 'node:os'
 import { join } from 'node:path'
-import { cli, startProcess, startService, stopProcess, wrk, type BenchProcess, type BenchService, type WrkResult } from './harness.ts'
+import { alternateRounds, cli, median, medianRound, startProcess, startService, stopProcess, wrk, type BenchProcess, type BenchService, type WrkResult, type WrkTarget } from './harness.ts'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
@@ -35,26 +35,12 @@ writeFileSync(join(work, 'cert.pem'), pems.cert)
 writeFileSync(join(work, 'key.pem'), pems.private)
 const tls = { TLS_CERT_FILE: join(work, 'cert.pem'), TLS_KEY_FILE: join(work, 'key.pem') }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
-interface Target { name: string; url: string; args: string[] }
-const run = (t: Target, seconds = SECONDS) => wrk(t.name, t.url, { seconds, connections: CONNECTIONS, extraArgs: t.args })
+const run = (t: WrkTarget) => wrk(t.name, t.url, { seconds: SECONDS, connections: CONNECTIONS, extraArgs: t.args })
 
-/** Alternating rounds of two targets; the median round (req/s, p50, p99 each) of each. */
-function alternate(a: Target, b: Target): [WrkResult, WrkResult] {
-  run(a, 2), run(b, 2) // warm
-  const rs: [WrkResult[], WrkResult[]] = [[], []]
-  for (let i = 0; i < ROUNDS; i++) {
-    if (i % 2 === 0) rs[0].push(run(a)), rs[1].push(run(b))
-    else rs[1].push(run(b)), rs[0].push(run(a))
-  }
-  return rs.map((r, i) => ({
-    name: [a, b][i]!.name,
-    rps: median(r.map((x) => x.rps)),
-    p50: median(r.map((x) => x.p50)),
-    p99: median(r.map((x) => x.p99)),
-    errors: r.reduce((n, x) => n + x.errors, 0),
-    requests: r.reduce((n, x) => n + x.requests, 0),
-  })) as [WrkResult, WrkResult]
+/** Alternating rounds of two targets; the median round of each. */
+function alternate(a: WrkTarget, b: WrkTarget): [WrkResult, WrkResult] {
+  const [ra, rb] = alternateRounds(a, b, { rounds: ROUNDS, seconds: SECONDS, connections: CONNECTIONS })
+  return [medianRound(a.name, ra), medianRound(b.name, rb)]
 }
 
 interface Row { backend: string; route: 'get' | 'create'; service: WrkResult; floor: WrkResult }

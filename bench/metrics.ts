@@ -9,7 +9,7 @@
  */
 import { spawnSync } from 'node:child_process'
 import { cpus, totalmem } from 'node:os'
-import { cli, startService, wrk, type BenchService, type WrkResult } from './harness.ts'
+import { alternateRounds, cli, median, startService, type BenchService } from './harness.ts'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4)
@@ -25,23 +25,15 @@ async function prepared(backend: 'pglite' | 'postgres', metrics: '0' | '1'): Pro
   return { svc, url: `${svc.base}/api/transactions/${JSON.parse(created.stdout).transaction.id}` }
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
 const rows: string[] = []
 for (const backend of ['pglite', 'postgres'] as const) {
   if (backend === 'postgres') process.env.DATABASE_URL = pgServer
   const on = await prepared(backend, '1')
   const off = await prepared(backend, '0')
   try {
-    const runs: { on: WrkResult[]; off: WrkResult[] } = { on: [], off: [] }
-    const round = (which: 'on' | 'off', t: { svc: BenchService; url: string }) =>
-      runs[which].push(wrk(`GET (${backend}, metrics ${which})`, t.url, { seconds: SECONDS, connections: CONNECTIONS, extraArgs: ['-H', `Authorization: Bearer ${t.svc.key}`] }))
-    // Warm both, then alternate, starting with a different one each round.
-    wrk('warm', on.url, { seconds: 2, connections: CONNECTIONS, extraArgs: ['-H', `Authorization: Bearer ${on.svc.key}`] })
-    wrk('warm', off.url, { seconds: 2, connections: CONNECTIONS, extraArgs: ['-H', `Authorization: Bearer ${off.svc.key}`] })
-    for (let i = 0; i < ROUNDS; i++) {
-      if (i % 2 === 0) round('on', on), round('off', off)
-      else round('off', off), round('on', on)
-    }
+    const target = (which: 'on' | 'off', t: { svc: BenchService; url: string }) => ({ name: `GET (${backend}, metrics ${which})`, url: t.url, args: ['-H', `Authorization: Bearer ${t.svc.key}`] })
+    const [onRounds, offRounds] = alternateRounds(target('on', on), target('off', off), { rounds: ROUNDS, seconds: SECONDS, connections: CONNECTIONS })
+    const runs = { on: onRounds, off: offRounds }
     const m = { on: median(runs.on.map((r) => r.rps)), off: median(runs.off.map((r) => r.rps)) }
     const p99 = { on: median(runs.on.map((r) => r.p99)), off: median(runs.off.map((r) => r.p99)) }
     const errors = [...runs.on, ...runs.off].reduce((n, r) => n + r.errors, 0)

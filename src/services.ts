@@ -176,8 +176,6 @@ export async function createServices(deps: {
     metrics,
     /** GET /readyz and `status`: what a balancer and an operator read. */
     readiness,
-    /** Aborted when the graceful stop begins: open event streams end. */
-    stopping: stopController.signal,
     /** The graceful stop begins: readiness fails and event streams end, before the listeners close. */
     beginStop() {
       readiness.beginStop()

@@ -9,7 +9,8 @@ const ph = (name: string) => sql.placeholder(name)
 /**
  * What the customer's pay page reads and writes directly; its transitions go through the
  * lifecycle. Every pay route reads the transaction first, so these run as prepared statements
- * (several times cheaper than building the query per request; bench/RESULTS.md "Pay page"). Ids must be UUIDs: the caller checks.
+ * (several times cheaper than building the query per request; bench/RESULTS.md "Pay page").
+ * Ids must be UUIDs: the caller checks.
  */
 export function createPayRepo(database: Database) {
   const { db } = database

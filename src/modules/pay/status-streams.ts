@@ -21,7 +21,6 @@ export interface StatusStreamDeps {
   changes(listener: (change: TransactionChange) => void): () => void
   /** Aborted when the graceful stop begins: every stream ends and EventSource reconnects elsewhere. */
   stopping: AbortSignal
-  keepAliveMs?: number
 }
 
 interface Stream {
@@ -51,7 +50,6 @@ interface Watch {
  */
 export function createStatusStreams(deps: StatusStreamDeps) {
   const watches = new Map<string, Watch>()
-  const keepAliveMs = deps.keepAliveMs ?? KEEPALIVE_MS
   let keepAliveTimer: ReturnType<typeof setInterval> | null = null
   let open = 0
 
@@ -106,7 +104,7 @@ export function createStatusStreams(deps: StatusStreamDeps) {
     if (!w) watches.set(id, (w = { streams: new Set(), heard: -1, busy: false, again: false, retry: null }))
     w.streams.add(stream)
     if (open++ === 0) {
-      keepAliveTimer = setInterval(keepAlive, keepAliveMs)
+      keepAliveTimer = setInterval(keepAlive, KEEPALIVE_MS)
       ;(keepAliveTimer as { unref?: () => void }).unref?.()
     }
   }
