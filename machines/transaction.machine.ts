@@ -34,6 +34,12 @@ export interface Quote {
 /** A transfer to the deposit address; `blockNumber` is null until it is in a block. */
 export interface Payment {
   txHash: string
+  /**
+   * The transfer's position in its transaction: the ERC-20 Transfer log's index, -1 for a native
+   * transfer. One transaction may pay several times (a batch of transfers); each counts. Absent in
+   * snapshots made before it was kept: such a payment is the one transfer of its hash.
+   */
+  logIndex?: number
   /** Smallest token units, decimal string. */
   amount: string
   blockNumber: number | null
@@ -70,13 +76,13 @@ export interface TxInput {
 export type TxEvent =
   | { type: 'token.selected'; quote: Quote }
   | { type: 'customer.confirmed' }
-  | { type: 'payment.detected'; txHash: string; amount: string; blockNumber?: number | null }
-  | { type: 'payment.included'; txHash: string; blockNumber: number }
+  | { type: 'payment.detected'; txHash: string; logIndex?: number; amount: string; blockNumber?: number | null }
+  | { type: 'payment.included'; txHash: string; logIndex?: number; blockNumber: number }
   | { type: 'confirmations.updated'; confirmations: number; at: number }
-  | { type: 'payment.reorged'; txHash: string }
-  | { type: 'payment.reverted'; txHash: string }
-  | { type: 'wrong_asset.received'; txHash: string; tokenSymbol: string; amount: string }
-  | { type: 'wrong_asset.reorged'; txHash: string }
+  | { type: 'payment.reorged'; txHash: string; logIndex?: number }
+  | { type: 'payment.reverted'; txHash: string; logIndex?: number }
+  | { type: 'wrong_asset.received'; txHash: string; logIndex?: number; tokenSymbol: string; amount: string }
+  | { type: 'wrong_asset.reorged'; txHash: string; logIndex?: number }
   | { type: 'expiry.reached'; at: number }
   | { type: 'cancel.requested'; by: 'merchant' | 'customer' }
 
@@ -93,8 +99,26 @@ export const EVENT_TYPES: readonly TxEvent['type'][] = [
 
 const sum = (payments: Payment[]) => payments.reduce((acc, p) => acc + BigInt(p.amount), 0n).toString()
 const expected = (c: TxContext) => (c.quote ? BigInt(c.quote.tokenAmount) : null)
+/** A transfer as events name it: its transaction hash and, where known, its log index. */
+type TransferRef = { txHash: string; logIndex?: number }
+/**
+ * The same transfer. A side without a log index (a payment recorded before log indexes were kept,
+ * an operator's event) names the transfer of that hash.
+ */
+const isTransfer = (p: TransferRef, e: TransferRef) =>
+  p.txHash === e.txHash && (p.logIndex === undefined || e.logIndex === undefined || p.logIndex === e.logIndex)
+const paymentOf = (e: TransferRef & { amount: string; blockNumber?: number | null }): Payment =>
+  e.logIndex === undefined
+    ? { txHash: e.txHash, amount: e.amount, blockNumber: e.blockNumber ?? null }
+    : { txHash: e.txHash, logIndex: e.logIndex, amount: e.amount, blockNumber: e.blockNumber ?? null }
+/** A wrong asset's entry in `wrongAssets`: the hash, with the log index after a colon when known. */
+const wrongAssetKey = (e: TransferRef) => (e.logIndex === undefined ? e.txHash : `${e.txHash}:${e.logIndex}`)
+const isWrongAsset = (entry: string, e: TransferRef) => {
+  const [txHash, logIndex] = entry.split(':')
+  return isTransfer({ txHash: txHash!, logIndex: logIndex === undefined ? undefined : Number(logIndex) }, e)
+}
 const withPayment = (c: TxContext, p: Payment) => {
-  const payments = c.payments.some((x) => x.txHash === p.txHash) ? c.payments : [...c.payments, p]
+  const payments = c.payments.some((x) => isTransfer(x, p)) ? c.payments : [...c.payments, p]
   return { payments, received: sum(payments) }
 }
 /** The earliest included payment, once everything included covers the quote. */
@@ -165,17 +189,17 @@ export const transactionMachine = setup({
     paysInFull: ({ context, event }) => {
       if (event.type !== 'payment.detected') return false
       const need = expected(context)
-      return need !== null && BigInt(withPayment(context, { txHash: event.txHash, amount: event.amount, blockNumber: null }).received) >= need
+      return need !== null && BigInt(withPayment(context, paymentOf({ ...event, blockNumber: null })).received) >= need
     },
-    isNewPayment: ({ context, event }) => event.type === 'payment.detected' && !context.payments.some((p) => p.txHash === event.txHash),
-    isKnownPayment: ({ context, event }) => 'txHash' in event && context.payments.some((p) => p.txHash === event.txHash),
+    isNewPayment: ({ context, event }) => event.type === 'payment.detected' && !context.payments.some((p) => isTransfer(p, event)),
+    isKnownPayment: ({ context, event }) => 'txHash' in event && context.payments.some((p) => isTransfer(p, event)),
     // While confirming, a known payment in a block it is not recorded in yet: the same inclusion
     // judged again (a follower redelivering a block after a crash) must not reset the count.
-    isNewInclusion: ({ context, event }) => event.type === 'payment.included' && context.payments.some((p) => p.txHash === event.txHash && p.blockNumber !== event.blockNumber),
+    isNewInclusion: ({ context, event }) => event.type === 'payment.included' && context.payments.some((p) => isTransfer(p, event) && p.blockNumber !== event.blockNumber),
     nothingReceived: ({ context }) => context.received === '0',
     onlyWrongAssets: ({ context }) => context.received === '0' && (context.wrongAssets ?? []).length > 0,
-    isNewWrongAsset: ({ context, event }) => event.type === 'wrong_asset.received' && !(context.wrongAssets ?? []).includes(event.txHash),
-    isKnownWrongAsset: ({ context, event }) => event.type === 'wrong_asset.reorged' && (context.wrongAssets ?? []).includes(event.txHash),
+    isNewWrongAsset: ({ context, event }) => event.type === 'wrong_asset.received' && !(context.wrongAssets ?? []).some((w) => isWrongAsset(w, event)),
+    isKnownWrongAsset: ({ context, event }) => event.type === 'wrong_asset.reorged' && (context.wrongAssets ?? []).some((w) => isWrongAsset(w, event)),
     // R13: the timer carries the deadline it was armed for; an early event is refused.
     deadlinePassed: ({ context, event }) => event.type === 'expiry.reached' && event.at >= context.expiresAt,
     // R15: confirmations = head - block + 1, complete at the network's requirement.
@@ -184,15 +208,15 @@ export const transactionMachine = setup({
     isConfirmationUpdate: ({ context, event }) => event.type === 'confirmations.updated' && event.confirmations >= 0 && event.confirmations !== context.confirmations,
     // After a reorg the payments left, all of them in blocks, may still cover the quote.
     stillIncludedAfterReorg: ({ context, event }) => {
-      if (event.type !== 'payment.reorged' || !context.payments.some((p) => p.txHash === event.txHash)) return false
-      const settle = settling({ ...context, payments: context.payments.filter((p) => p.txHash !== event.txHash) })
+      if (event.type !== 'payment.reorged' || !context.payments.some((p) => isTransfer(p, event))) return false
+      const settle = settling({ ...context, payments: context.payments.filter((p) => !isTransfer(p, event)) })
       return settle !== null && settle.blockNumber !== null
     },
     // After a reorg the remaining payments may still cover the quote.
     stillCoveredAfterReorg: ({ context, event }) => {
-      if (event.type !== 'payment.reorged' || !context.payments.some((p) => p.txHash === event.txHash)) return false
+      if (event.type !== 'payment.reorged' || !context.payments.some((p) => isTransfer(p, event))) return false
       const need = expected(context)
-      const rest = context.payments.filter((p) => p.txHash !== event.txHash)
+      const rest = context.payments.filter((p) => !isTransfer(p, event))
       return need !== null && rest.reduce((a, p) => a + BigInt(p.amount), 0n) >= need
     },
   },
@@ -200,11 +224,11 @@ export const transactionMachine = setup({
     requestExpiry: emit(({ event }) => ({ type: 'expiry.due' as const, at: (event as TimerFired).at })),
     lockQuote: assign(({ event }) => (event.type === 'token.selected' ? { quote: event.quote } : {})),
     recordPayment: assign(({ context, event }) =>
-      event.type === 'payment.detected' ? withPayment(context, { txHash: event.txHash, amount: event.amount, blockNumber: event.blockNumber ?? null }) : {},
+      event.type === 'payment.detected' ? withPayment(context, paymentOf(event)) : {},
     ),
     recordInclusion: assign(({ context, event }) => {
       if (event.type !== 'payment.included') return {}
-      const payments = context.payments.map((p) => (p.txHash === event.txHash ? { ...p, blockNumber: event.blockNumber } : p))
+      const payments = context.payments.map((p) => (isTransfer(p, event) ? { ...p, blockNumber: event.blockNumber } : p))
       const settle = settling({ ...context, payments })
       return { payments, txHash: settle?.txHash ?? event.txHash, blockNumber: settle?.blockNumber ?? event.blockNumber, confirmations: null }
     }),
@@ -212,15 +236,15 @@ export const transactionMachine = setup({
     markConfirmed: assign(({ event }) => (event.type === 'confirmations.updated' ? { confirmedAt: event.at } : {})),
     forgetPayment: assign(({ context, event }) => {
       if (event.type !== 'payment.reorged') return {}
-      const payments = context.payments.filter((p) => p.txHash !== event.txHash)
+      const payments = context.payments.filter((p) => !isTransfer(p, event))
       const settle = settling({ ...context, payments })
       return { payments, received: sum(payments), txHash: settle?.txHash ?? null, blockNumber: settle?.blockNumber ?? null, confirmations: null }
     }),
     failUnderpaid: assign({ failureReason: 'underpaid' as FailureReason }),
     failReverted: assign({ failureReason: 'reverted' as FailureReason }),
     failWrongAsset: assign({ failureReason: 'wrong_asset' as FailureReason }),
-    recordWrongAsset: assign(({ context, event }) => (event.type === 'wrong_asset.received' ? { wrongAssets: [...(context.wrongAssets ?? []), event.txHash] } : {})),
-    forgetWrongAsset: assign(({ context, event }) => (event.type === 'wrong_asset.reorged' ? { wrongAssets: (context.wrongAssets ?? []).filter((h) => h !== event.txHash) } : {})),
+    recordWrongAsset: assign(({ context, event }) => (event.type === 'wrong_asset.received' ? { wrongAssets: [...(context.wrongAssets ?? []), wrongAssetKey(event)] } : {})),
+    forgetWrongAsset: assign(({ context, event }) => (event.type === 'wrong_asset.reorged' ? { wrongAssets: (context.wrongAssets ?? []).filter((w) => !isWrongAsset(w, event)) } : {})),
   },
 }).createMachine({
   id: 'transaction',

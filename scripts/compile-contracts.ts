@@ -15,7 +15,7 @@ import { join } from 'node:path'
 import solc from 'solc'
 
 const root = join(import.meta.dirname, '..')
-const CONTRACTS = ['TestStablecoin', 'MockAggregatorV3'] as const
+const CONTRACTS = ['TestStablecoin', 'MockAggregatorV3', 'TestBatchPayer'] as const
 const outDir = join(root, 'src/chain/artifacts')
 
 interface Artifact {

@@ -25,6 +25,8 @@ export interface TransferFinding {
 export interface UnappliedTransfer {
   id: number
   txHash: string
+  /** -1 for a native transfer. */
+  logIndex: number
   blockNumber: number
   tokenSymbol: string
   amount: string
@@ -72,7 +74,7 @@ export function createChainRepo(database: Database) {
   const record = prepare<unknown, { network: string; findings: string; at: string }>(database, RECORD)
 
   const unapplied = db.select({
-    id: chainTransfers.id, txHash: chainTransfers.txHash, blockNumber: chainTransfers.blockNumber, tokenSymbol: chainTransfers.tokenSymbol,
+    id: chainTransfers.id, txHash: chainTransfers.txHash, logIndex: chainTransfers.logIndex, blockNumber: chainTransfers.blockNumber, tokenSymbol: chainTransfers.tokenSymbol,
     amount: chainTransfers.amount, transactionId: chainTransfers.transactionId, reorgedAt: chainTransfers.reorgedAt, kind: chainTransfers.kind,
     status: transactions.status, txTokenSymbol: transactions.tokenSymbol, txNetwork: transactions.blockchainNetwork,
     attempts: chainTransfers.attempts, retryAt: chainTransfers.retryAt,

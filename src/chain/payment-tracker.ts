@@ -50,8 +50,10 @@ export function createPaymentTracker(deps: { network: NetworkConfig; repo: Chain
   async function judge(row: UnappliedTransfer): Promise<TransferKind> {
     const id = row.transactionId
     const { blockNumber } = row
+    // One transaction may carry several transfers to the address (a batch): each is its own payment.
+    const transfer = { txHash: row.txHash, logIndex: row.logIndex }
     if (row.reorgedAt !== null) {
-      if (row.kind === 'wrong_asset') await apply(id, { type: 'wrong_asset.reorged', txHash: row.txHash })
+      if (row.kind === 'wrong_asset') await apply(id, { type: 'wrong_asset.reorged', ...transfer })
       if (row.kind !== 'payment') return row.kind
       if (FINAL_STATUSES.includes(row.status)) {
         // R15: too late to take it back (the transaction completed, or failed): the operator must know.
@@ -60,16 +62,16 @@ export function createPaymentTracker(deps: { network: NetworkConfig; repo: Chain
         deps.metrics.reorgAfterFinal(network.name)
         return row.kind
       }
-      await apply(id, { type: 'payment.reorged', txHash: row.txHash })
+      await apply(id, { type: 'payment.reorged', ...transfer })
       return row.kind
     }
     if (FINAL_STATUSES.includes(row.status)) return 'late'
     if (row.txTokenSymbol === row.tokenSymbol && row.txNetwork === network.name) {
-      await apply(id, { type: 'payment.detected', txHash: row.txHash, amount: row.amount, blockNumber })
-      await apply(id, { type: 'payment.included', txHash: row.txHash, blockNumber })
+      await apply(id, { type: 'payment.detected', ...transfer, amount: row.amount, blockNumber })
+      await apply(id, { type: 'payment.included', ...transfer, blockNumber })
       return 'payment'
     }
-    await apply(id, { type: 'wrong_asset.received', txHash: row.txHash, tokenSymbol: `${row.tokenSymbol} (${network.name})`, amount: row.amount })
+    await apply(id, { type: 'wrong_asset.received', ...transfer, tokenSymbol: `${row.tokenSymbol} (${network.name})`, amount: row.amount })
     return 'wrong_asset'
   }
 

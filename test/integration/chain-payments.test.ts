@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { TestBatchPayer, TestStablecoin } from '../../src/chain/artifacts/index.ts'
 import { createDevnetClient, startDevnet, type Devnet, type DevnetClient } from '../../src/chain/devnet.ts'
 import { backends } from '../helpers/databases.ts'
 import { payNative, payToken, waitUntil, writeNetworksFile } from '../helpers/chain.ts'
@@ -59,6 +60,21 @@ for (const backend of backends()) {
       expect(s.quote.token_amount).toBe('10000000000000000')
       await payNative(wallet, s.quote.deposit_address, 10_000_000_000_000_000n)
       await waitUntil('completed', () => state(id), (x) => x.status === 'completed')
+    })
+
+    test('two transfers of the token in one transaction (a batch payout) add up to the quote', async () => {
+      const deployed = await wallet.waitForTransactionReceipt({ hash: await wallet.deployContract({ abi: TestBatchPayer.abi, bytecode: TestBatchPayer.bytecode }) })
+      const payer = deployed.contractAddress!
+      await wallet.waitForTransactionReceipt({ hash: await wallet.writeContract({ address: devnet.stablecoin, abi: TestStablecoin.abi, functionName: 'mint', args: [payer, 25_000_000n] }) })
+      const id = await create({ amount: 25 })
+      const s = await (await select(id, 'TUSD')).json() as any
+      const hash = await wallet.writeContract({ address: payer, abi: TestBatchPayer.abi, functionName: 'payInParts', args: [devnet.stablecoin, s.quote.deposit_address, [10_000_000n, 15_000_000n]] })
+      const receipt = await wallet.waitForTransactionReceipt({ hash })
+      expect(receipt.logs.filter((l) => l.address.toLowerCase() === devnet.stablecoin.toLowerCase())).toHaveLength(2)
+      const done = await waitUntil('completed', () => state(id), (x) => x.status === 'completed')
+      expect(done.transaction_hash).toBe(hash)
+      const tx = await (await api(t, key).get(`/api/transactions/${id}`)).json() as any
+      expect(tx.transaction).toMatchObject({ status: 'completed', amount_received: '25000000' })
     })
   })
 }

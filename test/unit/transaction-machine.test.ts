@@ -92,6 +92,26 @@ describe('transactionMachine: amounts (R14)', () => {
     expect(step(once, { type: 'payment.detected', txHash: 'a', amount: '400' }).can).toBe(false)
   })
 
+  test('two transfers in one transaction (two log indexes of one hash) add up; each counts once', () => {
+    const first = step('prepared', { type: 'payment.detected', txHash: 'a', logIndex: 0, amount: '400' }).next
+    expect(step(first, { type: 'payment.detected', txHash: 'a', logIndex: 0, amount: '400' }).can).toBe(false)
+    const second = step(first, { type: 'payment.detected', txHash: 'a', logIndex: 1, amount: '600' }).next
+    expect(second.value).toBe('processing')
+    expect(second.context.received).toBe('1000')
+    expect(second.context.payments).toEqual([{ txHash: 'a', logIndex: 0, amount: '400', blockNumber: null }, { txHash: 'a', logIndex: 1, amount: '600', blockNumber: null }])
+    // A reorg names the one transfer it takes back.
+    const back = step(second, { type: 'payment.reorged', txHash: 'a', logIndex: 1 }).next
+    expect(back.value).toBe('pending')
+    expect(back.context.received).toBe('400')
+  })
+
+  test('a payment recorded before log indexes were kept is the transfer of its hash, whatever index names it now', () => {
+    const reorged = step('confirming', { type: 'payment.reorged', txHash: 'tx1', logIndex: 3 }).next
+    expect(reorged.value).toBe('pending')
+    expect(reorged.context.received).toBe('0')
+    expect(step('confirming', { type: 'payment.detected', txHash: 'tx1', logIndex: 3, amount: '1000' }).can).toBe(false)
+  })
+
   test('an overpayment proceeds and is recorded', () => {
     const over = step('pending', { type: 'payment.detected', txHash: 'b', amount: '5000' }).next
     expect(over.value).toBe('processing')
@@ -136,6 +156,14 @@ describe('transactionMachine: another asset than the quoted one (R12: recorded, 
   test('the same wrong-asset transfer twice is recorded once', () => {
     const once = step('pending', dust).next
     expect(once.can(dust)).toBe(false)
+  })
+
+  test('two wrong-asset transfers in one transaction are two; a reorg of one leaves the other', () => {
+    const first = step('prepared', { type: 'wrong_asset.received', txHash: 'w', logIndex: 0, tokenSymbol: 'DAI', amount: '7' }).next
+    const both = step(first, { type: 'wrong_asset.received', txHash: 'w', logIndex: 1, tokenSymbol: 'DAI', amount: '7' }).next
+    expect(both.context.wrongAssets).toEqual(['w:0', 'w:1'])
+    const one = step(both, { type: 'wrong_asset.reorged', txHash: 'w', logIndex: 0 }).next
+    expect(one.context.wrongAssets).toEqual(['w:1'])
   })
 
   test('at the deadline: only a wrong asset received fails wrong_asset; with part of the quote, underpaid; nothing at all, expired', () => {
