@@ -202,6 +202,7 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
         rpcUrl: node.rpcUrl,
         fallbackRpcUrls: [],
         confirmations: options.confirmations ?? 2,
+        finality: 'confirmations',
         pollIntervalMs: options.pollIntervalMs ?? 500,
         maxLogRange: 1000,
         testnet: true,

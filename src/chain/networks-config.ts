@@ -20,7 +20,21 @@
  * }]
  * ```
  *
+ * Presets: `{ "preset": "base", "rpcUrl": "https://..." }` takes every other field from the
+ * curated table in presets.ts, and any field given beside it overrides the preset's. `tokens`
+ * then may name the preset's tokens by symbol (`"tokens": ["USDC"]`), give objects that
+ * override a preset token of the same symbol field by field, or add tokens of its own; absent,
+ * every token of the preset is accepted. `name` defaults to the preset's name. The merged entry
+ * is validated like any other.
+ *
  * Extensions beyond R16 (all optional):
+ * - `finality` (default "confirmations"): "safe" or "finalized" completes a payment once the
+ *   chain's `safe` / `finalized` block has reached the payment's block, instead of counting
+ *   `confirmations`.
+ * - a token's `onchainSymbols` (default: its `symbol`): what its contract's `symbol()` answers,
+ *   where that is not the label customers see (Tether's USDT0 reads `USD₮0`). Checked at start-up.
+ * - a Chainlink price's `descriptions` (default `"<symbol> / USD"`): what the feed's
+ *   `description()` answers. Checked at start-up.
  * - `fallbackRpcUrls` (default `[]`): further http(s) endpoints tried when `rpcUrl` fails.
  * - `maxLogRange` (default 1000): the most blocks one `eth_getLogs` call may span; public
  *   providers cap it (often 500-10,000), so a node that refuses larger ranges can be served.
@@ -38,17 +52,34 @@ import { Type, type Static, type TObject, type TSchema } from '@sinclair/typebox
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { ValueErrorType, type ValueError } from '@sinclair/typebox/errors'
 import { getAddress, isAddress, zeroAddress, type Address } from 'viem'
+import { NETWORK_PRESETS, PRESET_NAMES, presetPollIntervalMs, type Finality } from './presets.ts'
+
+export type { Finality } from './presets.ts'
 
 export type PriceSource =
   | { kind: 'fixedUsd'; /** Positive decimal string, e.g. "1" or "0.9995". */ usd: string }
-  | { kind: 'chainlink'; feed: Address; maxAgeSeconds: number }
+  | {
+      kind: 'chainlink'
+      feed: Address
+      maxAgeSeconds: number
+      /** What the feed's `description()` may answer (absent: `"<symbol> / USD"`). */
+      descriptions?: string[]
+    }
 
 interface TokenBase {
+  /** The label customers see. */
   symbol: string
   decimals: number
   price: PriceSource
 }
-export type TokenConfig = (TokenBase & { kind: 'erc20'; address: Address }) | (TokenBase & { kind: 'native' })
+export type TokenConfig =
+  | (TokenBase & {
+      kind: 'erc20'
+      address: Address
+      /** What the contract's `symbol()` may answer (absent: the label). */
+      onchainSymbols?: string[]
+    })
+  | (TokenBase & { kind: 'native' })
 
 export interface NetworkConfig {
   /** The `blockchain_network` value of the API. */
@@ -57,6 +88,8 @@ export interface NetworkConfig {
   rpcUrl: string
   fallbackRpcUrls: string[]
   confirmations: number
+  /** What completes a payment: `confirmations` counted, or the chain's safe / finalized block reaching it. */
+  finality: Finality
   pollIntervalMs: number
   /** Most blocks one eth_getLogs request may span. */
   maxLogRange: number
@@ -70,7 +103,7 @@ export interface ConfigProblem {
   message: string
 }
 
-export const NETWORK_DEFAULTS = { fallbackRpcUrls: [] as string[], maxLogRange: 1000, maxAgeSeconds: 3600 } as const
+export const NETWORK_DEFAULTS = { fallbackRpcUrls: [] as string[], maxLogRange: 1000, maxAgeSeconds: 3600, finality: 'confirmations' as Finality } as const
 
 /** Thrown by parse/load: start-up configuration errors are fatal, and each problem names its field. */
 export class NetworksConfigError extends Error {
@@ -96,6 +129,9 @@ const EvmAddress = Type.String({ pattern: '^0x[0-9a-fA-F]{40}$', ...say('must be
 /** `new URL` judges the rest (a rule below): a pattern would accept what it refuses. */
 const HttpUrl = Type.String(say('must be an http(s) URL'))
 const PRICE_SHAPE = '{ "fixedUsd": "1" } or { "chainlinkFeed": "0x..." }'
+/** Answers a contract gives (a symbol, a feed's description), to check it by at start-up. */
+const Answers = (what: string) =>
+  Type.Array(Type.String({ minLength: 1, maxLength: 64, ...say(`must be ${what}: 1-64 characters`) }), { minItems: 1, maxItems: 8, tooFew: `must list at least one ${what}`, ...say(`must be a list of 1-8 ${what}s`) })
 
 /** Each source is told apart by its first (required) key; see explainChoice. */
 const Price = Type.Union(
@@ -105,7 +141,11 @@ const Price = Type.Union(
       { fixedUsd: Type.String({ pattern: '^(?=[0-9.]*[1-9])[0-9]+(\\.[0-9]{1,18})?$', ...say('must be a positive decimal string such as "1" or "0.9998" (at most 18 decimal places)') }) },
       closed,
     ),
-    Type.Object({ chainlinkFeed: EvmAddress, maxAgeSeconds: Type.Optional(integer(1, 31_536_000, 'must be an integer number of seconds from 1 to 31536000')) }, closed),
+    Type.Object({
+      chainlinkFeed: EvmAddress,
+      maxAgeSeconds: Type.Optional(integer(1, 31_536_000, 'must be an integer number of seconds from 1 to 31536000')),
+      descriptions: Type.Optional(Answers('feed description such as "ETH / USD"')),
+    }, closed),
   ],
   say(`must be ${PRICE_SHAPE}`, `is required: ${PRICE_SHAPE}`),
 )
@@ -117,18 +157,23 @@ const Token = Type.Object(
     decimals: integer(0, 36, 'must be an integer from 0 to 36'),
     address: Type.Optional(EvmAddress),
     native: Type.Optional(Type.Literal(true, say('must be true (omit it and give "address" for an ERC-20 token)'))),
+    onchainSymbols: Type.Optional(Answers('symbol the contract answers')),
     price: Price,
   },
   anObject,
 )
 
+const FINALITY = ['confirmations', 'safe', 'finalized'] as const
+
 const Network = Type.Object(
   {
+    preset: Type.Optional(Type.String(say(`must be one of ${PRESET_NAMES.join(', ')}`))),
     name: Type.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$', ...say('must be 1-64 letters, digits, ".", "_" or "-", starting with a letter or digit') }),
     chainId: integer(1, Number.MAX_SAFE_INTEGER, 'must be a positive integer'),
     rpcUrl: HttpUrl,
     fallbackRpcUrls: Type.Optional(Type.Array(HttpUrl, say('must be a list of http(s) URLs'))),
     confirmations: integer(1, 10_000, 'must be an integer from 1 to 10000'),
+    finality: Type.Optional(Type.Union(FINALITY.map((f) => Type.Literal(f)), say(`must be ${FINALITY.map((f) => `"${f}"`).join(', ')}`))),
     pollIntervalMs: integer(100, 86_400_000, 'must be an integer number of milliseconds, at least 100'),
     maxLogRange: Type.Optional(integer(1, 1_000_000, 'must be an integer from 1 to 1000000 (blocks per eth_getLogs)')),
     testnet: Type.Boolean(say('must be true or false', 'is required (true: test-mode transactions; false: live)')),
@@ -144,8 +189,9 @@ const checkFile = TypeCompiler.Compile(NetworksFile)
 // ---------------------------------------------------------------------------------------------
 
 /** Validates without throwing: either the networks or every problem found. */
-export function validateNetworksConfig(value: unknown): { ok: true; networks: NetworkConfig[] } | { ok: false; problems: ConfigProblem[] } {
+export function validateNetworksConfig(given: unknown): { ok: true; networks: NetworkConfig[] } | { ok: false; problems: ConfigProblem[] } {
   const problems = new Problems()
+  const value = withPresets(given, problems)
   if (!checkFile.Check(value)) for (const e of checkFile.Errors(value)) explain(e, value, problems)
   applyRules(value, problems)
   if (problems.size) return { ok: false, problems: problems.list() }
@@ -187,17 +233,69 @@ function toNetwork(n: Static<typeof Network>): NetworkConfig {
     rpcUrl: n.rpcUrl,
     fallbackRpcUrls: [...(n.fallbackRpcUrls ?? NETWORK_DEFAULTS.fallbackRpcUrls)],
     confirmations: n.confirmations,
+    finality: n.finality ?? NETWORK_DEFAULTS.finality,
     pollIntervalMs: n.pollIntervalMs,
     maxLogRange: n.maxLogRange ?? NETWORK_DEFAULTS.maxLogRange,
     testnet: n.testnet,
-    tokens: n.tokens.map(({ symbol, decimals, address, price: p }): TokenConfig => {
+    tokens: n.tokens.map(({ symbol, decimals, address, onchainSymbols, price: p }): TokenConfig => {
       const price: PriceSource =
         'fixedUsd' in p
           ? { kind: 'fixedUsd', usd: p.fixedUsd }
-          : { kind: 'chainlink', feed: getAddress(p.chainlinkFeed), maxAgeSeconds: p.maxAgeSeconds ?? NETWORK_DEFAULTS.maxAgeSeconds }
-      return address === undefined ? { kind: 'native', symbol, decimals, price } : { kind: 'erc20', symbol, decimals, address: getAddress(address), price }
+          : {
+              kind: 'chainlink', feed: getAddress(p.chainlinkFeed), maxAgeSeconds: p.maxAgeSeconds ?? NETWORK_DEFAULTS.maxAgeSeconds,
+              ...(p.descriptions ? { descriptions: [...p.descriptions] } : {}),
+            }
+      if (address === undefined) return { kind: 'native', symbol, decimals, price }
+      return { kind: 'erc20', symbol, decimals, address: getAddress(address), ...(onchainSymbols ? { onchainSymbols: [...onchainSymbols] } : {}), price }
     }),
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Presets: an entry naming one is the preset's fields with the entry's over them. What cannot be
+// merged (an unknown preset, a token symbol the preset lacks) is a problem at that field; the
+// rest of the file is validated as usual.
+
+function withPresets(value: unknown, problems: Problems): unknown {
+  if (!Array.isArray(value)) return value
+  return value.map((n, i) => {
+    if (!isObject(n)) return n
+    if (!has(n, 'preset')) {
+      if (Array.isArray(n.tokens)) n.tokens.forEach((t, j) => typeof t === 'string' && problems.add([i, 'tokens', j], `names a token by symbol, which needs a "preset" for this network (or give the token in full)`))
+      return n
+    }
+    const name = n.preset
+    const preset = typeof name === 'string' && Object.hasOwn(NETWORK_PRESETS, name) ? NETWORK_PRESETS[name]! : null
+    if (!preset) {
+      problems.add([i, 'preset'], `unknown preset ${JSON.stringify(name)} (presets: ${PRESET_NAMES.join(', ')})`)
+      return n
+    }
+    const { blockTimeSeconds: _, depth: __, tokens: presetTokens, ...fields } = preset
+    const tokens = n.tokens === undefined ? presetTokens : Array.isArray(n.tokens) ? n.tokens.map((t, j) => presetToken(t, presetTokens, name as string, [i, 'tokens', j], problems)) : n.tokens
+    return { name, pollIntervalMs: presetPollIntervalMs(preset), ...fields, ...n, tokens }
+  })
+}
+
+/** A token of a preset network: by symbol, an object over the preset's token of that symbol, or one of its own. */
+function presetToken(t: unknown, tokens: readonly object[], preset: string, at: Segment[], problems: Problems): unknown {
+  const bySymbol = (symbol: unknown) => tokens.find((p) => typeof symbol === 'string' && (p as { symbol: string }).symbol.toUpperCase() === symbol.toUpperCase()) as Obj | undefined
+  const symbols = () => tokens.map((p) => (p as { symbol: string }).symbol).join(', ')
+  if (typeof t === 'string') {
+    const found = bySymbol(t)
+    if (!found) problems.add(at, `preset ${preset} has no token ${JSON.stringify(t)} (its tokens: ${symbols()}); give the token in full to add one`)
+    return found ?? t
+  }
+  if (!isObject(t)) return t
+  const base = bySymbol(t.symbol)
+  if (!base) return t
+  const merged: Obj = { ...base, ...t }
+  // Another contract (or the native coin) is another token: the preset's answers do not describe it.
+  if (has(t, 'address') || has(t, 'native')) {
+    if (!has(t, 'native')) delete merged.native
+    if (!has(t, 'address')) delete merged.address
+    if (!has(t, 'onchainSymbols')) delete merged.onchainSymbols
+  }
+  return merged
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -15,13 +15,16 @@ export function writeNetworksFile(dir: string, networks: NetworkConfig[]): strin
     rpcUrl: n.rpcUrl,
     ...(n.fallbackRpcUrls.length ? { fallbackRpcUrls: n.fallbackRpcUrls } : {}),
     confirmations: n.confirmations,
+    ...(n.finality !== 'confirmations' ? { finality: n.finality } : {}),
     pollIntervalMs: n.pollIntervalMs,
     testnet: n.testnet,
     tokens: n.tokens.map((t) => ({
       symbol: t.symbol,
       decimals: t.decimals,
-      ...(t.kind === 'erc20' ? { address: t.address } : { native: true }),
-      price: t.price.kind === 'fixedUsd' ? { fixedUsd: t.price.usd } : { chainlinkFeed: t.price.feed, maxAgeSeconds: t.price.maxAgeSeconds },
+      ...(t.kind === 'erc20' ? { address: t.address, ...(t.onchainSymbols ? { onchainSymbols: t.onchainSymbols } : {}) } : { native: true }),
+      price: t.price.kind === 'fixedUsd'
+        ? { fixedUsd: t.price.usd }
+        : { chainlinkFeed: t.price.feed, maxAgeSeconds: t.price.maxAgeSeconds, ...(t.price.descriptions ? { descriptions: t.price.descriptions } : {}) },
     })),
   }))
   const path = join(dir, `networks-${Math.random().toString(36).slice(2)}.json`)
@@ -129,6 +132,7 @@ export async function startManualChain(): Promise<ManualChain> {
         rpcUrl: node.rpcUrl,
         fallbackRpcUrls: [],
         confirmations: 3,
+        finality: 'confirmations',
         pollIntervalMs: 100,
         maxLogRange: 1000,
         testnet: true,

@@ -8,6 +8,8 @@ import {
   parseNetworksConfig,
   validateNetworksConfig,
 } from '../../src/chain/networks-config.ts'
+import { NETWORK_PRESETS } from '../../src/chain/presets.ts'
+import { getAddress, isAddress } from 'viem'
 
 const USDC = '0x1c7D4B196Cb0C7B01d743Fbc6116a902379C7238'
 const FEED = '0x694AA1769357215DE4FAC081bf1f309aDC325306'
@@ -53,6 +55,7 @@ describe('parseNetworksConfig()', () => {
       rpcUrl: 'https://rpc.example/sepolia',
       fallbackRpcUrls: [],
       confirmations: 3,
+      finality: 'confirmations',
       pollIntervalMs: 4000,
       maxLogRange: 1000,
       testnet: true,
@@ -221,5 +224,64 @@ describe('loadNetworksConfig()', () => {
     const path = join(dir, 'invalid.json')
     writeFileSync(path, JSON.stringify([network({ pollIntervalMs: 5 })]))
     expect(() => loadNetworksConfig(path)).toThrow(`invalid networks config ${path}:\n  networks[0].pollIntervalMs: must be`)
+  })
+})
+
+describe('presets', () => {
+  const RPC = 'https://rpc.example/node'
+
+  test('every preset, given only an RPC URL, is a valid network whose addresses are the table\'s, checksummed', () => {
+    for (const [name, preset] of Object.entries(NETWORK_PRESETS)) {
+      const [n] = parseNetworksConfig([{ preset: name, rpcUrl: RPC }])
+      expect(n).toMatchObject({ name, chainId: preset.chainId, testnet: preset.testnet, confirmations: preset.confirmations, finality: preset.finality, rpcUrl: RPC })
+      expect(n!.tokens.map((t) => t.symbol)).toEqual(preset.tokens.map((t) => t.symbol))
+      for (const t of n!.tokens) {
+        if (t.kind === 'erc20') expect(isAddress(t.address, { strict: true }) && t.address === getAddress(t.address)).toBe(true)
+        if (t.price.kind === 'chainlink') expect(t.price.feed).toBe(getAddress(t.price.feed))
+      }
+      expect(n!.pollIntervalMs).toBeGreaterThanOrEqual(1000)
+      expect(n!.pollIntervalMs).toBeLessThanOrEqual(4000)
+    }
+  })
+
+  test('the labels customers see and the on-chain answers are kept apart (USDT0, USDt, MATIC/POL, 18-decimal pegs)', () => {
+    const tokens = (preset: string) => parseNetworksConfig([{ preset, rpcUrl: RPC }])[0]!.tokens
+    const usdt = (preset: string) => tokens(preset).find((t) => t.symbol === 'USDT')!
+    expect(usdt('arbitrum')).toMatchObject({ kind: 'erc20', decimals: 6, onchainSymbols: ['USDT0', 'USD₮0'] })
+    expect(usdt('avalanche')).toMatchObject({ onchainSymbols: ['USDt'] })
+    expect(usdt('ethereum')).not.toHaveProperty('onchainSymbols')
+    expect(usdt('bsc').decimals).toBe(18)
+    expect(tokens('bsc').find((t) => t.symbol === 'USDC')!.decimals).toBe(18)
+    const pol = tokens('polygon').find((t) => t.kind === 'native')!
+    expect(pol.symbol).toBe('POL')
+    expect(pol.price).toMatchObject({ kind: 'chainlink', descriptions: ['POL / USD', 'MATIC / USD'] })
+    expect(tokens('base').map((t) => t.symbol)).toEqual(['USDC', 'ETH'])
+  })
+
+  test('tokens named by symbol (any case) take the preset\'s; fields beside the preset override it', () => {
+    const [n] = parseNetworksConfig([{ preset: 'base', rpcUrl: RPC, name: 'base-main', confirmations: 20, finality: 'safe', tokens: ['usdc'] }])
+    expect(n).toMatchObject({ name: 'base-main', chainId: 8453, confirmations: 20, finality: 'safe', pollIntervalMs: 2000 })
+    expect(n!.tokens).toEqual([{ kind: 'erc20', symbol: 'USDC', decimals: 6, address: '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913', price: { kind: 'fixedUsd', usd: '1' } }])
+  })
+
+  test('a token object over a preset token overrides it field by field; another contract drops the preset\'s on-chain symbols', () => {
+    const [n] = parseNetworksConfig([{ preset: 'arbitrum', rpcUrl: RPC, tokens: [{ symbol: 'USDC', decimals: 18 }, { symbol: 'USDT', address: USDC.toLowerCase() }, erc20({ symbol: 'DAI' })] }])
+    expect(n!.tokens[0]).toMatchObject({ symbol: 'USDC', decimals: 18, address: '0xaf88d065e77c8cC2239327C5EDb3A432268e5831' })
+    expect(n!.tokens[1]).toEqual({ kind: 'erc20', symbol: 'USDT', decimals: 6, address: USDC, price: { kind: 'fixedUsd', usd: '1' } })
+    expect(n!.tokens[2]).toMatchObject({ symbol: 'DAI', address: USDC })
+  })
+
+  test('an unknown preset, a symbol the preset lacks and a symbol without a preset are named', () => {
+    expect(problemAt([{ preset: 'basee', rpcUrl: RPC }], 'networks[0].preset')).toStartWith('networks[0].preset: unknown preset "basee" (presets: ethereum, base,')
+    expect(problemAt([{ preset: 'base', rpcUrl: RPC, tokens: ['USDT'] }], 'networks[0].tokens[0]')).toBe(
+      'networks[0].tokens[0]: preset base has no token "USDT" (its tokens: USDC, ETH); give the token in full to add one',
+    )
+    expect(problemAt([network({ tokens: ['USDC'] })], 'networks[0].tokens[0]')).toContain('needs a "preset"')
+    expect(problemAt([{ preset: 'base' }], 'networks[0].rpcUrl')).toContain('is required')
+    expect(problemAt([{ preset: 'base', rpcUrl: RPC, finality: 'final' }], 'networks[0].finality')).toBe('networks[0].finality: must be "confirmations", "safe", "finalized"')
+  })
+
+  test('two entries of one preset clash like any two networks', () => {
+    expect(problemAt([{ preset: 'base', rpcUrl: RPC }, { preset: 'base', rpcUrl: RPC }], 'networks[1].name')).toContain('duplicate network name "base"')
   })
 })
