@@ -11,9 +11,12 @@ import type { NetworkConfig } from './networks-config.ts'
 import { createPaymentTracker, type Lifecycle } from './payment-tracker.ts'
 import { createPriceReader, type PriceReader } from './prices.ts'
 import { createChainClient } from './rpc.ts'
+import { NetworkMismatchError, verifyNetwork, type Verdict } from './network-verification.ts'
 
 /** Deposit addresses of transactions that finished longer ago than this are no longer watched. */
 const WATCH_FINISHED_FOR_MS = 30 * 86_400_000
+/** A network's start-up check that takes longer than this counts as unreachable (checked again before following). */
+const VERIFY_TIMEOUT_MS = 15_000
 
 /** The follower's cursor, one row per network. */
 function databaseCursorStore(repo: ChainRepo, network: string, clock: Clock): CursorStore {
@@ -43,6 +46,9 @@ export function createChainWatcher(deps: { networks: NetworkConfig[]; database: 
   const clients = new Map(deps.networks.map((n) => [n.name, createChainClient({ rpcUrl: n.rpcUrl, fallbackRpcUrls: n.fallbackRpcUrls, chainId: n.chainId })]))
   const prices = new Map<string, PriceReader>(deps.networks.map((n) => [n.name, createPriceReader({ client: clients.get(n.name)!, clock: deps.clock })]))
   const followers = new Map<string, BlockFollower>()
+  /** Each network's last check against its chain (network-verification.ts); followed only once verified. */
+  const verdicts = new Map<string, Verdict>()
+  const verifying = new Map<string, Promise<void>>()
   const me = deps.lease.instanceId
   let unlisten: (() => Promise<void>) | null = null
   let unlease: (() => void) | null = null
@@ -80,10 +86,42 @@ export function createChainWatcher(deps: { networks: NetworkConfig[]; database: 
     await f?.stop()
   }
 
+  async function verify(n: NetworkConfig): Promise<Verdict> {
+    const timeout = new Promise<Verdict>((resolve) => {
+      const timer = setTimeout(() => resolve({ network: n.name, status: 'unreachable', error: `no answer within ${VERIFY_TIMEOUT_MS / 1000} s` }), VERIFY_TIMEOUT_MS)
+      ;(timer as { unref?: () => void }).unref?.()
+    })
+    const verdict = await Promise.race([verifyNetwork(n, clients.get(n.name)!, deps.clock), timeout])
+    const before = verdicts.get(n.name)
+    verdicts.set(n.name, verdict)
+    // Said when it changes, not at every try.
+    if (verdict.status === 'verified' && before && before.status !== 'verified') deps.logger.info('network verified against its chain; following it now', { network: n.name })
+    if (verdict.status === 'mismatch' && JSON.stringify(before) !== JSON.stringify(verdict)) {
+      deps.logger.error('the chain disagrees with the networks config: this network is not followed', { network: n.name, problems: verdict.problems })
+    }
+    if (verdict.status === 'unreachable' && before?.status !== 'unreachable') {
+      deps.logger.warn('network not verified yet: its RPC does not answer; checked again before it is followed', { network: n.name, error: verdict.error })
+    }
+    return verdict
+  }
+
+  /** Checks a network not verified yet in the background (one check at a time), and claims it once it is. */
+  function verifyAgain(n: NetworkConfig) {
+    if (verifying.has(n.name)) return
+    verifying.set(n.name, verify(n).then((v) => {
+      verifying.delete(n.name)
+      if (v.status === 'verified' && !stopped) void claim()
+    }))
+  }
+
   /** Follows every network this instance may follow, and stops following any another instance took. */
   async function claim() {
     for (const n of deps.networks) {
       if (stopped) return
+      if (verdicts.get(n.name)?.status !== 'verified') {
+        verifyAgain(n)
+        continue
+      }
       const mine = await repo.claimNetwork(n.name, me, new Date(deps.clock.now()))
       if (mine && !followers.has(n.name)) follow(n)
       else if (!mine && followers.has(n.name)) await unfollow(n.name)
@@ -94,6 +132,18 @@ export function createChainWatcher(deps: { networks: NetworkConfig[]; database: 
     networks: deps.networks,
     /** The price reader for a network's tokens (null for an unknown network). */
     prices: (network: string) => prices.get(network) ?? null,
+    /**
+     * Checks every network against its chain (start-up): throws NetworkMismatchError naming every
+     * disagreement; an RPC that does not answer is checked again before its network is followed.
+     */
+    async verify(): Promise<Verdict[]> {
+      const found = await Promise.all(deps.networks.map(verify))
+      const problems = found.flatMap((v) => (v.status === 'mismatch' ? v.problems : []))
+      if (problems.length) throw new NetworkMismatchError(problems)
+      return found
+    },
+    /** Each network's last check against its chain; absent before the first. */
+    verdicts: (): Verdict[] => [...verdicts.values()],
     /** Watch an address at once (this instance); others hear it through NOTIFY. */
     watch(address: string) {
       watched.add(address.toLowerCase())

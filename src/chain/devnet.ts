@@ -122,10 +122,11 @@ async function restoreDevnet(stateDir: string | undefined, start: (stateFile: st
 }
 
 /** A wallet client with public actions on a devnet/anvil node, for deploys and test payments. */
-export function createDevnetClient(rpcUrl: string, privateKey: Hex) {
+/** A wallet on an anvil node; `chainId` when the node runs another chain id than the devnet's (tests of presets). */
+export function createDevnetClient(rpcUrl: string, privateKey: Hex, chainId = DEVNET_CHAIN_ID) {
   return createWalletClient({
     account: privateKeyToAccount(privateKey),
-    chain: foundry, // id 31337 = DEVNET_CHAIN_ID
+    chain: chainId === DEVNET_CHAIN_ID ? foundry : { ...foundry, id: chainId }, // foundry: id 31337 = DEVNET_CHAIN_ID
     transport: http(rpcUrl, { retryCount: 0 }),
     pollingInterval: 50,
     cacheTime: 0,

@@ -41,7 +41,7 @@ const seconds = (ms: number) => `${Math.round(ms / 1000)} s`
  */
 export function createReadiness(deps: {
   database: Pick<Database, 'rows'>
-  chain: Pick<ChainWatcher, 'networks' | 'followerStatus' | 'followers'>
+  chain: Pick<ChainWatcher, 'networks' | 'followerStatus' | 'followers' | 'verdicts'>
   dataDir: string | null
   maxChainLagMs: number
   instanceId: string
@@ -61,8 +61,12 @@ export function createReadiness(deps: {
     const here = deps.chain.followerStatus()
     const recorded = here.some((h) => h.status === null) ? await within(deps.chain.followers(), DATABASE_TIMEOUT_MS, 'the database').catch(() => null) : []
     const now = Date.now()
+    const verdicts = new Map(deps.chain.verdicts().map((v) => [v.network, v]))
     return here.map(({ network, status }): Check => {
       const name = `chain:${network}`
+      const verdict = verdicts.get(network)
+      if (verdict?.status === 'mismatch') return { name, ok: false, detail: `not followed: the chain disagrees with the config: ${verdict.problems.join('; ')}` }
+      if (verdict?.status === 'unreachable') return { name, ok: false, detail: `not followed yet: not verified against its chain, the RPC does not answer (${verdict.error})` }
       if (status?.replaced) {
         return { name, ok: false, detail: `the RPC serves another chain (genesis ${status.replaced.found}, the one followed has ${status.replaced.expected}): not followed until it serves that chain again, or its position is forgotten (npm run cli -- network forget --network ${network})` }
       }

@@ -5,6 +5,7 @@ import type { Resolver } from '../webhooks/url-guard.ts'
 import { resolveSecretKey } from './secret-key.ts'
 import { startDevnet, type Devnet } from '../chain/devnet.ts'
 import { loadNetworksConfig, type NetworkConfig } from '../chain/networks-config.ts'
+import { NetworkMismatchError } from '../chain/network-verification.ts'
 import { createTestWallet } from '../chain/test-wallet.ts'
 import { openDatabase, pgliteDirOf } from '../db/client.ts'
 import { createApp } from '../http/app.ts'
@@ -87,6 +88,11 @@ export async function startServer(config: Config, opts: { clock?: Clock; logger?
       webhookDisableAfterMs: config.webhookDisableAfterMs, readyChainMaxLagMs: config.readyChainMaxLagMs, dataDir: config.dataDir,
     })
     cleanups.unshift(() => services.stop())
+    // Every network against its chain, before anything is quoted on it: a node that disagrees
+    // with the config refuses the start; one that does not answer is checked again later.
+    await services.chain.verify().catch((e) => {
+      throw e instanceof NetworkMismatchError ? new ConfigError('NETWORKS_CONFIG', e.message) : e
+    })
     // Recovery: every active transaction this instance may run gets its actor back; overdue
     // deadlines fire at once, the others keep their original time (R13).
     await services.lifecycle.start()

@@ -319,7 +319,7 @@ for (const backend of backends()) {
       })
       expect(got1[1]!.headers['x-service-event-id']).not.toBe(got1[0]!.headers['x-service-event-id'])
       expect((await api.timeline(first)).filter((e) => e.cause === 'payment.reorged')).toEqual([
-        expect.objectContaining({ from_status: 'confirming', to_status: 'pending', details: { txHash: hash1, received: '0' } }),
+        expect.objectContaining({ from_status: 'confirming', to_status: 'pending', details: { txHash: hash1, logIndex: 0, received: '0' } }),
       ])
 
       // 2. Completed (confirmations reached), then a reorg deep enough to take its payment block away.

@@ -12,8 +12,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { privateKeyToAddress, generatePrivateKey } from 'viem/accounts'
-import { MockAggregatorV3 } from '../../src/chain/artifacts/index.ts'
+import { startAnvil, type AnvilNode } from '../../src/chain/anvil.ts'
+import { MockAggregatorV3, TestStablecoin } from '../../src/chain/artifacts/index.ts'
 import { createDevnetClient, startDevnet, type Devnet, type DevnetClient } from '../../src/chain/devnet.ts'
 import type { NetworkConfig } from '../../src/chain/networks-config.ts'
 import { manualClock } from '../../src/lib/clock.ts'
@@ -28,6 +28,7 @@ for (const backend of backends()) {
   describe(`the payment lifecycle on a real devnet [${backend}]`, () => {
     const clock = manualClock(Date.now())
     let devnet: Devnet
+    let mainnet: AnvilNode
     let wallet: DevnetClient
     let t: TestServer
     let key: string
@@ -37,11 +38,14 @@ for (const backend of backends()) {
       // The feed is stamped with the server's clock and never refreshed on its own during the file.
       devnet = await startDevnet({ clock, confirmations: 2, pollIntervalMs: 100, feedRefreshMs: 3_600_000 })
       wallet = createDevnetClient(devnet.rpcUrl, devnet.wallet.privateKey)
-      // A live network (testnet: false) on the same node, whose token nobody transfers: test-mode
-      // transactions must not be offered it.
+      // A live network (testnet: false) on a node of its own, whose token nobody transfers:
+      // test-mode transactions must not be offered it.
+      mainnet = await startAnvil({ chainId: 1 })
+      const deployer = createDevnetClient(mainnet.rpcUrl, devnet.wallet.privateKey, 1)
+      const lusd = (await deployer.waitForTransactionReceipt({ hash: await deployer.deployContract({ abi: TestStablecoin.abi, bytecode: TestStablecoin.bytecode, args: ['Live USD', 'LUSD'] }) })).contractAddress!
       const live: NetworkConfig = {
-        ...devnet.networks[0]!, name: 'livenet', chainId: 1, testnet: false,
-        tokens: [{ kind: 'erc20', symbol: 'LUSD', decimals: 6, address: privateKeyToAddress(generatePrivateKey()), price: { kind: 'fixedUsd', usd: '1' } }],
+        ...devnet.networks[0]!, name: 'livenet', chainId: 1, rpcUrl: mainnet.rpcUrl, testnet: false,
+        tokens: [{ kind: 'erc20', symbol: 'LUSD', decimals: 6, address: lusd, price: { kind: 'fixedUsd', usd: '1' } }],
       }
       dir = mkdtempSync(join(tmpdir(), 'chain-lifecycle-'))
       t = await startTestServer(backend, { NETWORKS_CONFIG: writeNetworksFile(dir, [devnet.networks[0]!, live]) }, { clock })
@@ -50,6 +54,7 @@ for (const backend of backends()) {
     afterAll(async () => {
       await t?.stop()
       await devnet?.stop()
+      await mainnet?.stop()
       if (dir) rmSync(dir, { recursive: true, force: true })
     })
 
