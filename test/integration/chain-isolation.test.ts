@@ -456,7 +456,7 @@ describeIfPg('chain following on two instances sharing one PostgreSQL', () => {
     expect(tl.filter((e) => e.cause === 'payment.detected').map((e) => e.details.blockNumber)).toEqual([Number(block), Number(newBlock)])
     expect(tl.filter((e) => e.cause === 'payment.included').map((e) => e.details.blockNumber)).toEqual([Number(block), Number(newBlock)])
     expect(tl.filter((e) => e.cause === 'confirmations.updated').map((e) => e.details.confirmations)).toEqual([1, 2, 1, 2, 3])
-    expect(tl[6].details).toEqual({ txHash: hash, received: '0' })
+    expect(tl[6].details).toEqual({ txHash: hash, logIndex: 0, received: '0' })
 
     // The old row taken back (and judged: the reorg applied), the new one applied, each once.
     expect(await transfersOf(A.server.services.database, id)).toEqual([
