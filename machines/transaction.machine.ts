@@ -28,7 +28,14 @@ export interface Quote {
   /** Smallest token units, decimal string. */
   tokenAmount: string
   depositAddress: string
+  /** Confirmations that complete the payment when the network counts them. */
   requiredConfirmations: number
+  /**
+   * The network waits for its `safe` or `finalized` block to reach the payment's block instead
+   * of counting (absent: it counts). Reported to the merchant; the follower's events carry whether
+   * the block is there yet (`confirmations.updated.final`).
+   */
+  finality?: 'safe' | 'finalized'
 }
 
 /** A transfer to the deposit address; `blockNumber` is null until it is in a block. */
@@ -78,7 +85,11 @@ export type TxEvent =
   | { type: 'customer.confirmed' }
   | { type: 'payment.detected'; txHash: string; logIndex?: number; amount: string; blockNumber?: number | null }
   | { type: 'payment.included'; txHash: string; logIndex?: number; blockNumber: number }
-  | { type: 'confirmations.updated'; confirmations: number; at: number }
+  /**
+   * `final`: on a network that waits for its safe or finalized block, whether that block has
+   * reached the payment's; absent on a network that counts confirmations.
+   */
+  | { type: 'confirmations.updated'; confirmations: number; at: number; final?: boolean }
   | { type: 'payment.reorged'; txHash: string; logIndex?: number }
   | { type: 'payment.reverted'; txHash: string; logIndex?: number }
   | { type: 'wrong_asset.received'; txHash: string; logIndex?: number; tokenSymbol: string; amount: string }
@@ -202,9 +213,11 @@ export const transactionMachine = setup({
     isKnownWrongAsset: ({ context, event }) => event.type === 'wrong_asset.reorged' && (context.wrongAssets ?? []).some((w) => isWrongAsset(w, event)),
     // R13: the timer carries the deadline it was armed for; an early event is refused.
     deadlinePassed: ({ context, event }) => event.type === 'expiry.reached' && event.at >= context.expiresAt,
-    // R15: confirmations = head - block + 1, complete at the network's requirement.
+    // R15: confirmations = head - block + 1, complete at the network's requirement; on a network
+    // that waits for its safe or finalized block, once that block has reached the payment's.
     enoughConfirmations: ({ context, event }) =>
-      event.type === 'confirmations.updated' && context.quote !== null && event.confirmations >= context.quote.requiredConfirmations,
+      event.type === 'confirmations.updated' && context.quote !== null &&
+      (event.final === undefined ? event.confirmations >= context.quote.requiredConfirmations : event.final && event.confirmations >= 1),
     isConfirmationUpdate: ({ context, event }) => event.type === 'confirmations.updated' && event.confirmations >= 0 && event.confirmations !== context.confirmations,
     // After a reorg the payments left, all of them in blocks, may still cover the quote.
     stillIncludedAfterReorg: ({ context, event }) => {

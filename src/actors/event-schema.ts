@@ -11,11 +11,11 @@ const obj = <T extends Record<string, ReturnType<typeof Type.String> | ReturnTyp
 
 /** Lifecycle events as data, for events that arrive from outside the process (the CLI). */
 const TxEventSchema = Type.Union([
-  obj({ type: Type.Literal('token.selected'), quote: obj({ tokenSymbol: Type.String({ minLength: 1 }), network: Type.String({ minLength: 1 }), tokenAmount: units, depositAddress: Type.String({ minLength: 1 }), requiredConfirmations: Type.Integer({ minimum: 1 }) }) }),
+  obj({ type: Type.Literal('token.selected'), quote: obj({ tokenSymbol: Type.String({ minLength: 1 }), network: Type.String({ minLength: 1 }), tokenAmount: units, depositAddress: Type.String({ minLength: 1 }), requiredConfirmations: Type.Integer({ minimum: 1 }), finality: Type.Optional(Type.Union([Type.Literal('safe'), Type.Literal('finalized')])) }) }),
   obj({ type: Type.Literal('customer.confirmed') }),
   obj({ type: Type.Literal('payment.detected'), txHash: hash, logIndex, amount: units, blockNumber: Type.Optional(Type.Union([block, Type.Null()])) }),
   obj({ type: Type.Literal('payment.included'), txHash: hash, logIndex, blockNumber: block }),
-  obj({ type: Type.Literal('confirmations.updated'), confirmations: Type.Integer({ minimum: 0 }), at: Type.Integer({ minimum: 0 }) }),
+  obj({ type: Type.Literal('confirmations.updated'), confirmations: Type.Integer({ minimum: 0 }), at: Type.Integer({ minimum: 0 }), final: Type.Optional(Type.Boolean()) }),
   obj({ type: Type.Literal('payment.reorged'), txHash: hash, logIndex }),
   obj({ type: Type.Literal('payment.reverted'), txHash: hash, logIndex }),
   obj({ type: Type.Literal('wrong_asset.received'), txHash: hash, logIndex, tokenSymbol: Type.String({ minLength: 1 }), amount: units }),

@@ -100,6 +100,7 @@ const COMMIT = sql`WITH t AS (
   UPDATE ${t} SET ${bare(t.status)} = ${param('status')}, ${bare(t.tokenSymbol)} = ${param('tokenSymbol')},
     ${bare(t.tokenAmount)} = ${param('tokenAmount', 'numeric')}, ${bare(t.blockchainNetwork)} = ${param('blockchainNetwork')},
     ${bare(t.depositAddress)} = ${param('depositAddress')}, ${bare(t.requiredConfirmations)} = ${param('requiredConfirmations', 'int')},
+    ${bare(t.finality)} = ${param('finality')},
     ${bare(t.amountReceived)} = ${param('amountReceived', 'numeric')}, ${bare(t.transactionHash)} = ${param('transactionHash')},
     ${bare(t.blockNumber)} = ${param('blockNumber', 'bigint')}, ${bare(t.confirmations)} = ${param('confirmations', 'int')},
     ${bare(t.confirmedAt)} = ${param('confirmedAt', 'timestamptz')}, ${bare(t.completedAt)} = ${param('completedAt', 'timestamptz')},
@@ -221,7 +222,7 @@ export function createLifecycleRepo(database: Database) {
       const p = c.patch
       const [{ updated }] = await commit.execute({
         id: c.transactionId, expectedVersion: c.expectedVersion, status: p.status, tokenSymbol: p.tokenSymbol, tokenAmount: p.tokenAmount,
-        blockchainNetwork: p.blockchainNetwork, depositAddress: p.depositAddress, requiredConfirmations: p.requiredConfirmations,
+        blockchainNetwork: p.blockchainNetwork, depositAddress: p.depositAddress, requiredConfirmations: p.requiredConfirmations, finality: p.finality,
         amountReceived: p.amountReceived, transactionHash: p.transactionHash, blockNumber: p.blockNumber, confirmations: p.confirmations,
         confirmedAt: iso(p.confirmedAt), completedAt: iso(p.completedAt), updatedAt: iso(p.updatedAt),
         snapshot: json(c.snapshot), machineVersion: c.machineVersion, fromStatus: c.entry.fromStatus, cause: c.entry.cause, details: json(c.entry.details),

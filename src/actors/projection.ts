@@ -3,7 +3,7 @@ import type { NewTransactionRow } from '../db/schema.ts'
 
 /** The columns of a transaction row that the machine decides. */
 export type MachineColumns = Required<
-  Pick<NewTransactionRow, 'status' | 'tokenSymbol' | 'tokenAmount' | 'blockchainNetwork' | 'depositAddress' | 'requiredConfirmations' | 'amountReceived' | 'transactionHash' | 'blockNumber' | 'confirmations' | 'confirmedAt' | 'completedAt' | 'updatedAt'>
+  Pick<NewTransactionRow, 'status' | 'tokenSymbol' | 'tokenAmount' | 'blockchainNetwork' | 'depositAddress' | 'requiredConfirmations' | 'finality' | 'amountReceived' | 'transactionHash' | 'blockNumber' | 'confirmations' | 'confirmedAt' | 'completedAt' | 'updatedAt'>
 >
 
 /** The transaction row's view of the machine: status and every field the machine decides. */
@@ -14,7 +14,9 @@ export function projectRow(status: TxStatus, c: TxContext, now: Date): MachineCo
     tokenAmount: c.quote?.tokenAmount ?? null,
     blockchainNetwork: c.quote?.network ?? null,
     depositAddress: c.quote?.depositAddress ?? null,
-    requiredConfirmations: c.quote?.requiredConfirmations ?? null,
+    // A network that waits for its safe or finalized block counts nothing to a requirement.
+    requiredConfirmations: c.quote && !c.quote.finality ? c.quote.requiredConfirmations : null,
+    finality: c.quote ? (c.quote.finality ?? 'confirmations') : null,
     amountReceived: c.quote ? c.received : null,
     transactionHash: c.txHash ?? c.payments[0]?.txHash ?? null,
     blockNumber: c.blockNumber,

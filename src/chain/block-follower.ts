@@ -65,8 +65,11 @@ export type FollowerEvent =
   | { type: 'block'; block: BlockHeader; findings: Finding[] }
   /** Reported blocks above `forkPoint` (the last common block) left the canonical chain. */
   | { type: 'reorg'; forkPoint: bigint; removed: BlockRef[] }
-  /** Highest validated canonical block; confirmations = number - blockNumber + 1. */
-  | { type: 'head'; number: bigint }
+  /**
+   * Highest validated canonical block; confirmations = number - blockNumber + 1. `final`: where
+   * the network's safe or finalized block stands, when the network waits for one (never above `number`).
+   */
+  | { type: 'head'; number: bigint; final?: bigint }
 
 export type FollowerHandler = (event: FollowerEvent) => Promise<void> | void
 
@@ -78,6 +81,8 @@ export interface FollowerNetwork {
   erc20Tokens: Address[]
   /** Fetch whole blocks to find native transfers (costly: only where a native token is accepted). */
   scanNative: boolean
+  /** The block tag whose height each head event reports (`safe` / `finalized`), for networks that wait for one. */
+  finalityTag?: 'safe' | 'finalized'
 }
 
 export interface FollowerTuning {
@@ -217,7 +222,10 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
         logger?.info('chain moved during a scan; rescanning', { network: network.name, reason: error.message })
       }
     }
-    if (cursor) await emit({ type: 'head', number: cursor.height })
+    if (cursor) {
+      const final = network.finalityTag ? await finalHeight(network.finalityTag) : undefined
+      await emit({ type: 'head', number: cursor.height, ...(final === undefined ? {} : { final: min(final, cursor.height) }) })
+    }
     if (cursor && cursor.height >= reported) inStepAt = clock.now()
   }
 
@@ -269,6 +277,13 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
       base = { height: blocks.at(-1)!.number, recent: recent.slice(-windowSize) }
       await commit(base)
     }
+  }
+
+  /** The height of the node's `safe` / `finalized` block (-1 when it has none yet: a young chain). */
+  async function finalHeight(tag: 'safe' | 'finalized'): Promise<bigint> {
+    const block = await rpc('eth_getBlockByNumber', [tag, false])
+    if (block == null) return -1n
+    return parseQuantity((block as { number?: unknown }).number, `${tag} block number`)
   }
 
   /** Walks back through the remembered window to the last block still canonical. */

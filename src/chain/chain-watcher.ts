@@ -66,6 +66,7 @@ export function createChainWatcher(deps: { networks: NetworkConfig[]; database: 
         maxLogRange: n.maxLogRange,
         erc20Tokens: n.tokens.flatMap((t) => (t.kind === 'erc20' ? [t.address] : [])),
         scanNative: n.tokens.some((t) => t.kind === 'native'),
+        ...(n.finality === 'confirmations' ? {} : { finalityTag: n.finality }),
       },
       client: clients.get(n.name)!,
       store: databaseCursorStore(repo, n.name, deps.clock),

@@ -105,12 +105,14 @@ export function createPaymentTracker(deps: { network: NetworkConfig; repo: Chain
     }
   }
 
-  async function updateConfirmations(head: bigint) {
+  /** `final`: where the safe / finalized block stands, on a network that waits for it. */
+  async function updateConfirmations(head: bigint, final: bigint | undefined) {
     for (const r of await repo.confirmingTransactions(network.name)) {
       const confirmations = Number(head - BigInt(r.blockNumber) + 1n)
-      if (confirmations < 0 || confirmations === r.confirmations) continue
+      const reached = final === undefined ? undefined : final >= BigInt(r.blockNumber)
+      if (confirmations < 0 || (confirmations === r.confirmations && !reached)) continue
       // One transaction that cannot take it must not hold up the others' confirmations; the next head tries it again.
-      await apply(r.id, { type: 'confirmations.updated', confirmations, at: deps.clock.now() })
+      await apply(r.id, { type: 'confirmations.updated', confirmations, at: deps.clock.now(), ...(reached === undefined ? {} : { final: reached }) })
         .catch((e) => deps.logger.error('confirmations not applied; tried again on the next head', { network: network.name, transactionId: r.id, error: String(e) }))
     }
   }
@@ -136,7 +138,7 @@ export function createPaymentTracker(deps: { network: NetworkConfig; repo: Chain
     } else {
       // Leftovers of a crash between recording and judging are judged on the next head too.
       await applyPending()
-      await updateConfirmations(event.number)
+      await updateConfirmations(event.number, event.final)
     }
   }
 }

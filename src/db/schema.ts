@@ -59,6 +59,8 @@ export const transactions = pgTable('transactions', {
   blockNumber: bigint('block_number', { mode: 'number' }),
   confirmations: integer('confirmations'),
   requiredConfirmations: integer('required_confirmations'),
+  /** confirmations, safe or finalized: what completes the payment on its network (issue 14); null before a token is selected. */
+  finality: text('finality', { enum: ['confirmations', 'safe', 'finalized'] }),
   confirmedAt: ts('confirmed_at'),
   completedAt: ts('completed_at'),
   expiresAt: ts('expires_at').notNull(),

@@ -89,8 +89,12 @@ export interface ManualChain {
   stop(): Promise<void>
 }
 
-export async function startManualChain(): Promise<ManualChain> {
-  const node = await startAnvil({ noMining: true, historyStates: 256 })
+/**
+ * `slotsInAnEpoch`: anvil serves the `safe` block that many blocks below the head and `finalized`
+ * twice that many (default 32).
+ */
+export async function startManualChain(options: { slotsInAnEpoch?: number } = {}): Promise<ManualChain> {
+  const node = await startAnvil({ noMining: true, historyStates: 256, extraArgs: options.slotsInAnEpoch ? ['--slots-in-an-epoch', String(options.slotsInAnEpoch)] : [] })
   try {
     const key = bytesToHex(mnemonicToAccount(ANVIL_DEFAULT_MNEMONIC, { addressIndex: 0 }).getHdKey().privateKey!)
     const client = createDevnetClient(node.rpcUrl, key)

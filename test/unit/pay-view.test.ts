@@ -41,7 +41,7 @@ function state(over: Partial<PayState> = {}): PayState {
 const quote = {
   token_symbol: 'TUSD', blockchain_network: 'devnet', chain_id: 31337, decimals: 6, token_address: '0x00000000000000000000000000000000000000aa',
   token_amount: '12500000', deposit_address: ADDRESS, payment_uri: `ethereum:0x00000000000000000000000000000000000000aa@31337/transfer?address=${ADDRESS}&uint256=12500000`,
-  required_confirmations: 2,
+  required_confirmations: 2, finality: 'confirmations' as const,
 }
 const prepared = (over: Partial<PayState> = {}) => state({ status: 'prepared', quote, amount_received: '0', amount_due: '12500000', ...over })
 const shown = (v: ReturnType<typeof payView>) => Object.entries(v).filter(([, p]) => p.hidden === false).map(([id]) => id)
@@ -122,6 +122,13 @@ describe('payView()', () => {
     expect(v['cancel-area'].hidden).toBe(true)
     expect(v.countdown.hidden).toBe(true)
     expect(v['chain-tx-value'].text).toBe('0xabc')
+  })
+
+  test('confirming on a network that waits for finality: the words say so, no bar to fill', () => {
+    const v = payView(prepared({ status: 'confirming', confirmations: 5, transaction_hash: '0xabc', block_number: 42, amount_due: '0', quote: { ...quote, finality: 'finalized' } }), PAY_TEXT, NOW)
+    expect(v['step-confirmations']).toEqual({ text: 'Finalized by the network (5 confirmations so far)', attrs: { 'data-step': 'current' } })
+    expect(v['status-title'].text).toBe('Payment confirming: waiting for the network to finalize its block (5 confirmations so far).')
+    expect(v.progress?.hidden ?? true).toBe(true)
   })
 
   test('completed with a success_url returns there; without one it shows a receipt', () => {

@@ -203,6 +203,15 @@ describe('transactionMachine: confirmations and reorgs (R15)', () => {
     expect(three.context.confirmedAt).toBe(7)
   })
 
+  test('on a network that waits for finality, confirmations past the requirement do not complete; the final block does', () => {
+    const counted = step('confirming', { type: 'confirmations.updated', confirmations: 50, at: 5, final: false })
+    expect(counted.next.value).toBe('confirming')
+    expect(counted.next.context.confirmations).toBe(50)
+    const final = step(counted.next, { type: 'confirmations.updated', confirmations: 50, at: 6, final: true }).next
+    expect(final.value).toBe('completed')
+    expect(final.context.confirmedAt).toBe(6)
+  })
+
   test('a reorged-out payment returns to awaiting payment and cannot complete', () => {
     const back = step('confirming', { type: 'payment.reorged', txHash: 'tx1' }).next
     expect(back.value).toBe('pending')

@@ -27,6 +27,8 @@ export interface PayState {
     /** EIP-681 URI for what is still due (the whole quote until something arrives). */
     payment_uri: string
     required_confirmations: number
+    /** What completes the payment: confirmations counted to required_confirmations, or the network's safe / finalized block reaching it. */
+    finality: 'confirmations' | 'safe' | 'finalized'
   } | null
   amount_received: string | null
   amount_due: string | null

@@ -76,6 +76,7 @@ export function createPayService(deps: PayDeps) {
         deposit_address: tx.depositAddress,
         payment_uri: paymentUri({ chainId: chosen.network.chainId, to: tx.depositAddress as `0x${string}`, amount: due!, token: chosen.token }),
         required_confirmations: tx.requiredConfirmations ?? chosen.network.confirmations,
+        finality: tx.finality ?? chosen.network.finality,
       } : null,
       amount_received: tx.amountReceived,
       amount_due: due === null ? null : due.toString(),
@@ -133,6 +134,7 @@ export function createPayService(deps: PayDeps) {
         // Checksummed (EIP-55) for people and wallets; stored lowercase for matching.
         depositAddress: getAddress(address.value.address),
         requiredConfirmations: found.network.confirmations,
+        ...(found.network.finality === 'confirmations' ? {} : { finality: found.network.finality }),
       }
       return stateAfter(id, await deps.lifecycle.apply(id, { type: 'token.selected', quote }))
     },

@@ -137,7 +137,8 @@ export function payView(s: PayState, t: PayText, serverNow: number): View {
       attrs: { href: returnTo ?? '#' },
     },
   }
-  if (s.status === 'confirming' && q) {
+  // Waiting for finality has no count to fill a bar with: the status line says it.
+  if (s.status === 'confirming' && q && q.finality === 'confirmations') {
     const n = Math.min(s.confirmations ?? 0, q.required_confirmations)
     v.progress = { hidden: false, attrs: { value: String(n), max: String(q.required_confirmations), 'aria-valuetext': fill(t.statusConfirming, { n, m: q.required_confirmations }) } }
   }
@@ -155,7 +156,9 @@ function stepParts(s: PayState, t: PayText): Pick<View, 'steps' | 'step-detected
     steps: { hidden: reached < 0 },
     'step-detected': step(reached >= 0, false, t.stepDetected),
     'step-block': step(inBlock, reached === 0, inBlock ? fill(t.stepBlockDone, { block: s.block_number! }) : t.stepBlock),
-    'step-confirmations': step(reached === 2, reached === 1, fill(t.stepConfirmations, { n: confirmations, m: required })),
+    'step-confirmations': step(reached === 2, reached === 1, s.quote && s.quote.finality !== 'confirmations'
+      ? fill(t.stepFinality, { n: s.confirmations ?? 0 })
+      : fill(t.stepConfirmations, { n: confirmations, m: required })),
     'step-complete': step(reached === 2, false, t.stepComplete),
   }
 }
@@ -172,7 +175,9 @@ function statusText(s: PayState, t: PayText, partial: boolean): [string, string]
     case 'processing':
       return [t.statusProcessing, t.statusProcessingDetail]
     case 'confirming':
-      return [fill(t.statusConfirming, { n: s.confirmations ?? 0, m: s.quote?.required_confirmations ?? '?' }), t.statusConfirmingDetail]
+      return s.quote && s.quote.finality !== 'confirmations'
+        ? [fill(t.statusFinalizing, { n: s.confirmations ?? 0 }), t.statusConfirmingDetail]
+        : [fill(t.statusConfirming, { n: s.confirmations ?? 0, m: s.quote?.required_confirmations ?? '?' }), t.statusConfirmingDetail]
     case 'completed':
       return [t.statusCompleted, s.success_url ? fill(t.statusCompletedRedirect, { project }) : t.statusCompletedReceipt]
     case 'expired':

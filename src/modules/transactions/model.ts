@@ -105,7 +105,10 @@ export const TransactionObject = Type.Object({
   transaction_hash: str(),
   block_number: Type.Union([Type.Integer(), Type.Null()]),
   confirmations: Type.Union([Type.Integer(), Type.Null()]),
-  required_confirmations: Type.Union([Type.Integer(), Type.Null()]),
+  required_confirmations: Type.Union([Type.Integer(), Type.Null()], { description: 'Confirmations that complete the payment; null before a token is selected, and on a network that waits for finality instead.' }),
+  finality: Type.Union([Type.Literal('confirmations'), Type.Literal('safe'), Type.Literal('finalized'), Type.Null()], {
+    description: 'What completes the payment on its network: `confirmations` (counted up to required_confirmations), or the chain\'s `safe` / `finalized` block reaching block_number. Null before a token is selected.',
+  }),
   confirmed_at: time(),
   completed_at: time(),
 }, closed)

@@ -57,6 +57,7 @@ export function createTransactionService(deps: { repo: TransactionRepo; lifecycl
       blockNumber: null,
       confirmations: null,
       requiredConfirmations: null,
+      finality: null,
       confirmedAt: null,
       completedAt: null,
       expiresAt: new Date(now.getTime() + (input.expires_in_minutes ?? DEFAULT_EXPIRY_MINUTES) * 60_000),
@@ -166,6 +167,7 @@ export function toView(r: TransactionRow, baseUrl: string): TransactionView {
     block_number: r.blockNumber,
     confirmations: r.confirmations,
     required_confirmations: r.requiredConfirmations,
+    finality: r.finality,
     confirmed_at: iso(r.confirmedAt),
     completed_at: iso(r.completedAt),
   }

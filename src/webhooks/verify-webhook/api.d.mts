@@ -441,7 +441,10 @@ export interface components {
             transaction_hash: string | null;
             block_number: number | null;
             confirmations: number | null;
+            /** @description Confirmations that complete the payment; null before a token is selected, and on a network that waits for finality instead. */
             required_confirmations: number | null;
+            /** @description What completes the payment on its network: `confirmations` (counted up to required_confirmations), or the chain's `safe` / `finalized` block reaching block_number. Null before a token is selected. */
+            finality: "confirmations" | "safe" | "finalized" | null;
             confirmed_at: string | null;
             completed_at: string | null;
         };

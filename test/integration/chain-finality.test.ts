@@ -1,0 +1,65 @@
+/**
+ * Finality per network (issue 14) on a real chain: anvil mining only when told, serving its
+ * `finalized` block 2 x `--slots-in-an-epoch` blocks below the head (8 here) and `safe` half as
+ * far. A network with `"finality": "finalized"` completes a payment only once that block has
+ * reached the payment's block, however many confirmations it has before; the API says what it
+ * waits for.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { backends } from '../helpers/databases.ts'
+import { startManualChain, waitUntil, writeNetworksFile, type ManualChain } from '../helpers/chain.ts'
+import { api, startTestServer, type TestServer } from '../helpers/server.ts'
+
+const SLOTS = 4 // finalized = head - 8
+
+for (const backend of backends()) {
+  describe(`a network that waits for its finalized block [${backend}]`, () => {
+    let chain: ManualChain
+    let t: TestServer
+    let key: string
+    let dir: string
+
+    beforeAll(async () => {
+      chain = await startManualChain({ slotsInAnEpoch: SLOTS })
+      dir = mkdtempSync(join(tmpdir(), 'chain-finality-'))
+      const file = writeNetworksFile(dir, [chain.network({ confirmations: 1, finality: 'finalized', pollIntervalMs: 100 })])
+      t = await startTestServer(backend, { NETWORKS_CONFIG: file })
+      key = (await t.project()).key
+    })
+    afterAll(async () => {
+      await t?.stop()
+      await chain?.stop()
+      if (dir) rmSync(dir, { recursive: true, force: true })
+    })
+
+    const tx = async (id: string) => ((await (await api(t, key).get(`/api/transactions/${id}`)).json()) as any).transaction
+
+    test('confirming until the finalized block reaches the payment\'s block, then completed', async () => {
+      const id = ((await (await api(t, key).create({ amount: 10 })).json()) as any).transaction.id as string
+      const r = await t.fetch(`/pay/${id}/select`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token_symbol: 'TUSD', blockchain_network: 'localchain' }) })
+      const quote = ((await r.json()) as any).quote
+      expect(quote).toMatchObject({ finality: 'finalized' })
+      expect(await tx(id)).toMatchObject({ status: 'prepared', finality: 'finalized', required_confirmations: null })
+
+      await chain.sendRaw(await chain.signTokenTransfer(quote.deposit_address, BigInt(quote.token_amount)))
+      const block = Number(await chain.mine())
+      // 8 blocks on top: 8 confirmations (far past the 1 configured), finalized still at block - 1.
+      await chain.mine(SLOTS * 2 - 1)
+      const waiting = await waitUntil('8 confirmations', () => tx(id), (x) => x.confirmations === SLOTS * 2)
+      expect(waiting).toMatchObject({ status: 'confirming', block_number: block, finality: 'finalized' })
+      const finalized = await chain.client.getBlock({ blockTag: 'finalized' })
+      expect(finalized.number).toBe(BigInt(block - 1))
+      const page = await (await t.fetch(`/pay/${id}/state`)).json() as any
+      expect(page).toMatchObject({ status: 'confirming', confirmations: SLOTS * 2, quote: { finality: 'finalized' } })
+
+      // One more block: the finalized block is the payment's.
+      await chain.mine()
+      const done = await waitUntil('completed', () => tx(id), (x) => x.status === 'completed')
+      expect(done).toMatchObject({ block_number: block, confirmations: SLOTS * 2 + 1, finality: 'finalized', required_confirmations: null })
+      expect((await chain.client.getBlock({ blockTag: 'finalized' })).number).toBe(BigInt(block))
+    })
+  })
+}
