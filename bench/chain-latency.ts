@@ -32,7 +32,7 @@ const database = await openDatabase({ databaseUrl: pg.url, pgliteDir: null, pool
 const services = await createServices({
   database, clock: systemClock, logger: createLogger('silent'), baseUrl: 'https://localhost', secretKey: randomBytes(32),
   networks: [{
-    name: 'bench', chainId: 31337, rpcUrl: anvil.rpcUrl, fallbackRpcUrls: [], confirmations: 1, finality: 'confirmations', pollIntervalMs: POLL_MS, maxLogRange: 1000, testnet: true,
+    name: 'bench', chainId: 31337, rpcUrl: anvil.rpcUrl, fallbackRpcUrls: [], confirmations: 1, finality: 'confirmations', pollIntervalMs: POLL_MS, maxLogRange: 1000, maxRequestsPerSecond: null, testnet: true,
     tokens: [{ kind: 'erc20', symbol: 'TUSD', decimals: 6, address: token, price: { kind: 'fixedUsd', usd: '1' } }],
   }],
 })

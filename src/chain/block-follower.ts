@@ -26,6 +26,7 @@
 import type { Address, Hex } from 'viem'
 import { systemClock, type Clock } from '../lib/clock.ts'
 import { errorSummary, type Logger } from '../lib/logger.ts'
+import { isRateLimit, retryAfterMs } from '../metrics/metrics.ts'
 import type { RpcClient } from './rpc.ts'
 import {
   TRANSFER_TOPIC,
@@ -83,6 +84,8 @@ export interface FollowerNetwork {
   scanNative: boolean
   /** The block tag whose height each head event reports (`safe` / `finalized`), for networks that wait for one. */
   finalityTag?: 'safe' | 'finalized'
+  /** At most this many JSON-RPC calls a second (a provider's plan); bursts up to a second's worth share a batch. */
+  maxRequestsPerSecond?: number
 }
 
 export interface FollowerTuning {
@@ -111,6 +114,8 @@ export interface BlockFollowerDeps {
   tuning?: FollowerTuning
   /** Told of every failed tick of the loop (metrics count them by kind). */
   onTickFailed?: (error: unknown) => void
+  /** Told of every eth_getLogs range the provider refused (the range is split and asked again). */
+  onLogRangeRefused?: (error: unknown) => void
 }
 
 /** Where a follower stands, for metrics and readiness. */
@@ -175,7 +180,13 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
   /** Block 0's hash once checked against the cursor's since the cursor was loaded. */
   let genesis: Hex | null = null
 
-  const rpc = (method: string, params: unknown[]) => client.request({ method, params }, { signal: controller.signal })
+  const throttle = network.maxRequestsPerSecond ? createThrottle(network.maxRequestsPerSecond, clock, sleep) : null
+  const rpc = async (method: string, params: unknown[]) => {
+    if (throttle) await throttle(controller.signal)
+    return client.request({ method, params }, { signal: controller.signal })
+  }
+  /** The widest eth_getLogs span the provider has taken: starts at maxLogRange, halved at each refusal, kept. */
+  let logSpan = maxLogRange
   const checkStopped = () => {
     if (controller.signal.aborted) throw controller.signal.reason ?? new Error('stopped')
   }
@@ -334,18 +345,36 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
   }
 
   /**
-   * Transfer logs of the watched tokens for from..to: ranged calls of at most `maxLogRange`
-   * blocks, issued together with the header fetch (one round trip less per chunk). They
-   * are trusted only once `checkLogs` matched them to the validated headers.
+   * Transfer logs of the watched tokens for from..to: ranged calls of at most the working span,
+   * issued together with the header fetch (one round trip less per chunk). They are trusted only
+   * once `checkLogs` matched them to the validated headers.
    */
   async function fetchLogsInRange(from: bigint, to: bigint): Promise<RpcLogLike[]> {
     if (tokens.length === 0) return []
-    const calls: Promise<unknown>[] = []
-    for (let lo = from; lo <= to; lo += BigInt(maxLogRange)) {
-      const hi = min(to, lo + BigInt(maxLogRange) - 1n)
-      calls.push(rpc('eth_getLogs', [{ ...logFilter, fromBlock: toQuantity(lo), toBlock: toQuantity(hi) }]))
+    const calls: Promise<RpcLogLike[]>[] = []
+    for (let lo = from; lo <= to; lo += BigInt(logSpan)) calls.push(logsOf(lo, min(to, lo + BigInt(logSpan) - 1n)))
+    return (await Promise.all(calls)).flat()
+  }
+
+  /**
+   * One ranged eth_getLogs. A provider that refuses the range or the size of the answer ("block
+   * range too large", "more than 10000 results") gets each half asked instead, down to one
+   * block; the narrower span is kept for the next calls.
+   */
+  async function logsOf(lo: bigint, hi: bigint): Promise<RpcLogLike[]> {
+    try {
+      return asLogList([await rpc('eth_getLogs', [{ ...logFilter, fromBlock: toQuantity(lo), toBlock: toQuantity(hi) }])])
+    } catch (error) {
+      if (lo === hi || controller.signal.aborted || !isRangeRefusal(error)) throw error
+      const half = (hi - lo + 2n) / 2n
+      if (half < BigInt(logSpan)) {
+        logSpan = Number(half)
+        logger?.warn('the provider refused an eth_getLogs range; asking for narrower ones', { network: network.name, from: lo.toString(), to: hi.toString(), span: logSpan, error: errorSummary(error) })
+      }
+      deps.onLogRangeRefused?.(error)
+      const [a, b] = await Promise.all([logsOf(lo, lo + half - 1n), logsOf(lo + half, hi)])
+      return [...a, ...b]
     }
-    return asLogList(await Promise.all(calls))
   }
 
   /**
@@ -379,6 +408,7 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
 
   async function loop(): Promise<void> {
     failures = 0
+    let retryInMs = 0
     const signal = controller.signal
     while (!signal.aborted) {
       const started = clock.now()
@@ -401,13 +431,12 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
           replaced = { expected: error.expected, found: error.found }
           loaded = false
         } else deps.onTickFailed?.(error)
-        const retryInMs = Math.min(backoffBase * 2 ** (failures - 1), backoffMax)
-        logger?.warn('chain follower tick failed', { network: network.name, failures, retryInMs, error: errorSummary(error) })
+        // A provider that said how long to wait (429 Retry-After) is given at least that.
+        retryInMs = Math.max(Math.min(backoffBase * 2 ** (failures - 1), backoffMax), retryAfterMs(error) ?? 0)
+        logger?.warn('chain follower tick failed', { network: network.name, failures, retryInMs, rateLimited: isRateLimit(error), error: errorSummary(error) })
       }
       if (signal.aborted) break
-      const delay = failures > 0
-        ? Math.min(backoffBase * 2 ** (failures - 1), backoffMax)
-        : Math.max(0, network.pollIntervalMs - (clock.now() - started))
+      const delay = failures > 0 ? retryInMs : Math.max(0, network.pollIntervalMs - (clock.now() - started))
       await sleep(delay, signal)
     }
   }
@@ -519,4 +548,36 @@ function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
     const timer = setTimeout(done, ms)
     signal.addEventListener('abort', done)
   })
+}
+
+/**
+ * A provider's refusal of an eth_getLogs range or answer size, as the big providers word it
+ * ("block range too large", "exceed maximum block range", "query returned more than 10000
+ * results", "Log response size exceeded"); a rate limit is not one.
+ */
+export function isRangeRefusal(error: unknown): boolean {
+  if (isRateLimit(error)) return false
+  for (let c = error as { message?: string; details?: string; cause?: unknown } | undefined, i = 0; c && i < 6; c = c.cause as typeof c, i++) {
+    if (/block range|range (is )?too (large|wide|big)|range limit|max(imum)? (block )?range|too many (results|logs|blocks)|more than \d+ results|response size|query timeout/i.test(`${c.message ?? ''} ${c.details ?? ''}`)) return true
+  }
+  return false
+}
+
+/** Spaces calls to `perSecond`, letting a second's worth through at once (so a burst still shares a batch). */
+function createThrottle(perSecond: number, clock: Clock, sleep: (ms: number, signal: AbortSignal) => Promise<void>) {
+  let tokens = perSecond
+  let at = clock.now()
+  return async (signal: AbortSignal) => {
+    for (;;) {
+      const now = clock.now()
+      tokens = Math.min(perSecond, tokens + ((now - at) / 1000) * perSecond)
+      at = now
+      if (tokens >= 1) {
+        tokens -= 1
+        return
+      }
+      await sleep(Math.ceil(((1 - tokens) / perSecond) * 1000), signal)
+      if (signal.aborted) throw signal.reason ?? new Error('stopped')
+    }
+  }
 }

@@ -5,7 +5,7 @@ import type { Clock } from '../lib/clock.ts'
 import type { Logger } from '../lib/logger.ts'
 import { createBlockFollower, decodeCursor, encodeCursor, type BlockFollower, type CursorStore, type FollowerStatus } from './block-follower.ts'
 import { deny, ok, type Outcome } from '../lib/outcome.ts'
-import { rpcErrorKind, type Metrics } from '../metrics/metrics.ts'
+import { isHttp429, rpcErrorKind, type Metrics } from '../metrics/metrics.ts'
 import { createChainRepo, type ChainRepo } from './chain.repo.ts'
 import type { NetworkConfig } from './networks-config.ts'
 import { createPaymentTracker, type Lifecycle } from './payment-tracker.ts'
@@ -43,7 +43,14 @@ function databaseCursorStore(repo: ChainRepo, network: string, clock: Clock): Cu
 export function createChainWatcher(deps: { networks: NetworkConfig[]; database: Database; lifecycle: Lifecycle; lease: InstanceLease; clock: Clock; logger: Logger; metrics: Metrics }) {
   const repo = createChainRepo(deps.database)
   const watched = new Set<string>()
-  const clients = new Map(deps.networks.map((n) => [n.name, createChainClient({ rpcUrl: n.rpcUrl, fallbackRpcUrls: n.fallbackRpcUrls, chainId: n.chainId })]))
+  const clients = new Map(deps.networks.map((n) => [n.name, createChainClient({
+    rpcUrl: n.rpcUrl, fallbackRpcUrls: n.fallbackRpcUrls, chainId: n.chainId,
+    // Every 429 counts and is said, also one the client's retry gets past. The URL may carry an API key: only its host is logged.
+    onRateLimited: (url, retryAfter) => {
+      deps.metrics.rpcError(n.name, 'rate_limited')
+      deps.logger.warn('the RPC provider answered 429 (rate limited); backing off', { network: n.name, host: URL.parse(url)?.host ?? '?', retryAfter })
+    },
+  })]))
   const prices = new Map<string, PriceReader>(deps.networks.map((n) => [n.name, createPriceReader({ client: clients.get(n.name)!, clock: deps.clock })]))
   const followers = new Map<string, BlockFollower>()
   /** Each network's last check against its chain (network-verification.ts); followed only once verified. */
@@ -67,6 +74,7 @@ export function createChainWatcher(deps: { networks: NetworkConfig[]; database: 
         erc20Tokens: n.tokens.flatMap((t) => (t.kind === 'erc20' ? [t.address] : [])),
         scanNative: n.tokens.some((t) => t.kind === 'native'),
         ...(n.finality === 'confirmations' ? {} : { finalityTag: n.finality }),
+        ...(n.maxRequestsPerSecond ? { maxRequestsPerSecond: n.maxRequestsPerSecond } : {}),
       },
       client: clients.get(n.name)!,
       store: databaseCursorStore(repo, n.name, deps.clock),
@@ -74,7 +82,9 @@ export function createChainWatcher(deps: { networks: NetworkConfig[]; database: 
       handler: createPaymentTracker({ network: n, repo, lifecycle: deps.lifecycle, clock: deps.clock, logger: deps.logger, metrics: deps.metrics }),
       // Polling and back-off run on real time whatever clock the lifecycle uses.
       logger: deps.logger,
-      onTickFailed: (e) => deps.metrics.rpcError(n.name, rpcErrorKind(e)),
+      // A 429 was counted when it came (onRateLimited above); any other failure is counted here.
+      onTickFailed: (e) => isHttp429(e) || deps.metrics.rpcError(n.name, rpcErrorKind(e)),
+      onLogRangeRefused: () => deps.metrics.rpcError(n.name, 'log_range'),
     })
     followers.set(n.name, follower)
     follower.start()

@@ -206,6 +206,7 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
         finality: 'confirmations',
         pollIntervalMs: options.pollIntervalMs ?? 500,
         maxLogRange: 1000,
+        maxRequestsPerSecond: null,
         testnet: true,
         tokens: [
           { kind: 'erc20', symbol: 'TUSD', decimals: 6, address: stablecoin, price: { kind: 'fixedUsd', usd: '1' } },

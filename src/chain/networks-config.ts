@@ -28,6 +28,8 @@
  * is validated like any other.
  *
  * Extensions beyond R16 (all optional):
+ * - `maxRequestsPerSecond` (default: unlimited): the follower's JSON-RPC calls per second, to stay
+ *   within a provider's plan (a second's worth may go at once, in one batch).
  * - `finality` (default "confirmations"): "safe" or "finalized" completes a payment once the
  *   chain's `safe` / `finalized` block has reached the payment's block, instead of counting
  *   `confirmations`.
@@ -93,6 +95,8 @@ export interface NetworkConfig {
   pollIntervalMs: number
   /** Most blocks one eth_getLogs request may span. */
   maxLogRange: number
+  /** The follower's JSON-RPC calls per second at most; null: unlimited. */
+  maxRequestsPerSecond: number | null
   /** true: used by test-mode transactions; false: live. */
   testnet: boolean
   tokens: TokenConfig[]
@@ -176,6 +180,7 @@ const Network = Type.Object(
     finality: Type.Optional(Type.Union(FINALITY.map((f) => Type.Literal(f)), say(`must be ${FINALITY.map((f) => `"${f}"`).join(', ')}`))),
     pollIntervalMs: integer(100, 86_400_000, 'must be an integer number of milliseconds, at least 100'),
     maxLogRange: Type.Optional(integer(1, 1_000_000, 'must be an integer from 1 to 1000000 (blocks per eth_getLogs)')),
+    maxRequestsPerSecond: Type.Optional(integer(1, 100_000, 'must be an integer from 1 to 100000 (JSON-RPC calls per second)')),
     testnet: Type.Boolean(say('must be true or false', 'is required (true: test-mode transactions; false: live)')),
     tokens: Type.Array(Token, { minItems: 1, tooFew: 'must list at least one token', ...say('must be a list of tokens', 'is required: a list of tokens') }),
   },
@@ -236,6 +241,7 @@ function toNetwork(n: Static<typeof Network>): NetworkConfig {
     finality: n.finality ?? NETWORK_DEFAULTS.finality,
     pollIntervalMs: n.pollIntervalMs,
     maxLogRange: n.maxLogRange ?? NETWORK_DEFAULTS.maxLogRange,
+    maxRequestsPerSecond: n.maxRequestsPerSecond ?? null,
     testnet: n.testnet,
     tokens: n.tokens.map(({ symbol, decimals, address, onchainSymbols, price: p }): TokenConfig => {
       const price: PriceSource =

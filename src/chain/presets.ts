@@ -25,8 +25,8 @@
  *   https://bscscan.com/token/0x55d398326f99059fF775485246999027B3197955
  *
  * Confirmation depth and finality, per chain (what each preset's `depth` says in one line):
- * - Ethereum: one-block reorgs are routine, deeper ones have not been seen since the Merge's
- *   proposer boost (the last, 7 blocks, was on the beacon chain in May 2022). 12 blocks is about
+ * - Ethereum: one-block reorgs are routine, deeper ones rare since proof of stake (7 blocks on
+ *   the beacon chain in May 2022, before proposer boost). 12 blocks is about
  *   2.4 minutes; finality (`"finality": "finalized"`) takes two epochs, about 13 minutes.
  * - OP Stack (Base, OP Mainnet) and Arbitrum: a block is the sequencer's promise until its batch
  *   is on Ethereum; sequencer reorgs are rare but happen. Safe's transaction service waits 100
@@ -87,7 +87,7 @@ const native = (symbol: string, chainlinkFeed: Address, maxAgeSeconds = HOUR, de
 })
 const POL_FEED_NAMES = ['POL / USD', 'MATIC / USD']
 
-const ETHEREUM_DEPTH = '12 blocks (~2.4 min): reorgs past 1-2 blocks are unseen since proof of stake; "finalized" waits ~13 min'
+const ETHEREUM_DEPTH = '12 blocks (~2.4 min): one-block reorgs are routine, deeper ones rare since proof of stake; "finalized" waits ~13 min'
 const L2_DEPTH = '100 blocks: sequencer blocks are promises until posted to Ethereum; Safe waits 100+ blocks on L2s'
 const POLYGON_DEPTH = 'the finalized tag (milestones, 2-5 s since Heimdall v2); counting would need 256+ (a 150+ block reorg in 2023)'
 const BSC_DEPTH = 'the finalized tag (fast finality, BEP-126: final by n+2); counting: 15'

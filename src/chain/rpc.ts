@@ -27,6 +27,8 @@ export interface ChainClientOptions {
   timeoutMs?: number
   /** Calls per JSON-RPC batch. Default 100 (public nodes often refuse more). */
   batchSize?: number
+  /** Told of every HTTP 429 answer, also those a retry gets past (metrics and the log count them). */
+  onRateLimited?: (url: string, retryAfter: string | null) => void
 }
 
 /** The slice of a viem client the follower needs; tests may pass anything that fits. */
@@ -35,8 +37,14 @@ export interface RpcClient {
 }
 
 export function createChainClient(options: ChainClientOptions): PublicClient {
-  const { rpcUrl, fallbackRpcUrls = [], chainId, retryCount = 3, retryDelayMs = 150, timeoutMs = 10_000, batchSize = 100 } = options
-  const transports = [rpcUrl, ...fallbackRpcUrls].map((url) => http(url, { batch: { batchSize }, timeout: timeoutMs }))
+  const { rpcUrl, fallbackRpcUrls = [], chainId, retryCount = 3, retryDelayMs = 150, timeoutMs = 10_000, batchSize = 100, onRateLimited } = options
+  const transports = [rpcUrl, ...fallbackRpcUrls].map((url) => http(url, {
+    batch: { batchSize },
+    timeout: timeoutMs,
+    onFetchResponse: onRateLimited && ((response: Response) => {
+      if (response.status === 429) onRateLimited(url, response.headers.get('retry-after'))
+    }),
+  }))
   return createPublicClient({
     chain: chainId === undefined ? undefined : customChain(chainId, rpcUrl),
     transport: fallback(transports, { retryCount, retryDelay: retryDelayMs }),

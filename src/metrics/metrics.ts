@@ -16,7 +16,11 @@ const LAG_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30
 /** Where a rate limit refused a request. */
 export type LimitedSurface = 'api' | 'pay' | 'sign_in'
 /** What failed when talking to a chain's RPC. */
-export type RpcErrorKind = 'timeout' | 'unreachable' | 'http' | 'rpc' | 'invalid_response' | 'other'
+/**
+ * `rate_limited`: HTTP 429 or a JSON-RPC rate-limit answer (each one, also those a retry got past);
+ * `log_range`: an eth_getLogs range the provider refused (split and asked again).
+ */
+export type RpcErrorKind = 'timeout' | 'unreachable' | 'http' | 'rpc' | 'invalid_response' | 'rate_limited' | 'log_range' | 'other'
 
 /** Read at scrape time from whoever knows (the registry, the runner, the chain watcher). */
 export interface MetricSources {
@@ -38,7 +42,7 @@ export function createMetrics() {
   const deliveries = new Counter({ name: 'cryptopay_webhook_deliveries_total', help: 'Webhook attempts made by this instance, by result (success: a 2xx answer)', labelNames: ['result'] as const, registers })
   const deliveryLag = new Histogram({ name: 'cryptopay_webhook_delivery_lag_seconds', help: 'From the event being committed to the first attempt of its delivery', buckets: LAG_BUCKETS, registers })
   const endpointsDisabled = new Counter({ name: 'cryptopay_webhook_endpoints_disabled_total', help: 'Webhook endpoints disabled automatically, by reason (gone: answered 410; failing: every delivery failed for WEBHOOK_DISABLE_AFTER)', labelNames: ['reason'] as const, registers })
-  const rpcErrors = new Counter({ name: 'cryptopay_rpc_errors_total', help: 'Failed chain follower ticks, by network and kind of failure', labelNames: ['network', 'kind'] as const, registers })
+  const rpcErrors = new Counter({ name: 'cryptopay_rpc_errors_total', help: 'Failed chain follower ticks, rate-limit answers and refused log ranges, by network and kind', labelNames: ['network', 'kind'] as const, registers })
   const rateLimited = new Counter({ name: 'cryptopay_rate_limited_total', help: 'Requests refused by a rate limit (429), by surface', labelNames: ['surface'] as const, registers })
   const reorgsAfterFinal = new Counter({ name: 'cryptopay_reorgs_after_final_total', help: 'Payments taken back by a reorg after their transaction reached a final status (the operator must act)', labelNames: ['network'] as const, registers })
 
@@ -105,10 +109,40 @@ export function rpcErrorKind(e: unknown): RpcErrorKind {
   const names: string[] = []
   for (let c = e as { name?: string; cause?: unknown; message?: string } | undefined, i = 0; c && i < 5; c = c.cause as typeof c, i++) names.push(`${c.name ?? ''} ${c.message ?? ''}`)
   const text = names.join(' | ')
+  if (isRateLimit(e)) return 'rate_limited'
   if (/Timeout|timed out/i.test(text)) return 'timeout'
   if (/ECONNREFUSED|ECONNRESET|ENOTFOUND|Unable to connect|fetch failed|socket|ConnectionRefused/i.test(text)) return 'unreachable'
   if (/HttpRequestError/.test(text)) return 'http'
   if (/RpcRequestError|RpcError|InternalRpcError|LimitExceeded/.test(text)) return 'rpc'
   if (/not a hex quantity|returned .*not a list|must link|does not match|invalid/i.test(text)) return 'invalid_response'
   return 'other'
+}
+
+/** HTTP 429, or a JSON-RPC answer saying the caller is over its rate (-32005 is also "limit exceeded" for too many results). */
+export function isRateLimit(e: unknown): boolean {
+  for (let c = e as { status?: number; message?: string; details?: string; cause?: unknown } | undefined, i = 0; c && i < 6; c = c.cause as typeof c, i++) {
+    if (c.status === 429) return true
+    if (/rate.?limit|too many requests|exceeded .*(capacity|rate)|requests per second|\b429\b/i.test(`${c.message ?? ''} ${c.details ?? ''}`)) return true
+  }
+  return false
+}
+
+/** An HTTP 429 answer somewhere in the error's causes (the client counted it as it came: see rpc.ts). */
+export function isHttp429(e: unknown): boolean {
+  for (let c = e as { status?: number; cause?: unknown } | undefined, i = 0; c && i < 6; c = c.cause as typeof c, i++) if (c.status === 429) return true
+  return false
+}
+
+/** The seconds a 429 asked to wait (`Retry-After`), when it said. */
+export function retryAfterMs(e: unknown): number | null {
+  for (let c = e as { headers?: Headers; cause?: unknown } | undefined, i = 0; c && i < 6; c = c.cause as typeof c, i++) {
+    const value = c.headers?.get?.('retry-after')
+    if (value) {
+      const seconds = Number(value)
+      if (Number.isFinite(seconds) && seconds >= 0) return Math.min(seconds, 3600) * 1000
+      const at = Date.parse(value)
+      if (!Number.isNaN(at)) return Math.min(Math.max(0, at - Date.now()), 3_600_000)
+    }
+  }
+  return null
 }

@@ -17,6 +17,8 @@ export function writeNetworksFile(dir: string, networks: NetworkConfig[]): strin
     confirmations: n.confirmations,
     ...(n.finality !== 'confirmations' ? { finality: n.finality } : {}),
     pollIntervalMs: n.pollIntervalMs,
+    ...(n.maxLogRange !== 1000 ? { maxLogRange: n.maxLogRange } : {}),
+    ...(n.maxRequestsPerSecond ? { maxRequestsPerSecond: n.maxRequestsPerSecond } : {}),
     testnet: n.testnet,
     tokens: n.tokens.map((t) => ({
       symbol: t.symbol,
@@ -139,6 +141,7 @@ export async function startManualChain(options: { slotsInAnEpoch?: number } = {}
         finality: 'confirmations',
         pollIntervalMs: 100,
         maxLogRange: 1000,
+        maxRequestsPerSecond: null,
         testnet: true,
         tokens: [{ kind: 'erc20', symbol: 'TUSD', decimals: 6, address: token, price: { kind: 'fixedUsd', usd: '1' } }],
         ...overrides,

@@ -27,6 +27,14 @@ export interface RpcProxy {
   beforeCall: undefined | ((call: RpcCall) => Promise<void>)
   /** The node calls go to; change it to put another chain behind the same URL. */
   target: string
+  /** A provider's range cap: eth_getLogs over more blocks than this is refused with a JSON-RPC error. */
+  maxLogRange: number | null
+  /** eth_getLogs calls refused for their range. */
+  rangeRefusals: RpcCall[]
+  /** The next this many HTTP requests are answered 429 with `Retry-After: 1` (a provider's rate limit). */
+  rateLimitNext: number
+  /** Requests answered 429. */
+  rateLimited: number
   close(): Promise<void>
 }
 
@@ -41,6 +49,10 @@ export async function startRpcProxy(target: string): Promise<RpcProxy> {
     blockNumberOffset: 0n,
     beforeCall: undefined,
     target,
+    maxLogRange: null,
+    rangeRefusals: [],
+    rateLimitNext: 0,
+    rateLimited: 0,
     async close() {
       for (const res of hanging) res.destroy()
       server.closeAllConnections()
@@ -60,9 +72,27 @@ export async function startRpcProxy(target: string): Promise<RpcProxy> {
       hanging.add(res)
       return
     }
-    const body = Buffer.concat(chunks).toString()
+    if (state.rateLimitNext > 0) {
+      state.rateLimitNext--
+      state.rateLimited++
+      res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '1' }).end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32005, message: 'Too Many Requests' } }))
+      return
+    }
+    let body = Buffer.concat(chunks).toString()
     const parsed = JSON.parse(body) as RpcCall | RpcCall[]
-    const calls = Array.isArray(parsed) ? parsed : [parsed]
+    let calls = Array.isArray(parsed) ? parsed : [parsed]
+    // Refused ranges are answered here, in the shape of a provider's error; the rest go on.
+    const refused = calls.filter((c) => state.maxLogRange !== null && c.method === 'eth_getLogs' && logSpan(c) > state.maxLogRange)
+    if (refused.length) {
+      state.rangeRefusals.push(...refused)
+      calls = calls.filter((c) => !refused.includes(c))
+      const errors = refused.map((c) => ({ jsonrpc: '2.0', id: c.id, error: { code: -32600, message: `exceed maximum block range: ${state.maxLogRange}` } }))
+      if (calls.length === 0) return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(Array.isArray(parsed) ? errors : errors[0]))
+      const answered = JSON.parse((await fetch(state.target, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(calls) }).then((r) => r.text())))
+      state.calls.push(...calls)
+      return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify([...errors, ...answered]))
+    }
+    body = JSON.stringify(parsed)
     state.calls.push(...calls)
     const forward = async (payload: string) => {
       const upstream = await fetch(state.target, { method: 'POST', headers: { 'content-type': 'application/json' }, body: payload })
@@ -91,4 +121,11 @@ export async function startRpcProxy(target: string): Promise<RpcProxy> {
   const address = server.address()
   state.url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`
   return state
+}
+
+/** Blocks an eth_getLogs call spans (0 for a call by block hash). */
+function logSpan(call: RpcCall): number {
+  const filter = (call.params as Array<{ fromBlock?: string; toBlock?: string }> | undefined)?.[0]
+  if (!filter?.fromBlock || !filter.toBlock || !filter.fromBlock.startsWith('0x') || !filter.toBlock.startsWith('0x')) return 0
+  return Number(BigInt(filter.toBlock) - BigInt(filter.fromBlock)) + 1
 }

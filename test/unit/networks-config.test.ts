@@ -58,6 +58,7 @@ describe('parseNetworksConfig()', () => {
       finality: 'confirmations',
       pollIntervalMs: 4000,
       maxLogRange: 1000,
+      maxRequestsPerSecond: null,
       testnet: true,
       tokens: [
         { kind: 'erc20', symbol: 'USDC', decimals: 6, address: USDC, price: { kind: 'fixedUsd', usd: '1' } },
