@@ -46,7 +46,9 @@ describe('startDevnet()', () => {
     expect(token('TUSD')).toEqual({ kind: 'erc20', symbol: 'TUSD', decimals: 6, address: devnet.stablecoin, price: { kind: 'fixedUsd', usd: '1' } })
     expect(token('ETH')).toEqual({ kind: 'native', symbol: 'ETH', decimals: 18, price: { kind: 'chainlink', feed: devnet.feed, maxAgeSeconds: 3600 } })
     // The same network written as R16 JSON passes the config validator.
-    const { tokens, ...rest } = network
+    // (Unlimited calls per second is the field left out.)
+    const { tokens, maxRequestsPerSecond, ...rest } = network
+    expect(maxRequestsPerSecond).toBeNull()
     const asJson = {
       ...rest,
       tokens: [

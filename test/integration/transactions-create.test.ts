@@ -9,6 +9,8 @@ const R7_FIELDS = [
   'order_id', 'order_description', 'customer_email', 'customer_name', 'metadata', 'success_url', 'cancel_url', 'token_symbol', 'token_amount',
   'blockchain_network', 'deposit_address', 'amount_received', 'transaction_hash', 'block_number', 'confirmations', 'required_confirmations',
   'confirmed_at', 'completed_at',
+  // Issue 14: what completes the payment (null until a token is selected).
+  'finality',
 ].sort()
 
 for (const backend of backends()) {
