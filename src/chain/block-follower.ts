@@ -33,6 +33,7 @@ import {
   scanNativeTransactions,
   scanTransferLogs,
   type Finding,
+  type NativeFinding,
   type RpcLogLike,
   type RpcTransactionLike,
   type WatchSet,
@@ -116,6 +117,13 @@ export interface BlockFollowerDeps {
   onTickFailed?: (error: unknown) => void
   /** Told of every eth_getLogs range the provider refused (the range is split and asked again). */
   onLogRangeRefused?: (error: unknown) => void
+  /**
+   * Deposit addresses (lowercase) whose native balance is compared with what was recorded as
+   * arriving there (`credited`: the native transfers found so far, in smallest units), read once
+   * per chunk. Native coin sent by a contract's internal call (a Safe, a smart-contract wallet)
+   * shows in no block's transaction list, only in the balance. Only with `scanNative`.
+   */
+  balanceWatch?: () => Promise<readonly { address: string; credited: bigint }[]>
 }
 
 /** Where a follower stands, for metrics and readiness. */
@@ -272,6 +280,7 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
         if (blocks[i]!.parentHash !== blocks[i - 1]!.hash) throw new ChainMovedError(`block ${blocks[i]!.number} does not link to its parent`)
       }
       const logs = checkLogs(rangeLogs ?? (await fetchLogsByHash(blocks[0]!.hash)), blocks)
+      const balances = network.scanNative && deps.balanceWatch ? await balancesAt(blocks.at(-1)!, head) : null
       const byBlock = new Map<bigint, Finding[]>()
       for (const f of scanTransferLogs(logs, watch, tokenSet)) {
         const list = byBlock.get(f.blockNumber) ?? []
@@ -279,14 +288,38 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
         byBlock.set(f.blockNumber, list)
       }
       const recent = base.recent.slice()
+      const listedNative: NativeFinding[] = []
       for (const b of blocks) {
         const native = network.scanNative ? scanNativeTransactions(b, watch) : []
-        const findings = [...native, ...(byBlock.get(b.number) ?? [])]
+        listedNative.push(...native)
+        const internal = balances && b === blocks.at(-1) ? internalTransfers(b, balances, listedNative) : []
+        const findings = [...native, ...internal, ...(byBlock.get(b.number) ?? [])]
         await emit({ type: 'block', block: header(b), findings })
         recent.push({ number: b.number, hash: b.hash })
       }
       base = { height: blocks.at(-1)!.number, recent: recent.slice(-windowSize) }
       await commit(base)
+    }
+  }
+
+  /**
+   * The balance-watched addresses' native balances at `block` (read at its hash, EIP-1898, so they
+   * belong to the chain the headers were validated on), with what was credited to each. Null
+   * when nothing is watched, or when the node no longer keeps that block's state (a full node
+   * keeps about 128 blocks; catching up from further back): the comparison is cumulative, so
+   * whatever arrived meanwhile is found at a later chunk the node can answer for.
+   */
+  async function balancesAt(block: FetchedBlock, head: bigint): Promise<Map<string, { balance: bigint; credited: bigint }> | null> {
+    const watchedNow = await deps.balanceWatch!()
+    if (watchedNow.length === 0) return null
+    try {
+      const answers = await Promise.all(watchedNow.map((w) => rpc('eth_getBalance', [w.address, { blockHash: block.hash }])))
+      return new Map(watchedNow.map((w, i) => [w.address, { balance: parseQuantity(answers[i], 'eth_getBalance'), credited: w.credited }]))
+    } catch (error) {
+      checkStopped()
+      const log = head - block.number < 64n ? logger?.warn : logger?.debug
+      log?.call(logger, 'native balances not readable at this block; compared again at a later one', { network: network.name, block: block.number.toString(), error: errorSummary(error) })
+      return null
     }
   }
 
@@ -580,4 +613,24 @@ function createThrottle(perSecond: number, clock: Clock, sleep: (ms: number, sig
       if (signal.aborted) throw signal.reason ?? new Error('stopped')
     }
   }
+}
+
+/**
+ * Native coin that reached a watched address without a transaction to it: its balance at
+ * `block` beyond what was credited to it before and what the blocks of this chunk list
+ * (`listed`). It is recorded in `block`, named by the block's hash (which transaction sent it is
+ * not known without traces) and `internal`, apart from the transfers the blocks list. Money
+ * that left the address (a sweep) hides as much of an arrival.
+ */
+export function internalTransfers(
+  block: { number: bigint; hash: Hex },
+  balances: ReadonlyMap<string, { balance: bigint; credited: bigint }>,
+  listed: readonly NativeFinding[],
+): NativeFinding[] {
+  const found: NativeFinding[] = []
+  for (const [address, { balance, credited }] of balances) {
+    const arrived = balance - credited - listed.reduce((sum, f) => (f.to === address ? sum + f.amount : sum), 0n)
+    if (arrived > 0n) found.push({ kind: 'native', internal: true, from: '0x0000000000000000000000000000000000000000', to: address as Address, amount: arrived, txHash: block.hash, blockNumber: block.number, blockHash: block.hash })
+  }
+  return found
 }

@@ -18,6 +18,8 @@ const WATCH_FINISHED_FOR_MS = 30 * 86_400_000
 /** A network's start-up check that takes longer than this counts as unreachable (checked again before following). */
 const VERIFY_TIMEOUT_MS = 15_000
 
+const nativeSymbol = (n: NetworkConfig) => n.tokens.find((t) => t.kind === 'native')?.symbol ?? null
+
 /** The follower's cursor, one row per network. */
 function databaseCursorStore(repo: ChainRepo, network: string, clock: Clock): CursorStore {
   return {
@@ -85,6 +87,7 @@ export function createChainWatcher(deps: { networks: NetworkConfig[]; database: 
       // A 429 was counted when it came (onRateLimited above); any other failure is counted here.
       onTickFailed: (e) => isHttp429(e) || deps.metrics.rpcError(n.name, rpcErrorKind(e)),
       onLogRangeRefused: () => deps.metrics.rpcError(n.name, 'log_range'),
+      ...(nativeSymbol(n) ? { balanceWatch: () => repo.nativeQuotedAddresses(n.name, nativeSymbol(n)!) } : {}),
     })
     followers.set(n.name, follower)
     follower.start()

@@ -10,8 +10,9 @@ const ph = (name: string) => sql.placeholder(name)
 
 /** A transfer to a deposit address as a block follower found it; hex lowercase. */
 export interface TransferFinding {
+  /** The block's hash for native coin that arrived by an internal call. */
   txHash: string
-  /** -1 for a native transfer. */
+  /** -1 for a native transfer, -2 for native coin that arrived by an internal call. */
   logIndex: number
   blockNumber: bigint
   blockHash: string
@@ -109,6 +110,18 @@ export function createChainRepo(database: Database) {
     .where(and(eq(transactions.status, 'confirming'), eq(transactions.blockchainNetwork, ph('network')), isNotNull(transactions.blockNumber)))
     .prepare('chain_confirming')
 
+  // Each open native-quoted deposit address with the native coin recorded as arriving there (not
+  // taken back by a reorg): listed transfers (log index -1) and internal arrivals (-2).
+  const nativeWatch = prepare<{ address: string; credited: string }, { network: string; symbol: string }>(database, sql`
+    SELECT lower(${transactions.depositAddress}) AS address, coalesce((
+      SELECT sum(${chainTransfers.amount}) FROM ${chainTransfers}
+      WHERE ${chainTransfers.network} = ${param('network')} AND ${chainTransfers.toAddress} = lower(${transactions.depositAddress})
+        AND ${chainTransfers.logIndex} < 0 AND ${chainTransfers.tokenSymbol} = ${param('symbol')} AND ${chainTransfers.reorgedAt} IS NULL
+    ), 0)::text AS credited
+    FROM ${transactions}
+    WHERE ${transactions.blockchainNetwork} = ${param('network')} AND ${transactions.tokenSymbol} = ${param('symbol')}
+      AND ${transactions.status} IN ('prepared', 'pending', 'processing', 'confirming') AND ${transactions.depositAddress} IS NOT NULL`)
+
   const cursorOf = db.select({ cursor: chainCursors.cursor }).from(chainCursors).where(eq(chainCursors.network, ph('network'))).prepare('chain_cursor_load')
 
   const saveCursor = db.insert(chainCursors).values({ network: ph('network'), cursor: ph('cursor'), updatedAt: ph('at') })
@@ -195,6 +208,11 @@ export function createChainRepo(database: Database) {
 
     async saveCursor(network: string, cursor: string, at: Date): Promise<void> {
       await saveCursor.execute({ network, cursor, at })
+    },
+
+    /** Deposit addresses (lowercase) of the network's open transactions quoted in its native coin `symbol`, with the native coin recorded as arriving at each. */
+    async nativeQuotedAddresses(network: string, symbol: string): Promise<{ address: string; credited: bigint }[]> {
+      return (await nativeWatch.execute({ network, symbol })).map((r) => ({ address: r.address, credited: BigInt(r.credited) }))
     },
 
     /** Deposit addresses of transactions still open, or finished after `since`. */

@@ -12,7 +12,8 @@
  *
  * Native ETH: only top-level transactions are visible here. ETH sent by a contract's
  * internal call (a multisig, a smart wallet, an exchange's batch payout) never appears in a
- * block's transaction list; catching it needs traces or balance checks.
+ * block's transaction list; the follower finds it by comparing balances (internalTransfers in
+ * block-follower.ts).
  */
 import type { Address, Hex } from 'viem'
 
@@ -38,6 +39,11 @@ export interface Erc20Finding {
 
 export interface NativeFinding {
   kind: 'native'
+  /**
+   * Sent by a contract's internal call: seen as a balance rise, not in the block's transaction
+   * list; `txHash` is then the block's hash and `from` the zero address (unknown without traces).
+   */
+  internal?: true
   from: Address
   to: Address
   amount: bigint

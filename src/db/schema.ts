@@ -71,6 +71,8 @@ export const transactions = pgTable('transactions', {
 }, (t) => [
   index('transactions_list_idx').on(t.projectId, t.testingMode, t.createdAt.desc(), t.id.desc()),
   index('transactions_status_idx').on(t.projectId, t.testingMode, t.status, t.createdAt.desc()),
+  // The deposit addresses a follower compares native balances of (issue 14): few, found without a scan.
+  index('transactions_native_watch_idx').on(t.blockchainNetwork, t.tokenSymbol).where(sql`status in ('prepared', 'pending', 'processing', 'confirming')`),
 ])
 
 export type TransactionRow = typeof transactions.$inferSelect

@@ -76,5 +76,20 @@ for (const backend of backends()) {
       const tx = await (await api(t, key).get(`/api/transactions/${id}`)).json() as any
       expect(tx.transaction).toMatchObject({ status: 'completed', amount_received: '25000000' })
     })
+
+    test('native coin forwarded by a contract (an internal call, as from a smart wallet) completes the transaction', async () => {
+      const payer = (await wallet.waitForTransactionReceipt({ hash: await wallet.deployContract({ abi: TestBatchPayer.abi, bytecode: TestBatchPayer.bytecode }) })).contractAddress!
+      const id = await create({ amount: 30 })
+      const s = await (await select(id, 'ETH')).json() as any
+      const amount = BigInt(s.quote.token_amount)
+      const receipt = await wallet.waitForTransactionReceipt({ hash: await wallet.writeContract({ address: payer, abi: TestBatchPayer.abi, functionName: 'forward', args: [s.quote.deposit_address], value: amount }) })
+      // The transaction is to the contract: no block lists a transfer to the deposit address.
+      expect(receipt.to!.toLowerCase()).toBe(payer.toLowerCase())
+      const done = await waitUntil('completed', () => state(id), (x) => x.status === 'completed')
+      // Which transaction sent it is not known without traces: the payment is named by its block.
+      expect(done.transaction_hash).toBe(receipt.blockHash)
+      const tx = await (await api(t, key).get(`/api/transactions/${id}`)).json() as any
+      expect(tx.transaction).toMatchObject({ status: 'completed', amount_received: amount.toString(), block_number: Number(receipt.blockNumber) })
+    })
   })
 }

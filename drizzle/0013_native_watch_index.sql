@@ -1,0 +1,1 @@
+CREATE INDEX "transactions_native_watch_idx" ON "transactions" USING btree ("blockchain_network","token_symbol") WHERE status in ('prepared', 'pending', 'processing', 'confirming');
