@@ -148,6 +148,8 @@ export interface BlockFollower {
   stop(): Promise<void>
   /** One tick now, errors thrown: for tests and benchmarks. Not while the loop runs. */
   syncOnce(): Promise<void>
+  /** A new head is known (pushed over a WebSocket): the wait before the next poll ends now, unless the RPC is failing. */
+  wake(): void
   /** Last height whose events the handler accepted and the store saved; null before the first. */
   syncedHeight(): bigint | null
   status(): FollowerStatus
@@ -185,6 +187,9 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
   let failures = 0
   let lastError: string | null = null
   let replaced: { expected: Hex; found: Hex } | null = null
+  /** The wait between ticks, ended early by `wake()`; a wake during a tick skips the next wait. */
+  let napping: AbortController | null = null
+  let woken = false
   /** Block 0's hash once checked against the cursor's since the cursor was loaded. */
   let genesis: Hex | null = null
 
@@ -470,7 +475,16 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
       }
       if (signal.aborted) break
       const delay = failures > 0 ? retryInMs : Math.max(0, network.pollIntervalMs - (clock.now() - started))
-      await sleep(delay, signal)
+      if (!woken) {
+        const nap = new AbortController()
+        napping = nap
+        const end = () => nap.abort()
+        signal.addEventListener('abort', end)
+        await sleep(delay, nap.signal)
+        signal.removeEventListener('abort', end)
+        napping = null
+      }
+      woken = false
     }
   }
 
@@ -490,6 +504,11 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
       if (running) throw new Error('syncOnce() while the loop runs')
       if (controller.signal.aborted) controller = new AbortController()
       await tick()
+    },
+    wake() {
+      if (!running || failures > 0) return
+      woken = true
+      napping?.abort()
     },
     syncedHeight: () => cursor?.height ?? null,
     status: () => ({ head, synced: cursor?.height ?? null, inStepAt, failures, lastError, replaced }),

@@ -11,6 +11,7 @@ import type { NetworkConfig } from './networks-config.ts'
 import { createPaymentTracker, type Lifecycle } from './payment-tracker.ts'
 import { createPriceReader, type PriceReader } from './prices.ts'
 import { createChainClient } from './rpc.ts'
+import { subscribeHeads, type HeadSubscription } from './head-subscription.ts'
 import { NetworkMismatchError, verifyNetwork, type Verdict } from './network-verification.ts'
 
 /** Deposit addresses of transactions that finished longer ago than this are no longer watched. */
@@ -55,6 +56,7 @@ export function createChainWatcher(deps: { networks: NetworkConfig[]; database: 
   })]))
   const prices = new Map<string, PriceReader>(deps.networks.map((n) => [n.name, createPriceReader({ client: clients.get(n.name)!, clock: deps.clock })]))
   const followers = new Map<string, BlockFollower>()
+  const pushes = new Map<string, HeadSubscription>()
   /** Each network's last check against its chain (network-verification.ts); followed only once verified. */
   const verdicts = new Map<string, Verdict>()
   const verifying = new Map<string, Promise<void>>()
@@ -91,12 +93,15 @@ export function createChainWatcher(deps: { networks: NetworkConfig[]; database: 
     })
     followers.set(n.name, follower)
     follower.start()
+    if (n.wsUrl) pushes.set(n.name, subscribeHeads({ wsUrl: n.wsUrl, network: n.name, onHead: () => follower.wake(), logger: deps.logger }))
     deps.logger.info('following network', { network: n.name, instanceId: me })
   }
 
   async function unfollow(name: string) {
     const f = followers.get(name)
     followers.delete(name)
+    pushes.get(name)?.stop()
+    pushes.delete(name)
     await f?.stop()
   }
 

@@ -202,6 +202,7 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
         chainId: DEVNET_CHAIN_ID,
         rpcUrl: node.rpcUrl,
         fallbackRpcUrls: [],
+        wsUrl: null,
         confirmations: options.confirmations ?? 2,
         finality: 'confirmations',
         pollIntervalMs: options.pollIntervalMs ?? 500,

@@ -28,6 +28,8 @@
  * is validated like any other.
  *
  * Extensions beyond R16 (all optional):
+ * - `wsUrl` (default: none): a ws(s) endpoint whose `newHeads` subscription wakes the follower as
+ *   soon as a block is mined; blocks are still fetched over `rpcUrl`, and polling goes on.
  * - `maxRequestsPerSecond` (default: unlimited): the follower's JSON-RPC calls per second, to stay
  *   within a provider's plan (a second's worth may go at once, in one batch).
  * - `finality` (default "confirmations"): "safe" or "finalized" completes a payment once the
@@ -89,6 +91,8 @@ export interface NetworkConfig {
   chainId: number
   rpcUrl: string
   fallbackRpcUrls: string[]
+  /** ws(s) endpoint pushing new heads; null: polling only. */
+  wsUrl: string | null
   confirmations: number
   /** What completes a payment: `confirmations` counted, or the chain's safe / finalized block reaching it. */
   finality: Finality
@@ -132,6 +136,7 @@ const integer = (minimum: number, maximum: number, message: string) => Type.Inte
 const EvmAddress = Type.String({ pattern: '^0x[0-9a-fA-F]{40}$', ...say('must be a 0x-prefixed 20-byte address') })
 /** `new URL` judges the rest (a rule below): a pattern would accept what it refuses. */
 const HttpUrl = Type.String(say('must be an http(s) URL'))
+const WsUrl = Type.String(say('must be a ws(s) URL'))
 const PRICE_SHAPE = '{ "fixedUsd": "1" } or { "chainlinkFeed": "0x..." }'
 /** Answers a contract gives (a symbol, a feed's description), to check it by at start-up. */
 const Answers = (what: string) =>
@@ -176,6 +181,7 @@ const Network = Type.Object(
     chainId: integer(1, Number.MAX_SAFE_INTEGER, 'must be a positive integer'),
     rpcUrl: HttpUrl,
     fallbackRpcUrls: Type.Optional(Type.Array(HttpUrl, say('must be a list of http(s) URLs'))),
+    wsUrl: Type.Optional(WsUrl),
     confirmations: integer(1, 10_000, 'must be an integer from 1 to 10000'),
     finality: Type.Optional(Type.Union(FINALITY.map((f) => Type.Literal(f)), say(`must be ${FINALITY.map((f) => `"${f}"`).join(', ')}`))),
     pollIntervalMs: integer(100, 86_400_000, 'must be an integer number of milliseconds, at least 100'),
@@ -237,6 +243,7 @@ function toNetwork(n: Static<typeof Network>): NetworkConfig {
     chainId: n.chainId,
     rpcUrl: n.rpcUrl,
     fallbackRpcUrls: [...(n.fallbackRpcUrls ?? NETWORK_DEFAULTS.fallbackRpcUrls)],
+    wsUrl: n.wsUrl ?? null,
     confirmations: n.confirmations,
     finality: n.finality ?? NETWORK_DEFAULTS.finality,
     pollIntervalMs: n.pollIntervalMs,
@@ -410,6 +417,7 @@ function applyRules(value: unknown, problems: Problems) {
   value.forEach((n, i) => {
     if (!isObject(n)) return
     urlRule(n.rpcUrl, [i, 'rpcUrl'], problems)
+    urlRule(n.wsUrl, [i, 'wsUrl'], problems, ['ws:', 'wss:'])
     if (Array.isArray(n.fallbackRpcUrls)) n.fallbackRpcUrls.forEach((u, j) => urlRule(u, [i, 'fallbackRpcUrls', j], problems))
     if (!Array.isArray(n.tokens)) return
     n.tokens.forEach((t, j) => isObject(t) && tokenRules(t, [i, 'tokens', j], problems))
@@ -447,11 +455,12 @@ function addressRule(v: unknown, at: Segment[], problems: Problems) {
   else if (v.toLowerCase() === zeroAddress) problems.add(at, 'must not be the zero address')
 }
 
-function urlRule(v: unknown, at: Segment[], problems: Problems) {
+function urlRule(v: unknown, at: Segment[], problems: Problems, protocols = ['http:', 'https:']) {
   if (typeof v !== 'string') return
   const url = URL.parse(v)
-  if (!url) problems.add(at, 'must be an http(s) URL')
-  else if (url.protocol !== 'http:' && url.protocol !== 'https:') problems.add(at, `must be an http(s) URL, not ${url.protocol}`)
+  const kind = protocols[0] === 'ws:' ? 'a ws(s)' : 'an http(s)'
+  if (!url) problems.add(at, `must be ${kind} URL`)
+  else if (!protocols.includes(url.protocol)) problems.add(at, `must be ${kind} URL, not ${url.protocol}`)
 }
 
 type Unique = [field: string, key: (o: Obj) => unknown, message: (o: Obj, first: number) => string]

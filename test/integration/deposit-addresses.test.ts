@@ -19,7 +19,7 @@ for (const backend of backends()) {
     beforeAll(async () => {
       // A live network whose node is never reached: selecting a fixed-price token needs no RPC.
       const file = writeNetworksFile(mkdtempSync(join(tmpdir(), 'nets-')), [{
-        name: 'mainnet-ish', chainId: 1, rpcUrl: 'http://127.0.0.1:9', fallbackRpcUrls: [], confirmations: 12, finality: 'confirmations', pollIntervalMs: 60_000, maxLogRange: 1000, maxRequestsPerSecond: null, testnet: false,
+        name: 'mainnet-ish', chainId: 1, rpcUrl: 'http://127.0.0.1:9', fallbackRpcUrls: [], wsUrl: null, confirmations: 12, finality: 'confirmations', pollIntervalMs: 60_000, maxLogRange: 1000, maxRequestsPerSecond: null, testnet: false,
         tokens: [{ kind: 'erc20', symbol: 'USDC', decimals: 6, address: TOKEN, price: { kind: 'fixedUsd', usd: '1' } }],
       }])
       t = await startTestServer(backend, { NETWORKS_CONFIG: file })

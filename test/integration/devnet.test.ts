@@ -46,9 +46,9 @@ describe('startDevnet()', () => {
     expect(token('TUSD')).toEqual({ kind: 'erc20', symbol: 'TUSD', decimals: 6, address: devnet.stablecoin, price: { kind: 'fixedUsd', usd: '1' } })
     expect(token('ETH')).toEqual({ kind: 'native', symbol: 'ETH', decimals: 18, price: { kind: 'chainlink', feed: devnet.feed, maxAgeSeconds: 3600 } })
     // The same network written as R16 JSON passes the config validator.
-    // (Unlimited calls per second is the field left out.)
-    const { tokens, maxRequestsPerSecond, ...rest } = network
-    expect(maxRequestsPerSecond).toBeNull()
+    // (No call limit and no WebSocket are the fields left out.)
+    const { tokens, maxRequestsPerSecond, wsUrl, ...rest } = network
+    expect([maxRequestsPerSecond, wsUrl]).toEqual([null, null])
     const asJson = {
       ...rest,
       tokens: [

@@ -54,6 +54,7 @@ describe('parseNetworksConfig()', () => {
       chainId: 11155111,
       rpcUrl: 'https://rpc.example/sepolia',
       fallbackRpcUrls: [],
+      wsUrl: null,
       confirmations: 3,
       finality: 'confirmations',
       pollIntervalMs: 4000,
