@@ -9,6 +9,8 @@ export interface RpcCall {
   method: string
   params?: unknown
   id?: unknown
+  /** The path of the request it came in (clients told apart by the URL they were given: `${url}/a`). */
+  path?: string
 }
 
 export interface RpcProxy {
@@ -80,7 +82,7 @@ export async function startRpcProxy(target: string): Promise<RpcProxy> {
     }
     let body = Buffer.concat(chunks).toString()
     const parsed = JSON.parse(body) as RpcCall | RpcCall[]
-    let calls = Array.isArray(parsed) ? parsed : [parsed]
+    let calls = (Array.isArray(parsed) ? parsed : [parsed]).map((c) => Object.assign(c, { path: req.url ?? '/' }))
     // Refused ranges are answered here, in the shape of a provider's error; the rest go on.
     const refused = calls.filter((c) => state.maxLogRange !== null && c.method === 'eth_getLogs' && logSpan(c) > state.maxLogRange)
     if (refused.length) {
@@ -88,11 +90,11 @@ export async function startRpcProxy(target: string): Promise<RpcProxy> {
       calls = calls.filter((c) => !refused.includes(c))
       const errors = refused.map((c) => ({ jsonrpc: '2.0', id: c.id, error: { code: -32600, message: `exceed maximum block range: ${state.maxLogRange}` } }))
       if (calls.length === 0) return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(Array.isArray(parsed) ? errors : errors[0]))
-      const answered = JSON.parse((await fetch(state.target, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(calls) }).then((r) => r.text())))
+      const answered = JSON.parse((await fetch(state.target, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(calls.map(({ path: _, ...c }) => c)) }).then((r) => r.text())))
       state.calls.push(...calls)
       return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify([...errors, ...answered]))
     }
-    body = JSON.stringify(parsed)
+    body = JSON.stringify(Array.isArray(parsed) ? calls.map(({ path: _, ...c }) => c) : (({ path: _, ...c }) => c)(calls[0]!))
     state.calls.push(...calls)
     const forward = async (payload: string) => {
       const upstream = await fetch(state.target, { method: 'POST', headers: { 'content-type': 'application/json' }, body: payload })
@@ -103,7 +105,8 @@ export async function startRpcProxy(target: string): Promise<RpcProxy> {
       const answers: unknown[] = []
       for (const call of calls) {
         await state.beforeCall(call)
-        answers.push(JSON.parse((await forward(JSON.stringify(call))).text))
+        const { path: _, ...plain } = call
+        answers.push(JSON.parse((await forward(JSON.stringify(plain))).text))
       }
       text = JSON.stringify(Array.isArray(parsed) ? answers : answers[0])
     }
