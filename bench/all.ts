@@ -23,6 +23,7 @@ const BENCHES: { name: string; script: string; measures: string }[] = [
   { name: 'actors', script: 'actors.ts', measures: 'transaction actors: memory, recovery, transitions/s' },
   { name: 'chain-latency', script: 'chain-latency.ts', measures: 'block mined -> processing committed' },
   { name: 'chain-scan', script: 'chain-scan.ts', measures: 'block follower scanning' },
+  { name: 'chain-rpc', script: 'chain-rpc.ts', measures: 'JSON-RPC calls per block followed: one and three instances, polling and WebSocket heads' },
   { name: 'metrics', script: 'metrics.ts', measures: 'metrics on vs off on the GET hot path' },
 ]
 const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim())
