@@ -322,7 +322,8 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
       return new Map(watchedNow.map((w, i) => [w.address, { balance: parseQuantity(answers[i], 'eth_getBalance'), credited: w.credited }]))
     } catch (error) {
       checkStopped()
-      const log = head - block.number < 64n ? logger?.warn : logger?.debug
+      // The head's state is always kept: not reading it is a problem; an older block's may be pruned.
+      const log = block.number >= head ? logger?.warn : logger?.debug
       log?.call(logger, 'native balances not readable at this block; compared again at a later one', { network: network.name, block: block.number.toString(), error: errorSummary(error) })
       return null
     }
@@ -616,7 +617,7 @@ export function isRangeRefusal(error: unknown): boolean {
 }
 
 /** Spaces calls to `perSecond`, letting a second's worth through at once (so a burst still shares a batch). */
-function createThrottle(perSecond: number, clock: Clock, sleep: (ms: number, signal: AbortSignal) => Promise<void>) {
+export function createThrottle(perSecond: number, clock: Clock, sleep: (ms: number, signal: AbortSignal) => Promise<void>) {
   let tokens = perSecond
   let at = clock.now()
   return async (signal: AbortSignal) => {

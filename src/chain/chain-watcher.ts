@@ -163,6 +163,8 @@ export function createChainWatcher(deps: { networks: NetworkConfig[]; database: 
     },
     /** Each network's last check against its chain; absent before the first. */
     verdicts: (): Verdict[] => [...verdicts.values()],
+    /** Whether the network's chain disagreed with its config (found after start-up: it is not followed). */
+    disagrees: (network: string): boolean => verdicts.get(network)?.status === 'mismatch',
     /** Watch an address at once (this instance); others hear it through NOTIFY. */
     watch(address: string) {
       watched.add(address.toLowerCase())

@@ -21,6 +21,7 @@ import { createLogger } from '../../src/lib/logger.ts'
 import { startServer } from '../../src/server/start.ts'
 import { backends, freshDataDir } from '../helpers/databases.ts'
 import { payToken, waitUntil } from '../helpers/chain.ts'
+import { startRpcProxy } from '../helpers/rpc-proxy.ts'
 import { api, startTestServer, type TestServer } from '../helpers/server.ts'
 
 const BASE = NETWORK_PRESETS.base!
@@ -177,6 +178,29 @@ describe('a node that does not answer does not refuse the start', () => {
       expect(check.detail).toStartWith('not followed yet: not verified against its chain, the RPC does not answer')
     } finally {
       await t.stop()
+    }
+  })
+
+  test('when it answers later and disagrees: not followed, readiness says why, and its tokens are not offered', async () => {
+    const proxy = await startRpcProxy(anvil.rpcUrl)
+    proxy.mode = 'refuse'
+    // The ethereum preset (chain id 1) in front of this Base node: unreachable at start, wrong once it answers.
+    const t = await startTestServer('pglite', { NETWORKS_CONFIG: configFile([{ preset: 'ethereum', rpcUrl: proxy.url, testnet: true, tokens: ['USDC'] }]), ACTOR_LEASE_MS: '1000' })
+    try {
+      const check = async () => ((await (await t.fetch('/readyz')).json()) as any).checks.find((c: any) => c.name === 'chain:ethereum')
+      expect((await check()).detail).toStartWith('not followed yet: not verified against its chain')
+      proxy.mode = 'pass'
+      const refused = await waitUntil('the disagreement found', check, (c) => c.detail.startsWith('not followed: the chain disagrees'))
+      expect(refused).toMatchObject({ ok: false, detail: 'not followed: the chain disagrees with the config: network ethereum: chain id expected 1, found 8453' })
+      expect(t.server.services.chain.following()).toEqual([])
+      const key = (await t.project()).key
+      const id = ((await (await api(t, key).create({ amount: 5 })).json()) as any).transaction.id as string
+      expect(((await (await t.fetch(`/pay/${id}/state`)).json()) as any).tokens).toEqual([])
+      const chosen = await t.fetch(`/pay/${id}/select`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token_symbol: 'USDC', blockchain_network: 'ethereum' }) })
+      expect(chosen.status).toBe(400)
+    } finally {
+      await t.stop()
+      await proxy.close()
     }
   })
 })

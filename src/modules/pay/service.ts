@@ -22,6 +22,8 @@ export interface PayDeps {
   networks: NetworkConfig[]
   prices: (network: string) => PriceReader | null
   deposits: DepositService
+  /** Whether a network's chain disagreed with its config when checked after start-up: its tokens are not offered. */
+  disagrees?: (network: string) => boolean
   /** Called when an address is handed out, so this instance's followers watch it at once. */
   watch: (address: string) => void
   lifecycle: { apply(id: string, event: TxEvent): Promise<Outcome<TransactionRow>> }
@@ -32,12 +34,14 @@ export interface PayDeps {
 /**
  * The customer's side of a transaction (R26), authorised by its unguessable id alone: read its
  * state, choose a token (quote locked, deposit address assigned), say the payment was sent, or
- * cancel. Tokens offered are those of networks whose `testnet` flag matches the mode.
+ * cancel. Tokens offered are those of networks whose `testnet` flag matches the mode, but not
+ * those of a network whose chain was found to disagree with its config.
  */
 export function createPayService(deps: PayDeps) {
   const repo = createPayRepo(deps.database)
 
-  const offered = (testingMode: boolean) => deps.networks.filter((n) => n.testnet === testingMode)
+  const usable = (n: NetworkConfig) => !deps.disagrees?.(n.name)
+  const offered = (testingMode: boolean) => deps.networks.filter((n) => n.testnet === testingMode && usable(n))
   const tokenOf = (network: string | null, symbol: string | null) => {
     const n = deps.networks.find((x) => x.name === network)
     const t = n?.tokens.find((x) => x.symbol === symbol)
@@ -113,7 +117,7 @@ export function createPayService(deps: PayDeps) {
       const tx = r.tx
       if (tx.status !== 'created' && tx.status !== 'prepared') return deny('conflict', `A token can no longer be chosen: the transaction is ${tx.status}`)
       const found = tokenOf(choice.blockchain_network, choice.token_symbol)
-      if (!found || found.network.testnet !== tx.testingMode) {
+      if (!found || found.network.testnet !== tx.testingMode || !usable(found.network)) {
         return deny('invalid_request', `${choice.token_symbol} on ${choice.blockchain_network} is not offered for this transaction`, [{ path: 'token_symbol', message: 'one of the offered tokens' }])
       }
       const price = await deps.prices(found.network.name)!.read(found.token)
