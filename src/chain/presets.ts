@@ -32,7 +32,7 @@
  *   is on Ethereum; sequencer reorgs are rare but happen. Safe's transaction service waits 100
  *   blocks on L2s (200 in its current settings), so 100: about 3.3 minutes on 2-second blocks,
  *   25 seconds on Arbitrum's 0.25-second blocks. `"finality": "safe"` waits for the batch on L1.
- * - Polygon PoS: counts are not enough (a reorg of 150+ blocks in February 2023), but since
+ * - Polygon PoS: counts are not enough (a 157-block reorg in February 2023), but since
  *   Heimdall v2 (2025) milestones finalize a block in 2-5 seconds, served as the `finalized` tag:
  *   the preset waits for it. Its `confirmations` (256, past the 2023 reorg) apply only if a
  *   merchant switches back to counting.
@@ -89,7 +89,7 @@ const POL_FEED_NAMES = ['POL / USD', 'MATIC / USD']
 
 const ETHEREUM_DEPTH = '12 blocks (~2.4 min): one-block reorgs are routine, deeper ones rare since proof of stake; "finalized" waits ~13 min'
 const L2_DEPTH = '100 blocks: sequencer blocks are promises until posted to Ethereum; Safe waits 100+ blocks on L2s'
-const POLYGON_DEPTH = 'the finalized tag (milestones, 2-5 s since Heimdall v2); counting would need 256+ (a 150+ block reorg in 2023)'
+const POLYGON_DEPTH = 'the finalized tag (milestones, 2-5 s since Heimdall v2); counting would need 256+ (a 157-block reorg in 2023)'
 const BSC_DEPTH = 'the finalized tag (fast finality, BEP-126: final by n+2); counting: 15'
 const AVALANCHE_DEPTH = '1 block: Snowman consensus, an accepted block is final'
 
