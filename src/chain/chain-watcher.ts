@@ -5,7 +5,7 @@ import type { Clock } from '../lib/clock.ts'
 import type { Logger } from '../lib/logger.ts'
 import { createBlockFollower, decodeCursor, encodeCursor, type BlockFollower, type CursorStore, type FollowerStatus } from './block-follower.ts'
 import { deny, ok, type Outcome } from '../lib/outcome.ts'
-import { isHttp429, rpcErrorKind, type Metrics } from '../metrics/metrics.ts'
+import { isRateLimit, rpcErrorKind, type Metrics } from '../metrics/metrics.ts'
 import { createChainRepo, type ChainRepo } from './chain.repo.ts'
 import type { NetworkConfig } from './networks-config.ts'
 import { createPaymentTracker, type Lifecycle } from './payment-tracker.ts'
@@ -86,8 +86,8 @@ export function createChainWatcher(deps: { networks: NetworkConfig[]; database: 
       handler: createPaymentTracker({ network: n, repo, lifecycle: deps.lifecycle, clock: deps.clock, logger: deps.logger, metrics: deps.metrics }),
       // Polling and back-off run on real time whatever clock the lifecycle uses.
       logger: deps.logger,
-      // A 429 was counted when it came (onRateLimited above); any other failure is counted here.
-      onTickFailed: (e) => isHttp429(e) || deps.metrics.rpcError(n.name, rpcErrorKind(e)),
+      // A rate limit was counted when its answer came (onRateLimited above); any other failure is counted here.
+      onTickFailed: (e) => isRateLimit(e) || deps.metrics.rpcError(n.name, rpcErrorKind(e)),
       onLogRangeRefused: () => deps.metrics.rpcError(n.name, 'log_range'),
       ...(nativeSymbol(n) ? { balanceWatch: () => repo.nativeQuotedAddresses(n.name, nativeSymbol(n)!) } : {}),
     })

@@ -127,12 +127,6 @@ export function isRateLimit(e: unknown): boolean {
   return false
 }
 
-/** An HTTP 429 answer somewhere in the error's causes (the client counted it as it came: see rpc.ts). */
-export function isHttp429(e: unknown): boolean {
-  for (let c = e as { status?: number; cause?: unknown } | undefined, i = 0; c && i < 6; c = c.cause as typeof c, i++) if (c.status === 429) return true
-  return false
-}
-
 /** The seconds a 429 asked to wait (`Retry-After`), when it said. */
 export function retryAfterMs(e: unknown): number | null {
   for (let c = e as { headers?: Headers; cause?: unknown } | undefined, i = 0; c && i < 6; c = c.cause as typeof c, i++) {

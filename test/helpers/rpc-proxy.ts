@@ -37,6 +37,8 @@ export interface RpcProxy {
   rateLimitNext: number
   /** Requests answered 429. */
   rateLimited: number
+  /** The next this many HTTP requests are answered 200 with a JSON-RPC rate-limit error for each call (as some providers do). */
+  rateLimitJsonNext: number
   close(): Promise<void>
 }
 
@@ -55,6 +57,7 @@ export async function startRpcProxy(target: string): Promise<RpcProxy> {
     rangeRefusals: [],
     rateLimitNext: 0,
     rateLimited: 0,
+    rateLimitJsonNext: 0,
     async close() {
       for (const res of hanging) res.destroy()
       server.closeAllConnections()
@@ -82,6 +85,12 @@ export async function startRpcProxy(target: string): Promise<RpcProxy> {
     }
     let body = Buffer.concat(chunks).toString()
     const parsed = JSON.parse(body) as RpcCall | RpcCall[]
+    if (state.rateLimitJsonNext > 0) {
+      state.rateLimitJsonNext--
+      state.rateLimited++
+      const refuse = (c: RpcCall) => ({ jsonrpc: '2.0', id: c.id, error: { code: -32005, message: 'Your app has exceeded its compute units per second capacity (rate limited)' } })
+      return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(Array.isArray(parsed) ? parsed.map(refuse) : refuse(parsed)))
+    }
     let calls = (Array.isArray(parsed) ? parsed : [parsed]).map((c) => Object.assign(c, { path: req.url ?? '/' }))
     // Refused ranges are answered here, in the shape of a provider's error; the rest go on.
     const refused = calls.filter((c) => state.maxLogRange !== null && c.method === 'eth_getLogs' && logSpan(c) > state.maxLogRange)

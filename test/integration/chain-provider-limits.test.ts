@@ -1,7 +1,7 @@
 /**
  * A provider's limits (issue 14), imitated by a JSON-RPC proxy in front of anvil: eth_getLogs
  * over more than 3 blocks is refused as public providers refuse wide ranges, and a burst of
- * requests is answered 429 with Retry-After. The follower, catching up over a dozen blocks,
+ * requests is answered 429 with Retry-After, then with JSON-RPC rate-limit errors. The follower, catching up over a dozen blocks,
  * must split the refused range down to what passes, keep that span, back off on the 429s, and
  * lose no payment; each refusal and each 429 is counted in the metrics by network and kind.
  */
@@ -62,6 +62,7 @@ for (const backend of backends()) {
       await chain.mine(6)
       proxy.maxLogRange = CAP
       proxy.rateLimitNext = 4
+      proxy.rateLimitJsonNext = 2
       proxy.mode = 'pass'
 
       const [doneA, doneB] = await Promise.all([
@@ -73,8 +74,9 @@ for (const backend of backends()) {
       const timeline = ((await (await api(t, key).get(`/api/transactions/${a.id}/timeline`)).json()) as any).timeline as any[]
       expect(timeline.filter((e) => e.cause === 'payment.detected')).toHaveLength(1)
 
-      // The provider answered 429s and refused the wide range: 12 blocks, then two halves of 6, then ranges of 3 passed.
-      expect(proxy.rateLimited).toBe(4)
+      // The provider answered four 429s and two JSON-RPC rate-limit errors, and refused the wide
+      // range: 12 blocks, then two halves of 6, then ranges of 3 passed.
+      expect(proxy.rateLimited).toBe(6)
       expect(proxy.rangeRefusals).toHaveLength(3)
 
       // The span that worked is kept: the next catch-up asks ranges of 3 at once, and nothing is refused.
@@ -89,7 +91,7 @@ for (const backend of backends()) {
       const metrics = await (await t.fetch('/metrics')).text()
       const count = (kind: string) => Number(metrics.match(new RegExp(`cryptopay_rpc_errors_total\\{network="localchain",kind="${kind}"\\} (\\d+)`))?.[1] ?? 0)
       expect(count('log_range')).toBe(proxy.rangeRefusals.length)
-      expect(count('rate_limited')).toBe(4)
+      expect(count('rate_limited')).toBe(6)
     })
   })
 }
