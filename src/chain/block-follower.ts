@@ -124,7 +124,12 @@ export interface BlockFollowerDeps {
    * shows in no block's transaction list, only in the balance. Only with `scanNative`.
    */
   balanceWatch?: () => Promise<readonly { address: string; credited: bigint }[]>
+  /** Whether new heads are being pushed (a live WebSocket subscription): polling then slows to a safety net. */
+  pushed?: () => boolean
 }
+
+/** While heads are pushed, the follower still polls, this many times less often, in case a push is lost. */
+export const PUSHED_POLL_FACTOR = 10
 
 /** Where a follower stands, for metrics and readiness. */
 export interface FollowerStatus {
@@ -475,7 +480,8 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
         logger?.warn('chain follower tick failed', { network: network.name, failures, retryInMs, rateLimited: isRateLimit(error), error: errorSummary(error) })
       }
       if (signal.aborted) break
-      const delay = failures > 0 ? retryInMs : Math.max(0, network.pollIntervalMs - (clock.now() - started))
+      const interval = deps.pushed?.() ? network.pollIntervalMs * PUSHED_POLL_FACTOR : network.pollIntervalMs
+      const delay = failures > 0 ? retryInMs : Math.max(0, interval - (clock.now() - started))
       if (!woken) {
         const nap = new AbortController()
         napping = nap

@@ -90,10 +90,11 @@ export function createChainWatcher(deps: { networks: NetworkConfig[]; database: 
       onTickFailed: (e) => isRateLimit(e) || deps.metrics.rpcError(n.name, rpcErrorKind(e)),
       onLogRangeRefused: () => deps.metrics.rpcError(n.name, 'log_range'),
       ...(nativeSymbol(n) ? { balanceWatch: () => repo.nativeQuotedAddresses(n.name, nativeSymbol(n)!) } : {}),
+      pushed: () => pushes.get(n.name)?.connected() ?? false,
     })
     followers.set(n.name, follower)
     follower.start()
-    if (n.wsUrl) pushes.set(n.name, subscribeHeads({ wsUrl: n.wsUrl, network: n.name, onHead: () => follower.wake(), logger: deps.logger }))
+    if (n.wsUrl) pushes.set(n.name, subscribeHeads({ wsUrl: n.wsUrl, network: n.name, onHead: () => follower.wake(), onDown: () => follower.wake(), logger: deps.logger }))
     deps.logger.info('following network', { network: n.name, instanceId: me })
   }
 
@@ -184,6 +185,8 @@ export function createChainWatcher(deps: { networks: NetworkConfig[]; database: 
       await deps.lease.start()
       await claim()
     },
+    /** The networks whose new heads are pushed to this instance now (a live WebSocket subscription). */
+    pushing: (): string[] => [...pushes].flatMap(([name, p]) => (p.connected() ? [name] : [])),
     /** The networks this instance follows now. */
     following: (): string[] => [...followers.keys()],
     /**

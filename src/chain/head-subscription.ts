@@ -1,9 +1,10 @@
 /**
  * New heads pushed over a WebSocket (`eth_subscribe("newHeads")`, viem's WebSocket transport):
  * each notification wakes the network's follower at once, which then fetches over HTTP as it
- * always does. The push only shortens the wait: the follower keeps polling every
- * `pollIntervalMs` whether the socket is up or not, so a dropped socket loses nothing (the next
- * poll, or the next push after reconnecting, catches up from the stored cursor).
+ * always does. While the subscription is live the follower polls ten times less often, as a
+ * safety net for a lost push; once the socket drops it polls every `pollIntervalMs` again, so a
+ * dropped socket loses nothing (the next poll, or the next push after reconnecting, catches up
+ * from the stored cursor).
  *
  * viem's own reconnection is off (it gives up after a few tries and keeps the closed socket in its
  * cache): a socket that closes or fails is closed here and opened again after 1 s, doubling up to
@@ -18,7 +19,8 @@ export interface HeadSubscription {
   stop(): void
 }
 
-export function subscribeHeads(o: { wsUrl: string; network: string; onHead: () => void; logger?: Logger; retry?: { baseMs?: number; maxMs?: number } }): HeadSubscription {
+/** `onHead`: a head was announced; `onDown`: the socket dropped (the follower should poll at its normal pace again, starting now). */
+export function subscribeHeads(o: { wsUrl: string; network: string; onHead: () => void; onDown?: () => void; logger?: Logger; retry?: { baseMs?: number; maxMs?: number } }): HeadSubscription {
   const baseMs = o.retry?.baseMs ?? 1000
   const maxMs = o.retry?.maxMs ?? 30_000
   // The host only: a WebSocket URL often carries an API key.
@@ -63,7 +65,9 @@ export function subscribeHeads(o: { wsUrl: string; network: string; onHead: () =
   /** A socket closed or failed (said once, however many of its requests report it): open a new one later. */
   function dropped(t: typeof transport, error: unknown) {
     if (stopped || t !== transport) return
+    const was = connected
     connected = false
+    if (was) o.onDown?.()
     close(t)
     transport = open()
     attempts++

@@ -29,7 +29,8 @@
  *
  * Extensions beyond R16 (all optional):
  * - `wsUrl` (default: none): a ws(s) endpoint whose `newHeads` subscription wakes the follower as
- *   soon as a block is mined; blocks are still fetched over `rpcUrl`, and polling goes on.
+ *   soon as a block is mined; blocks are still fetched over `rpcUrl`, and polling goes on (slower
+ *   while the subscription is live).
  * - `maxRequestsPerSecond` (default: unlimited): the follower's JSON-RPC calls per second, to stay
  *   within a provider's plan (a second's worth may go at once, in one batch).
  * - `finality` (default "confirmations"): "safe" or "finalized" completes a payment once the
