@@ -150,6 +150,11 @@ export function createChainWatcher(deps: { networks: NetworkConfig[]; database: 
 
   return {
     networks: deps.networks,
+    /** The native balance of `address` on `network` at its latest block (null when the node cannot say). */
+    async nativeBalance(network: string, address: string): Promise<bigint | null> {
+      const client = clients.get(network)
+      return client ? client.getBalance({ address: address as `0x${string}`, blockTag: 'latest' }).catch(() => null) : null
+    },
     /** The price reader for a network's tokens (null for an unknown network). */
     prices: (network: string) => prices.get(network) ?? null,
     /**

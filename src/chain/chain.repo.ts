@@ -110,14 +110,16 @@ export function createChainRepo(database: Database) {
     .where(and(eq(transactions.status, 'confirming'), eq(transactions.blockchainNetwork, ph('network')), isNotNull(transactions.blockNumber)))
     .prepare('chain_confirming')
 
-  // Each open native-quoted deposit address with the native coin recorded as arriving there (not
-  // taken back by a reorg): listed transfers (log index -1) and internal arrivals (-2).
+  // Each open native-quoted deposit address with what its balance is accounted for by: what it held
+  // when quoted, and the native coin recorded as arriving there since (not taken back by a reorg):
+  // listed transfers (log index -1) and internal arrivals (-2). One address per transaction, so the
+  // transfers are found by the transaction's index.
   const nativeWatch = prepare<{ address: string; credited: string }, { network: string; symbol: string }>(database, sql`
-    SELECT lower(${transactions.depositAddress}) AS address, coalesce((
+    SELECT lower(${transactions.depositAddress}) AS address, (coalesce(${transactions.nativeBaseline}, 0) + coalesce((
       SELECT sum(${chainTransfers.amount}) FROM ${chainTransfers}
-      WHERE ${chainTransfers.network} = ${param('network')} AND ${chainTransfers.toAddress} = lower(${transactions.depositAddress})
+      WHERE ${chainTransfers.transactionId} = ${transactions.id} AND ${chainTransfers.network} = ${param('network')}
         AND ${chainTransfers.logIndex} < 0 AND ${chainTransfers.tokenSymbol} = ${param('symbol')} AND ${chainTransfers.reorgedAt} IS NULL
-    ), 0)::text AS credited
+    ), 0))::text AS credited
     FROM ${transactions}
     WHERE ${transactions.blockchainNetwork} = ${param('network')} AND ${transactions.tokenSymbol} = ${param('symbol')}
       AND ${transactions.status} IN ('prepared', 'pending', 'processing', 'confirming') AND ${transactions.depositAddress} IS NOT NULL`)
@@ -210,7 +212,7 @@ export function createChainRepo(database: Database) {
       await saveCursor.execute({ network, cursor, at })
     },
 
-    /** Deposit addresses (lowercase) of the network's open transactions quoted in its native coin `symbol`, with the native coin recorded as arriving at each. */
+    /** Deposit addresses (lowercase) of the network's open transactions quoted in its native coin `symbol`, with what each one's balance is accounted for by (see nativeWatch). */
     async nativeQuotedAddresses(network: string, symbol: string): Promise<{ address: string; credited: bigint }[]> {
       return (await nativeWatch.execute({ network, symbol })).map((r) => ({ address: r.address, credited: BigInt(r.credited) }))
     },

@@ -61,6 +61,12 @@ export const transactions = pgTable('transactions', {
   requiredConfirmations: integer('required_confirmations'),
   /** confirmations, safe or finalized: what completes the payment on its network (issue 14); null before a token is selected. */
   finality: text('finality', { enum: ['confirmations', 'safe', 'finalized'] }),
+  /**
+   * The native balance its deposit address already held when the native coin was quoted: not a
+   * payment (coin sent there before, e.g. under the same xpub in another database). Arrivals by
+   * internal call are counted above it (issue 14). Null: quoted in a token, or before it was kept.
+   */
+  nativeBaseline: numeric('native_baseline', { precision: 78, scale: 0 }),
   confirmedAt: ts('confirmed_at'),
   completedAt: ts('completed_at'),
   expiresAt: ts('expires_at').notNull(),

@@ -91,5 +91,22 @@ for (const backend of backends()) {
       const tx = await (await api(t, key).get(`/api/transactions/${id}`)).json() as any
       expect(tx.transaction).toMatchObject({ status: 'completed', amount_received: amount.toString(), block_number: Number(receipt.blockNumber) })
     })
+
+    test('native coin the address held before the native coin was quoted is not a payment', async () => {
+      const payer = (await wallet.waitForTransactionReceipt({ hash: await wallet.deployContract({ abi: TestBatchPayer.abi, bytecode: TestBatchPayer.bytecode }) })).contractAddress!
+      const forward = async (to: string, value: bigint) =>
+        wallet.waitForTransactionReceipt({ hash: await wallet.writeContract({ address: payer, abi: TestBatchPayer.abi, functionName: 'forward', args: [to as `0x${string}`], value }) })
+      const id = await create({ amount: 30 })
+      // The address is handed out with TUSD, and ETH reaches it by an internal call before ETH is chosen.
+      const address = ((await (await select(id, 'TUSD')).json()) as any).quote.deposit_address as string
+      await forward(address, 4_000_000_000_000_000n)
+      const quote = ((await (await select(id, 'ETH')).json()) as any).quote
+      expect(quote.deposit_address).toBe(address)
+      const amount = BigInt(quote.token_amount)
+      await forward(address, amount)
+      await waitUntil('completed', () => state(id), (x) => x.status === 'completed')
+      const tx = await (await api(t, key).get(`/api/transactions/${id}`)).json() as any
+      expect(tx.transaction.amount_received).toBe(amount.toString())
+    })
   })
 }

@@ -46,6 +46,11 @@ export function createPayRepo(database: Database) {
       return r?.reason ?? null
     },
 
+    /** The native balance the deposit address held when the native coin was quoted (see the column). */
+    async setNativeBaseline(id: string, balance: bigint): Promise<void> {
+      await db.update(transactions).set({ nativeBaseline: balance.toString() }).where(eq(transactions.id, id))
+    },
+
     /** Records the customer's IP address unless one is recorded already. */
     async recordCustomerIp(id: string, ip: string): Promise<void> {
       await setIp.execute({ id, ip })

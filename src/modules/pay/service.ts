@@ -22,6 +22,8 @@ export interface PayDeps {
   networks: NetworkConfig[]
   prices: (network: string) => PriceReader | null
   deposits: DepositService
+  /** The native balance an address holds now on a network (null: the node cannot say). */
+  nativeBalance?: (network: string, address: string) => Promise<bigint | null>
   /** Whether a network's chain disagreed with its config when checked after start-up: its tokens are not offered. */
   disagrees?: (network: string) => boolean
   /** Called when an address is handed out, so this instance's followers watch it at once. */
@@ -127,6 +129,12 @@ export function createPayService(deps: PayDeps) {
       const units = quoteTokenUnits(usdToCents(tx.amountUsd), found.token.decimals, { answer: price.answer, decimals: price.decimals })
       const address = await deps.deposits.assign({ id: tx.id, projectId: tx.projectId, mode: modeOf(tx.testingMode) })
       if (!address.ok) return address
+      if (found.token.kind === 'native' && deps.nativeBalance) {
+        // What the address already holds is not a payment: arrivals by internal call count above it.
+        const held = await deps.nativeBalance(found.network.name, address.value.address)
+        if (held === null) return deny('unavailable', `${found.network.name} cannot be reached right now; please try again in a moment or choose another token`)
+        await repo.setNativeBaseline(tx.id, held)
+      }
       deps.watch(address.value.address)
       if (clientIp && tx.customerIpAddress === null) {
         await repo.recordCustomerIp(tx.id, clientIp)

@@ -58,6 +58,7 @@ export function createTransactionService(deps: { repo: TransactionRepo; lifecycl
       confirmations: null,
       requiredConfirmations: null,
       finality: null,
+      nativeBaseline: null,
       confirmedAt: null,
       completedAt: null,
       expiresAt: new Date(now.getTime() + (input.expires_in_minutes ?? DEFAULT_EXPIRY_MINUTES) * 60_000),
