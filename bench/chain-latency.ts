@@ -39,6 +39,7 @@ const services = await createServices({
   }],
 })
 await services.lifecycle.start()
+await services.chain.verify()
 await services.chain.start()
 const project = await services.projects.create('bench')
 if (!project.ok) throw new Error(project.message)

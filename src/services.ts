@@ -146,7 +146,7 @@ export async function createServices(deps: {
   const webhooks = createWebhookService({ database, repo: deliveryRepo, runner, endpoints, transactions: transactionRepo, clock, instanceId, scheduleMs })
   const transactions = createTransactionService({ repo: transactionRepo, lifecycle, clock, baseUrl: deps.baseUrl })
   const stats = createStatsService({ db: database.db })
-  const pay = createPayService({ database, clock, networks: chain.networks, disagrees: chain.disagrees, nativeBalance: chain.nativeBalance, prices: chain.prices, deposits, watch: chain.watch, lifecycle, testWallet: deps.testWallet })
+  const pay = createPayService({ database, clock, networks: chain.networks, verified: chain.verified, nativeBalance: chain.nativeBalance, prices: chain.prices, deposits, watch: chain.watch, lifecycle, testWallet: deps.testWallet })
   const payStreams = createStatusStreams({ state: pay.state, changes: lifecycle.onChange, stopping: stopController.signal })
   return {
     database,

@@ -5,8 +5,8 @@ import type { TxEvent } from '../../machines/transaction.machine.ts'
 const units = Type.String({ pattern: '^(0|[1-9][0-9]{0,77})$', description: 'Smallest token units' })
 const hash = Type.String({ minLength: 1, maxLength: 200 })
 const block = Type.Integer({ minimum: 0 })
-/** The Transfer log's index in its block; -1 for a native transfer. */
-const logIndex = Type.Optional(Type.Integer({ minimum: -1 }))
+/** The Transfer log's index in its block; -1 for a native transfer, -2 for native coin that arrived by an internal call. */
+const logIndex = Type.Optional(Type.Integer({ minimum: -2 }))
 const obj = <T extends Record<string, ReturnType<typeof Type.String> | ReturnType<typeof Type.Literal> | any>>(props: T) => Type.Object(props, { additionalProperties: false })
 
 /** Lifecycle events as data, for events that arrive from outside the process (the CLI). */

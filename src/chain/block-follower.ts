@@ -252,7 +252,7 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
       }
     }
     if (cursor) {
-      const final = network.finalityTag ? await finalHeight(network.finalityTag) : undefined
+      const final = network.finalityTag ? await finalHeight(network.finalityTag, cursor) : undefined
       await emit({ type: 'head', number: cursor.height, ...(final === undefined ? {} : { final: min(final, cursor.height) }) })
     }
     if (cursor && cursor.height >= reported) inStepAt = clock.now()
@@ -290,7 +290,12 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
         if (blocks[i]!.parentHash !== blocks[i - 1]!.hash) throw new ChainMovedError(`block ${blocks[i]!.number} does not link to its parent`)
       }
       const logs = checkLogs(rangeLogs ?? (await fetchLogsByHash(blocks[0]!.hash)), blocks)
-      const balances = network.scanNative && deps.balanceWatch ? await balancesAt(blocks.at(-1)!, head) : null
+      // Read before the scan: an address quoted a moment ago (its NOTIFY not heard yet) is in the
+      // database's list, and its listed transfers must be found as such, not as balance changes.
+      const balanceWatched = network.scanNative && deps.balanceWatch ? await deps.balanceWatch() : []
+      const quoted = new Set(balanceWatched.map((w) => w.address))
+      const nativeWatch: WatchSet = quoted.size ? { has: (a) => watch.has(a) || quoted.has(a) } : watch
+      const balances = balanceWatched.length ? await balancesAt(balanceWatched, blocks.at(-1)!, head) : null
       const byBlock = new Map<bigint, Finding[]>()
       for (const f of scanTransferLogs(logs, watch, tokenSet)) {
         const list = byBlock.get(f.blockNumber) ?? []
@@ -300,7 +305,7 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
       const recent = base.recent.slice()
       const listedNative: NativeFinding[] = []
       for (const b of blocks) {
-        const native = network.scanNative ? scanNativeTransactions(b, watch) : []
+        const native = network.scanNative ? scanNativeTransactions(b, nativeWatch) : []
         listedNative.push(...native)
         const internal = balances && b === blocks.at(-1) ? internalTransfers(b, balances, listedNative) : []
         const findings = [...native, ...internal, ...(byBlock.get(b.number) ?? [])]
@@ -315,13 +320,11 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
   /**
    * The balance-watched addresses' native balances at `block` (read at its hash, EIP-1898, so they
    * belong to the chain the headers were validated on), with what was credited to each. Null
-   * when nothing is watched, or when the node no longer keeps that block's state (a full node
+   * when the node no longer keeps that block's state (a full node
    * keeps about 128 blocks; catching up from further back): the comparison is cumulative, so
    * whatever arrived meanwhile is found at a later chunk the node can answer for.
    */
-  async function balancesAt(block: FetchedBlock, head: bigint): Promise<Map<string, { balance: bigint; credited: bigint }> | null> {
-    const watchedNow = await deps.balanceWatch!()
-    if (watchedNow.length === 0) return null
+  async function balancesAt(watchedNow: readonly { address: string; credited: bigint }[], block: FetchedBlock, head: bigint): Promise<Map<string, { balance: bigint; credited: bigint }> | null> {
     try {
       const answers = await Promise.all(watchedNow.map((w) => rpc('eth_getBalance', [w.address, { blockHash: block.hash }])))
       return new Map(watchedNow.map((w, i) => [w.address, { balance: parseQuantity(answers[i], 'eth_getBalance'), credited: w.credited }]))
@@ -334,11 +337,21 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
     }
   }
 
-  /** The height of the node's `safe` / `finalized` block (-1 when it has none yet: a young chain). */
-  async function finalHeight(tag: 'safe' | 'finalized'): Promise<bigint> {
-    const block = await rpc('eth_getBlockByNumber', [tag, false])
+  /**
+   * The height of the node's `safe` / `finalized` block (-1 when it has none yet: a young chain).
+   * A node behind a balancer may be on another fork than the one followed: a tag block within the
+   * remembered window must have the hash followed, or nothing counts as final on this tick.
+   */
+  async function finalHeight(tag: 'safe' | 'finalized', followed: Cursor): Promise<bigint> {
+    const block = await rpc('eth_getBlockByNumber', [tag, false]) as { number?: unknown; hash?: unknown } | null
     if (block == null) return -1n
-    return parseQuantity((block as { number?: unknown }).number, `${tag} block number`)
+    const number = parseQuantity(block.number, `${tag} block number`)
+    const known = followed.recent.find((r) => r.number === number)
+    if (known && known.hash !== block.hash) {
+      logger?.info(`the ${tag} block is not on the chain followed; nothing is final on this tick`, { network: network.name, block: number.toString() })
+      return -1n
+    }
+    return number
   }
 
   /** Walks back through the remembered window to the last block still canonical. */
@@ -475,6 +488,8 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
           replaced = { expected: error.expected, found: error.found }
           loaded = false
         } else deps.onTickFailed?.(error)
+        // A wake that came during the failing tick does not cut the back-off short.
+        woken = false
         // A provider that said how long to wait (429 Retry-After) is given at least that.
         retryInMs = Math.max(Math.min(backoffBase * 2 ** (failures - 1), backoffMax), retryAfterMs(error) ?? 0)
         logger?.warn('chain follower tick failed', { network: network.name, failures, retryInMs, rateLimited: isRateLimit(error), error: errorSummary(error) })

@@ -2,7 +2,7 @@ import { CHANNELS } from '../db/channels.ts'
 import type { InstanceLease } from '../actors/instance-lease.ts'
 import type { Database } from '../db/client.ts'
 import type { Clock } from '../lib/clock.ts'
-import type { Logger } from '../lib/logger.ts'
+import { errorSummary, type Logger } from '../lib/logger.ts'
 import { createBlockFollower, decodeCursor, encodeCursor, type BlockFollower, type CursorStore, type FollowerStatus } from './block-follower.ts'
 import { deny, ok, type Outcome } from '../lib/outcome.ts'
 import { isRateLimit, rpcErrorKind, type Metrics } from '../metrics/metrics.ts'
@@ -130,12 +130,35 @@ export function createChainWatcher(deps: { networks: NetworkConfig[]; database: 
     if (verifying.has(n.name)) return
     verifying.set(n.name, verify(n).then((v) => {
       verifying.delete(n.name)
-      if (v.status === 'verified' && !stopped) void claim()
+      if (v.status !== 'verified' || stopped || !deps.lease.held()) return
+      claim().catch((e) => deps.logger.warn('claiming networks failed; tried again at the next lease tick', { error: errorSummary(e) }))
     }))
   }
 
-  /** Follows every network this instance may follow, and stops following any another instance took. */
-  async function claim() {
+  let claiming: Promise<void> | null = null
+  let claimAgain = false
+  /**
+   * Follows every network this instance may follow, and stops following any another instance
+   * took. One pass at a time (the lease's tick and a network verified in the background may both
+   * ask): a request during a pass runs one more pass after it, so no network is followed twice.
+   */
+  function claim(): Promise<void> {
+    if (claiming) {
+      claimAgain = true
+      return claiming
+    }
+    claiming = (async () => {
+      do {
+        claimAgain = false
+        await claimPass()
+      } while (claimAgain && !stopped)
+    })().finally(() => {
+      claiming = null
+    })
+    return claiming
+  }
+
+  async function claimPass() {
     for (const n of deps.networks) {
       if (stopped) return
       if (verdicts.get(n.name)?.status !== 'verified') {
@@ -169,8 +192,8 @@ export function createChainWatcher(deps: { networks: NetworkConfig[]; database: 
     },
     /** Each network's last check against its chain; absent before the first. */
     verdicts: (): Verdict[] => [...verdicts.values()],
-    /** Whether the network's chain disagreed with its config (found after start-up: it is not followed). */
-    disagrees: (network: string): boolean => verdicts.get(network)?.status === 'mismatch',
+    /** Whether the network has been checked against its chain and agrees (only then are its tokens quoted). */
+    verified: (network: string): boolean => verdicts.get(network)?.status === 'verified',
     /** Watch an address at once (this instance); others hear it through NOTIFY. */
     watch(address: string) {
       watched.add(address.toLowerCase())

@@ -13,6 +13,8 @@
 import { webSocket } from 'viem'
 import { errorSummary, type Logger } from '../lib/logger.ts'
 
+const SUBSCRIBE_TIMEOUT_MS = 10_000
+
 export interface HeadSubscription {
   /** Whether the subscription is live now. */
   connected(): boolean
@@ -43,12 +45,21 @@ export function subscribeHeads(o: { wsUrl: string; network: string; onHead: () =
     retry = null
     if (stopped) return
     const current = transport
+    let timer: ReturnType<typeof setTimeout> | undefined
     try {
-      const subscription = await current.value!.subscribe({
-        params: ['newHeads'],
-        onData: () => o.onHead(),
-        onError: (error: unknown) => dropped(current, error),
+      // A server that never answers the subscription is down too.
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer to eth_subscribe within ${SUBSCRIBE_TIMEOUT_MS / 1000} s`)), SUBSCRIBE_TIMEOUT_MS)
       })
+      const subscription = await Promise.race([
+        current.value!.subscribe({
+          params: ['newHeads'],
+          onData: () => o.onHead(),
+          onError: (error: unknown) => dropped(current, error),
+        }),
+        timeout,
+      ])
+      clearTimeout(timer)
       if (stopped) {
         void subscription.unsubscribe().catch(() => {})
         return close(current)
@@ -58,6 +69,7 @@ export function subscribeHeads(o: { wsUrl: string; network: string; onHead: () =
       attempts = 0
       o.onHead() // a head may have come while the socket was down
     } catch (error) {
+      clearTimeout(timer)
       dropped(current, error)
     }
   }

@@ -169,13 +169,17 @@ describe('a node that disagrees with the config refuses the start, naming networ
 })
 
 describe('a node that does not answer does not refuse the start', () => {
-  test('the server starts; readiness says the network is not verified yet', async () => {
+  test('the server starts; readiness says the network is not verified yet, and nothing on it is quoted', async () => {
     const t = await startTestServer('pglite', { NETWORKS_CONFIG: configFile([{ preset: 'base', rpcUrl: 'http://127.0.0.1:9', testnet: true }]) })
     try {
       const ready = (await (await t.fetch('/readyz')).json()) as any
       const check = ready.checks.find((c: any) => c.name === 'chain:base')
       expect(check.ok).toBe(false)
       expect(check.detail).toStartWith('not followed yet: not verified against its chain, the RPC does not answer')
+      // An address never checked against the chain is not one to send a customer to.
+      const key = (await t.project()).key
+      const id = ((await (await api(t, key).create({ amount: 5 })).json()) as any).transaction.id as string
+      expect(((await (await t.fetch(`/pay/${id}/state`)).json()) as any).tokens).toEqual([])
     } finally {
       await t.stop()
     }

@@ -24,8 +24,8 @@ export interface PayDeps {
   deposits: DepositService
   /** The native balance an address holds now on a network (null: the node cannot say). */
   nativeBalance?: (network: string, address: string) => Promise<bigint | null>
-  /** Whether a network's chain disagreed with its config when checked after start-up: its tokens are not offered. */
-  disagrees?: (network: string) => boolean
+  /** Whether a network was checked against its chain and agrees: only then are its tokens offered (absent: all are). */
+  verified?: (network: string) => boolean
   /** Called when an address is handed out, so this instance's followers watch it at once. */
   watch: (address: string) => void
   lifecycle: { apply(id: string, event: TxEvent): Promise<Outcome<TransactionRow>> }
@@ -36,13 +36,13 @@ export interface PayDeps {
 /**
  * The customer's side of a transaction (R26), authorised by its unguessable id alone: read its
  * state, choose a token (quote locked, deposit address assigned), say the payment was sent, or
- * cancel. Tokens offered are those of networks whose `testnet` flag matches the mode, but not
- * those of a network whose chain was found to disagree with its config.
+ * cancel. Tokens offered are those of networks whose `testnet` flag matches the mode and that
+ * were checked against their chain (an unchecked contract address is never quoted).
  */
 export function createPayService(deps: PayDeps) {
   const repo = createPayRepo(deps.database)
 
-  const usable = (n: NetworkConfig) => !deps.disagrees?.(n.name)
+  const usable = (n: NetworkConfig) => deps.verified?.(n.name) ?? true
   const offered = (testingMode: boolean) => deps.networks.filter((n) => n.testnet === testingMode && usable(n))
   const tokenOf = (network: string | null, symbol: string | null) => {
     const n = deps.networks.find((x) => x.name === network)
