@@ -26,7 +26,7 @@
 import type { Address, Hex } from 'viem'
 import { systemClock, type Clock } from '../lib/clock.ts'
 import { errorSummary, type Logger } from '../lib/logger.ts'
-import { isRateLimit, retryAfterMs } from '../metrics/metrics.ts'
+import { errorChain, isRateLimit, retryAfterMs } from '../metrics/metrics.ts'
 import type { RpcClient } from './rpc.ts'
 import {
   TRANSFER_TOPIC,
@@ -631,11 +631,9 @@ function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
  */
 export function isRangeRefusal(error: unknown): boolean {
   if (isRateLimit(error)) return false
-  for (let c = error as { message?: string; details?: string; cause?: unknown } | undefined, i = 0; c && i < 6; c = c.cause as typeof c, i++) {
-    if (/block range|range (is )?too (large|wide|big)|range limit|max(imum)? (block )?range|too many (results|logs|blocks)|more than \d+ results|response size|query timeout/i.test(`${c.message ?? ''} ${c.details ?? ''}`)) return true
-  }
-  return false
+  return errorChain(error).some((c) => RANGE_REFUSAL.test(`${c.message ?? ''} ${c.details ?? ''}`))
 }
+const RANGE_REFUSAL = /block range|range (is )?too (large|wide|big)|range limit|max(imum)? (block )?range|too many (results|logs|blocks)|more than \d+ results|response size|query timeout/i
 
 /** Spaces calls to `perSecond`, letting a second's worth through at once (so a burst still shares a batch). */
 export function createThrottle(perSecond: number, clock: Clock, sleep: (ms: number, signal: AbortSignal) => Promise<void>) {

@@ -7,7 +7,7 @@ import { createBlockFollower, decodeCursor, encodeCursor, type BlockFollower, ty
 import { deny, ok, type Outcome } from '../lib/outcome.ts'
 import { isRateLimit, rpcErrorKind, type Metrics } from '../metrics/metrics.ts'
 import { createChainRepo, type ChainRepo } from './chain.repo.ts'
-import type { NetworkConfig } from './networks-config.ts'
+import { nativeToken, type NetworkConfig } from './networks-config.ts'
 import { createPaymentTracker, type Lifecycle } from './payment-tracker.ts'
 import { createPriceReader, type PriceReader } from './prices.ts'
 import { createChainClient } from './rpc.ts'
@@ -18,8 +18,6 @@ import { NetworkMismatchError, verifyNetwork, type Verdict } from './network-ver
 const WATCH_FINISHED_FOR_MS = 30 * 86_400_000
 /** A network's start-up check that takes longer than this counts as unreachable (checked again before following). */
 const VERIFY_TIMEOUT_MS = 15_000
-
-const nativeSymbol = (n: NetworkConfig) => n.tokens.find((t) => t.kind === 'native')?.symbol ?? null
 
 /** The follower's cursor, one row per network. */
 function databaseCursorStore(repo: ChainRepo, network: string, clock: Clock): CursorStore {
@@ -70,13 +68,14 @@ export function createChainWatcher(deps: { networks: NetworkConfig[]; database: 
   }
 
   function follow(n: NetworkConfig) {
+    const native = nativeToken(n)
     const follower = createBlockFollower({
       network: {
         name: n.name,
         pollIntervalMs: n.pollIntervalMs,
         maxLogRange: n.maxLogRange,
         erc20Tokens: n.tokens.flatMap((t) => (t.kind === 'erc20' ? [t.address] : [])),
-        scanNative: n.tokens.some((t) => t.kind === 'native'),
+        scanNative: native !== null,
         ...(n.finality === 'confirmations' ? {} : { finalityTag: n.finality }),
         ...(n.maxRequestsPerSecond ? { maxRequestsPerSecond: n.maxRequestsPerSecond } : {}),
       },
@@ -89,7 +88,7 @@ export function createChainWatcher(deps: { networks: NetworkConfig[]; database: 
       // A rate limit was counted when its answer came (onRateLimited above); any other failure is counted here.
       onTickFailed: (e) => isRateLimit(e) || deps.metrics.rpcError(n.name, rpcErrorKind(e)),
       onLogRangeRefused: () => deps.metrics.rpcError(n.name, 'log_range'),
-      ...(nativeSymbol(n) ? { balanceWatch: () => repo.nativeQuotedAddresses(n.name, nativeSymbol(n)!) } : {}),
+      ...(native ? { balanceWatch: () => repo.nativeQuotedAddresses(n.name, native.symbol) } : {}),
       pushed: () => pushes.get(n.name)?.connected() ?? false,
     })
     followers.set(n.name, follower)

@@ -107,6 +107,9 @@ export interface NetworkConfig {
   tokens: TokenConfig[]
 }
 
+/** The network's native coin, when it accepts one. */
+export const nativeToken = (n: Pick<NetworkConfig, 'tokens'>) => n.tokens.find((t) => t.kind === 'native') ?? null
+
 export interface ConfigProblem {
   path: string
   message: string

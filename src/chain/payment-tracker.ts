@@ -6,7 +6,7 @@ import type { Logger } from '../lib/logger.ts'
 import type { Outcome } from '../lib/outcome.ts'
 import type { FollowerEvent, FollowerHandler } from './block-follower.ts'
 import type { ChainRepo, TransferFinding, TransferKind, UnappliedTransfer } from './chain.repo.ts'
-import type { NetworkConfig } from './networks-config.ts'
+import { nativeToken, type NetworkConfig } from './networks-config.ts'
 import type { Finding } from './transfer-scan.ts'
 
 /** What the tracker needs of the lifecycle: apply an event to a transaction's actor, and note what happens after its final status. */
@@ -38,7 +38,7 @@ export const retryDelayMs = (attempts: number) => Math.min(600_000, 5_000 * 2 **
 export function createPaymentTracker(deps: { network: NetworkConfig; repo: ChainRepo; lifecycle: Lifecycle; clock: Clock; logger: Logger; metrics: Pick<Metrics, 'reorgAfterFinal'> }): FollowerHandler {
   const { network, repo } = deps
   const symbolOfToken = new Map(network.tokens.filter((t) => t.kind === 'erc20').map((t) => [t.address.toLowerCase(), t.symbol]))
-  const nativeSymbol = network.tokens.find((t) => t.kind === 'native')?.symbol ?? null
+  const nativeSymbol = nativeToken(network)?.symbol ?? null
   const now = () => new Date(deps.clock.now())
 
   function symbolOf(f: Finding): string | null {

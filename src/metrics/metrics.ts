@@ -104,11 +104,26 @@ export function createMetrics() {
 
 export type Metrics = ReturnType<typeof createMetrics>
 
+/** What the classifiers below read of an error and of each cause under it. */
+interface ErrorLink {
+  name?: string
+  message?: string
+  details?: string
+  status?: number
+  headers?: Headers
+  cause?: unknown
+}
+
+/** The error and the causes under it (viem nests several), at most six deep. */
+export function errorChain(e: unknown): ErrorLink[] {
+  const chain: ErrorLink[] = []
+  for (let c = e as ErrorLink | undefined; c && typeof c === 'object' && chain.length < 6; c = c.cause as ErrorLink | undefined) chain.push(c)
+  return chain
+}
+
 /** A kind for a failed RPC exchange, from viem's error names and the causes under them. */
 export function rpcErrorKind(e: unknown): RpcErrorKind {
-  const names: string[] = []
-  for (let c = e as { name?: string; cause?: unknown; message?: string } | undefined, i = 0; c && i < 5; c = c.cause as typeof c, i++) names.push(`${c.name ?? ''} ${c.message ?? ''}`)
-  const text = names.join(' | ')
+  const text = errorChain(e).map((c) => `${c.name ?? ''} ${c.message ?? ''}`).join(' | ')
   if (isRateLimit(e)) return 'rate_limited'
   if (/Timeout|timed out/i.test(text)) return 'timeout'
   if (/ECONNREFUSED|ECONNRESET|ENOTFOUND|Unable to connect|fetch failed|socket|ConnectionRefused/i.test(text)) return 'unreachable'
@@ -120,16 +135,13 @@ export function rpcErrorKind(e: unknown): RpcErrorKind {
 
 /** HTTP 429, or a JSON-RPC answer saying the caller is over its rate (-32005 is also "limit exceeded" for too many results). */
 export function isRateLimit(e: unknown): boolean {
-  for (let c = e as { status?: number; message?: string; details?: string; cause?: unknown } | undefined, i = 0; c && i < 6; c = c.cause as typeof c, i++) {
-    if (c.status === 429) return true
-    if (/rate.?limit|too many requests|exceeded .*(capacity|rate)|requests per second|\b429\b/i.test(`${c.message ?? ''} ${c.details ?? ''}`)) return true
-  }
-  return false
+  return errorChain(e).some((c) => c.status === 429 || RATE_LIMIT.test(`${c.message ?? ''} ${c.details ?? ''}`))
 }
+const RATE_LIMIT = /rate.?limit|too many requests|exceeded .*(capacity|rate)|requests per second|\b429\b/i
 
 /** The seconds a 429 asked to wait (`Retry-After`), when it said. */
 export function retryAfterMs(e: unknown): number | null {
-  for (let c = e as { headers?: Headers; cause?: unknown } | undefined, i = 0; c && i < 6; c = c.cause as typeof c, i++) {
+  for (const c of errorChain(e)) {
     const value = c.headers?.get?.('retry-after')
     if (value) {
       const seconds = Number(value)
