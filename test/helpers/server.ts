@@ -91,5 +91,20 @@ export function api(t: TestServer, key: string | null) {
     get: (path: string, extra: Record<string, string> = {}) => t.fetch(path, { headers: headers(extra) }),
     create: (body: unknown, extra: Record<string, string> = {}) =>
       t.fetch('/api/transactions/create', { method: 'POST', headers: headers({ 'content-type': 'application/json', ...extra }), body: JSON.stringify(body) }),
+    /** The merchant API's transaction object. */
+    async transaction(id: string): Promise<any> {
+      return ((await (await this.get(`/api/transactions/${id}`)).json()) as any).transaction
+    },
+    /**
+     * A transaction of `amountUsd` whose customer chose `token` on `network` on the pay page:
+     * its id, deposit address, amount due in smallest units, and the whole quote.
+     */
+    async quoted(amountUsd: number, token = 'TUSD', network = 'localchain'): Promise<{ id: string; address: string; units: bigint; quote: any }> {
+      const id = ((await (await this.create({ amount: amountUsd })).json()) as any).transaction.id as string
+      const r = await t.fetch(`/pay/${id}/select`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token_symbol: token, blockchain_network: network }) })
+      if (r.status !== 200) throw new Error(`selecting ${token} on ${network}: ${r.status} ${await r.text()}`)
+      const quote = ((await r.json()) as any).quote
+      return { id, address: quote.deposit_address, units: BigInt(quote.token_amount), quote }
+    },
   }
 }

@@ -35,12 +35,10 @@ for (const backend of backends()) {
       if (dir) rmSync(dir, { recursive: true, force: true })
     })
 
-    const tx = async (id: string) => ((await (await api(t, key).get(`/api/transactions/${id}`)).json()) as any).transaction
+    const tx = (id: string) => api(t, key).transaction(id)
 
     test('confirming until the finalized block reaches the payment\'s block, then completed', async () => {
-      const id = ((await (await api(t, key).create({ amount: 10 })).json()) as any).transaction.id as string
-      const r = await t.fetch(`/pay/${id}/select`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token_symbol: 'TUSD', blockchain_network: 'localchain' }) })
-      const quote = ((await r.json()) as any).quote
+      const { id, quote } = await api(t, key).quoted(10)
       expect(quote).toMatchObject({ finality: 'finalized' })
       expect(await tx(id)).toMatchObject({ status: 'prepared', finality: 'finalized', required_confirmations: null })
 

@@ -39,13 +39,8 @@ for (const backend of backends()) {
       if (dir) rmSync(dir, { recursive: true, force: true })
     })
 
-    const tx = async (id: string) => ((await (await api(t, key).get(`/api/transactions/${id}`)).json()) as any).transaction
-    async function selected(amountUsd: number) {
-      const id = ((await (await api(t, key).create({ amount: amountUsd })).json()) as any).transaction.id as string
-      const r = await t.fetch(`/pay/${id}/select`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token_symbol: 'TUSD', blockchain_network: 'localchain' }) })
-      const quote = ((await r.json()) as any).quote
-      return { id, address: quote.deposit_address as string, units: BigInt(quote.token_amount) }
-    }
+    const tx = (id: string) => api(t, key).transaction(id)
+    const selected = (amountUsd: number) => api(t, key).quoted(amountUsd)
     const synced = () => t.server.services.chain.syncedHeights().localchain ?? -1n
 
     test('catching up over 12 blocks through a 3-block cap and a burst of 429s, both payments complete exactly once', async () => {

@@ -11,7 +11,6 @@ import { join } from 'node:path'
 import type { Hex } from 'viem'
 import { backends } from '../helpers/databases.ts'
 import { startManualChain, waitUntil, writeNetworksFile, type ManualChain } from '../helpers/chain.ts'
-import { expectStatus } from '../helpers/expect.ts'
 import { api, startTestServer, type TestServer } from '../helpers/server.ts'
 
 const CONFIRMATIONS = 3
@@ -36,7 +35,7 @@ for (const backend of backends()) {
       if (dir) rmSync(dir, { recursive: true, force: true })
     })
 
-    const tx = async (id: string) => ((await (await api(t, key).get(`/api/transactions/${id}`)).json()) as any).transaction
+    const tx = (id: string) => api(t, key).transaction(id)
     const timeline = async (id: string) => ((await (await api(t, key).get(`/api/transactions/${id}/timeline`)).json()) as any).timeline as any[]
     const synced = () => t.server.services.chain.syncedHeights().localchain ?? -1n
     /** Until the follower has processed the chain up to the current head. */
@@ -46,14 +45,7 @@ for (const backend of backends()) {
     }
 
     /** A transaction with TUSD selected; returns its id, deposit address and quote. */
-    async function selected(amountUsd = 25) {
-      const created = await (await api(t, key).create({ amount: amountUsd })).json() as any
-      const id = created.transaction.id as string
-      const r = await t.fetch(`/pay/${id}/select`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token_symbol: 'TUSD', blockchain_network: 'localchain' }) })
-      await expectStatus(r, 200)
-      const s = await r.json() as any
-      return { id, address: s.quote.deposit_address as string, units: BigInt(s.quote.token_amount) }
-    }
+    const selected = (amountUsd = 25) => api(t, key).quoted(amountUsd)
 
     /** Pays in full, mines it, and waits until the transaction is confirming with 2 of 3 confirmations. */
     async function paidAndConfirming(id: string, address: string, units: bigint) {
