@@ -1,7 +1,10 @@
 /**
- * Compiles the test contracts in contracts/ with solc-js (offline, from node_modules) and
- * writes their artifacts to src/chain/artifacts/, where they are committed so tests and the
- * devnet never need the compiler.
+ * Compiles the contracts in contracts/ with solc-js (offline, from node_modules) and writes their
+ * artifacts to src/chain/artifacts/, where they are committed so the treasury, tests and the
+ * devnet never need the compiler. DepositAccount is the one contract of the service's own that
+ * goes on real networks (the treasury deploys it at an address that follows from its bytecode, so
+ * that bytecode must never change by accident: the check below fails on any difference); the
+ * others are for tests and the devnet.
  *
  *   bun scripts/compile-contracts.ts           write the artifacts
  *   bun scripts/compile-contracts.ts --check   exit 1 if the committed artifacts are stale
@@ -15,13 +18,21 @@ import { join } from 'node:path'
 import solc from 'solc'
 
 const root = join(import.meta.dirname, '..')
-const CONTRACTS = ['TestStablecoin', 'MockAggregatorV3', 'TestBatchPayer'] as const
+const CONTRACTS = ['TestStablecoin', 'MockAggregatorV3', 'TestBatchPayer', 'DepositAccount', 'TestMulticall3'] as const
 const outDir = join(root, 'src/chain/artifacts')
 
 interface Artifact {
   contractName: string
   abi: unknown[]
   bytecode: `0x${string}`
+  /** The code the contract leaves on chain (the dry run's state override, the devnet's Multicall3 stand-in). */
+  deployedBytecode: `0x${string}`
+  /**
+   * Where the deployed code holds immutables (byte offsets), which `deployedBytecode` leaves as
+   * zeros: DepositAccount's own address, filled in where its code is put by hand (the treasury's
+   * dry run, before the contract is deployed).
+   */
+  immutables?: { start: number; length: number }[]
 }
 
 function compile(): Artifact[] {
@@ -34,7 +45,7 @@ function compile(): Artifact[] {
       evmVersion: 'cancun',
       optimizer: { enabled: true, runs: 200 },
       metadata: { bytecodeHash: 'none' },
-      outputSelection: { '*': { '*': ['abi', 'evm.bytecode.object'] } },
+      outputSelection: { '*': { '*': ['abi', 'evm.bytecode.object', 'evm.deployedBytecode.object', 'evm.deployedBytecode.immutableReferences'] } },
     },
   }
   const output = JSON.parse(solc.compile(JSON.stringify(input)))
@@ -42,7 +53,11 @@ function compile(): Artifact[] {
   if (errors.length) throw new Error(errors.map((e: { formattedMessage: string }) => e.formattedMessage).join('\n'))
   return CONTRACTS.map((name) => {
     const c = output.contracts[`${name}.sol`][name]
-    return { contractName: name, abi: c.abi, bytecode: `0x${c.evm.bytecode.object}` }
+    const immutables = Object.values(c.evm.deployedBytecode.immutableReferences ?? {}).flat() as { start: number; length: number }[]
+    return {
+      contractName: name, abi: c.abi, bytecode: `0x${c.evm.bytecode.object}`, deployedBytecode: `0x${c.evm.deployedBytecode.object}`,
+      ...(immutables.length ? { immutables: immutables.sort((a, b) => a.start - b.start) } : {}),
+    }
   })
 }
 

@@ -40,6 +40,10 @@ import { createProjectService, type RateLimits } from './projects/project.servic
 import { createUserService } from './users/user.service.ts'
 import { createSessionService } from './users/session.service.ts'
 import { createDashboardService } from './modules/dashboard/service.ts'
+import { createRefundRepo } from './modules/refunds/refund.repo.ts'
+import { createRefundService } from './modules/refunds/service.ts'
+import { createTreasuryRepo } from './modules/treasury/treasury.repo.ts'
+import { createTreasuryService } from './modules/treasury/service.ts'
 
 /** R23 defaults: per project unless configured, and for requests without a valid key per IP. */
 export const DEFAULT_LIMITS: RateLimits = { minute: 60, hour: 1000, day: 10_000 }
@@ -120,8 +124,14 @@ export async function createServices(deps: {
     if ('id' in c && c.here && c.outbox) dispatcher.eventsWritten()
   })
   const deposits = createDepositService({ database, clock })
+  // Money out (issue 13): refunds and sweeps the merchant's treasury tool pays and records, settled by each network's follower.
+  const refunds = createRefundService({ repo: createRefundRepo(database), transactions: transactionRepo, networks: deps.networks ?? [], clock, logger, eventsWritten: () => dispatcher.eventsWritten() })
+  const treasury = createTreasuryService({
+    repo: createTreasuryRepo(database), deposits, clock, logger,
+    chain: { networks: deps.networks ?? [], verified: (n) => chain.verified(n), prices: (n) => chain.prices(n) },
+  })
   // Started by the server (src/server/start.ts): only servers follow chains.
-  const chain = createChainWatcher({ networks: deps.networks ?? [], database, lifecycle, lease, clock, logger, metrics })
+  const chain = createChainWatcher({ networks: deps.networks ?? [], database, lifecycle, lease, clock, logger, metrics, outgoing: [refunds.ledger, treasury.ledger] })
   metrics.setSources({
     activeByStatus: () => {
       const counts: Record<string, number> = {}
@@ -154,6 +164,8 @@ export async function createServices(deps: {
     changes,
     deposits,
     chain,
+    refunds,
+    treasury,
     pay,
     /** The pay page's event streams, moved by committed changes. */
     payStreams,

@@ -32,6 +32,8 @@ export interface AnvilOptions {
    * 30 s and at a graceful stop. Blocks keep their hashes across restarts.
    */
   stateFile?: string
+  /** The EVM hardfork (default `cancun`); `prague` adds EIP-7702 (the treasury's sponsored sweeps). */
+  hardfork?: 'cancun' | 'prague'
   extraArgs?: string[]
 }
 
@@ -66,7 +68,7 @@ export async function startAnvil(options: AnvilOptions = {}): Promise<AnvilNode>
   const args = [
     '--host', '127.0.0.1',
     '--port', String(options.port ?? 0),
-    '--hardfork', 'cancun',
+    '--hardfork', options.hardfork ?? 'cancun',
     '--prune-history', ...(options.historyStates ? [String(options.historyStates)] : []),
     '--cache-path', join(home, 'cache'),
   ]

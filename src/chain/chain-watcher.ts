@@ -9,6 +9,7 @@ import { isRateLimit, rpcErrorKind, type Metrics } from '../metrics/metrics.ts'
 import { createChainRepo, type ChainRepo } from './chain.repo.ts'
 import { nativeToken, type NetworkConfig } from './networks-config.ts'
 import { createPaymentTracker, type Lifecycle } from './payment-tracker.ts'
+import { createOutgoingTracker, type OutgoingLedger } from './outgoing-tracker.ts'
 import { createPriceReader, type PriceReader } from './prices.ts'
 import { createChainClient } from './rpc.ts'
 import { subscribeHeads, type HeadSubscription } from './head-subscription.ts'
@@ -41,7 +42,17 @@ function databaseCursorStore(repo: ChainRepo, network: string, clock: Clock): Cu
  * follower's lease has ended (or at once after a graceful shutdown); every instance keeps the
  * set of watched addresses, so whoever follows next has it.
  */
-export function createChainWatcher(deps: { networks: NetworkConfig[]; database: Database; lifecycle: Lifecycle; lease: InstanceLease; clock: Clock; logger: Logger; metrics: Metrics }) {
+export function createChainWatcher(deps: {
+  networks: NetworkConfig[]
+  database: Database
+  lifecycle: Lifecycle
+  lease: InstanceLease
+  clock: Clock
+  logger: Logger
+  metrics: Metrics
+  /** The treasury's recorded transactions (refund payments, sweeps), settled from each head (issue 13). */
+  outgoing?: readonly OutgoingLedger[]
+}) {
   const repo = createChainRepo(deps.database)
   const watched = new Set<string>()
   const clients = new Map(deps.networks.map((n) => [n.name, createChainClient({
@@ -69,6 +80,8 @@ export function createChainWatcher(deps: { networks: NetworkConfig[]; database: 
 
   function follow(n: NetworkConfig) {
     const native = nativeToken(n)
+    const payments = createPaymentTracker({ network: n, repo, lifecycle: deps.lifecycle, clock: deps.clock, logger: deps.logger, metrics: deps.metrics })
+    const outgoing = createOutgoingTracker({ network: n.name, client: clients.get(n.name)!, ledgers: deps.outgoing ?? [], confirmations: n.confirmations })
     const follower = createBlockFollower({
       network: {
         name: n.name,
@@ -82,7 +95,13 @@ export function createChainWatcher(deps: { networks: NetworkConfig[]; database: 
       client: clients.get(n.name)!,
       store: databaseCursorStore(repo, n.name, deps.clock),
       watch: watched,
-      handler: createPaymentTracker({ network: n, repo, lifecycle: deps.lifecycle, clock: deps.clock, logger: deps.logger, metrics: deps.metrics }),
+      handler: async (event) => {
+        await payments(event)
+        if (event.type !== 'head') return
+        // Sent transactions are settled after the block's payments; a failure waits for the next head and holds up nothing.
+        await outgoing.onHead(event.number, event.final)
+          .catch((e) => deps.logger.error('settling the treasury\'s transactions failed; tried again at the next head', { network: n.name, error: errorSummary(e) }))
+      },
       // Polling and back-off run on real time whatever clock the lifecycle uses.
       logger: deps.logger,
       // A rate limit was counted when its answer came (onRateLimited above); any other failure is counted here.

@@ -12,9 +12,9 @@
  */
 import { secp256k1 } from '@noble/curves/secp256k1.js'
 import { HDKey } from '@scure/bip32'
-import { pbkdf2Sync } from 'node:crypto'
 import { bytesToHex, type Address } from 'viem'
 import { english, generateMnemonic, publicKeyToAddress } from 'viem/accounts'
+import { mnemonicToSeed } from '../lib/bip39.ts'
 
 /** A validated extended public key. */
 export interface ExtendedPublicKey {
@@ -93,13 +93,4 @@ export function xpubFromMnemonic(mnemonic: string, path = ETHEREUM_ACCOUNT_PATH)
   const xpub = node.publicExtendedKey
   node.wipePrivateData()
   return xpub
-}
-
-/**
- * BIP-39 seed: PBKDF2-HMAC-SHA512, 2048 rounds, salt "mnemonic" (no passphrase). Written out
- * with node:crypto (Bun, Deno, Node) because viem does not export its seed function and
- * @scure/bip39 is not a direct dependency; the unit test checks it against viem's accounts.
- */
-function mnemonicToSeed(mnemonic: string): Uint8Array {
-  return new Uint8Array(pbkdf2Sync(mnemonic.normalize('NFKD'), 'mnemonic', 2048, 64, 'sha512'))
 }

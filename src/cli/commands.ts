@@ -5,8 +5,8 @@ import type { Services } from '../services.ts'
 import type { EndpointView } from '../webhooks/endpoint.service.ts'
 import type { DeliveryView } from '../webhooks/webhook.service.ts'
 
-/** Parsed `--flag value` options; a flag without a value is `true`. */
-export type Flags = Record<string, string | true>
+export type { Flags } from '../lib/command-line.ts'
+import type { Flags } from '../lib/command-line.ts'
 
 export type CommandResult =
   | { ok: true; result: Record<string, unknown> }
@@ -228,22 +228,6 @@ export const COMMANDS: Record<string, Command> = {
 }
 
 export const USAGE = `Usage: npm run cli -- <command> [--json]\n\nCommands:\n${Object.values(COMMANDS).map((c) => `  ${c.usage}`).join('\n')}`
-
-/** Splits argv into the command words and `--flag value` options. */
-export function parseArgs(argv: string[]): { words: string[]; flags: Flags } {
-  const words: string[] = []
-  const flags: Flags = {}
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]
-    if (a.startsWith('--')) {
-      const eq = a.indexOf('=')
-      if (eq > 0) flags[a.slice(2, eq)] = a.slice(eq + 1)
-      else if (i + 1 < argv.length && !argv[i + 1].startsWith('--')) flags[a.slice(2)] = argv[++i]
-      else flags[a.slice(2)] = true
-    } else words.push(a)
-  }
-  return { words, flags }
-}
 
 /** A command line that names a known command with every flag it needs. */
 export interface PreparedCommand {

@@ -7,7 +7,8 @@ import { sendAdminCommand } from '../server/admin-socket.ts'
 import { lockDataDir } from '../server/data-dir-lock.ts'
 import { createServices, type Services } from '../services.ts'
 import { resolveSecretKey } from '../server/secret-key.ts'
-import { parseArgs, prepareCommand, runCommand, USAGE, type CommandResult, type Flags } from './commands.ts'
+import { humanText, parseArgs } from '../lib/command-line.ts'
+import { prepareCommand, runCommand, USAGE, type CommandResult, type Flags } from './commands.ts'
 
 /**
  * R25: `npm run cli -- <command> [--json]`. On PostgreSQL it opens the database itself; on the
@@ -61,31 +62,6 @@ function print(result: CommandResult, json: boolean) {
   }
   if (!result.ok) return console.error(result.message)
   console.log(humanText(result.result))
-}
-
-/** A cell of the human form: lists joined, nothing shown as a dash, objects as compact JSON. */
-function cell(v: unknown): string {
-  if (v === null || v === undefined) return '-'
-  if (Array.isArray(v)) return v.every((x) => typeof x !== 'object' || x === null) ? v.join(',') || '-' : JSON.stringify(v)
-  return typeof v === 'object' ? JSON.stringify(v) : String(v)
-}
-
-/** The human form: `key: value` lines, and every list of records as an aligned table under its name. */
-export function humanText(result: Record<string, unknown>): string {
-  const out: string[] = []
-  for (const [k, v] of Object.entries(result)) {
-    const rows = Array.isArray(v) && v.length > 0 && v.every((r) => r !== null && typeof r === 'object' && !Array.isArray(r)) ? (v as Record<string, unknown>[]) : null
-    if (!rows) {
-      out.push(`${k}: ${Array.isArray(v) && v.length === 0 ? '(none)' : cell(v)}`)
-      continue
-    }
-    const columns = [...new Set(rows.flatMap((r) => Object.keys(r)))]
-    const cells = rows.map((r) => columns.map((c) => cell(r[c])))
-    const widths = columns.map((c, i) => Math.max(c.length, ...cells.map((r) => r[i]!.length)))
-    const line = (values: string[]) => values.map((x, i) => (i === values.length - 1 ? x : x.padEnd(widths[i]!))).join('  ')
-    out.push(`${k}:`, line(columns), line(widths.map((w) => '-'.repeat(w))), ...cells.map(line))
-  }
-  return out.join('\n')
 }
 
 const { words, flags } = parseArgs(process.argv.slice(2))

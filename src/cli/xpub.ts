@@ -6,24 +6,8 @@
  * so it stays out of shell history and the process list), used in memory, and never written,
  * logged or sent anywhere: this command opens no database and talks to no server.
  */
-import { createHash } from 'node:crypto'
-import { english } from 'viem/accounts'
 import { deriveAddress, ETHEREUM_ACCOUNT_PATH, xpubFromMnemonic } from '../chain/deposit-addresses.ts'
-
-const WORDS = new Map(english.map((w, i) => [w, i]))
-
-/** Why a BIP-39 English mnemonic is not one (null when it is): word count, unknown words by position, checksum. */
-export function mnemonicProblem(mnemonic: string): string | null {
-  const words = mnemonic.trim().split(/\s+/).filter(Boolean)
-  if (![12, 15, 18, 21, 24].includes(words.length)) return `a mnemonic has 12, 15, 18, 21 or 24 words; this has ${words.length}`
-  const unknown = words.flatMap((w, i) => (WORDS.has(w) ? [] : [i + 1]))
-  if (unknown.length) return `word${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')} ${unknown.length > 1 ? 'are' : 'is'} not in the BIP-39 English word list`
-  const bits = words.map((w) => WORDS.get(w)!.toString(2).padStart(11, '0')).join('')
-  const entropyBits = (bits.length * 32) / 33
-  const entropy = Buffer.from(bits.slice(0, entropyBits).match(/.{8}/g)!.map((b) => parseInt(b, 2)))
-  const checksum = createHash('sha256').update(entropy).digest()[0]!.toString(2).padStart(8, '0').slice(0, bits.length - entropyBits)
-  return checksum === bits.slice(entropyBits) ? null : 'the checksum does not match: a word is wrong or out of order'
-}
+import { mnemonicProblem } from '../lib/bip39.ts'
 
 /** The xpub of `m/44'/60'/0'/0` and the first `count` deposit addresses (children 0, 1, ...). */
 export function accountXpub(mnemonic: string, count = 3): { path: string; xpub: string; addresses: string[] } {

@@ -1,4 +1,5 @@
 import { sql } from 'drizzle-orm'
+import { REFUND_STATUSES } from '../../machines/refund.machine.ts'
 import {
   bigint, bigserial, boolean, index, integer, jsonb, numeric, pgTable, primaryKey, text, timestamp, uniqueIndex, uuid,
 } from 'drizzle-orm/pg-core'
@@ -201,6 +202,7 @@ export const settings = pgTable('settings', {
 export const WEBHOOK_EVENT_TYPES = [
   'transaction.created', 'transaction.payment_received', 'transaction.confirming', 'transaction.completed',
   'transaction.failed', 'transaction.expired', 'transaction.cancelled', 'transaction.payment_reversed',
+  'refund.completed', 'refund.failed',
   'webhook_endpoint.disabled',
 ] as const
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number]
@@ -307,7 +309,10 @@ export const depositAddresses = pgTable('deposit_addresses', {
   xpub: text('xpub').notNull(),
   derivationIndex: integer('derivation_index').notNull(),
   createdAt: ts('created_at').notNull(),
-})
+}, (t) => [
+  // The treasury lists a project's addresses in derivation order (issue 13).
+  index('deposit_addresses_owner_idx').on(t.projectId, t.mode, t.xpub, t.derivationIndex),
+])
 
 /**
  * Which instance follows each network (issue 18): one follower per network across instances,
@@ -359,3 +364,105 @@ export const chainTransfers = pgTable('chain_transfers', {
   index('chain_transfers_block_idx').on(t.network, t.blockHash),
   index('chain_transfers_tx_idx').on(t.transactionId),
 ])
+
+/**
+ * Refunds (issue 13): money sent back to a customer from the transaction's deposit address (or
+ * the merchant's gas account once that was swept), paid by the merchant's treasury tool and
+ * confirmed on-chain by the service. `snapshot` is the refund machine's
+ * (machines/refund.machine.ts); the columns after it project it. The transaction the tool
+ * recorded before sending it (`tx_hash`, `raw_transaction`) is the one the service watches.
+ */
+export const refunds = pgTable('refunds', {
+  id: text('id').primaryKey(),
+  transactionId: uuid('transaction_id').notNull().references(() => transactions.id, { onDelete: 'cascade' }),
+  projectId: text('project_id').notNull(),
+  mode: text('mode', { enum: ['test', 'live'] }).notNull(),
+  network: text('network').notNull(),
+  tokenSymbol: text('token_symbol').notNull(),
+  /** Smallest token units. */
+  amount: numeric('amount', { precision: 78, scale: 0 }).notNull(),
+  /** Where it goes, EIP-55 checksummed. */
+  address: text('address').notNull(),
+  reason: text('reason'),
+  /** The transaction's deposit address (lowercase): paid from there while it holds enough. */
+  depositAddress: text('deposit_address').notNull(),
+  status: text('status', { enum: REFUND_STATUSES }).notNull(),
+  snapshot: jsonb('snapshot').notNull(),
+  machineVersion: integer('machine_version').notNull(),
+  /** The account the recorded payment spends from: the deposit address or the gas account (lowercase). */
+  paidFrom: text('paid_from'),
+  /** The gas account that sends the payment (lowercase). */
+  sender: text('sender'),
+  txHash: text('tx_hash'),
+  /** The signed transaction as recorded before it was sent, so it can be sent again as it is (its nonce keeps it from paying twice). */
+  rawTransaction: text('raw_transaction'),
+  txNonce: bigint('tx_nonce', { mode: 'number' }),
+  blockNumber: bigint('block_number', { mode: 'number' }),
+  blockHash: text('block_hash'),
+  confirmations: integer('confirmations'),
+  failureReason: text('failure_reason', { enum: ['reverted', 'unpayable'] }),
+  failureDetail: text('failure_detail'),
+  version: integer('version').notNull().default(0),
+  createdAt: ts('created_at').notNull(),
+  updatedAt: ts('updated_at').notNull(),
+  submittedAt: ts('submitted_at'),
+  completedAt: ts('completed_at'),
+}, (t) => [
+  index('refunds_list_idx').on(t.projectId, t.mode, t.createdAt.desc(), t.id.desc()),
+  index('refunds_tx_idx').on(t.transactionId),
+  // What a network's follower watches on every head: few rows, found without a scan.
+  index('refunds_in_flight_idx').on(t.network).where(sql`status in ('submitted', 'confirming')`),
+])
+
+export type RefundRow = typeof refunds.$inferSelect
+
+export const SWEEP_STATUSES = ['submitted', 'confirming', 'confirmed', 'failed', 'dropped'] as const
+export type SweepStatus = (typeof SWEEP_STATUSES)[number]
+
+/**
+ * Sweeps (issue 13): one batch transaction of the treasury tool moving deposit addresses'
+ * balances to the merchant's treasury, recorded before it was sent and confirmed by the
+ * service from its receipt: `confirmed` once it has the network's confirmations (what each
+ * address gave is then read from its Swept events), `failed` when it reverted, `dropped` when its
+ * nonce went to another transaction of the gas account, so it can never be mined.
+ */
+export const sweeps = pgTable('sweeps', {
+  id: text('id').primaryKey(),
+  projectId: text('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
+  mode: text('mode', { enum: ['test', 'live'] }).notNull(),
+  network: text('network').notNull(),
+  /** Where the funds go, EIP-55 checksummed. */
+  treasury: text('treasury').notNull(),
+  /** The gas account that sends and pays for it (lowercase). */
+  sender: text('sender').notNull(),
+  txHash: text('tx_hash').notNull(),
+  rawTransaction: text('raw_transaction').notNull(),
+  txNonce: bigint('tx_nonce', { mode: 'number' }).notNull(),
+  status: text('status', { enum: SWEEP_STATUSES }).notNull(),
+  blockNumber: bigint('block_number', { mode: 'number' }),
+  blockHash: text('block_hash'),
+  confirmations: integer('confirmations'),
+  gasUsed: numeric('gas_used', { precision: 78, scale: 0 }),
+  /** What the gas account paid, in the native coin's smallest unit. */
+  fee: numeric('fee', { precision: 78, scale: 0 }),
+  createdAt: ts('created_at').notNull(),
+  updatedAt: ts('updated_at').notNull(),
+  confirmedAt: ts('confirmed_at'),
+}, (t) => [
+  uniqueIndex('sweeps_tx_idx').on(t.network, t.txHash),
+  index('sweeps_list_idx').on(t.projectId, t.mode, t.createdAt.desc(), t.id.desc()),
+  index('sweeps_in_flight_idx').on(t.network).where(sql`status in ('submitted', 'confirming')`),
+])
+
+export type SweepRow = typeof sweeps.$inferSelect
+
+/** What one sweep takes from one deposit address in one token: planned by the tool, swept as its Swept event says. */
+export const sweepItems = pgTable('sweep_items', {
+  sweepId: text('sweep_id').notNull().references(() => sweeps.id, { onDelete: 'cascade' }),
+  /** Lowercase, like deposit_addresses.address. */
+  address: text('address').notNull(),
+  tokenSymbol: text('token_symbol').notNull(),
+  planned: numeric('planned', { precision: 78, scale: 0 }).notNull(),
+  /** Set once the sweep is confirmed: what the Swept event moved (0 when the address's call failed). */
+  swept: numeric('swept', { precision: 78, scale: 0 }),
+}, (t) => [primaryKey({ columns: [t.sweepId, t.address, t.tokenSymbol] }), index('sweep_items_address_idx').on(t.address)])

@@ -4,6 +4,8 @@ import type { FieldProblem } from '../lib/outcome.ts'
 import { operationsController } from '../modules/operations/index.ts'
 import { statsController } from '../modules/stats/index.ts'
 import { transactionsController } from '../modules/transactions/index.ts'
+import { refundsController } from '../modules/refunds/index.ts'
+import { treasuryController } from '../modules/treasury/index.ts'
 import { PAY_ASSETS_DIR, payController, payNotFound } from '../modules/pay/index.ts'
 import { DASHBOARD_ASSETS_DIR, dashboardController, dashboardNotFound, dashboardRefused } from '../modules/dashboard/index.ts'
 import type { Services } from '../services.ts'
@@ -71,6 +73,8 @@ export function createApp(services: Services, opts: AppOptions) {
     .get('/', ({ redirect }) => redirect('/swagger'), { detail: { hide: true } })
     .use(transactionsController({ transactions: services.transactions, webhooks: services.webhooks }))
     .use(statsController({ stats: services.stats }))
+    .use(refundsController({ refunds: services.refunds }))
+    .use(treasuryController({ treasury: services.treasury }))
     .use(staticAssetsController(assets))
     .use(payController({ pay: services.pay, streams: services.payStreams, limiter: services.limiter, limits: services.payLimits, asset: assets.url }))
     .use(dashboardController({

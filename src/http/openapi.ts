@@ -66,6 +66,8 @@ function loadAssets(): Map<string, ArrayBuffer> {
 const TAGS = [
   { name: 'Transactions', description: 'Create and read payment transactions.' },
   { name: 'Statistics', description: 'Aggregates over transactions.' },
+  { name: 'Refunds', description: 'Money sent back to customers, paid by the merchant\'s treasury tool and confirmed on-chain.' },
+  { name: 'Treasury', description: 'What the merchant\'s treasury tool reads and records: networks, the deposit key, deposit addresses, sweeps.' },
   { name: 'Webhooks', description: 'What the service POSTs to your endpoints, signed with the endpoint\'s secret.' },
 ]
 

@@ -3,7 +3,12 @@ import { randomString } from '../lib/ids.ts'
 
 import type { Mode } from '../projects/mode.ts'
 
-export const SCOPES = ['transactions:read', 'transactions:write', 'stats:read', 'webhooks:write'] as const
+/**
+ * R22's four, and the treasury's (issue 13): `deposits:read` (networks, the deposit key, deposit
+ * addresses, sweeps), `sweeps:write` (record a sweep), `refunds:read`, `refunds:write` (create,
+ * cancel, record a refund's payment). A key made before a scope existed keeps the scopes it has.
+ */
+export const SCOPES = ['transactions:read', 'transactions:write', 'stats:read', 'webhooks:write', 'deposits:read', 'sweeps:write', 'refunds:read', 'refunds:write'] as const
 export type Scope = (typeof SCOPES)[number]
 
 const KEY_RE = /^sk_(test|live)_[A-Za-z0-9]{32,128}$/

@@ -30,3 +30,24 @@ export function centsToDecimal(cents: bigint): string {
 export function decimalToNumber(s: string): number {
   return Number(s)
 }
+
+const DECIMAL_RE = /^(\d+)(?:\.(\d+))?$/
+
+/** A non-negative decimal string as an integer and its scale ("3000.5" -> 30005n, 1); null for anything else. */
+function scaled(s: string): { units: bigint; scale: number } | null {
+  const m = DECIMAL_RE.exec(s)
+  return m ? { units: BigInt(m[1]! + (m[2] ?? '')), scale: (m[2] ?? '').length } : null
+}
+
+/** USD cents (rounded down) of `amount` smallest units of a token with `decimals`, at `usdPrice` per whole token. Exact, no floats. */
+export function tokenUsdCents(amount: bigint, decimals: number, usdPrice: string): bigint | null {
+  const p = scaled(usdPrice)
+  if (!p) return null
+  return (amount * p.units * 100n) / (10n ** BigInt(decimals) * 10n ** BigInt(p.scale))
+}
+
+/** A USD amount given by a person ("25", "0.5", "1.25") as cents; null when it is not one with at most two decimals. */
+export function usdTextToCents(s: string): bigint | null {
+  const p = /^\d{1,12}(\.\d{1,2})?$/.test(s) ? scaled(s) : null
+  return p ? p.units * 10n ** BigInt(2 - p.scale) : null
+}

@@ -80,7 +80,35 @@ const DATA = {
   'transaction.expired': stageData(status('expired'), {}),
   'transaction.cancelled': stageData(status('cancelled'), {}),
   'transaction.payment_reversed': stageData(TransactionStatus, {}),
-} satisfies Record<Exclude<WebhookEventType, 'webhook_endpoint.disabled'>, TObject>
+} satisfies Record<Exclude<WebhookEventType, 'webhook_endpoint.disabled' | `refund.${string}`>, TObject>
+
+/**
+ * A refund event's `data` (issue 13): the refunded transaction's fields as every event carries
+ * them (it has finished, so its token fields are set; `status` is the transaction's), and the
+ * refund under `refund`, whose status is the event's.
+ */
+const refundData = (refundStatus: 'completed' | 'failed') => {
+  const completed = refundStatus === 'completed'
+  const when = <T extends TSchema>(schema: T, description: string) => (completed ? { ...schema, description } : nullable(schema))
+  return stageData(TransactionStatus, { ...selected }, {
+    refund: Type.Object({
+      id: Type.String({ examples: ['rf_3kT9xPq2Vd8sLm4Na7Bc'], description: 'The refund\'s id: de-duplicate refund events by it and the event.' }),
+      status: Type.Literal(refundStatus, { description: `Always \`${refundStatus}\` for this event.` }),
+      amount: Type.String({ pattern: '^[0-9]+$', description: 'Refunded, in the token\'s smallest unit.' }),
+      token_symbol: Type.String({ description: 'The token refunded (the payment\'s, or another asset that arrived).' }),
+      blockchain_network: Type.String(),
+      address: Type.String({ pattern: '^0x[0-9a-fA-F]{40}$', description: 'Where the refund went (EIP-55).' }),
+      reason: nullable(Type.String({ description: 'The reason given when the refund was made.' })),
+      paid_from: completed ? Type.String({ pattern: '^0x[0-9a-fA-F]{40}$', description: 'The account it was paid from: the deposit address, or the gas account.' }) : nullable(Type.String({ pattern: '^0x[0-9a-fA-F]{40}$', description: 'The account its payment spent from, when one was sent.' })),
+      transaction_hash: when(Type.String({ pattern: '^0x[0-9a-f]{64}$' }), 'The refund\'s on-chain transaction.'),
+      block_number: when(Type.Integer({ minimum: 0 }), 'The block that holds it.'),
+      failure_reason: completed ? Type.Null() : StringEnum(['reverted', 'unpayable'] as const, { description: 'reverted: its payment was mined but reverted; unpayable: the treasury tool found the transfer would revert.' }),
+      failure_detail: completed ? Type.Null() : Type.String({ description: 'What the chain or the treasury tool said.' }),
+      created_at: timestamp('When the refund was made.'),
+      completed_at: completed ? timestamp('When its payment reached the network\'s confirmations.') : Type.Null(),
+    }, { description: 'The refund this event is about.' }),
+  })
+}
 
 const EndpointDisabledData = Type.Object({
   endpoint_id: Type.String({ description: 'The endpoint that stopped receiving events.' }),
@@ -101,6 +129,8 @@ export const EVENT_DESCRIPTIONS: Record<WebhookEventType, string> = {
   'transaction.expired': 'The transaction\'s lifetime ended without a payment.',
   'transaction.cancelled': 'The merchant (API, dashboard or CLI) or the customer cancelled the transaction.',
   'transaction.payment_reversed': 'A chain reorganisation took back a payment already announced by `transaction.payment_received`; the transaction is back to awaiting payment with the status in `data.status`.',
+  'refund.completed': 'A refund\'s payment has the network\'s confirmations: the customer has the money back. `data` is the refunded transaction, with the refund under `refund`.',
+  'refund.failed': 'A refund cannot be paid: its payment was mined but reverted, or the treasury tool found it would revert (`data.refund.failure_reason`). Make a new refund, to another address if need be.',
   'webhook_endpoint.disabled': 'Another endpoint of the project in the same mode was disabled (it answered 410, or failed for WEBHOOK_DISABLE_AFTER): sent to the endpoints that selected this event.',
 }
 
@@ -114,6 +144,8 @@ const NAMES: Record<WebhookEventType, string> = {
   'transaction.expired': 'TransactionExpired',
   'transaction.cancelled': 'TransactionCancelled',
   'transaction.payment_reversed': 'TransactionPaymentReversed',
+  'refund.completed': 'RefundCompleted',
+  'refund.failed': 'RefundFailed',
   'webhook_endpoint.disabled': 'WebhookEndpointDisabled',
 }
 export const eventSchemaName = (event: WebhookEventType) => `${NAMES[event]}Event`
@@ -128,7 +160,7 @@ const envelope = (event: WebhookEventType, data: TObject) =>
     test: Type.Optional(Type.Literal(true, { description: 'Present, and true, only on a test event sent from the dashboard or CLI: never a real payment.' })),
   }, { description: EVENT_DESCRIPTIONS[event] })
 
-const DATA_SCHEMAS: Record<WebhookEventType, TObject> = { ...DATA, 'webhook_endpoint.disabled': EndpointDisabledData }
+const DATA_SCHEMAS: Record<WebhookEventType, TObject> = { ...DATA, 'refund.completed': refundData('completed'), 'refund.failed': refundData('failed'), 'webhook_endpoint.disabled': EndpointDisabledData }
 
 /** Each event's whole body, by event type. */
 const EVENT_SCHEMAS = Object.fromEntries(WEBHOOK_EVENT_TYPES.map((e) => [e, envelope(e, DATA_SCHEMAS[e])])) as unknown as Record<WebhookEventType, TObject>

@@ -79,3 +79,30 @@ export function webhookHeaders(opts: { signature: string; standardSignature: str
 
 /** `webhook-timestamp`: whole seconds since the epoch. */
 export const standardTimestamp = (sentAt: Date) => Math.floor(sentAt.getTime() / 1000)
+
+/** The refund in a `refund.completed` or `refund.failed` event's `data.refund` (issue 13). */
+export interface RefundEventFields {
+  id: string
+  status: string
+  amount: string
+  token_symbol: string
+  blockchain_network: string
+  address: string
+  reason: string | null
+  paid_from: string | null
+  transaction_hash: string | null
+  block_number: number | null
+  failure_reason: string | null
+  failure_detail: string | null
+  created_at: string
+  completed_at: string | null
+}
+
+/**
+ * A refund event's `data`: the refunded transaction as every event carries it (so a handler that
+ * reads `data.transaction_id` and `data.status` works for these too; `status` is the
+ * transaction's), and the refund under `refund`.
+ */
+export function refundWebhookData(transaction: TransactionRow, refund: RefundEventFields) {
+  return { ...webhookData(transaction), refund }
+}

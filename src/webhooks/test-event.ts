@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto'
 import type { WebhookEventType } from '../db/schema.ts'
 import { endpointDisabledData } from './endpoint-notice.ts'
 
-type TransactionEventType = Exclude<WebhookEventType, 'webhook_endpoint.disabled'>
+type RefundEventType = Extract<WebhookEventType, `refund.${string}`>
+type TransactionEventType = Exclude<WebhookEventType, 'webhook_endpoint.disabled' | RefundEventType>
 
 /**
  * The `data` of a test event (sent from the dashboard or CLI): a made-up test-mode transaction
@@ -14,7 +15,32 @@ export function testEventData(eventType: WebhookEventType, now: Date): Record<st
     const failingSince = new Date(now.getTime() - 5 * 86_400_000)
     return endpointDisabledData({ id: 'ep_test_0000', mode: 'test', url: 'https://example.com/webhooks', disabledReason: 'failing', disabledAt: now, failingSince })
   }
+  if (eventType === 'refund.completed' || eventType === 'refund.failed') return refundTestData(eventType, now)
   return transactionTestData(eventType, now)
+}
+
+/** A refund of a completed test transaction, paid (and confirmed) or failed. */
+function refundTestData(eventType: RefundEventType, now: Date): Record<string, unknown> {
+  const completed = eventType === 'refund.completed'
+  return {
+    ...transactionTestData('transaction.completed', new Date(now.getTime() - 60 * 60_000)),
+    refund: {
+      id: 'rf_TEST00000000000000000',
+      status: completed ? 'completed' : 'failed',
+      amount: '25000000',
+      token_symbol: 'USDC',
+      blockchain_network: 'devnet',
+      address: '0x52908400098527886E0F7030069857D2E4169EE7',
+      reason: 'test refund',
+      paid_from: completed ? '0x8ba1f109551bD432803012645Ac136ddd64DBA72' : null,
+      transaction_hash: completed ? `0x${'cd'.repeat(32)}` : null,
+      block_number: completed ? 1300 : null,
+      failure_reason: completed ? null : 'unpayable',
+      failure_detail: completed ? null : 'the token refused the transfer',
+      created_at: new Date(now.getTime() - 10 * 60_000).toISOString(),
+      completed_at: completed ? now.toISOString() : null,
+    },
+  }
 }
 
 function transactionTestData(eventType: TransactionEventType, now: Date): Record<string, unknown> {

@@ -198,8 +198,14 @@ export interface CliResult {
 }
 
 /** `bun src/cli/main.ts ...args` (or under Deno) to completion. */
-export async function runCli(args: string[], opts: { env?: Record<string, string>; runtime?: Runtime } = {}): Promise<CliResult> {
-  const proc = startProcess('src/cli/main.ts', { env: opts.env, runtime: opts.runtime, args })
+export const runCli = (args: string[], opts: { env?: Record<string, string>; runtime?: Runtime } = {}) => runScript('src/cli/main.ts', args, opts)
+
+/** `bun src/treasury/main.ts ...args` (or under Deno) to completion: the merchant's treasury tool. */
+export const runTreasuryTool = (args: string[], opts: { env?: Record<string, string>; runtime?: Runtime } = {}) => runScript('src/treasury/main.ts', args, opts)
+
+/** A command-line script to completion, with what it printed. */
+export async function runScript(script: string, args: string[], opts: { env?: Record<string, string>; runtime?: Runtime } = {}): Promise<CliResult> {
+  const proc = startProcess(script, { env: opts.env, runtime: opts.runtime, args })
   const { code } = await proc.exited
   const stdout = proc.stdout()
   const stderr = proc.stderr()

@@ -8,7 +8,7 @@ import { killAllProcesses, runCli, spawnServer, type ServerProcess } from '../he
 // R25: the operator's CLI, run as a real process (`bun src/cli/main.ts ... --json`), against
 // the embedded database with and without a server holding it, and against PostgreSQL.
 
-const ALL_SCOPES = ['transactions:read', 'transactions:write', 'stats:read', 'webhooks:write']
+const ALL_SCOPES = ['transactions:read', 'transactions:write', 'stats:read', 'webhooks:write', 'deposits:read', 'sweeps:write', 'refunds:read', 'refunds:write']
 
 interface Setup {
   env: Record<string, string>

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test'
-import { parseArgs } from '../../src/cli/commands.ts'
+import { parseArgs } from '../../src/lib/command-line.ts'
 import { displayPrefix, generateApiKey, hashApiKey, looksLikeApiKey } from '../../src/keys/api-key.ts'
 import { newTransactionNumber, randomString } from '../../src/lib/ids.ts'
 import { redact } from '../../src/lib/logger.ts'

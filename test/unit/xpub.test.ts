@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import { mnemonicToAccount } from 'viem/accounts'
-import { accountXpub, mnemonicProblem } from '../../src/cli/xpub.ts'
+import { accountXpub } from '../../src/cli/xpub.ts'
+import { mnemonicProblem } from '../../src/lib/bip39.ts'
 import { ANVIL_DEFAULT_MNEMONIC } from '../../src/chain/devnet.ts'
 import { BUN, ROOT } from '../helpers/processes.ts'
 

@@ -1,0 +1,135 @@
+/**
+ * Watches the transactions the merchant's treasury tool sent and recorded here (issue 13: sweeps
+ * and refund payments) until they are settled, on each head the network's follower reports. Each
+ * one is looked up by its hash every head while in flight:
+ *  - its receipt in a block the follower has processed, whose hash is the canonical block's at
+ *    that height: `included` (or `reverted`), then its confirmations as the head moves;
+ *  - no receipt (or one from a block no longer canonical) after it was in a block: `reorged`,
+ *    so nothing completes on a payment a reorg took back;
+ *  - no receipt, and its sender's nonce (read before the receipt, so a transaction mined in
+ *    between is not taken for a lost one) had gone past it on every head for as many blocks as
+ *    the network's confirmations: `dropped` (another transaction took the nonce, so this one can
+ *    never be mined; waiting out the depth keeps a reorg that briefly hid it from counting).
+ * What each piece of news means is the ledger's business (refunds, sweeps); this module only reads
+ * the chain. A failure here is logged and tried again at the next head; it never holds up payments.
+ */
+import type { Hex } from 'viem'
+import type { RpcClient } from './rpc.ts'
+
+export interface OutgoingReceipt {
+  blockNumber: number
+  blockHash: string
+  status: 'success' | 'reverted'
+  gasUsed: bigint
+  effectiveGasPrice: bigint
+  /** The L1 data fee an OP Stack chain charged on top (null elsewhere). */
+  l1Fee: bigint | null
+  logs: { address: string; topics: readonly Hex[]; data: Hex; logIndex: number | null }[]
+}
+
+export type OutgoingNews =
+  | { type: 'included'; blockNumber: number; blockHash: string; receipt: OutgoingReceipt }
+  | { type: 'reverted'; blockNumber: number; blockHash: string; receipt: OutgoingReceipt }
+  | { type: 'reorged' }
+  | { type: 'dropped' }
+  /** `final`: on a network that waits for its safe or finalized block, whether that has reached the transaction's. */
+  | { type: 'confirmations'; confirmations: number; final?: boolean; receipt: OutgoingReceipt }
+
+/** A recorded transaction in flight, as its ledger last left it. */
+export interface OutgoingItem {
+  id: string
+  /** Lowercase. */
+  txHash: string
+  /** Lowercase. */
+  sender: string
+  nonce: number
+  /** The block it was last seen in; null while not in one. */
+  blockHash: string | null
+  confirmations: number | null
+  settle(news: OutgoingNews): Promise<void>
+}
+
+export interface OutgoingLedger {
+  inFlight(network: string): Promise<OutgoingItem[]>
+}
+
+const quantity = (n: number | bigint) => `0x${n.toString(16)}`
+const big = (v: unknown) => (typeof v === 'string' && /^0x[0-9a-fA-F]+$/.test(v) ? BigInt(v) : null)
+
+/** One network's tracker: `onHead` after the follower processed up to `head` (and, on a finality network, `final`). */
+export function createOutgoingTracker(deps: { network: string; client: RpcClient; ledgers: readonly OutgoingLedger[]; confirmations: number }) {
+  const rpc = (method: string, params: unknown[]) => deps.client.request({ method, params })
+  /** Transactions whose nonce another one took, by hash: the head from which that was seen without a break. */
+  const passedSince = new Map<string, bigint>()
+
+  function receiptOf(raw: unknown): OutgoingReceipt | null {
+    const r = raw as Record<string, unknown> | null
+    const blockNumber = big(r?.blockNumber)
+    if (!r || blockNumber === null || typeof r.blockHash !== 'string') return null
+    return {
+      blockNumber: Number(blockNumber),
+      blockHash: r.blockHash.toLowerCase(),
+      status: r.status === '0x1' ? 'success' : 'reverted',
+      gasUsed: big(r.gasUsed) ?? 0n,
+      effectiveGasPrice: big(r.effectiveGasPrice) ?? 0n,
+      l1Fee: big(r.l1Fee),
+      logs: Array.isArray(r.logs) ? (r.logs as Record<string, unknown>[]).map((l) => ({
+        address: String(l.address).toLowerCase(), topics: (l.topics as Hex[]) ?? [], data: (l.data as Hex) ?? '0x', logIndex: big(l.logIndex) === null ? null : Number(big(l.logIndex)),
+      })) : [],
+    }
+  }
+
+  return {
+    async onHead(head: bigint, final?: bigint): Promise<void> {
+      const items = (await Promise.all(deps.ledgers.map((l) => l.inFlight(deps.network)))).flat()
+      for (const hash of passedSince.keys()) if (!items.some((i) => i.txHash === hash)) passedSince.delete(hash)
+      if (items.length === 0) return
+      // Nonces first: one read after the receipts could count a transaction mined in between as lost.
+      const nonces = new Map<string, bigint>()
+      await Promise.all([...new Set(items.map((i) => i.sender))].map(async (s) => {
+        const n = big(await rpc('eth_getTransactionCount', [s, 'latest']))
+        if (n !== null) nonces.set(s, n)
+      }))
+      const receipts = (await Promise.all(items.map((i) => rpc('eth_getTransactionReceipt', [i.txHash])))).map(receiptOf)
+      // Only blocks the follower has processed count, and only while canonical: read each one's hash at its height.
+      const heights = [...new Set(receipts.flatMap((r) => (r && BigInt(r.blockNumber) <= head ? [r.blockNumber] : [])))]
+      const canonical = new Map<number, string>()
+      await Promise.all(heights.map(async (n) => {
+        const b = (await rpc('eth_getBlockByNumber', [quantity(n), false])) as { hash?: string } | null
+        if (b?.hash) canonical.set(n, b.hash.toLowerCase())
+      }))
+      for (let i = 0; i < items.length; i++) {
+        const item = items[i]!
+        const receipt = receipts[i]
+        const inBlock = receipt && canonical.get(receipt.blockNumber) === receipt.blockHash ? receipt : null
+        if (!inBlock) {
+          // A receipt from a block past what the follower has processed: wait for the follower.
+          if (receipt && BigInt(receipt.blockNumber) > head) continue
+          if (item.blockHash !== null) await item.settle({ type: 'reorged' })
+          const passed = !receipt && (nonces.get(item.sender) ?? -1n) > BigInt(item.nonce)
+          if (!passed) passedSince.delete(item.txHash)
+          else if (!passedSince.has(item.txHash)) passedSince.set(item.txHash, head)
+          else if (head - passedSince.get(item.txHash)! + 1n >= BigInt(Math.max(2, deps.confirmations))) {
+            passedSince.delete(item.txHash)
+            await item.settle({ type: 'dropped' })
+          }
+          continue
+        }
+        passedSince.delete(item.txHash)
+        const at = { blockNumber: inBlock.blockNumber, blockHash: inBlock.blockHash, receipt: inBlock }
+        if (inBlock.status === 'reverted') {
+          await item.settle({ type: 'reverted', ...at })
+          continue
+        }
+        const moved = item.blockHash !== inBlock.blockHash
+        if (moved) await item.settle({ type: 'included', ...at })
+        const confirmations = Number(head - BigInt(inBlock.blockNumber) + 1n)
+        const reached = final === undefined ? undefined : final >= BigInt(inBlock.blockNumber)
+        if (!moved && confirmations === item.confirmations && reached !== true) continue
+        await item.settle({ type: 'confirmations', confirmations, receipt: inBlock, ...(reached === undefined ? {} : { final: reached }) })
+      }
+    },
+  }
+}
+
+export type OutgoingTracker = ReturnType<typeof createOutgoingTracker>

@@ -1,0 +1,84 @@
+/**
+ * A signed transaction as the treasury tool records it before sending it (issue 13): the service
+ * reads what it does from the transaction itself (who signed it, its nonce, its target and data),
+ * so what is recorded can never disagree with what is sent.
+ */
+import { decodeFunctionData, erc20Abi, keccak256, parseTransaction, recoverTransactionAddress, zeroAddress, type Address, type Hex, type TransactionSerialized } from 'viem'
+import { DepositAccount } from './artifacts/index.ts'
+
+export interface SignedTransaction {
+  /** Lowercase, as the chain's receipts name it. */
+  hash: string
+  /** Who signed it (lowercase). */
+  from: string
+  nonce: number
+  chainId: number
+  /** Lowercase; null for a contract creation. */
+  to: string | null
+  value: bigint
+  data: Hex
+}
+
+/** The signed transaction `raw` is, or why it is not one. */
+export async function readSignedTransaction(raw: string): Promise<{ ok: true; tx: SignedTransaction } | { ok: false; message: string }> {
+  if (!/^0x[0-9a-fA-F]+$/.test(raw) || raw.length % 2 !== 0) return { ok: false, message: 'must be the 0x-prefixed hex of a signed transaction' }
+  const serialized = raw.toLowerCase() as TransactionSerialized
+  try {
+    const parsed = parseTransaction(serialized)
+    if (parsed.chainId === undefined || parsed.nonce === undefined) return { ok: false, message: 'must name its chain and nonce (EIP-155 or a typed transaction)' }
+    if (!('r' in parsed) || parsed.r === undefined) return { ok: false, message: 'is not signed' }
+    const from = await recoverTransactionAddress({ serializedTransaction: serialized as never })
+    return {
+      ok: true,
+      tx: {
+        hash: keccak256(serialized), from: from.toLowerCase(), nonce: parsed.nonce, chainId: parsed.chainId,
+        to: parsed.to ? parsed.to.toLowerCase() : null, value: parsed.value ?? 0n, data: parsed.data ?? '0x',
+      },
+    }
+  } catch (e) {
+    return { ok: false, message: `is not a valid signed transaction (${e instanceof Error ? e.message.split('\n')[0] : String(e)})` }
+  }
+}
+
+/** What a transaction's call pays out, as far as its data says: a DepositAccount `pay`, an ERC-20 transfer, or plain native coin. */
+export type Payout =
+  | { kind: 'deposit-account'; account: string; id: Hex; token: string | null; to: string; amount: bigint }
+  | { kind: 'erc20'; token: string; to: string; amount: bigint }
+  | { kind: 'native'; to: string; amount: bigint }
+
+export function payoutOf(tx: Pick<SignedTransaction, 'to' | 'value' | 'data'>): Payout | null {
+  if (!tx.to) return null
+  if (tx.data === '0x') return tx.value > 0n ? { kind: 'native', to: tx.to, amount: tx.value } : null
+  try {
+    const call = decodeFunctionData({ abi: DepositAccount.abi, data: tx.data })
+    if (call.functionName === 'pay' && tx.value === 0n) {
+      const [id, token, to, amount] = call.args
+      return { kind: 'deposit-account', account: tx.to, id, token: token.toLowerCase() === zeroAddress ? null : token.toLowerCase(), to: to.toLowerCase(), amount }
+    }
+    return null
+  } catch {}
+  try {
+    const call = decodeFunctionData({ abi: erc20Abi, data: tx.data })
+    if (call.functionName === 'transfer' && tx.value === 0n) return { kind: 'erc20', token: tx.to, to: (call.args[0] as Address).toLowerCase(), amount: call.args[1] as bigint }
+  } catch {}
+  return null
+}
+
+/** The sweeps a DepositAccount `batch` transaction makes: each deposit address and where it sweeps to. Null for anything else. */
+export function sweepsOf(tx: Pick<SignedTransaction, 'data' | 'value'>): { account: string; to: string; tokens: string[]; native: boolean }[] | null {
+  if (tx.value !== 0n) return null
+  try {
+    const call = decodeFunctionData({ abi: DepositAccount.abi, data: tx.data })
+    if (call.functionName !== 'batch') return null
+    const out: { account: string; to: string; tokens: string[]; native: boolean }[] = []
+    for (const c of call.args[0]) {
+      const inner = decodeFunctionData({ abi: DepositAccount.abi, data: c.data })
+      if (inner.functionName !== 'sweep') return null
+      const [to, tokens, native] = inner.args
+      out.push({ account: c.account.toLowerCase(), to: to.toLowerCase(), tokens: tokens.map((t) => t.toLowerCase()), native })
+    }
+    return out
+  } catch {
+    return null
+  }
+}

@@ -1,0 +1,341 @@
+import { createHash } from 'node:crypto'
+import { getAddress, isAddress, type Address } from 'viem'
+import { getInitialSnapshot, transition } from 'xstate'
+import { FINAL_STATUSES, type TxStatus } from '../../../machines/transaction.machine.ts'
+import { REFUND_MACHINE_VERSION, refundMachine, type RefundEvent, type RefundStatus } from '../../../machines/refund.machine.ts'
+import { restoreActor } from '../../actors/restore-actor.ts'
+import { depositAccountEvents, paymentId } from '../../chain/deposit-account.ts'
+import type { NetworkConfig, TokenConfig } from '../../chain/networks-config.ts'
+import type { OutgoingLedger, OutgoingNews } from '../../chain/outgoing-tracker.ts'
+import { payoutOf, readSignedTransaction } from '../../chain/signed-transaction.ts'
+import { TRANSFER_TOPIC, decodeTransferLog } from '../../chain/transfer-scan.ts'
+import type { Clock } from '../../lib/clock.ts'
+import { newId } from '../../lib/ids.ts'
+import type { Logger } from '../../lib/logger.ts'
+import { deny, ok, type Outcome } from '../../lib/outcome.ts'
+import type { ProjectMode } from '../../projects/mode.ts'
+import { refundWebhookData } from '../../webhooks/payload.ts'
+import { canonicalJson, type StoredResponse } from '../transactions/service.ts'
+import type { TransactionRepo, TransactionRow } from '../transactions/transaction.repo.ts'
+import type { CreateRefundInput, RefundView } from './model.ts'
+import { refundableLines, type RefundableLine } from './refundable.ts'
+import type { RefundRepo, RefundRow } from './refund.repo.ts'
+
+const IDEMPOTENCY_WINDOW_MS = 24 * 3_600_000
+/** Refund idempotency keys share the table with creates; the prefix keeps the two apart. */
+const KEY_PREFIX = 'refund:'
+
+/**
+ * Refunds (issue 13): a merchant refunds what a finished transaction received, in the token it
+ * arrived in, to an address the customer gives. The service records the refund; the merchant's
+ * treasury tool pays it (from the deposit address while it holds enough, else from the gas
+ * account) after recording the signed payment here; the chain follower watches that payment and
+ * completes the refund once it has the network's confirmations, sending `refund.completed`.
+ * Every change is judged by the refund machine and committed with its timeline note and webhook
+ * event (src/modules/refunds/refund.repo.ts).
+ */
+export function createRefundService(deps: {
+  repo: RefundRepo
+  transactions: Pick<TransactionRepo, 'find'>
+  networks: readonly NetworkConfig[]
+  clock: Clock
+  logger: Logger
+  /** Webhook events were committed: the dispatcher fans them out. */
+  eventsWritten: () => void
+}) {
+  const now = () => new Date(deps.clock.now())
+  const networkOf = (name: string) => deps.networks.find((n) => n.name === name) ?? null
+  const confirmationsOf = (name: string) => networkOf(name)?.confirmations ?? null
+  const tokenOf = (network: string, symbol: string): TokenConfig | null => networkOf(network)?.tokens.find((t) => t.symbol === symbol) ?? null
+
+  async function scoped(caller: ProjectMode, id: string): Promise<RefundRow | null> {
+    const row = /^rf_[A-Za-z0-9]{20}$/.test(id) ? await deps.repo.find(id) : null
+    // Another project's or mode's refund is indistinguishable from none.
+    return row && row.projectId === caller.projectId && row.mode === caller.mode ? row : null
+  }
+
+  /**
+   * Judges `event` on the refund's stored snapshot and commits the result with its note and
+   * event; a refused event changes nothing (a conflict). One retry when another writer moved the
+   * row meanwhile.
+   */
+  async function apply(id: string, event: RefundEvent, extra: (row: RefundRow) => Partial<RefundRow> = () => ({})): Promise<Outcome<RefundRow>> {
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const row = await deps.repo.find(id)
+      if (!row) return deny('not_found', `No refund ${id}`)
+      const before = restoreActor(refundMachine, row.snapshot).getSnapshot()
+      if (!before.can(event)) return deny('conflict', `A refund in status ${row.status} cannot take ${event.type}`)
+      const [after] = transition(refundMachine, before, event)
+      const status = after.value as RefundStatus
+      const c = after.context
+      const at = now()
+      const patch: Partial<RefundRow> = {
+        status, snapshot: refundMachine.getPersistedSnapshot(after) as Record<string, unknown>, machineVersion: REFUND_MACHINE_VERSION,
+        blockNumber: c.blockNumber, blockHash: c.blockHash, confirmations: c.confirmations,
+        failureReason: c.failureReason, failureDetail: c.failureDetail, updatedAt: at,
+        ...(c.submission === null ? { txHash: null, rawTransaction: null, txNonce: null, sender: null, paidFrom: null, submittedAt: null } : {}),
+        ...(status === 'completed' ? { completedAt: at } : {}),
+        ...extra(row),
+      }
+      const note = noteOf(event, row.status, status, c)
+      const committed = await deps.repo.commit({
+        id, expectedVersion: row.version, patch, note,
+        event: (written, transaction) => (status === row.status || (status !== 'completed' && status !== 'failed') ? null : {
+          eventType: `refund.${status}`, data: refundWebhookData(transaction, eventFields(written)),
+        }),
+      })
+      if (!committed) continue
+      if (committed.status !== row.status && (committed.status === 'completed' || committed.status === 'failed')) deps.eventsWritten()
+      return ok(committed)
+    }
+    return deny('conflict', `Refund ${id} changed while this was being applied; retry`)
+  }
+
+  /** What the chain follower says of a refund's payment. */
+  async function settle(row: RefundRow, news: OutgoingNews) {
+    const txHash = row.txHash!
+    let event: RefundEvent
+    if (news.type === 'included') {
+      const paid = pays(row, news.receipt.logs)
+      event = paid
+        ? { type: 'submission.included', txHash, blockNumber: news.blockNumber, blockHash: news.blockHash }
+        : { type: 'submission.reverted', txHash, blockNumber: news.blockNumber, blockHash: news.blockHash }
+    } else if (news.type === 'reverted') event = { type: 'submission.reverted', txHash, blockNumber: news.blockNumber, blockHash: news.blockHash }
+    else if (news.type === 'reorged') event = { type: 'submission.reorged', txHash }
+    else if (news.type === 'dropped') event = { type: 'submission.dropped', txHash }
+    else event = { type: 'confirmations.updated', confirmations: news.confirmations, ...(news.final === undefined ? {} : { final: news.final }) }
+    const r = await apply(row.id, event)
+    if (!r.ok && r.code !== 'conflict') throw new Error(`${event.type} for refund ${row.id}: ${r.message}`)
+    if (r.ok && r.value.status !== row.status) {
+      deps.logger.info('refund moved', { refundId: row.id, transactionId: row.transactionId, from: row.status, to: r.value.status, txHash })
+    }
+  }
+
+  /** Whether a mined receipt carries the refund's payment: DepositAccount's Paid at the deposit address, or the gas account's transfer. */
+  function pays(row: RefundRow, logs: readonly { address: string; topics: readonly `0x${string}`[]; data: `0x${string}`; logIndex: number | null }[]): boolean {
+    const token = tokenOf(row.network, row.tokenSymbol)
+    if (!token) return false
+    const tokenAddress = token.kind === 'erc20' ? token.address.toLowerCase() : null
+    const to = row.address.toLowerCase()
+    const amount = BigInt(row.amount)
+    if (row.paidFrom === row.depositAddress) {
+      const id = paymentId(row.id)
+      return depositAccountEvents(logs).some((e) => e.kind === 'paid' && e.account === row.depositAddress && e.id === id && e.token === tokenAddress && e.to === to && e.amount === amount)
+    }
+    // From the gas account: the native payment's value and target were checked when it was recorded; a token's shows as its Transfer.
+    if (tokenAddress === null) return true
+    return logs.some((l) => {
+      if (l.address.toLowerCase() !== tokenAddress || l.topics[0] !== TRANSFER_TOPIC) return false
+      const t = decodeTransferLog({ address: l.address, topics: l.topics, data: l.data, transactionHash: null, logIndex: null, blockNumber: null, blockHash: null })
+      return t !== null && t.from === row.sender && t.to === to && t.amount === amount
+    })
+  }
+
+  const view = (r: RefundRow): RefundView => {
+    const c = (restoreActor(refundMachine, r.snapshot).getSnapshot()).context
+    return {
+      id: r.id, transaction_id: r.transactionId, status: r.status, testing_mode: r.mode === 'test', amount: r.amount, token_symbol: r.tokenSymbol,
+      blockchain_network: r.network, address: r.address, reason: r.reason, deposit_address: getAddress(r.depositAddress),
+      paid_from: r.paidFrom ? getAddress(r.paidFrom) : null, transaction_hash: r.txHash, raw_transaction: r.rawTransaction,
+      block_number: r.blockNumber, confirmations: r.confirmations, required_confirmations: c.finality ? null : c.requiredConfirmations,
+      failure_reason: r.failureReason, failure_detail: r.failureDetail, created_at: r.createdAt.toISOString(), updated_at: r.updatedAt.toISOString(),
+      submitted_at: r.submittedAt?.toISOString() ?? null, completed_at: r.completedAt?.toISOString() ?? null,
+    }
+  }
+  const eventFields = (r: RefundRow) => {
+    const v = view(r)
+    return {
+      id: v.id, status: v.status, amount: v.amount, token_symbol: v.token_symbol, blockchain_network: v.blockchain_network, address: v.address, reason: v.reason,
+      paid_from: v.paid_from, transaction_hash: v.transaction_hash, block_number: v.block_number, failure_reason: v.failure_reason, failure_detail: v.failure_detail,
+      created_at: v.created_at, completed_at: v.completed_at,
+    }
+  }
+  const lineView = (l: RefundableLine) => ({ token_symbol: l.tokenSymbol, blockchain_network: l.network, received: l.received.toString(), refunded: l.refunded.toString(), refundable: l.refundable.toString() })
+
+  return {
+    view,
+
+    /**
+     * Creates a pending refund of a finished transaction. Refused: an open transaction (409), an
+     * address that is not one (400), a token or network the transaction never received (409),
+     * nothing left to refund or more than is left (409). With an Idempotency-Key, the same key and
+     * body within 24 hours return the first answer and create nothing.
+     */
+    async create(caller: ProjectMode, transactionId: string, input: CreateRefundInput, opts: { idempotencyKey?: string } = {}): Promise<Outcome<StoredResponse>> {
+      const transaction = await deps.transactions.find(caller, transactionId)
+      if (!transaction) return deny('not_found', `No transaction ${transactionId}`)
+      const address = input.address
+      if (!isAddress(address, { strict: false }) || !/^0x[0-9a-fA-F]{40}$/.test(address)) {
+        return deny('invalid_request', 'Invalid request body: address must be an EVM address (0x and 40 hex digits)', [{ path: 'address', message: 'must be an EVM address (0x and 40 hex digits)' }])
+      }
+      if (address !== address.toLowerCase() && address !== address.toUpperCase().replace('0X', '0x') && !isAddress(address, { strict: true })) {
+        return deny('invalid_request', 'Invalid request body: address has mixed case that is not a valid EIP-55 checksum (a typo?)', [{ path: 'address', message: 'mixed case that is not a valid EIP-55 checksum' }])
+      }
+      if (input.amount === '0' || (input.amount && /^0+$/.test(input.amount))) return deny('invalid_request', 'Invalid request body: amount must be greater than 0', [{ path: 'amount', message: 'must be greater than 0' }])
+      const network = input.blockchain_network ?? transaction.blockchainNetwork
+      const symbol = input.token_symbol ?? transaction.tokenSymbol
+      if (!network || !symbol || !transaction.depositAddress) return deny('conflict', 'Nothing to refund: the customer never chose a token, so no deposit address received anything')
+      if (!FINAL_STATUSES.includes(transaction.status as TxStatus)) {
+        return deny('conflict', `The transaction is still open (status ${transaction.status}); refund it once it has completed, failed, expired or been cancelled`)
+      }
+      if (!networkOf(network)) return deny('conflict', `Network ${network} is not configured on this service, so a refund there cannot be paid or confirmed`)
+      if (!tokenOf(network, symbol)) return deny('conflict', `Network ${network} has no token ${symbol} configured`)
+
+      const key = opts.idempotencyKey
+      if (key !== undefined && (key.length === 0 || key.length > 255)) return deny('invalid_request', 'Idempotency-Key must be 1 to 255 characters', [{ path: 'Idempotency-Key', message: 'must be 1 to 255 characters' }])
+      const requestHash = key === undefined ? '' : createHash('sha256').update(canonicalJson({ transactionId, ...input })).digest('hex')
+      const replay = async (): Promise<Outcome<StoredResponse> | null> => {
+        if (key === undefined) return null
+        const prior = await deps.repo.idempotencyRecord({ projectId: caller.projectId, mode: caller.mode, key: KEY_PREFIX + key })
+        if (!prior || prior.createdAt.getTime() < deps.clock.now() - IDEMPOTENCY_WINDOW_MS) return null
+        if (prior.requestHash !== requestHash) return deny('conflict', 'This Idempotency-Key was already used with a different request body')
+        return ok({ status: prior.statusCode, body: prior.response, replayed: true })
+      }
+      const earlier = await replay()
+      if (earlier) return earlier
+
+      const at = now()
+      const id = newId('rf')
+      const n = networkOf(network)!
+      const snapshot = refundMachine.getPersistedSnapshot(getInitialSnapshot(refundMachine, {
+        refundId: id, requiredConfirmations: n.confirmations, ...(n.finality === 'confirmations' ? {} : { finality: n.finality }),
+      })) as Record<string, unknown>
+      let response: StoredResponse | null = null
+      let created: Outcome<RefundRow>
+      try {
+        created = await deps.repo.create(transactionId, (facts) => {
+          const line = refundableLines(facts, confirmationsOf).find((l) => l.network === network && l.tokenSymbol === symbol)
+          const left = line?.refundable ?? 0n
+          if (left === 0n) {
+            return deny('conflict', line && line.received > 0n
+              ? `Nothing left to refund in ${symbol} on ${network}: ${line.received} received, all of it refunded`
+              : `Nothing to refund in ${symbol} on ${network}: no confirmed transfer of it arrived at this transaction's deposit address`)
+          }
+          const amount = input.amount ? BigInt(input.amount) : left
+          if (amount > left) return deny('conflict', `amount ${amount} exceeds what is left to refund in ${symbol} on ${network}: ${left} (smallest units)`)
+          const row: RefundRow = {
+            id, transactionId, projectId: caller.projectId, mode: caller.mode, network, tokenSymbol: symbol, amount: amount.toString(),
+            address: getAddress(address as Address), reason: input.reason ?? null, depositAddress: transaction.depositAddress!.toLowerCase(), status: 'pending', snapshot,
+            machineVersion: REFUND_MACHINE_VERSION, paidFrom: null, sender: null, txHash: null, rawTransaction: null, txNonce: null, blockNumber: null,
+            blockHash: null, confirmations: null, failureReason: null, failureDetail: null, version: 0, createdAt: at, updatedAt: at, submittedAt: null, completedAt: null,
+          }
+          response = { status: 200, body: JSON.stringify({ success: true, refund: view(row) }) }
+          return ok({
+            row,
+            note: { cause: 'refund.created', details: { refund_id: id, amount: row.amount, token_symbol: symbol, blockchain_network: network, address: row.address } },
+            ...(key === undefined ? {} : { idempotency: { projectId: caller.projectId, mode: caller.mode, key: KEY_PREFIX + key, requestHash, statusCode: 200, response: response.body, createdAt: at } }),
+          })
+        })
+      } catch (e) {
+        // A concurrent request with the same key committed first: answer as it did.
+        const again = await replay()
+        if (again) return again
+        throw e
+      }
+      if (!created.ok) return created
+      return ok(response!)
+    },
+
+    async get(caller: ProjectMode, id: string): Promise<Outcome<RefundView>> {
+      const row = await scoped(caller, id)
+      return row ? ok(view(row)) : deny('not_found', `No refund ${id}`)
+    },
+
+    /** A transaction's refunds, oldest first, with what is left to refund per token. */
+    async ofTransaction(caller: ProjectMode, transactionId: string) {
+      const transaction = await deps.transactions.find(caller, transactionId)
+      if (!transaction) return deny('not_found', `No transaction ${transactionId}`)
+      const [rows, facts] = await Promise.all([deps.repo.ofTransaction(transactionId), deps.repo.facts(transaction)])
+      return ok({ refunds: rows.map(view), refundable: refundableLines(facts, confirmationsOf).map(lineView) })
+    },
+
+    /** What is left to refund of a transaction, per token and network (the dashboard's refund form). */
+    async refundable(transaction: TransactionRow) {
+      return refundableLines(await deps.repo.facts(transaction), confirmationsOf)
+    },
+
+    async list(caller: ProjectMode, filter: { status?: RefundStatus; network?: string; limit: number; offset: number }) {
+      const { rows, total } = await deps.repo.page(caller, filter)
+      return { refunds: rows.map(view), pagination: { limit: filter.limit, offset: filter.offset, total, has_more: filter.offset + rows.length < total } }
+    },
+
+    /** The merchant withdraws a refund not paid yet (409 once its payment is recorded). */
+    async cancel(caller: ProjectMode, id: string): Promise<Outcome<RefundView>> {
+      const row = await scoped(caller, id)
+      if (!row) return deny('not_found', `No refund ${id}`)
+      const r = await apply(id, { type: 'cancel.requested' })
+      if (!r.ok) return r.code === 'conflict' ? deny('conflict', `A refund in status ${row.status} cannot be cancelled: only a pending one can`) : r
+      return ok(view(r.value))
+    },
+
+    /** The treasury tool found the refund cannot be paid (its transfer would revert): it fails, and `refund.failed` is sent. */
+    async refuse(caller: ProjectMode, id: string, reason: string): Promise<Outcome<RefundView>> {
+      const row = await scoped(caller, id)
+      if (!row) return deny('not_found', `No refund ${id}`)
+      const r = await apply(id, { type: 'payment.refused', detail: reason })
+      if (!r.ok) return r.code === 'conflict' ? deny('conflict', `A refund in status ${row.status} cannot be marked unpayable: only a pending one can`) : r
+      return ok(view(r.value))
+    },
+
+    /**
+     * The treasury tool records the signed payment before it sends it. It must pay exactly this
+     * refund: DepositAccount's `pay` at the deposit address for this refund's id, token, address
+     * and amount, or a plain transfer of the amount to the address. The same payment recorded
+     * again is answered as before; another one while the first is in flight is 409.
+     */
+    async recordPayment(caller: ProjectMode, id: string, raw: string): Promise<Outcome<RefundView>> {
+      const row = await scoped(caller, id)
+      if (!row) return deny('not_found', `No refund ${id}`)
+      const read = await readSignedTransaction(raw)
+      const bad = (message: string) => deny('invalid_request', `Invalid request body: raw_transaction ${message}`, [{ path: 'raw_transaction', message }])
+      if (!read.ok) return bad(read.message)
+      const tx = read.tx
+      if (row.txHash === tx.hash) return ok(view(row))
+      if (row.status !== 'pending') return deny('conflict', `This refund is ${row.status}${row.txHash ? ` with payment ${row.txHash}` : ''}; only a pending refund takes a payment`)
+      const network = networkOf(row.network)!
+      if (tx.chainId !== network.chainId) return bad(`is for chain ${tx.chainId}; the refund is on ${row.network} (chain ${network.chainId})`)
+      const token = tokenOf(row.network, row.tokenSymbol)
+      const tokenAddress = token?.kind === 'erc20' ? token.address.toLowerCase() : null
+      const payout = payoutOf(tx)
+      const to = row.address.toLowerCase()
+      const amount = BigInt(row.amount)
+      let paidFrom: string
+      if (payout?.kind === 'deposit-account' && payout.account === row.depositAddress && payout.id === paymentId(row.id) && payout.token === tokenAddress && payout.to === to && payout.amount === amount) {
+        paidFrom = row.depositAddress
+      } else if ((payout?.kind === 'erc20' && payout.token === tokenAddress) || (payout?.kind === 'native' && tokenAddress === null)) {
+        if (payout.to !== to || payout.amount !== amount) return bad(`pays ${payout.amount} to ${payout.to}; the refund is ${amount} to ${to}`)
+        paidFrom = tx.from
+      } else {
+        return bad(`does not pay this refund: it must call pay() on the deposit address ${getAddress(row.depositAddress)} for this refund, or transfer ${amount} ${row.tokenSymbol} to ${row.address}`)
+      }
+      const r = await apply(id, { type: 'submission.recorded', submission: { txHash: tx.hash, from: tx.from, nonce: tx.nonce } }, () => ({
+        paidFrom, sender: tx.from, txHash: tx.hash, rawTransaction: raw.toLowerCase(), txNonce: tx.nonce, submittedAt: now(),
+      }))
+      if (!r.ok) return r
+      return ok(view(r.value))
+    },
+
+    /** What the chain follower tracks of refunds: their payments in flight. */
+    ledger: {
+      async inFlight(network: string) {
+        return (await deps.repo.inFlight(network)).map((r) => ({
+          id: r.id, txHash: r.txHash!, sender: r.sender!, nonce: r.txNonce!, blockHash: r.blockHash, confirmations: r.confirmations,
+          settle: (news: OutgoingNews) => settle(r, news),
+        }))
+      },
+    } satisfies OutgoingLedger,
+  }
+}
+
+export type RefundService = ReturnType<typeof createRefundService>
+
+function noteOf(event: RefundEvent, from: RefundStatus, to: RefundStatus, c: { blockNumber: number | null; failureDetail: string | null; submission: { txHash: string } | null }) {
+  if (event.type === 'confirmations.updated' && from === to) return null
+  if (event.type === 'submission.included' && from === to) return { cause: 'refund.included', details: { block_number: c.blockNumber, moved: 'into another block after a reorg' } }
+  const cause = {
+    'submission.recorded': 'refund.submitted', 'submission.included': 'refund.included', 'submission.reorged': 'refund.reorged', 'submission.dropped': 'refund.dropped',
+    'submission.reverted': 'refund.failed', 'confirmations.updated': 'refund.completed', 'payment.refused': 'refund.failed', 'cancel.requested': 'refund.cancelled',
+  }[event.type]
+  const txHash = 'txHash' in event ? event.txHash : event.type === 'submission.recorded' ? event.submission.txHash : c.submission?.txHash ?? null
+  return { cause, details: { refund_status: to, ...(txHash ? { tx_hash: txHash } : {}), ...(c.blockNumber !== null ? { block_number: c.blockNumber } : {}), ...(to === 'failed' ? { failure: c.failureDetail } : {}) } }
+}

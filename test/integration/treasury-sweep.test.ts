@@ -1,0 +1,220 @@
+/**
+ * Issue 13 on a real chain: the merchant's treasury tool (a separate process, keys in files on
+ * "the merchant's machine") sweeps 50 paid deposit addresses, in TUSD and in ETH, to a treasury
+ * through EIP-7702 and DepositAccount, with the gas account paying for everything; the service
+ * records each sweep and confirms it from the chain.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { getAddress, parseEventLogs, type Hex } from 'viem'
+import { DepositAccount, TestStablecoin } from '../../src/chain/artifacts/index.ts'
+import { DEPOSIT_ACCOUNT, depositAccountCode } from '../../src/chain/deposit-account.ts'
+import { backends } from '../helpers/databases.ts'
+import { waitUntil, writeNetworksFile } from '../helpers/chain.ts'
+import { runTreasuryTool, startProcess } from '../helpers/processes.ts'
+import { startRpcProxy } from '../helpers/rpc-proxy.ts'
+import { api, startTestServer, type TestServer } from '../helpers/server.ts'
+import { paidTransactions, startTreasuryChain, toolArgs, useMerchantKey, writeMerchantFiles, type TreasuryChain } from '../helpers/treasury.ts'
+
+const TREASURY = getAddress('0x7e5f4552091a69125d5dfcb7b8c2659029395bdf')
+
+for (const backend of backends()) {
+  describe(`treasury sweeps on a real chain [${backend}]`, () => {
+    let chain: TreasuryChain
+    let t: TestServer
+    let key: string
+    let dir: string
+    let files: ReturnType<typeof writeMerchantFiles>
+    let paid: { id: string; address: string; units: bigint }[]
+    let tusd: typeof paid
+    let eth: typeof paid
+
+    beforeAll(async () => {
+      chain = await startTreasuryChain()
+      dir = mkdtempSync(join(tmpdir(), 'treasury-sweep-'))
+      t = await startTestServer(backend, { NETWORKS_CONFIG: writeNetworksFile(dir, [chain.network()]) })
+      const p = await t.project()
+      key = p.key
+      await useMerchantKey(t, p.id)
+      files = writeMerchantFiles(dir, { gasKey: chain.gas.key, ca: t.ca })
+      tusd = await paidTransactions(t, key, chain, 25, 'TUSD')
+      eth = await paidTransactions(t, key, chain, 25, 'ETH')
+      paid = [...tusd, ...eth]
+    })
+    afterAll(async () => {
+      await t?.stop()
+      await chain?.stop()
+      if (dir) rmSync(dir, { recursive: true, force: true })
+    })
+
+    const sweepArgs = (extra: string[] = [], rpcUrl?: string) =>
+      ['sweep', ...toolArgs(t, key, chain, files, rpcUrl), '--to', TREASURY, '--mnemonic-file', files.mnemonic, '--gas-key-file', files.gasKey, '--batch-size', '10', '--json', ...extra]
+    const gasNonce = () => chain.customer.getTransactionCount({ address: chain.gas.address, blockTag: 'latest' })
+    const sweeps = async () => ((await (await api(t, key).get('/api/sweeps?limit=100')).json()) as any).sweeps as any[]
+    const sum = (list: typeof paid) => list.reduce((a, p) => a + p.units, 0n)
+
+    test('a wrong mnemonic, passphrase or path is refused before anything is signed or sent', async () => {
+      const [head, nonce] = [await chain.head(), await gasNonce()]
+      const other = join(dir, 'other-mnemonic.txt')
+      writeFileSync(other, 'test test test test test test test test test test test junk\n')
+      const wrongPassphrase = join(dir, 'wrong-passphrase.txt')
+      writeFileSync(wrongPassphrase, 'not the one\n')
+      const badChecksum = join(dir, 'bad-mnemonic.txt')
+      writeFileSync(badChecksum, 'legal winner thank year wave sausage worth useful legal winner thank thank\n')
+      const base = sweepArgs().filter((a, i, all) => a !== files.mnemonic && all[i + 1] !== files.mnemonic)
+      for (const [extra, message] of [
+        [['--mnemonic-file', other], /does not derive this project's test deposit key/],
+        [['--mnemonic-file', files.mnemonic, '--passphrase-file', wrongPassphrase], /does not derive this project's test deposit key/],
+        [['--mnemonic-file', files.mnemonic, '--path', "m/44'/60'/0'/1"], /does not derive this project's test deposit key/],
+        [['--mnemonic-file', badChecksum], /not hold a valid BIP-39 mnemonic: the checksum does not match/],
+      ] as const) {
+        const r = await runTreasuryTool([...base, ...extra])
+        expect({ code: r.code, message: r.json?.error?.message }).toEqual({ code: 1, message: expect.stringMatching(message) })
+        // Nothing of any key is said: not the other mnemonic's words, not a key.
+        expect(r.stdout + r.stderr).not.toContain('test test test')
+        expect(r.stdout + r.stderr).not.toContain('legal winner')
+      }
+      expect([await chain.head(), await gasNonce()]).toEqual([head, nonce])
+      expect(await sweeps()).toEqual([])
+    })
+
+    test('a dry run prints the plan for all 50 addresses and its estimated gas, and changes nothing on chain', async () => {
+      const before = { head: await chain.head(), nonce: await gasNonce(), gas: await chain.ethBalance(chain.gas.address), treasury: await chain.tokenBalance(TREASURY) }
+      const r = await runTreasuryTool(sweepArgs(['--dry-run']))
+      expect(r.code).toBe(0)
+      const out = r.json
+      expect(out.dry_run).toBe(true)
+      expect(out.plan).toHaveLength(50)
+      expect(out.totals).toEqual([
+        { token_symbol: 'TUSD', amount: sum(tusd).toString(), amount_decimal: expect.any(String), usd: expect.any(String) },
+        { token_symbol: 'ETH', amount: sum(eth).toString(), amount_decimal: expect.any(String), usd: expect.any(String) },
+      ])
+      expect(out.estimated).toMatchObject({ batches: 5, deploy_deposit_account: true })
+      expect(BigInt(out.estimated.gas)).toBeGreaterThan(0n)
+      expect(BigInt(out.estimated.max_fee)).toBeGreaterThan(0n)
+      expect(out.sweeps).toEqual([])
+      expect({ head: await chain.head(), nonce: await gasNonce(), gas: await chain.ethBalance(chain.gas.address), treasury: await chain.tokenBalance(TREASURY) }).toEqual(before)
+      for (const p of paid.slice(0, 3)) expect(await chain.tokenBalance(p.address) + await chain.ethBalance(p.address)).toBeGreaterThan(0n)
+      expect(await sweeps()).toEqual([])
+    })
+
+    test('a sweep SIGKILLed between recording a batch and sending it, run again, empties all 50 addresses into the treasury exactly, paying for no transaction twice', async () => {
+      const startNonce = await gasNonce()
+      const startHead = await chain.head()
+      const startGas = await chain.ethBalance(chain.gas.address)
+      const treasuryEth = await chain.ethBalance(TREASURY)
+      // The RPC the first run uses holds its third transaction (the second batch, after the deployment and the first batch) forever.
+      const proxy = await startRpcProxy(chain.rpcUrl)
+      let sends = 0
+      let reached!: () => void
+      const held = new Promise<void>((r) => (reached = r))
+      proxy.beforeCall = async (call) => {
+        if (call.method === 'eth_sendRawTransaction' && ++sends === 3) {
+          reached()
+          await new Promise(() => {})
+        }
+      }
+      const first = startProcess('src/treasury/main.ts', { args: sweepArgs([], proxy.url) })
+      await Promise.race([held, first.exited.then((e) => { throw new Error(`the first run ended (${e.code}) before its second batch: ${first.stdout()} ${first.stderr()}`) })])
+      first.kill('SIGKILL')
+      expect((await first.exited).signal).toBe('SIGKILL')
+      await proxy.close()
+      // Two batches recorded; the second was never sent.
+      const recorded = await sweeps()
+      expect(recorded).toHaveLength(2)
+      expect(await gasNonce()).toBe(startNonce + 2)
+
+      const again = await runTreasuryTool(sweepArgs())
+      expect({ code: again.code, stderr: again.stderr }).toEqual({ code: 0, stderr: '' })
+      expect(again.json.resumed).toEqual(expect.arrayContaining([expect.objectContaining({ outcome: 'sent again' })]))
+
+      // Every address is empty, and the treasury holds exactly what the customers paid.
+      for (const p of tusd) expect(await chain.tokenBalance(p.address)).toBe(0n)
+      for (const p of eth) expect(await chain.ethBalance(p.address)).toBe(0n)
+      expect(await chain.tokenBalance(TREASURY)).toBe(sum(tusd))
+      expect((await chain.ethBalance(TREASURY)) - treasuryEth).toBe(sum(eth))
+
+      // One deployment and five batches: no transaction twice, and the gas account paid exactly their fees.
+      const all = await sweeps()
+      expect(all).toHaveLength(5)
+      expect(await gasNonce()).toBe(startNonce + 6)
+      const sent: Hex[] = []
+      for (let n = startHead + 1n; n <= (await chain.head()); n++) {
+        const block = await chain.customer.getBlock({ blockNumber: n, includeTransactions: true })
+        for (const tx of block.transactions) if (tx.from.toLowerCase() === chain.gas.address.toLowerCase()) sent.push(tx.hash)
+      }
+      expect(sent).toHaveLength(6)
+      expect(new Set(all.map((s) => s.transaction_hash))).toEqual(new Set(sent.slice(1)))
+      const receipts = await Promise.all(sent.map((hash) => chain.customer.getTransactionReceipt({ hash })))
+      expect(receipts.every((r) => r.status === 'success')).toBe(true)
+      expect(receipts[0]!.to?.toLowerCase()).toBe('0x4e59b44847b379578588920ca78fbf26c0b4956c')
+      const fees = (rs: typeof receipts) => rs.reduce((a, r) => a + r.gasUsed * r.effectiveGasPrice, 0n)
+      expect(startGas - (await chain.ethBalance(chain.gas.address))).toBe(fees(receipts))
+      const swept = receipts.flatMap((r) => parseEventLogs({ abi: DepositAccount.abi, logs: r.logs, eventName: 'Swept' }))
+      expect(swept).toHaveLength(50)
+      expect(new Set(swept.map((e) => e.address.toLowerCase())).size).toBe(50)
+      expect(await chain.customer.getCode({ address: DEPOSIT_ACCOUNT })).toBe(depositAccountCode())
+
+      // The service confirms each sweep from its receipt, and knows which addresses are swept.
+      await chain.mine(3)
+      await waitUntil('5 sweeps confirmed', async () => (await sweeps()).map((s) => `${s.nonce}:${s.status}:${s.confirmations}`), (s) => s.length === 5 && s.every((x) => x.includes(':confirmed:')))
+      const confirmed = await sweeps()
+      const items = confirmed.flatMap((s) => s.items)
+      expect(items).toHaveLength(50)
+      expect(items.every((i: any) => i.swept === i.planned)).toBe(true)
+      expect(items.filter((i: any) => i.token_symbol === 'TUSD').reduce((a: bigint, i: any) => a + BigInt(i.swept), 0n)).toBe(sum(tusd))
+      expect(confirmed.reduce((a, s) => a + BigInt(s.fee), 0n)).toBe(fees(receipts.slice(1)))
+      const listed = ((await (await api(t, key).get('/api/deposit-addresses')).json()) as any).deposit_addresses as any[]
+      expect(listed).toHaveLength(50)
+      expect(listed.every((d) => d.swept === true)).toBe(true)
+    })
+
+    test('a late payment to a swept address is swept by the next run, with no new authorization', async () => {
+      const before = await chain.tokenBalance(TREASURY)
+      const [a, b] = tusd
+      await chain.customer.waitForTransactionReceipt({ hash: await chain.customer.writeContract({ address: chain.token, abi: TestStablecoin.abi, functionName: 'transfer', args: [a!.address as Hex, 7_000_000n] }) })
+      await chain.customer.waitForTransactionReceipt({ hash: await chain.customer.sendTransaction({ to: b!.address as Hex, value: 5_000_000_000_000_000n }) })
+      const r = await runTreasuryTool(sweepArgs())
+      expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' })
+      expect(r.json.plan.map((p: any) => p.address.toLowerCase()).sort()).toEqual([a!.address, b!.address].map((x) => x.toLowerCase()).sort())
+      expect(r.json.sweeps).toHaveLength(1)
+      const receipt = await chain.customer.getTransactionReceipt({ hash: r.json.sweeps[0].transaction_hash })
+      // Both addresses delegate to DepositAccount since the first sweep: a plain transaction does it.
+      expect(receipt.type).toBe('eip1559')
+      expect((await chain.tokenBalance(TREASURY)) - before).toBe(7_000_000n)
+      expect(await chain.tokenBalance(a!.address)).toBe(0n)
+      expect(await chain.ethBalance(b!.address)).toBe(0n)
+    })
+
+    test('the service refuses to record what is not this project\'s sweep, and keys without the scopes', async () => {
+      const a = api(t, key)
+      const notSigned = await a.post('/api/sweeps', { blockchain_network: 'localchain', raw_transaction: '0x1234', items: [] })
+      expect(notSigned.status).toBe(400)
+      const plain = await chain.customer.signTransaction(await chain.customer.prepareTransactionRequest({ to: TREASURY, value: 1n }) as never)
+      const transfer = await a.post('/api/sweeps', { blockchain_network: 'localchain', raw_transaction: plain, items: [] })
+      expect(transfer.status).toBe(400)
+      expect(((await transfer.json()) as any).message).toContain('is not a sweep')
+      const unknown = await a.post('/api/sweeps', { blockchain_network: 'mainnet', raw_transaction: plain, items: [] })
+      expect(unknown.status).toBe(400)
+      // A live key sees no testnet (the networks of its own mode only) and no test deposit key.
+      const projectId = (await t.server.services.keys.authenticate(key))!.projectId
+      const live = await t.key(projectId, 'live')
+      expect(((await (await api(t, live.key).get('/api/networks')).json()) as any).networks).toEqual([])
+      expect((await api(t, live.key).get('/api/deposit-key')).status).toBe(404)
+      expect(((await (await api(t, live.key).get('/api/deposit-addresses')).json()) as any).deposit_addresses).toEqual([])
+      expect(((await (await api(t, live.key).get('/api/sweeps')).json()) as any).sweeps).toEqual([])
+      // Scopes: reading deposits and recording sweeps each need theirs.
+      const reader = await t.key(projectId, 'test', ['transactions:read'])
+      expect((await api(t, reader.key).get('/api/deposit-addresses')).status).toBe(403)
+      expect((await api(t, reader.key).get('/api/networks')).status).toBe(403)
+      expect((await api(t, reader.key).post('/api/sweeps', { blockchain_network: 'localchain', raw_transaction: plain, items: [] })).status).toBe(403)
+      // Another project sees none of this one's sweeps.
+      const other = await t.project()
+      const first = (await sweeps())[0]
+      expect((await api(t, other.key).get(`/api/sweeps/${first.id}`)).status).toBe(404)
+      expect(((await (await api(t, other.key).get('/api/sweeps')).json()) as any).sweeps).toEqual([])
+    })
+  })
+}
