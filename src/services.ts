@@ -176,7 +176,7 @@ export async function createServices(deps: {
     users: createUserService({ database }),
     sessions: createSessionService({ database, clock, secretKey: deps.secretKey }),
     signInLimits: SIGN_IN_LIMITS,
-    dashboard: createDashboardService({ transactions, webhooks, endpoints, keys, stats, deposits, projects }),
+    dashboard: createDashboardService({ transactions, webhooks, endpoints, keys, stats, deposits, projects, refunds, treasury }),
     limiter,
     lifecycle,
     endpoints,

@@ -35,6 +35,7 @@ import { bytesToHex, createWalletClient, getAddress, http, publicActions, type A
 import { mnemonicToAccount, privateKeyToAccount } from 'viem/accounts'
 import { foundry } from 'viem/chains'
 import { systemClock, type Clock } from '../lib/clock.ts'
+import { decimalToUnits } from '../lib/money.ts'
 import type { Logger } from '../lib/logger.ts'
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -165,6 +166,7 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
   const feedRefreshMs = options.feedRefreshMs ?? 60_000
   const ethUsd = options.ethUsd ?? '3000'
   const answer = decimalToUnits(ethUsd, DEVNET_FEED_DECIMALS)
+  if (answer === null) throw new RangeError(`ethUsd: not a decimal with at most ${DEVNET_FEED_DECIMALS} places: ${ethUsd}`)
 
   const { node, manifest } = await restoreDevnet(options.stateDir, (stateFile) =>
     // Prague: EIP-7702, which the treasury's sweeps and refunds use (issue 13). About 8 ms of
@@ -312,11 +314,4 @@ function startFeedRefresher(deps: {
 function unrefTimer(timer: unknown) {
   if (typeof timer === 'object' && timer !== null && 'unref' in timer) (timer as { unref(): void }).unref()
   else (globalThis as { Deno?: { unrefTimer(id: number): void } }).Deno?.unrefTimer(timer as number)
-}
-
-/** "3000.5" with 8 decimals -> 300050000000n; exact, no floats. */
-function decimalToUnits(value: string, decimals: number): bigint {
-  const match = /^(\d+)(?:\.(\d+))?$/.exec(value)
-  if (!match || (match[2] ?? '').length > decimals) throw new RangeError(`not a decimal with at most ${decimals} places: ${value}`)
-  return BigInt(match[1]! + (match[2] ?? '').padEnd(decimals, '0'))
 }

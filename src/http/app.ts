@@ -79,8 +79,12 @@ export function createApp(services: Services, opts: AppOptions) {
     .use(payController({ pay: services.pay, streams: services.payStreams, limiter: services.limiter, limits: services.payLimits, asset: assets.url }))
     .use(dashboardController({
       sessions: services.sessions, dashboard: services.dashboard, keys: services.keys, endpoints: services.endpoints, webhooks: services.webhooks,
-      transactions: services.transactions, limiter: services.limiter, signInLimits: services.signInLimits, asset: assets.url, clock: services.clock,
+      transactions: services.transactions, refunds: services.refunds, limiter: services.limiter, signInLimits: services.signInLimits, asset: assets.url, clock: services.clock,
       decimals: (network, symbol) => services.chain.networks.find((n) => n.name === network)?.tokens.find((t) => t.symbol === symbol)?.decimals ?? null,
+      native: (network) => {
+        const coin = services.chain.networks.find((n) => n.name === network)?.tokens.find((t) => t.kind === 'native')
+        return coin ? { symbol: coin.symbol, decimals: coin.decimals } : null
+      },
     }))
 }
 

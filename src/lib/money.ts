@@ -51,3 +51,10 @@ export function usdTextToCents(s: string): bigint | null {
   const p = /^\d{1,12}(\.\d{1,2})?$/.test(s) ? scaled(s) : null
   return p ? p.units * 10n ** BigInt(2 - p.scale) : null
 }
+
+/** A decimal amount of a token ("3000.5") in smallest units with `decimals` (8: 300050000000n); null for anything else, or more places than `decimals`. Exact: never rounds. */
+export function decimalToUnits(value: string, decimals: number): bigint | null {
+  const m = /^(\d{1,78})(?:\.(\d+))?$/.exec(value.trim())
+  if (!m || (m[2] ?? '').length > decimals) return null
+  return BigInt(m[1]! + (m[2] ?? '').padEnd(decimals, '0'))
+}

@@ -8,7 +8,8 @@
  * confirmations. A payment that would revert marks the refund unpayable (`refund.failed`); one the
  * accounts cannot cover yet is left pending, and said.
  */
-import { BaseError, encodeFunctionData, erc20Abi, formatUnits, getAddress, type Address, type Hex, type SignedAuthorization } from 'viem'
+import { BaseError, decodeErrorResult, encodeFunctionData, erc20Abi, formatUnits, getAddress, type Address, type Hex, type SignedAuthorization } from 'viem'
+import { DepositAccount } from '../chain/artifacts/index.ts'
 import { CREATE2_DEPLOYER, DEPLOY_DATA, DEPOSIT_ACCOUNT, delegatesToDepositAccount, payData, paymentId, payTypedData } from '../chain/deposit-account.ts'
 import { readSignedTransaction } from '../chain/signed-transaction.ts'
 import type { ApiRefund } from './api.ts'
@@ -21,7 +22,23 @@ export interface RefundOptions {
   receiptTimeoutMs: number
 }
 
-const reasonOf = (e: unknown) => (e instanceof BaseError ? e.shortMessage : e instanceof Error ? e.message : String(e)).split('\n')[0]!.slice(0, 400)
+/**
+ * Why a payment would revert, in words: DepositAccount's own errors by name, a token's revert
+ * string, else the node's short message (control characters and the like taken out: a revert's
+ * raw bytes are not text).
+ */
+function reasonOf(e: unknown): string {
+  const data = e instanceof BaseError ? (e.walk((c) => typeof (c as { data?: unknown }).data === 'string') as { data?: Hex } | null)?.data : undefined
+  if (data && data.length >= 10) {
+    try {
+      const decoded = decodeErrorResult({ abi: DepositAccount.abi, data })
+      if (decoded.errorName === 'TransferFailed') return 'the transfer itself reverted: the address (or the token) refuses it'
+      return decoded.errorName
+    } catch {}
+  }
+  const text = e instanceof BaseError ? e.shortMessage : e instanceof Error ? e.message : String(e)
+  return text.split('\n')[0]!.replace(/[\u0000-\u001f\u007f-\u009f\p{Cs}]/gu, '').slice(0, 400)
+}
 
 export async function payRefunds(s: Session, o: RefundOptions) {
   const { api, chain, network } = s

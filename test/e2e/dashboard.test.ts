@@ -228,9 +228,8 @@ describeWithBrowser('merchant dashboard in Chromium', () => {
     const page = await open(dash('/keys'))
     const dialogs = answerDialogs(page)
     await page.getByLabel('Name').fill('Checkout server')
-    // Every scope is offered checked; this key may only read.
-    await page.getByRole('checkbox', { name: 'transactions:write' }).uncheck()
-    await page.getByRole('checkbox', { name: 'webhooks:write' }).uncheck()
+    // Every scope is offered checked; this key may only read transactions and stats.
+    for (const scope of ['transactions:write', 'webhooks:write', 'deposits:read', 'sweeps:write', 'refunds:read', 'refunds:write']) await page.getByRole('checkbox', { name: scope }).uncheck()
     await page.getByRole('button', { name: 'Create test key' }).click()
     await page.locator('#revealed-value').waitFor()
 

@@ -13,6 +13,19 @@ const OPERATIONS = [
   ['POST', '/api/transactions/{id}/cancel'],
   ['GET', '/api/transactions/{id}/timeline'],
   ['POST', '/api/transactions/{id}/retry-webhook'],
+  ['POST', '/api/transactions/{id}/refunds'],
+  ['GET', '/api/transactions/{id}/refunds'],
+  ['GET', '/api/refunds'],
+  ['GET', '/api/refunds/{id}'],
+  ['POST', '/api/refunds/{id}/cancel'],
+  ['POST', '/api/refunds/{id}/payment'],
+  ['POST', '/api/refunds/{id}/unpayable'],
+  ['GET', '/api/networks'],
+  ['GET', '/api/deposit-key'],
+  ['GET', '/api/deposit-addresses'],
+  ['GET', '/api/sweeps'],
+  ['GET', '/api/sweeps/{id}'],
+  ['POST', '/api/sweeps'],
 ]
 
 describeWithBrowser('Swagger UI at /swagger', () => {

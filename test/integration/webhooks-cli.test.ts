@@ -171,7 +171,7 @@ for (const backend of backends()) {
         ['endpoint create for an unknown project', () => ['endpoint', 'create', '--project', 'proj_nope', '--mode', 'test', '--url', sink.url('/x'), '--events', 'transaction.created'], 1, 'No project proj_nope'],
         ['delivery show of an unknown delivery', () => ['delivery', 'show', '--delivery', 'dlv_nope'], 1, 'No webhook delivery dlv_nope'],
         ['delivery redeliver of an unknown delivery', () => ['delivery', 'redeliver', '--delivery', 'dlv_nope'], 1, 'No webhook delivery dlv_nope'],
-        ['endpoint test with an unknown event type', () => ['endpoint', 'test', '--endpoint', s.b.id, '--event', 'refund.completed'], 1, 'Unknown event type refund.completed'],
+        ['endpoint test with an unknown event type', () => ['endpoint', 'test', '--endpoint', s.b.id, '--event', 'payout.completed'], 1, 'Unknown event type payout.completed'],
         ['endpoint create with an unknown event type', () => ['endpoint', 'create', '--project', s.projectId, '--mode', 'test', '--url', sink.url('/x'), '--events', 'transaction.created,transaction.refunded'], 1, 'Unknown event type transaction.refunded'],
         ['endpoint create with an invalid mode', () => ['endpoint', 'create', '--project', s.projectId, '--mode', 'prod', '--url', sink.url('/x'), '--events', 'transaction.created'], 1, 'mode must be test or live'],
         ['delivery list with an unknown status', () => ['delivery', 'list', '--project', s.projectId, '--status', 'done'], 1, 'status must be one of pending, retrying, success, failed'],

@@ -200,7 +200,7 @@ for (const backend of backends()) {
       expect(body.event).toBe('transaction.completed')
       expect(body.data.status).toBe('completed')
       for (const k of ['token_symbol', 'token_amount', 'blockchain_network', 'transaction_hash', 'block_number', 'confirmed_at']) expect(body.data[k]).not.toBeNull()
-      expect((await t.server.services.webhooks.sendTest(ep.endpoint.id, 'refund.completed')).ok).toBe(false)
+      expect((await t.server.services.webhooks.sendTest(ep.endpoint.id, 'payout.completed')).ok).toBe(false)
     })
 
     async function waitForDelivery(endpointId: string, pred: (d: import('../../src/webhooks/webhook.service.ts').DeliveryView) => boolean, timeoutMs = 20_000) {

@@ -15,6 +15,9 @@ import type { SessionService, SessionUser } from '../../users/session.service.ts
 import type { EndpointService } from '../../webhooks/endpoint.service.ts'
 import type { WebhookService } from '../../webhooks/webhook.service.ts'
 import type { TransactionService } from '../transactions/service.ts'
+import type { RefundService } from '../refunds/service.ts'
+import { decimalToUnits } from '../../lib/money.ts'
+import { fundsPage, refundFilterOf, type NativeCoin } from './pages/funds.ts'
 import { clearCookie, fromAnotherSite, readCookie, readForm, safeNext, setCookie, SESSION_COOKIE, SIGN_IN_COOKIE } from './access.ts'
 import { alert, base, DASHBOARD_HEADERS, isNotice, layout, NOTICES, plainPage, type AssetUrl, type Frame, type Notice, type Section } from './layout.ts'
 import { deliveriesPage, deliveryPage } from './pages/deliveries.ts'
@@ -23,7 +26,7 @@ import { keysPage } from './pages/keys.ts'
 import { overviewPage } from './pages/overview.ts'
 import { settingsPage } from './pages/settings.ts'
 import { signInPage } from './pages/sign-in.ts'
-import { transactionPage, transactionsPage, type TokenDecimals } from './pages/transactions.ts'
+import { transactionPage, transactionsPage, type RefundForm, type TokenDecimals } from './pages/transactions.ts'
 import { DEFAULT_RANGE_DAYS, DELIVERIES_PER_PAGE, type DashboardService, type Viewer } from './service.ts'
 
 /** The dashboard's CSS and bundled scripts (built from ./client by scripts/build-assets.ts). */
@@ -39,11 +42,14 @@ export interface DashboardDeps {
   endpoints: EndpointService
   webhooks: WebhookService
   transactions: TransactionService
+  refunds: RefundService
   limiter: RateLimiter
   /** Sign-in attempts per client IP. */
   signInLimits: RateLimits
   asset: AssetUrl
   decimals: TokenDecimals
+  /** Each network's native coin (the Funds page shows fees in it). */
+  native: NativeCoin
   clock: Clock
 }
 
@@ -230,6 +236,30 @@ export function dashboardController(deps: DashboardDeps) {
       return r.ok ? redirect(withNotice(base(v.frame, `/transactions/${p.id}`), 'webhook-retried')) : transactionWithError(v, p.id, r)
     }), form)
 
+    .post('/:project/:mode/transactions/:id/refunds', member(async (v, p) => {
+      const form: RefundForm = { asset: v.form.get('asset') ?? '', amount: (v.form.get('amount') ?? '').trim(), address: (v.form.get('address') ?? '').trim(), reason: (v.form.get('reason') ?? '').trim() }
+      const [network = '', symbol = ''] = form.asset.split('|')
+      const decimals = deps.decimals(network, symbol)
+      // People type token amounts ("12.5 TUSD"); the API takes smallest units: converted exactly, never rounded.
+      const amount = form.amount === '' ? null : decimals === null ? null : decimalToUnits(form.amount, decimals)
+      if (form.amount !== '' && amount === null) {
+        return transactionWithError(v, p.id, { ok: false, code: 'invalid_request', message: `Amount must be a number of ${symbol || 'tokens'} with at most ${decimals ?? 0} decimal places, such as 12.5` }, form)
+      }
+      const r = await deps.refunds.create(v.viewer, p.id, { address: form.address, amount: amount?.toString() ?? null, reason: form.reason || null, token_symbol: symbol || null, blockchain_network: network || null })
+      return r.ok ? redirect(withNotice(base(v.frame, `/transactions/${p.id}`), 'refund-created') + '#refunds') : transactionWithError(v, p.id, r, form)
+    }), form)
+    .post('/:project/:mode/refunds/:id/cancel', member(async (v, p) => {
+      const r = await deps.refunds.cancel(v.viewer, p.id)
+      if (!r.ok) return denied(v.frame, 'funds', r)
+      return redirect(withNotice(base(v.frame, `/transactions/${r.value.transaction_id}`), 'refund-cancelled') + '#refunds')
+    }), form)
+
+    // --- Funds ---
+    .get('/:project/:mode/funds', member(async (v) => {
+      const d = await dashboard.funds(v.viewer, refundFilterOf(v.url.searchParams.get('refunds')))
+      return page(fundsPage(v.frame, d, { decimals: deps.decimals, native: deps.native }, { notice: noticeOf(v.url) }))
+    }), hidden)
+
     // --- API keys ---
     .get('/:project/:mode/keys', member(async (v) => page(keysPage(v.frame, await dashboard.keys(v.viewer), { notice: noticeOf(v.url) }))), hidden)
     .post('/:project/:mode/keys', member(async (v) => {
@@ -333,8 +363,8 @@ export function dashboardController(deps: DashboardDeps) {
     return endpointView(v, id, 200, { notice })
   }
 
-  async function transactionWithError(v: Visit, id: string, d: Denial) {
+  async function transactionWithError(v: Visit, id: string, d: Denial, refundForm?: RefundForm) {
     const r = await dashboard.transaction(v.viewer, id)
-    return r.ok ? page(transactionPage(v.frame, r.value, deps.decimals, { error: d.message }), statusOf(d.code)) : denied(v.frame, 'transactions', r)
+    return r.ok ? page(transactionPage(v.frame, r.value, deps.decimals, { error: d.message, refundForm }), statusOf(d.code)) : denied(v.frame, 'transactions', r)
   }
 }

@@ -11,11 +11,12 @@ export const DASHBOARD_CSP =
 export const DASHBOARD_HEADERS: Record<string, string> = { ...PAY_PAGE_HEADERS, 'content-security-policy': DASHBOARD_CSP }
 
 export type AssetUrl = (name: string) => string
-export type Section = 'overview' | 'transactions' | 'keys' | 'endpoints' | 'deliveries' | 'settings'
+export type Section = 'overview' | 'transactions' | 'funds' | 'keys' | 'endpoints' | 'deliveries' | 'settings'
 
 const SECTIONS: [Section, string, string][] = [
   ['overview', 'Overview', ''],
   ['transactions', 'Transactions', '/transactions'],
+  ['funds', 'Funds', '/funds'],
   ['keys', 'API keys', '/keys'],
   ['endpoints', 'Webhooks', '/endpoints'],
   ['deliveries', 'Deliveries', '/deliveries'],
@@ -55,6 +56,8 @@ export const NOTICES = {
   'cancelled': 'The transaction is cancelled.',
   'webhook-retried': 'A new transaction.completed delivery is queued for every endpoint that selected it.',
   'session-ended': 'Your session has ended. Sign in again.',
+  'refund-created': 'The refund is recorded, pending. Pay it with the treasury tool on your machine: npm run treasury -- refunds pay.',
+  'refund-cancelled': 'The refund is cancelled: it will not be paid.',
 } as const
 export type Notice = keyof typeof NOTICES
 export const isNotice = (s: unknown): s is Notice => typeof s === 'string' && Object.hasOwn(NOTICES, s)

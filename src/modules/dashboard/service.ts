@@ -8,6 +8,16 @@ import type { WebhookService } from '../../webhooks/webhook.service.ts'
 import type { StatsService } from '../stats/service.ts'
 import { STATUSES, type Status } from '../transactions/model.ts'
 import type { TransactionService } from '../transactions/service.ts'
+import type { RefundService } from '../refunds/service.ts'
+import type { TreasuryService } from '../treasury/service.ts'
+import type { RefundStatus } from '../../../machines/refund.machine.ts'
+import type { RefundFilter } from './pages/funds.ts'
+
+/** The refund statuses each filter of the Funds page shows. */
+const REFUND_STATUS_OF: Record<RefundFilter, RefundStatus[] | null> = {
+  open: ['pending', 'submitted', 'confirming'], completed: ['completed'], failed: ['failed'], cancelled: ['cancelled'], all: null,
+}
+const FUNDS_ROWS = 50
 
 /** A signed-in member looking at one project in one mode: everything they see is narrowed to it. */
 export interface Viewer {
@@ -32,6 +42,8 @@ export function createDashboardService(deps: {
   stats: StatsService
   deposits: DepositService
   projects: ProjectService
+  refunds: RefundService
+  treasury: TreasuryService
 }) {
   return {
     /** The spec's stats for a date range, and the same selection per day for the chart. */
@@ -55,15 +67,31 @@ export function createDashboardService(deps: {
     async transaction(v: Viewer, id: string) {
       const tx = await deps.transactions.get(v, id)
       if (!tx.ok) return tx
-      const [timeline, deliveries, endpoints, transfers] = await Promise.all([
+      const [timeline, deliveries, endpoints, transfers, refunds] = await Promise.all([
         deps.transactions.timeline(v, id),
         deps.webhooks.listDeliveries(v, { transactionId: id, limit: 100 }),
         deps.endpoints.list(v.projectId, v.mode),
         deps.deposits.transfersTo(id),
+        deps.refunds.ofTransaction(v, id),
       ])
       if (!timeline.ok) return timeline
       if (!deliveries.ok) return deliveries
-      return ok({ transaction: tx.value, timeline: timeline.value, deliveries: deliveries.value, endpoints, transfers })
+      if (!refunds.ok) return refunds
+      return ok({ transaction: tx.value, timeline: timeline.value, deliveries: deliveries.value, endpoints, transfers, refunds: refunds.value.refunds, refundable: refunds.value.refundable })
+    },
+
+    /** The Funds page: what waits at deposit addresses, the latest sweeps, and refunds by status. */
+    async funds(v: Viewer, filter: RefundFilter) {
+      const statuses = REFUND_STATUS_OF[filter]
+      const [waiting, sweeps, refunds] = await Promise.all([
+        deps.treasury.waiting(v),
+        deps.treasury.sweeps(v, { limit: FUNDS_ROWS, offset: 0 }),
+        statuses === null
+          ? deps.refunds.list(v, { limit: FUNDS_ROWS, offset: 0 }).then((r) => r.refunds)
+          : Promise.all(statuses.map((status) => deps.refunds.list(v, { status, limit: FUNDS_ROWS, offset: 0 }).then((r) => r.refunds)))
+            .then((lists) => lists.flat().sort((a, b) => b.created_at.localeCompare(a.created_at)).slice(0, FUNDS_ROWS)),
+      ])
+      return { waiting, sweeps: sweeps.sweeps, refunds, filter }
     },
 
     keys: (v: Viewer) => deps.keys.list(v.projectId, v.mode),

@@ -4,12 +4,13 @@ import type { DeliveryView } from '../../../webhooks/webhook.service.ts'
 import type { EndpointView } from '../../../webhooks/endpoint.service.ts'
 import { displayUnits, formatUsd } from '../../pay/view.ts'
 import { STATUSES, type TransactionView } from '../../transactions/model.ts'
-import { badge, base, layout, postButton, query, table, when, type Frame } from '../layout.ts'
+import { badge, base, csrfField, layout, postButton, query, table, when, type Frame } from '../layout.ts'
+import type { RefundView } from '../../refunds/model.ts'
+import { amountOf, shortHash, type TokenDecimals } from './amounts.ts'
 import { deliveryHeaders, deliveryRows } from './deliveries.ts'
 import { modeOf } from '../../../projects/mode.ts'
 
-/** Decimals of a token on a network, for showing smallest units as amounts; null when unknown. */
-export type TokenDecimals = (network: string, symbol: string) => number | null
+export type { TokenDecimals } from './amounts.ts'
 
 const CANCELLABLE = ['created', 'prepared', 'pending']
 
@@ -52,9 +53,17 @@ const TRANSFER_KIND: Record<TransferView['kind'], string> = { pending: 'being ju
 
 export function transactionPage(
   f: Frame,
-  d: { transaction: TransactionView; timeline: { from_status: string | null; to_status: string; cause: string; details: unknown; at: string }[]; deliveries: DeliveryView[]; endpoints: EndpointView[]; transfers: TransferView[] },
+  d: {
+    transaction: TransactionView
+    timeline: { from_status: string | null; to_status: string; cause: string; details: unknown; at: string }[]
+    deliveries: DeliveryView[]
+    endpoints: EndpointView[]
+    transfers: TransferView[]
+    refunds: RefundView[]
+    refundable: RefundableView[]
+  },
   decimals: TokenDecimals,
-  opts: { notice?: string | null; error?: string | null },
+  opts: { notice?: string | null; error?: string | null; refundForm?: RefundForm },
 ): string {
   const t = d.transaction
   // Offered only when it would reach someone: an enabled endpoint of this mode that selected the event.
@@ -106,8 +115,61 @@ ${table('Transfers to the deposit address', ['Kind', 'Amount', 'From', 'Chain tr
   <td>${badge(TRANSFER_KIND[x.kind], x.kind)}${x.reorged ? html` ${badge('reorged out', 'failed')}` : ''}</td><td class="num">${units(x.amount, x.tokenSymbol, x.network, decimals)}</td>
   <td class="hash" title="${x.fromAddress}"><code>${x.fromAddress}</code></td><td class="hash" title="${x.txHash}"><code>${x.txHash}</code></td><td>${x.blockNumber}</td><td>${when(x.seenAt)}</td></tr>`), 'No transfer to this transaction\'s deposit address has been seen.')}
 </section>
+${refundsSection(f, d, decimals, opts.refundForm)}
 <section aria-labelledby="deliveries"><h2 id="deliveries">Webhook deliveries</h2>
 ${table('Webhook deliveries of this transaction', deliveryHeaders(true), deliveryRows(f, d.deliveries, d.endpoints), 'No webhook delivery for this transaction.')}
 </section>`
   return layout(f, 'transactions', `Transaction ${t.transaction_number}`, body, opts)
+}
+
+/** What is left to refund in one token (the API's `refundable` line). */
+export interface RefundableView {
+  token_symbol: string
+  blockchain_network: string
+  received: string
+  refunded: string
+  refundable: string
+}
+
+/** The refund form's fields as entered (shown again with an error). */
+export interface RefundForm {
+  asset: string
+  amount: string
+  address: string
+  reason: string
+}
+
+const FINISHED = ['completed', 'failed', 'expired', 'cancelled']
+
+/** The transaction's refunds, what is left to refund, and the form to make one (issue 13). */
+function refundsSection(f: Frame, d: { transaction: TransactionView; refunds: RefundView[]; refundable: RefundableView[] }, decimals: TokenDecimals, form?: RefundForm): Html {
+  const t = d.transaction
+  const rows = d.refunds.map((r) => html`<tr>
+    <td>${when(r.created_at)}</td><td class="num">${amountOf(r.amount, r.token_symbol, r.blockchain_network, decimals)}</td><td>${shortHash(r.address)}</td>
+    <td class="text">${r.reason ?? html`<span class="muted">—</span>`}</td>
+    <td>${badge(r.status, r.status === 'submitted' || r.status === 'confirming' ? 'processing' : r.status)}${r.failure_detail ? html` <span class="muted">${r.failure_detail}</span>` : ''}</td>
+    <td>${shortHash(r.paid_from)}</td><td>${shortHash(r.transaction_hash)}</td>
+    <td class="row-actions">${r.status === 'pending' ? postButton(f, base(f, `/refunds/${r.id}/cancel`), 'Cancel', { danger: true, confirm: 'Cancel this refund? It will not be paid.' }) : ''}</td></tr>`)
+  const open = d.refundable.filter((l) => BigInt(l.refundable) > 0n)
+  const left = d.refundable.length
+    ? html`<p>Left to refund: ${d.refundable.map((l) => html`<strong>${amountOf(l.refundable, l.token_symbol, l.blockchain_network, decimals)}</strong> on ${l.blockchain_network} <span class="muted">(${amountOf(l.received, l.token_symbol, l.blockchain_network, decimals)} received, ${amountOf(l.refunded, l.token_symbol, l.blockchain_network, decimals)} refunded)</span>`).map((x, i) => (i ? html`; ${x}` : x))}.</p>`
+    : ''
+  const why = !FINISHED.includes(t.status) ? 'A refund can be made once the transaction has completed, failed, expired or been cancelled.'
+    : open.length === 0 ? 'Nothing is left to refund: no confirmed payment arrived, or all of it is refunded.' : null
+  const fields = form ?? { asset: open[0] ? `${open[0].blockchain_network}|${open[0].token_symbol}` : '', amount: '', address: '', reason: '' }
+  const create = why ? html`<p class="muted">${why}</p>` : html`<form method="post" action="${base(f, `/transactions/${t.id}/refunds`)}" class="stack" aria-label="Refund this transaction">
+  ${csrfField(f.csrf)}
+  <label>Token <select name="asset">${open.map((l) => {
+    const v = `${l.blockchain_network}|${l.token_symbol}`
+    return html`<option value="${v}"${v === fields.asset ? html` selected` : ''}>${l.token_symbol} on ${l.blockchain_network} (up to ${amountOf(l.refundable, l.token_symbol, l.blockchain_network, decimals)})</option>`
+  })}</select></label>
+  <label>Amount <input type="text" name="amount" value="${fields.amount}" inputmode="decimal" autocomplete="off" placeholder="everything left"></label>
+  <label>Customer's address <input type="text" name="address" value="${fields.address}" required maxlength="42" pattern="0x[0-9a-fA-F]{40}" autocomplete="off" placeholder="0x…" spellcheck="false"></label>
+  <label>Reason <input type="text" name="reason" value="${fields.reason}" maxlength="500" autocomplete="off" placeholder="optional"></label>
+  <p class="muted">The refund is recorded here; the treasury tool pays it on your machine (<code>npm run treasury -- refunds pay</code>), and it completes once its payment has the network's confirmations.</p>
+  <button type="submit" class="button">Create refund</button>
+</form>`
+  return html`<section aria-labelledby="refunds"><h2 id="refunds">Refunds</h2>
+${table('Refunds of this transaction', ['Created', 'Amount', 'To', 'Reason', 'Status', 'Paid from', 'Payment', ''], rows, 'No refund yet.')}
+${left}${create}</section>`
 }
