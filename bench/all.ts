@@ -25,6 +25,7 @@ const BENCHES: { name: string; script: string; measures: string }[] = [
   { name: 'chain-scan', script: 'chain-scan.ts', measures: 'block follower scanning' },
   { name: 'chain-rpc', script: 'chain-rpc.ts', measures: 'JSON-RPC calls per block followed: one and three instances, polling and WebSocket heads' },
   { name: 'metrics', script: 'metrics.ts', measures: 'metrics on vs off on the GET hot path' },
+  { name: 'sweep', script: 'sweep.ts', measures: 'gas per swept address against a plain transfer, and the treasury tool\'s wall time for 200 addresses' },
 ]
 const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim())
 

@@ -114,7 +114,7 @@ async function wallTime() {
     const dry = await timed(['--dry-run'])
     const real = await timed([])
     const gasUsed = (real.out.sweeps as { gas_used: string }[]).reduce((a, s) => a + Number(s.gas_used), 0)
-    console.log(`Wall time of the treasury tool, end to end (its own process, against the service on PGlite and anvil), ${ADDRESSES} paid addresses (half TUSD, half ETH), batches of 50; the first run also deploys DepositAccount.
+    console.log(`Wall time of the treasury tool, end to end (its own process, against the service on PGlite and anvil), ${ADDRESSES} paid addresses (half TUSD, half ETH), batches of 20 (the default); the first run also deploys DepositAccount.
 
 | run | addresses | batches | wall time | gas per address (sweep transactions) |
 |---|---:|---:|---:|---:|

@@ -58,6 +58,7 @@ export function banner(s: RunningServer): string {
       'Going live: give each project the xpub its live deposit addresses come from, made offline from a mnemonic kept for this service only:',
       '  npm run -s xpub          (reads the mnemonic on this machine, prints the xpub and the first addresses; nothing is sent)',
       '  npm run cli -- project set-xpub --project proj_... --mode live --xpub xpub6...',
+      'Money out (sweeps to your treasury, refunds) runs on your own machine, keys never sent: npm run treasury -- --help',
     )
   }
   if (s.devnet) {
@@ -67,6 +68,7 @@ export function banner(s: RunningServer): string {
       `Devnet (no NETWORKS_CONFIG): anvil at ${s.devnet.rpcUrl}, network "${n.name}", chain id ${n.chainId}, ${n.confirmations} confirmations`,
       `  tokens ${n.tokens.map((t) => `${t.symbol}${t.kind === 'erc20' ? ` (${t.address})` : ' (native)'}`).join(', ')}`,
       `  funded test wallet ${s.devnet.wallet.address} (anvil's well-known account 0; test mode only)`,
+      `  sweeps and refunds: npm run treasury -- ... --network ${n.name} --rpc-url ${s.devnet.rpcUrl} (README, "Money out")`,
     )
   }
   return lines.join('\n') + '\n'

@@ -145,10 +145,17 @@ export async function runSweep(s: Session, o: SweepOptions) {
   // 4. Batches: signed here, simulated (a call that would fail is left out and reported), estimated.
   const failed: { address: string; reason: string }[] = []
   const batches: { members: Candidate[]; data: Hex; authorizationList: SignedAuthorization[]; gas: bigint }[] = []
-  for (let i = 0; i < candidates.length; i += o.batchSize) {
-    let members = candidates.slice(i, i + o.batchSize)
+  const queue: Candidate[][] = []
+  for (let i = 0; i < candidates.length; i += o.batchSize) queue.push(candidates.slice(i, i + o.batchSize))
+  while (queue.length) {
+    let members = queue.shift()!
     for (let attempt = 0; attempt < 2 && members.length; attempt++) {
       const built = await buildBatch(s, members, o.to, deadline)
+      // Its record must fit the API's request body: a batch of addresses with many tokens is halved.
+      if (members.length > 1 && recordBytes(built, members) > RECORD_BYTES) {
+        queue.unshift(members.slice(0, Math.ceil(members.length / 2)), members.slice(Math.ceil(members.length / 2)))
+        break
+      }
       // A type-4 transaction must authorize something: addresses delegating already need none.
       const request = { account: sender, to: DEPOSIT_ACCOUNT, data: built.data, stateOverride: override, ...(built.authorizationList.length ? { authorizationList: built.authorizationList } : {}) }
       const { data } = await chain.client.call(request)
@@ -217,6 +224,13 @@ export async function runSweep(s: Session, o: SweepOptions) {
   result.sweeps = sent
   return { result, complete: failed.length === 0 }
 }
+
+/** The API takes request bodies up to 64 KiB; a sweep's record is kept under this. */
+const RECORD_BYTES = 60_000
+
+/** About how large a batch's record will be: its signed transaction in hex (its data, each authorization, the envelope) and its items. */
+const recordBytes = (built: { data: Hex; authorizationList: readonly unknown[] }, members: readonly Candidate[]) =>
+  built.data.length + built.authorizationList.length * 240 + 400 + members.reduce((a, m) => a + m.assets.length * 130, 0)
 
 /** Signs each member's authorization (if not delegated yet) and sweep message with its own key, and packs them into one `batch` call. */
 async function buildBatch(s: Session, members: Candidate[], to: Address, deadline: bigint) {

@@ -102,7 +102,7 @@ async function expectNavigationReachable(page: Page) {
     const r = a.getBoundingClientRect()
     return { text: a.textContent, inside: r.left >= 0 && r.right <= document.documentElement.clientWidth && r.width > 0 }
   }))
-  expect(links.length).toBe(6)
+  expect(links.length).toBe(7)
   expect(links.filter((l) => !l.inside)).toEqual([])
 }
 

@@ -20,6 +20,7 @@ describe('banner()', () => {
     expect(text).toContain('npm run -s xpub')
     expect(text).toContain('project set-xpub --project proj_... --mode live')
     expect(text).toContain('a mnemonic kept for this service only')
+    expect(text).toContain('npm run treasury -- --help')
   })
 
   test('with NETWORKS_CONFIG listing nothing it says no payment can be taken', () => {
