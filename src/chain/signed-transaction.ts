@@ -17,6 +17,8 @@ export interface SignedTransaction {
   to: string | null
   value: bigint
   data: Hex
+  /** The contracts its EIP-7702 authorizations delegate to (lowercase); empty for another type. */
+  delegatesTo: string[]
 }
 
 /** The signed transaction `raw` is, or why it is not one. */
@@ -33,6 +35,7 @@ export async function readSignedTransaction(raw: string): Promise<{ ok: true; tx
       tx: {
         hash: keccak256(serialized), from: from.toLowerCase(), nonce: parsed.nonce, chainId: parsed.chainId,
         to: parsed.to ? parsed.to.toLowerCase() : null, value: parsed.value ?? 0n, data: parsed.data ?? '0x',
+        delegatesTo: 'authorizationList' in parsed && parsed.authorizationList ? parsed.authorizationList.map((a) => a.address.toLowerCase()) : [],
       },
     }
   } catch (e) {

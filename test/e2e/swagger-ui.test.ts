@@ -55,7 +55,9 @@ describeWithBrowser('Swagger UI at /swagger', () => {
     // Every operation, and every webhook the service sends (OpenAPI 3.1's webhooks section).
     expect(await page.locator('.opblock').count()).toBe(OPERATIONS.length + WEBHOOK_EVENT_TYPES.length)
     for (const [method, path] of OPERATIONS) {
+      // One path can have two operations (GET and POST): the block is the one of this method.
       const block = page.locator('.opblock', { has: page.locator('.opblock-summary-path', { hasText: new RegExp(`^${path.replace(/[{}]/g, '\\$&')}$`) }) })
+        .filter({ has: page.locator('.opblock-summary-method', { hasText: new RegExp(`^${method}$`) }) })
       expect(await block.count(), `${method} ${path}`).toBe(1)
       expect(await block.isVisible(), `${method} ${path}`).toBe(true)
       expect(await block.locator('.opblock-summary-method').textContent()).toBe(method)

@@ -90,6 +90,7 @@ for (const backend of backends()) {
         [{ address: '0x1234' }, 'address'],
         [{ address: CUSTOMER.toLowerCase().replace('0x1f9', '0x1F9') }, 'address'],
         [{ address: CUSTOMER, amount: '0' }, 'amount'],
+        [{ address: '0x0000000000000000000000000000000000000000' }, 'address'],
         [{ address: CUSTOMER, amount: '1.5' }, 'amount'],
         [{ address: CUSTOMER, amount: 5 }, 'amount'],
         [{ address: CUSTOMER, extra: true }, 'extra'],

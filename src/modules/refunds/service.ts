@@ -4,7 +4,7 @@ import { getInitialSnapshot, transition } from 'xstate'
 import { FINAL_STATUSES, type TxStatus } from '../../../machines/transaction.machine.ts'
 import { REFUND_MACHINE_VERSION, refundMachine, type RefundEvent, type RefundStatus } from '../../../machines/refund.machine.ts'
 import { restoreActor } from '../../actors/restore-actor.ts'
-import { depositAccountEvents, paymentId } from '../../chain/deposit-account.ts'
+import { DEPOSIT_ACCOUNT, depositAccountEvents, paymentId } from '../../chain/deposit-account.ts'
 import type { NetworkConfig, TokenConfig } from '../../chain/networks-config.ts'
 import type { OutgoingLedger, OutgoingNews } from '../../chain/outgoing-tracker.ts'
 import { payoutOf, readSignedTransaction } from '../../chain/signed-transaction.ts'
@@ -118,17 +118,19 @@ export function createRefundService(deps: {
     const tokenAddress = token.kind === 'erc20' ? token.address.toLowerCase() : null
     const to = row.address.toLowerCase()
     const amount = BigInt(row.amount)
-    if (row.paidFrom === row.depositAddress) {
-      const id = paymentId(row.id)
-      return depositAccountEvents(logs).some((e) => e.kind === 'paid' && e.account === row.depositAddress && e.id === id && e.token === tokenAddress && e.to === to && e.amount === amount)
-    }
-    // From the gas account: the native payment's value and target were checked when it was recorded; a token's shows as its Transfer.
-    if (tokenAddress === null) return true
-    return logs.some((l) => {
+    // A token payment shows as the token contract's own Transfer from the paying account, which no other code can emit.
+    const transferred = (from: string) => logs.some((l) => {
       if (l.address.toLowerCase() !== tokenAddress || l.topics[0] !== TRANSFER_TOPIC) return false
       const t = decodeTransferLog({ address: l.address, topics: l.topics, data: l.data, transactionHash: null, logIndex: null, blockNumber: null, blockHash: null })
-      return t !== null && t.from === row.sender && t.to === to && t.amount === amount
+      return t !== null && t.from === from && t.to === to && t.amount === amount
     })
+    if (row.paidFrom === row.depositAddress) {
+      const id = paymentId(row.id)
+      const paid = depositAccountEvents(logs).some((e) => e.kind === 'paid' && e.account === row.depositAddress && e.id === id && e.token === tokenAddress && e.to === to && e.amount === amount)
+      return paid && (tokenAddress === null || transferred(row.depositAddress))
+    }
+    // From the gas account: the native payment's value and target were checked when it was recorded.
+    return tokenAddress === null || transferred(row.sender!)
   }
 
   const view = (r: RefundRow): RefundView => {
@@ -171,6 +173,7 @@ export function createRefundService(deps: {
       if (address !== address.toLowerCase() && address !== address.toUpperCase().replace('0X', '0x') && !isAddress(address, { strict: true })) {
         return deny('invalid_request', 'Invalid request body: address has mixed case that is not a valid EIP-55 checksum (a typo?)', [{ path: 'address', message: 'mixed case that is not a valid EIP-55 checksum' }])
       }
+      if (/^0x0{40}$/i.test(address)) return deny('invalid_request', 'Invalid request body: address is the zero address: what is sent there is burnt', [{ path: 'address', message: 'is the zero address' }])
       if (input.amount === '0' || (input.amount && /^0+$/.test(input.amount))) return deny('invalid_request', 'Invalid request body: amount must be greater than 0', [{ path: 'amount', message: 'must be greater than 0' }])
       const network = input.blockchain_network ?? transaction.blockchainNetwork
       const symbol = input.token_symbol ?? transaction.tokenSymbol
@@ -291,6 +294,7 @@ export function createRefundService(deps: {
       if (!read.ok) return bad(read.message)
       const tx = read.tx
       if (row.txHash === tx.hash) return ok(view(row))
+      if (tx.delegatesTo.some((a) => a !== DEPOSIT_ACCOUNT.toLowerCase())) return bad(`delegates an account to another contract than DepositAccount (${DEPOSIT_ACCOUNT})`)
       if (row.status !== 'pending') return deny('conflict', `This refund is ${row.status}${row.txHash ? ` with payment ${row.txHash}` : ''}; only a pending refund takes a payment`)
       const network = networkOf(row.network)!
       if (tx.chainId !== network.chainId) return bad(`is for chain ${tx.chainId}; the refund is on ${row.network} (chain ${network.chainId})`)

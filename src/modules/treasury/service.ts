@@ -133,6 +133,7 @@ export function createTreasuryService(deps: { repo: TreasuryRepo; deposits: Pick
       if (!read.ok) return bad('raw_transaction', read.message)
       const tx = read.tx
       if (tx.chainId !== n.chainId) return bad('raw_transaction', `is for chain ${tx.chainId}; ${n.name} is chain ${n.chainId}`)
+      if (tx.delegatesTo.some((a) => a !== DEPOSIT_ACCOUNT.toLowerCase())) return bad('raw_transaction', `delegates an account to another contract than DepositAccount (${DEPOSIT_ACCOUNT})`)
       const calls = tx.to === DEPOSIT_ACCOUNT.toLowerCase() ? sweepsOf(tx) : null
       if (!calls || calls.length === 0) return bad('raw_transaction', `is not a sweep: it must call batch() on DepositAccount (${DEPOSIT_ACCOUNT}) with sweep() calls only`)
       const treasuries = new Set(calls.map((c) => c.to))
