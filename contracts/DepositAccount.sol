@@ -11,7 +11,8 @@ interface IERC20Balance {
 ///  - `sweep`: the whole balance of each signed token (and of the native coin, when signed) to the
 ///    signed address, until the signed deadline. Sent again it moves only what arrived since.
 ///  - `pay`: an exact amount of one token (or of the native coin: token 0) to one address, at most
-///    once per signed id (a refund), whoever submits it and however often.
+///    once per signed id (a refund), whoever submits it and however often, until the signed
+///    deadline (after it, a signature that was never used can never pay).
 /// At its own address (never under a delegation) `batch` forwards such calls to many deposit
 /// addresses in one transaction, which the merchant's gas account sends and pays for.
 /// The contract keeps no owner, no upgrade path and no funds of its own.
@@ -25,7 +26,7 @@ contract DepositAccount {
     bytes32 private constant NAME_HASH = keccak256("CryptoPay DepositAccount");
     bytes32 private constant VERSION_HASH = keccak256("1");
     bytes32 public constant SWEEP_TYPEHASH = keccak256("Sweep(address to,address[] tokens,bool native,uint256 deadline)");
-    bytes32 public constant PAY_TYPEHASH = keccak256("Pay(bytes32 id,address token,address to,uint256 amount)");
+    bytes32 public constant PAY_TYPEHASH = keccak256("Pay(bytes32 id,address token,address to,uint256 amount,uint256 deadline)");
     /// ERC-7201 namespace "cryptopay.deposit-account": the ids already paid, in the deposit
     /// address's own storage, away from any slot another contract it once delegated to may use.
     bytes32 private constant PAID_NAMESPACE = keccak256(abi.encode(uint256(keccak256("cryptopay.deposit-account")) - 1)) & ~bytes32(uint256(0xff));
@@ -45,8 +46,13 @@ contract DepositAccount {
     error OnlyAtOwnAddress();
     error NotASignedCall(uint256 index);
     error OutOfGas(uint256 index);
+    error NotDelegated();
 
-    receive() external payable {}
+    /// A deposit address takes native coin as it did before it delegated. The contract's own
+    /// address takes none: it holds nothing, and what was sent there could never leave.
+    receive() external payable {
+        if (address(this) == SELF) revert NotDelegated();
+    }
 
     function sweep(address to, address[] calldata tokens, bool native, uint256 deadline, bytes calldata signature) external {
         if (block.timestamp > deadline) revert Expired();
@@ -67,8 +73,9 @@ contract DepositAccount {
         }
     }
 
-    function pay(bytes32 id, address token, address to, uint256 amount, bytes calldata signature) external {
-        _verify(keccak256(abi.encode(PAY_TYPEHASH, id, token, to, amount)), signature);
+    function pay(bytes32 id, address token, address to, uint256 amount, uint256 deadline, bytes calldata signature) external {
+        if (block.timestamp > deadline) revert Expired();
+        _verify(keccak256(abi.encode(PAY_TYPEHASH, id, token, to, amount, deadline)), signature);
         bytes32 slot = keccak256(abi.encode(id, PAID_NAMESPACE));
         uint256 done;
         assembly {
@@ -95,8 +102,9 @@ contract DepositAccount {
 
     /// Forwards each call (a signed `sweep` or `pay`) to its deposit address; one that fails, or an
     /// address without code (not delegated yet), is reported as false and the others go on. A call
-    /// that failed for want of gas reverts the whole batch instead, so a gas estimate (which looks
-    /// for the least gas the transaction succeeds with) never settles on one that starves a call.
+    /// that failed for want of gas (its own, or a transfer's inside it) reverts the whole batch
+    /// instead, so a gas estimate (which looks for the least gas the transaction succeeds with)
+    /// never settles on one that starves a call.
     function batch(Call[] calldata calls) external returns (bool[] memory ok) {
         if (address(this) != SELF) revert OnlyAtOwnAddress();
         ok = new bool[](calls.length);
@@ -105,9 +113,10 @@ contract DepositAccount {
             if (data.length < 4 || (bytes4(data[:4]) != this.sweep.selector && bytes4(data[:4]) != this.pay.selector)) revert NotASignedCall(i);
             if (calls[i].account.code.length == 0) continue;
             uint256 before = gasleft();
-            (ok[i], ) = calls[i].account.call(data);
+            bytes memory answer;
+            (ok[i], answer) = calls[i].account.call(data);
             // EIP-150 leaves a caller 1/64 of its gas: this little left means the call ran out of gas.
-            if (!ok[i] && gasleft() <= before / 64) revert OutOfGas(i);
+            if (!ok[i] && (gasleft() <= before / 64 || (answer.length >= 4 && bytes4(answer) == OutOfGas.selector))) revert OutOfGas(i);
         }
     }
 
@@ -124,6 +133,7 @@ contract DepositAccount {
 
     /// Sends native coin (token 0) or an ERC-20, accepting tokens that return nothing (USDT).
     function _send(address token, address to, uint256 amount) private {
+        uint256 before = gasleft();
         bool sent;
         if (token == address(0)) {
             (sent, ) = to.call{value: amount}("");
@@ -132,6 +142,10 @@ contract DepositAccount {
             (sent, answer) = token.call(abi.encodeWithSelector(0xa9059cbb, to, amount));
             sent = sent && (answer.length == 0 || (answer.length >= 32 && abi.decode(answer, (bool))));
         }
-        if (!sent) revert TransferFailed(token);
+        if (!sent) {
+            // The transfer ran out of gas (this frame kept only 1/64): a higher gas limit would not fail it.
+            if (gasleft() <= before / 64) revert OutOfGas(type(uint256).max);
+            revert TransferFailed(token);
+        }
     }
 }

@@ -64,6 +64,7 @@ ALTER TABLE "sweep_items" ADD CONSTRAINT "sweep_items_sweep_id_sweeps_id_fk" FOR
 ALTER TABLE "sweeps" ADD CONSTRAINT "sweeps_project_id_projects_id_fk" FOREIGN KEY ("project_id") REFERENCES "public"."projects"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 CREATE INDEX "refunds_list_idx" ON "refunds" USING btree ("project_id","mode","created_at" DESC NULLS LAST,"id" DESC NULLS LAST);--> statement-breakpoint
 CREATE INDEX "refunds_tx_idx" ON "refunds" USING btree ("transaction_id");--> statement-breakpoint
+CREATE UNIQUE INDEX "refunds_payment_idx" ON "refunds" USING btree ("network","tx_hash") WHERE tx_hash is not null;--> statement-breakpoint
 CREATE INDEX "refunds_in_flight_idx" ON "refunds" USING btree ("network") WHERE status in ('submitted', 'confirming');--> statement-breakpoint
 CREATE INDEX "sweep_items_address_idx" ON "sweep_items" USING btree ("address");--> statement-breakpoint
 CREATE UNIQUE INDEX "sweeps_tx_idx" ON "sweeps" USING btree ("network","tx_hash");--> statement-breakpoint

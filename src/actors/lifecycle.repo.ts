@@ -2,6 +2,7 @@ import { and, eq, sql } from 'drizzle-orm'
 import { MACHINE_VERSION } from '../../machines/transaction.machine.ts'
 import type { Database } from '../db/client.ts'
 import { createGroupCommit } from '../db/group-commit.ts'
+import { isUniqueViolation } from '../db/errors.ts'
 import { bare, param, prepare } from '../db/prepared.ts'
 import { idempotencyKeys, outbox, transactionActors, transactionEvents, transactions, type TransactionRow } from '../db/schema.ts'
 import type { Mode } from '../projects/mode.ts'
@@ -278,10 +279,3 @@ export function createLifecycleRepo(database: Database) {
 }
 
 export type LifecycleRepo = ReturnType<typeof createLifecycleRepo>
-
-/** A unique violation on a constraint whose name contains `column` (postgres.js or PGlite). */
-function isUniqueViolation(e: unknown, column: string): boolean {
-  const err = e as { code?: string; constraint_name?: string; constraint?: string; message?: string; cause?: unknown }
-  if (err?.code !== '23505') return err?.cause !== undefined && isUniqueViolation(err.cause, column)
-  return String(err.constraint_name ?? err.constraint ?? err.message ?? '').includes(column)
-}

@@ -81,7 +81,7 @@ export function createChainWatcher(deps: {
   function follow(n: NetworkConfig) {
     const native = nativeToken(n)
     const payments = createPaymentTracker({ network: n, repo, lifecycle: deps.lifecycle, clock: deps.clock, logger: deps.logger, metrics: deps.metrics })
-    const outgoing = createOutgoingTracker({ network: n.name, client: clients.get(n.name)!, ledgers: deps.outgoing ?? [], confirmations: n.confirmations })
+    const outgoing = createOutgoingTracker({ network: n.name, client: clients.get(n.name)!, ledgers: deps.outgoing ?? [], confirmations: n.confirmations, maxLogRange: n.maxLogRange })
     const follower = createBlockFollower({
       network: {
         name: n.name,

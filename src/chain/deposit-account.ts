@@ -61,13 +61,13 @@ export function sweepTypedData(o: { chainId: number; account: Address; to: Addre
   }
 }
 
-/** What a deposit address's key signs to pay `amount` of `token` (zero address: the native coin) to `to`, once for `id`. */
-export function payTypedData(o: { chainId: number; account: Address; id: Hex; token: Address | null; to: Address; amount: bigint }): TypedDataDefinition {
+/** What a deposit address's key signs to pay `amount` of `token` (zero address: the native coin) to `to`, once for `id`, until `deadline`. */
+export function payTypedData(o: { chainId: number; account: Address; id: Hex; token: Address | null; to: Address; amount: bigint; deadline: bigint }): TypedDataDefinition {
   return {
     domain: domain(o.chainId, o.account),
-    types: { Pay: [{ name: 'id', type: 'bytes32' }, { name: 'token', type: 'address' }, { name: 'to', type: 'address' }, { name: 'amount', type: 'uint256' }] },
+    types: { Pay: [{ name: 'id', type: 'bytes32' }, { name: 'token', type: 'address' }, { name: 'to', type: 'address' }, { name: 'amount', type: 'uint256' }, { name: 'deadline', type: 'uint256' }] },
     primaryType: 'Pay',
-    message: { id: o.id, token: o.token ?? zeroAddress, to: o.to, amount: o.amount },
+    message: { id: o.id, token: o.token ?? zeroAddress, to: o.to, amount: o.amount, deadline: o.deadline },
   }
 }
 
@@ -81,8 +81,14 @@ function packed(signature: Hex): Hex {
 export const sweepData = (o: { to: Address; tokens: readonly Address[]; native: boolean; deadline: bigint; signature: Hex }): Hex =>
   encodeFunctionData({ abi: DepositAccount.abi, functionName: 'sweep', args: [o.to, o.tokens, o.native, o.deadline, packed(o.signature)] })
 
-export const payData = (o: { id: Hex; token: Address | null; to: Address; amount: bigint; signature: Hex }): Hex =>
-  encodeFunctionData({ abi: DepositAccount.abi, functionName: 'pay', args: [o.id, o.token ?? zeroAddress, o.to, o.amount, packed(o.signature)] })
+export const payData = (o: { id: Hex; token: Address | null; to: Address; amount: bigint; deadline: bigint; signature: Hex }): Hex =>
+  encodeFunctionData({ abi: DepositAccount.abi, functionName: 'pay', args: [o.id, o.token ?? zeroAddress, o.to, o.amount, o.deadline, packed(o.signature)] })
+
+/** `paid(id)`: whether the deposit address it is called at has paid `id`. */
+export const paidData = (id: Hex): Hex => encodeFunctionData({ abi: DepositAccount.abi, functionName: 'paid', args: [id] })
+
+/** The topic of DepositAccount's Paid event (its id is the first indexed argument). */
+export const PAID_TOPIC: Hex = keccak256(toBytes('Paid(bytes32,address,address,uint256)'))
 
 /** `batch`: each signed call to its deposit address, in one transaction to DepositAccount. */
 export const batchData = (calls: readonly { account: Address; data: Hex }[]): Hex =>

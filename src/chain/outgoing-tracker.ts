@@ -3,13 +3,14 @@
  * and refund payments) until they are settled, on each head the network's follower reports. Each
  * one is looked up by its hash every head while in flight:
  *  - its receipt in a block the follower has processed, whose hash is the canonical block's at
- *    that height: `included` (or `reverted`), then its confirmations as the head moves;
+ *    that height: `included`, then its confirmations as the head moves; a reverted receipt is
+ *    `reverted` once it has the network's confirmations (a reorg may still put it elsewhere);
  *  - no receipt (or one from a block no longer canonical) after it was in a block: `reorged`,
  *    so nothing completes on a payment a reorg took back;
- *  - no receipt, and its sender's nonce (read before the receipt, so a transaction mined in
- *    between is not taken for a lost one) had gone past it on every head for as many blocks as
- *    the network's confirmations: `dropped` (another transaction took the nonce, so this one can
- *    never be mined; waiting out the depth keeps a reorg that briefly hid it from counting).
+ *  - no receipt, and its sender's nonce at a block the network's confirmations deep (read before
+ *    the receipt, so a transaction mined in between is not taken for a lost one) had gone past it
+ *    on every head for as many blocks: `dropped` (another transaction took the nonce, so this one
+ *    can never be mined).
  * What each piece of news means is the ledger's business (refunds, sweeps); this module only reads
  * the chain. A failure here is logged and tried again at the next head; it never holds up payments.
  */
@@ -35,18 +36,30 @@ export type OutgoingNews =
   /** `final`: on a network that waits for its safe or finalized block, whether that has reached the transaction's. */
   | { type: 'confirmations'; confirmations: number; final?: boolean; receipt: OutgoingReceipt }
 
+/** What a ledger may ask of the network while it settles a piece of news. */
+export interface OutgoingChain {
+  /** A JSON-RPC call to the network's node. */
+  request(method: string, params: unknown[]): Promise<unknown>
+  /** The height the follower has processed. */
+  head: bigint
+  /** The head block's time (seconds since the epoch, as the chain says). */
+  headTimestamp(): Promise<bigint>
+  /** The most blocks one eth_getLogs may span on this network. */
+  maxLogRange: number
+}
+
 /** A recorded transaction in flight, as its ledger last left it. */
 export interface OutgoingItem {
   id: string
   /** Lowercase. */
   txHash: string
-  /** Lowercase. */
-  sender: string
-  nonce: number
+  /** Lowercase; null when not known (then it is never judged dropped). */
+  sender: string | null
+  nonce: number | null
   /** The block it was last seen in; null while not in one. */
   blockHash: string | null
   confirmations: number | null
-  settle(news: OutgoingNews): Promise<void>
+  settle(news: OutgoingNews, chain: OutgoingChain): Promise<void>
 }
 
 export interface OutgoingLedger {
@@ -57,7 +70,7 @@ const quantity = (n: number | bigint) => `0x${n.toString(16)}`
 const big = (v: unknown) => (typeof v === 'string' && /^0x[0-9a-fA-F]+$/.test(v) ? BigInt(v) : null)
 
 /** One network's tracker: `onHead` after the follower processed up to `head` (and, on a finality network, `final`). */
-export function createOutgoingTracker(deps: { network: string; client: RpcClient; ledgers: readonly OutgoingLedger[]; confirmations: number }) {
+export function createOutgoingTracker(deps: { network: string; client: RpcClient; ledgers: readonly OutgoingLedger[]; confirmations: number; maxLogRange: number }) {
   const rpc = (method: string, params: unknown[]) => deps.client.request({ method, params })
   /** Transactions whose nonce another one took, by hash: the head from which that was seen without a break. */
   const passedSince = new Map<string, bigint>()
@@ -84,10 +97,17 @@ export function createOutgoingTracker(deps: { network: string; client: RpcClient
       const items = (await Promise.all(deps.ledgers.map((l) => l.inFlight(deps.network)))).flat()
       for (const hash of passedSince.keys()) if (!items.some((i) => i.txHash === hash)) passedSince.delete(hash)
       if (items.length === 0) return
-      // Nonces first: one read after the receipts could count a transaction mined in between as lost.
+      let timestamp: Promise<bigint> | null = null
+      const chain: OutgoingChain = {
+        request: rpc, head, maxLogRange: deps.maxLogRange,
+        headTimestamp: () => (timestamp ??= rpc('eth_getBlockByNumber', [quantity(head), false]).then((b) => big((b as { timestamp?: unknown } | null)?.timestamp) ?? 0n)),
+      }
+      // Nonces first (one read after the receipts could take a transaction mined in between for a
+      // lost one), at the confirmed depth where the node still has that state, else at the head.
+      const depth = head - BigInt(Math.max(1, deps.confirmations)) + 1n
       const nonces = new Map<string, bigint>()
-      await Promise.all([...new Set(items.map((i) => i.sender))].map(async (s) => {
-        const n = big(await rpc('eth_getTransactionCount', [s, 'latest']))
+      await Promise.all([...new Set(items.flatMap((i) => (i.sender ? [i.sender] : [])))].map(async (s) => {
+        const n = big(await rpc('eth_getTransactionCount', [s, quantity(depth < 0n ? 0n : depth)]).catch(() => rpc('eth_getTransactionCount', [s, 'latest'])))
         if (n !== null) nonces.set(s, n)
       }))
       const receipts = (await Promise.all(items.map((i) => rpc('eth_getTransactionReceipt', [i.txHash])))).map(receiptOf)
@@ -105,28 +125,29 @@ export function createOutgoingTracker(deps: { network: string; client: RpcClient
         if (!inBlock) {
           // A receipt from a block past what the follower has processed: wait for the follower.
           if (receipt && BigInt(receipt.blockNumber) > head) continue
-          if (item.blockHash !== null) await item.settle({ type: 'reorged' })
-          const passed = !receipt && (nonces.get(item.sender) ?? -1n) > BigInt(item.nonce)
+          if (item.blockHash !== null) await item.settle({ type: 'reorged' }, chain)
+          const passed = !receipt && item.sender !== null && item.nonce !== null && (nonces.get(item.sender) ?? -1n) > BigInt(item.nonce)
           if (!passed) passedSince.delete(item.txHash)
           else if (!passedSince.has(item.txHash)) passedSince.set(item.txHash, head)
           else if (head - passedSince.get(item.txHash)! + 1n >= BigInt(Math.max(2, deps.confirmations))) {
             passedSince.delete(item.txHash)
-            await item.settle({ type: 'dropped' })
+            await item.settle({ type: 'dropped' }, chain)
           }
           continue
         }
         passedSince.delete(item.txHash)
         const at = { blockNumber: inBlock.blockNumber, blockHash: inBlock.blockHash, receipt: inBlock }
+        const confirmations = Number(head - BigInt(inBlock.blockNumber) + 1n)
+        const reached = final === undefined ? undefined : final >= BigInt(inBlock.blockNumber)
         if (inBlock.status === 'reverted') {
-          await item.settle({ type: 'reverted', ...at })
+          // Settled only once it is as final as a success would be: a reorg may still mine it elsewhere.
+          if (reached === undefined ? confirmations >= deps.confirmations : reached) await item.settle({ type: 'reverted', ...at }, chain)
           continue
         }
         const moved = item.blockHash !== inBlock.blockHash
-        if (moved) await item.settle({ type: 'included', ...at })
-        const confirmations = Number(head - BigInt(inBlock.blockNumber) + 1n)
-        const reached = final === undefined ? undefined : final >= BigInt(inBlock.blockNumber)
+        if (moved) await item.settle({ type: 'included', ...at }, chain)
         if (!moved && confirmations === item.confirmations && reached !== true) continue
-        await item.settle({ type: 'confirmations', confirmations, receipt: inBlock, ...(reached === undefined ? {} : { final: reached }) })
+        await item.settle({ type: 'confirmations', confirmations, receipt: inBlock, ...(reached === undefined ? {} : { final: reached }) }, chain)
       }
     },
   }

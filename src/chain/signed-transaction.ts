@@ -45,7 +45,7 @@ export async function readSignedTransaction(raw: string): Promise<{ ok: true; tx
 
 /** What a transaction's call pays out, as far as its data says: a DepositAccount `pay`, an ERC-20 transfer, or plain native coin. */
 export type Payout =
-  | { kind: 'deposit-account'; account: string; id: Hex; token: string | null; to: string; amount: bigint }
+  | { kind: 'deposit-account'; account: string; id: Hex; token: string | null; to: string; amount: bigint; deadline: bigint }
   | { kind: 'erc20'; token: string; to: string; amount: bigint }
   | { kind: 'native'; to: string; amount: bigint }
 
@@ -55,8 +55,8 @@ export function payoutOf(tx: Pick<SignedTransaction, 'to' | 'value' | 'data'>): 
   try {
     const call = decodeFunctionData({ abi: DepositAccount.abi, data: tx.data })
     if (call.functionName === 'pay' && tx.value === 0n) {
-      const [id, token, to, amount] = call.args
-      return { kind: 'deposit-account', account: tx.to, id, token: token.toLowerCase() === zeroAddress ? null : token.toLowerCase(), to: to.toLowerCase(), amount }
+      const [id, token, to, amount, deadline] = call.args
+      return { kind: 'deposit-account', account: tx.to, id, token: token.toLowerCase() === zeroAddress ? null : token.toLowerCase(), to: to.toLowerCase(), amount, deadline }
     }
     return null
   } catch {}

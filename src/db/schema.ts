@@ -410,6 +410,8 @@ export const refunds = pgTable('refunds', {
 }, (t) => [
   index('refunds_list_idx').on(t.projectId, t.mode, t.createdAt.desc(), t.id.desc()),
   index('refunds_tx_idx').on(t.transactionId),
+  // One on-chain payment pays one refund.
+  uniqueIndex('refunds_payment_idx').on(t.network, t.txHash).where(sql`tx_hash is not null`),
   // What a network's follower watches on every head: few rows, found without a scan.
   index('refunds_in_flight_idx').on(t.network).where(sql`status in ('submitted', 'confirming')`),
 ])

@@ -86,13 +86,14 @@ const COMMANDS: Record<string, Command> = {
     },
   },
   'refunds pay': {
-    usage: `refunds pay --network N --rpc-url URL (--mnemonic-file F [--passphrase-file F] | --xprv-file F) [--path ${ETHEREUM_ACCOUNT_PATH}] --gas-key-file F [--refund ID[,ID]] [--timeout 180]`,
+    usage: `refunds pay --network N --rpc-url URL (--mnemonic-file F [--passphrase-file F] | --xprv-file F) [--path ${ETHEREUM_ACCOUNT_PATH}] --gas-key-file F [--refund ID[,ID]] [--dry-run] [--timeout 180]`,
     flags: ['network', 'rpc-url', ...KEYS, 'gas-key-file', 'refund', 'timeout'],
+    booleans: ['dry-run'],
     async run(o, f) {
       const only = typeof f.refund === 'string' ? f.refund.split(',').map((t) => t.trim()).filter(Boolean) : null
       const s = await openSession(o, { keys: true, sponsor: 'required' })
       try {
-        return await payRefunds(s, { only, receiptTimeoutMs: seconds(f.timeout, 180) })
+        return await payRefunds(s, { only, dryRun: f['dry-run'] === true, receiptTimeoutMs: seconds(f.timeout, 180) })
       } finally {
         s.keys?.wipe()
       }

@@ -10,7 +10,7 @@
  */
 import { BaseError, decodeErrorResult, encodeFunctionData, erc20Abi, formatUnits, getAddress, type Address, type Hex, type SignedAuthorization } from 'viem'
 import { DepositAccount } from '../chain/artifacts/index.ts'
-import { CREATE2_DEPLOYER, DEPLOY_DATA, DEPOSIT_ACCOUNT, delegatesToDepositAccount, payData, paymentId, payTypedData } from '../chain/deposit-account.ts'
+import { CREATE2_DEPLOYER, DEPLOY_DATA, DEPOSIT_ACCOUNT, delegatesToDepositAccount, paidData, payData, paymentId, payTypedData } from '../chain/deposit-account.ts'
 import { readSignedTransaction } from '../chain/signed-transaction.ts'
 import type { ApiRefund } from './api.ts'
 import { deployDepositAccount, depositAccountDeployed, feesNow, sendAndWait, withGasMargin } from './sending.ts'
@@ -19,26 +19,34 @@ import { Refused, type Session } from './session.ts'
 export interface RefundOptions {
   /** Only these refunds (null: every pending refund of the network). */
   only: readonly string[] | null
+  /** Say what would be paid, and from where; sign nothing, record and send nothing. */
+  dryRun: boolean
   receiptTimeoutMs: number
 }
 
 /**
- * Why a payment would revert, in words: DepositAccount's own errors by name, a token's revert
- * string, else the node's short message (control characters and the like taken out: a revert's
- * raw bytes are not text).
+ * What a failed simulation says: a revert (with its reason in words: DepositAccount's own errors by
+ * name, a token's revert string, else the node's short message cleaned of what is not text), or no
+ * verdict at all (the node did not answer: nothing is concluded from that).
  */
-function reasonOf(e: unknown): string {
-  const data = e instanceof BaseError ? (e.walk((c) => typeof (c as { data?: unknown }).data === 'string') as { data?: Hex } | null)?.data : undefined
+function verdictOf(e: unknown): { revert: true; reason: string; alreadyPaid: boolean } | { revert: false; reason: string } {
+  const base = e instanceof BaseError ? e : null
+  const data = (base?.walk((c) => typeof (c as { data?: unknown }).data === 'string') as { data?: Hex } | null)?.data
   if (data && data.length >= 10) {
     try {
       const decoded = decodeErrorResult({ abi: DepositAccount.abi, data })
-      if (decoded.errorName === 'TransferFailed') return 'the transfer itself reverted: the address (or the token) refuses it'
-      return decoded.errorName
+      if (decoded.errorName === 'AlreadyPaid') return { revert: true, reason: 'already paid from the deposit address', alreadyPaid: true }
+      if (decoded.errorName === 'TransferFailed') return { revert: true, reason: 'the transfer itself reverted: the address (or the token) refuses it', alreadyPaid: false }
+      return { revert: true, reason: decoded.errorName, alreadyPaid: false }
     } catch {}
   }
-  const text = e instanceof BaseError ? e.shortMessage : e instanceof Error ? e.message : String(e)
-  return text.split('\n')[0]!.replace(/[\u0000-\u001f\u007f-\u009f\p{Cs}]/gu, '').slice(0, 400)
+  const text = (base ? base.shortMessage : e instanceof Error ? e.message : String(e)).split('\n')[0]!.replace(/[\u0000-\u001f\u007f-\u009f\p{Cs}]/gu, '').slice(0, 400)
+  const reverted = !!data || !!base?.walk((c) => (c as Error).name === 'ExecutionRevertedError') || /revert/i.test(text)
+  return reverted ? { revert: true, reason: text, alreadyPaid: false } : { revert: false, reason: text }
 }
+
+/** How long a pay signature holds: a payment not mined by then can never be (and the refund is paid afresh). */
+const PAY_SIGNATURE_LIFETIME_S = 3600n
 
 export async function payRefunds(s: Session, o: RefundOptions) {
   const { api, chain, network } = s
@@ -74,6 +82,8 @@ export async function payRefunds(s: Session, o: RefundOptions) {
   const paid: Record<string, unknown>[] = []
   const unpayable: { refund_id: string; reason: string }[] = []
   const waiting: { refund_id: string; reason: string }[] = []
+  const alreadyPaid: string[] = []
+  const deadline = (await chain.client.getBlock({ blockTag: 'latest' })).timestamp + PAY_SIGNATURE_LIFETIME_S
   for (const r of pending) {
     const token = network.tokens.find((t) => t.symbol === r.token_symbol)
     if (!token) {
@@ -98,13 +108,18 @@ export async function payRefunds(s: Session, o: RefundOptions) {
         waiting.push({ refund_id: r.id, reason: `the deposit address delegates to another contract; fund the gas account with ${formatUnits(amount, token.decimals)} ${token.symbol} to pay it from there` })
         continue
       }
-      if (!(await depositAccountDeployed(chain))) {
+      // Paid already (a signature of an earlier run, sent by someone): the service confirms it from the chain; never pay twice.
+      if (delegatesToDepositAccount(state!.code) && await isPaid(chain, deposit, r.id)) {
+        alreadyPaid.push(r.id)
+        continue
+      }
+      if (!o.dryRun && !(await depositAccountDeployed(chain))) {
         const gas = withGasMargin(await chain.client.estimateGas({ account: sponsor.address, to: CREATE2_DEPLOYER, data: DEPLOY_DATA }))
         await deployDepositAccount(chain, sponsor, { chainId: network.chain_id, nonce: nonce++, gas, ...fees, timeoutMs: o.receiptTimeoutMs })
       }
-      const signature = await account.signTypedData(payTypedData({ chainId: network.chain_id, account: deposit, id: paymentId(r.id), token: asset.token, to, amount }) as Parameters<typeof account.signTypedData>[0])
+      const signature = await account.signTypedData(payTypedData({ chainId: network.chain_id, account: deposit, id: paymentId(r.id), token: asset.token, to, amount, deadline }) as Parameters<typeof account.signTypedData>[0])
       const authorizationList = delegatesToDepositAccount(state!.code) ? [] : [await account.signAuthorization!({ contractAddress: DEPOSIT_ACCOUNT, chainId: network.chain_id, nonce: state!.nonce })]
-      tx = { to: deposit, data: payData({ id: paymentId(r.id), token: asset.token, to, amount, signature }), ...(authorizationList.length ? { authorizationList } : {}) }
+      tx = { to: deposit, data: payData({ id: paymentId(r.id), token: asset.token, to, amount, deadline, signature }), ...(authorizationList.length ? { authorizationList } : {}) }
       from = deposit
     } else if (atGas >= amount) {
       tx = asset.token ? { to: asset.token, data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [to, amount] }) } : { to, value: amount }
@@ -122,9 +137,19 @@ export async function payRefunds(s: Session, o: RefundOptions) {
     try {
       gas = withGasMargin(await chain.client.estimateGas({ account: sponsor.address, ...tx }))
     } catch (e) {
-      const reason = `the payment would revert: ${reasonOf(e)}`
-      await api.markUnpayable(r.id, reason)
-      unpayable.push({ refund_id: r.id, reason })
+      const verdict = verdictOf(e)
+      if (!verdict.revert) {
+        waiting.push({ refund_id: r.id, reason: `the node could not simulate the payment: ${verdict.reason}` })
+      } else if (verdict.alreadyPaid) alreadyPaid.push(r.id)
+      else {
+        const reason = `the payment would revert: ${verdict.reason}`
+        if (!o.dryRun) await api.markUnpayable(r.id, reason)
+        unpayable.push({ refund_id: r.id, reason })
+      }
+      continue
+    }
+    if (o.dryRun) {
+      paid.push({ refund_id: r.id, would_pay_from: from, amount: r.amount, amount_decimal: formatUnits(amount, token.decimals), token_symbol: token.symbol, to, estimated_gas: gas.toString() })
       continue
     }
     const raw = await sponsor.signTransaction({
@@ -133,11 +158,30 @@ export async function payRefunds(s: Session, o: RefundOptions) {
     } as Parameters<typeof sponsor.signTransaction>[0])
     // Recorded before it is sent: a run killed in between finds it, and sends the very same transaction.
     await api.recordRefundPayment(r.id, raw)
-    const receipt = await sendAndWait(chain, raw, o.receiptTimeoutMs, `refund ${r.id}'s payment`)
+    let receipt
+    try {
+      receipt = await sendAndWait(chain, raw, o.receiptTimeoutMs, `refund ${r.id}'s payment`)
+    } catch (e) {
+      // Reverted because another transaction delivered the same signature first: paid, once.
+      if (from === deposit && e instanceof Refused && /reverted/.test(e.message) && await isPaid(chain, deposit, r.id)) {
+        alreadyPaid.push(r.id)
+        continue
+      }
+      throw e
+    }
     paid.push({ refund_id: r.id, transaction_hash: receipt.transactionHash, paid_from: from, amount: r.amount, amount_decimal: formatUnits(amount, token.decimals), token_symbol: token.symbol, to })
   }
   return {
-    result: { network: network.name, resumed, paid, unpayable, waiting_for_funds: waiting, note: paid.length ? 'the service completes each refund once its payment has the network\'s confirmations, and sends refund.completed' : undefined },
+    result: {
+      network: network.name, dry_run: o.dryRun, resumed, paid, already_paid: alreadyPaid, unpayable, waiting_for_funds: waiting,
+      note: paid.length && !o.dryRun ? 'the service completes each refund once its payment has the network\'s confirmations, and sends refund.completed' : undefined,
+    },
     complete: waiting.length === 0 && unpayable.length === 0,
   }
+}
+
+/** Whether DepositAccount at `account` has paid refund `refundId` (its `paid` view). */
+async function isPaid(chain: Session['chain'], account: Address, refundId: string): Promise<boolean> {
+  const { data } = await chain.client.call({ to: account, data: paidData(paymentId(refundId)) })
+  return !!data && data.length >= 66 && BigInt(data.slice(0, 66)) !== 0n
 }

@@ -10,14 +10,15 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { HDKey } from '@scure/bip32'
-import { bytesToHex, getAddress } from 'viem'
-import { deployTestStablecoin } from '../../src/chain/devnet.ts'
+import { bytesToHex, getAddress, parseTransaction, type Hex } from 'viem'
+import { createDevnetClient, deployTestStablecoin } from '../../src/chain/devnet.ts'
 import { sql } from '../../src/db/client.ts'
 import { mnemonicToSeed } from '../../src/lib/bip39.ts'
 import { createLogger } from '../../src/lib/logger.ts'
 import { backends } from '../helpers/databases.ts'
 import { payToken, waitUntil, writeNetworksFile } from '../helpers/chain.ts'
-import { runTreasuryTool } from '../helpers/processes.ts'
+import { runTreasuryTool, startProcess } from '../helpers/processes.ts'
+import { startRpcProxy } from '../helpers/rpc-proxy.ts'
 import { api, startTestServer, type TestServer } from '../helpers/server.ts'
 import { MERCHANT_MNEMONIC, MERCHANT_PASSPHRASE, paidTransactions, startTreasuryChain, toolArgs, useMerchantKey, writeMerchantFiles, type TreasuryChain } from '../helpers/treasury.ts'
 import { startWebhookSink, type WebhookSink } from '../helpers/webhook-sink.ts'
@@ -221,6 +222,75 @@ for (const backend of backends()) {
       expect(await chain.tokenBalance(CUSTOMER) - before).toBe(2_000_000n)
       await sink.waitFor('/refunds', (got) => got.some((x) => JSON.parse(x.body).data.refund?.id === made.id))
       expect((await events('refund.completed')).filter((x) => JSON.parse(x.body).data.refund.id === made.id)).toHaveLength(1)
+    })
+
+    /** Mines one block at a time, each followed by the service, until `pred` holds of the refund (at most 20 blocks). */
+    async function mineUntil(id: string, pred: (r: any) => boolean) {
+      for (let i = 0; i < 20; i++) {
+        const head = await chain.mine()
+        await waitUntil('the follower at the head', async () => t.server.services.chain.syncedHeights().localchain ?? -1n, (h) => h >= head)
+        const r = await refundOf(id)
+        if (pred(r)) return r
+      }
+      throw new Error(`refund ${id} never got there: ${JSON.stringify(await refundOf(id))}`)
+    }
+
+    test('a refund\'s signature sent first by someone else pays it once: the tool\'s own transaction reverts, and the refund completes on the other one', async () => {
+      const [paid] = await paidTransactions(t, project.key, chain, 1, 'TUSD', 13)
+      const made = (await refund(paid!.id, { address: CUSTOMER, amount: '3000000' })).body.refund
+      const before = await chain.tokenBalance(CUSTOMER)
+      const proxy = await startRpcProxy(chain.rpcUrl)
+      let replayed: Hex | null = null
+      proxy.beforeCall = async (call) => {
+        if (call.method !== 'eth_sendRawTransaction' || replayed) return
+        // Someone who saw the signed payment sends its call from an account of their own, first.
+        const tx = parseTransaction((call.params as Hex[])[0]! as never)
+        replayed = await chain.customer.sendTransaction({ to: tx.to!, data: tx.data!, ...('authorizationList' in tx && tx.authorizationList ? { authorizationList: tx.authorizationList } : {}) } as never)
+        await chain.customer.waitForTransactionReceipt({ hash: replayed })
+      }
+      const r = await runTreasuryTool(['refunds', 'pay', ...toolArgs(t, project.key, chain, files, proxy.url), ...keyArgs(), '--json', '--refund', made.id])
+      await proxy.close()
+      expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' })
+      expect(r.json.already_paid).toEqual([made.id])
+      expect(await chain.tokenBalance(CUSTOMER) - before).toBe(3_000_000n)
+      const done = await mineUntil(made.id, (x) => x.status === 'completed')
+      expect(done.transaction_hash).toBe(replayed)
+      expect(await chain.tokenBalance(CUSTOMER) - before).toBe(3_000_000n)
+      await sink.waitFor('/refunds', (got) => got.some((x) => JSON.parse(x.body).data.refund?.id === made.id))
+      expect((await events('refund.completed')).filter((x) => JSON.parse(x.body).data.refund.id === made.id).map((x) => JSON.parse(x.body).data.refund.transaction_hash)).toEqual([replayed])
+    })
+
+    test('a payment recorded but never sent, its nonce taken and its signature expired unpaid: the refund is pending again, and paid anew it completes once', async () => {
+      const [paid] = await paidTransactions(t, project.key, chain, 1, 'TUSD', 14)
+      const made = (await refund(paid!.id, { address: CUSTOMER, amount: '1000000' })).body.refund
+      const before = await chain.tokenBalance(CUSTOMER)
+      // The tool records the payment, and dies before it is sent.
+      const proxy = await startRpcProxy(chain.rpcUrl)
+      let reached!: () => void
+      const holding = new Promise<void>((r) => (reached = r))
+      proxy.beforeCall = async (call) => {
+        if (call.method !== 'eth_sendRawTransaction') return
+        reached()
+        await new Promise(() => {})
+      }
+      const first = startProcess('src/treasury/main.ts', { args: ['refunds', 'pay', ...toolArgs(t, project.key, chain, files, proxy.url), ...keyArgs(), '--json', '--refund', made.id] })
+      await holding
+      first.kill('SIGKILL')
+      await first.exited
+      await proxy.close()
+      expect((await refundOf(made.id)).status).toBe('submitted')
+      // The gas account's next transaction takes that nonce, and the signature's hour passes.
+      const gas = createDevnetClient(chain.rpcUrl, chain.gas.key)
+      await gas.waitForTransactionReceipt({ hash: await gas.sendTransaction({ to: TREASURY, value: 1n }) })
+      await chain.customer.request({ method: 'evm_increaseTime', params: [3700] } as never)
+      await mineUntil(made.id, (x) => x.status === 'pending')
+      expect(await chain.tokenBalance(CUSTOMER)).toBe(before)
+      const timeline = ((await (await a().get(`/api/transactions/${paid!.id}/timeline`)).json()) as any).timeline.map((e: any) => e.cause)
+      expect(timeline).toContain('refund.expired_unpaid')
+      const again = await pay(['--refund', made.id])
+      expect(again.json.paid).toEqual([expect.objectContaining({ refund_id: made.id })])
+      await mineUntil(made.id, (x) => x.status === 'completed')
+      expect(await chain.tokenBalance(CUSTOMER) - before).toBe(1_000_000n)
     })
 
     test('a refund that cannot be paid (the address refuses the coin) fails, with a signed refund.failed, and its amount is refundable again', async () => {

@@ -6,7 +6,6 @@ import { refundableLines } from '../../src/modules/refunds/refundable.ts'
 type Snap = SnapshotFrom<typeof refundMachine>
 const start = (input: Partial<RefundInput> = {}) => getInitialSnapshot(refundMachine, { refundId: 'rf_1', requiredConfirmations: 3, ...input })
 const TX = '0xaaa'
-const submission = { txHash: TX, from: '0xgas', nonce: 7 }
 /** Applies events in order; a refused one throws, naming it. */
 function run(s: Snap, ...events: RefundEvent[]): Snap {
   for (const e of events) {
@@ -17,10 +16,14 @@ function run(s: Snap, ...events: RefundEvent[]): Snap {
 }
 
 describe('refundMachine', () => {
+  const gas = { txHash: TX, from: '0xgas', nonce: 7, route: 'gas' as const }
+  const deposit = { txHash: TX, from: '0xgas', nonce: 7, route: 'deposit' as const, payUntil: 1_800_000_000, fromBlock: 90 }
+  const inBlock = (blockNumber: number, txHash = TX) => ({ type: 'submission.included' as const, txHash, from: '0xgas', nonce: 7, blockNumber, blockHash: `0xb${blockNumber}` })
+
   test('pending -> submitted -> confirming -> completed at the required confirmations', () => {
-    let s = run(start(), { type: 'submission.recorded', submission })
+    let s = run(start(), { type: 'submission.recorded', submission: gas })
     expect(s.value).toBe('submitted')
-    s = run(s, { type: 'submission.included', txHash: TX, blockNumber: 10, blockHash: '0xb10' })
+    s = run(s, inBlock(10))
     expect(s.value).toBe('confirming')
     s = run(s, { type: 'confirmations.updated', confirmations: 2 })
     expect([s.value, s.context.confirmations]).toEqual(['confirming', 2])
@@ -30,47 +33,61 @@ describe('refundMachine', () => {
   })
 
   test('a reorg taking the payment\'s block back returns it to submitted: it never completes on it', () => {
-    let s = run(start(), { type: 'submission.recorded', submission }, { type: 'submission.included', txHash: TX, blockNumber: 10, blockHash: '0xb10' }, { type: 'confirmations.updated', confirmations: 2 })
+    let s = run(start(), { type: 'submission.recorded', submission: gas }, inBlock(10), { type: 'confirmations.updated', confirmations: 2 })
     s = run(s, { type: 'submission.reorged', txHash: TX })
     expect([s.value, s.context.blockNumber, s.context.confirmations]).toEqual(['submitted', null, null])
     expect(s.can({ type: 'confirmations.updated', confirmations: 99 })).toBe(false)
     // Found again in another block, it counts from there.
-    s = run(s, { type: 'submission.included', txHash: TX, blockNumber: 12, blockHash: '0xb12' }, { type: 'confirmations.updated', confirmations: 3 })
+    s = run(s, inBlock(12), { type: 'confirmations.updated', confirmations: 3 })
     expect([s.value, s.context.blockNumber]).toEqual(['completed', 12])
   })
 
   test('re-included in another block while confirming: the count restarts from the new block', () => {
-    let s = run(start(), { type: 'submission.recorded', submission }, { type: 'submission.included', txHash: TX, blockNumber: 10, blockHash: '0xb10' }, { type: 'confirmations.updated', confirmations: 2 })
-    expect(s.can({ type: 'submission.included', txHash: TX, blockNumber: 10, blockHash: '0xb10' })).toBe(false)
-    s = run(s, { type: 'submission.included', txHash: TX, blockNumber: 11, blockHash: '0xb11' })
+    let s = run(start(), { type: 'submission.recorded', submission: gas }, inBlock(10), { type: 'confirmations.updated', confirmations: 2 })
+    expect(s.can(inBlock(10))).toBe(false)
+    s = run(s, inBlock(11))
     expect([s.value, s.context.blockHash, s.context.confirmations]).toEqual(['confirming', '0xb11', null])
   })
 
-  test('a payment whose nonce another transaction took is dropped: pending again, to be paid anew', () => {
-    const s = run(start(), { type: 'submission.recorded', submission }, { type: 'submission.dropped', txHash: TX })
-    expect([s.value, s.context.submission]).toEqual(['pending', null])
+  test('gas route: only its own transaction pays it; dropped (its nonce taken) it is pending again; mined and reverted it fails', () => {
+    const submitted = run(start(), { type: 'submission.recorded', submission: gas })
+    expect(submitted.can(inBlock(10, '0xother'))).toBe(false)
+    expect(submitted.can({ type: 'submission.expired', txHash: TX })).toBe(false)
+    const dropped = run(submitted, { type: 'submission.dropped', txHash: TX })
+    expect([dropped.value, dropped.context.submission]).toEqual(['pending', null])
+    const reverted = run(submitted, { type: 'submission.reverted', txHash: TX, blockNumber: 10, blockHash: '0xb10', detail: 'reverted' })
+    expect([reverted.value, reverted.context.failureReason]).toEqual(['failed', 'reverted'])
   })
 
-  test('mined but reverted, or found unpayable: failed, with the reason', () => {
-    const reverted = run(start(), { type: 'submission.recorded', submission }, { type: 'submission.reverted', txHash: TX, blockNumber: 10, blockHash: '0xb10' })
-    expect([reverted.value, reverted.context.failureReason]).toEqual(['failed', 'reverted'])
+  test('deposit route: whichever transaction delivered the signature pays it; it is never dropped or failed for its own, only pending again once the signature expired unpaid', () => {
+    const submitted = run(start(), { type: 'submission.recorded', submission: deposit })
+    // Someone sent the signature first: that transaction is the payment.
+    const byOther = run(submitted, inBlock(10, '0xother'))
+    expect([byOther.value, byOther.context.submission?.txHash, byOther.context.submission?.route]).toEqual(['confirming', '0xother', 'deposit'])
+    expect(submitted.can({ type: 'submission.dropped', txHash: TX })).toBe(false)
+    expect(submitted.can({ type: 'submission.reverted', txHash: TX, blockNumber: 1, blockHash: '0x1', detail: 'x' })).toBe(false)
+    const expired = run(submitted, { type: 'submission.expired', txHash: TX })
+    expect([expired.value, expired.context.submission]).toEqual(['pending', null])
+  })
+
+  test('found unpayable: failed, with the reason', () => {
     const refused = run(start(), { type: 'payment.refused', detail: 'the token refused the address' })
     expect([refused.value, refused.context.failureReason, refused.context.failureDetail]).toEqual(['failed', 'unpayable', 'the token refused the address'])
   })
 
   test('only a pending refund can be cancelled or take a payment; news of another transaction is refused', () => {
-    const submitted = run(start(), { type: 'submission.recorded', submission })
+    const submitted = run(start(), { type: 'submission.recorded', submission: gas })
     expect(submitted.can({ type: 'cancel.requested' })).toBe(false)
-    expect(submitted.can({ type: 'submission.recorded', submission: { ...submission, txHash: '0xbbb' } })).toBe(false)
-    expect(submitted.can({ type: 'submission.included', txHash: '0xbbb', blockNumber: 1, blockHash: '0x1' })).toBe(false)
+    expect(submitted.can({ type: 'submission.recorded', submission: { ...gas, txHash: '0xbbb' } })).toBe(false)
+    expect(submitted.can({ type: 'submission.dropped', txHash: '0xbbb' })).toBe(false)
     expect(run(start(), { type: 'cancel.requested' }).value).toBe('cancelled')
     for (const final of [run(start(), { type: 'cancel.requested' }), run(start(), { type: 'payment.refused', detail: 'x' })]) {
-      expect(final.can({ type: 'submission.recorded', submission })).toBe(false)
+      expect(final.can({ type: 'submission.recorded', submission: gas })).toBe(false)
     }
   })
 
   test('on a network that waits for its finalized block, confirmations alone do not complete it', () => {
-    let s = run(start({ finality: 'finalized' }), { type: 'submission.recorded', submission }, { type: 'submission.included', txHash: TX, blockNumber: 10, blockHash: '0xb10' })
+    let s = run(start({ finality: 'finalized' }), { type: 'submission.recorded', submission: gas }, inBlock(10))
     s = run(s, { type: 'confirmations.updated', confirmations: 50, final: false })
     expect(s.value).toBe('confirming')
     s = run(s, { type: 'confirmations.updated', confirmations: 51, final: true })
@@ -78,9 +95,9 @@ describe('refundMachine', () => {
   })
 
   test('a persisted snapshot restores and goes on', () => {
-    const s = run(start(), { type: 'submission.recorded', submission })
+    const s = run(start(), { type: 'submission.recorded', submission: gas })
     const restored = refundMachine.resolveState(JSON.parse(JSON.stringify(refundMachine.getPersistedSnapshot(s))))
-    expect(run(restored, { type: 'submission.included', txHash: TX, blockNumber: 3, blockHash: '0x3' }).value).toBe('confirming')
+    expect(run(restored, inBlock(3)).value).toBe('confirming')
   })
 })
 

@@ -1,10 +1,12 @@
 import { afterAll, describe, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { HDKey } from '@scure/bip32'
 import { mnemonicToSeed } from '../../src/lib/bip39.ts'
+import { DEPOSIT_ACCOUNT } from '../../src/chain/deposit-account.ts'
 import { runTreasury } from '../../src/treasury/main.ts'
+import { ROOT } from '../helpers/processes.ts'
 import { loadDepositKeys, loadGasAccount } from '../../src/treasury/keys.ts'
 
 const dir = mkdtempSync(join(tmpdir(), 'treasury-cli-'))
@@ -18,6 +20,10 @@ const file = (name: string, text: string) => {
 const CONNECT = ['--api-url', 'https://127.0.0.1:9', '--api-key', 'sk_test_x', '--network', 'devnet', '--rpc-url', 'http://127.0.0.1:9']
 
 describe('the treasury tool\'s command line', () => {
+  test('the README names DepositAccount\'s address as its code makes it (a change of the contract changes it)', () => {
+    expect(readFileSync(join(ROOT, 'README.md'), 'utf8')).toContain(`\`${DEPOSIT_ACCOUNT}\``)
+  })
+
   test('bad usage exits 2 with the usage line, before any key file is read or anything is asked', async () => {
     for (const [argv, message] of [
       [['frobnicate'], /Unknown command "frobnicate"/],

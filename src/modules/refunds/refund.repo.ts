@@ -139,6 +139,13 @@ export function createRefundRepo(database: Database) {
       return row ?? null
     },
 
+    /** The height a network's follower has processed (its cursor); null before it followed. */
+    async followedHeight(network: string): Promise<bigint | null> {
+      const [c] = await db.select({ cursor: chainCursors.cursor }).from(chainCursors).where(eq(chainCursors.network, network))
+      const height = c ? (JSON.parse(c.cursor) as { height?: unknown }).height : undefined
+      return typeof height === 'string' && /^\d+$/.test(height) ? BigInt(height) : null
+    },
+
     async idempotencyRecord(k: ProjectMode & { key: string }) {
       const [row] = await db.select().from(idempotencyKeys).where(and(eq(idempotencyKeys.projectId, k.projectId), eq(idempotencyKeys.mode, k.mode), eq(idempotencyKeys.key, k.key)))
       return row ?? null

@@ -2,11 +2,12 @@ import { createHash } from 'node:crypto'
 import { getAddress, isAddress, type Address } from 'viem'
 import { getInitialSnapshot, transition } from 'xstate'
 import { FINAL_STATUSES, type TxStatus } from '../../../machines/transaction.machine.ts'
-import { REFUND_MACHINE_VERSION, refundMachine, type RefundEvent, type RefundStatus } from '../../../machines/refund.machine.ts'
+import { REFUND_MACHINE_VERSION, refundMachine, type RefundEvent, type RefundStatus, type Submission } from '../../../machines/refund.machine.ts'
 import { restoreActor } from '../../actors/restore-actor.ts'
-import { DEPOSIT_ACCOUNT, depositAccountEvents, paymentId } from '../../chain/deposit-account.ts'
+import { isUniqueViolation } from '../../db/errors.ts'
+import { DEPOSIT_ACCOUNT, depositAccountEvents, PAID_TOPIC, paidData, paymentId } from '../../chain/deposit-account.ts'
 import type { NetworkConfig, TokenConfig } from '../../chain/networks-config.ts'
-import type { OutgoingLedger, OutgoingNews } from '../../chain/outgoing-tracker.ts'
+import type { OutgoingChain, OutgoingLedger, OutgoingNews } from '../../chain/outgoing-tracker.ts'
 import { payoutOf, readSignedTransaction } from '../../chain/signed-transaction.ts'
 import { TRANSFER_TOPIC, decodeTransferLog } from '../../chain/transfer-scan.ts'
 import type { Clock } from '../../lib/clock.ts'
@@ -73,7 +74,10 @@ export function createRefundService(deps: {
         status, snapshot: refundMachine.getPersistedSnapshot(after) as Record<string, unknown>, machineVersion: REFUND_MACHINE_VERSION,
         blockNumber: c.blockNumber, blockHash: c.blockHash, confirmations: c.confirmations,
         failureReason: c.failureReason, failureDetail: c.failureDetail, updatedAt: at,
-        ...(c.submission === null ? { txHash: null, rawTransaction: null, txNonce: null, sender: null, paidFrom: null, submittedAt: null } : {}),
+        // The row shows the submission the machine holds: none, the recorded one, or (deposit route) the transaction that paid.
+        ...(c.submission === null
+          ? { txHash: null, rawTransaction: null, txNonce: null, sender: null, paidFrom: null, submittedAt: null }
+          : c.submission.txHash !== row.txHash ? { txHash: c.submission.txHash, sender: c.submission.from, txNonce: c.submission.nonce, rawTransaction: null } : {}),
         ...(status === 'completed' ? { completedAt: at } : {}),
         ...extra(row),
       }
@@ -91,28 +95,70 @@ export function createRefundService(deps: {
     return deny('conflict', `Refund ${id} changed while this was being applied; retry`)
   }
 
-  /** What the chain follower says of a refund's payment. */
-  async function settle(row: RefundRow, news: OutgoingNews) {
-    const txHash = row.txHash!
-    let event: RefundEvent
+  /** What the chain follower says of a refund's payment (see the routes in machines/refund.machine.ts). */
+  async function settle(row: RefundRow, news: OutgoingNews, chain: OutgoingChain) {
+    const submission = submissionOf(row)
+    if (!submission) return
+    const txHash = submission.txHash
+    let event: RefundEvent | null
     if (news.type === 'included') {
-      const paid = pays(row, news.receipt.logs)
-      event = paid
-        ? { type: 'submission.included', txHash, blockNumber: news.blockNumber, blockHash: news.blockHash }
-        : { type: 'submission.reverted', txHash, blockNumber: news.blockNumber, blockHash: news.blockHash }
-    } else if (news.type === 'reverted') event = { type: 'submission.reverted', txHash, blockNumber: news.blockNumber, blockHash: news.blockHash }
-    else if (news.type === 'reorged') event = { type: 'submission.reorged', txHash }
-    else if (news.type === 'dropped') event = { type: 'submission.dropped', txHash }
-    else event = { type: 'confirmations.updated', confirmations: news.confirmations, ...(news.final === undefined ? {} : { final: news.final }) }
+      event = pays(row, submission, news.receipt.logs)
+        ? { type: 'submission.included', txHash, from: submission.from, nonce: submission.nonce, blockNumber: news.blockNumber, blockHash: news.blockHash }
+        // Mined without paying it: judged once that is as final as a payment would be (below).
+        : null
+    } else if (news.type === 'reorged') event = { type: 'submission.reorged', txHash }
+    else if (news.type === 'confirmations') {
+      const enough = news.final === undefined ? news.confirmations >= confirmationsOf(row.network)! : news.final
+      if (row.status === 'confirming') event = { type: 'confirmations.updated', confirmations: news.confirmations, ...(news.final === undefined ? {} : { final: news.final }) }
+      else if (!enough) event = null
+      else if (submission.route === 'gas') event = { type: 'submission.reverted', txHash, blockNumber: news.receipt.blockNumber, blockHash: news.receipt.blockHash, detail: 'its transaction was mined but did not pay the refund' }
+      else event = await depositTruth(row, submission, chain)
+    } else if (submission.route === 'gas') {
+      event = news.type === 'dropped' ? { type: 'submission.dropped', txHash }
+        : { type: 'submission.reverted', txHash, blockNumber: news.blockNumber, blockHash: news.blockHash, detail: 'its transaction was mined but reverted' }
+    } else event = await depositTruth(row, submission, chain)
+    if (!event) return
     const r = await apply(row.id, event)
     if (!r.ok && r.code !== 'conflict') throw new Error(`${event.type} for refund ${row.id}: ${r.message}`)
     if (r.ok && r.value.status !== row.status) {
-      deps.logger.info('refund moved', { refundId: row.id, transactionId: row.transactionId, from: row.status, to: r.value.status, txHash })
+      deps.logger.info('refund moved', { refundId: row.id, transactionId: row.transactionId, from: row.status, to: r.value.status, txHash: r.value.txHash })
     }
   }
 
+  /**
+   * A deposit-route payment whose recorded transaction did not pay (reverted, dropped, or mined
+   * without paying): the contract says whether the id is paid. Paid, by whatever transaction
+   * delivered the signature first, that transaction is the payment. Not paid, the refund goes back
+   * to pending only once the signature has expired: until then someone may still send it.
+   */
+  async function depositTruth(row: RefundRow, submission: Submission, chain: OutgoingChain): Promise<RefundEvent | null> {
+    const id = paymentId(row.id)
+    const answer = await chain.request('eth_call', [{ to: row.depositAddress, data: paidData(id) }, 'latest'])
+    const paid = typeof answer === 'string' && answer.length >= 66 && BigInt(answer.slice(0, 66)) !== 0n
+    if (!paid) {
+      return (await chain.headTimestamp()) > BigInt(submission.payUntil ?? 0) ? { type: 'submission.expired', txHash: submission.txHash } : null
+    }
+    // Paid: find the Paid event of this id at the deposit address, from where the payment could first be mined.
+    for (let to = chain.head; to >= BigInt(submission.fromBlock ?? 0); to -= BigInt(chain.maxLogRange)) {
+      const from = to - BigInt(chain.maxLogRange) + 1n
+      const lower = from < BigInt(submission.fromBlock ?? 0) ? BigInt(submission.fromBlock ?? 0) : from
+      const logs = (await chain.request('eth_getLogs', [{ address: row.depositAddress, topics: [PAID_TOPIC, id], fromBlock: `0x${lower.toString(16)}`, toBlock: `0x${to.toString(16)}` }])) as { transactionHash: string; blockNumber: string; blockHash: string }[]
+      const log = logs.at(-1)
+      if (!log) continue
+      const tx = (await chain.request('eth_getTransactionByHash', [log.transactionHash])) as { from?: string; nonce?: string } | null
+      return {
+        type: 'submission.included', txHash: log.transactionHash.toLowerCase(), from: tx?.from?.toLowerCase() ?? null, nonce: tx?.nonce ? Number(BigInt(tx.nonce)) : null,
+        blockNumber: Number(BigInt(log.blockNumber)), blockHash: log.blockHash.toLowerCase(),
+      }
+    }
+    deps.logger.error('a refund is paid on-chain (its id is marked paid at the deposit address), but its Paid event was not found; it stays submitted', { refundId: row.id, depositAddress: row.depositAddress })
+    return null
+  }
+
+  const submissionOf = (row: RefundRow) => (restoreActor(refundMachine, row.snapshot).getSnapshot()).context.submission
+
   /** Whether a mined receipt carries the refund's payment: DepositAccount's Paid at the deposit address, or the gas account's transfer. */
-  function pays(row: RefundRow, logs: readonly { address: string; topics: readonly `0x${string}`[]; data: `0x${string}`; logIndex: number | null }[]): boolean {
+  function pays(row: RefundRow, submission: Submission, logs: readonly { address: string; topics: readonly `0x${string}`[]; data: `0x${string}`; logIndex: number | null }[]): boolean {
     const token = tokenOf(row.network, row.tokenSymbol)
     if (!token) return false
     const tokenAddress = token.kind === 'erc20' ? token.address.toLowerCase() : null
@@ -124,13 +170,13 @@ export function createRefundService(deps: {
       const t = decodeTransferLog({ address: l.address, topics: l.topics, data: l.data, transactionHash: null, logIndex: null, blockNumber: null, blockHash: null })
       return t !== null && t.from === from && t.to === to && t.amount === amount
     })
-    if (row.paidFrom === row.depositAddress) {
+    if (submission.route === 'deposit') {
       const id = paymentId(row.id)
       const paid = depositAccountEvents(logs).some((e) => e.kind === 'paid' && e.account === row.depositAddress && e.id === id && e.token === tokenAddress && e.to === to && e.amount === amount)
       return paid && (tokenAddress === null || transferred(row.depositAddress))
     }
     // From the gas account: the native payment's value and target were checked when it was recorded.
-    return tokenAddress === null || transferred(row.sender!)
+    return tokenAddress === null || transferred(submission.from ?? '')
   }
 
   const view = (r: RefundRow): RefundView => {
@@ -296,25 +342,40 @@ export function createRefundService(deps: {
       if (row.txHash === tx.hash) return ok(view(row))
       if (tx.delegatesTo.some((a) => a !== DEPOSIT_ACCOUNT.toLowerCase())) return bad(`delegates an account to another contract than DepositAccount (${DEPOSIT_ACCOUNT})`)
       if (row.status !== 'pending') return deny('conflict', `This refund is ${row.status}${row.txHash ? ` with payment ${row.txHash}` : ''}; only a pending refund takes a payment`)
-      const network = networkOf(row.network)!
+      const network = networkOf(row.network)
+      if (!network) return deny('conflict', `Network ${row.network} is no longer configured here: its payment could not be watched`)
       if (tx.chainId !== network.chainId) return bad(`is for chain ${tx.chainId}; the refund is on ${row.network} (chain ${network.chainId})`)
       const token = tokenOf(row.network, row.tokenSymbol)
       const tokenAddress = token?.kind === 'erc20' ? token.address.toLowerCase() : null
       const payout = payoutOf(tx)
       const to = row.address.toLowerCase()
       const amount = BigInt(row.amount)
+      let submission: Submission
       let paidFrom: string
       if (payout?.kind === 'deposit-account' && payout.account === row.depositAddress && payout.id === paymentId(row.id) && payout.token === tokenAddress && payout.to === to && payout.amount === amount) {
         paidFrom = row.depositAddress
+        // Where its Paid event can first be: the follower's height now (less a margin: it may lag the node a little).
+        const height = (await deps.repo.followedHeight(row.network)) ?? 0n
+        const fromBlock = Number(height > 64n ? height - 64n : 0n)
+        submission = { txHash: tx.hash, from: tx.from, nonce: tx.nonce, route: 'deposit', payUntil: Number(payout.deadline), fromBlock }
       } else if ((payout?.kind === 'erc20' && payout.token === tokenAddress) || (payout?.kind === 'native' && tokenAddress === null)) {
         if (payout.to !== to || payout.amount !== amount) return bad(`pays ${payout.amount} to ${payout.to}; the refund is ${amount} to ${to}`)
+        // Paid by a plain transfer, so its own transaction is the only one that can pay it: it must come from the gas account, not the deposit address.
+        if (tx.from === row.depositAddress) return bad('transfers from the deposit address itself; pay from there through DepositAccount\'s pay(), or from the gas account')
         paidFrom = tx.from
+        submission = { txHash: tx.hash, from: tx.from, nonce: tx.nonce, route: 'gas' }
       } else {
         return bad(`does not pay this refund: it must call pay() on the deposit address ${getAddress(row.depositAddress)} for this refund, or transfer ${amount} ${row.tokenSymbol} to ${row.address}`)
       }
-      const r = await apply(id, { type: 'submission.recorded', submission: { txHash: tx.hash, from: tx.from, nonce: tx.nonce } }, () => ({
-        paidFrom, sender: tx.from, txHash: tx.hash, rawTransaction: raw.toLowerCase(), txNonce: tx.nonce, submittedAt: now(),
-      }))
+      let r: Outcome<RefundRow>
+      try {
+        r = await apply(id, { type: 'submission.recorded', submission }, () => ({
+          paidFrom, sender: tx.from, txHash: tx.hash, rawTransaction: raw.toLowerCase(), txNonce: tx.nonce, submittedAt: now(),
+        }))
+      } catch (e) {
+        if (isUniqueViolation(e, 'refunds_payment_idx')) return deny('conflict', 'This transaction is already recorded as the payment of another refund')
+        throw e
+      }
       if (!r.ok) return r
       return ok(view(r.value))
     },
@@ -323,8 +384,8 @@ export function createRefundService(deps: {
     ledger: {
       async inFlight(network: string) {
         return (await deps.repo.inFlight(network)).map((r) => ({
-          id: r.id, txHash: r.txHash!, sender: r.sender!, nonce: r.txNonce!, blockHash: r.blockHash, confirmations: r.confirmations,
-          settle: (news: OutgoingNews) => settle(r, news),
+          id: r.id, txHash: r.txHash!, sender: r.sender, nonce: r.txNonce, blockHash: r.blockHash, confirmations: r.confirmations,
+          settle: (news: OutgoingNews, chain: OutgoingChain) => settle(r, news, chain),
         }))
       },
     } satisfies OutgoingLedger,
@@ -338,8 +399,10 @@ function noteOf(event: RefundEvent, from: RefundStatus, to: RefundStatus, c: { b
   if (event.type === 'submission.included' && from === to) return { cause: 'refund.included', details: { block_number: c.blockNumber, moved: 'into another block after a reorg' } }
   const cause = {
     'submission.recorded': 'refund.submitted', 'submission.included': 'refund.included', 'submission.reorged': 'refund.reorged', 'submission.dropped': 'refund.dropped',
+    'submission.expired': 'refund.expired_unpaid',
     'submission.reverted': 'refund.failed', 'confirmations.updated': 'refund.completed', 'payment.refused': 'refund.failed', 'cancel.requested': 'refund.cancelled',
   }[event.type]
   const txHash = 'txHash' in event ? event.txHash : event.type === 'submission.recorded' ? event.submission.txHash : c.submission?.txHash ?? null
   return { cause, details: { refund_status: to, ...(txHash ? { tx_hash: txHash } : {}), ...(c.blockNumber !== null ? { block_number: c.blockNumber } : {}), ...(to === 'failed' ? { failure: c.failureDetail } : {}) } }
 }
+
