@@ -6,7 +6,7 @@
 import { escapeHtml, Html, html, jsonForScript, PAGE_META } from '../../lib/html.ts'
 import type { PayState } from './model.ts'
 import { PAY_TEXT, fill } from './text.ts'
-import { formatUsd, payView, tokenKey, type Part, type PartId } from './view.ts'
+import { payView, tokenKey, type Part, type PartId } from './view.ts'
 
 /** Strict enough that nothing but our own files run, load or frame the page. */
 export const PAY_PAGE_CSP =
@@ -26,6 +26,8 @@ export const PAY_PAGE_HEADERS: Record<string, string> = {
 export type AssetUrl = (name: string) => string
 
 const t = PAY_TEXT
+/** The same texts escaped once, for markup: most of the page is these constants. */
+const T = Object.fromEntries(Object.entries(PAY_TEXT).map(([k, v]) => [k, new Html(escapeHtml(v))])) as { readonly [K in keyof typeof PAY_TEXT]: Html }
 
 function head(title: string, asset: AssetUrl, withScript: boolean): Html {
   return html`<head>
@@ -57,27 +59,27 @@ export function renderPayPage(state: PayState, asset: AssetUrl): string {
   }
   const text = (id: PartId) => v[id].text ?? ''
   const selected = state.quote ? tokenKey(state.quote.token_symbol, state.quote.blockchain_network) : null
-  const amountUsd = formatUsd(state.amount_usd, state.currency)
+  const amountUsd = v['receipt-amount'].text // formatUsd(amount_usd), made once (Intl's format is a measurable part of a render)
 
   const page = html`<!doctype html>
 <html lang="en">
 ${head(fill(t.pageTitle, { project: state.project_name }), asset, true)}
 <body data-wallet-script="${asset('browser-wallet.js')}">
-${state.testing_mode ? html`<div class="test-banner" role="note"><strong>${t.testBanner}</strong></div>` : ''}
+${state.testing_mode ? html`<div class="test-banner" role="note"><strong>${T.testBanner}</strong></div>` : ''}
 <main class="card">
 <header class="order">
   <h1 class="merchant">${state.project_name}</h1>
-  ${state.order_description ? html`<p class="description"><span class="visually-hidden">${t.orderLabel}: </span>${state.order_description}</p>` : ''}
-  <p class="amount"><span class="visually-hidden">${t.amountLabel}: </span>${amountUsd}</p>
+  ${state.order_description ? html`<p class="description"><span class="visually-hidden">${T.orderLabel}: </span>${state.order_description}</p>` : ''}
+  <p class="amount"><span class="visually-hidden">${T.amountLabel}: </span>${amountUsd}</p>
   <p ${at('countdown')} class="countdown">${text('countdown')}</p>
 </header>
 
 <section ${at('status')} class="status" role="status" aria-live="polite" aria-atomic="true">
   <p ${at('status-title', html`tabindex="-1"`)} class="status-title">${text('status-title')}</p>
   <p ${at('status-detail')} class="status-detail">${text('status-detail')}</p>
-  <progress ${at('progress')} aria-label="${t.progressLabel}"></progress>
+  <progress ${at('progress')} aria-label="${T.progressLabel}"></progress>
 </section>
-<ol ${at('steps')} class="steps" aria-label="${t.stepsLabel}">
+<ol ${at('steps')} class="steps" aria-label="${T.stepsLabel}">
   <li ${at('step-detected')}>${text('step-detected')}</li>
   <li ${at('step-block')}>${text('step-block')}</li>
   <li ${at('step-confirmations')}>${text('step-confirmations')}</li>
@@ -86,8 +88,8 @@ ${state.testing_mode ? html`<div class="test-banner" role="note"><strong>${t.tes
 <p id="error" class="error" role="alert"></p>
 
 <section ${at('choose')} aria-labelledby="choose-heading">
-  <h2 id="choose-heading" tabindex="-1">${t.chooseHeading}</h2>
-  <p class="hint">${t.chooseHint}</p>
+  <h2 id="choose-heading" tabindex="-1">${T.chooseHeading}</h2>
+  <p class="hint">${T.chooseHint}</p>
   <ul class="tokens">
     ${state.tokens.map((k) => html`<li><button type="button" class="token" data-token="${k.token_symbol}" data-network="${k.blockchain_network}" aria-pressed="${tokenKey(k.token_symbol, k.blockchain_network) === selected ? 'true' : 'false'}">
       <span class="token-symbol">${k.token_symbol}</span> <span class="token-network">${fill(t.tokenNetwork, { network: k.blockchain_network })}</span>
@@ -102,68 +104,68 @@ ${state.testing_mode ? html`<div class="test-banner" role="note"><strong>${t.tes
   <div class="pay-grid">
     <figure class="qr">
       <img ${at('qr')} width="232" height="232">
-      <figcaption>${t.qrHint}</figcaption>
+      <figcaption>${T.qrHint}</figcaption>
     </figure>
     <dl class="fields">
       <div class="field">
-        <dt>${t.sendLabel}</dt>
+        <dt>${T.sendLabel}</dt>
         <dd><span ${at('pay-amount')} class="mono strong">${text('pay-amount')}</span>
-          <button type="button" ${at('pay-amount-copy')} class="copy" data-copied="${t.copiedAmount}" aria-label="${t.copyAmount}">${t.copy}</button></dd>
+          <button type="button" ${at('pay-amount-copy')} class="copy" data-copied="${T.copiedAmount}" aria-label="${T.copyAmount}">${T.copy}</button></dd>
       </div>
       <div class="field">
-        <dt>${t.addressLabel}</dt>
+        <dt>${T.addressLabel}</dt>
         <dd><span ${at('pay-address')} class="mono address">${text('pay-address')}</span>
-          <button type="button" ${at('pay-address-copy')} class="copy" data-copied="${t.copiedAddress}" aria-label="${t.copyAddress}">${t.copy}</button></dd>
+          <button type="button" ${at('pay-address-copy')} class="copy" data-copied="${T.copiedAddress}" aria-label="${T.copyAddress}">${T.copy}</button></dd>
       </div>
       <div class="field">
-        <dt>${t.networkLabel}</dt>
+        <dt>${T.networkLabel}</dt>
         <dd ${at('pay-network')}>${text('pay-network')}</dd>
       </div>
       <div ${at('pay-contract')} class="field">
-        <dt>${t.tokenContractLabel}</dt>
+        <dt>${T.tokenContractLabel}</dt>
         <dd ${at('pay-contract-value')} class="mono address">${text('pay-contract-value')}</dd>
       </div>
     </dl>
   </div>
   <p ${at('pay-warning')} class="hint">${text('pay-warning')}</p>
   <div ${at('wallet-actions')} class="actions">
-    <a ${at('open-wallet')} class="button">${t.openWallet}</a>
-    <button type="button" ${at('browser-wallet')} class="button">${t.browserWallet}</button>
-    <button type="button" ${at('test-wallet')} class="button test">${t.testWallet}</button>
+    <a ${at('open-wallet')} class="button">${T.openWallet}</a>
+    <button type="button" ${at('browser-wallet')} class="button">${T.browserWallet}</button>
+    <button type="button" ${at('test-wallet')} class="button test">${T.testWallet}</button>
   </div>
   <p id="wallet-message" class="wallet-message" role="status" aria-live="polite"></p>
   <div class="actions">
-    <button type="button" ${at('confirm')} class="button primary">${t.confirmSent}</button>
-    <button type="button" ${at('change-token')} class="button quiet">${t.changeToken}</button>
+    <button type="button" ${at('confirm')} class="button primary">${T.confirmSent}</button>
+    <button type="button" ${at('change-token')} class="button quiet">${T.changeToken}</button>
   </div>
 </section>
 
-<p ${at('chain-tx')} class="chain-tx">${t.transactionHashLabel}: <span ${at('chain-tx-value')} class="mono address">${text('chain-tx-value')}</span></p>
+<p ${at('chain-tx')} class="chain-tx">${T.transactionHashLabel}: <span ${at('chain-tx-value')} class="mono address">${text('chain-tx-value')}</span></p>
 
 <section ${at('receipt')} aria-labelledby="receipt-heading">
-  <h2 id="receipt-heading">${t.receiptHeading}</h2>
+  <h2 id="receipt-heading">${T.receiptHeading}</h2>
   <dl class="fields">
-    <div class="field"><dt>${t.receiptAmount}</dt><dd ${at('receipt-amount')}>${text('receipt-amount')}</dd></div>
-    <div class="field"><dt>${t.receiptPaid}</dt><dd ${at('receipt-paid')} class="mono">${text('receipt-paid')}</dd></div>
-    <div class="field"><dt>${t.receiptCompletedAt}</dt><dd ${at('receipt-completed')}>${text('receipt-completed')}</dd></div>
+    <div class="field"><dt>${T.receiptAmount}</dt><dd ${at('receipt-amount')}>${text('receipt-amount')}</dd></div>
+    <div class="field"><dt>${T.receiptPaid}</dt><dd ${at('receipt-paid')} class="mono">${text('receipt-paid')}</dd></div>
+    <div class="field"><dt>${T.receiptCompletedAt}</dt><dd ${at('receipt-completed')}>${text('receipt-completed')}</dd></div>
   </dl>
 </section>
 
 <div class="actions">
   <a ${at('return', html`rel="noreferrer"`)} class="button primary">${text('return')}</a>
-  <button type="button" ${at('stay')} class="button quiet">${t.stayHere}</button>
+  <button type="button" ${at('stay')} class="button quiet">${T.stayHere}</button>
 </div>
 
 <div ${at('cancel-area')} class="cancel-area">
-  <button type="button" id="cancel" class="button quiet danger">${t.cancel}</button>
+  <button type="button" id="cancel" class="button quiet danger">${T.cancel}</button>
   <div id="cancel-ask" class="cancel-ask" role="group" aria-labelledby="cancel-ask-text" hidden>
-    <p id="cancel-ask-text">${t.cancelAsk}</p>
-    <button type="button" id="cancel-yes" class="button danger">${t.cancelYes}</button>
-    <button type="button" id="cancel-no" class="button">${t.cancelNo}</button>
+    <p id="cancel-ask-text">${T.cancelAsk}</p>
+    <button type="button" id="cancel-yes" class="button danger">${T.cancelYes}</button>
+    <button type="button" id="cancel-no" class="button">${T.cancelNo}</button>
   </div>
 </div>
 
-<footer class="reference">${t.transactionLabel}: <span class="mono">${state.transaction_number}</span></footer>
+<footer class="reference">${T.transactionLabel}: <span class="mono">${state.transaction_number}</span></footer>
 </main>
 <p id="announce" class="visually-hidden" aria-live="polite"></p>
 <script type="application/json" id="pay-state">${jsonForScript(state)}</script>

@@ -108,8 +108,28 @@ export const PAY_TEXT = {
 
 export type PayText = { [K in keyof typeof PAY_TEXT]: string }
 
+/** Each template split once at its placeholders: text, name, text, name, …, text. */
+const compiled = new Map<string, string[]>()
+
+function parts(template: string): string[] {
+  let p = compiled.get(template)
+  if (!p) {
+    p = template.split(/\{(\w+)\}/)
+    // The texts are a fixed set, but fill() may be handed any string: keep the cache bounded.
+    if (compiled.size < 1_000) compiled.set(template, p)
+  }
+  return p
+}
+
 /** Fills `{name}` placeholders; unknown names stay visible so a missing value is noticed. */
 export function fill(template: string, values: Record<string, string | number> = {}): string {
   if (!template.includes('{')) return template
-  return template.replace(/\{(\w+)\}/g, (whole, name: string) => (name in values ? String(values[name]) : whole))
+  // Split once per template and joined by hand: a replace() with a callback was ~20% of a pay page's render.
+  const p = parts(template)
+  let out = p[0]!
+  for (let i = 1; i < p.length; i += 2) {
+    const name = p[i]!
+    out += (name in values ? String(values[name]) : `{${name}}`) + p[i + 1]!
+  }
+  return out
 }
