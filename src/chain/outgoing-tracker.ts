@@ -5,8 +5,8 @@
  *  - its receipt in a block the follower has processed, whose hash is the canonical block's at
  *    that height: `included`, then its confirmations as the head moves; a reverted receipt is
  *    `reverted` once it has the network's confirmations (a reorg may still put it elsewhere);
- *  - no receipt (or one from a block no longer canonical) after it was in a block: `reorged`,
- *    so nothing completes on a payment a reorg took back;
+ *  - no receipt (or one from a block no longer canonical, or a reverted one in another block)
+ *    after it was in a block: `reorged`, so nothing completes on a payment a reorg took back;
  *  - no receipt, and its sender's nonce at a block the network's confirmations deep (read before
  *    the receipt, so a transaction mined in between is not taken for a lost one) had gone past it
  *    on every head for as many blocks: `dropped` (another transaction took the nonce, so this one
@@ -42,8 +42,12 @@ export interface OutgoingChain {
   request(method: string, params: unknown[]): Promise<unknown>
   /** The height the follower has processed. */
   head: bigint
-  /** The head block's time (seconds since the epoch, as the chain says). */
-  headTimestamp(): Promise<bigint>
+  /**
+   * The time (seconds since the epoch, as the chain says) of the newest block as final as a payment
+   * must be: the network's confirmations deep, or its safe or finalized block. A transaction that
+   * could only have been mined before this time, and is not on the chain at `head`, never will be.
+   */
+  settledTimestamp(): Promise<bigint>
   /** The most blocks one eth_getLogs may span on this network. */
   maxLogRange: number
 }
@@ -97,14 +101,17 @@ export function createOutgoingTracker(deps: { network: string; client: RpcClient
       const items = (await Promise.all(deps.ledgers.map((l) => l.inFlight(deps.network)))).flat()
       for (const hash of passedSince.keys()) if (!items.some((i) => i.txHash === hash)) passedSince.delete(hash)
       if (items.length === 0) return
+      // The confirmed depth: where nonces are read, and (or the final block) whose time settles a lapsed signature.
+      const depth = head - BigInt(Math.max(1, deps.confirmations)) + 1n
+      const settledAt = final ?? (depth < 0n ? 0n : depth)
       let timestamp: Promise<bigint> | null = null
       const chain: OutgoingChain = {
         request: rpc, head, maxLogRange: deps.maxLogRange,
-        headTimestamp: () => (timestamp ??= rpc('eth_getBlockByNumber', [quantity(head), false]).then((b) => big((b as { timestamp?: unknown } | null)?.timestamp) ?? 0n)),
+        // No block, no time: 0 concludes nothing.
+        settledTimestamp: () => (timestamp ??= rpc('eth_getBlockByNumber', [quantity(settledAt), false]).then((b) => big((b as { timestamp?: unknown } | null)?.timestamp) ?? 0n)),
       }
       // Nonces first (one read after the receipts could take a transaction mined in between for a
       // lost one), at the confirmed depth where the node still has that state, else at the head.
-      const depth = head - BigInt(Math.max(1, deps.confirmations)) + 1n
       const nonces = new Map<string, bigint>()
       await Promise.all([...new Set(items.flatMap((i) => (i.sender ? [i.sender] : [])))].map(async (s) => {
         const n = big(await rpc('eth_getTransactionCount', [s, quantity(depth < 0n ? 0n : depth)]).catch(() => rpc('eth_getTransactionCount', [s, 'latest'])))
@@ -139,12 +146,14 @@ export function createOutgoingTracker(deps: { network: string; client: RpcClient
         const at = { blockNumber: inBlock.blockNumber, blockHash: inBlock.blockHash, receipt: inBlock }
         const confirmations = Number(head - BigInt(inBlock.blockNumber) + 1n)
         const reached = final === undefined ? undefined : final >= BigInt(inBlock.blockNumber)
+        const moved = item.blockHash !== inBlock.blockHash
         if (inBlock.status === 'reverted') {
+          // Seen in a block before, and a reorg mined it again, reverting this time: taken back first.
+          if (moved && item.blockHash !== null) await item.settle({ type: 'reorged' }, chain)
           // Settled only once it is as final as a success would be: a reorg may still mine it elsewhere.
           if (reached === undefined ? confirmations >= deps.confirmations : reached) await item.settle({ type: 'reverted', ...at }, chain)
           continue
         }
-        const moved = item.blockHash !== inBlock.blockHash
         if (moved) await item.settle({ type: 'included', ...at }, chain)
         if (!moved && confirmations === item.confirmations && reached !== true) continue
         await item.settle({ type: 'confirmations', confirmations, receipt: inBlock, ...(reached === undefined ? {} : { final: reached }) }, chain)

@@ -68,20 +68,32 @@ export function payoutOf(tx: Pick<SignedTransaction, 'to' | 'value' | 'data'>): 
 }
 
 /** The sweeps a DepositAccount `batch` transaction makes: each deposit address and where it sweeps to. Null for anything else. */
-export function sweepsOf(tx: Pick<SignedTransaction, 'data' | 'value'>): { account: string; to: string; tokens: string[]; native: boolean }[] | null {
+export function sweepsOf(tx: Pick<SignedTransaction, 'data' | 'value'>): { account: string; to: string; tokens: string[]; native: boolean; deadline: bigint }[] | null {
   if (tx.value !== 0n) return null
   try {
     const call = decodeFunctionData({ abi: DepositAccount.abi, data: tx.data })
     if (call.functionName !== 'batch') return null
-    const out: { account: string; to: string; tokens: string[]; native: boolean }[] = []
+    const out: { account: string; to: string; tokens: string[]; native: boolean; deadline: bigint }[] = []
     for (const c of call.args[0]) {
       const inner = decodeFunctionData({ abi: DepositAccount.abi, data: c.data })
       if (inner.functionName !== 'sweep') return null
-      const [to, tokens, native] = inner.args
-      out.push({ account: c.account.toLowerCase(), to: to.toLowerCase(), tokens: tokens.map((t) => t.toLowerCase()), native })
+      const [to, tokens, native, deadline] = inner.args
+      out.push({ account: c.account.toLowerCase(), to: to.toLowerCase(), tokens: tokens.map((t) => t.toLowerCase()), native, deadline })
     }
     return out
   } catch {
     return null
   }
+}
+
+/**
+ * Until when the signatures a transaction carries hold (the earliest, for a batch): DepositAccount
+ * refuses a `sweep` or `pay` in a block past it. Null when nothing in it expires (a plain transfer).
+ */
+export function signaturesHoldUntil(tx: Pick<SignedTransaction, 'to' | 'value' | 'data'>): bigint | null {
+  const payout = payoutOf(tx)
+  if (payout?.kind === 'deposit-account') return payout.deadline
+  const sweeps = sweepsOf(tx)
+  if (!sweeps?.length) return null
+  return sweeps.reduce((min, w) => (w.deadline < min ? w.deadline : min), sweeps[0]!.deadline)
 }

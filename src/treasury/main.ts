@@ -17,8 +17,8 @@ import { runSweep } from './sweep.ts'
 
 const CONNECTION = ['api-url', 'api-key', 'ca-file']
 /**
- * Addresses per sweep transaction. Past about 20 the gas an address hardly falls (40,757 at 20,
- * 40,051 at 50: bench/RESULTS.md), and a batch of 40 is the most whose record (the signed
+ * Addresses per sweep transaction. Past about 20 the gas an address hardly falls (40,749 at 20,
+ * 40,043 at 50: bench/RESULTS.md), and a batch of 40 is the most whose record (the signed
  * transaction, about 1.3 KB of JSON an address) stays within the API's 64 KiB request body.
  */
 const DEFAULT_BATCH = 20
@@ -45,14 +45,18 @@ const COMMANDS: Record<string, Command> = {
     flags: ['network', 'rpc-url', ...KEYS, 'gas-key-file'],
     async run(o) {
       const s = await openSession(o, { keys: true, sponsor: 'optional' })
-      const key = await s.api.depositKey()
-      const gas = s.sponsor ? await s.chain.client.getBalance({ address: s.sponsor.address }) : null
-      return {
-        result: {
-          mode: key.mode, network: s.network.name, chain_id: s.network.chain_id, deposit_key: 'matches the project\'s', path: s.keys!.path, addresses_handed_out: key.addresses_handed_out,
-          first_addresses: [0, 1, 2].map((i) => s.keys!.account(i).address), gas_account: s.sponsor?.address ?? null, gas_account_balance: gas === null ? null : gas.toString(),
-        },
-        complete: true,
+      try {
+        const key = await s.api.depositKey()
+        const gas = s.sponsor ? await s.chain.client.getBalance({ address: s.sponsor.address }) : null
+        return {
+          result: {
+            mode: key.mode, network: s.network.name, chain_id: s.network.chain_id, deposit_key: 'matches the project\'s', path: s.keys!.path, addresses_handed_out: key.addresses_handed_out,
+            first_addresses: [0, 1, 2].map((i) => s.keys!.account(i).address), gas_account: s.sponsor?.address ?? null, gas_account_balance: gas === null ? null : gas.toString(),
+          },
+          complete: true,
+        }
+      } finally {
+        s.keys?.wipe()
       }
     },
   },

@@ -11,9 +11,8 @@
 import { BaseError, decodeErrorResult, encodeFunctionData, erc20Abi, formatUnits, getAddress, type Address, type Hex, type SignedAuthorization } from 'viem'
 import { DepositAccount } from '../chain/artifacts/index.ts'
 import { CREATE2_DEPLOYER, DEPLOY_DATA, DEPOSIT_ACCOUNT, delegatesToDepositAccount, paidData, payData, paymentId, payTypedData } from '../chain/deposit-account.ts'
-import { readSignedTransaction } from '../chain/signed-transaction.ts'
 import type { ApiRefund } from './api.ts'
-import { deployDepositAccount, depositAccountDeployed, feesNow, sendAndWait, withGasMargin } from './sending.ts'
+import { deployDepositAccount, depositAccountDeployed, feesNow, sendAndWait, seeThrough, withGasMargin } from './sending.ts'
 import { Refused, type Session } from './session.ts'
 
 export interface RefundOptions {
@@ -54,22 +53,11 @@ export async function payRefunds(s: Session, o: RefundOptions) {
   const keys = s.keys!
   const wanted = (r: ApiRefund) => o.only === null || o.only.includes(r.id)
 
-  // What earlier runs recorded and the chain has not seen: the same payment sent again, or left to the service when its nonce went elsewhere.
+  // What earlier runs recorded and the chain has not seen through (sending.ts `seeThrough`); a dry run only says what it would do.
   const resumed: { refund_id: string; transaction_hash: string; outcome: string }[] = []
   for (const r of (await api.refunds({ network: network.name, status: 'submitted' })).filter(wanted)) {
-    const hash = r.transaction_hash as Hex
-    if (await chain.client.getTransactionReceipt({ hash }).catch(() => null)) {
-      resumed.push({ refund_id: r.id, transaction_hash: hash, outcome: 'mined' })
-      continue
-    }
-    const read = await readSignedTransaction(r.raw_transaction!)
-    if (!read.ok) continue
-    if ((await chain.client.getTransactionCount({ address: read.tx.from as Address, blockTag: 'latest' })) > read.tx.nonce) {
-      resumed.push({ refund_id: r.id, transaction_hash: hash, outcome: 'dropped: its nonce went to another transaction; the service puts the refund back to pending' })
-      continue
-    }
-    await sendAndWait(chain, r.raw_transaction as Hex, o.receiptTimeoutMs, `refund ${r.id}'s payment`)
-    resumed.push({ refund_id: r.id, transaction_hash: hash, outcome: 'sent again, mined' })
+    const { outcome } = await seeThrough(chain, sponsor, r.raw_transaction as Hex, { chainId: network.chain_id, dryRun: o.dryRun, timeoutMs: o.receiptTimeoutMs, what: `refund ${r.id}'s payment` })
+    resumed.push({ refund_id: r.id, transaction_hash: r.transaction_hash!, outcome })
   }
   if (!(await chain.settled(sponsor.address, o.receiptTimeoutMs))) {
     throw new Refused(`the gas account ${sponsor.address} has transactions in flight that are not mined after ${o.receiptTimeoutMs / 1000} s: run again once they are`)
@@ -99,18 +87,19 @@ export async function payRefunds(s: Session, o: RefundOptions) {
     const atDeposit = balances.get(deposit.toLowerCase())?.get(asset.symbol) ?? 0n
     const atGas = balances.get(sponsor.address.toLowerCase())?.get(asset.symbol) ?? 0n
 
+    // Paid already from the deposit address (a signature of an earlier run, sent by someone): never
+    // pay it again, from there or from the gas account; the service confirms it from the chain.
+    const [state] = [...(await chain.accounts([deposit])).values()]
+    if (delegatesToDepositAccount(state!.code) && await isPaid(chain, deposit, r.id)) {
+      alreadyPaid.push(r.id)
+      continue
+    }
     let tx: { to: Address; data?: Hex; value?: bigint; authorizationList?: SignedAuthorization[] }
     let from: string
     const account = entry ? keys.account(entry.derivation_index) : null
     if (account && account.address === deposit && atDeposit >= amount) {
-      const [state] = [...(await chain.accounts([deposit])).values()]
       if (state!.code && state!.code !== '0x' && !delegatesToDepositAccount(state!.code)) {
         waiting.push({ refund_id: r.id, reason: `the deposit address delegates to another contract; fund the gas account with ${formatUnits(amount, token.decimals)} ${token.symbol} to pay it from there` })
-        continue
-      }
-      // Paid already (a signature of an earlier run, sent by someone): the service confirms it from the chain; never pay twice.
-      if (delegatesToDepositAccount(state!.code) && await isPaid(chain, deposit, r.id)) {
-        alreadyPaid.push(r.id)
         continue
       }
       if (!o.dryRun && !(await depositAccountDeployed(chain))) {

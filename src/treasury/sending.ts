@@ -3,8 +3,9 @@
  * deploy DepositAccount where the chain does not have it yet (anyone may: its address follows from
  * its code alone, and it has no owner).
  */
-import { keccak256, type Address, type Hex, type LocalAccount } from 'viem'
+import { keccak256, type Address, type Hex, type LocalAccount, type TransactionReceipt } from 'viem'
 import { CREATE2_DEPLOYER, DEPLOY_DATA, DEPOSIT_ACCOUNT } from '../chain/deposit-account.ts'
+import { readSignedTransaction, signaturesHoldUntil } from '../chain/signed-transaction.ts'
 import type { TreasuryChain } from './chain.ts'
 import { Refused } from './session.ts'
 
@@ -19,6 +20,45 @@ export async function sendAndWait(chain: TreasuryChain, raw: Hex, timeoutMs: num
   if (!receipt) throw new Refused(`${what} (${hash}) was sent but is not mined after ${timeoutMs / 1000} s: run the command again to see it through (nothing will be paid twice)`)
   if (receipt.status !== 'success') throw new Refused(`${what} (${hash}) was mined but reverted`)
   return receipt
+}
+
+/**
+ * Sees through a transaction an earlier run recorded (signed, perhaps sent) that has no receipt
+ * yet, one of:
+ *  - its sender's nonce went past it: another transaction took the nonce, so it can never be mined;
+ *  - the signatures it carries have lapsed (the latest block is past their deadline): sent now it
+ *    would move nothing and still cost its fee, so the gas account gives its nonce to a zero-value
+ *    transfer to itself instead (21,000 gas), after which it can never be mined and the service
+ *    calls it dropped (a refund goes back to pending, to be paid afresh);
+ *  - else the very same transaction is sent again (its nonce lets it be mined once at most) and
+ *    waited for.
+ * A dry run sends nothing and says what it would do.
+ */
+export async function seeThrough(chain: TreasuryChain, sponsor: LocalAccount & { address: Address }, raw: Hex, o: { chainId: number; dryRun: boolean; timeoutMs: number; what: string }): Promise<{ outcome: string; receipt: TransactionReceipt | null }> {
+  const hash = keccak256(raw)
+  const mined = await chain.client.getTransactionReceipt({ hash }).catch(() => null)
+  if (mined) return { outcome: mined.status === 'success' ? 'mined' : 'mined, reverted', receipt: mined }
+  const read = await readSignedTransaction(raw)
+  if (!read.ok) throw new Refused(`${o.what} (${hash}), as the service recorded it, ${read.message}`)
+  const tx = read.tx
+  if ((await chain.client.getTransactionCount({ address: tx.from as Address, blockTag: 'latest' })) > tx.nonce) {
+    return { outcome: 'dropped: its nonce went to another transaction, so it can never be mined', receipt: null }
+  }
+  const holdsUntil = signaturesHoldUntil(tx)
+  if (holdsUntil !== null && (await chain.client.getBlock({ blockTag: 'latest' })).timestamp > holdsUntil) {
+    if (tx.from !== sponsor.address.toLowerCase()) {
+      return { outcome: `expired unsent; its nonce ${tx.nonce} belongs to another gas account (${tx.from}), whose next transaction retires it`, receipt: null }
+    }
+    if (o.dryRun) return { outcome: `expired unsent: its signatures lapsed; would give its nonce ${tx.nonce} to a zero-value transfer of the gas account to itself`, receipt: null }
+    const retire = await sponsor.signTransaction({ type: 'eip1559', chainId: o.chainId, nonce: tx.nonce, to: sponsor.address, value: 0n, gas: 21_000n, ...(await feesNow(chain)) })
+    const r = await sendAndWait(chain, retire, o.timeoutMs, `the transfer retiring ${o.what}'s nonce`)
+    return { outcome: `expired unsent: its signatures lapsed; its nonce ${tx.nonce} went to ${r.transactionHash} (a zero-value transfer), so it can never be mined`, receipt: null }
+  }
+  if (o.dryRun) return { outcome: 'would be sent again', receipt: null }
+  const sent = await chain.send(raw)
+  const receipt = await chain.receipt(hash, sent === 'nonce-used' ? 5_000 : o.timeoutMs)
+  if (!receipt) throw new Refused(`${o.what} (${hash}) from an earlier run is sent but not mined after ${o.timeoutMs / 1000} s: run again later`)
+  return { outcome: `${sent === 'known' ? 'mined after waiting' : 'sent again'}${receipt.status === 'success' ? '' : ', reverted'}`, receipt }
 }
 
 /** Whether DepositAccount has code on this chain. */

@@ -20,7 +20,7 @@
 import { decodeFunctionResult, formatUnits, getAddress, type Address, type Hex, type SignedAuthorization } from 'viem'
 import { DepositAccount } from '../chain/artifacts/index.ts'
 import { batchData, CREATE2_DEPLOYER, DEPLOY_DATA, DEPOSIT_ACCOUNT, delegatesToDepositAccount, delegationOf, depositAccountCode, depositAccountEvents, sweepData, sweepTypedData } from '../chain/deposit-account.ts'
-import { deployDepositAccount, depositAccountDeployed, feesNow, sendAndWait, withGasMargin } from './sending.ts'
+import { deployDepositAccount, depositAccountDeployed, feesNow, sendAndWait, seeThrough, withGasMargin } from './sending.ts'
 import { tokenUsdCents } from '../lib/money.ts'
 import type { ApiDepositAddress, ApiNetwork } from './api.ts'
 import { Refused, type Session } from './session.ts'
@@ -248,25 +248,12 @@ async function buildBatch(s: Session, members: Candidate[], to: Address, deadlin
   return { data: batchData(calls), authorizationList }
 }
 
-/** Settles what earlier runs recorded and the service has not seen in a block: mined, sent again, or dropped. */
+/** Sees through what earlier runs recorded and the service has not seen in a block (sending.ts `seeThrough`). */
 async function resume(s: Session, o: SweepOptions) {
   const out: { sweep_id: string; transaction_hash: string; outcome: string }[] = []
   for (const w of await s.api.sweeps({ network: s.network.name, status: 'submitted' })) {
-    const hash = w.transaction_hash as Hex
-    let receipt = await s.chain.client.getTransactionReceipt({ hash }).catch(() => null)
-    let outcome = 'mined'
-    if (!receipt) {
-      const next = await s.chain.client.getTransactionCount({ address: w.sender as Address, blockTag: 'latest' })
-      if (next > w.nonce) {
-        out.push({ sweep_id: w.id, transaction_hash: hash, outcome: 'dropped: its nonce went to another transaction, so it can never be mined' })
-        continue
-      }
-      const sent = await s.chain.send(w.raw_transaction as Hex)
-      outcome = sent === 'known' ? 'mined after waiting' : 'sent again'
-      receipt = await s.chain.receipt(hash, o.receiptTimeoutMs)
-      if (!receipt) throw new Refused(`sweep ${w.id} (${hash}) from an earlier run is sent but not mined after ${o.receiptTimeoutMs / 1000} s: run again later`)
-    }
-    out.push({ sweep_id: w.id, transaction_hash: hash, outcome })
+    const { outcome } = await seeThrough(s.chain, s.sponsor!, w.raw_transaction as Hex, { chainId: s.network.chain_id, dryRun: false, timeoutMs: o.receiptTimeoutMs, what: `sweep ${w.id}` })
+    out.push({ sweep_id: w.id, transaction_hash: w.transaction_hash, outcome })
   }
   return out
 }

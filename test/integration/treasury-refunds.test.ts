@@ -213,9 +213,15 @@ for (const backend of backends()) {
       const timeline = ((await (await a().get(`/api/transactions/${paid!.id}/timeline`)).json()) as any).timeline.map((e: any) => e.cause)
       expect(timeline).toContain('refund.reorged')
 
+      // A dry run says it would send it again, and sends nothing.
+      const head = await chain.head()
+      const dry = await pay(['--dry-run'])
+      expect(dry.json.resumed).toEqual([expect.objectContaining({ refund_id: made.id, outcome: 'would be sent again' })])
+      expect(await chain.head()).toBe(head)
+      expect((await refundOf(made.id)).status).toBe('submitted')
       // The next run sends the very same payment again (its nonce is free): it completes, once.
       const again = await pay()
-      expect(again.json.resumed).toEqual([expect.objectContaining({ refund_id: made.id, outcome: 'sent again, mined' })])
+      expect(again.json.resumed).toEqual([expect.objectContaining({ refund_id: made.id, outcome: 'sent again' })])
       expect(again.json.paid).toEqual([])
       await chain.mine(CONFIRMATIONS)
       await waitUntil('completed', () => refundOf(made.id), (x) => x.status === 'completed')
@@ -291,6 +297,46 @@ for (const backend of backends()) {
       expect(again.json.paid).toEqual([expect.objectContaining({ refund_id: made.id })])
       await mineUntil(made.id, (x) => x.status === 'completed')
       expect(await chain.tokenBalance(CUSTOMER) - before).toBe(1_000_000n)
+    })
+
+    test('a payment recorded but never sent whose signature lapsed is not sent: a dry run says so and sends nothing, a run gives its nonce to a zero-value transfer, and the refund, pending again, is paid anew once', async () => {
+      const [paid] = await paidTransactions(t, project.key, chain, 1, 'TUSD', 15)
+      const made = (await refund(paid!.id, { address: CUSTOMER, amount: '1500000' })).body.refund
+      const before = await chain.tokenBalance(CUSTOMER)
+      const proxy = await startRpcProxy(chain.rpcUrl)
+      let reached!: () => void
+      const holding = new Promise<void>((r) => (reached = r))
+      proxy.beforeCall = async (call) => {
+        if (call.method !== 'eth_sendRawTransaction') return
+        reached()
+        await new Promise(() => {})
+      }
+      const first = startProcess('src/treasury/main.ts', { args: ['refunds', 'pay', ...toolArgs(t, project.key, chain, files, proxy.url), ...keyArgs(), '--json', '--refund', made.id] })
+      await holding
+      first.kill('SIGKILL')
+      await first.exited
+      await proxy.close()
+      const recorded = await refundOf(made.id)
+      expect(recorded.status).toBe('submitted')
+      await chain.customer.request({ method: 'evm_increaseTime', params: [3700] } as never)
+      await chain.mine()
+      const gasNonce = () => chain.customer.getTransactionCount({ address: chain.gas.address, blockTag: 'latest' })
+      const [nonce, head] = [await gasNonce(), await chain.head()]
+      const dry = await pay(['--refund', made.id, '--dry-run'])
+      expect(dry.code).toBe(0)
+      expect(dry.json.resumed).toEqual([{ refund_id: made.id, transaction_hash: recorded.transaction_hash, outcome: expect.stringMatching(/^expired unsent: its signatures lapsed; would give its nonce/) }])
+      expect([await gasNonce(), await chain.head()]).toEqual([nonce, head])
+      const run = await pay(['--refund', made.id])
+      expect(run.code).toBe(0)
+      expect(run.json.resumed).toEqual([{ refund_id: made.id, transaction_hash: recorded.transaction_hash, outcome: expect.stringMatching(/^expired unsent: its signatures lapsed; its nonce \d+ went to 0x[0-9a-f]{64}/) }])
+      expect(run.json.paid).toEqual([])
+      expect(await gasNonce()).toBe(nonce + 1)
+      expect(await chain.customer.getTransactionReceipt({ hash: recorded.transaction_hash }).catch(() => null)).toBeNull()
+      await mineUntil(made.id, (x) => x.status === 'pending')
+      const again = await pay(['--refund', made.id])
+      expect(again.json.paid).toEqual([expect.objectContaining({ refund_id: made.id })])
+      await mineUntil(made.id, (x) => x.status === 'completed')
+      expect(await chain.tokenBalance(CUSTOMER) - before).toBe(1_500_000n)
     })
 
     test('a refund that cannot be paid (the address refuses the coin) fails, with a signed refund.failed, and its amount is refundable again', async () => {

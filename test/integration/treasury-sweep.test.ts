@@ -188,6 +188,52 @@ for (const backend of backends()) {
       expect(await chain.ethBalance(b!.address)).toBe(0n)
     })
 
+    test('a batch recorded but never sent whose signatures lapsed is not sent: its nonce goes to a zero-value transfer, the service calls it dropped, and the run sweeps its address anew', async () => {
+      const c = tusd[2]!
+      const before = await chain.tokenBalance(TREASURY)
+      const listing = async () => ((await (await api(t, key).get(`/api/deposit-addresses?address=${c.address}`)).json()) as any).deposit_addresses[0]
+      await chain.customer.waitForTransactionReceipt({ hash: await chain.customer.writeContract({ address: chain.token, abi: TestStablecoin.abi, functionName: 'transfer', args: [c.address as Hex, 3_000_000n] }) })
+      // Swept before, but what arrived since is not: the address is no longer swept.
+      await waitUntil('the late payment seen', listing, (d) => d.swept === false)
+      // The tool records the batch and dies before it is sent.
+      const proxy = await startRpcProxy(chain.rpcUrl)
+      let reached!: () => void
+      const holding = new Promise<void>((r) => (reached = r))
+      proxy.beforeCall = async (call) => {
+        if (call.method !== 'eth_sendRawTransaction') return
+        reached()
+        await new Promise(() => {})
+      }
+      const first = startProcess('src/treasury/main.ts', { args: sweepArgs([], proxy.url) })
+      await Promise.race([holding, first.exited.then((e) => { throw new Error(`the first run ended (${e.code}) before sending: ${first.stdout()} ${first.stderr()}`) })])
+      first.kill('SIGKILL')
+      await first.exited
+      await proxy.close()
+      const stale = (await sweeps()).find((w) => w.status === 'submitted')
+      expect(stale).toBeDefined()
+      // The signatures' hour passes with the batch unsent.
+      await chain.customer.request({ method: 'evm_increaseTime', params: [3700] } as never)
+      await chain.mine()
+      const nonce = await gasNonce()
+      const r = await runTreasuryTool(sweepArgs())
+      expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' })
+      expect(r.json.resumed).toEqual([{ sweep_id: stale.id, transaction_hash: stale.transaction_hash, outcome: expect.stringMatching(/^expired unsent: its signatures lapsed; its nonce \d+ went to 0x[0-9a-f]{64} \(a zero-value transfer\)/) }])
+      // The retiring transfer (to the gas account itself, nothing moved) and the new batch: the stale one can never be mined.
+      expect(await gasNonce()).toBe(nonce + 2)
+      const retire = await chain.customer.getTransaction({ hash: /went to (0x[0-9a-f]{64})/.exec(r.json.resumed[0].outcome)![1] as Hex })
+      expect({ from: retire.from.toLowerCase(), to: retire.to?.toLowerCase(), value: retire.value, nonce: retire.nonce }).toEqual({ from: chain.gas.address.toLowerCase(), to: chain.gas.address.toLowerCase(), value: 0n, nonce: stale.nonce })
+      expect(await chain.customer.getTransactionReceipt({ hash: stale.transaction_hash }).catch(() => null)).toBeNull()
+      expect(r.json.sweeps).toHaveLength(1)
+      expect(await chain.tokenBalance(c.address)).toBe(0n)
+      expect((await chain.tokenBalance(TREASURY)) - before).toBe(3_000_000n)
+      // The service calls the stale record dropped once its nonce is taken at the network's depth, and the address swept again.
+      await waitUntil('the stale sweep dropped, the new one confirmed', async () => {
+        await chain.mine()
+        return (await sweeps()).filter((w) => w.id === stale.id || w.id === r.json.sweeps[0].sweep_id).map((w) => w.status).sort()
+      }, (st) => st.join() === 'confirmed,dropped', 20_000, 200)
+      expect((await listing()).swept).toBe(true)
+    })
+
     test('the service refuses to record what is not this project\'s sweep, and keys without the scopes', async () => {
       const a = api(t, key)
       const notSigned = await a.post('/api/sweeps', { blockchain_network: 'localchain', raw_transaction: '0x1234', items: [] })

@@ -127,16 +127,19 @@ export function createRefundService(deps: {
 
   /**
    * A deposit-route payment whose recorded transaction did not pay (reverted, dropped, or mined
-   * without paying): the contract says whether the id is paid. Paid, by whatever transaction
-   * delivered the signature first, that transaction is the payment. Not paid, the refund goes back
-   * to pending only once the signature has expired: until then someone may still send it.
+   * without paying): the contract says whether the id is paid, at the head the follower processed.
+   * Paid, by whatever transaction delivered the signature first, that transaction is the payment.
+   * Not paid, the refund goes back to pending only once a block as final as a payment must be is
+   * past the signature's deadline: a payment could only be in an earlier block, which no reorg takes
+   * back, so none was made and none can be. Until then someone may still send it, or a reorg may
+   * bring back one that was.
    */
   async function depositTruth(row: RefundRow, submission: Submission, chain: OutgoingChain): Promise<RefundEvent | null> {
     const id = paymentId(row.id)
-    const answer = await chain.request('eth_call', [{ to: row.depositAddress, data: paidData(id) }, 'latest'])
+    const answer = await chain.request('eth_call', [{ to: row.depositAddress, data: paidData(id) }, `0x${chain.head.toString(16)}`])
     const paid = typeof answer === 'string' && answer.length >= 66 && BigInt(answer.slice(0, 66)) !== 0n
     if (!paid) {
-      return (await chain.headTimestamp()) > BigInt(submission.payUntil ?? 0) ? { type: 'submission.expired', txHash: submission.txHash } : null
+      return (await chain.settledTimestamp()) > BigInt(submission.payUntil ?? 0) ? { type: 'submission.expired', txHash: submission.txHash } : null
     }
     // Paid: find the Paid event of this id at the deposit address, from where the payment could first be mined.
     for (let to = chain.head; to >= BigInt(submission.fromBlock ?? 0); to -= BigInt(chain.maxLogRange)) {

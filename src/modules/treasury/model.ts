@@ -45,7 +45,7 @@ export const DepositAddressObject = Type.Object({
   blockchain_network: Type.Union([Type.String(), Type.Null()], { description: 'The network the customer chose.' }),
   token_symbol: Type.Union([Type.String(), Type.Null()], { description: 'The token the customer chose.' }),
   amount_received: Type.Union([units('Received in that token, smallest units.'), Type.Null()]),
-  swept: Type.Boolean({ description: 'A confirmed sweep emptied it, and nothing arrived since.' }),
+  swept: Type.Boolean({ description: 'Something arrived here, and every arrival (its network and token) was moved on by a confirmed sweep after it.' }),
   last_swept_at: time('When a confirmed sweep last took something from it.'),
   created_at: Type.String({ format: 'date-time' }),
 }, closed)
@@ -85,7 +85,7 @@ export const SweepObject = Type.Object({
 
 export const RecordSweepBody = Type.Object({
   blockchain_network: Type.String({ maxLength: 64 }),
-  raw_transaction: Type.String({ pattern: '^0x[0-9a-fA-F]+$', maxLength: 400_000, description: 'The signed DepositAccount batch transaction, as it is sent to the network: recorded before it is sent.' }),
+  raw_transaction: Type.String({ pattern: '^0x[0-9a-fA-F]+$', maxLength: 65_536, description: 'The signed DepositAccount batch transaction, as it is sent to the network: recorded before it is sent.' }),
   items: Type.Array(Type.Object({
     address: EvmAddress('A deposit address the batch sweeps.'),
     token_symbol: Type.String({ maxLength: 32 }),

@@ -113,7 +113,7 @@ export function createTreasuryService(deps: { repo: TreasuryRepo; deposits: Pick
         deposit_addresses: page.map((r) => ({
           address: getAddress(r.address as Address), derivation_index: r.derivationIndex, transaction_id: r.transactionId, transaction_status: r.transactionStatus as never,
           blockchain_network: r.network, token_symbol: r.tokenSymbol, amount_received: r.amountReceived,
-          swept: r.lastSweptAt !== null && (r.lastArrivalAt === null || r.lastArrivalAt <= r.lastSweptAt), last_swept_at: iso(r.lastSweptAt), created_at: r.createdAt.toISOString(),
+          swept: r.swept, last_swept_at: iso(r.lastSweptAt), created_at: r.createdAt.toISOString(),
         })),
         has_more: more,
         next_after: more ? page.at(-1)!.derivationIndex : null,

@@ -17,7 +17,8 @@ export interface DepositAddressRecord {
   amountReceived: string | null
   createdAt: Date
   lastSweptAt: Date | null
-  lastArrivalAt: Date | null
+  /** Something arrived, and a confirmed sweep moved on each arrival's token after it. */
+  swept: boolean
 }
 
 const s = sweeps
@@ -45,14 +46,18 @@ export function createTreasuryRepo(database: Database) {
           ${t.status} AS "transactionStatus", ${t.blockchainNetwork} AS network, ${t.tokenSymbol} AS "tokenSymbol", ${t.amountReceived}::text AS "amountReceived",
           (SELECT max(${s.confirmedAt}) FROM ${sweepItems} JOIN ${s} ON ${s.id} = ${sweepItems.sweepId}
             WHERE ${sweepItems.address} = ${da.address} AND ${s.status} = 'confirmed' AND ${sweepItems.swept} > 0) AS "lastSweptAt",
-          (SELECT max(${chainTransfers.seenAt}) FROM ${chainTransfers} WHERE ${chainTransfers.transactionId} = ${da.transactionId} AND ${chainTransfers.reorgedAt} IS NULL) AS "lastArrivalAt"
+          -- Swept: something arrived, and every arrival (its network and token) was moved on by a confirmed sweep after it.
+          (EXISTS (SELECT 1 FROM ${chainTransfers} a WHERE a.transaction_id = ${da.transactionId} AND a.reorged_at IS NULL)
+            AND NOT EXISTS (SELECT 1 FROM ${chainTransfers} a WHERE a.transaction_id = ${da.transactionId} AND a.reorged_at IS NULL
+              AND NOT EXISTS (SELECT 1 FROM ${sweepItems} i JOIN ${s} w ON w.id = i.sweep_id
+                WHERE i.address = ${da.address} AND w.network = a.network AND i.token_symbol = a.token_symbol AND w.status = 'confirmed' AND i.swept > 0 AND w.confirmed_at >= a.seen_at))) AS swept
         FROM ${da} JOIN ${t} ON ${t.id} = ${da.transactionId}
         WHERE ${da.projectId} = ${scope.projectId} AND ${da.mode} = ${scope.mode} AND ${da.xpub} = ${q.xpub} AND ${da.derivationIndex} > ${q.after} ${onNetwork} ${one}
         ORDER BY ${da.derivationIndex} LIMIT ${q.limit}`)
       return rows.map((r) => ({
         address: String(r.address), derivationIndex: Number(r.derivationIndex), transactionId: String(r.transactionId), transactionStatus: String(r.transactionStatus),
         network: (r.network as string | null) ?? null, tokenSymbol: (r.tokenSymbol as string | null) ?? null, amountReceived: (r.amountReceived as string | null) ?? null,
-        createdAt: ts(r.createdAt)!, lastSweptAt: ts(r.lastSweptAt), lastArrivalAt: ts(r.lastArrivalAt),
+        createdAt: ts(r.createdAt)!, lastSweptAt: ts(r.lastSweptAt), swept: r.swept === true || r.swept === 't',
       }))
     },
 

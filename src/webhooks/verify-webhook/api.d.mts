@@ -904,7 +904,7 @@ export interface components {
                 /** @description The token the customer chose. */
                 token_symbol: string | null;
                 amount_received: string | null;
-                /** @description A confirmed sweep emptied it, and nothing arrived since. */
+                /** @description Something arrived here, and every arrival (its network and token) was moved on by a confirmed sweep after it. */
                 swept: boolean;
                 /** @description When a confirmed sweep last took something from it. */
                 last_swept_at: string | null;
