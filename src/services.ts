@@ -109,6 +109,7 @@ export async function createServices(deps: {
     repo: createInstanceRepo(database.db), clock, logger, instanceId,
     // Takeover within seconds when an instance dies (ACTOR_LEASE_MS, default 10 s).
     leaseMs: deps.leaseMs ?? 10_000,
+    exclusive: singleInstance,
   })
   const scheduler = createScheduler(clock)
   const metrics = createMetrics()

@@ -35,7 +35,19 @@ const PRUNE_EVERY_TICKS = 100
  * (its database is away, or a renewal hangs): two instances never run the same actor at once,
  * as long as clocks agree to within that margin and the event loop is never blocked for longer.
  */
-export function createInstanceLease(deps: { repo: InstanceRepo; clock: Clock; logger: Logger; instanceId: string; leaseMs: number }): InstanceLease {
+export function createInstanceLease(deps: {
+  repo: InstanceRepo
+  clock: Clock
+  logger: Logger
+  instanceId: string
+  leaseMs: number
+  /**
+   * The database is this process's alone (the embedded PGlite: its DATA_DIR is locked), so no other
+   * instance can ever take over: a late renewal (a long pause, a starved CPU) stops nothing, since
+   * stopping actors then protects nothing and would only send again what was in flight.
+   */
+  exclusive?: boolean
+}): InstanceLease {
   const listeners = new Set<LeaseListener>()
   const every = Math.max(100, Math.floor(deps.leaseMs / 3))
   // When the last renewal that succeeded was sent, on the process's own monotonic clock: the
@@ -50,7 +62,7 @@ export function createInstanceLease(deps: { repo: InstanceRepo; clock: Clock; lo
 
   /** Stops every actor when the lease may run out before it is renewed: a renewal failed or hangs. */
   function checkExpiry() {
-    if (lost || performance.now() - renewedAt < deps.leaseMs - every) return
+    if (deps.exclusive || lost || performance.now() - renewedAt < deps.leaseMs - every) return
     lost = true
     deps.logger.error('instance lease lost: actors stopped until it is renewed', { instanceId: deps.instanceId })
     for (const l of listeners) l.lost?.()
