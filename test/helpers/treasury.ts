@@ -16,6 +16,8 @@ import { ETHEREUM_ACCOUNT_PATH } from '../../src/chain/deposit-addresses.ts'
 import { mnemonicToSeed } from '../../src/lib/bip39.ts'
 import type { NetworkConfig } from '../../src/chain/networks-config.ts'
 import { payNative, payToken, waitUntil } from './chain.ts'
+import { startProcess } from './processes.ts'
+import { startRpcProxy } from './rpc-proxy.ts'
 import { api, type TestServer } from './server.ts'
 
 /** The merchant's deposit mnemonic in these tests (BIP-39's "legal winner" test vector). */
@@ -130,3 +132,28 @@ export async function paidTransactions(t: TestServer, key: string, chain: Treasu
 /** The tool's connection flags against a test server and the chain. */
 export const toolArgs = (t: TestServer, key: string, chain: TreasuryChain, files: { ca: string }, rpcUrl = chain.rpcUrl) =>
   ['--api-url', t.url, '--api-key', key, '--ca-file', files.ca, '--network', 'localchain', '--rpc-url', rpcUrl]
+
+/**
+ * Runs the treasury tool with `args` (its RPC through a proxy in front of `rpcUrl`) and SIGKILLs
+ * it at its `nth` eth_sendRawTransaction, which never reaches the chain: a run that recorded a
+ * transaction and died before sending it.
+ */
+export async function killedAtSend(rpcUrl: string, args: (rpcUrl: string) => string[], nth = 1): Promise<void> {
+  const proxy = await startRpcProxy(rpcUrl)
+  let sends = 0
+  let reached!: () => void
+  const held = new Promise<void>((r) => (reached = r))
+  proxy.beforeCall = async (call) => {
+    if (call.method !== 'eth_sendRawTransaction' || ++sends !== nth) return
+    reached()
+    await new Promise(() => {})
+  }
+  const run = startProcess('src/treasury/main.ts', { args: args(proxy.url) })
+  try {
+    await Promise.race([held, run.exited.then((e) => { throw new Error(`the tool ended (${e.code}) before its send #${nth}: ${run.stdout()} ${run.stderr()}`) })])
+    run.kill('SIGKILL')
+    if ((await run.exited).signal !== 'SIGKILL') throw new Error('the tool was not killed')
+  } finally {
+    await proxy.close()
+  }
+}

@@ -17,10 +17,10 @@ import { mnemonicToSeed } from '../../src/lib/bip39.ts'
 import { createLogger } from '../../src/lib/logger.ts'
 import { backends } from '../helpers/databases.ts'
 import { payToken, waitUntil, writeNetworksFile } from '../helpers/chain.ts'
-import { runTreasuryTool, startProcess } from '../helpers/processes.ts'
+import { runTreasuryTool } from '../helpers/processes.ts'
 import { startRpcProxy } from '../helpers/rpc-proxy.ts'
 import { api, startTestServer, type TestServer } from '../helpers/server.ts'
-import { MERCHANT_MNEMONIC, MERCHANT_PASSPHRASE, paidTransactions, startTreasuryChain, toolArgs, useMerchantKey, writeMerchantFiles, type TreasuryChain } from '../helpers/treasury.ts'
+import { killedAtSend, MERCHANT_MNEMONIC, MERCHANT_PASSPHRASE, paidTransactions, startTreasuryChain, toolArgs, useMerchantKey, writeMerchantFiles, type TreasuryChain } from '../helpers/treasury.ts'
 import { startWebhookSink, type WebhookSink } from '../helpers/webhook-sink.ts'
 
 const CONFIRMATIONS = 3
@@ -271,19 +271,7 @@ for (const backend of backends()) {
       const made = (await refund(paid!.id, { address: CUSTOMER, amount: '1000000' })).body.refund
       const before = await chain.tokenBalance(CUSTOMER)
       // The tool records the payment, and dies before it is sent.
-      const proxy = await startRpcProxy(chain.rpcUrl)
-      let reached!: () => void
-      const holding = new Promise<void>((r) => (reached = r))
-      proxy.beforeCall = async (call) => {
-        if (call.method !== 'eth_sendRawTransaction') return
-        reached()
-        await new Promise(() => {})
-      }
-      const first = startProcess('src/treasury/main.ts', { args: ['refunds', 'pay', ...toolArgs(t, project.key, chain, files, proxy.url), ...keyArgs(), '--json', '--refund', made.id] })
-      await holding
-      first.kill('SIGKILL')
-      await first.exited
-      await proxy.close()
+      await killedAtSend(chain.rpcUrl, (rpc) => ['refunds', 'pay', ...toolArgs(t, project.key, chain, files, rpc), ...keyArgs(), '--json', '--refund', made.id])
       expect((await refundOf(made.id)).status).toBe('submitted')
       // The gas account's next transaction takes that nonce, and the signature's hour passes.
       const gas = createDevnetClient(chain.rpcUrl, chain.gas.key)
@@ -303,19 +291,7 @@ for (const backend of backends()) {
       const [paid] = await paidTransactions(t, project.key, chain, 1, 'TUSD', 15)
       const made = (await refund(paid!.id, { address: CUSTOMER, amount: '1500000' })).body.refund
       const before = await chain.tokenBalance(CUSTOMER)
-      const proxy = await startRpcProxy(chain.rpcUrl)
-      let reached!: () => void
-      const holding = new Promise<void>((r) => (reached = r))
-      proxy.beforeCall = async (call) => {
-        if (call.method !== 'eth_sendRawTransaction') return
-        reached()
-        await new Promise(() => {})
-      }
-      const first = startProcess('src/treasury/main.ts', { args: ['refunds', 'pay', ...toolArgs(t, project.key, chain, files, proxy.url), ...keyArgs(), '--json', '--refund', made.id] })
-      await holding
-      first.kill('SIGKILL')
-      await first.exited
-      await proxy.close()
+      await killedAtSend(chain.rpcUrl, (rpc) => ['refunds', 'pay', ...toolArgs(t, project.key, chain, files, rpc), ...keyArgs(), '--json', '--refund', made.id])
       const recorded = await refundOf(made.id)
       expect(recorded.status).toBe('submitted')
       await chain.customer.request({ method: 'evm_increaseTime', params: [3700] } as never)

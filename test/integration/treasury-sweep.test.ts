@@ -13,10 +13,9 @@ import { DepositAccount, TestStablecoin } from '../../src/chain/artifacts/index.
 import { DEPOSIT_ACCOUNT, depositAccountCode } from '../../src/chain/deposit-account.ts'
 import { backends } from '../helpers/databases.ts'
 import { waitUntil, writeNetworksFile } from '../helpers/chain.ts'
-import { runTreasuryTool, startProcess } from '../helpers/processes.ts'
-import { startRpcProxy } from '../helpers/rpc-proxy.ts'
+import { runTreasuryTool } from '../helpers/processes.ts'
 import { api, startTestServer, type TestServer } from '../helpers/server.ts'
-import { paidTransactions, startTreasuryChain, toolArgs, useMerchantKey, writeMerchantFiles, type TreasuryChain } from '../helpers/treasury.ts'
+import { killedAtSend, paidTransactions, startTreasuryChain, toolArgs, useMerchantKey, writeMerchantFiles, type TreasuryChain } from '../helpers/treasury.ts'
 
 const TREASURY = getAddress('0x7e5f4552091a69125d5dfcb7b8c2659029395bdf')
 
@@ -105,22 +104,8 @@ for (const backend of backends()) {
       const startHead = await chain.head()
       const startGas = await chain.ethBalance(chain.gas.address)
       const treasuryEth = await chain.ethBalance(TREASURY)
-      // The RPC the first run uses holds its third transaction (the second batch, after the deployment and the first batch) forever.
-      const proxy = await startRpcProxy(chain.rpcUrl)
-      let sends = 0
-      let reached!: () => void
-      const held = new Promise<void>((r) => (reached = r))
-      proxy.beforeCall = async (call) => {
-        if (call.method === 'eth_sendRawTransaction' && ++sends === 3) {
-          reached()
-          await new Promise(() => {})
-        }
-      }
-      const first = startProcess('src/treasury/main.ts', { args: sweepArgs([], proxy.url) })
-      await Promise.race([held, first.exited.then((e) => { throw new Error(`the first run ended (${e.code}) before its second batch: ${first.stdout()} ${first.stderr()}`) })])
-      first.kill('SIGKILL')
-      expect((await first.exited).signal).toBe('SIGKILL')
-      await proxy.close()
+      // The first run dies at its third transaction (the second batch, after the deployment and the first batch), which never reaches the chain.
+      await killedAtSend(chain.rpcUrl, (rpc) => sweepArgs([], rpc), 3)
       // Two batches recorded; the second was never sent.
       const recorded = await sweeps()
       expect(recorded).toHaveLength(2)
@@ -196,19 +181,7 @@ for (const backend of backends()) {
       // Swept before, but what arrived since is not: the address is no longer swept.
       await waitUntil('the late payment seen', listing, (d) => d.swept === false)
       // The tool records the batch and dies before it is sent.
-      const proxy = await startRpcProxy(chain.rpcUrl)
-      let reached!: () => void
-      const holding = new Promise<void>((r) => (reached = r))
-      proxy.beforeCall = async (call) => {
-        if (call.method !== 'eth_sendRawTransaction') return
-        reached()
-        await new Promise(() => {})
-      }
-      const first = startProcess('src/treasury/main.ts', { args: sweepArgs([], proxy.url) })
-      await Promise.race([holding, first.exited.then((e) => { throw new Error(`the first run ended (${e.code}) before sending: ${first.stdout()} ${first.stderr()}`) })])
-      first.kill('SIGKILL')
-      await first.exited
-      await proxy.close()
+      await killedAtSend(chain.rpcUrl, (rpc) => sweepArgs([], rpc))
       const stale = (await sweeps()).find((w) => w.status === 'submitted')
       expect(stale).toBeDefined()
       // The signatures' hour passes with the batch unsent.
