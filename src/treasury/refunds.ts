@@ -56,7 +56,7 @@ export async function payRefunds(s: Session, o: RefundOptions) {
   // What earlier runs recorded and the chain has not seen through (sending.ts `seeThrough`); a dry run only says what it would do.
   const resumed: { refund_id: string; transaction_hash: string; outcome: string }[] = []
   for (const r of (await api.refunds({ network: network.name, status: 'submitted' })).filter(wanted)) {
-    const { outcome } = await seeThrough(chain, sponsor, r.raw_transaction as Hex, { chainId: network.chain_id, dryRun: o.dryRun, timeoutMs: o.receiptTimeoutMs, what: `refund ${r.id}'s payment` })
+    const outcome = await seeThrough(chain, sponsor, r.raw_transaction as Hex, { chainId: network.chain_id, dryRun: o.dryRun, timeoutMs: o.receiptTimeoutMs, what: `refund ${r.id}'s payment` })
     resumed.push({ refund_id: r.id, transaction_hash: r.transaction_hash!, outcome })
   }
   if (!(await chain.settled(sponsor.address, o.receiptTimeoutMs))) {

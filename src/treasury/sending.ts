@@ -3,7 +3,7 @@
  * deploy DepositAccount where the chain does not have it yet (anyone may: its address follows from
  * its code alone, and it has no owner).
  */
-import { keccak256, type Address, type Hex, type LocalAccount, type TransactionReceipt } from 'viem'
+import { keccak256, type Address, type Hex, type LocalAccount } from 'viem'
 import { CREATE2_DEPLOYER, DEPLOY_DATA, DEPOSIT_ACCOUNT } from '../chain/deposit-account.ts'
 import { readSignedTransaction, signaturesHoldUntil } from '../chain/signed-transaction.ts'
 import type { TreasuryChain } from './chain.ts'
@@ -32,33 +32,33 @@ export async function sendAndWait(chain: TreasuryChain, raw: Hex, timeoutMs: num
  *    calls it dropped (a refund goes back to pending, to be paid afresh);
  *  - else the very same transaction is sent again (its nonce lets it be mined once at most) and
  *    waited for.
- * A dry run sends nothing and says what it would do.
+ * A dry run sends nothing. Answers what became of it, in words.
  */
-export async function seeThrough(chain: TreasuryChain, sponsor: LocalAccount & { address: Address }, raw: Hex, o: { chainId: number; dryRun: boolean; timeoutMs: number; what: string }): Promise<{ outcome: string; receipt: TransactionReceipt | null }> {
+export async function seeThrough(chain: TreasuryChain, sponsor: LocalAccount & { address: Address }, raw: Hex, o: { chainId: number; dryRun: boolean; timeoutMs: number; what: string }): Promise<string> {
   const hash = keccak256(raw)
   const mined = await chain.client.getTransactionReceipt({ hash }).catch(() => null)
-  if (mined) return { outcome: mined.status === 'success' ? 'mined' : 'mined, reverted', receipt: mined }
+  if (mined) return mined.status === 'success' ? 'mined' : 'mined, reverted'
   const read = await readSignedTransaction(raw)
   if (!read.ok) throw new Refused(`${o.what} (${hash}), as the service recorded it, ${read.message}`)
   const tx = read.tx
   if ((await chain.client.getTransactionCount({ address: tx.from as Address, blockTag: 'latest' })) > tx.nonce) {
-    return { outcome: 'dropped: its nonce went to another transaction, so it can never be mined', receipt: null }
+    return 'dropped: its nonce went to another transaction, so it can never be mined'
   }
   const holdsUntil = signaturesHoldUntil(tx)
   if (holdsUntil !== null && (await chain.client.getBlock({ blockTag: 'latest' })).timestamp > holdsUntil) {
     if (tx.from !== sponsor.address.toLowerCase()) {
-      return { outcome: `expired unsent; its nonce ${tx.nonce} belongs to another gas account (${tx.from}), whose next transaction retires it`, receipt: null }
+      return `expired unsent; its nonce ${tx.nonce} belongs to another gas account (${tx.from}), whose next transaction retires it`
     }
-    if (o.dryRun) return { outcome: `expired unsent: its signatures lapsed; would give its nonce ${tx.nonce} to a zero-value transfer of the gas account to itself`, receipt: null }
+    if (o.dryRun) return `expired unsent: its signatures lapsed; would give its nonce ${tx.nonce} to a zero-value transfer of the gas account to itself`
     const retire = await sponsor.signTransaction({ type: 'eip1559', chainId: o.chainId, nonce: tx.nonce, to: sponsor.address, value: 0n, gas: 21_000n, ...(await feesNow(chain)) })
     const r = await sendAndWait(chain, retire, o.timeoutMs, `the transfer retiring ${o.what}'s nonce`)
-    return { outcome: `expired unsent: its signatures lapsed; its nonce ${tx.nonce} went to ${r.transactionHash} (a zero-value transfer), so it can never be mined`, receipt: null }
+    return `expired unsent: its signatures lapsed; its nonce ${tx.nonce} went to ${r.transactionHash} (a zero-value transfer), so it can never be mined`
   }
-  if (o.dryRun) return { outcome: 'would be sent again', receipt: null }
+  if (o.dryRun) return 'would be sent again'
   const sent = await chain.send(raw)
   const receipt = await chain.receipt(hash, sent === 'nonce-used' ? 5_000 : o.timeoutMs)
   if (!receipt) throw new Refused(`${o.what} (${hash}) from an earlier run is sent but not mined after ${o.timeoutMs / 1000} s: run again later`)
-  return { outcome: `${sent === 'known' ? 'mined after waiting' : 'sent again'}${receipt.status === 'success' ? '' : ', reverted'}`, receipt }
+  return `${sent === 'known' ? 'mined after waiting' : 'sent again'}${receipt.status === 'success' ? '' : ', reverted'}`
 }
 
 /** Whether DepositAccount has code on this chain. */

@@ -252,7 +252,7 @@ async function buildBatch(s: Session, members: Candidate[], to: Address, deadlin
 async function resume(s: Session, o: SweepOptions) {
   const out: { sweep_id: string; transaction_hash: string; outcome: string }[] = []
   for (const w of await s.api.sweeps({ network: s.network.name, status: 'submitted' })) {
-    const { outcome } = await seeThrough(s.chain, s.sponsor!, w.raw_transaction as Hex, { chainId: s.network.chain_id, dryRun: false, timeoutMs: o.receiptTimeoutMs, what: `sweep ${w.id}` })
+    const outcome = await seeThrough(s.chain, s.sponsor!, w.raw_transaction as Hex, { chainId: s.network.chain_id, dryRun: false, timeoutMs: o.receiptTimeoutMs, what: `sweep ${w.id}` })
     out.push({ sweep_id: w.id, transaction_hash: w.transaction_hash, outcome })
   }
   return out
