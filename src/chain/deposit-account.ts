@@ -87,6 +87,9 @@ export const payData = (o: { id: Hex; token: Address | null; to: Address; amount
 /** `paid(id)`: whether the deposit address it is called at has paid `id`. */
 export const paidData = (id: Hex): Hex => encodeFunctionData({ abi: DepositAccount.abi, functionName: 'paid', args: [id] })
 
+/** What an `eth_call` of `paidData` answered: true when the id is paid (anything but a 32-byte word says not). */
+export const paidAnswer = (answer: unknown): boolean => typeof answer === 'string' && answer.length >= 66 && BigInt(answer.slice(0, 66)) !== 0n
+
 /** The topic of DepositAccount's Paid event (its id is the first indexed argument). */
 export const PAID_TOPIC: Hex = keccak256(toBytes('Paid(bytes32,address,address,uint256)'))
 

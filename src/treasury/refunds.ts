@@ -10,7 +10,7 @@
  */
 import { BaseError, decodeErrorResult, encodeFunctionData, erc20Abi, formatUnits, getAddress, type Address, type Hex, type SignedAuthorization } from 'viem'
 import { DepositAccount } from '../chain/artifacts/index.ts'
-import { CREATE2_DEPLOYER, DEPLOY_DATA, DEPOSIT_ACCOUNT, delegatesToDepositAccount, paidData, payData, paymentId, payTypedData } from '../chain/deposit-account.ts'
+import { CREATE2_DEPLOYER, DEPLOY_DATA, DEPOSIT_ACCOUNT, delegatesToDepositAccount, paidAnswer, paidData, payData, paymentId, payTypedData } from '../chain/deposit-account.ts'
 import type { ApiRefund } from './api.ts'
 import { deployDepositAccount, depositAccountDeployed, feesNow, sendAndWait, seeThrough, withGasMargin } from './sending.ts'
 import { Refused, type Session } from './session.ts'
@@ -171,6 +171,5 @@ export async function payRefunds(s: Session, o: RefundOptions) {
 
 /** Whether DepositAccount at `account` has paid refund `refundId` (its `paid` view). */
 async function isPaid(chain: Session['chain'], account: Address, refundId: string): Promise<boolean> {
-  const { data } = await chain.client.call({ to: account, data: paidData(paymentId(refundId)) })
-  return !!data && data.length >= 66 && BigInt(data.slice(0, 66)) !== 0n
+  return paidAnswer((await chain.client.call({ to: account, data: paidData(paymentId(refundId)) })).data)
 }

@@ -1,5 +1,6 @@
 import { and, asc, count, eq, inArray, isNull, sql, type SQL } from 'drizzle-orm'
 import type { RefundStatus } from '../../../machines/refund.machine.ts'
+import { decodeCursor } from '../../chain/block-follower.ts'
 import type { Database } from '../../db/client.ts'
 import { chainCursors, chainTransfers, idempotencyKeys, outbox, refunds, transactionEvents, transactions, type RefundRow, type TransactionRow } from '../../db/schema.ts'
 import type { Outcome } from '../../lib/outcome.ts'
@@ -139,11 +140,14 @@ export function createRefundRepo(database: Database) {
       return row ?? null
     },
 
-    /** The height a network's follower has processed (its cursor); null before it followed. */
+    /** The height a network's follower has processed (its cursor); null before it followed, or when its cursor does not read. */
     async followedHeight(network: string): Promise<bigint | null> {
       const [c] = await db.select({ cursor: chainCursors.cursor }).from(chainCursors).where(eq(chainCursors.network, network))
-      const height = c ? (JSON.parse(c.cursor) as { height?: unknown }).height : undefined
-      return typeof height === 'string' && /^\d+$/.test(height) ? BigInt(height) : null
+      try {
+        return c ? decodeCursor(c.cursor).height : null
+      } catch {
+        return null
+      }
     },
 
     async idempotencyRecord(k: ProjectMode & { key: string }) {

@@ -5,7 +5,7 @@ import { FINAL_STATUSES, type TxStatus } from '../../../machines/transaction.mac
 import { REFUND_MACHINE_VERSION, refundMachine, type RefundEvent, type RefundStatus, type Submission } from '../../../machines/refund.machine.ts'
 import { restoreActor } from '../../actors/restore-actor.ts'
 import { isUniqueViolation } from '../../db/errors.ts'
-import { DEPOSIT_ACCOUNT, depositAccountEvents, PAID_TOPIC, paidData, paymentId } from '../../chain/deposit-account.ts'
+import { DEPOSIT_ACCOUNT, depositAccountEvents, PAID_TOPIC, paidAnswer, paidData, paymentId } from '../../chain/deposit-account.ts'
 import type { NetworkConfig, TokenConfig } from '../../chain/networks-config.ts'
 import type { OutgoingChain, OutgoingLedger, OutgoingNews } from '../../chain/outgoing-tracker.ts'
 import { payoutOf, readSignedTransaction } from '../../chain/signed-transaction.ts'
@@ -136,15 +136,15 @@ export function createRefundService(deps: {
    */
   async function depositTruth(row: RefundRow, submission: Submission, chain: OutgoingChain): Promise<RefundEvent | null> {
     const id = paymentId(row.id)
-    const answer = await chain.request('eth_call', [{ to: row.depositAddress, data: paidData(id) }, `0x${chain.head.toString(16)}`])
-    const paid = typeof answer === 'string' && answer.length >= 66 && BigInt(answer.slice(0, 66)) !== 0n
+    const paid = paidAnswer(await chain.request('eth_call', [{ to: row.depositAddress, data: paidData(id) }, `0x${chain.head.toString(16)}`]))
     if (!paid) {
       return (await chain.settledTimestamp()) > BigInt(submission.payUntil ?? 0) ? { type: 'submission.expired', txHash: submission.txHash } : null
     }
     // Paid: find the Paid event of this id at the deposit address, from where the payment could first be mined.
-    for (let to = chain.head; to >= BigInt(submission.fromBlock ?? 0); to -= BigInt(chain.maxLogRange)) {
-      const from = to - BigInt(chain.maxLogRange) + 1n
-      const lower = from < BigInt(submission.fromBlock ?? 0) ? BigInt(submission.fromBlock ?? 0) : from
+    const start = BigInt(submission.fromBlock ?? 0)
+    const span = BigInt(chain.maxLogRange)
+    for (let to = chain.head; to >= start; to -= span) {
+      const lower = to - span + 1n < start ? start : to - span + 1n
       const logs = (await chain.request('eth_getLogs', [{ address: row.depositAddress, topics: [PAID_TOPIC, id], fromBlock: `0x${lower.toString(16)}`, toBlock: `0x${to.toString(16)}` }])) as { transactionHash: string; blockNumber: string; blockHash: string }[]
       const log = logs.at(-1)
       if (!log) continue
