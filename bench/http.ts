@@ -9,7 +9,7 @@
  *
  * Env: BENCH_SECONDS per round (default 5), BENCH_ROUNDS (3), BENCH_CONNECTIONS (32),
  * DATABASE_URL (PostgreSQL server; default postgres://postgres@127.0.0.1:5432/test; fresh
- * databases are created and dropped).
+ * databases are created and dropped), BENCH_DATABASES (`pglite,postgres`: which to measure).
  */
 import { spawnSync } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
@@ -54,7 +54,8 @@ try {
   await stopProcess(bare)
 }
 
-for (const backend of ['pglite', 'postgres'] as const) {
+const BACKENDS = (['pglite', 'postgres'] as const).filter((b) => (process.env.BENCH_DATABASES ?? 'pglite,postgres').split(',').includes(b))
+for (const backend of BACKENDS) {
   if (backend === 'postgres') process.env.DATABASE_URL = pgServer
   let svc: BenchService | null = null
   let floor: BenchProcess | null = null

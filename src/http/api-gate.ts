@@ -22,6 +22,9 @@ export interface GateDeps {
   httpsOrigin: (req: Request) => string
 }
 
+/** The nine rate-limit headers' names, made once rather than on every request. */
+const HEADER_NAMES = WINDOWS.map((w) => [w, { limit: `x-ratelimit-limit-${w}`, remaining: `x-ratelimit-remaining-${w}`, reset: `x-ratelimit-reset-${w}` }] as const)
+
 /** Every request of a window shares its reset time: format it once. */
 const resetText = new Map<number, string>()
 function isoOf(ms: number): string {
@@ -68,11 +71,11 @@ export function apiGate(deps: GateDeps) {
     const decision = principal && active && allowed
       ? await deps.limiter.check(`project:${principal.projectId}`, principal.project.limits)
       : await deps.limiter.check(`ip:${clientIp ?? 'unknown'}`, deps.anonymousLimits)
-    for (const w of WINDOWS) {
+    for (const [w, names] of HEADER_NAMES) {
       const s = decision.windows[w]
-      set.headers[`x-ratelimit-limit-${w}`] = String(s.limit)
-      set.headers[`x-ratelimit-remaining-${w}`] = String(s.remaining)
-      set.headers[`x-ratelimit-reset-${w}`] = isoOf(s.reset)
+      set.headers[names.limit] = String(s.limit)
+      set.headers[names.remaining] = String(s.remaining)
+      set.headers[names.reset] = isoOf(s.reset)
     }
     if (!decision.allowed) {
       set.headers['retry-after'] = String(decision.retryAfter)

@@ -18,11 +18,11 @@ import type { Readiness } from '../../operations/readiness.ts'
 export function operationsController(deps: { readiness: Readiness; metrics: Metrics | null; metricsToken: string | null }) {
   const token = deps.metricsToken === null ? null : Buffer.from(`Bearer ${deps.metricsToken}`)
   const app = new Elysia({ name: 'operations' })
-    .get('/healthz', () => json({ status: 'ok' }), { detail: { hide: true } })
-    .get('/readyz', async () => {
+    .get('/healthz', ({ set }) => json(set, { status: 'ok' }), { detail: { hide: true } })
+    .get('/readyz', async ({ set }) => {
       const report = await deps.readiness.report()
       const failed = report.checks.filter((c) => !c.ok).map((c) => c.name)
-      return json({ status: report.ready ? 'ready' : 'not_ready', failed, checks: report.checks }, report.ready ? 200 : 503)
+      return json(set, { status: report.ready ? 'ready' : 'not_ready', failed, checks: report.checks }, report.ready ? 200 : 503)
     }, { detail: { hide: true } })
   const metrics = deps.metrics
   if (!metrics) return app

@@ -2,7 +2,7 @@ import { fileURLToPath } from 'node:url'
 import { Elysia } from 'elysia'
 import { factsOf } from '../../http/context.ts'
 import { ApiError } from '../../http/errors.ts'
-import { json } from '../../http/json-response.ts'
+import { json, respond, type Gathered } from '../../http/json-response.ts'
 import { strictJsonBody } from '../../http/json-body.ts'
 import type { Outcome } from '../../lib/outcome.ts'
 import type { RateLimiter } from '../../limits/rate-limiter.ts'
@@ -19,7 +19,11 @@ export const PAY_ASSETS_DIR = fileURLToPath(new URL('./assets/', import.meta.url
 
 const PAGE_ROUTE = '/pay/:id'
 
-const page = (body: string, status: number, extra?: Record<string, string>) => new Response(body, { status, headers: extra ? { ...PAY_PAGE_HEADERS, ...extra } : PAY_PAGE_HEADERS })
+/** A page with its headers; with the request's `set`, the headers its hooks gathered too, in one Response (see respond). */
+const page = (body: string, status: number, set?: Gathered, extra?: Record<string, string>) => {
+  const headers = extra ? { ...PAY_PAGE_HEADERS, ...extra } : PAY_PAGE_HEADERS
+  return set ? respond(set, body, status, headers) : new Response(body, { status, headers })
+}
 
 /** The page for an unknown payment, and for any path under /pay that names nothing. */
 export function payNotFound(asset: AssetUrl): Response {
@@ -32,10 +36,10 @@ export function payNotFound(asset: AssetUrl): Response {
  * in its OpenAPI document).
  */
 export function payController(deps: { pay: PayService; streams: StatusStreams; limiter: RateLimiter; limits: RateLimits; asset: AssetUrl }) {
-  const out = async (p: Promise<Outcome<PayState>>) => {
+  const out = async (set: Gathered, p: Promise<Outcome<PayState>>) => {
     const r = await p
     if (!r.ok) throw ApiError.from(r)
-    return json(r.value)
+    return json(set, r.value)
   }
   /** Seconds to wait when this client is over the per-IP limit, else null. */
   const overLimit = async (request: Request): Promise<number | null> => {
@@ -54,15 +58,15 @@ export function payController(deps: { pay: PayService; streams: StatusStreams; l
         throw new ApiError('rate_limited', `Too many requests; retry after ${wait} s`)
       }
     })
-    .get('/:id', async ({ params, request }) => {
+    .get('/:id', async ({ params, request, set }) => {
       const wait = await overLimit(request)
-      if (wait !== null) return page(renderMessagePage(deps.asset, PAY_TEXT.tooManyTitle, fill(PAY_TEXT.tooManyBody, { seconds: wait })), 429, { 'retry-after': String(wait) })
+      if (wait !== null) return page(renderMessagePage(deps.asset, PAY_TEXT.tooManyTitle, fill(PAY_TEXT.tooManyBody, { seconds: wait })), 429, set, { 'retry-after': String(wait) })
       const r = await deps.pay.state(params.id)
       if (!r.ok) {
         if (r.code !== 'not_found') throw ApiError.from(r)
         return payNotFound(deps.asset)
       }
-      return page(renderPayPage(r.value, deps.asset), 200)
+      return page(renderPayPage(r.value, deps.asset), 200, set)
     }, { detail: { hide: true } })
     .get('/:id/qr.svg', async ({ params }) => {
       const r = await deps.pay.state(params.id)
@@ -72,18 +76,18 @@ export function payController(deps: { pay: PayService; streams: StatusStreams; l
         headers: { 'content-type': 'image/svg+xml', 'cache-control': 'no-store', 'content-security-policy': "default-src 'none'" },
       })
     }, { detail: { hide: true } })
-    .get('/:id/state', ({ params }) => out(deps.pay.state(params.id)), { detail: { hide: true } })
-    .post('/:id/select', ({ params, body, request }) => out(deps.pay.select(params.id, body as { token_symbol: string; blockchain_network: string }, factsOf(request)?.clientIp ?? null)), {
+    .get('/:id/state', ({ params, set }) => out(set, deps.pay.state(params.id)), { detail: { hide: true } })
+    .post('/:id/select', ({ params, body, request, set }) => out(set, deps.pay.select(params.id, body as { token_symbol: string; blockchain_network: string }, factsOf(request)?.clientIp ?? null)), {
       parse: 'none',
       transform: [strictJsonBody(SelectBody)],
       detail: { hide: true },
     })
-    .post('/:id/confirm', ({ params }) => out(deps.pay.confirm(params.id)), { detail: { hide: true } })
-    .post('/:id/cancel', ({ params }) => out(deps.pay.cancel(params.id)), { detail: { hide: true } })
-    .post('/:id/test-wallet', async ({ params }) => {
+    .post('/:id/confirm', ({ params, set }) => out(set, deps.pay.confirm(params.id)), { detail: { hide: true } })
+    .post('/:id/cancel', ({ params, set }) => out(set, deps.pay.cancel(params.id)), { detail: { hide: true } })
+    .post('/:id/test-wallet', async ({ params, set }) => {
       const r = await deps.pay.payWithTestWallet(params.id)
       if (!r.ok) throw ApiError.from(r)
-      return json({ transaction_hash: r.value.txHash })
+      return json(set, { transaction_hash: r.value.txHash })
     }, { detail: { hide: true } })
     // Server-Sent Events: the state now, then after every committed change (./status-streams.ts).
     .get('/:id/events', async ({ params, request }) => {

@@ -4,7 +4,7 @@ import { REFUND_STATUSES } from '../../../machines/refund.machine.ts'
 import { principalOf, requireScope } from '../../http/api-gate.ts'
 import { ApiError, ErrorResponse } from '../../http/errors.ts'
 import { strictJsonBody } from '../../http/json-body.ts'
-import { json } from '../../http/json-response.ts'
+import { json, storedJson, type Gathered } from '../../http/json-response.ts'
 import { openApiParameters, strictParams } from '../../http/strict-params.ts'
 import { StringEnum } from '../../lib/string-enum.ts'
 import { CreateRefundBody, RecordPaymentBody, RefundListResponse, RefundResponse, RefuseRefundBody, TransactionRefundsResponse } from './model.ts'
@@ -20,9 +20,9 @@ const ListQuery = Type.Object({
 }, { additionalProperties: true })
 
 const errors = (...codes: number[]) => Object.fromEntries(codes.map((c) => [c, 'ErrorResponse'])) as Record<number, 'ErrorResponse'>
-const refunded = (r: { ok: true; value: unknown } | { ok: false; code: any; message: string; details?: any }) => {
+const refunded = (set: Gathered, r: { ok: true; value: unknown } | { ok: false; code: any; message: string; details?: any }) => {
   if (!r.ok) throw ApiError.from(r)
-  return json({ success: true, refund: r.value })
+  return json(set, { success: true, refund: r.value })
 }
 
 /** Merchant API: refunds of finished transactions (issue 13), paid by the merchant's treasury tool and confirmed on-chain. */
@@ -31,10 +31,10 @@ export function refundsController(deps: { refunds: RefundService }) {
     .model({ ErrorResponse, CreateRefundRequest: CreateRefundBody, RefundResult: RefundResponse, TransactionRefunds: TransactionRefundsResponse, RefundList: RefundListResponse, RecordRefundPaymentRequest: RecordPaymentBody, RefuseRefundRequest: RefuseRefundBody })
     .post(
       '/api/transactions/:id/refunds',
-      async ({ request, params, body, headers }) => {
+      async ({ request, params, body, headers, set }) => {
         const r = await deps.refunds.create(principalOf(request), params.id, body, { idempotencyKey: headers['idempotency-key'] })
         if (!r.ok) throw ApiError.from(r)
-        return new Response(r.value.body, { status: r.value.status, headers: { 'content-type': 'application/json; charset=utf-8', ...(r.value.replayed ? { 'idempotent-replayed': 'true' } : {}) } })
+        return storedJson(set, r.value)
       },
       {
         parse: 'none',
@@ -53,10 +53,10 @@ export function refundsController(deps: { refunds: RefundService }) {
     )
     .get(
       '/api/transactions/:id/refunds',
-      async ({ request, params }) => {
+      async ({ request, params, set }) => {
         const r = await deps.refunds.ofTransaction(principalOf(request), params.id)
         if (!r.ok) throw ApiError.from(r)
-        return json({ success: true, transaction_id: params.id, ...r.value })
+        return json(set, { success: true, transaction_id: params.id, ...r.value })
       },
       {
         transform: [requireScope('refunds:read'), strictParams('params', TransactionParams)],
@@ -72,9 +72,9 @@ export function refundsController(deps: { refunds: RefundService }) {
     )
     .get(
       '/api/refunds',
-      async ({ request, query }) => {
+      async ({ request, query, set }) => {
         const q = query as Static<typeof ListQuery>
-        return json({ success: true, ...(await deps.refunds.list(principalOf(request), { status: q.status, network: q.blockchain_network, limit: q.limit ?? 50, offset: q.offset ?? 0 })) })
+        return json(set, { success: true, ...(await deps.refunds.list(principalOf(request), { status: q.status, network: q.blockchain_network, limit: q.limit ?? 50, offset: q.offset ?? 0 })) })
       },
       {
         transform: [requireScope('refunds:read'), strictParams('query', ListQuery)],
@@ -90,7 +90,7 @@ export function refundsController(deps: { refunds: RefundService }) {
     )
     .get(
       '/api/refunds/:id',
-      async ({ request, params }) => refunded(await deps.refunds.get(principalOf(request), params.id)),
+      async ({ request, params, set }) => refunded(set, await deps.refunds.get(principalOf(request), params.id)),
       {
         transform: [requireScope('refunds:read'), strictParams('params', RefundParams)],
         response: { 200: 'RefundResult', ...errors(400, 401, 403, 404, 413, 429, 500) },
@@ -99,7 +99,7 @@ export function refundsController(deps: { refunds: RefundService }) {
     )
     .post(
       '/api/refunds/:id/cancel',
-      async ({ request, params }) => refunded(await deps.refunds.cancel(principalOf(request), params.id)),
+      async ({ request, params, set }) => refunded(set, await deps.refunds.cancel(principalOf(request), params.id)),
       {
         parse: 'none',
         transform: [requireScope('refunds:write'), strictParams('params', RefundParams)],
@@ -109,7 +109,7 @@ export function refundsController(deps: { refunds: RefundService }) {
     )
     .post(
       '/api/refunds/:id/payment',
-      async ({ request, params, body }) => refunded(await deps.refunds.recordPayment(principalOf(request), params.id, body.raw_transaction)),
+      async ({ request, params, body, set }) => refunded(set, await deps.refunds.recordPayment(principalOf(request), params.id, body.raw_transaction)),
       {
         parse: 'none',
         transform: [requireScope('refunds:write'), strictParams('params', RefundParams), strictJsonBody(RecordPaymentBody)],
@@ -126,7 +126,7 @@ export function refundsController(deps: { refunds: RefundService }) {
     )
     .post(
       '/api/refunds/:id/unpayable',
-      async ({ request, params, body }) => refunded(await deps.refunds.refuse(principalOf(request), params.id, body.reason)),
+      async ({ request, params, body, set }) => refunded(set, await deps.refunds.refuse(principalOf(request), params.id, body.reason)),
       {
         parse: 'none',
         transform: [requireScope('refunds:write'), strictParams('params', RefundParams), strictJsonBody(RefuseRefundBody)],

@@ -22,10 +22,10 @@ export function statsController(deps: { stats: StatsService }) {
     .model({ ErrorResponse, StatsResult: StatsResponse })
     .get(
       '/api/transactions/stats',
-      async ({ request, query }) => {
+      async ({ request, query, set }) => {
         const result = await deps.stats.stats(principalOf(request), query as Static<typeof StatsQuery>)
         if (!result.ok) throw ApiError.from(result)
-        return json({ success: true, stats: result.value })
+        return json(set, { success: true, stats: result.value })
       },
       {
         transform: [requireScope('stats:read'), strictParams('query', StatsQuery)],

@@ -2,7 +2,7 @@ import { Type, type Static } from '@sinclair/typebox'
 import { Elysia, t } from 'elysia'
 import { principalOf, requireScope } from '../../http/api-gate.ts'
 import { ApiError, ErrorResponse } from '../../http/errors.ts'
-import { json } from '../../http/json-response.ts'
+import { json, storedJson } from '../../http/json-response.ts'
 import { strictJsonBody } from '../../http/json-body.ts'
 import { openApiParameters, strictParams } from '../../http/strict-params.ts'
 import { CreateTransactionBody, CreateTransactionResponse, createTransactionRules, GetTransactionResponse, ListTransactionsResponse, RetryWebhookResponse, STATUSES, TimelineResponse } from './model.ts'
@@ -38,13 +38,11 @@ export function transactionsController(deps: { transactions: TransactionService;
     })
     .post(
       '/create',
-      async ({ request, body, headers }) => {
+      async ({ request, body, headers, set }) => {
         const caller = principalOf(request)
         const result = await deps.transactions.create(caller, body, { idempotencyKey: headers['idempotency-key'] })
         if (!result.ok) throw ApiError.from(result)
-        const sent: Record<string, string> = { 'content-type': 'application/json; charset=utf-8' }
-        if (result.value.replayed) sent['idempotent-replayed'] = 'true'
-        return new Response(result.value.body, { status: result.value.status, headers: sent })
+        return storedJson(set, result.value)
       },
       {
         parse: 'none',
@@ -62,10 +60,10 @@ export function transactionsController(deps: { transactions: TransactionService;
     )
     .get(
       '/:id',
-      async ({ request, params }) => {
+      async ({ request, params, set }) => {
         const result = await deps.transactions.get(principalOf(request), params.id)
         if (!result.ok) throw ApiError.from(result)
-        return json({ success: true, transaction: result.value })
+        return json(set, { success: true, transaction: result.value })
       },
       {
         transform: [requireScope('transactions:read'), strictParams('params', IdParams)],
@@ -81,10 +79,10 @@ export function transactionsController(deps: { transactions: TransactionService;
     )
     .post(
       '/:id/cancel',
-      async ({ request, params }) => {
+      async ({ request, params, set }) => {
         const result = await deps.transactions.cancel(principalOf(request), params.id)
         if (!result.ok) throw ApiError.from(result)
-        return json({ success: true, transaction: result.value })
+        return json(set, { success: true, transaction: result.value })
       },
       {
         parse: 'none',
@@ -101,14 +99,14 @@ export function transactionsController(deps: { transactions: TransactionService;
     )
     .post(
       '/:id/retry-webhook',
-      async ({ request, params }) => {
+      async ({ request, params, set }) => {
         const result = await deps.webhooks.retryCompleted(principalOf(request), params.id)
         if (!result.ok) throw ApiError.from(result)
         const n = result.value.endpoints
         const message = n === 0
           ? 'No enabled webhook endpoint of this project and mode receives transaction.completed; nothing was sent'
           : `transaction.completed queued for ${n} endpoint${n === 1 ? '' : 's'}`
-        return json({ success: true, message, transaction_id: params.id, event_type: 'transaction.completed' })
+        return json(set, { success: true, message, transaction_id: params.id, event_type: 'transaction.completed' })
       },
       {
         parse: 'none',
@@ -125,10 +123,10 @@ export function transactionsController(deps: { transactions: TransactionService;
     )
     .get(
       '/:id/timeline',
-      async ({ request, params }) => {
+      async ({ request, params, set }) => {
         const result = await deps.transactions.timeline(principalOf(request), params.id)
         if (!result.ok) throw ApiError.from(result)
-        return json({ success: true, transaction_id: params.id, timeline: result.value })
+        return json(set, { success: true, transaction_id: params.id, timeline: result.value })
       },
       {
         transform: [requireScope('transactions:read'), strictParams('params', IdParams)],
@@ -144,11 +142,11 @@ export function transactionsController(deps: { transactions: TransactionService;
     )
     .get(
       '/project/:projectId',
-      async ({ request, params, query }) => {
+      async ({ request, params, query, set }) => {
         const q = query as Static<typeof ListQuery>
         const result = await deps.transactions.list(principalOf(request), params.projectId, { status: q.status, limit: q.limit ?? 50, offset: q.offset ?? 0 })
         if (!result.ok) throw ApiError.from(result)
-        return json({ success: true, ...result.value })
+        return json(set, { success: true, ...result.value })
       },
       {
         transform: [requireScope('transactions:read'), strictParams('query', ListQuery)],

@@ -35,7 +35,7 @@ export function treasuryController(deps: { treasury: TreasuryService }) {
     .model({ ErrorResponse, NetworkList: NetworksResponse, DepositKey: DepositKeyResponse, DepositAddressPage: DepositAddressList, SweepResult: SweepResponse, SweepPage: SweepList, RecordSweepRequest: RecordSweepBody })
     .get(
       '/networks',
-      async ({ request }) => json({ success: true, networks: await deps.treasury.networks(principalOf(request)) }),
+      async ({ request, set }) => json(set, { success: true, networks: await deps.treasury.networks(principalOf(request)) }),
       {
         transform: [requireScope('deposits:read')],
         response: { 200: 'NetworkList', ...errors(400, 401, 403, 413, 429, 500) },
@@ -44,10 +44,10 @@ export function treasuryController(deps: { treasury: TreasuryService }) {
     )
     .get(
       '/deposit-key',
-      async ({ request }) => {
+      async ({ request, set }) => {
         const r = await deps.treasury.depositKey(principalOf(request))
         if (!r.ok) throw ApiError.from(r)
-        return json({ success: true, ...r.value })
+        return json(set, { success: true, ...r.value })
       },
       {
         transform: [requireScope('deposits:read')],
@@ -57,11 +57,11 @@ export function treasuryController(deps: { treasury: TreasuryService }) {
     )
     .get(
       '/deposit-addresses',
-      async ({ request, query }) => {
+      async ({ request, query, set }) => {
         const q = query as Static<typeof AddressQuery>
         const r = await deps.treasury.depositAddresses(principalOf(request), { after: q.after, limit: q.limit ?? 500, network: q.blockchain_network, address: q.address })
         if (!r.ok) throw ApiError.from(r)
-        return json({ success: true, ...r.value })
+        return json(set, { success: true, ...r.value })
       },
       {
         transform: [requireScope('deposits:read'), strictParams('query', AddressQuery)],
@@ -77,9 +77,9 @@ export function treasuryController(deps: { treasury: TreasuryService }) {
     )
     .get(
       '/sweeps',
-      async ({ request, query }) => {
+      async ({ request, query, set }) => {
         const q = query as Static<typeof SweepQuery>
-        return json({ success: true, ...(await deps.treasury.sweeps(principalOf(request), { network: q.blockchain_network, status: q.status, limit: q.limit ?? 50, offset: q.offset ?? 0 })) })
+        return json(set, { success: true, ...(await deps.treasury.sweeps(principalOf(request), { network: q.blockchain_network, status: q.status, limit: q.limit ?? 50, offset: q.offset ?? 0 })) })
       },
       {
         transform: [requireScope('deposits:read'), strictParams('query', SweepQuery)],
@@ -89,10 +89,10 @@ export function treasuryController(deps: { treasury: TreasuryService }) {
     )
     .get(
       '/sweeps/:id',
-      async ({ request, params }) => {
+      async ({ request, params, set }) => {
         const r = await deps.treasury.sweep(principalOf(request), params.id)
         if (!r.ok) throw ApiError.from(r)
-        return json({ success: true, sweep: r.value })
+        return json(set, { success: true, sweep: r.value })
       },
       {
         transform: [requireScope('deposits:read'), strictParams('params', SweepParams)],
@@ -102,10 +102,10 @@ export function treasuryController(deps: { treasury: TreasuryService }) {
     )
     .post(
       '/sweeps',
-      async ({ request, body }) => {
+      async ({ request, body, set }) => {
         const r = await deps.treasury.recordSweep(principalOf(request), body)
         if (!r.ok) throw ApiError.from(r)
-        return json({ success: true, sweep: r.value })
+        return json(set, { success: true, sweep: r.value })
       },
       {
         parse: 'none',
