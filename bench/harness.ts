@@ -76,12 +76,22 @@ export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor
 export interface WrkTarget { name: string; url: string; args: string[] }
 
 /**
- * Two targets measured in alternating rounds, after a 2 s warm-up of each; the order flips every
- * round, so the machine's drift falls on both alike. Returns each target's rounds.
+ * Seconds of unmeasured load on a target before it is measured (BENCH_WARMUP, default 10): the
+ * service's JIT compiles a route's code under load for that long. Measured on
+ * 2026-11-27 (compiler threads' CPU in /proc while wrk ran): GET /api/transactions/{id} kept the
+ * compiler busy ~16% of a core in its first 4 s and served 7,600 req/s, then 8,800-9,600; a
+ * create ~20% in its first 4 s and ~6% in the next, serving 2,400 then 2,900-3,000.
+ * The bare and floor servers have next to nothing to compile.
+ */
+export const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP ?? 10)
+
+/**
+ * Two targets measured in alternating rounds, after a warm-up of each (WARMUP_SECONDS); the
+ * order flips every round, so the machine's drift falls on both alike. Returns each target's rounds.
  */
 export function alternateRounds(a: WrkTarget, b: WrkTarget, o: { rounds: number; seconds: number; connections: number }): [WrkResult[], WrkResult[]] {
   const run = (t: WrkTarget, seconds = o.seconds) => wrk(t.name, t.url, { seconds, connections: o.connections, extraArgs: t.args })
-  run(a, 2), run(b, 2)
+  if (WARMUP_SECONDS > 0) run(a, WARMUP_SECONDS), run(b, WARMUP_SECONDS)
   const rs: [WrkResult[], WrkResult[]] = [[], []]
   for (let i = 0; i < o.rounds; i++) {
     if (i % 2 === 0) rs[0].push(run(a)), rs[1].push(run(b))

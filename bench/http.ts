@@ -7,7 +7,8 @@
  * round), so the machine's drift falls on both alike; the median round of each is compared.
  * A bare Elysia JSON route with no database is measured too, for scale.
  *
- * Env: BENCH_SECONDS per round (default 5), BENCH_ROUNDS (3), BENCH_CONNECTIONS (32),
+ * Env: BENCH_SECONDS per round (default 5), BENCH_ROUNDS (3), BENCH_WARMUP (10 s of unmeasured
+ * load on each target first, bench/harness.ts), BENCH_CONNECTIONS (32),
  * DATABASE_URL (PostgreSQL server; default postgres://postgres@127.0.0.1:5432/test; fresh
  * databases are created and dropped), BENCH_DATABASES (`pglite,postgres`: which to measure).
  */

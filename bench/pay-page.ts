@@ -1,8 +1,9 @@
 /**
  * `bun bench/pay-page.ts`: throughput and latency of the hosted pay page over HTTPS on Bun,
- * against PGlite and PostgreSQL, and in the same run a bare `Bun.serve` answering the same HTML
- * bytes with the same load tool (wrk) and connection count, so the ratios show what routing,
- * the limiter, the database read and rendering cost on a noisy machine:
+ * against PGlite and PostgreSQL, and a bare `Bun.serve` answering the same HTML bytes, measured
+ * in rounds alternating with the page (medians) with the same load tool (wrk) and connection
+ * count, so the ratios show what routing, the limiter, the database read and rendering cost on a
+ * noisy machine:
  *   GET /pay/{id}             the whole page for a transaction with a token chosen
  *   GET /pay/{id}/state       the same state as JSON
  *   GET /pay/{id}/qr.svg      the QR code, encoded per request
@@ -13,14 +14,16 @@
  * the service runs with PAY_RATE_LIMITS out of reach: the limiter is still checked on every
  * request but never refuses, as `bench/http.ts` does for the API with `project set-limits`.
  *
- * Env: BENCH_SECONDS (default 10), BENCH_CONNECTIONS (32), DATABASE_URL (PostgreSQL server;
+ * Env: BENCH_SECONDS (default 10), BENCH_ROUNDS (3: rounds of the page alternating with the bare
+ * page, medians), BENCH_WARMUP (10: seconds of unmeasured load before each
+ * target), BENCH_CONNECTIONS (32), DATABASE_URL (PostgreSQL server;
  * default postgres://postgres@127.0.0.1:5432/test, a fresh database is created and dropped).
  */
 import { spawnSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, tmpdir, totalmem } from 'node:os'
 import { join } from 'node:path'
-import { startProcess, startService, stopProcess, timeCalls, wrk as runWrk, type WrkResult } from './harness.ts'
+import { alternateRounds, medianRound, startProcess, startService, stopProcess, timeCalls, WARMUP_SECONDS, wrk as runWrk, type BenchProcess, type WrkResult } from './harness.ts'
 
 const OUT_OF_REACH = '100000000/100000000/1000000000'
 
@@ -45,6 +48,7 @@ type Result = WrkResult
 async function bench() {
   const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
   const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32)
+  const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
   const BUN = process.execPath
   const started = Date.now()
 
@@ -59,12 +63,33 @@ async function bench() {
     return { status: Number(r.stdout.slice(i + 1)), body: r.stdout.slice(0, i) }
   }
 
-  const wrk = (name: string, url: string): Result => runWrk(name, url, { seconds: SECONDS, connections: CONNECTIONS })
+  /**
+   * Each target is loaded for WARMUP_SECONDS before it is measured. Without it the first route
+   * measured after start (the page) paid for the JIT compiling its code: in its first 4 s the
+   * compiler threads took ~24% of a core and the page served ~4,300 req/s, then 6,000-6,500 once
+   * compiled, while the bare baseline has nothing to compile.
+   */
+  const wrk = (name: string, url: string): Result => {
+    if (WARMUP_SECONDS > 0) runWrk(`${name} (warm-up)`, url, { seconds: WARMUP_SECONDS, connections: CONNECTIONS })
+    return runWrk(name, url, { seconds: SECONDS, connections: CONNECTIONS })
+  }
 
   /** What the in-process timings and the bare baseline need from a running service. */
   interface Sample { html: string; state: any; qr: string; assetPath: string }
 
-  async function serviceRun(backend: 'pglite' | 'postgres'): Promise<{ results: Result[]; sample: Sample }> {
+  /**
+   * The page against the bare baseline in alternating rounds (medians), as `npm run bench` does
+   * for the API and its floor: one run of the bare server moved by a fifth between two runs.
+   */
+  const pageAndBare = (backend: string, pageUrl: string, bareUrl: string): Result[] => {
+    const page = { name: `GET /pay/{id} (${backend})`, url: pageUrl, args: [] }
+    const bare = { name: `bare Bun.serve, same HTML bytes (baseline, in rounds with ${backend})`, url: bareUrl, args: [] }
+    const [p, b] = alternateRounds(page, bare, { rounds: ROUNDS, seconds: SECONDS, connections: CONNECTIONS })
+    return [medianRound(bare.name, b), medianRound(page.name, p)]
+  }
+
+  /** Measures every route of a started service, the page in rounds with the bare server at `bareUrl`; with null, only renders the sample. */
+  async function serviceRun(backend: 'pglite' | 'postgres', bareUrl: string | null): Promise<{ results: Result[]; sample: Sample }> {
     const svc = await startService(backend, { PAY_RATE_LIMITS: OUT_OF_REACH })
     try {
       const { base, key } = svc
@@ -85,9 +110,10 @@ async function bench() {
       const sample = { html: page.body, state, qr: qr.body, assetPath }
       console.error(`${backend}: ${token.token_symbol} on ${token.blockchain_network}; page ${page.body.length} B, state ${JSON.stringify(state).length} B, qr ${qr.body.length} B`)
 
-      const results: Result[] = []
+      // Without a bare server to compare with, only the sample is wanted (the page the bare server will serve).
+      if (!bareUrl) return { results: [], sample }
+      const results: Result[] = pageAndBare(backend, `${base}/pay/${id}`, bareUrl)
       results.push(
-        wrk(`GET /pay/{id} (${backend})`, `${base}/pay/${id}`),
         wrk(`GET /pay/{id}/state (${backend})`, `${base}/pay/${id}/state`),
         wrk(`GET /pay/{id}/qr.svg (${backend})`, `${base}/pay/${id}/qr.svg`),
         wrk(`GET /assets/pay-page.js?v=… (${backend})`, `${base}${assetPath}`),
@@ -106,20 +132,20 @@ async function bench() {
 
   const results: Result[] = []
   let pglite: Awaited<ReturnType<typeof serviceRun>>
+  let bare: BenchProcess | null = null
   try {
-    pglite = await serviceRun('pglite')
-    // The bare baseline serves the page PGlite just rendered, while no service runs.
-    writeFileSync(join(work, 'page.html'), pglite.sample.html)
-    const bare = await startProcess(['bench/pay-page.ts', '--bare'], { TLS_CERT_FILE: join(work, 'cert.pem'), TLS_KEY_FILE: join(work, 'key.pem'), BENCH_HTML_FILE: join(work, 'page.html') })
-    try {
-      results.push(wrk('bare Bun.serve, same HTML bytes (baseline)', `https://127.0.0.1:${bare.port}/pay/x`))
-    } finally {
-      await stopProcess(bare)
-    }
+    // A first PGlite start renders the page the bare baseline serves; the bare server then runs
+    // beside each service and is measured in rounds alternating with the page.
+    const first = await serviceRun('pglite', null)
+    writeFileSync(join(work, 'page.html'), first.sample.html)
+    bare = await startProcess(['bench/pay-page.ts', '--bare'], { TLS_CERT_FILE: join(work, 'cert.pem'), TLS_KEY_FILE: join(work, 'key.pem'), BENCH_HTML_FILE: join(work, 'page.html') })
+    const bareUrl = `https://127.0.0.1:${bare.port}/pay/x`
+    pglite = await serviceRun('pglite', bareUrl)
     results.push(...pglite.results)
     if (!process.env.DATABASE_URL) process.env.DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/test'
-    results.push(...(await serviceRun('postgres')).results)
+    results.push(...(await serviceRun('postgres', bareUrl)).results)
   } finally {
+    await stopProcess(bare)
     rmSync(work, { recursive: true, force: true })
   }
 
@@ -134,12 +160,16 @@ async function bench() {
   const qr = await timeCalls(() => qrSvg(state.quote.payment_uri), 2_000, 200)
   const parse = await timeCalls(() => JSON.parse(JSON.stringify(state)), 20_000, 2_000)
 
-  const baseline = results[0].rps
   const bunVersion = spawnSync(BUN, ['--version'], { encoding: 'utf8' }).stdout.trim()
   console.log(`\n${new Date().toISOString()} · Bun ${bunVersion} · ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'} · ${(totalmem() / 2 ** 30).toFixed(0)} GiB · wrk -t1 -c${CONNECTIONS} -d${SECONDS}s, HTTPS keep-alive · whole run ${((Date.now() - started) / 1000).toFixed(0)} s\n`)
   console.log('| target | req/s | p50 ms | p99 ms | vs bare | non-2xx |')
   console.log('|---|---:|---:|---:|---:|---:|')
-  for (const r of results) console.log(`| ${r.name} | ${r.rps.toFixed(0)} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${((100 * r.rps) / baseline).toFixed(1)}% | ${r.errors}${r.errors ? ` of ${r.requests}` : ''} |`)
+  // Each database's rows against the bare baseline of its own rounds.
+  let baseline = 0
+  for (const r of results) {
+    if (r.name.startsWith('bare ')) baseline = r.rps
+    console.log(`| ${r.name} | ${r.rps.toFixed(0)} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${((100 * r.rps) / baseline).toFixed(1)}% | ${r.errors}${r.errors ? ` of ${r.requests}` : ''} |`)
+  }
   const s = pglite.sample
   console.log(`\nBodies: page ${s.html.length} B, state ${JSON.stringify(s.state).length} B, qr.svg ${s.qr.length} B, pay-page.js ${assets.get('pay-page.js')!.body.length} B; payment URI ${s.state.quote.payment_uri.length} chars.\n`)
   console.log('| in-process | median µs | p99 µs |')
