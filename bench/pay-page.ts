@@ -88,8 +88,8 @@ async function bench() {
     return [medianRound(bare.name, b), medianRound(page.name, p)]
   }
 
-  /** Measures every route of a started service, the page in rounds with the bare server at `bareUrl`; with null, only renders the sample. */
-  async function serviceRun(backend: 'pglite' | 'postgres', bareUrl: string | null): Promise<{ results: Result[]; sample: Sample }> {
+  /** Measures every route of a started service, the page in rounds with the bare server `bareFor` gives for its page. */
+  async function serviceRun(backend: 'pglite' | 'postgres', bareFor: (sample: Sample) => Promise<string>): Promise<{ results: Result[]; sample: Sample }> {
     const svc = await startService(backend, { PAY_RATE_LIMITS: OUT_OF_REACH })
     try {
       const { base, key } = svc
@@ -110,9 +110,7 @@ async function bench() {
       const sample = { html: page.body, state, qr: qr.body, assetPath }
       console.error(`${backend}: ${token.token_symbol} on ${token.blockchain_network}; page ${page.body.length} B, state ${JSON.stringify(state).length} B, qr ${qr.body.length} B`)
 
-      // Without a bare server to compare with, only the sample is wanted (the page the bare server will serve).
-      if (!bareUrl) return { results: [], sample }
-      const results: Result[] = pageAndBare(backend, `${base}/pay/${id}`, bareUrl)
+      const results: Result[] = pageAndBare(backend, `${base}/pay/${id}`, await bareFor(sample))
       results.push(
         wrk(`GET /pay/{id}/state (${backend})`, `${base}/pay/${id}/state`),
         wrk(`GET /pay/{id}/qr.svg (${backend})`, `${base}/pay/${id}/qr.svg`),
@@ -133,17 +131,22 @@ async function bench() {
   const results: Result[] = []
   let pglite: Awaited<ReturnType<typeof serviceRun>>
   let bare: BenchProcess | null = null
+  /**
+   * The bare server, started on first use with the page the first service rendered; it then runs
+   * beside each service and is measured in rounds alternating with the page.
+   */
+  const bareFor = async (sample: Sample): Promise<string> => {
+    if (!bare) {
+      writeFileSync(join(work, 'page.html'), sample.html)
+      bare = await startProcess(['bench/pay-page.ts', '--bare'], { TLS_CERT_FILE: join(work, 'cert.pem'), TLS_KEY_FILE: join(work, 'key.pem'), BENCH_HTML_FILE: join(work, 'page.html') })
+    }
+    return `https://127.0.0.1:${bare.port}/pay/x`
+  }
   try {
-    // A first PGlite start renders the page the bare baseline serves; the bare server then runs
-    // beside each service and is measured in rounds alternating with the page.
-    const first = await serviceRun('pglite', null)
-    writeFileSync(join(work, 'page.html'), first.sample.html)
-    bare = await startProcess(['bench/pay-page.ts', '--bare'], { TLS_CERT_FILE: join(work, 'cert.pem'), TLS_KEY_FILE: join(work, 'key.pem'), BENCH_HTML_FILE: join(work, 'page.html') })
-    const bareUrl = `https://127.0.0.1:${bare.port}/pay/x`
-    pglite = await serviceRun('pglite', bareUrl)
+    pglite = await serviceRun('pglite', bareFor)
     results.push(...pglite.results)
     if (!process.env.DATABASE_URL) process.env.DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/test'
-    results.push(...(await serviceRun('postgres', bareUrl)).results)
+    results.push(...(await serviceRun('postgres', bareFor)).results)
   } finally {
     await stopProcess(bare)
     rmSync(work, { recursive: true, force: true })
