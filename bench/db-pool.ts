@@ -1,22 +1,25 @@
 /**
- * `bun bench/db-pool.ts`: the PostgreSQL driver's pool under steady load, with its default and
- * with the setting src/db/client.ts uses (`max_pipeline: 1`). Callers each send one prepared
- * primary key read after another through a pool of 10 connections, for BENCH_SECONDS (default
- * 10), and the rate is printed for every 2 s window with the client's CPU per statement.
+ * `npm run bench:db-pool`: the PostgreSQL driver's pool under steady load. Callers each send one
+ * prepared primary key read after another through a pool of 10 connections, for BENCH_SECONDS
+ * (default 10); the rate is printed for every 2 s window with the client's CPU per statement.
  *
- * Why it exists: with the default (`max_pipeline: 100`) a statement that finds every connection
- * busy is sent on the first one of the pool's `busy` list. That list's queue (postgres.js 3.4.9,
- * src/queue.js) leaves a hole for every connection it hands out and drops the holes only when a
- * hand-out empties it; every move of a connection between lists scans them. A connection that
- * can still take more goes straight back on the list, so under steady load it never empties and
- * the rate falls the longer the load lasts. With `max_pipeline: 1` a connection handed out is
- * full and leaves the list, so the list keeps emptying. (0, no pipelining at all, would keep
- * every statement out of the list too, but the driver's `sql.begin` fails with it.)
+ * Why it exists: as shipped, postgres.js 3.4.9 hands a statement that finds every connection
+ * busy to the first one of the pool's `busy` list, from a queue (src/queue.js) that leaves a
+ * hole for every item it hands out, drops the holes only when it hands out the last item, and
+ * scans them on every removal. A connection that can take more goes straight back on the list,
+ * so under steady load it never empties and the rate falls the longer the load lasts (32
+ * callers: ~50,000 to ~15,000 statements/s within 10 s). `npm ci` fixes the queue
+ * (scripts/patch-postgres-queue.mjs); run this on an unfixed install to see the fall. The
+ * second setting, `max_pipeline: 1`, is the other way around it (a connection handed out is then
+ * full and leaves the list): steady too, but a busy connection gets no new statement until it
+ * has finished both it holds, which cost ~18% of the actor transitions per second
+ * (bench/actors.ts), so the service keeps the default.
  *
  * Env: BENCH_SECONDS (10), DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test; a fresh
  * database is created and dropped).
  */
 import postgres from 'postgres'
+import { readFileSync } from 'node:fs'
 import { cpus } from 'node:os'
 
 process.env.DATABASE_URL ??= 'postgres://postgres@127.0.0.1:5432/test'
@@ -26,9 +29,9 @@ const WINDOW_MS = 2000
 
 interface Run { name: string; callers: number; windows: number[]; total: number; cpuPerStatement: number }
 
-async function run(name: string, callers: number, url: string, setup: (sql: postgres.Sql) => Promise<(text: string, params: string[]) => Promise<unknown>>, options: postgres.Options<{}>): Promise<Run> {
+async function run(name: string, callers: number, url: string, options: postgres.Options<{}>): Promise<Run> {
   const sql = postgres(url, { max: 10, onnotice: () => {}, ...options })
-  const send = await setup(sql)
+  const send = (text: string, params: string[]) => sql.unsafe(text, params, { prepare: true })
   await send('SELECT * FROM pool_bench WHERE id = $1', ['1'])
   let n = 0
   let stop = false
@@ -55,16 +58,15 @@ try {
   const admin = postgres(db.url, { max: 1, onnotice: () => {} })
   await admin.unsafe(`CREATE TABLE pool_bench (id text PRIMARY KEY, value text); INSERT INTO pool_bench VALUES ('1', 'x')`)
   await admin.end()
-  const pooled = async (sql: postgres.Sql) => (text: string, params: string[]) => sql.unsafe(text, params, { prepare: true })
   // The driver reads `max_pipeline`, but its type declarations leave it out.
-  const service = { max_pipeline: 1 } as postgres.Options<{}>
-  const runs = [
-    await run('pool, postgres.js default (max_pipeline 100)', 32, db.url, pooled, {}),
-    await run('pool, max_pipeline 1 (the service)', 32, db.url, pooled, service),
-    await run('pool, postgres.js default (max_pipeline 100)', 12, db.url, pooled, {}),
-    await run('pool, max_pipeline 1 (the service)', 12, db.url, pooled, service),
-    await run('pool, max_pipeline 1 (the service)', 100, db.url, pooled, service),
-  ]
+  const single = { max_pipeline: 1 } as postgres.Options<{}>
+  const fixed = readFileSync(new URL('../node_modules/postgres/src/queue.js', import.meta.url), 'utf8').includes('crypto-pay: queue holes fixed')
+  const pool = `pool, max_pipeline 100 (default; queue ${fixed ? 'fixed' : 'NOT fixed'})`
+  const runs: Run[] = []
+  for (const callers of [12, 32, 100]) {
+    runs.push(await run(pool, callers, db.url, {}))
+    runs.push(await run('pool, max_pipeline 1', callers, db.url, single))
+  }
   console.log(`\n${new Date().toISOString()} · Bun ${Bun.version} · ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'} · a pool of 10 connections, ${SECONDS} s per run\n`)
   console.log(`| pool | callers | statements/s in each ${WINDOW_MS / 1000} s window | client µs CPU per statement |`)
   console.log('|---|---:|---|---:|')

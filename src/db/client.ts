@@ -62,16 +62,10 @@ async function openPostgres(url: string, max: number): Promise<Database> {
   } finally {
     await lockConn.end()
   }
-  // max_pipeline 1: a busy connection takes at most one statement behind the one it runs.
-  // postgres.js's default (100) hands statements to connections through its `busy` list, whose
-  // queue (3.4.9, src/queue.js) leaves a hole for every connection it hands out and scans all
-  // the holes on every move of a connection; the holes go only when a hand-out empties the list.
-  // A connection that can take more goes straight back on the list, so under steady load it
-  // never empties: 32 callers on 10 connections fell from ~50,000 to ~15,000 statements/s within
-  // 10 s. With 1 a connection handed out is full and leaves the list, which so keeps emptying;
-  // the rate holds (bench/db-pool.ts). 0 would send nothing behind a running statement, but
-  // `sql.begin` then fails (the driver pins a transaction's connection only when it can take more).
-  const client = postgres(url, { max, max_pipeline: 1, onnotice: () => {} } as postgres.Options<{}>)
+  // The pool's queue of connections is fixed at install (scripts/patch-postgres-queue.mjs): as
+  // shipped, postgres.js 3.4.9 slowed down the longer steady load lasted, every statement
+  // scanning a list of holes that grew by one per statement (bench/db-pool.ts).
+  const client = postgres(url, { max, onnotice: () => {} })
   const db = drizzlePostgres(client, { schema }) as unknown as Db
   return {
     kind: 'postgres',
