@@ -16,7 +16,7 @@ import { join } from 'node:path'
 const ROOT = new URL('..', import.meta.url).pathname
 const BENCHES: { name: string; script: string; measures: string }[] = [
   { name: 'http', script: 'http.ts', measures: 'API GET and create over HTTPS against the floor (bare Elysia + one statement)' },
-  { name: 'db-pool', script: 'db-pool.ts', measures: 'the PostgreSQL driver\'s pool under steady load: pipelining against max_pipeline 0' },
+  { name: 'db-pool', script: 'db-pool.ts', measures: 'the PostgreSQL driver\'s pool under steady load: its default with the queue fixed against max_pipeline 1' },
   { name: 'pay-page', script: 'pay-page.ts', measures: 'the pay page, its state, QR code and script against a bare server of the same bytes' },
   { name: 'pay-streams', script: 'pay-streams.ts', measures: '5,000 open event streams: memory, idle CPU, change-to-event latency' },
   { name: 'dashboard', script: 'dashboard.ts', measures: 'dashboard pages and sign-in' },
