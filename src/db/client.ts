@@ -88,7 +88,7 @@ async function openPostgres(url: string, max: number): Promise<Database> {
 
 /**
  * The types drizzle reads as text (timestamps, dates, intervals and their arrays), as its
- * postgres.js driver sets for the whole client: PGlite gets them once, at construction.
+ * postgres.js driver sets for the whole client: PGlite gets them once, when it has started.
  */
 const TEXT_TYPES = [1114, 1184, 1186, 1082, 1231, 1115, 1185, 1187, 1182]
 type PgliteQuery = PGlite['query']
@@ -109,8 +109,10 @@ function withoutQueryParsers(client: PGlite): PGlite {
 
 async function openPglite(dir: string | null): Promise<Database> {
   if (dir) mkdirSync(dir, { recursive: true })
-  const client = withoutQueryParsers(new PGlite(dir ?? undefined, { parsers: Object.fromEntries(TEXT_TYPES.map((t) => [t, (value: string) => value])) }))
+  const client = withoutQueryParsers(new PGlite(dir ?? undefined))
   await client.waitReady
+  // Set once started: starting installs PGlite's array parsers over any given at construction.
+  for (const type of TEXT_TYPES) client.parsers[type] = (value: string) => value
   const db = drizzlePglite(client, { schema }) as unknown as Db
   await migratePglite(db as any, { migrationsFolder: MIGRATIONS })
   return {
