@@ -91,16 +91,18 @@ async function openPostgres(url: string, max: number): Promise<Database> {
  * postgres.js driver sets for the whole client: PGlite gets them once, when it has started.
  */
 const TEXT_TYPES = [1114, 1184, 1186, 1082, 1231, 1115, 1185, 1187, 1182]
+const TEXT_TYPE_KEYS = new Set(TEXT_TYPES.map(String))
 type PgliteQuery = PGlite['query']
 
 /**
  * drizzle passes the parsers above with every query, and PGlite then copies its whole table of
  * parsers (318 types) for that query: 160 µs a query against 65-70 µs without (a key read, in
- * process). With the same parsers set on the instance, the per-query copies are dropped here,
- * in transactions too.
+ * process). With the same parsers set on the instance, such per-query parsers are dropped here,
+ * in transactions too; a query given a parser for any other type keeps its own.
  */
 function withoutQueryParsers(client: PGlite): PGlite {
-  const strip = (query: PgliteQuery): PgliteQuery => ((text, params, options) => query(text, params, options?.parsers ? { ...options, parsers: undefined } : options)) as PgliteQuery
+  const onInstance = (parsers: object) => Object.keys(parsers).every((type) => TEXT_TYPE_KEYS.has(type))
+  const strip = (query: PgliteQuery): PgliteQuery => ((text, params, options) => query(text, params, options?.parsers && onInstance(options.parsers) ? { ...options, parsers: undefined } : options)) as PgliteQuery
   const transaction = client.transaction.bind(client)
   client.query = strip(client.query.bind(client))
   client.transaction = ((fn) => transaction((tx) => fn(Object.create(tx, { query: { value: strip(tx.query) } })))) as PGlite['transaction']
