@@ -26,13 +26,14 @@ process.env.DATABASE_URL ??= 'postgres://postgres@127.0.0.1:5432/test'
 const { freshPostgres } = await import('../test/helpers/databases.ts')
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
 const WINDOW_MS = 2000
+const READ = 'SELECT * FROM pool_bench WHERE id = $1'
 
-interface Run { name: string; callers: number; windows: number[]; total: number; cpuPerStatement: number }
+interface Run { name: string; callers: number; windows: number[]; cpuPerStatement: number }
 
 async function run(name: string, callers: number, url: string, options: postgres.Options<{}>): Promise<Run> {
   const sql = postgres(url, { max: 10, onnotice: () => {}, ...options })
-  const send = (text: string, params: string[]) => sql.unsafe(text, params, { prepare: true })
-  await send('SELECT * FROM pool_bench WHERE id = $1', ['1'])
+  const send = () => sql.unsafe(READ, ['1'], { prepare: true })
+  await send()
   let n = 0
   let stop = false
   const windows: number[] = []
@@ -40,7 +41,7 @@ async function run(name: string, callers: number, url: string, options: postgres
   let lastN = 0
   const timer = setInterval(() => (windows.push(((n - lastN) * 1000) / WINDOW_MS), (lastN = n)), WINDOW_MS)
   const loops = Array.from({ length: callers }, async () => {
-    while (!stop) await send('SELECT * FROM pool_bench WHERE id = $1', ['1']).then(() => n++)
+    while (!stop) await send().then(() => n++)
   })
   await new Promise((r) => setTimeout(r, SECONDS * 1000 + 50))
   stop = true
@@ -48,7 +49,7 @@ async function run(name: string, callers: number, url: string, options: postgres
   await Promise.all(loops)
   const cpu = process.cpuUsage(cpu0)
   await sql.end({ timeout: 5 })
-  const result = { name, callers, windows, total: n, cpuPerStatement: (cpu.user + cpu.system) / n }
+  const result = { name, callers, windows, cpuPerStatement: (cpu.user + cpu.system) / n }
   console.error(`${name}, ${callers} callers: ${windows.map((w) => Math.round(w)).join(', ')} statements/s; ${result.cpuPerStatement.toFixed(1)} µs client CPU per statement`)
   return result
 }
