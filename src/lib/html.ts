@@ -16,8 +16,9 @@ const NEEDS_ESCAPE = /[&<>"']/
 
 /** Text safe inside element content and quoted attribute values. */
 export function escapeHtml(s: string): string {
-  // Most text has nothing to escape: testing first is several times cheaper than a replace that finds nothing.
-  return NEEDS_ESCAPE.test(s) ? s.replace(/[&<>"']/g, (c) => ESCAPES[c]!) : s
+  // Most text has nothing to escape: looking first is several times cheaper than a replace that finds nothing
+  // (and `search` is cheaper than `test`, which keeps the match for RegExp's legacy statics).
+  return s.search(NEEDS_ESCAPE) === -1 ? s : s.replace(/[&<>"']/g, (c) => ESCAPES[c]!)
 }
 
 type Value = Html | string | number | boolean | null | undefined | readonly Value[]
@@ -33,6 +34,51 @@ export function html(strings: TemplateStringsArray, ...values: Value[]): Html {
   let out = strings[0]!
   for (let i = 0; i < values.length; i++) out += render(values[i]!) + strings[i + 1]!
   return new Html(out)
+}
+
+/** A place in a compiled template: what goes there for the render's context, escaped like any `html` value. */
+export type Slot<C> = (c: C) => Value
+
+/**
+ * Markup compiled once by `template`: the constant parts joined ahead of time, so a render only
+ * runs its slots, escapes what they give and joins the pieces. For a page served on every
+ * request (the pay page), where building the same markup again each time was most of its cost.
+ */
+export class Template<C> {
+  constructor(readonly parts: readonly string[], readonly slots: readonly Slot<C>[]) {}
+
+  render(c: C): Html {
+    const { parts, slots } = this
+    let out = parts[0]!
+    for (let i = 0; i < slots.length; i++) out += render(slots[i]!(c)) + parts[i + 1]!
+    return new Html(out)
+  }
+}
+
+/**
+ * `html` compiled: a function among the values is a slot, run at each render; a template is
+ * inlined, slots and all; every other value is rendered (escaped) once, here, into the constant
+ * markup around it.
+ */
+export function template<C>(strings: TemplateStringsArray, ...values: (Value | Slot<C> | Template<C>)[]): Template<C> {
+  const parts = [strings[0]!]
+  const slots: Slot<C>[] = []
+  const append = (text: string) => (parts[parts.length - 1] += text)
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i]
+    if (v instanceof Template) {
+      append(v.parts[0]!)
+      for (let j = 0; j < v.slots.length; j++) {
+        slots.push(v.slots[j]!)
+        parts.push(v.parts[j + 1]!)
+      }
+    } else if (typeof v === 'function') {
+      slots.push(v)
+      parts.push('')
+    } else append(render(v as Value))
+    append(strings[i + 1]!)
+  }
+  return new Template(parts, slots)
 }
 
 /**

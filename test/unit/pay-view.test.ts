@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test'
-import { html, jsonForScript } from '../../src/lib/html.ts'
+import { html, jsonForScript, template } from '../../src/lib/html.ts'
 import type { PayState } from '../../src/modules/pay/model.ts'
 import { renderPayPage } from '../../src/modules/pay/page.ts'
 import { PAY_TEXT, fill } from '../../src/modules/pay/text.ts'
@@ -180,6 +180,16 @@ describe('HTML rendering', () => {
     expect(json).not.toContain('<')
     expect(json).not.toContain('\u2028')
     expect(JSON.parse(json)).toEqual({ s: evil, u: '\u2028' })
+  })
+
+  test('a compiled template escapes its constants once and every slot value at each render; nested templates keep their slots', () => {
+    const evil = `</script><img src=x onerror=alert(1)>"'&`
+    const escaped = '&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;&quot;&#39;&amp;'
+    const inner = template<{ name: string }>`<b>${({ name }) => name}</b>`
+    const page = template<{ name: string; n: number; raw: boolean }>`<p title="${evil}">${inner} ${({ n }) => n} ${({ raw }) => (raw ? html`<i>x</i>` : null)}</p>`
+    expect(page.render({ name: evil, n: 3, raw: true }).value).toBe(`<p title="${escaped}"><b>${escaped}</b> 3 <i>x</i></p>`)
+    // The same template again, other values: nothing of the first render stays.
+    expect(page.render({ name: 'Acme', n: 0, raw: false }).value).toBe(`<p title="${escaped}"><b>Acme</b> 0 </p>`)
   })
 
   test('the page renders merchant text as text, in the markup and in the embedded state', () => {

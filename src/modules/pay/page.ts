@@ -1,12 +1,13 @@
 /**
  * The hosted pay page's HTML (R26 `GET /pay/{id}`): the first view rendered on the server, the
- * state embedded as JSON for the browser script, which keeps it live. Every merchant-supplied
- * string goes through `html`, which escapes it.
+ * state embedded as JSON for the browser script, which keeps it live. The markup is compiled once
+ * (`template`): a request only fills its slots, and every value a slot gives is escaped, so no
+ * merchant-supplied string can become markup.
  */
-import { escapeHtml, Html, html, jsonForScript, PAGE_META } from '../../lib/html.ts'
+import { escapeHtml, Html, html, jsonForScript, PAGE_META, template, type Slot, type Template } from '../../lib/html.ts'
 import type { PayState } from './model.ts'
 import { PAY_TEXT, fill } from './text.ts'
-import { payView, tokenKey, type Part, type PartId } from './view.ts'
+import { payView, tokenKey, type Part, type PartId, type View } from './view.ts'
 
 /** Strict enough that nothing but our own files run, load or frame the page. */
 export const PAY_PAGE_CSP =
@@ -29,8 +30,9 @@ const t = PAY_TEXT
 /** The same texts escaped once, for markup: most of the page is these constants. */
 const T = Object.fromEntries(Object.entries(PAY_TEXT).map(([k, v]) => [k, new Html(escapeHtml(v))])) as { readonly [K in keyof typeof PAY_TEXT]: Html }
 
-function head(title: string, asset: AssetUrl, withScript: boolean): Html {
-  return html`<head>
+/** The head of our pages, its title a slot; compiled, with the asset URLs as constants. */
+function head<C>(title: Slot<C>, asset: AssetUrl, withScript: boolean): Template<C> {
+  return template<C>`<head>
 ${PAGE_META}
 <title>${title}</title>
 <link rel="icon" href="${asset('favicon.svg')}" type="image/svg+xml">
@@ -39,43 +41,68 @@ ${withScript ? html`<script type="module" src="${asset('pay-page.js')}"></script
 </head>`
 }
 
-/** The page for `state`, counting down from its `server_time`. */
-export function renderPayPage(state: PayState, asset: AssetUrl): string {
-  const v = payView(state, t, Date.parse(state.server_time))
-  // Shown by the browser script only when the browser has a wallet.
-  v['browser-wallet'] = { hidden: true }
-  /** `id="…"` plus the view's hidden flag and attributes for that element. */
+/** `build(asset)` once per asset map (the server has one): a page's template is compiled on its first render. */
+function perAsset<C>(build: (asset: AssetUrl) => Template<C>): (asset: AssetUrl) => Template<C> {
+  const compiled = new WeakMap<AssetUrl, Template<C>>()
+  return (asset) => {
+    let made = compiled.get(asset)
+    if (!made) compiled.set(asset, (made = build(asset)))
+    return made
+  }
+}
+
+/** What a render of the page reads: the state, its view, and the token chosen. */
+interface PageContext {
+  s: PayState
+  v: View
+  /** `tokenKey` of the quote's token, or null. */
+  selected: string | null
+}
+type PageSlot = Slot<PageContext>
+
+/** `id="…"` plus the view's hidden flag and attributes for that element, then `extra` (constant markup). */
+function at(id: PartId, extra = ''): PageSlot {
+  const base = `id="${id}"`
+  const tail = extra ? ` ${extra}` : ''
   // Built as one string (it runs for every part of the page): ids and attribute names are the view's own constants, values are escaped.
-  const at = (id: PartId, extra: Html | null = null): Html => {
+  return ({ v }) => {
     const p: Part = v[id]
-    let out = `id="${id}"`
-    if (p.hidden) out += ' hidden'
+    let out = p.hidden ? `${base} hidden` : base
     for (const k in p.attrs) {
       const value = p.attrs[k]!
       if (value !== '') out += ` ${k}="${escapeHtml(value)}"`
     }
-    if (extra) out += ` ${extra.value}`
-    return new Html(out)
+    return new Html(out + tail)
   }
-  const text = (id: PartId) => v[id].text ?? ''
-  const selected = state.quote ? tokenKey(state.quote.token_symbol, state.quote.blockchain_network) : null
-  const amountUsd = v['receipt-amount'].text // formatUsd(amount_usd), made once (Intl's format is a measurable part of a render)
+}
 
-  const page = html`<!doctype html>
+/** The view's text for that element. */
+const text = (id: PartId): PageSlot => ({ v }) => v[id].text ?? ''
+
+const TEST_BANNER = html`<div class="test-banner" role="note"><strong>${T.testBanner}</strong></div>`
+
+const DESCRIPTION = template<string>`<p class="description"><span class="visually-hidden">${T.orderLabel}: </span>${(d) => d}</p>`
+
+const TOKEN = template<{ k: PayState['tokens'][number]; selected: string | null }>`<li><button type="button" class="token" data-token="${({ k }) => k.token_symbol}" data-network="${({ k }) => k.blockchain_network}" aria-pressed="${({ k, selected }) => (tokenKey(k.token_symbol, k.blockchain_network) === selected ? 'true' : 'false')}">
+      <span class="token-symbol">${({ k }) => k.token_symbol}</span> <span class="token-network">${({ k }) => fill(t.tokenNetwork, { network: k.blockchain_network })}</span>
+    </button></li>`
+
+/** The page's markup, its constants (texts, asset URLs) joined once. */
+const pageTemplate = perAsset((asset) => template<PageContext>`<!doctype html>
 <html lang="en">
-${head(fill(t.pageTitle, { project: state.project_name }), asset, true)}
+${head<PageContext>(({ s }) => fill(t.pageTitle, { project: s.project_name }), asset, true)}
 <body data-wallet-script="${asset('browser-wallet.js')}">
-${state.testing_mode ? html`<div class="test-banner" role="note"><strong>${T.testBanner}</strong></div>` : ''}
+${({ s }) => (s.testing_mode ? TEST_BANNER : '')}
 <main class="card">
 <header class="order">
-  <h1 class="merchant">${state.project_name}</h1>
-  ${state.order_description ? html`<p class="description"><span class="visually-hidden">${T.orderLabel}: </span>${state.order_description}</p>` : ''}
-  <p class="amount"><span class="visually-hidden">${T.amountLabel}: </span>${amountUsd}</p>
+  <h1 class="merchant">${({ s }) => s.project_name}</h1>
+  ${({ s }) => (s.order_description ? DESCRIPTION.render(s.order_description) : '')}
+  <p class="amount"><span class="visually-hidden">${T.amountLabel}: </span>${text('receipt-amount')}</p>
   <p ${at('countdown')} class="countdown">${text('countdown')}</p>
 </header>
 
 <section ${at('status')} class="status" role="status" aria-live="polite" aria-atomic="true">
-  <p ${at('status-title', html`tabindex="-1"`)} class="status-title">${text('status-title')}</p>
+  <p ${at('status-title', 'tabindex="-1"')} class="status-title">${text('status-title')}</p>
   <p ${at('status-detail')} class="status-detail">${text('status-detail')}</p>
   <progress ${at('progress')} aria-label="${T.progressLabel}"></progress>
 </section>
@@ -91,14 +118,12 @@ ${state.testing_mode ? html`<div class="test-banner" role="note"><strong>${T.tes
   <h2 id="choose-heading" tabindex="-1">${T.chooseHeading}</h2>
   <p class="hint">${T.chooseHint}</p>
   <ul class="tokens">
-    ${state.tokens.map((k) => html`<li><button type="button" class="token" data-token="${k.token_symbol}" data-network="${k.blockchain_network}" aria-pressed="${tokenKey(k.token_symbol, k.blockchain_network) === selected ? 'true' : 'false'}">
-      <span class="token-symbol">${k.token_symbol}</span> <span class="token-network">${fill(t.tokenNetwork, { network: k.blockchain_network })}</span>
-    </button></li>`)}
+    ${({ s, selected }) => s.tokens.map((k) => TOKEN.render({ k, selected }))}
   </ul>
 </section>
 
 <section ${at('pay')} aria-labelledby="pay-heading">
-  <h2 ${at('pay-heading', html`tabindex="-1"`)}>${text('pay-heading')}</h2>
+  <h2 ${at('pay-heading', 'tabindex="-1"')}>${text('pay-heading')}</h2>
   <p ${at('partial')} class="partial">${text('partial')}</p>
   <p ${at('wrong-asset')} class="partial" role="note">${text('wrong-asset')}</p>
   <div class="pay-grid">
@@ -152,7 +177,7 @@ ${state.testing_mode ? html`<div class="test-banner" role="note"><strong>${T.tes
 </section>
 
 <div class="actions">
-  <a ${at('return', html`rel="noreferrer"`)} class="button primary">${text('return')}</a>
+  <a ${at('return', 'rel="noreferrer"')} class="button primary">${text('return')}</a>
   <button type="button" ${at('stay')} class="button quiet">${T.stayHere}</button>
 </div>
 
@@ -165,27 +190,36 @@ ${state.testing_mode ? html`<div class="test-banner" role="note"><strong>${T.tes
   </div>
 </div>
 
-<footer class="reference">${T.transactionLabel}: <span class="mono">${state.transaction_number}</span></footer>
+<footer class="reference">${T.transactionLabel}: <span class="mono">${({ s }) => s.transaction_number}</span></footer>
 </main>
 <p id="announce" class="visually-hidden" aria-live="polite"></p>
-<script type="application/json" id="pay-state">${jsonForScript(state)}</script>
+<script type="application/json" id="pay-state">${({ s }) => jsonForScript(s)}</script>
 </body>
 </html>
-`
-  return page.value
+`)
+
+/** The page for `state`, counting down from its `server_time`. */
+export function renderPayPage(state: PayState, asset: AssetUrl): string {
+  const v = payView(state, t, Date.parse(state.server_time))
+  // Shown by the browser script only when the browser has a wallet.
+  v['browser-wallet'] = { hidden: true }
+  const selected = state.quote ? tokenKey(state.quote.token_symbol, state.quote.blockchain_network) : null
+  return pageTemplate(asset).render({ s: state, v, selected }).value
 }
+
+const messageTemplate = perAsset((asset) => template<{ title: string; body: string }>`<!doctype html>
+<html lang="en">
+${head<{ title: string }>(({ title }) => title, asset, false)}
+<body>
+<main class="card">
+  <h1>${({ title }) => title}</h1>
+  <p>${({ body }) => body}</p>
+</main>
+</body>
+</html>
+`)
 
 /** A page that only says something: an unknown payment, too many requests. */
 export function renderMessagePage(asset: AssetUrl, title: string, body: string): string {
-  return html`<!doctype html>
-<html lang="en">
-${head(title, asset, false)}
-<body>
-<main class="card">
-  <h1>${title}</h1>
-  <p>${body}</p>
-</main>
-</body>
-</html>
-`.value
+  return messageTemplate(asset).render({ title, body }).value
 }
