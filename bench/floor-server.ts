@@ -1,7 +1,16 @@
 import { randomUUID } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { Elysia } from 'elysia'
+import { createActor } from 'xstate'
+import { MACHINE_VERSION, transactionMachine } from '../machines/transaction.machine.ts'
+import { createLifecycleRepo } from '../src/actors/lifecycle.repo.ts'
 import { openDatabase } from '../src/db/client.ts'
+import { systemClock } from '../src/lib/clock.ts'
+import { createEmbeddedRateLimiter, createRateLimiter } from '../src/limits/rate-limiter.ts'
+import { createRateLimitRepo } from '../src/limits/rate-limit.repo.ts'
+import { WINDOWS } from '../src/limits/windows.ts'
+import type { TransactionRow } from '../src/modules/transactions/transaction.repo.ts'
+import { webhookData } from '../src/webhooks/payload.ts'
 
 /**
  * The floor: a bare Elysia app over HTTPS (same runtime, same certificate) that does one
@@ -9,6 +18,15 @@ import { openDatabase } from '../src/db/client.ts'
  * (src/db/client.ts: the same driver, pool and PGlite data directory).
  * - `GET /floor/:id`: one key read, the transaction row by primary key, returned as JSON.
  * - `POST /floor`: one insert, a transaction row from the JSON body, returned as JSON.
+ * - `GET /limited/:id` and `POST /limited`: the same, after counting the request against a
+ *   project's limits with the service's own rate limiter (R23: on PostgreSQL one shared
+ *   statement per batch of waiting requests, exact across instances; on PGlite in memory), its
+ *   nine headers on the response. What the API's contract asks of every request before any of the
+ *   service's own work, so the most the service could reach.
+ * - `POST /limited/create`: the rate limit, then the service's own create statement (its
+ *   lifecycle repository: the transaction, its actor's snapshot, its first timeline entry and its
+ *   outbox event in one statement) with one snapshot made at start. The database work of a create
+ *   as the design draws it, without the running actor, the webhook fan-out or the API's checks.
  * The service's routes are measured against these in the same run (DATABASE_URL set:
  * PostgreSQL; else PGlite in DATA_DIR).
  */
@@ -21,15 +39,68 @@ const INSERT = `INSERT INTO transactions (id, project_id, testing_mode, transact
   VALUES ($1, $2, true, $3, 'created', $4, $5, $6::jsonb, now() + interval '1 hour', now(), now()) RETURNING *`
 const SELECT = 'SELECT * FROM transactions WHERE id = $1'
 
+const rateLimitRepo = createRateLimitRepo(database)
+const limiter = database.kind === 'pglite' ? createEmbeddedRateLimiter({ repo: rateLimitRepo, clock: systemClock }) : createRateLimiter({ repo: rateLimitRepo, clock: systemClock })
+/** Out of reach, as the bench sets the service's project limits. */
+const LIMITS = { minute: 1_000_000_000, hour: 1_000_000_000, day: 1_000_000_000 }
+/** Counts the request against the project's limits and sets the nine headers, as the service's gate does. */
+async function limited(set: { headers: Record<string, string | number> }) {
+  const decision = await limiter.check(`project:${projectId}`, LIMITS)
+  for (const w of WINDOWS) {
+    const s = decision.windows[w]
+    set.headers[`x-ratelimit-limit-${w}`] = String(s.limit)
+    set.headers[`x-ratelimit-remaining-${w}`] = String(s.remaining)
+    set.headers[`x-ratelimit-reset-${w}`] = new Date(s.reset).toISOString()
+  }
+}
+
 let n = 0
+const insert = (body: unknown) => {
+  const b = body as { amount: number; order_id?: string; metadata?: unknown }
+  return database.query(INSERT, [randomUUID(), projectId, `FL-${process.pid}-${++n}`, String(b.amount), b.order_id ?? null, JSON.stringify(b.metadata ?? null)])
+}
+const lifecycle = createLifecycleRepo(database)
+const SNAPSHOT = createActor(transactionMachine, { input: { transactionId: randomUUID(), expiresAt: Date.now() + 3_600_000 } }).getPersistedSnapshot()
+/** A new transaction's row, every column, as the service makes it. */
+function newRow(b: { amount: number; order_id?: string; metadata?: Record<string, string> }): TransactionRow {
+  const now = new Date()
+  const none = {
+    orderDescription: null, customerEmail: null, customerName: null, customerIpAddress: null, successUrl: null, cancelUrl: null, tokenSymbol: null, tokenAmount: null,
+    blockchainNetwork: null, depositAddress: null, amountReceived: null, transactionHash: null, blockNumber: null, confirmations: null, requiredConfirmations: null,
+    finality: null, nativeBaseline: null, confirmedAt: null, completedAt: null,
+  }
+  return {
+    ...none, id: randomUUID(), projectId, testingMode: true, transactionNumber: `FL-${process.pid}-${++n}`, status: 'created', amountUsd: b.amount.toFixed(2), currency: 'USD',
+    orderId: b.order_id ?? null, metadata: b.metadata ?? null, expiresAt: new Date(now.getTime() + 3_600_000), createdAt: now, updatedAt: now, version: 0,
+  }
+}
+
 const app = new Elysia()
   .get('/floor/:id', async ({ params }) => {
     const [row] = await database.query(SELECT, [params.id])
     return { success: true, transaction: row }
   })
   .post('/floor', async ({ body }) => {
-    const b = body as { amount: number; order_id?: string; metadata?: unknown }
-    const [row] = await database.query(INSERT, [randomUUID(), projectId, `FL-${process.pid}-${++n}`, String(b.amount), b.order_id ?? null, JSON.stringify(b.metadata ?? null)])
+    const [row] = await insert(body)
+    return { success: true, transaction: row }
+  })
+  .get('/limited/:id', async ({ params, set }) => {
+    await limited(set)
+    const [row] = await database.query(SELECT, [params.id])
+    return { success: true, transaction: row }
+  })
+  .post('/limited', async ({ body, set }) => {
+    await limited(set)
+    const [row] = await insert(body)
+    return { success: true, transaction: row }
+  })
+  .post('/limited/create', async ({ body, set }) => {
+    await limited(set)
+    const row = newRow(body as { amount: number })
+    await lifecycle.insertCreated({
+      row, snapshot: SNAPSHOT, machineVersion: MACHINE_VERSION, owner: null, eventData: webhookData(row),
+      timelineDetails: { amount_usd: row.amountUsd, expires_at: row.expiresAt.toISOString() },
+    })
     return { success: true, transaction: row }
   })
 const [seed] = await database.query<{ id: string }>(INSERT, [randomUUID(), projectId, `FL-${process.pid}-seed`, '10', null, 'null'])
@@ -37,6 +108,7 @@ const server = Bun.serve({ port: 0, hostname: '127.0.0.1', tls: { cert: readFile
 console.error(JSON.stringify({ msg: 'listening', port: server.port, seed: seed!.id }))
 process.on('SIGTERM', async () => {
   server.stop(true)
+  await limiter.flush()
   await database.close()
   process.exit(0)
 })

@@ -86,16 +86,16 @@ export interface WrkTarget { name: string; url: string; args: string[] }
 export const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP ?? 10)
 
 /**
- * Two targets measured in alternating rounds, after a warm-up of each (WARMUP_SECONDS); the
- * order flips every round, so the machine's drift falls on both alike. Returns each target's rounds.
+ * Targets measured in alternating rounds, after a warm-up of each (WARMUP_SECONDS); the order
+ * reverses every round, so the machine's drift falls on all alike. Returns each target's rounds.
  */
-export function alternateRounds(a: WrkTarget, b: WrkTarget, o: { rounds: number; seconds: number; connections: number }): [WrkResult[], WrkResult[]] {
+export function alternateRounds(targets: WrkTarget[], o: { rounds: number; seconds: number; connections: number }): WrkResult[][] {
   const run = (t: WrkTarget, seconds = o.seconds) => wrk(t.name, t.url, { seconds, connections: o.connections, extraArgs: t.args })
-  if (WARMUP_SECONDS > 0) run(a, WARMUP_SECONDS), run(b, WARMUP_SECONDS)
-  const rs: [WrkResult[], WrkResult[]] = [[], []]
-  for (let i = 0; i < o.rounds; i++) {
-    if (i % 2 === 0) rs[0].push(run(a)), rs[1].push(run(b))
-    else rs[1].push(run(b)), rs[0].push(run(a))
+  if (WARMUP_SECONDS > 0) for (const t of targets) run(t, WARMUP_SECONDS)
+  const rs: WrkResult[][] = targets.map(() => [])
+  const order = targets.map((_, i) => i)
+  for (let r = 0; r < o.rounds; r++) {
+    for (const i of r % 2 === 0 ? order : [...order].reverse()) rs[i]!.push(run(targets[i]!))
   }
   return rs
 }

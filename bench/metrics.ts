@@ -32,7 +32,7 @@ for (const backend of ['pglite', 'postgres'] as const) {
   const off = await prepared(backend, '0')
   try {
     const target = (which: 'on' | 'off', t: { svc: BenchService; url: string }) => ({ name: `GET (${backend}, metrics ${which})`, url: t.url, args: ['-H', `Authorization: Bearer ${t.svc.key}`] })
-    const [onRounds, offRounds] = alternateRounds(target('on', on), target('off', off), { rounds: ROUNDS, seconds: SECONDS, connections: CONNECTIONS })
+    const [onRounds, offRounds] = alternateRounds([target('on', on), target('off', off)], { rounds: ROUNDS, seconds: SECONDS, connections: CONNECTIONS })
     const runs = { on: onRounds, off: offRounds }
     const m = { on: median(runs.on.map((r) => r.rps)), off: median(runs.off.map((r) => r.rps)) }
     const p99 = { on: median(runs.on.map((r) => r.p99)), off: median(runs.off.map((r) => r.p99)) }

@@ -84,7 +84,7 @@ async function bench() {
   const pageAndBare = (backend: string, pageUrl: string, bareUrl: string): Result[] => {
     const page = { name: `GET /pay/{id} (${backend})`, url: pageUrl, args: [] }
     const bare = { name: `bare Bun.serve, same HTML bytes (baseline, in rounds with ${backend})`, url: bareUrl, args: [] }
-    const [p, b] = alternateRounds(page, bare, { rounds: ROUNDS, seconds: SECONDS, connections: CONNECTIONS })
+    const [p, b] = alternateRounds([page, bare], { rounds: ROUNDS, seconds: SECONDS, connections: CONNECTIONS })
     return [medianRound(bare.name, b), medianRound(page.name, p)]
   }
 
