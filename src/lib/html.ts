@@ -42,7 +42,7 @@ export type Slot<C> = (c: C) => Value
 /**
  * Markup compiled once by `template`: the constant parts joined ahead of time, so a render only
  * runs its slots, escapes what they give and joins the pieces. For a page served on every
- * request (the pay page), where building the same markup again each time was most of its cost.
+ * request (the pay page), where building the same markup again each time was a large part of its cost.
  */
 export class Template<C> {
   constructor(readonly parts: readonly string[], readonly slots: readonly Slot<C>[]) {}

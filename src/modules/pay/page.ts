@@ -60,10 +60,10 @@ interface PageContext {
 }
 type PageSlot = Slot<PageContext>
 
-/** `id="…"` plus the view's hidden flag and attributes for that element, then `extra` (constant markup). */
-function at(id: PartId, extra = ''): PageSlot {
+/** `id="…"` plus the view's hidden flag and attributes for that element, then `extra`. */
+function at(id: PartId, extra: Html | null = null): PageSlot {
   const base = `id="${id}"`
-  const tail = extra ? ` ${extra}` : ''
+  const tail = extra ? ` ${extra.value}` : ''
   // Built as one string (it runs for every part of the page): ids and attribute names are the view's own constants, values are escaped.
   return ({ v }) => {
     const p: Part = v[id]
@@ -102,7 +102,7 @@ ${({ s }) => (s.testing_mode ? TEST_BANNER : '')}
 </header>
 
 <section ${at('status')} class="status" role="status" aria-live="polite" aria-atomic="true">
-  <p ${at('status-title', 'tabindex="-1"')} class="status-title">${text('status-title')}</p>
+  <p ${at('status-title', html`tabindex="-1"`)} class="status-title">${text('status-title')}</p>
   <p ${at('status-detail')} class="status-detail">${text('status-detail')}</p>
   <progress ${at('progress')} aria-label="${T.progressLabel}"></progress>
 </section>
@@ -123,7 +123,7 @@ ${({ s }) => (s.testing_mode ? TEST_BANNER : '')}
 </section>
 
 <section ${at('pay')} aria-labelledby="pay-heading">
-  <h2 ${at('pay-heading', 'tabindex="-1"')}>${text('pay-heading')}</h2>
+  <h2 ${at('pay-heading', html`tabindex="-1"`)}>${text('pay-heading')}</h2>
   <p ${at('partial')} class="partial">${text('partial')}</p>
   <p ${at('wrong-asset')} class="partial" role="note">${text('wrong-asset')}</p>
   <div class="pay-grid">
@@ -177,7 +177,7 @@ ${({ s }) => (s.testing_mode ? TEST_BANNER : '')}
 </section>
 
 <div class="actions">
-  <a ${at('return', 'rel="noreferrer"')} class="button primary">${text('return')}</a>
+  <a ${at('return', html`rel="noreferrer"`)} class="button primary">${text('return')}</a>
   <button type="button" ${at('stay')} class="button quiet">${T.stayHere}</button>
 </div>
 
