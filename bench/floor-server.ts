@@ -5,10 +5,10 @@ import { createActor } from 'xstate'
 import { MACHINE_VERSION, transactionMachine } from '../machines/transaction.machine.ts'
 import { createLifecycleRepo } from '../src/actors/lifecycle.repo.ts'
 import { openDatabase } from '../src/db/client.ts'
+import { setRateLimitHeaders } from '../src/http/api-gate.ts'
 import { systemClock } from '../src/lib/clock.ts'
 import { createEmbeddedRateLimiter, createRateLimiter } from '../src/limits/rate-limiter.ts'
 import { createRateLimitRepo } from '../src/limits/rate-limit.repo.ts'
-import { WINDOWS } from '../src/limits/windows.ts'
 import type { TransactionRow } from '../src/modules/transactions/transaction.repo.ts'
 import { webhookData } from '../src/webhooks/payload.ts'
 
@@ -45,13 +45,7 @@ const limiter = database.kind === 'pglite' ? createEmbeddedRateLimiter({ repo: r
 const LIMITS = { minute: 1_000_000_000, hour: 1_000_000_000, day: 1_000_000_000 }
 /** Counts the request against the project's limits and sets the nine headers, as the service's gate does. */
 async function limited(set: { headers: Record<string, string | number> }) {
-  const decision = await limiter.check(`project:${projectId}`, LIMITS)
-  for (const w of WINDOWS) {
-    const s = decision.windows[w]
-    set.headers[`x-ratelimit-limit-${w}`] = String(s.limit)
-    set.headers[`x-ratelimit-remaining-${w}`] = String(s.remaining)
-    set.headers[`x-ratelimit-reset-${w}`] = new Date(s.reset).toISOString()
-  }
+  setRateLimitHeaders(set, await limiter.check(`project:${projectId}`, LIMITS))
 }
 
 let n = 0

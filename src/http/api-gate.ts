@@ -3,7 +3,7 @@ import type { Scope } from '../keys/api-key.ts'
 import type { KeyService, Principal } from '../keys/key.service.ts'
 import { ipAllowed } from '../lib/cidr.ts'
 import { newRequestId } from '../lib/ids.ts'
-import type { RateLimiter } from '../limits/rate-limiter.ts'
+import type { Decision, RateLimiter } from '../limits/rate-limiter.ts'
 import { WINDOWS } from '../limits/windows.ts'
 import type { RateLimits } from '../projects/project.service.ts'
 import { factsOf, isHostless, peerIpOf, setFacts } from './context.ts'
@@ -34,6 +34,16 @@ function isoOf(ms: number): string {
     resetText.set(ms, (t = new Date(ms).toISOString()))
   }
   return t
+}
+
+/** The nine `X-RateLimit-*` headers of a decision: limit, remaining and reset of each window (R23). */
+export function setRateLimitHeaders(set: { headers: Record<string, string | number> }, decision: Decision): void {
+  for (const [w, names] of HEADER_NAMES) {
+    const s = decision.windows[w]
+    set.headers[names.limit] = String(s.limit)
+    set.headers[names.remaining] = String(s.remaining)
+    set.headers[names.reset] = isoOf(s.reset)
+  }
 }
 
 /**
@@ -71,12 +81,7 @@ export function apiGate(deps: GateDeps) {
     const decision = principal && active && allowed
       ? await deps.limiter.check(`project:${principal.projectId}`, principal.project.limits)
       : await deps.limiter.check(`ip:${clientIp ?? 'unknown'}`, deps.anonymousLimits)
-    for (const [w, names] of HEADER_NAMES) {
-      const s = decision.windows[w]
-      set.headers[names.limit] = String(s.limit)
-      set.headers[names.remaining] = String(s.remaining)
-      set.headers[names.reset] = isoOf(s.reset)
-    }
+    setRateLimitHeaders(set, decision)
     if (!decision.allowed) {
       set.headers['retry-after'] = String(decision.retryAfter)
       const exhausted = WINDOWS.filter((w) => decision.windows[w].remaining === 0)
