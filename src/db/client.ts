@@ -9,6 +9,7 @@ import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
 import postgres from 'postgres'
+import { withNamedStatements } from './pglite-statements.ts'
 import * as schema from './schema.ts'
 
 export type Schema = typeof schema
@@ -111,7 +112,7 @@ function withoutQueryParsers(client: PGlite): PGlite {
 
 async function openPglite(dir: string | null): Promise<Database> {
   if (dir) mkdirSync(dir, { recursive: true })
-  const client = withoutQueryParsers(new PGlite(dir ?? undefined))
+  const client = withoutQueryParsers(withNamedStatements(new PGlite(dir ?? undefined)))
   await client.waitReady
   // Set once started: starting installs PGlite's array parsers over any given at construction.
   for (const type of TEXT_TYPES) client.parsers[type] = (value: string) => value

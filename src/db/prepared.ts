@@ -18,7 +18,8 @@ export interface Statement<Row, Params extends Record<string, Value | undefined>
  * Prepares a statement written with drizzle's `sql` template over schema columns: the type
  * checker sees every table and column it names (a renamed column fails to compile), and drizzle
  * renders it once. A placeholder used several times is sent once (`$n` repeated in the text),
- * and the driver prepares the text once per connection. For statements the query builder
+ * and the text is prepared once per connection (postgres.js on PostgreSQL,
+ * src/db/pglite-statements.ts on PGlite). For statements the query builder
  * cannot express in one round trip, such as data-modifying CTEs; everything simpler uses the
  * builder's own `.prepare()`. Values go as strings, numbers, booleans or null: dates as ISO
  * strings with a `::timestamptz` cast, JSON as text with `::jsonb`.

@@ -6,9 +6,12 @@
  * builder still maps timestamp columns to Date on both, in and out of transactions.
  */
 import { afterAll, describe, expect, test } from 'bun:test'
+import { PGlite } from '@electric-sql/pglite'
 import { eq } from 'drizzle-orm'
 import { rmSync } from 'node:fs'
 import { openDatabase, pgliteDirOf, type Database } from '../../src/db/client.ts'
+import { isUniqueViolation } from '../../src/db/errors.ts'
+import { withNamedStatements } from '../../src/db/pglite-statements.ts'
 import { projects } from '../../src/db/schema.ts'
 import { backends, freshDataDir, freshPostgres } from '../helpers/databases.ts'
 
@@ -61,5 +64,89 @@ for (const backend of backends()) {
         expect(r.createdAt.toISOString()).toBe(AT)
       }
     })
+
+    test('a statement that failed is the same statement next time: its error as PostgreSQL gave it, then its result', async () => {
+      const d = await open()
+      const insert = 'INSERT INTO projects (id, name) VALUES ($1, $2) RETURNING id, name'
+      expect(await d.query(insert, ['proj_client_twice', 'First'])).toEqual([{ id: 'proj_client_twice', name: 'First' }])
+      const failed = await d.query(insert, ['proj_client_twice', 'Again']).catch((e) => e)
+      expect(failed.code).toBe('23505')
+      expect(isUniqueViolation(failed, 'projects_pkey')).toBe(true)
+      expect(await d.query(insert, ['proj_client_other', 'Other'])).toEqual([{ id: 'proj_client_other', name: 'Other' }])
+    })
+
+    test('a table changed under a statement used before: the statement reads the table as it is now', async () => {
+      const d = await open()
+      await d.query(`CREATE TABLE client_changes (id int PRIMARY KEY, a text)`, [])
+      await d.query(`INSERT INTO client_changes VALUES (1, 'x')`, [])
+      const read = 'SELECT * FROM client_changes WHERE id = $1'
+      // Used enough times for PostgreSQL to keep a generic plan, on every connection of the pool.
+      for (let i = 0; i < 30; i++) expect(await d.query(read, [1])).toEqual([{ id: 1, a: 'x' }])
+      await d.query(`ALTER TABLE client_changes ADD COLUMN b text NOT NULL DEFAULT 'y'`, [])
+      for (let i = 0; i < 30; i++) expect(await d.query(read, [1])).toEqual([{ id: 1, a: 'x', b: 'y' }])
+      await d.query(`ALTER TABLE client_changes ALTER COLUMN a TYPE int USING length(a)`, [])
+      expect(await d.query('UPDATE client_changes SET a = $1 WHERE id = 1 RETURNING a', [7])).toEqual([{ a: 7 }])
+      for (let i = 0; i < 30; i++) expect(await d.query(read, [1])).toEqual([{ id: 1, a: 7, b: 'y' }])
+    })
   })
 }
+
+describe('PGlite statements with parameters', () => {
+  let client: PGlite
+  afterAll(() => client?.close())
+  const kept = async () => (await client.query<{ statement: string }>('SELECT statement FROM pg_prepared_statements ORDER BY prepare_time')).rows.map((r) => r.statement)
+
+  test('are parsed once, then only bound and run: one prepared statement however often used', async () => {
+    client = withNamedStatements(new PGlite(), 2)
+    const add = 'SELECT $1::int + $2::int AS sum'
+    for (let i = 0; i < 5; i++) expect((await client.query<{ sum: number }>(add, [i, 1])).rows).toEqual([{ sum: i + 1 }])
+    expect(await kept()).toEqual([add])
+  })
+
+  test('beyond the number kept, the least recently used is closed', async () => {
+    const [a, b, c] = ['SELECT $1::text AS a', 'SELECT $1::text AS b', 'SELECT $1::text AS c']
+    await client.query(a, ['1'])
+    await client.query(b, ['1'])
+    await client.query(a, ['2'])
+    await client.query(c, ['1'])
+    // The close goes with the next statement.
+    expect((await client.query<{ a: string }>(a, ['3'])).rows).toEqual([{ a: '3' }])
+    expect((await kept()).sort()).toEqual([a, c].sort())
+    expect((await client.query<{ b: string }>(b, ['2'])).rows).toEqual([{ b: '2' }])
+  })
+
+  test('inside a transaction too, where a rollback takes back what they wrote', async () => {
+    await client.query('CREATE TABLE tx_rows (v int)')
+    const insert = 'INSERT INTO tx_rows VALUES ($1) RETURNING v'
+    await client.transaction(async (tx) => {
+      for (let v = 1; v <= 3; v++) expect((await tx.query(insert, [v])).rows).toEqual([{ v }])
+    })
+    await client.transaction(async (tx) => {
+      await tx.query(insert, [4])
+      await tx.rollback()
+    })
+    expect((await client.query('SELECT v FROM tx_rows ORDER BY v')).rows).toEqual([{ v: 1 }, { v: 2 }, { v: 3 }])
+    expect((await kept()).filter((s) => s === insert)).toEqual([insert])
+  })
+
+  test('never run inside a transaction another caller has open', async () => {
+    await client.query('CREATE TABLE tx_probe (v int)')
+    let inside!: () => void
+    const held = new Promise<void>((r) => (inside = r))
+    let release!: () => void
+    const done = client.transaction(async (tx) => {
+      await tx.query('INSERT INTO tx_probe VALUES (1)')
+      inside()
+      await new Promise<void>((r) => (release = r))
+      await tx.rollback()
+    })
+    await held
+    const outside = client.query('INSERT INTO tx_probe VALUES ($1) RETURNING v', [2])
+    // Everything the outside call could do before the transaction ends, it has done.
+    await new Promise((r) => setImmediate(r))
+    release()
+    await done
+    expect((await outside).rows).toEqual([{ v: 2 }])
+    expect((await client.query('SELECT v FROM tx_probe')).rows).toEqual([{ v: 2 }])
+  })
+})
