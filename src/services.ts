@@ -56,9 +56,9 @@ export const DEFAULT_PAY_LIMITS: RateLimits = { minute: 300, hour: 5_000, day: 5
  */
 export const OUTBOX_KEPT_MS = 7 * 86_400_000
 /**
- * On the embedded database a fan-out pass costs about as much as the create it serves (~0.7 ms
- * of the server's own thread): under load, announced events are gathered for at most this long,
- * so one pass serves many (an idle server still fans out at once).
+ * On the embedded database every fan-out pass runs in the server's own thread (when this was set,
+ * a pass cost about as much as the create it served): under load, announced events are gathered
+ * for at most this long, so one pass serves many (an idle server still fans out at once).
  */
 export const EMBEDDED_FANOUT_GATHER_MS = 10
 /** Dashboard sign-in attempts per client IP (accounts also lock after repeated wrong passwords). */
