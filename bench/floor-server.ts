@@ -9,7 +9,8 @@ import { setRateLimitHeaders } from '../src/http/api-gate.ts'
 import { systemClock } from '../src/lib/clock.ts'
 import { createEmbeddedRateLimiter, createRateLimiter } from '../src/limits/rate-limiter.ts'
 import { createRateLimitRepo } from '../src/limits/rate-limit.repo.ts'
-import type { TransactionRow } from '../src/modules/transactions/transaction.repo.ts'
+import type { CreateTransactionInput } from '../src/modules/transactions/model.ts'
+import { newTransactionRow } from '../src/modules/transactions/service.ts'
 import { webhookData } from '../src/webhooks/payload.ts'
 
 /**
@@ -55,20 +56,6 @@ const insert = (body: unknown) => {
 }
 const lifecycle = createLifecycleRepo(database)
 const SNAPSHOT = createActor(transactionMachine, { input: { transactionId: randomUUID(), expiresAt: Date.now() + 3_600_000 } }).getPersistedSnapshot()
-/** A new transaction's row, every column, as the service makes it. */
-function newRow(b: { amount: number; order_id?: string; metadata?: Record<string, string> }): TransactionRow {
-  const now = new Date()
-  const none = {
-    orderDescription: null, customerEmail: null, customerName: null, customerIpAddress: null, successUrl: null, cancelUrl: null, tokenSymbol: null, tokenAmount: null,
-    blockchainNetwork: null, depositAddress: null, amountReceived: null, transactionHash: null, blockNumber: null, confirmations: null, requiredConfirmations: null,
-    finality: null, nativeBaseline: null, confirmedAt: null, completedAt: null,
-  }
-  return {
-    ...none, id: randomUUID(), projectId, testingMode: true, transactionNumber: `FL-${process.pid}-${++n}`, status: 'created', amountUsd: b.amount.toFixed(2), currency: 'USD',
-    orderId: b.order_id ?? null, metadata: b.metadata ?? null, expiresAt: new Date(now.getTime() + 3_600_000), createdAt: now, updatedAt: now, version: 0,
-  }
-}
-
 const app = new Elysia()
   .get('/floor/:id', async ({ params }) => {
     const [row] = await database.query(SELECT, [params.id])
@@ -90,7 +77,8 @@ const app = new Elysia()
   })
   .post('/limited/create', async ({ body, set }) => {
     await limited(set)
-    const row = newRow(body as { amount: number })
+    // The row as the service builds it for a create.
+    const row = newTransactionRow({ projectId, mode: 'test' }, body as CreateTransactionInput, new Date())
     await lifecycle.insertCreated({
       row, snapshot: SNAPSHOT, machineVersion: MACHINE_VERSION, owner: null, eventData: webhookData(row),
       timelineDetails: { amount_usd: row.amountUsd, expires_at: row.expiresAt.toISOString() },

@@ -27,46 +27,46 @@ export interface StoredResponse {
 /** What the service needs of the lifecycle: create a transaction with its actor, and apply events to it. */
 export type Lifecycle = Pick<TransactionRegistry, 'create' | 'apply'>
 
+/** The row a new transaction starts as: every column, so response and event need no read-back. */
+export function newTransactionRow(caller: Caller, input: CreateTransactionInput, now: Date): TransactionRow {
+  return {
+    id: newTransactionId(),
+    projectId: caller.projectId,
+    testingMode: caller.mode === 'test',
+    transactionNumber: newTransactionNumber(),
+    status: 'created' satisfies Status,
+    amountUsd: centsToDecimal(usdToCents(input.amount)),
+    currency: 'USD',
+    orderId: input.order_id ?? null,
+    orderDescription: input.order_description ?? null,
+    customerEmail: input.customer_email ?? null,
+    customerName: input.customer_name ?? null,
+    customerIpAddress: null,
+    metadata: input.metadata ?? null,
+    successUrl: input.success_url ?? null,
+    cancelUrl: input.cancel_url ?? null,
+    tokenSymbol: null,
+    tokenAmount: null,
+    blockchainNetwork: null,
+    depositAddress: null,
+    amountReceived: null,
+    transactionHash: null,
+    blockNumber: null,
+    confirmations: null,
+    requiredConfirmations: null,
+    finality: null,
+    nativeBaseline: null,
+    confirmedAt: null,
+    completedAt: null,
+    expiresAt: new Date(now.getTime() + (input.expires_in_minutes ?? DEFAULT_EXPIRY_MINUTES) * 60_000),
+    createdAt: now,
+    updatedAt: now,
+    version: 0,
+  }
+}
+
 export function createTransactionService(deps: { repo: TransactionRepo; lifecycle: Lifecycle; clock: Clock; baseUrl: string }) {
   const view = (row: TransactionRow) => toView(row, deps.baseUrl)
-
-  /** The row a new transaction starts as: every column, so response and event need no read-back. */
-  function newRow(caller: Caller, input: CreateTransactionInput, now: Date): TransactionRow {
-    return {
-      id: newTransactionId(),
-      projectId: caller.projectId,
-      testingMode: caller.mode === 'test',
-      transactionNumber: newTransactionNumber(),
-      status: 'created' satisfies Status,
-      amountUsd: centsToDecimal(usdToCents(input.amount)),
-      currency: 'USD',
-      orderId: input.order_id ?? null,
-      orderDescription: input.order_description ?? null,
-      customerEmail: input.customer_email ?? null,
-      customerName: input.customer_name ?? null,
-      customerIpAddress: null,
-      metadata: input.metadata ?? null,
-      successUrl: input.success_url ?? null,
-      cancelUrl: input.cancel_url ?? null,
-      tokenSymbol: null,
-      tokenAmount: null,
-      blockchainNetwork: null,
-      depositAddress: null,
-      amountReceived: null,
-      transactionHash: null,
-      blockNumber: null,
-      confirmations: null,
-      requiredConfirmations: null,
-      finality: null,
-      nativeBaseline: null,
-      confirmedAt: null,
-      completedAt: null,
-      expiresAt: new Date(now.getTime() + (input.expires_in_minutes ?? DEFAULT_EXPIRY_MINUTES) * 60_000),
-      createdAt: now,
-      updatedAt: now,
-      version: 0,
-    }
-  }
 
   return {
     /**
@@ -82,7 +82,7 @@ export function createTransactionService(deps: { repo: TransactionRepo; lifecycl
       }
       const requestHash = key === undefined ? '' : createHash('sha256').update(canonicalJson(input)).digest('hex')
       for (let attempt = 0; attempt < NUMBER_ATTEMPTS; attempt++) {
-        const row = newRow(caller, input, now)
+        const row = newTransactionRow(caller, input, now)
         const transaction = view(row)
         const response: StoredResponse = { status: 200, body: JSON.stringify({ success: true, transaction, payment_url: transaction.payment_url }) }
         const outcome = await deps.lifecycle.create({
