@@ -17,3 +17,12 @@ export function expectCountedOnceSince(before: Response, after: Response, window
   const expected = sameWindow ? Number(header(before, 'remaining')) - 1 : Number(header(after, 'limit')) - 1
   expect(Number(header(after, 'remaining'))).toBe(expected)
 }
+
+/**
+ * On the real clock, the one allowed wait: the fixed minute window (R23) must not roll over
+ * between requests a test counts together, so when the minute is about to end, this waits for
+ * the next one (polling the clock) and returns once the minute has at least `marginMs` left.
+ */
+export async function awayFromMinuteEnd(marginMs = 10_000): Promise<void> {
+  while (Date.now() % 60_000 > 60_000 - marginMs) await Bun.sleep(100)
+}

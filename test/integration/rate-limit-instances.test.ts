@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import postgres from 'postgres'
 import { freshPostgres } from '../helpers/databases.ts'
+import { awayFromMinuteEnd } from '../helpers/expect.ts'
 import { killAllProcesses, runCli, spawnServer, type ServerProcess } from '../helpers/processes.ts'
 
 // R23: "exact under concurrency and across several instances". Two `bun src/main.ts` processes
@@ -11,14 +12,6 @@ import { killAllProcesses, runCli, spawnServer, type ServerProcess } from '../he
 
 const LIMITS = { minute: 50, hour: 1000, day: 10_000 }
 const REQUESTS = 150
-
-/**
- * The one allowed wait: the fixed minute window (R23) must not roll over during a burst, so
- * when the minute is about to end, wait for the next one (polling the clock).
- */
-async function awayFromMinuteEnd(marginMs = 10_000) {
-  while (Date.now() % 60_000 > 60_000 - marginMs) await Bun.sleep(100)
-}
 
 if (!process.env.DATABASE_URL) {
   test.skip('rate limits across two server processes: set DATABASE_URL (PGlite cannot be shared by two processes)', () => {})
