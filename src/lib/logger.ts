@@ -21,5 +21,15 @@ export function createLogger(level: Level = 'info', write: (line: string) => voi
   return { debug: log('debug'), info: log('info'), warn: log('warn'), error: log('error') }
 }
 
-/** An error's first line, for a log field or an operator's message (stacks and multi-line RPC dumps left out). */
-export const errorSummary = (e: unknown) => (e instanceof Error ? e.message.split('\n')[0]! : String(e))
+/**
+ * An error's first line, for a log field or an operator's message (stacks and multi-line RPC dumps
+ * left out). viem's first line is its own generic one ("Invalid parameters were provided to the RPC
+ * method."); what the node said is in `details`, which follows in parentheses (its first line).
+ */
+export function errorSummary(e: unknown): string {
+  if (!(e instanceof Error)) return String(e)
+  const first = e.message.split('\n')[0]!
+  const details = (e as { details?: unknown }).details
+  const said = typeof details === 'string' ? details.split('\n')[0]!.slice(0, 300) : ''
+  return said && !first.includes(said) ? `${first} (${said})` : first
+}

@@ -1,7 +1,7 @@
 /**
  * A JSON-RPC proxy on 127.0.0.1 in front of a node (anvil), for tests that need to count calls,
- * take the node away (refuse connections), hang it, lag a replica, or change the chain between
- * two calls of one scan. `close()` ends it (hanging requests included).
+ * take the node away (refuse connections), hang it, lag a replica, change the chain between
+ * two calls of one scan, or answer calls with a provider's or anvil's errors. `close()` ends it (hanging requests included).
  */
 import { createServer, type Server, type ServerResponse } from 'node:http'
 
@@ -39,6 +39,13 @@ export interface RpcProxy {
   rateLimited: number
   /** The next this many HTTP requests are answered 200 with a JSON-RPC rate-limit error for each call (as some providers do). */
   rateLimitJsonNext: number
+  /**
+   * The next this many eth_call calls are answered with the JSON-RPC error anvil 1.7 gives now and
+   * then while it mines a block (-32602, "BlockOutOfRangeError: block height is 15 but requested was 14").
+   */
+  callErrorNext: number
+  /** eth_call calls answered with that error. */
+  callErrors: RpcCall[]
   close(): Promise<void>
 }
 
@@ -58,6 +65,8 @@ export async function startRpcProxy(target: string): Promise<RpcProxy> {
     rateLimitNext: 0,
     rateLimited: 0,
     rateLimitJsonNext: 0,
+    callErrorNext: 0,
+    callErrors: [],
     async close() {
       for (const res of hanging) res.destroy()
       server.closeAllConnections()
@@ -92,12 +101,21 @@ export async function startRpcProxy(target: string): Promise<RpcProxy> {
       return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(Array.isArray(parsed) ? parsed.map(refuse) : refuse(parsed)))
     }
     let calls = (Array.isArray(parsed) ? parsed : [parsed]).map((c) => Object.assign(c, { path: req.url ?? '/' }))
-    // Refused ranges are answered here, in the shape of a provider's error; the rest go on.
-    const refused = calls.filter((c) => state.maxLogRange !== null && c.method === 'eth_getLogs' && logSpan(c) > state.maxLogRange)
-    if (refused.length) {
-      state.rangeRefusals.push(...refused)
-      calls = calls.filter((c) => !refused.includes(c))
-      const errors = refused.map((c) => ({ jsonrpc: '2.0', id: c.id, error: { code: -32600, message: `exceed maximum block range: ${state.maxLogRange}` } }))
+    // Refused ranges and erring calls are answered here, in the shape of a node's error; the rest go on.
+    const answeredHere = new Map<RpcCall, { code: number; message: string }>()
+    for (const c of calls) {
+      if (state.maxLogRange !== null && c.method === 'eth_getLogs' && logSpan(c) > state.maxLogRange) {
+        state.rangeRefusals.push(c)
+        answeredHere.set(c, { code: -32600, message: `exceed maximum block range: ${state.maxLogRange}` })
+      } else if (state.callErrorNext > 0 && c.method === 'eth_call') {
+        state.callErrorNext--
+        state.callErrors.push(c)
+        answeredHere.set(c, { code: -32602, message: 'BlockOutOfRangeError: block height is 15 but requested was 14' })
+      }
+    }
+    if (answeredHere.size) {
+      calls = calls.filter((c) => !answeredHere.has(c))
+      const errors = [...answeredHere].map(([c, error]) => ({ jsonrpc: '2.0', id: c.id, error }))
       if (calls.length === 0) return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(Array.isArray(parsed) ? errors : errors[0]))
       const answered = JSON.parse((await fetch(state.target, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(calls.map(({ path: _, ...c }) => c)) }).then((r) => r.text())))
       state.calls.push(...calls)

@@ -124,15 +124,14 @@ describe('a node that disagrees with the config refuses the start, naming networ
     const dataDir = await freshDataDir()
     try {
       const config = loadConfig({ PORT: '0', HTTP_PORT: '0', DATA_DIR: dataDir, LOG_LEVEL: 'silent', NETWORKS_CONFIG: configFile(networks) })
-      const started = await startServer(config, { logger: createLogger('silent') }).then(
+      return await startServer(config, { logger: createLogger('silent') }).then(
         async (s) => {
+          const verdicts = s.services.chain.verdicts()
           await s.stop()
-          return null
+          throw new Error(`the server started; its checks: ${JSON.stringify(verdicts)}`)
         },
         (e: Error) => e.message,
       )
-      if (started === null) throw new Error('the server started')
-      return started
     } finally {
       rmSync(dataDir, { recursive: true, force: true })
     }
@@ -162,6 +161,18 @@ describe('a node that disagrees with the config refuses the start, naming networ
     expect(message).toContain(`network base, token ETH: description() of the price feed ${otherFeed}: expected "ETH / USD", found "BTC / USD"`)
   })
 
+  test('a node that answers a call with an error now and then (anvil while it mines) is asked again: the disagreement still refuses the start', async () => {
+    const proxy = await startRpcProxy(anvil.rpcUrl)
+    try {
+      proxy.callErrorNext = 1
+      const message = await refusal([base({ rpcUrl: proxy.url, tokens: [{ symbol: 'USDC', decimals: 18 }] })])
+      expect(message).toContain(`network base, token USDC: decimals() of ${BASE_USDC}: expected 18, found 6`)
+      expect(proxy.callErrors).toHaveLength(1)
+    } finally {
+      await proxy.close()
+    }
+  })
+
   test('a stale feed: the age found and the limit, with the way out', async () => {
     const message = await refusal([base({ tokens: [{ symbol: 'ETH', price: { chainlinkFeed: staleFeed } }] })])
     expect(message).toMatch(/network base, token ETH: latestRoundData\(\) of the price feed 0x[0-9a-fA-F]{40}: stale: price feed .* was last updated 72\d\d s ago \(limit 3600 s\) \(if Chainlink lists a longer heartbeat for this feed, set price\.maxAgeSeconds\)/)
@@ -182,6 +193,23 @@ describe('a node that does not answer does not refuse the start', () => {
       expect(((await (await t.fetch(`/pay/${id}/state`)).json()) as any).tokens).toEqual([])
     } finally {
       await t.stop()
+    }
+  })
+
+  test('a node that answers every call with an error: the server starts, and readiness names the error', async () => {
+    const proxy = await startRpcProxy(anvil.rpcUrl)
+    proxy.callErrorNext = Number.MAX_SAFE_INTEGER
+    const t = await startTestServer('pglite', { NETWORKS_CONFIG: configFile([base({ rpcUrl: proxy.url, tokens: ['USDC'] })]) })
+    try {
+      // Asked three times before the start went on: two calls (decimals, symbol) each time.
+      expect(proxy.callErrors.length).toBeGreaterThanOrEqual(6)
+      const check = ((await (await t.fetch('/readyz')).json()) as any).checks.find((c: any) => c.name === 'chain:base')
+      expect(check.ok).toBe(false)
+      expect(check.detail).toStartWith('not followed yet: not verified against its chain')
+      expect(check.detail).toContain('BlockOutOfRangeError')
+    } finally {
+      await t.stop()
+      await proxy.close()
     }
   })
 
