@@ -114,6 +114,12 @@ async function openPglite(dir: string | null): Promise<Database> {
   if (dir) mkdirSync(dir, { recursive: true })
   const client = withoutQueryParsers(withNamedStatements(new PGlite(dir ?? undefined)))
   await client.waitReady
+  // PostgreSQL fills every new 16 MB WAL segment with zeros before writing to it. PGlite runs in
+  // the server's own thread, so that stopped every request for ~50 ms once per segment: under a
+  // create load, every second or so (bench/RESULTS.md). Not zero-filling is what PostgreSQL
+  // offers for this (the file is made at its full size all the same); PGlite already runs
+  // with fsync off, so the filling bought no durability here.
+  await client.exec('SET wal_init_zero = off')
   // Set once started: starting installs PGlite's array parsers over any given at construction.
   for (const type of TEXT_TYPES) client.parsers[type] = (value: string) => value
   const db = drizzlePglite(client, { schema }) as unknown as Db

@@ -3,12 +3,14 @@
  * database. Timestamps come back from raw statements as text on both (PGlite is given the
  * parsers drizzle sets on postgres.js, once per instance, instead of drizzle sending them with
  * every query, which made PGlite copy its whole parser table each time); drizzle's query
- * builder still maps timestamp columns to Date on both, in and out of transactions.
+ * builder still maps timestamp columns to Date on both, in and out of transactions. The embedded
+ * database does not zero-fill its new WAL segments (each stopped the server for ~50 ms).
  */
 import { afterAll, describe, expect, test } from 'bun:test'
 import { PGlite } from '@electric-sql/pglite'
 import { eq } from 'drizzle-orm'
-import { rmSync } from 'node:fs'
+import { readdirSync, rmSync, statSync } from 'node:fs'
+import { join } from 'node:path'
 import { openDatabase, pgliteDirOf, type Database } from '../../src/db/client.ts'
 import { isUniqueViolation } from '../../src/db/errors.ts'
 import { withNamedStatements } from '../../src/db/pglite-statements.ts'
@@ -90,6 +92,29 @@ for (const backend of backends()) {
     })
   })
 }
+
+describe('the embedded database', () => {
+  test('does not write a new WAL segment full of zeros before using it (16 MB, a ~50 ms stop of the server\'s thread)', async () => {
+    const dataDir = await freshDataDir()
+    const database = await openDatabase({ databaseUrl: null, pgliteDir: pgliteDirOf(dataDir) })
+    try {
+      const wal = join(pgliteDirOf(dataDir), 'pg_wal')
+      const segments = () => readdirSync(wal).filter((f) => /^[0-9A-F]{24}$/.test(f)).sort()
+      const before = segments()
+      await database.query('SELECT pg_switch_wal()', [])
+      await database.query('CREATE TABLE after_the_switch (a int)', [])
+      const made = segments().filter((f) => !before.includes(f))
+      expect(made).toHaveLength(1)
+      const file = statSync(join(wal, made[0]!))
+      expect(file.size).toBe(16 * 1024 * 1024)
+      // Made at its full size, but only what was written since takes room on the disk.
+      expect(file.blocks * 512).toBeLessThan(file.size / 4)
+    } finally {
+      await database.close()
+      rmSync(dataDir, { recursive: true, force: true })
+    }
+  })
+})
 
 describe('PGlite statements with parameters', () => {
   let client: PGlite
