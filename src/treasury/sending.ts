@@ -32,9 +32,10 @@ export async function sendAndWait(chain: TreasuryChain, raw: Hex, timeoutMs: num
  *    calls it dropped (a refund goes back to pending, to be paid afresh);
  *  - else the very same transaction is sent again (its nonce lets it be mined once at most) and
  *    waited for.
- * A dry run sends nothing. Answers what became of it, in words.
+ * A dry run sends nothing, and needs no gas account (`sponsor` null). Answers what became of
+ * it, in words.
  */
-export async function seeThrough(chain: TreasuryChain, sponsor: LocalAccount & { address: Address }, raw: Hex, o: { chainId: number; dryRun: boolean; timeoutMs: number; what: string }): Promise<string> {
+export async function seeThrough(chain: TreasuryChain, sponsor: (LocalAccount & { address: Address }) | null, raw: Hex, o: { chainId: number; dryRun: boolean; timeoutMs: number; what: string }): Promise<string> {
   const hash = keccak256(raw)
   const mined = await chain.client.getTransactionReceipt({ hash }).catch(() => null)
   if (mined) return mined.status === 'success' ? 'mined' : 'mined, reverted'
@@ -46,10 +47,10 @@ export async function seeThrough(chain: TreasuryChain, sponsor: LocalAccount & {
   }
   const holdsUntil = signaturesHoldUntil(tx)
   if (holdsUntil !== null && (await chain.client.getBlock({ blockTag: 'latest' })).timestamp > holdsUntil) {
-    if (tx.from !== sponsor.address.toLowerCase()) {
+    if (sponsor && tx.from !== sponsor.address.toLowerCase()) {
       return `expired unsent; its nonce ${tx.nonce} belongs to another gas account (${tx.from}), whose next transaction retires it`
     }
-    if (o.dryRun) return `expired unsent: its signatures lapsed; would give its nonce ${tx.nonce} to a zero-value transfer of the gas account to itself`
+    if (o.dryRun || !sponsor) return `expired unsent: its signatures lapsed; would give its nonce ${tx.nonce} to a zero-value transfer of the gas account to itself`
     const retire = await sponsor.signTransaction({ type: 'eip1559', chainId: o.chainId, nonce: tx.nonce, to: sponsor.address, value: 0n, gas: 21_000n, ...(await feesNow(chain)) })
     const r = await sendAndWait(chain, retire, o.timeoutMs, `the transfer retiring ${o.what}'s nonce`)
     return `expired unsent: its signatures lapsed; its nonce ${tx.nonce} went to ${r.transactionHash} (a zero-value transfer), so it can never be mined`

@@ -68,9 +68,9 @@ export async function runSweep(s: Session, o: SweepOptions) {
   if (!o.dryRun && !sponsor) throw new Refused('--gas-key-file is required to sweep (a dry run can do without it)', true)
   const result: Record<string, unknown> = { network: network.name, to: o.to, dry_run: o.dryRun, deposit_account: DEPOSIT_ACCOUNT }
 
-  // 1. What an earlier run recorded and may not have seen through.
+  // 1. What an earlier run recorded and may not have seen through (a dry run says what it would do).
+  result.resumed = await resume(s, o)
   if (!o.dryRun) {
-    result.resumed = await resume(s, o)
     if (!(await chain.settled(sponsor!.address, o.receiptTimeoutMs))) {
       throw new Refused(`the gas account ${sponsor!.address} has transactions in flight that are not mined after ${o.receiptTimeoutMs / 1000} s: run again once they are`)
     }
@@ -252,7 +252,7 @@ async function buildBatch(s: Session, members: Candidate[], to: Address, deadlin
 async function resume(s: Session, o: SweepOptions) {
   const out: { sweep_id: string; transaction_hash: string; outcome: string }[] = []
   for (const w of await s.api.sweeps({ network: s.network.name, status: 'submitted' })) {
-    const outcome = await seeThrough(s.chain, s.sponsor!, w.raw_transaction as Hex, { chainId: s.network.chain_id, dryRun: false, timeoutMs: o.receiptTimeoutMs, what: `sweep ${w.id}` })
+    const outcome = await seeThrough(s.chain, s.sponsor, w.raw_transaction as Hex, { chainId: s.network.chain_id, dryRun: o.dryRun, timeoutMs: o.receiptTimeoutMs, what: `sweep ${w.id}` })
     out.push({ sweep_id: w.id, transaction_hash: w.transaction_hash, outcome })
   }
   return out

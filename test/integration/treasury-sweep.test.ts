@@ -111,6 +111,14 @@ for (const backend of backends()) {
       expect(recorded).toHaveLength(2)
       expect(await gasNonce()).toBe(startNonce + 2)
 
+      // A dry run, even without the gas key, says it would send the unsent batch again, and sends nothing.
+      const withoutGasKey = sweepArgs(['--dry-run']).filter((a, i, all) => a !== files.gasKey && all[i + 1] !== files.gasKey)
+      const dry = await runTreasuryTool(withoutGasKey)
+      expect({ code: dry.code, stderr: dry.stderr }).toEqual({ code: 0, stderr: '' })
+      expect(dry.json.resumed).toEqual(expect.arrayContaining([expect.objectContaining({ sweep_id: expect.stringMatching(/^swp_/), outcome: 'would be sent again' })]))
+      expect(dry.json.resumed.map((x: any) => x.outcome)).not.toContain('sent again')
+      expect(await gasNonce()).toBe(startNonce + 2)
+
       const again = await runTreasuryTool(sweepArgs())
       expect({ code: again.code, stderr: again.stderr }).toEqual({ code: 0, stderr: '' })
       expect(again.json.resumed).toEqual(expect.arrayContaining([expect.objectContaining({ outcome: 'sent again' })]))
@@ -188,6 +196,10 @@ for (const backend of backends()) {
       await chain.customer.request({ method: 'evm_increaseTime', params: [3700] } as never)
       await chain.mine()
       const nonce = await gasNonce()
+      const dry = await runTreasuryTool(sweepArgs(['--dry-run']))
+      expect({ code: dry.code, stderr: dry.stderr }).toEqual({ code: 0, stderr: '' })
+      expect(dry.json.resumed).toEqual([{ sweep_id: stale.id, transaction_hash: stale.transaction_hash, outcome: `expired unsent: its signatures lapsed; would give its nonce ${stale.nonce} to a zero-value transfer of the gas account to itself` }])
+      expect(await gasNonce()).toBe(nonce)
       const r = await runTreasuryTool(sweepArgs())
       expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' })
       expect(r.json.resumed).toEqual([{ sweep_id: stale.id, transaction_hash: stale.transaction_hash, outcome: expect.stringMatching(/^expired unsent: its signatures lapsed; its nonce \d+ went to 0x[0-9a-f]{64} \(a zero-value transfer\)/) }])
