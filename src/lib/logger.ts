@@ -25,11 +25,14 @@ export function createLogger(level: Level = 'info', write: (line: string) => voi
  * An error's first line, for a log field or an operator's message (stacks and multi-line RPC dumps
  * left out). viem's first line is its own generic one ("Invalid parameters were provided to the RPC
  * method."); what the node said is in `details`, which follows in parentheses (its first line).
+ * URLs in it are left out: a runtime's fetch error may name the RPC URL, and RPC URLs carry API keys.
  */
 export function errorSummary(e: unknown): string {
   if (!(e instanceof Error)) return String(e)
   const first = e.message.split('\n')[0]!
   const details = (e as { details?: unknown }).details
-  const said = typeof details === 'string' ? details.split('\n')[0]!.slice(0, 300) : ''
+  const said = typeof details === 'string' ? details.split('\n')[0]!.replace(URL_RE, '[url]').slice(0, 300) : ''
   return said && !first.includes(said) ? `${first} (${said})` : first
 }
+
+const URL_RE = /\b[a-z][a-z0-9+.-]*:\/\/[^\s)"']+/gi

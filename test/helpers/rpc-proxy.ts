@@ -1,7 +1,8 @@
 /**
  * A JSON-RPC proxy on 127.0.0.1 in front of a node (anvil), for tests that need to count calls,
  * take the node away (refuse connections), hang it, lag a replica, change the chain between
- * two calls of one scan, or answer calls with a provider's or anvil's errors. `close()` ends it (hanging requests included).
+ * two calls of one scan, or answer calls with a provider's or anvil's errors. `close()` ends it
+ * (hanging requests included).
  */
 import { createServer, type Server, type ServerResponse } from 'node:http'
 

@@ -2,7 +2,7 @@ import { describe, expect, test } from 'bun:test'
 import { parseArgs } from '../../src/lib/command-line.ts'
 import { displayPrefix, generateApiKey, hashApiKey, looksLikeApiKey } from '../../src/keys/api-key.ts'
 import { newTransactionNumber, randomString } from '../../src/lib/ids.ts'
-import { redact } from '../../src/lib/logger.ts'
+import { errorSummary, redact } from '../../src/lib/logger.ts'
 import { parseBound } from '../../src/modules/stats/service.ts'
 import { canonicalJson } from '../../src/modules/transactions/service.ts'
 
@@ -58,5 +58,23 @@ describe('parseBound()', () => {
 describe('parseArgs()', () => {
   test('splits words and --flags, with = or a following value, and bare switches', () => {
     expect(parseArgs(['key', 'create', '--project', 'p1', '--mode=test', '--json'])).toEqual({ words: ['key', 'create'], flags: { project: 'p1', mode: 'test', json: true } })
+  })
+})
+
+describe('errorSummary', () => {
+  const viemLike = (message: string, details: string) => Object.assign(new Error(message), { details })
+
+  test('an error\'s first line; what a node said (viem\'s details) follows it', () => {
+    expect(errorSummary(new Error('first\nsecond'))).toBe('first')
+    expect(errorSummary(viemLike('Invalid parameters were provided to the RPC method.\n\nURL: http://x', 'BlockOutOfRangeError: block height is 15 but requested was 14')))
+      .toBe('Invalid parameters were provided to the RPC method. (BlockOutOfRangeError: block height is 15 but requested was 14)')
+    expect(errorSummary(viemLike('HTTP request failed.', 'HTTP request failed.'))).toBe('HTTP request failed.')
+    expect(errorSummary('plain')).toBe('plain')
+  })
+
+  test('never repeats a URL from the details: RPC URLs carry API keys', () => {
+    const e = viemLike('HTTP request failed.', 'error sending request for url (https://eth-mainnet.example/v2/SECRETKEY123): connection refused')
+    expect(errorSummary(e)).toBe('HTTP request failed. (error sending request for url ([url]): connection refused)')
+    expect(errorSummary(viemLike('x', 'wss://node.example/ws/KEY gone'))).toBe('x ([url] gone)')
   })
 })
