@@ -15,18 +15,16 @@
  * asked (refused, timed out, HTTP errors, rate limited) is `unreachable`: nothing is known yet,
  * and the check is made again before the network is followed.
  *
- * A node that answers a call with an error of its own, rather than data, is asked again a moment
- * later: such answers pass. A load-balanced provider answers "header not found" for a block one
- * replica has not seen yet, and anvil 1.7 answers about one `eth_call` in 10,000 with
- * "BlockOutOfRangeError: block height is 15 but requested was 14" while it mines a block. One
- * such answer would otherwise start a server on a config the chain contradicts. A node that cannot
- * be reached at all is not asked again here: the client has retried already.
+ * A node that answers a call with an error of its own, rather than data, is asked again
+ * (read-again.ts): one such answer would otherwise start a server on a config the chain
+ * contradicts.
  */
-import { BaseError, ContractFunctionRevertedError, ContractFunctionZeroDataError, HttpRequestError, TimeoutError, type Address, type PublicClient } from 'viem'
+import { BaseError, ContractFunctionRevertedError, ContractFunctionZeroDataError, type Address, type PublicClient } from 'viem'
 import type { Clock } from '../lib/clock.ts'
 import { errorSummary } from '../lib/logger.ts'
 import type { NetworkConfig, TokenConfig } from './networks-config.ts'
 import { aggregatorV3Abi, createPriceReader } from './prices.ts'
+import { readAgainOnErrorAnswer } from './read-again.ts'
 
 export type Verdict =
   | { network: string; status: 'verified' }
@@ -44,18 +42,11 @@ class Disagreement extends Error {}
 
 type Client = Pick<PublicClient, 'readContract' | 'getChainId'>
 
-/** Times a check is made again after the node answered a call with an error (see above), and the pause before the first. */
-const REASKS = 2
-const REASK_PAUSE_MS = 250
-
 export async function verifyNetwork(network: NetworkConfig, client: Client, clock: Clock): Promise<Verdict> {
-  for (let reask = 0; ; reask++) {
-    try {
-      return await checkNetwork(network, client, clock)
-    } catch (error) {
-      if (reask === REASKS || notReached(error)) return { network: network.name, status: 'unreachable', error: errorSummary(error) }
-      await new Promise((resolve) => setTimeout(resolve, REASK_PAUSE_MS * 2 ** reask))
-    }
+  try {
+    return await readAgainOnErrorAnswer(() => checkNetwork(network, client, clock))
+  } catch (error) {
+    return { network: network.name, status: 'unreachable', error: errorSummary(error) }
   }
 }
 
@@ -67,9 +58,6 @@ async function checkNetwork(network: NetworkConfig, client: Client, clock: Clock
   const problems = (await Promise.all(network.tokens.map((t) => verifyToken(network, t, client, clock)))).flat()
   return problems.length ? { network: name, status: 'mismatch', problems } : { network: name, status: 'verified' }
 }
-
-/** The request got no answer: refused, reset, timed out or an HTTP error status. */
-const notReached = (error: unknown) => error instanceof BaseError && error.walk((e) => e instanceof HttpRequestError || e instanceof TimeoutError) !== null
 
 /** One line per problem with the token; throws when the node cannot be asked. */
 async function verifyToken(network: NetworkConfig, token: TokenConfig, client: Client, clock: Clock): Promise<string[]> {

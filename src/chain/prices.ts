@@ -9,7 +9,8 @@
  *   minute in the future (a broken feed or a badly wrong clock).
  * - `stale`: answeredInRound < roundId (the answer was carried over from an older round), or
  *   older than the source's `maxAgeSeconds` by the injected clock.
- * - `unavailable`: the RPC call failed (node down, timeout, no contract at the address).
+ * - `unavailable`: the RPC call failed (node down, timeout, no contract at the address). A node
+ *   that answered with an error of its own is asked again first (read-again.ts).
  * Anything else (a bug) throws.
  *
  * One reader serves one network (its client). Plain `readContract` calls: anvil has no
@@ -20,6 +21,7 @@ import { BaseError, type Address, type PublicClient } from 'viem'
 import type { Clock } from '../lib/clock.ts'
 import type { PriceSource } from './networks-config.ts'
 import { usdPriceFromDecimal } from './quote.ts'
+import { readAgainOnErrorAnswer } from './read-again.ts'
 
 export type PriceResult =
   | {
@@ -80,10 +82,10 @@ export function createPriceReader({ client, clock }: PriceReaderDeps): PriceRead
     let round: readonly [bigint, bigint, bigint, bigint, bigint]
     try {
       const cached = feedDecimals.get(feed)
-      const [d, r] = await Promise.all([
+      const [d, r] = await readAgainOnErrorAnswer(() => Promise.all([
         cached ?? client.readContract({ address: feed, abi: aggregatorV3Abi, functionName: 'decimals' }),
         client.readContract({ address: feed, abi: aggregatorV3Abi, functionName: 'latestRoundData' }),
-      ])
+      ]))
       decimals = d
       round = r
     } catch (error) {

@@ -236,3 +236,24 @@ describe('a node that does not answer does not refuse the start', () => {
     }
   })
 })
+
+describe('a node that answers a price read with an error now and then (anvil while it mines)', () => {
+  test('the read is made again and the customer gets the quote', async () => {
+    const proxy = await startRpcProxy(anvil.rpcUrl)
+    const t = await startTestServer('pglite', { NETWORKS_CONFIG: configFile([base({ rpcUrl: proxy.url, tokens: ['ETH'] })]) })
+    try {
+      await waitUntil('verified', async () => (await (await t.fetch('/readyz')).json()) as any, (r) => r.checks?.some((c: any) => c.name === 'chain:base' && c.ok))
+      const key = (await t.project()).key
+      const id = ((await (await api(t, key).create({ amount: 30 })).json()) as any).transaction.id as string
+      proxy.callErrorNext = 1
+      const selected = await t.fetch(`/pay/${id}/select`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token_symbol: 'ETH', blockchain_network: 'base' }) })
+      expect(selected.status).toBe(200)
+      // 30 USD at 3,000 USD per ETH.
+      expect(((await selected.json()) as any).quote.token_amount).toBe('10000000000000000')
+      expect(proxy.callErrors).toHaveLength(1)
+    } finally {
+      await t.stop()
+      await proxy.close()
+    }
+  })
+})

@@ -1,4 +1,6 @@
 import { describe, expect, test } from 'bun:test'
+import { BaseError, ExecutionRevertedError, HttpRequestError, RpcRequestError, TimeoutError } from 'viem'
+import { answeredWithError } from '../../src/chain/read-again.ts'
 import { parseArgs } from '../../src/lib/command-line.ts'
 import { displayPrefix, generateApiKey, hashApiKey, looksLikeApiKey } from '../../src/keys/api-key.ts'
 import { newTransactionNumber, randomString } from '../../src/lib/ids.ts'
@@ -76,5 +78,22 @@ describe('errorSummary', () => {
     const e = viemLike('HTTP request failed.', 'error sending request for url (https://eth-mainnet.example/v2/SECRETKEY123): connection refused')
     expect(errorSummary(e)).toBe('HTTP request failed. (error sending request for url ([url]): connection refused)')
     expect(errorSummary(viemLike('x', 'wss://node.example/ws/KEY gone'))).toBe('x ([url] gone)')
+  })
+})
+
+describe('answeredWithError: which failed reads are made again', () => {
+  const answer = (code: number, message: string) => new RpcRequestError({ body: {}, error: { code, message }, url: 'http://127.0.0.1:8545' })
+  const wrapped = (cause: Error) => new BaseError('Contract function "decimals" reverted or failed.', { cause })
+
+  test('a JSON-RPC error answer of the node, however deep: yes', () => {
+    expect(answeredWithError(wrapped(answer(-32602, 'BlockOutOfRangeError: block height is 15 but requested was 14')))).toBe(true)
+    expect(answeredWithError(answer(-32000, 'header not found'))).toBe(true)
+  })
+
+  test('a revert (the contract\'s own answer), a request that got no answer, or no viem error at all: no', () => {
+    expect(answeredWithError(wrapped(new ExecutionRevertedError({ cause: answer(3, 'execution reverted') as never })))).toBe(false)
+    expect(answeredWithError(wrapped(new HttpRequestError({ url: 'http://127.0.0.1:8545', details: 'Unable to connect' })))).toBe(false)
+    expect(answeredWithError(wrapped(new TimeoutError({ body: {}, url: 'http://127.0.0.1:8545' })))).toBe(false)
+    expect(answeredWithError(new Error('price feed could not be read'))).toBe(false)
   })
 })
