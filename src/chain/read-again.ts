@@ -1,10 +1,10 @@
 /**
  * A read the node answered with an error of its own, rather than data, is made again a moment
  * later: such answers pass. A load-balanced provider answers "header not found" for a block one
- * replica has not seen yet, and anvil 1.7 answers about one `eth_call` in 10,000 with
- * "BlockOutOfRangeError: block height is 15 but requested was 14" while it mines a block
- * (bench/RESULTS.md). viem's transport retries only rate limits and its own "internal error"
- * answers among them.
+ * replica has not seen yet, and anvil 1.7 answers some `eth_call`s with "BlockOutOfRangeError:
+ * block height is 15 but requested was 14" while it mines a block (measured: 4 of 104,872 calls
+ * from 8 callers, 1 s blocks). viem's transport retries only rate limits and its own "internal
+ * error" answers among them.
  *
  * Not made again: a node that was not reached (refused, reset, timed out, an HTTP error status:
  * the transport has retried those already), and a contract that answered for itself (a revert,
