@@ -34,6 +34,16 @@ export function refuseInsecure(req: Request, httpsOrigin: (req: Request) => stri
   return new Response(null, { status: 308, headers: { location: httpsOrigin(req) + url.pathname + url.search, 'x-request-id': requestId } })
 }
 
+/**
+ * What every path answers while the server starts (its port is bound before the database,
+ * the networks and the actors are ready): 503 in the API's error shape, with `Retry-After`, so
+ * a client's usual handling of an unavailable service applies.
+ */
+export function startingUp(): Response {
+  const requestId = newRequestId()
+  return errorResponse('unavailable', 'The service is starting; try again in a moment.', { requestId, headers: { 'x-request-id': requestId, 'retry-after': '1' } })
+}
+
 /** The forwarded client address: the last X-Forwarded-For hop, the one our proxy appended. */
 export function forwardedFor(req: Request): string | null {
   const xff = req.headers.get('x-forwarded-for')

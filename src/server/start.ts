@@ -11,7 +11,7 @@ import { openDatabase, pgliteDirOf } from '../db/client.ts'
 import { createApp } from '../http/app.ts'
 import { measured } from '../http/http-metrics.ts'
 import { servedServers } from '../http/openapi-shape.ts'
-import { httpsOriginFor, refuseInsecure } from '../http/transport.ts'
+import { httpsOriginFor, refuseInsecure, startingUp } from '../http/transport.ts'
 import { systemClock, type Clock } from '../lib/clock.ts'
 import { createLogger, type Logger } from '../lib/logger.ts'
 import { createServices, type Services } from '../services.ts'
@@ -72,7 +72,7 @@ export async function startServer(config: Config, opts: { clock?: Clock; logger?
     cleanups.unshift(() => database.close())
 
     // Bind first (PORT=0 picks a free port), so the default BASE_URL can name the real port.
-    let handler: (req: Request) => Response | Promise<Response> = () => new Response('Starting', { status: 503, headers: { 'retry-after': '1' } })
+    let handler: (req: Request) => Response | Promise<Response> = startingUp
     const main: Listener = await listen(config, { port: config.port, tls, fetch: (req) => handler(req) })
     listeners.push(main)
     const baseUrl = config.baseUrl ?? `https://localhost:${main.port}`

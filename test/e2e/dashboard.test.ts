@@ -8,7 +8,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, expect, test } from 'bun:te
 import type { Dialog, Page } from 'playwright-core'
 import { xpubFromMnemonic } from '../../src/chain/deposit-addresses.ts'
 import { ANVIL_DEFAULT_MNEMONIC } from '../../src/chain/devnet.ts'
-import { describeWithBrowser, openBrowser, type Browser } from '../helpers/browser.ts'
+import { describeWithBrowser, openBrowser, whenBrowser, type Browser } from '../helpers/browser.ts'
 import { waitUntil } from '../helpers/chain.ts'
 import { memberOf } from '../helpers/dashboard.ts'
 import { PATH_TO } from '../helpers/lifecycle.ts'
@@ -25,7 +25,7 @@ let keeper: Page
 const PHONE = { width: 360, height: 740 }
 const DESKTOP = { width: 1280, height: 900 }
 
-beforeAll(async () => {
+beforeAll(whenBrowser(async () => {
   sink = await startWebhookSink()
   // Three attempts two seconds apart: a failing endpoint is seen retrying, then failed, within seconds.
   t = await startTestServer('pglite', { WEBHOOK_RETRY_SCHEDULE: '2s,2s' })
@@ -33,21 +33,21 @@ beforeAll(async () => {
   browser = await openBrowser()
   await browser.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: t.url })
   keeper = browser.context.pages()[0] ?? await browser.newPage()
-})
+}))
 
 // Each test judges only its own pages: failures start empty and every page it opened is closed after.
-beforeEach(() => {
+beforeEach(whenBrowser(() => {
   browser.failures.length = 0
-})
-afterEach(async () => {
+}))
+afterEach(whenBrowser(async () => {
   for (const p of browser.context.pages()) if (p !== keeper) await p.close()
-})
+}))
 
-afterAll(async () => {
+afterAll(whenBrowser(async () => {
   await browser?.close()
   await t?.stop()
   await sink?.stop()
-})
+}))
 
 type Mode = 'test' | 'live'
 /** A dashboard path of the member's project. */

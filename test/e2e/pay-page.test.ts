@@ -9,7 +9,7 @@ import { createDevnetClient, type DevnetClient } from '../../src/chain/devnet.ts
 import { manualClock } from '../../src/lib/clock.ts'
 import type { PayState } from '../../src/modules/pay/model.ts'
 import { fill, PAY_TEXT } from '../../src/modules/pay/text.ts'
-import { describeWithBrowser, openBrowser, type Browser } from '../helpers/browser.ts'
+import { describeWithBrowser, openBrowser, whenBrowser, type Browser } from '../helpers/browser.ts'
 import { payNative, payToken, waitUntil } from '../helpers/chain.ts'
 import { api, startTestServer, type TestServer } from '../helpers/server.ts'
 
@@ -20,7 +20,7 @@ let wallet: DevnetClient
 let merchant: ReturnType<typeof Bun.serve>
 const merchantUrl = (path: string) => `http://127.0.0.1:${merchant.port}${path}`
 
-beforeAll(async () => {
+beforeAll(whenBrowser(async () => {
   t = await startTestServer('pglite', { NETWORKS_CONFIG: '' })
   key = (await t.project({ name: 'Acme Coffee' })).key
   wallet = createDevnetClient(t.server.devnet!.rpcUrl, t.server.devnet!.wallet.privateKey)
@@ -32,21 +32,21 @@ beforeAll(async () => {
   })
   browser = await openBrowser()
   await browser.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: t.url })
-})
+}))
 
 // Each test judges only its own pages: failures start empty and every page is closed after.
-beforeEach(() => {
+beforeEach(whenBrowser(() => {
   browser.failures.length = 0
-})
-afterEach(async () => {
+}))
+afterEach(whenBrowser(async () => {
   for (const p of browser.context.pages()) await p.close()
-})
+}))
 
-afterAll(async () => {
+afterAll(whenBrowser(async () => {
   await browser?.close()
   merchant?.stop(true)
   await t?.stop()
-})
+}))
 
 async function createTx(body: Record<string, unknown> = {}): Promise<{ id: string; url: string }> {
   const r = await api(t, key).create({ amount: 12.5, order_id: `o-${crypto.randomUUID()}`, order_description: 'Two flat whites', ...body })

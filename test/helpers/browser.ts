@@ -23,6 +23,18 @@ const CHROMIUM = findChromium()
 const MISSING = `No Chromium found (${process.env.CHROMIUM_PATH ? `CHROMIUM_PATH=${process.env.CHROMIUM_PATH} does not exist` : `looked in ${USUAL_PATHS.join(', ')}`}). ` +
   'Install it (Debian/Ubuntu: sudo apt-get install -y chromium; macOS: brew install --cask chromium) or set CHROMIUM_PATH to a Chromium or Chrome binary.'
 
+/** Whether suites declared with `describeWithBrowser` run here (a browser was found, or CI=true). */
+export const BROWSER_SUITES_RUN = !!CHROMIUM || IN_CI
+
+/**
+ * A file-level hook of a browser test file: it runs only where its suites do. Bun runs a file's
+ * top-level `beforeAll` even when every suite in the file is skipped, and opening the browser
+ * there would fail a machine that has none.
+ */
+export function whenBrowser<A extends unknown[]>(hook: (...args: A) => unknown): (...args: A) => unknown {
+  return (...args: A) => (BROWSER_SUITES_RUN ? hook(...args) : undefined)
+}
+
 let told = false
 /**
  * `describe` for a suite that drives a browser. Without one (outside CI) the suite is skipped and
@@ -30,7 +42,7 @@ let told = false
  * a missing browser fails it.
  */
 export function describeWithBrowser(name: string, body: () => void) {
-  if (CHROMIUM || IN_CI) return describe(name, body)
+  if (BROWSER_SUITES_RUN) return describe(name, body)
   if (!told) {
     told = true
     console.warn(`\nBrowser tests skipped: ${MISSING}\n`)

@@ -21,14 +21,15 @@ const cleanEnv = (env: Record<string, string>): Record<string, string> => ({ CI:
 
 describe('browser tests without a browser', () => {
   const SUITE = 'test/e2e/swagger-ui.test.ts'
-  test('outside CI they are skipped, with a message naming what to install or set', async () => {
-    const r = await run([BUN, 'test', SUITE], { cwd: ROOT, env: cleanEnv({ CHROMIUM_PATH: '/nonexistent/chromium' }), timeoutMs: 60_000 })
+  test('outside CI every browser test file is skipped (its hooks too), with a message naming what to install or set', async () => {
+    const r = await run([BUN, 'test', 'test/e2e'], { cwd: ROOT, env: cleanEnv({ CHROMIUM_PATH: '/nonexistent/chromium' }), timeoutMs: 60_000 })
     const out = r.stdout + r.stderr
     expect({ code: r.code, out }).toMatchObject({ code: 0 })
     expect(out).toContain('Browser tests skipped: No Chromium found (CHROMIUM_PATH=/nonexistent/chromium does not exist)')
     expect(out).toContain('sudo apt-get install -y chromium')
     expect(out).toMatch(/\b0 pass\b/)
     expect(out).toMatch(/\b[1-9]\d* skip\b/)
+    expect(out).toMatch(/\b0 fail\b/)
   })
 
   test('under CI=true they run, and a missing browser fails them with the same message', async () => {
