@@ -58,9 +58,11 @@ async function gasTable() {
     async function sweep(members: ReturnType<typeof fresh>[], native: boolean, delegated: boolean) {
       const tokens = native ? [] : [chain.token]
       const authorizationList = delegated ? [] : await Promise.all(members.map((m) => m.signAuthorization({ contractAddress: DEPOSIT_ACCOUNT, chainId: 31337, nonce: 0 })))
+      // Each address's first sweep names its sweep nonce 0, its second 1.
+      const nonce = delegated ? 1n : 0n
       const calls = await Promise.all(members.map(async (m) => ({
         account: m.address,
-        data: sweepData({ to: TREASURY, tokens, native, deadline, signature: await m.signTypedData(sweepTypedData({ chainId: 31337, account: m.address, to: TREASURY, tokens, native, deadline }) as never) }),
+        data: sweepData({ to: TREASURY, tokens, native, nonce, deadline, signature: await m.signTypedData(sweepTypedData({ chainId: 31337, account: m.address, to: TREASURY, tokens, native, nonce, deadline }) as never) }),
       })))
       const r = await send({ to: DEPOSIT_ACCOUNT, data: batchData(calls), ...(authorizationList.length ? { authorizationList } : {}) } as never)
       if (r.status !== 'success') throw new Error('sweep reverted')

@@ -9,12 +9,16 @@ interface IERC20Balance {
 /// @notice Nothing moves without a signature by the deposit address's own key (EIP-712, with the
 /// deposit address as `verifyingContract`), so anyone may submit a signed call and pay its gas:
 ///  - `sweep`: the whole balance of each signed token (and of the native coin, when signed) to the
-///    signed address, until the signed deadline. Sent again it moves only what arrived since.
+///    signed address, until the signed deadline. Each signature is good for one sweep: it names
+///    the address's sweep nonce, which the sweep moves on, so the same signature sent again (by
+///    anyone) moves nothing.
 ///  - `pay`: an exact amount of one token (or of the native coin: token 0) to one address, at most
 ///    once per signed id (a refund), whoever submits it and however often, until the signed
 ///    deadline (after it, a signature that was never used can never pay).
 /// At its own address (never under a delegation) `batch` forwards such calls to many deposit
-/// addresses in one transaction, which the merchant's gas account sends and pays for.
+/// addresses in one transaction, which the merchant's gas account sends and pays for, and `topUp`
+/// sends native coin to many addresses in one transaction (on a chain without EIP-7702, each
+/// deposit address then pays its own transfer's fee).
 /// The contract keeps no owner, no upgrade path and no funds of its own.
 contract DepositAccount {
     struct Call {
@@ -25,10 +29,12 @@ contract DepositAccount {
     bytes32 private constant DOMAIN_TYPEHASH = keccak256("EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)");
     bytes32 private constant NAME_HASH = keccak256("CryptoPay DepositAccount");
     bytes32 private constant VERSION_HASH = keccak256("1");
-    bytes32 public constant SWEEP_TYPEHASH = keccak256("Sweep(address to,address[] tokens,bool native,uint256 deadline)");
+    bytes32 public constant SWEEP_TYPEHASH = keccak256("Sweep(address to,address[] tokens,bool native,uint256 nonce,uint256 deadline)");
     bytes32 public constant PAY_TYPEHASH = keccak256("Pay(bytes32 id,address token,address to,uint256 amount,uint256 deadline)");
-    /// ERC-7201 namespace "cryptopay.deposit-account": the ids already paid, in the deposit
-    /// address's own storage, away from any slot another contract it once delegated to may use.
+    /// ERC-7201 namespace "cryptopay.deposit-account", in the deposit address's own storage, away
+    /// from any slot another contract it once delegated to may use: the ids already paid (a mapping
+    /// from it), and at its base slot the sweep nonce. Version 1 of this contract kept its paid ids
+    /// at the same slots, so an address re-delegated from it still refuses an id it paid.
     bytes32 private constant PAID_NAMESPACE = keccak256(abi.encode(uint256(keccak256("cryptopay.deposit-account")) - 1)) & ~bytes32(uint256(0xff));
     /// secp256k1's n / 2: a signature with a larger `s` is the malleated twin of a valid one.
     uint256 private constant HALF_N = 0x7FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF5D576E7357A4501DDFE92F46681B20A0;
@@ -47,6 +53,8 @@ contract DepositAccount {
     error NotASignedCall(uint256 index);
     error OutOfGas(uint256 index);
     error NotDelegated();
+    error WrongNonce(uint256 expected);
+    error TopUpMismatch();
 
     /// A deposit address takes native coin as it did before it delegated. The contract's own
     /// address takes none: it holds nothing, and what was sent there could never leave.
@@ -54,9 +62,19 @@ contract DepositAccount {
         if (address(this) == SELF) revert NotDelegated();
     }
 
-    function sweep(address to, address[] calldata tokens, bool native, uint256 deadline, bytes calldata signature) external {
+    function sweep(address to, address[] calldata tokens, bool native, uint256 nonce, uint256 deadline, bytes calldata signature) external {
         if (block.timestamp > deadline) revert Expired();
-        _verify(keccak256(abi.encode(SWEEP_TYPEHASH, to, keccak256(abi.encodePacked(tokens)), native, deadline)), signature);
+        _verify(keccak256(abi.encode(SWEEP_TYPEHASH, to, keccak256(abi.encodePacked(tokens)), native, nonce, deadline)), signature);
+        bytes32 slot = PAID_NAMESPACE;
+        uint256 expected;
+        assembly {
+            expected := sload(slot)
+        }
+        if (nonce != expected) revert WrongNonce(expected);
+        // Moved on before anything is sent: a token calling back cannot sweep twice with it.
+        assembly {
+            sstore(slot, add(expected, 1))
+        }
         for (uint256 i = 0; i < tokens.length; ++i) {
             uint256 amount = IERC20Balance(tokens[i]).balanceOf(address(this));
             if (amount > 0) {
@@ -90,6 +108,14 @@ contract DepositAccount {
         emit Paid(id, token, to, amount);
     }
 
+    /// The nonce the deposit address's next sweep signature must name.
+    function sweepNonce() external view returns (uint256 nonce) {
+        bytes32 slot = PAID_NAMESPACE;
+        assembly {
+            nonce := sload(slot)
+        }
+    }
+
     /// Whether the deposit address this runs at has paid `id`.
     function paid(bytes32 id) external view returns (bool) {
         bytes32 slot = keccak256(abi.encode(id, PAID_NAMESPACE));
@@ -118,6 +144,21 @@ contract DepositAccount {
             // EIP-150 leaves a caller 1/64 of its gas: this little left means the call ran out of gas.
             if (!ok[i] && (gasleft() <= before / 64 || (answer.length >= 4 && bytes4(answer) == OutOfGas.selector))) revert OutOfGas(i);
         }
+    }
+
+    /// At its own address only: sends `amounts[i]` of the native coin to `to[i]`, all of them or
+    /// none, and exactly `msg.value` in all (a chain without EIP-7702: the gas account funds many
+    /// deposit addresses' own fees in one transaction).
+    function topUp(address[] calldata to, uint256[] calldata amounts) external payable {
+        if (address(this) != SELF) revert OnlyAtOwnAddress();
+        if (to.length != amounts.length) revert TopUpMismatch();
+        uint256 total;
+        for (uint256 i = 0; i < to.length; ++i) {
+            total += amounts[i];
+            (bool sent, ) = to[i].call{value: amounts[i]}("");
+            if (!sent) revert TransferFailed(address(0));
+        }
+        if (total != msg.value) revert TopUpMismatch();
     }
 
     function _verify(bytes32 structHash, bytes calldata signature) private view {

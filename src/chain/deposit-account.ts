@@ -10,7 +10,7 @@
  * the deterministic deployment proxy with a zero salt, so it has the same address on every chain
  * and anyone may deploy it where it is missing.
  */
-import { concat, decodeEventLog, encodeFunctionData, getContractAddress, keccak256, parseSignature, toBytes, zeroAddress, zeroHash, type Address, type Hex, type TypedDataDefinition } from 'viem'
+import { concat, decodeEventLog, encodeAbiParameters, encodeFunctionData, getContractAddress, keccak256, parseSignature, toBytes, zeroAddress, zeroHash, type Address, type Hex, type TypedDataDefinition } from 'viem'
 import { DepositAccount } from './artifacts/index.ts'
 
 /**
@@ -31,6 +31,14 @@ const SALT = zeroHash
 /** Where DepositAccount is on every chain (CREATE2 of its bytecode with a zero salt). */
 export const DEPOSIT_ACCOUNT: Address = getContractAddress({ opcode: 'CREATE2', from: CREATE2_DEPLOYER, salt: SALT, bytecode: DepositAccount.bytecode })
 
+/**
+ * DepositAccount's first version (its address, the CREATE2 of its bytecode as shipped before sweep
+ * signatures named a nonce). An address delegating to it is re-delegated to the current version at
+ * its next sweep or refund; it kept paid refund ids at the slots the current version reads, so an id
+ * it paid stays paid.
+ */
+export const DEPOSIT_ACCOUNT_V1: Address = '0x9EA1C639031F045003A434AE202968327512b013'
+
 /** The transaction data that deploys DepositAccount through the proxy. */
 export const DEPLOY_DATA: Hex = concat([SALT, DepositAccount.bytecode])
 
@@ -46,18 +54,25 @@ export function delegationOf(code: Hex | undefined): Address | null {
 /** Whether an account's code delegates to DepositAccount. */
 export const delegatesToDepositAccount = (code: Hex | undefined) => delegationOf(code)?.toLowerCase() === DEPOSIT_ACCOUNT.toLowerCase()
 
+/** Whether an account's code delegates to an earlier version of DepositAccount (to be re-delegated, never left alone as another wallet's). */
+export const delegatesToEarlierDepositAccount = (code: Hex | undefined) => delegationOf(code)?.toLowerCase() === DEPOSIT_ACCOUNT_V1.toLowerCase()
+
 /** The 32-byte id a refund is paid under (`pay` refuses an id already paid by the address). */
 export const paymentId = (refundId: string): Hex => keccak256(toBytes(refundId))
 
 const domain = (chainId: number, account: Address) => ({ name: 'CryptoPay DepositAccount', version: '1', chainId, verifyingContract: account })
 
-/** What a deposit address's key signs to sweep it: every balance of `tokens` (and the native coin when `native`) to `to`, until `deadline`. */
-export function sweepTypedData(o: { chainId: number; account: Address; to: Address; tokens: readonly Address[]; native: boolean; deadline: bigint }): TypedDataDefinition {
+/**
+ * What a deposit address's key signs to sweep it: every balance of `tokens` (and the native coin
+ * when `native`) to `to`, once (`nonce`: the address's sweep nonce, which the sweep moves on), until
+ * `deadline`.
+ */
+export function sweepTypedData(o: { chainId: number; account: Address; to: Address; tokens: readonly Address[]; native: boolean; nonce: bigint; deadline: bigint }): TypedDataDefinition {
   return {
     domain: domain(o.chainId, o.account),
-    types: { Sweep: [{ name: 'to', type: 'address' }, { name: 'tokens', type: 'address[]' }, { name: 'native', type: 'bool' }, { name: 'deadline', type: 'uint256' }] },
+    types: { Sweep: [{ name: 'to', type: 'address' }, { name: 'tokens', type: 'address[]' }, { name: 'native', type: 'bool' }, { name: 'nonce', type: 'uint256' }, { name: 'deadline', type: 'uint256' }] },
     primaryType: 'Sweep',
-    message: { to: o.to, tokens: o.tokens, native: o.native, deadline: o.deadline },
+    message: { to: o.to, tokens: o.tokens, native: o.native, nonce: o.nonce, deadline: o.deadline },
   }
 }
 
@@ -78,8 +93,21 @@ function packed(signature: Hex): Hex {
   return concat([r, s, `0x${recovery.toString(16).padStart(2, '0')}`])
 }
 
-export const sweepData = (o: { to: Address; tokens: readonly Address[]; native: boolean; deadline: bigint; signature: Hex }): Hex =>
-  encodeFunctionData({ abi: DepositAccount.abi, functionName: 'sweep', args: [o.to, o.tokens, o.native, o.deadline, packed(o.signature)] })
+export const sweepData = (o: { to: Address; tokens: readonly Address[]; native: boolean; nonce: bigint; deadline: bigint; signature: Hex }): Hex =>
+  encodeFunctionData({ abi: DepositAccount.abi, functionName: 'sweep', args: [o.to, o.tokens, o.native, o.nonce, o.deadline, packed(o.signature)] })
+
+/**
+ * The storage slot of a deposit address's sweep nonce: the base of DepositAccount's ERC-7201
+ * namespace "cryptopay.deposit-account" (read with eth_getStorageAt, whatever the address delegates to).
+ */
+export const SWEEP_NONCE_SLOT: Hex = `0x${((BigInt(keccak256(encodeAbiParameters([{ type: 'uint256' }], [BigInt(keccak256(toBytes('cryptopay.deposit-account'))) - 1n]))) & ~0xffn)).toString(16).padStart(64, '0')}`
+
+/** `sweepNonce()`: the nonce the next sweep signature of the deposit address it is called at must name. */
+export const sweepNonceData: Hex = encodeFunctionData({ abi: DepositAccount.abi, functionName: 'sweepNonce' })
+
+/** `topUp`: native coin to many addresses in one transaction to DepositAccount's own address (`value` the sum). */
+export const topUpData = (o: { to: readonly Address[]; amounts: readonly bigint[] }): Hex =>
+  encodeFunctionData({ abi: DepositAccount.abi, functionName: 'topUp', args: [o.to, o.amounts] })
 
 export const payData = (o: { id: Hex; token: Address | null; to: Address; amount: bigint; deadline: bigint; signature: Hex }): Hex =>
   encodeFunctionData({ abi: DepositAccount.abi, functionName: 'pay', args: [o.id, o.token ?? zeroAddress, o.to, o.amount, o.deadline, packed(o.signature)] })

@@ -6,7 +6,7 @@
  */
 import { createPublicClient, decodeFunctionResult, defineChain, encodeFunctionData, erc20Abi, http, type Address, type Hex, type PublicClient, type TransactionReceipt } from 'viem'
 import { TestMulticall3 } from '../chain/artifacts/index.ts'
-import { MULTICALL3 } from '../chain/deposit-account.ts'
+import { MULTICALL3, SWEEP_NONCE_SLOT } from '../chain/deposit-account.ts'
 
 /** Calls per Multicall3 request. */
 const MULTICALL_CHUNK = 400
@@ -76,6 +76,12 @@ export function createTreasuryChain(o: { rpcUrl: string; chainId: number }) {
         const [code, nonce] = await Promise.all([client.getCode({ address }), client.getTransactionCount({ address, blockTag: 'latest' })])
         return [address.toLowerCase(), { code, nonce }] as const
       }))
+      return new Map(found)
+    },
+
+    /** Each address's DepositAccount sweep nonce, read from its storage (0 where it never swept). */
+    async sweepNonces(addresses: readonly Address[]): Promise<Map<string, bigint>> {
+      const found = await Promise.all(addresses.map(async (address) => [address.toLowerCase(), BigInt((await client.getStorageAt({ address, slot: SWEEP_NONCE_SLOT })) ?? 0n)] as const))
       return new Map(found)
     },
 
