@@ -13,16 +13,21 @@ import { assign, setup } from 'xstate'
  *   pending --the tool finds it cannot be paid (the transfer would revert)--> failed (unpayable)
  *   pending --the merchant cancels--> cancelled
  *
- * A payment takes one of two routes, and what sends a refund back to pending or to failed
+ * A payment takes one of three routes, and what sends a refund back to pending or to failed
  * depends on it, so that no refund is ever paid twice:
  *  - `deposit`: DepositAccount's `pay` at the deposit address, signed by its key for this refund's
  *    id until a deadline. The contract pays an id once, whoever sends the signature, so the
  *    transaction that pays may be another than the one recorded (someone sent the signature
  *    first): it is taken as the payment. Only when nothing paid the id on-chain and the signature
  *    has expired, so nothing ever can, does the refund go back to pending (`submission.expired`).
- *  - `gas`: a plain transfer from the gas account. Only its own transaction can pay it: mined and
- *    reverted (with the network's confirmations) it fails; its nonce taken by another transaction
- *    (at a confirmed depth), it can never be mined, and the refund goes back to pending.
+ *  - `gas`: a plain transfer from the gas account, or `direct`: a plain transfer by the deposit
+ *    address itself (a chain without EIP-7702, its fee topped up). Only its own transaction can
+ *    pay it: mined and reverted (with the network's confirmations) it fails; its nonce taken by
+ *    another transaction (at a confirmed depth), it can never be mined, and the refund goes back
+ *    to pending.
+ * A recorded payment that can no longer be mined is abandoned on request (`submission.abandoned`,
+ * back to pending): the service lets that through only once the chain shows it (a deposit-route
+ * signature expired unpaid, or an own transaction's nonce taken by another).
  */
 
 /** Stored with every snapshot; bump it when a stored snapshot would no longer fit. */
@@ -33,7 +38,7 @@ export type RefundStatus = (typeof REFUND_STATUSES)[number]
 export const FINAL_REFUND_STATUSES: readonly RefundStatus[] = ['completed', 'failed', 'cancelled']
 
 export type RefundFailure = 'reverted' | 'unpayable'
-export type PaymentRoute = 'deposit' | 'gas'
+export type PaymentRoute = 'deposit' | 'gas' | 'direct'
 
 /** The on-chain transaction paying the refund: the one the treasury tool recorded, or (deposit route) the one that paid the id. */
 export interface Submission {
@@ -74,11 +79,13 @@ export type RefundEvent =
   /** `txHash`, `from`, `nonce`: the transaction that pays (deposit route: possibly another than the one recorded). */
   | { type: 'submission.included'; txHash: string; from: string | null; nonce: number | null; blockNumber: number; blockHash: string }
   | { type: 'submission.reorged'; txHash: string }
-  /** Gas route: the recorded transaction's nonce went to another transaction. */
+  /** Gas or direct route: the recorded transaction's nonce went to another transaction. */
   | { type: 'submission.dropped'; txHash: string }
   /** Deposit route: nothing paid the id on-chain, and its signature has expired. */
   | { type: 'submission.expired'; txHash: string }
-  /** Gas route: mined, reverted (or paying something else), with the network's confirmations. */
+  /** Someone asked to give up a recorded payment the service found can no longer be mined. */
+  | { type: 'submission.abandoned'; txHash: string; detail: string }
+  /** Gas or direct route: mined, reverted (or paying something else), with the network's confirmations. */
   | { type: 'submission.reverted'; txHash: string; blockNumber: number; blockHash: string; detail: string }
   /** `final`: on a network that waits for its safe or finalized block, whether it has reached the payment's. */
   | { type: 'confirmations.updated'; confirmations: number; final?: boolean }
@@ -87,6 +94,8 @@ export type RefundEvent =
 
 const watched = (c: RefundContext, e: { txHash: string }) => c.submission !== null && c.submission.txHash === e.txHash
 const route = (c: RefundContext) => c.submission?.route ?? null
+/** Routes whose payment is one transaction of its own: only it can pay the refund. */
+const ownTransaction = (c: RefundContext) => route(c) === 'gas' || route(c) === 'direct'
 
 export const refundMachine = setup({
   types: {
@@ -102,7 +111,7 @@ export const refundMachine = setup({
     isOtherInclusion: ({ context, event }) =>
       event.type === 'submission.included' && context.submission !== null && (route(context) === 'deposit' || watched(context, event)) &&
       (event.blockHash !== context.blockHash || event.txHash !== context.submission.txHash),
-    gasRoute: ({ context, event }) => 'txHash' in event && watched(context, event) && route(context) === 'gas',
+    ownTransactionRoute: ({ context, event }) => 'txHash' in event && watched(context, event) && ownTransaction(context),
     depositRoute: ({ context, event }) => 'txHash' in event && watched(context, event) && route(context) === 'deposit',
     enough: ({ context, event }) =>
       event.type === 'confirmations.updated' &&
@@ -147,9 +156,10 @@ export const refundMachine = setup({
     submitted: {
       on: {
         'submission.included': { guard: 'paysIt', target: 'confirming', actions: 'recordInclusion' },
-        'submission.reverted': { guard: 'gasRoute', target: 'failed', actions: 'recordRevert' },
-        'submission.dropped': { guard: 'gasRoute', target: 'pending', actions: 'forgetSubmission' },
+        'submission.reverted': { guard: 'ownTransactionRoute', target: 'failed', actions: 'recordRevert' },
+        'submission.dropped': { guard: 'ownTransactionRoute', target: 'pending', actions: 'forgetSubmission' },
         'submission.expired': { guard: 'depositRoute', target: 'pending', actions: 'forgetSubmission' },
+        'submission.abandoned': { guard: 'isWatched', target: 'pending', actions: 'forgetSubmission' },
       },
     },
     confirming: {

@@ -126,10 +126,10 @@ export async function createServices(deps: {
   })
   const deposits = createDepositService({ database, clock })
   // Money out (issue 13): refunds and sweeps the merchant's treasury tool pays and records, settled by each network's follower.
-  const refunds = createRefundService({ repo: createRefundRepo(database), transactions: transactionRepo, networks: deps.networks ?? [], clock, logger, eventsWritten: () => dispatcher.eventsWritten() })
+  const refunds = createRefundService({ repo: createRefundRepo(database), chain: { eip7702: (n) => chain.eip7702(n), reader: (n) => chain.reader(n) }, transactions: transactionRepo, networks: deps.networks ?? [], clock, logger, eventsWritten: () => dispatcher.eventsWritten() })
   const treasury = createTreasuryService({
     repo: createTreasuryRepo(database), deposits, clock, logger,
-    chain: { networks: deps.networks ?? [], verified: (n) => chain.verified(n), prices: (n) => chain.prices(n) },
+    chain: { networks: deps.networks ?? [], verified: (n) => chain.verified(n), eip7702: (n) => chain.eip7702(n), prices: (n) => chain.prices(n), reader: (n) => chain.reader(n) },
   })
   // Started by the server (src/server/start.ts): only servers follow chains.
   const chain = createChainWatcher({ networks: deps.networks ?? [], database, lifecycle, lease, clock, logger, metrics, outgoing: [refunds.ledger, treasury.ledger] })

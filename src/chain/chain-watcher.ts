@@ -14,6 +14,9 @@ import { createPriceReader, type PriceReader } from './prices.ts'
 import { createChainClient } from './rpc.ts'
 import { subscribeHeads, type HeadSubscription } from './head-subscription.ts'
 import { NetworkMismatchError, verifyNetwork, type Verdict } from './network-verification.ts'
+import type { ChainReader } from './record-checks.ts'
+import { createL1FeeReader } from './l1-fee.ts'
+import type { Address } from 'viem'
 
 /** Deposit addresses of transactions that finished longer ago than this are no longer watched. */
 const WATCH_FINISHED_FOR_MS = 30 * 86_400_000
@@ -63,6 +66,7 @@ export function createChainWatcher(deps: {
       deps.logger.warn('the RPC provider answered 429 (rate limited); backing off', { network: n.name, host: URL.parse(url)?.host ?? '?', retryAfter })
     },
   })]))
+  const l1Fees = new Map(deps.networks.map((n) => [n.name, createL1FeeReader(clients.get(n.name)!)]))
   const prices = new Map<string, PriceReader>(deps.networks.map((n) => [n.name, createPriceReader({ client: clients.get(n.name)!, clock: deps.clock })]))
   const followers = new Map<string, BlockFollower>()
   const pushes = new Map<string, HeadSubscription>()
@@ -212,6 +216,28 @@ export function createChainWatcher(deps: {
     verdicts: (): Verdict[] => [...verdicts.values()],
     /** Whether the network has been checked against its chain and agrees (only then are its tokens quoted). */
     verified: (network: string): boolean => verdicts.get(network)?.status === 'verified',
+    /** Whether the network's chain runs EIP-7702, as its node answered when it was verified (null before). */
+    eip7702(network: string): boolean | null {
+      const v = verdicts.get(network)
+      return v?.status === 'verified' ? v.eip7702.supported : null
+    },
+    /**
+     * What the treasury's records are checked against (src/chain/record-checks.ts): an account's
+     * nonce and balance and the latest block's time, read from the network's node now. Null for a
+     * network not configured here.
+     */
+    reader(network: string): ChainReader | null {
+      const client = clients.get(network)
+      if (!client) return null
+      const l1Fee = l1Fees.get(network)!
+      return {
+        l1Fee,
+        transactionCount: (address) => client.getTransactionCount({ address: address as Address, blockTag: 'latest' }),
+        balance: (address) => client.getBalance({ address: address as Address, blockTag: 'latest' }),
+        latestTimestamp: async () => (await client.getBlock({ blockTag: 'latest' })).timestamp,
+        request: (method, params) => client.request({ method, params } as never),
+      }
+    },
     /** Watch an address at once (this instance); others hear it through NOTIFY. */
     watch(address: string) {
       watched.add(address.toLowerCase())

@@ -15,6 +15,9 @@
  * asked (refused, timed out, HTTP errors, rate limited) is `unreachable`: nothing is known yet,
  * and the check is made again before the network is followed.
  *
+ * A verified network also says whether its chain runs EIP-7702 (eip7702-probe.ts): the route
+ * money takes out of deposit addresses there.
+ *
  * A node that answers a call with an error of its own, rather than data, is asked again
  * (read-again.ts): one such answer would otherwise start a server on a config the chain
  * contradicts.
@@ -24,10 +27,12 @@ import type { Clock } from '../lib/clock.ts'
 import { errorSummary } from '../lib/logger.ts'
 import type { NetworkConfig, TokenConfig } from './networks-config.ts'
 import { aggregatorV3Abi, createPriceReader } from './prices.ts'
+import { probeEip7702, type Eip7702Verdict } from './eip7702-probe.ts'
 import { readAgainOnErrorAnswer } from './read-again.ts'
 
 export type Verdict =
-  | { network: string; status: 'verified' }
+  /** `eip7702`: whether the chain runs EIP-7702 (eip7702-probe.ts), which decides how money leaves deposit addresses. */
+  | { network: string; status: 'verified'; eip7702: Eip7702Verdict }
   | { network: string; status: 'mismatch'; problems: string[] }
   | { network: string; status: 'unreachable'; error: string }
 
@@ -40,7 +45,7 @@ const descriptionAbi = [{ type: 'function', name: 'description', stateMutability
 /** The node answered, and the answer is not the expected one. */
 class Disagreement extends Error {}
 
-type Client = Pick<PublicClient, 'readContract' | 'getChainId'>
+type Client = Pick<PublicClient, 'readContract' | 'getChainId' | 'call' | 'getCode'>
 
 export async function verifyNetwork(network: NetworkConfig, client: Client, clock: Clock): Promise<Verdict> {
   try {
@@ -56,7 +61,8 @@ async function checkNetwork(network: NetworkConfig, client: Client, clock: Clock
   const chainId = await client.getChainId()
   if (chainId !== network.chainId) return { network: name, status: 'mismatch', problems: [`network ${name}: chain id expected ${network.chainId}, found ${chainId}`] }
   const problems = (await Promise.all(network.tokens.map((t) => verifyToken(network, t, client, clock)))).flat()
-  return problems.length ? { network: name, status: 'mismatch', problems } : { network: name, status: 'verified' }
+  if (problems.length) return { network: name, status: 'mismatch', problems }
+  return { network: name, status: 'verified', eip7702: await probeEip7702(client, network.chainId) }
 }
 
 /** One line per problem with the token; throws when the node cannot be asked. */

@@ -16,9 +16,9 @@ export interface Lifecycle {
 }
 
 /** The log index a native transfer is recorded with: the block's own transaction to the address. */
-const NATIVE_TRANSFER = -1
+export const NATIVE_TRANSFER = -1
 /** ... and native coin seen arriving by an internal call (its txHash is the block's hash). */
-const INTERNAL_TRANSFER = -2
+export const INTERNAL_TRANSFER = -2
 
 /** The wait before a transfer whose judging failed is tried again: 5 s, doubling, at most 10 minutes. */
 export const retryDelayMs = (attempts: number) => Math.min(600_000, 5_000 * 2 ** Math.max(0, attempts - 1))

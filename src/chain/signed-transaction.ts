@@ -3,7 +3,7 @@
  * reads what it does from the transaction itself (who signed it, its nonce, its target and data),
  * so what is recorded can never disagree with what is sent.
  */
-import { decodeFunctionData, erc20Abi, keccak256, parseTransaction, recoverTransactionAddress, zeroAddress, type Address, type Hex, type TransactionSerialized } from 'viem'
+import { decodeFunctionData, erc20Abi, keccak256, parseTransaction, recoverTransactionAddress, zeroAddress, type Address, type Hex, type SignedAuthorization, type TransactionSerialized } from 'viem'
 import { DepositAccount } from './artifacts/index.ts'
 
 export interface SignedTransaction {
@@ -19,6 +19,13 @@ export interface SignedTransaction {
   data: Hex
   /** The contracts its EIP-7702 authorizations delegate to (lowercase); empty for another type. */
   delegatesTo: string[]
+  /** Its EIP-7702 authorizations as signed (empty for another type). */
+  authorizations: SignedAuthorization[]
+  /** 0 legacy, 1 EIP-2930, 2 EIP-1559, 4 EIP-7702 (others are refused). */
+  type: 0 | 1 | 2 | 4
+  gas: bigint
+  /** The most it may pay per gas: `gasPrice` for a legacy transaction, `maxFeePerGas` otherwise. */
+  maxFeePerGas: bigint
 }
 
 /** The signed transaction `raw` is, or why it is not one. */
@@ -29,13 +36,17 @@ export async function readSignedTransaction(raw: string): Promise<{ ok: true; tx
     const parsed = parseTransaction(serialized)
     if (parsed.chainId === undefined || parsed.nonce === undefined) return { ok: false, message: 'must name its chain and nonce (EIP-155 or a typed transaction)' }
     if (!('r' in parsed) || parsed.r === undefined) return { ok: false, message: 'is not signed' }
+    const type = TYPES[parsed.type ?? '']
+    if (type === undefined) return { ok: false, message: `is a ${parsed.type} transaction; the treasury sends legacy, EIP-1559 and EIP-7702 ones only` }
     const from = await recoverTransactionAddress({ serializedTransaction: serialized as never })
+    const authorizations = 'authorizationList' in parsed && parsed.authorizationList ? (parsed.authorizationList as SignedAuthorization[]) : []
     return {
       ok: true,
       tx: {
         hash: keccak256(serialized), from: from.toLowerCase(), nonce: parsed.nonce, chainId: parsed.chainId,
         to: parsed.to ? parsed.to.toLowerCase() : null, value: parsed.value ?? 0n, data: parsed.data ?? '0x',
-        delegatesTo: 'authorizationList' in parsed && parsed.authorizationList ? parsed.authorizationList.map((a) => a.address.toLowerCase()) : [],
+        delegatesTo: authorizations.map((a) => a.address.toLowerCase()), authorizations, type,
+        gas: parsed.gas ?? 0n, maxFeePerGas: ('maxFeePerGas' in parsed ? parsed.maxFeePerGas : undefined) ?? ('gasPrice' in parsed ? parsed.gasPrice : undefined) ?? 0n,
       },
     }
   } catch (e) {
@@ -43,9 +54,11 @@ export async function readSignedTransaction(raw: string): Promise<{ ok: true; tx
   }
 }
 
+const TYPES: Record<string, SignedTransaction['type']> = { legacy: 0, eip2930: 1, eip1559: 2, eip7702: 4 }
+
 /** What a transaction's call pays out, as far as its data says: a DepositAccount `pay`, an ERC-20 transfer, or plain native coin. */
 export type Payout =
-  | { kind: 'deposit-account'; account: string; id: Hex; token: string | null; to: string; amount: bigint; deadline: bigint }
+  | { kind: 'deposit-account'; account: string; id: Hex; token: string | null; to: string; amount: bigint; deadline: bigint; signature: Hex }
   | { kind: 'erc20'; token: string; to: string; amount: bigint }
   | { kind: 'native'; to: string; amount: bigint }
 
@@ -55,8 +68,8 @@ export function payoutOf(tx: Pick<SignedTransaction, 'to' | 'value' | 'data'>): 
   try {
     const call = decodeFunctionData({ abi: DepositAccount.abi, data: tx.data })
     if (call.functionName === 'pay' && tx.value === 0n) {
-      const [id, token, to, amount, deadline] = call.args
-      return { kind: 'deposit-account', account: tx.to, id, token: token.toLowerCase() === zeroAddress ? null : token.toLowerCase(), to: to.toLowerCase(), amount, deadline }
+      const [id, token, to, amount, deadline, signature] = call.args
+      return { kind: 'deposit-account', account: tx.to, id, token: token.toLowerCase() === zeroAddress ? null : token.toLowerCase(), to: to.toLowerCase(), amount, deadline, signature }
     }
     return null
   } catch {}
@@ -67,18 +80,29 @@ export function payoutOf(tx: Pick<SignedTransaction, 'to' | 'value' | 'data'>): 
   return null
 }
 
+/** One signed sweep in a DepositAccount `batch`: the deposit address, where it sweeps to, what, and its signature. */
+export interface SignedSweep {
+  account: string
+  to: string
+  tokens: string[]
+  native: boolean
+  nonce: bigint
+  deadline: bigint
+  signature: Hex
+}
+
 /** The sweeps a DepositAccount `batch` transaction makes: each deposit address and where it sweeps to. Null for anything else. */
-export function sweepsOf(tx: Pick<SignedTransaction, 'data' | 'value'>): { account: string; to: string; tokens: string[]; native: boolean; deadline: bigint }[] | null {
+export function sweepsOf(tx: Pick<SignedTransaction, 'data' | 'value'>): SignedSweep[] | null {
   if (tx.value !== 0n) return null
   try {
     const call = decodeFunctionData({ abi: DepositAccount.abi, data: tx.data })
     if (call.functionName !== 'batch') return null
-    const out: { account: string; to: string; tokens: string[]; native: boolean; deadline: bigint }[] = []
+    const out: SignedSweep[] = []
     for (const c of call.args[0]) {
       const inner = decodeFunctionData({ abi: DepositAccount.abi, data: c.data })
       if (inner.functionName !== 'sweep') return null
-      const [to, tokens, native, deadline] = inner.args
-      out.push({ account: c.account.toLowerCase(), to: to.toLowerCase(), tokens: tokens.map((t) => t.toLowerCase()), native, deadline })
+      const [to, tokens, native, nonce, deadline, signature] = inner.args
+      out.push({ account: c.account.toLowerCase(), to: to.toLowerCase(), tokens: tokens.map((t) => t.toLowerCase()), native, nonce, deadline, signature })
     }
     return out
   } catch {

@@ -2,6 +2,7 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { migrationState, ping, type Database } from '../db/client.ts'
 import type { ChainWatcher } from '../chain/chain-watcher.ts'
+import type { Verdict } from '../chain/network-verification.ts'
 import { errorSummary } from '../lib/logger.ts'
 
 /** One readiness check: its name, whether it passed, and what an operator should read. */
@@ -31,6 +32,8 @@ async function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   }
 }
 const seconds = (ms: number) => `${Math.round(ms / 1000)} s`
+/** How money leaves the network's deposit addresses, as its node answered when it was verified. */
+const moneyOut = (v: Verdict | undefined) => (v?.status !== 'verified' ? '' : v.eip7702.supported ? '; money out through EIP-7702' : '; money out by top-up (no EIP-7702 on this chain)')
 
 /**
  * Readiness (issue 15): the checks a balancer and an operator read. The database answers, its
@@ -73,7 +76,7 @@ export function createReadiness(deps: {
       if (status) {
         const behind = now - status.inStepAt
         const blocks = status.head !== null && status.synced !== null ? status.head - status.synced : null
-        const position = `head ${status.head ?? 'unknown'}, processed ${status.synced ?? 'none'}`
+        const position = `head ${status.head ?? 'unknown'}, processed ${status.synced ?? 'none'}${moneyOut(verdict)}`
         if (behind <= deps.maxChainLagMs) return { name, ok: true, detail: `followed here; ${position}` }
         const why = status.lastError ? `the RPC fails (${status.failures} in a row: ${status.lastError})` : `${blocks ?? '?'} blocks behind`
         return { name, ok: false, detail: `followed here, not in step with the head for ${seconds(behind)} (limit ${seconds(deps.maxChainLagMs)}): ${why}; ${position}` }
@@ -81,7 +84,7 @@ export function createReadiness(deps: {
       if (recorded === null) return { name, ok: false, detail: 'cannot tell who follows it: the database does not answer' }
       const follower = recorded.find((r) => r.network === network)
       return follower?.live
-        ? { name, ok: true, detail: `followed by instance ${follower.owner}` }
+        ? { name, ok: true, detail: `followed by instance ${follower.owner}${moneyOut(verdict)}` }
         : { name, ok: false, detail: 'no live instance follows it' }
     })
   }

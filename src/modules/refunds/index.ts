@@ -112,15 +112,15 @@ export function refundsController(deps: { refunds: RefundService }) {
       async ({ request, params, body, set }) => refunded(set, await deps.refunds.recordPayment(principalOf(request), params.id, body.raw_transaction)),
       {
         parse: 'none',
-        transform: [requireScope('refunds:write'), strictParams('params', RefundParams), strictJsonBody(RecordPaymentBody)],
+        transform: [requireScope('refunds:pay'), strictParams('params', RefundParams), strictJsonBody(RecordPaymentBody)],
         body: 'RecordRefundPaymentRequest',
-        response: { 200: 'RefundResult', ...errors(400, 401, 403, 404, 409, 413, 429, 500) },
+        response: { 200: 'RefundResult', ...errors(400, 401, 403, 404, 409, 413, 429, 500, 503) },
         detail: {
           tags: ['Refunds'],
           operationId: 'recordRefundPayment',
           parameters: openApiParameters('path', RefundParams),
           summary: 'Record a refund\'s payment before sending it',
-          description: 'The treasury tool records the signed transaction that pays a pending refund before it sends it (the refund becomes `submitted`); the service then watches it on-chain. It must be DepositAccount\'s `pay` at the transaction\'s deposit address for this refund, or a plain transfer of exactly the amount to the refund\'s address (from the gas account). Recording the same transaction again answers as before; another while one is in flight is 409. Scope `refunds:write`.',
+          description: 'The treasury tool records the signed transaction that pays a pending refund before it sends it (the refund becomes `submitted`); the service then watches it on-chain. It must be DepositAccount\'s `pay` at the transaction\'s deposit address for this refund, signed by that address, or a plain transfer of exactly the amount to the refund\'s address (by the gas account, or by the deposit address itself on a chain without EIP-7702). And it must be mineable now, as the network\'s node answers: of a type the chain has, its sender\'s next nonce or at most 16 past it, its sender able to pay for it, its signature\'s deadline in the future and at most 2 hours ahead. Anything else is 400 with the reason. Recording the same transaction again answers as before; another while one is in flight is 409; 503 when the node cannot be asked. Scope `refunds:pay`.',
         },
       },
     )
@@ -129,7 +129,7 @@ export function refundsController(deps: { refunds: RefundService }) {
       async ({ request, params, body, set }) => refunded(set, await deps.refunds.refuse(principalOf(request), params.id, body.reason)),
       {
         parse: 'none',
-        transform: [requireScope('refunds:write'), strictParams('params', RefundParams), strictJsonBody(RefuseRefundBody)],
+        transform: [requireScope('refunds:pay'), strictParams('params', RefundParams), strictJsonBody(RefuseRefundBody)],
         body: 'RefuseRefundRequest',
         response: { 200: 'RefundResult', ...errors(400, 401, 403, 404, 409, 413, 429, 500) },
         detail: {
@@ -137,7 +137,23 @@ export function refundsController(deps: { refunds: RefundService }) {
           operationId: 'markRefundUnpayable',
           parameters: openApiParameters('path', RefundParams),
           summary: 'Mark a refund as impossible to pay',
-          description: 'The treasury tool found that the refund\'s transfer would revert (the token refuses the address, say): the pending refund fails with reason `unpayable` and `refund.failed` is sent. Scope `refunds:write`.',
+          description: 'The treasury tool found that the refund\'s transfer would revert (the token refuses the address, say): the pending refund fails with reason `unpayable` and `refund.failed` is sent. Scope `refunds:pay`.',
+        },
+      },
+    )
+    .post(
+      '/api/refunds/:id/abandon',
+      async ({ request, params, set }) => refunded(set, await deps.refunds.abandon(principalOf(request), params.id)),
+      {
+        parse: 'none',
+        transform: [requireScope('refunds:pay'), strictParams('params', RefundParams)],
+        response: { 200: 'RefundResult', ...errors(400, 401, 403, 404, 409, 413, 429, 500, 503) },
+        detail: {
+          tags: ['Refunds'],
+          operationId: 'abandonRefundPayment',
+          parameters: openApiParameters('path', RefundParams),
+          summary: 'Abandon a refund\'s payment that can no longer be mined',
+          description: 'Gives up the recorded payment of a `submitted` refund once the chain shows it can never be mined: a DepositAccount `pay` whose signature expired unpaid (at a block as final as a payment must be), or a plain transfer whose nonce another transaction took (at the network\'s depth). The refund is `pending` again and can be paid anew. The service does this by itself as the chain moves; this asks now. 409, saying until when, while it may still be mined. Takes no body. Scope `refunds:pay`.',
         },
       },
     )

@@ -32,6 +32,16 @@ export const RefuseRefundBody = Type.Object({
   reason: Type.String({ minLength: 1, maxLength: 500, description: 'Why it cannot be paid (what the chain answered).' }),
 }, { additionalProperties: false })
 
+export const Arrival = Type.Object({
+  kind: StringEnum(['token', 'native', 'internal'] as const, { description: 'token: an ERC-20 Transfer; native: a transaction sending the native coin; internal: native coin sent by a contract\'s internal call.' }),
+  transaction_hash: Type.Union([Type.String({ pattern: '^0x[0-9a-f]{64}$' }), Type.Null()], { description: 'The transaction that moved it; null for an internal one whose transaction the node could not name (then only its block is known).' }),
+  block_hash: Type.String({ pattern: '^0x[0-9a-f]{64}$' }),
+  block_number: Type.Integer(),
+  log_index: Type.Union([Type.Integer(), Type.Null()], { description: 'The Transfer log\'s index in its block (token arrivals only).' }),
+  from_address: Type.Union([EvmAddress('Who sent it (EIP-55).'), Type.Null()], { description: 'Null where only the block is known.' }),
+  amount: units('Smallest units.'),
+}, closed)
+
 export const RefundObject = Type.Object({
   id: Type.String({ examples: ['rf_3kT9xPq2Vd8sLm4Na7Bc'] }),
   transaction_id: Type.String({ format: 'uuid' }),
@@ -55,6 +65,9 @@ export const RefundObject = Type.Object({
   updated_at: Type.String({ format: 'date-time' }),
   submitted_at: time('When its payment was recorded.'),
   completed_at: time('When it reached its confirmations.'),
+  arrivals: Type.Array(Arrival, {
+    description: 'What arrived at the deposit address in this token on this network (payments, late payments, another asset), oldest first, not taken back by a reorg. The treasury tool reads each one on-chain and, without the merchant\'s approval on their machine, pays a refund only back to an address one of them came from, and no more than it sent.',
+  }),
 }, closed)
 export type RefundView = Static<typeof RefundObject>
 

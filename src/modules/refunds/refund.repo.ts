@@ -13,12 +13,32 @@ export type NewRefundRow = typeof refunds.$inferInsert
 export interface RefundFacts {
   transaction: TransactionRow
   /** Transfers seen to the deposit address that count as money received (payments, late payments, other assets), not taken back by a reorg. */
-  arrivals: { network: string; tokenSymbol: string; amount: bigint; blockNumber: number }[]
+  arrivals: Arrival[]
   /** Refunds made before, whatever their status. */
   refunds: { network: string; tokenSymbol: string; amount: bigint; status: RefundStatus }[]
   /** The height each network's follower has processed (from its cursor); absent for a network never followed. */
   heights: Map<string, bigint>
 }
+
+/** A transfer that arrived at a transaction's deposit address (lowercase hex). */
+export interface Arrival {
+  network: string
+  tokenSymbol: string
+  amount: bigint
+  blockNumber: number
+  blockHash: string
+  /** The block's hash for native coin that arrived by an internal call and whose transaction is not known. */
+  txHash: string
+  /** -1 a native transfer, -2 native coin by an internal call. */
+  logIndex: number
+  fromAddress: string
+}
+
+const arrivalColumns = {
+  network: chainTransfers.network, tokenSymbol: chainTransfers.tokenSymbol, amount: chainTransfers.amount, blockNumber: chainTransfers.blockNumber, blockHash: chainTransfers.blockHash,
+  txHash: chainTransfers.txHash, logIndex: chainTransfers.logIndex, fromAddress: chainTransfers.fromAddress,
+}
+const countsAsReceived = and(isNull(chainTransfers.reorgedAt), inArray(chainTransfers.kind, ['payment', 'wrong_asset', 'late']))
 
 /** A line on the refund's transaction's timeline: something that happened to it without moving its status. */
 export interface RefundNote {
@@ -43,9 +63,7 @@ export function createRefundRepo(database: Database) {
 
   async function facts(q: Tx | typeof db, transaction: TransactionRow): Promise<RefundFacts> {
     const [arrived, made, cursors] = await Promise.all([
-      q.select({ network: chainTransfers.network, tokenSymbol: chainTransfers.tokenSymbol, amount: chainTransfers.amount, blockNumber: chainTransfers.blockNumber })
-        .from(chainTransfers)
-        .where(and(eq(chainTransfers.transactionId, transaction.id), isNull(chainTransfers.reorgedAt), inArray(chainTransfers.kind, ['payment', 'wrong_asset', 'late']))),
+      q.select(arrivalColumns).from(chainTransfers).where(and(eq(chainTransfers.transactionId, transaction.id), countsAsReceived)).orderBy(asc(chainTransfers.blockNumber), asc(chainTransfers.logIndex)),
       q.select({ network: r.network, tokenSymbol: r.tokenSymbol, amount: r.amount, status: r.status }).from(r).where(eq(r.transactionId, transaction.id)),
       q.select({ network: chainCursors.network, cursor: chainCursors.cursor }).from(chainCursors),
     ])
@@ -116,6 +134,15 @@ export function createRefundRepo(database: Database) {
     async find(id: string): Promise<RefundRow | null> {
       const [row] = await db.select().from(r).where(eq(r.id, id))
       return row ?? null
+    },
+
+    /** What arrived at the deposit addresses of these transactions, oldest first (see RefundFacts). */
+    async arrivals(transactionIds: readonly string[]): Promise<(Arrival & { transactionId: string })[]> {
+      if (transactionIds.length === 0) return []
+      const rows = await db.select({ ...arrivalColumns, transactionId: chainTransfers.transactionId }).from(chainTransfers)
+        .where(and(inArray(chainTransfers.transactionId, [...new Set(transactionIds)]), countsAsReceived))
+        .orderBy(asc(chainTransfers.blockNumber), asc(chainTransfers.logIndex))
+      return rows.map((a) => ({ ...a, amount: BigInt(a.amount), transactionId: a.transactionId! }))
     },
 
     /** A transaction's refunds, oldest first. */

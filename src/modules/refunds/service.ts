@@ -1,18 +1,20 @@
 import { createHash } from 'node:crypto'
-import { getAddress, isAddress, type Address } from 'viem'
+import { getAddress, isAddress, type Address, type Hex } from 'viem'
 import { getInitialSnapshot, transition } from 'xstate'
 import { FINAL_STATUSES, type TxStatus } from '../../../machines/transaction.machine.ts'
-import { REFUND_MACHINE_VERSION, refundMachine, type RefundEvent, type RefundStatus, type Submission } from '../../../machines/refund.machine.ts'
+import { REFUND_MACHINE_VERSION, refundMachine, type PaymentRoute, type RefundEvent, type RefundStatus, type Submission } from '../../../machines/refund.machine.ts'
 import { restoreActor } from '../../actors/restore-actor.ts'
 import { isUniqueViolation } from '../../db/errors.ts'
 import { DEPOSIT_ACCOUNT, depositAccountEvents, PAID_TOPIC, paidAnswer, paidData, paymentId } from '../../chain/deposit-account.ts'
 import type { NetworkConfig, TokenConfig } from '../../chain/networks-config.ts'
 import type { OutgoingChain, OutgoingLedger, OutgoingNews } from '../../chain/outgoing-tracker.ts'
+import { INTERNAL_TRANSFER } from '../../chain/payment-tracker.ts'
+import { checkAuthorizations, checkPaySignature, checkSendable, type ChainReader } from '../../chain/record-checks.ts'
 import { payoutOf, readSignedTransaction } from '../../chain/signed-transaction.ts'
 import { TRANSFER_TOPIC, decodeTransferLog } from '../../chain/transfer-scan.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { newId } from '../../lib/ids.ts'
-import type { Logger } from '../../lib/logger.ts'
+import { errorSummary, type Logger } from '../../lib/logger.ts'
 import { deny, ok, type Outcome } from '../../lib/outcome.ts'
 import type { ProjectMode } from '../../projects/mode.ts'
 import { refundWebhookData } from '../../webhooks/payload.ts'
@@ -20,7 +22,7 @@ import { canonicalJson, type StoredResponse } from '../transactions/service.ts'
 import type { TransactionRepo, TransactionRow } from '../transactions/transaction.repo.ts'
 import type { CreateRefundInput, RefundView } from './model.ts'
 import { refundableLines, type RefundableLine } from './refundable.ts'
-import type { RefundRepo, RefundRow } from './refund.repo.ts'
+import type { Arrival, RefundRepo, RefundRow } from './refund.repo.ts'
 
 const IDEMPOTENCY_WINDOW_MS = 24 * 3_600_000
 /** Refund idempotency keys share the table with creates; the prefix keeps the two apart. */
@@ -37,6 +39,8 @@ const KEY_PREFIX = 'refund:'
  */
 export function createRefundService(deps: {
   repo: RefundRepo
+  /** The networks' nodes now: what recorded payments are checked against, and whether each chain runs EIP-7702. */
+  chain: { eip7702(network: string): boolean | null; reader(network: string): ChainReader | null }
   transactions: Pick<TransactionRepo, 'find'>
   networks: readonly NetworkConfig[]
   clock: Clock
@@ -111,9 +115,9 @@ export function createRefundService(deps: {
       const enough = news.final === undefined ? news.confirmations >= confirmationsOf(row.network)! : news.final
       if (row.status === 'confirming') event = { type: 'confirmations.updated', confirmations: news.confirmations, ...(news.final === undefined ? {} : { final: news.final }) }
       else if (!enough) event = null
-      else if (submission.route === 'gas') event = { type: 'submission.reverted', txHash, blockNumber: news.receipt.blockNumber, blockHash: news.receipt.blockHash, detail: 'its transaction was mined but did not pay the refund' }
+      else if (submission.route !== 'deposit') event = { type: 'submission.reverted', txHash, blockNumber: news.receipt.blockNumber, blockHash: news.receipt.blockHash, detail: 'its transaction was mined but did not pay the refund' }
       else event = await depositTruth(row, submission, chain)
-    } else if (submission.route === 'gas') {
+    } else if (submission.route !== 'deposit') {
       event = news.type === 'dropped' ? { type: 'submission.dropped', txHash }
         : { type: 'submission.reverted', txHash, blockNumber: news.blockNumber, blockHash: news.blockHash, detail: 'its transaction was mined but reverted' }
     } else event = await depositTruth(row, submission, chain)
@@ -158,6 +162,30 @@ export function createRefundService(deps: {
     return null
   }
 
+  /**
+   * Whether a recorded payment can no longer be mined (and so may be abandoned), as the chain says
+   * now at a depth as final as a payment must be, in words either way.
+   */
+  async function abandonable(row: RefundRow, submission: Submission, network: NetworkConfig, reader: ChainReader): Promise<{ abandon: boolean; detail: string }> {
+    const receipt = (await reader.request('eth_getTransactionReceipt', [submission.txHash])) as { blockNumber?: string } | null
+    if (receipt?.blockNumber) return { abandon: false, detail: `it is mined, in block ${BigInt(receipt.blockNumber)}; the service settles it from there` }
+    const head = BigInt((await reader.request('eth_blockNumber', [])) as string)
+    const settled = network.finality === 'confirmations' ? (head - BigInt(network.confirmations) + 1n > 0n ? head - BigInt(network.confirmations) + 1n : 0n) : null
+    const settledTag = settled === null ? network.finality : `0x${settled.toString(16)}`
+    if (submission.route === 'deposit') {
+      const paid = paidAnswer(await reader.request('eth_call', [{ to: row.depositAddress, data: paidData(paymentId(row.id)) }, 'latest']))
+      if (paid) return { abandon: false, detail: 'its id is paid on-chain (another transaction delivered its signature); the service takes that one as its payment' }
+      const block = (await reader.request('eth_getBlockByNumber', [settledTag, false])) as { timestamp?: string } | null
+      const settledAt = block?.timestamp ? BigInt(block.timestamp) : 0n
+      const until = BigInt(submission.payUntil ?? 0)
+      if (settledAt > until) return { abandon: true, detail: `its signature expired at ${new Date(Number(until) * 1000).toISOString()} unpaid, as a block ${network.finality === 'confirmations' ? `${network.confirmations} confirmations deep` : `as ${network.finality} as a payment must be`} shows` }
+      return { abandon: false, detail: `its signature holds until ${new Date(Number(until) * 1000).toISOString()} (chain time), and a block ${network.finality === 'confirmations' ? `${network.confirmations} confirmations deep` : network.finality} must be past that first` }
+    }
+    const nonce = BigInt((await reader.request('eth_getTransactionCount', [submission.from, settledTag])) as string)
+    if (submission.nonce !== null && nonce > BigInt(submission.nonce)) return { abandon: true, detail: `its nonce ${submission.nonce} went to another transaction of ${submission.from}, so it can never be mined` }
+    return { abandon: false, detail: `its nonce ${submission.nonce} of ${submission.from} is not taken yet, so it can still be mined: \`treasury refunds pay\` sends it again, or gives its nonce to a zero-value transfer when it can no longer pay` }
+  }
+
   const submissionOf = (row: RefundRow) => (restoreActor(refundMachine, row.snapshot).getSnapshot()).context.submission
 
   /** Whether a mined receipt carries the refund's payment: DepositAccount's Paid at the deposit address, or the gas account's transfer. */
@@ -178,11 +206,25 @@ export function createRefundService(deps: {
       const paid = depositAccountEvents(logs).some((e) => e.kind === 'paid' && e.account === row.depositAddress && e.id === id && e.token === tokenAddress && e.to === to && e.amount === amount)
       return paid && (tokenAddress === null || transferred(row.depositAddress))
     }
-    // From the gas account: the native payment's value and target were checked when it was recorded.
+    // A plain transfer (gas account, or the deposit address itself): the native payment's value and target were checked when it was recorded.
     return tokenAddress === null || transferred(submission.from ?? '')
   }
 
-  const view = (r: RefundRow): RefundView => {
+  /** One arrival as the API shows it: which transfer, from whom (null where only its block is known), how much. */
+  const arrivalView = (a: Arrival) => {
+    const blockOnly = a.logIndex === INTERNAL_TRANSFER && a.txHash === a.blockHash
+    return {
+      kind: a.logIndex >= 0 ? 'token' as const : a.logIndex === INTERNAL_TRANSFER ? 'internal' as const : 'native' as const,
+      transaction_hash: blockOnly ? null : a.txHash, block_hash: a.blockHash, block_number: a.blockNumber,
+      log_index: a.logIndex >= 0 ? a.logIndex : null,
+      from_address: blockOnly || /^0x0{40}$/.test(a.fromAddress) ? null : getAddress(a.fromAddress),
+      amount: a.amount.toString(),
+    }
+  }
+  /** The refund's own arrivals: its token on its network. */
+  const arrivalsOfRefund = (r: RefundRow, all: readonly Arrival[]) => all.filter((a) => a.network === r.network && a.tokenSymbol === r.tokenSymbol).map(arrivalView)
+
+  const view = (r: RefundRow, arrivals: readonly Arrival[]): RefundView => {
     const c = (restoreActor(refundMachine, r.snapshot).getSnapshot()).context
     return {
       id: r.id, transaction_id: r.transactionId, status: r.status, testing_mode: r.mode === 'test', amount: r.amount, token_symbol: r.tokenSymbol,
@@ -191,10 +233,17 @@ export function createRefundService(deps: {
       block_number: r.blockNumber, confirmations: r.confirmations, required_confirmations: c.finality ? null : c.requiredConfirmations,
       failure_reason: r.failureReason, failure_detail: r.failureDetail, created_at: r.createdAt.toISOString(), updated_at: r.updatedAt.toISOString(),
       submitted_at: r.submittedAt?.toISOString() ?? null, completed_at: r.completedAt?.toISOString() ?? null,
+      arrivals: arrivalsOfRefund(r, arrivals),
     }
   }
+  /** Views of refunds, each with its arrivals (read in one query). */
+  const views = async (rows: readonly RefundRow[]): Promise<RefundView[]> => {
+    const arrivals = await deps.repo.arrivals(rows.map((r) => r.transactionId))
+    return rows.map((r) => view(r, arrivals.filter((a) => a.transactionId === r.transactionId)))
+  }
+  const viewWithArrivals = async (r: RefundRow) => (await views([r]))[0]!
   const eventFields = (r: RefundRow) => {
-    const v = view(r)
+    const v = view(r, [])
     return {
       id: v.id, status: v.status, amount: v.amount, token_symbol: v.token_symbol, blockchain_network: v.blockchain_network, address: v.address, reason: v.reason,
       paid_from: v.paid_from, transaction_hash: v.transaction_hash, block_number: v.block_number, failure_reason: v.failure_reason, failure_detail: v.failure_detail,
@@ -204,7 +253,7 @@ export function createRefundService(deps: {
   const lineView = (l: RefundableLine) => ({ token_symbol: l.tokenSymbol, blockchain_network: l.network, received: l.received.toString(), refunded: l.refunded.toString(), refundable: l.refundable.toString() })
 
   return {
-    view,
+    views,
 
     /**
      * Creates a pending refund of a finished transaction. Refused: an open transaction (409), an
@@ -271,7 +320,7 @@ export function createRefundService(deps: {
             machineVersion: REFUND_MACHINE_VERSION, paidFrom: null, sender: null, txHash: null, rawTransaction: null, txNonce: null, blockNumber: null,
             blockHash: null, confirmations: null, failureReason: null, failureDetail: null, version: 0, createdAt: at, updatedAt: at, submittedAt: null, completedAt: null,
           }
-          response = { status: 200, body: JSON.stringify({ success: true, refund: view(row) }) }
+          response = { status: 200, body: JSON.stringify({ success: true, refund: view(row, facts.arrivals) }) }
           return ok({
             row,
             note: { cause: 'refund.created', details: { refund_id: id, amount: row.amount, token_symbol: symbol, blockchain_network: network, address: row.address } },
@@ -290,7 +339,7 @@ export function createRefundService(deps: {
 
     async get(caller: ProjectMode, id: string): Promise<Outcome<RefundView>> {
       const row = await scoped(caller, id)
-      return row ? ok(view(row)) : deny('not_found', `No refund ${id}`)
+      return row ? ok(await viewWithArrivals(row)) : deny('not_found', `No refund ${id}`)
     },
 
     /** A transaction's refunds, oldest first, with what is left to refund per token. */
@@ -298,7 +347,7 @@ export function createRefundService(deps: {
       const transaction = await deps.transactions.find(caller, transactionId)
       if (!transaction) return deny('not_found', `No transaction ${transactionId}`)
       const [rows, facts] = await Promise.all([deps.repo.ofTransaction(transactionId), deps.repo.facts(transaction)])
-      return ok({ refunds: rows.map(view), refundable: refundableLines(facts, confirmationsOf).map(lineView) })
+      return ok({ refunds: rows.map((r) => view(r, facts.arrivals)), refundable: refundableLines(facts, confirmationsOf).map(lineView) })
     },
 
     /** What is left to refund of a transaction, per token and network (the dashboard's refund form). */
@@ -308,7 +357,7 @@ export function createRefundService(deps: {
 
     async list(caller: ProjectMode, filter: { status?: RefundStatus; network?: string; limit: number; offset: number }) {
       const { rows, total } = await deps.repo.page(caller, filter)
-      return { refunds: rows.map(view), pagination: { limit: filter.limit, offset: filter.offset, total, has_more: filter.offset + rows.length < total } }
+      return { refunds: await views(rows), pagination: { limit: filter.limit, offset: filter.offset, total, has_more: filter.offset + rows.length < total } }
     },
 
     /** The merchant withdraws a refund not paid yet (409 once its payment is recorded). */
@@ -317,7 +366,7 @@ export function createRefundService(deps: {
       if (!row) return deny('not_found', `No refund ${id}`)
       const r = await apply(id, { type: 'cancel.requested' })
       if (!r.ok) return r.code === 'conflict' ? deny('conflict', `A refund in status ${row.status} cannot be cancelled: only a pending one can`) : r
-      return ok(view(r.value))
+      return ok(await viewWithArrivals(r.value))
     },
 
     /** The treasury tool found the refund cannot be paid (its transfer would revert): it fails, and `refund.failed` is sent. */
@@ -326,14 +375,17 @@ export function createRefundService(deps: {
       if (!row) return deny('not_found', `No refund ${id}`)
       const r = await apply(id, { type: 'payment.refused', detail: reason })
       if (!r.ok) return r.code === 'conflict' ? deny('conflict', `A refund in status ${row.status} cannot be marked unpayable: only a pending one can`) : r
-      return ok(view(r.value))
+      return ok(await viewWithArrivals(r.value))
     },
 
     /**
      * The treasury tool records the signed payment before it sends it. It must pay exactly this
      * refund: DepositAccount's `pay` at the deposit address for this refund's id, token, address
-     * and amount, or a plain transfer of the amount to the address. The same payment recorded
-     * again is answered as before; another one while the first is in flight is 409.
+     * and amount, signed by the deposit address; or a plain transfer of the amount to the address,
+     * by the gas account or by the deposit address itself. And it must be mineable now, as the
+     * network's node answers (src/chain/record-checks.ts): anything the service cannot verify would
+     * hold the refund in `submitted` for good. The same payment recorded again is answered as
+     * before; another one while the first is in flight is 409.
      */
     async recordPayment(caller: ProjectMode, id: string, raw: string): Promise<Outcome<RefundView>> {
       const row = await scoped(caller, id)
@@ -342,34 +394,47 @@ export function createRefundService(deps: {
       const bad = (message: string) => deny('invalid_request', `Invalid request body: raw_transaction ${message}`, [{ path: 'raw_transaction', message }])
       if (!read.ok) return bad(read.message)
       const tx = read.tx
-      if (row.txHash === tx.hash) return ok(view(row))
-      if (tx.delegatesTo.some((a) => a !== DEPOSIT_ACCOUNT.toLowerCase())) return bad(`delegates an account to another contract than DepositAccount (${DEPOSIT_ACCOUNT})`)
+      if (row.txHash === tx.hash) return ok(await viewWithArrivals(row))
       if (row.status !== 'pending') return deny('conflict', `This refund is ${row.status}${row.txHash ? ` with payment ${row.txHash}` : ''}; only a pending refund takes a payment`)
       const network = networkOf(row.network)
       if (!network) return deny('conflict', `Network ${row.network} is no longer configured here: its payment could not be watched`)
-      if (tx.chainId !== network.chainId) return bad(`is for chain ${tx.chainId}; the refund is on ${row.network} (chain ${network.chainId})`)
       const token = tokenOf(row.network, row.tokenSymbol)
       const tokenAddress = token?.kind === 'erc20' ? token.address.toLowerCase() : null
       const payout = payoutOf(tx)
       const to = row.address.toLowerCase()
       const amount = BigInt(row.amount)
-      let submission: Submission
-      let paidFrom: string
-      if (payout?.kind === 'deposit-account' && payout.account === row.depositAddress && payout.id === paymentId(row.id) && payout.token === tokenAddress && payout.to === to && payout.amount === amount) {
-        paidFrom = row.depositAddress
-        // Where its Paid event can first be: the follower's height now (less a margin: it may lag the node a little).
-        const height = (await deps.repo.followedHeight(row.network)) ?? 0n
-        const fromBlock = Number(height > 64n ? height - 64n : 0n)
-        submission = { txHash: tx.hash, from: tx.from, nonce: tx.nonce, route: 'deposit', payUntil: Number(payout.deadline), fromBlock }
+      let route: PaymentRoute
+      if (payout?.kind === 'deposit-account') {
+        if (payout.account !== row.depositAddress || payout.id !== paymentId(row.id) || payout.token !== tokenAddress || payout.to !== to || payout.amount !== amount) {
+          return bad(`calls pay() for another payment than this refund (${amount} ${row.tokenSymbol} to ${row.address} from ${getAddress(row.depositAddress)})`)
+        }
+        route = 'deposit'
       } else if ((payout?.kind === 'erc20' && payout.token === tokenAddress) || (payout?.kind === 'native' && tokenAddress === null)) {
         if (payout.to !== to || payout.amount !== amount) return bad(`pays ${payout.amount} to ${payout.to}; the refund is ${amount} to ${to}`)
-        // Paid by a plain transfer, so its own transaction is the only one that can pay it: it must come from the gas account, not the deposit address.
-        if (tx.from === row.depositAddress) return bad('transfers from the deposit address itself; pay from there through DepositAccount\'s pay(), or from the gas account')
-        paidFrom = tx.from
-        submission = { txHash: tx.hash, from: tx.from, nonce: tx.nonce, route: 'gas' }
+        if (tx.authorizations.length) return bad('is a plain transfer carrying EIP-7702 authorizations; a refund\'s plain transfer carries none')
+        route = tx.from === row.depositAddress ? 'direct' : 'gas'
       } else {
         return bad(`does not pay this refund: it must call pay() on the deposit address ${getAddress(row.depositAddress)} for this refund, or transfer ${amount} ${row.tokenSymbol} to ${row.address}`)
       }
+      const reader = deps.chain.reader(row.network)
+      if (!reader) return deny('conflict', `Network ${row.network} is not followed here`)
+      let problem: string | null
+      try {
+        problem = await checkSendable(tx, raw as Hex, { chainId: network.chainId, network: row.network, eip7702: deps.chain.eip7702(row.network), reader })
+          ?? await checkAuthorizations(tx, { chainId: network.chainId, authorities: new Set([row.depositAddress]) })
+          ?? (payout?.kind === 'deposit-account' ? await checkPaySignature(payout, { chainId: network.chainId, now: await reader.latestTimestamp() }) : null)
+      } catch (e) {
+        return deny('unavailable', `${row.network}'s node cannot be asked right now, so the payment cannot be verified (${errorSummary(e)}); try again in a moment`)
+      }
+      if (problem) return bad(problem)
+      let submission: Submission
+      if (route === 'deposit') {
+        // Where its Paid event can first be: the follower's height now (less a margin: it may lag the node a little).
+        const height = (await deps.repo.followedHeight(row.network)) ?? 0n
+        const fromBlock = Number(height > 64n ? height - 64n : 0n)
+        submission = { txHash: tx.hash, from: tx.from, nonce: tx.nonce, route, payUntil: Number((payout as { deadline: bigint }).deadline), fromBlock }
+      } else submission = { txHash: tx.hash, from: tx.from, nonce: tx.nonce, route }
+      const paidFrom = route === 'gas' ? tx.from : row.depositAddress
       let r: Outcome<RefundRow>
       try {
         r = await apply(id, { type: 'submission.recorded', submission }, () => ({
@@ -380,7 +445,35 @@ export function createRefundService(deps: {
         throw e
       }
       if (!r.ok) return r
-      return ok(view(r.value))
+      return ok(await viewWithArrivals(r.value))
+    },
+
+    /**
+     * Gives up a recorded payment that can no longer be mined, so the refund is pending again and
+     * can be paid anew: a DepositAccount `pay` whose signature expired (at a block as final as a
+     * payment must be) with the id unpaid, or a plain transfer whose nonce another transaction took
+     * (at the network's depth). Anything that may still be mined is 409, saying until when.
+     * The follower abandons such payments by itself as the chain moves; this asks now.
+     */
+    async abandon(caller: ProjectMode, id: string): Promise<Outcome<RefundView>> {
+      const row = await scoped(caller, id)
+      if (!row) return deny('not_found', `No refund ${id}`)
+      const submission = submissionOf(row)
+      if (row.status !== 'submitted' || !submission) return deny('conflict', `A refund in status ${row.status} has no payment to abandon: only a submitted one has`)
+      const network = networkOf(row.network)
+      const reader = deps.chain.reader(row.network)
+      if (!network || !reader) return deny('conflict', `Network ${row.network} is not followed here`)
+      let verdict: { abandon: true; detail: string } | { abandon: false; detail: string }
+      try {
+        verdict = await abandonable(row, submission, network, reader)
+      } catch (e) {
+        return deny('unavailable', `${row.network}'s node cannot be asked right now (${errorSummary(e)}); try again in a moment`)
+      }
+      if (!verdict.abandon) return deny('conflict', `Refund ${id}'s payment ${submission.txHash} may still be mined: ${verdict.detail}`)
+      const r = await apply(id, { type: 'submission.abandoned', txHash: submission.txHash, detail: verdict.detail })
+      if (!r.ok) return r
+      deps.logger.info('refund payment abandoned', { refundId: id, txHash: submission.txHash, detail: verdict.detail })
+      return ok(await viewWithArrivals(r.value))
     },
 
     /** What the chain follower tracks of refunds: their payments in flight. */
@@ -402,7 +495,7 @@ function noteOf(event: RefundEvent, from: RefundStatus, to: RefundStatus, c: { b
   if (event.type === 'submission.included' && from === to) return { cause: 'refund.included', details: { block_number: c.blockNumber, moved: 'into another block after a reorg' } }
   const cause = {
     'submission.recorded': 'refund.submitted', 'submission.included': 'refund.included', 'submission.reorged': 'refund.reorged', 'submission.dropped': 'refund.dropped',
-    'submission.expired': 'refund.expired_unpaid',
+    'submission.expired': 'refund.expired_unpaid', 'submission.abandoned': 'refund.abandoned',
     'submission.reverted': 'refund.failed', 'confirmations.updated': 'refund.completed', 'payment.refused': 'refund.failed', 'cancel.requested': 'refund.cancelled',
   }[event.type]
   const txHash = 'txHash' in event ? event.txHash : event.type === 'submission.recorded' ? event.submission.txHash : c.submission?.txHash ?? null

@@ -52,7 +52,7 @@ export function treasuryController(deps: { treasury: TreasuryService }) {
       {
         transform: [requireScope('deposits:read')],
         response: { 200: 'DepositKey', ...errors(400, 401, 403, 404, 413, 429, 500) },
-        detail: { tags: ['Treasury'], operationId: 'getDepositKey', summary: 'The deposit key of this mode', description: 'The extended public key deposit addresses are derived from. The treasury tool derives the same from the merchant\'s own key and refuses to act unless they match. 404 when none is set. Scope `deposits:read`.' },
+        detail: { tags: ['Treasury'], operationId: 'getDepositKey', summary: 'The deposit key of this mode', description: 'What identifies the extended public key deposit addresses are derived from: its fingerprint, never the key (with any one deposit address\'s private key, an xpub gives them all). The treasury tool derives the xpub from the merchant\'s own key and refuses to act unless the fingerprints match. 404 when none is set. Scope `deposits:read`.' },
       },
     )
     .get(
@@ -111,12 +111,12 @@ export function treasuryController(deps: { treasury: TreasuryService }) {
         parse: 'none',
         transform: [requireScope('sweeps:write'), strictJsonBody(RecordSweepBody)],
         body: 'RecordSweepRequest',
-        response: { 200: 'SweepResult', ...errors(400, 401, 403, 409, 413, 429, 500) },
+        response: { 200: 'SweepResult', ...errors(400, 401, 403, 409, 413, 429, 500, 503) },
         detail: {
           tags: ['Treasury'],
           operationId: 'recordSweep',
           summary: 'Record a sweep before sending it',
-          description: 'The treasury tool records each signed sweep transaction before it sends it: a DepositAccount `batch` of `sweep` calls, each from a deposit address of the key\'s project and mode, all to one treasury. The service then watches it on-chain until it has the network\'s confirmations, and reads what each address gave from its events. The same transaction recorded again returns the first record. Scope `sweeps:write`.',
+          description: 'The treasury tool records each signed sweep transaction before it sends it: a DepositAccount `batch` of `sweep` calls, each from a deposit address of the key\'s project and mode and signed by it, all to one treasury (a chain with EIP-7702), or a deposit address\'s own transfer of a configured token or of its native coin (a chain without). It must be mineable now, as the network\'s node answers: of a type the chain has, its sender\'s next nonce or at most 16 past it, its sender able to pay for it, every signature\'s deadline in the future and at most 2 hours ahead. Anything else is 400 with the reason; 503 when the node cannot be asked. The service then watches it on-chain until it has the network\'s confirmations, and reads what each address gave. The same transaction recorded again returns the first record. Scope `sweeps:write`.',
         },
       },
     )

@@ -23,6 +23,10 @@ export const NetworkObject = Type.Object({
   confirmations: Type.Integer(),
   finality: StringEnum(['confirmations', 'safe', 'finalized'] as const),
   verified: Type.Boolean({ description: 'Checked against its chain; only then are its tokens offered and its payments followed.' }),
+  eip7702: Type.Union([Type.Boolean(), Type.Null()], { description: 'Whether its chain runs EIP-7702, as its node answered when it was verified (null until then).' }),
+  money_out_route: Type.Union([StringEnum(['eip7702', 'top-up'] as const), Type.Null()], {
+    description: 'How the treasury tool moves money out of deposit addresses there. eip7702: each address delegates to DepositAccount and the gas account sends one transaction per batch, with no coin sent to deposit addresses. top-up (a chain without EIP-7702): the gas account sends each address exactly its own transfers\' fee, in one transaction, and each address sends its own transfers. Null until the network is verified.',
+  }),
   tokens: Type.Array(NetworkToken),
 }, closed)
 
@@ -31,8 +35,8 @@ export const NetworksResponse = Type.Object({ success: Type.Literal(true), netwo
 export const DepositKeyResponse = Type.Object({
   success: Type.Literal(true),
   mode: StringEnum(['test', 'live'] as const),
-  xpub: Type.String({ description: 'The extended public key this mode\'s deposit addresses are derived from.' }),
-  derivation_path: Type.String({ description: 'The path of the account whose xpub this is in a standard wallet (deposit address i is its child i).', examples: ["m/44'/60'/0'/0"] }),
+  fingerprint: Type.String({ pattern: '^[0-9a-f]{64}$', description: 'SHA-256 of "crypto-pay deposit key", a newline and the extended public key this mode\'s deposit addresses are derived from, in hex. The xpub itself is not handed to API keys: with any one deposit address\'s private key it would give them all. The treasury tool derives the xpub from the merchant\'s own key and compares fingerprints.' }),
+  derivation_path: Type.String({ description: 'The path of the account whose key this is in a standard wallet (deposit address i is its child i).', examples: ["m/44'/60'/0'/0"] }),
   generated: Type.Boolean({ description: 'True for a test-mode key the service generated (nobody holds its private key, so its deposit addresses cannot be swept).' }),
   addresses_handed_out: Type.Integer(),
 }, closed)

@@ -1,29 +1,54 @@
-import { formatUnits, getAddress, type Address } from 'viem'
+import { formatUnits, getAddress, type Address, type Hex } from 'viem'
 import type { Static } from '@sinclair/typebox'
 import { DEPOSIT_ACCOUNT, depositAccountEvents } from '../../chain/deposit-account.ts'
-import { ETHEREUM_ACCOUNT_PATH } from '../../chain/deposit-addresses.ts'
+import { depositKeyFingerprint, ETHEREUM_ACCOUNT_PATH } from '../../chain/deposit-addresses.ts'
 import type { DepositService } from '../../chain/deposit.service.ts'
 import type { NetworkConfig, TokenConfig } from '../../chain/networks-config.ts'
-import type { OutgoingLedger, OutgoingNews } from '../../chain/outgoing-tracker.ts'
+import type { OutgoingLedger, OutgoingNews, OutgoingReceipt } from '../../chain/outgoing-tracker.ts'
+import { decodeTransferLog, TRANSFER_TOPIC } from '../../chain/transfer-scan.ts'
 import type { PriceReader } from '../../chain/prices.ts'
-import { readSignedTransaction, sweepsOf } from '../../chain/signed-transaction.ts'
+import { checkAuthorizations, checkSendable, checkSweepSignatures, type ChainReader } from '../../chain/record-checks.ts'
+import { payoutOf, readSignedTransaction, sweepsOf, type SignedTransaction } from '../../chain/signed-transaction.ts'
 import type { SweepStatus } from '../../db/schema.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { newId } from '../../lib/ids.ts'
-import type { Logger } from '../../lib/logger.ts'
+import { errorSummary, type Logger } from '../../lib/logger.ts'
 import { deny, ok, type Outcome } from '../../lib/outcome.ts'
 import type { ProjectMode } from '../../projects/mode.ts'
 import type { RecordSweepBody } from './model.ts'
 import type { SweepItemRow, SweepRow, TreasuryRepo } from './treasury.repo.ts'
 
-/** What the treasury needs of the chain watcher: the networks, whether each is verified, and prices. */
+/** What the treasury needs of the chain watcher: the networks, whether each is verified (and runs EIP-7702), prices, and the node's answers now. */
 export interface TreasuryChain {
   networks: readonly NetworkConfig[]
   verified(network: string): boolean
+  eip7702(network: string): boolean | null
   prices(network: string): PriceReader | null
+  reader(network: string): ChainReader | null
 }
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null)
+
+/** How money leaves deposit addresses on a chain that runs EIP-7702 (true), does not (false), or is not known yet (null). */
+export const moneyOutRoute = (eip7702: boolean | null) => (eip7702 === null ? null : eip7702 ? 'eip7702' as const : 'top-up' as const)
+
+/**
+ * A sweep on a chain without EIP-7702: a deposit address's own plain transaction moving one
+ * configured token (`transfer`) or its native coin (no data) to the treasury. Null for anything else.
+ */
+function plainSweep(n: NetworkConfig, tx: SignedTransaction): { to: string; symbol: string } | null {
+  if (tx.authorizations.length) return null
+  const payout = payoutOf(tx)
+  if (payout?.kind === 'native') {
+    const native = n.tokens.find((t) => t.kind === 'native')
+    return native ? { to: payout.to, symbol: native.symbol } : null
+  }
+  if (payout?.kind === 'erc20') {
+    const token = n.tokens.find((t) => t.kind === 'erc20' && t.address.toLowerCase() === payout.token)
+    return token ? { to: payout.to, symbol: token.symbol } : null
+  }
+  return null
+}
 
 /**
  * The treasury's side of the service (issue 13): what the merchant's treasury tool reads (the
@@ -52,6 +77,30 @@ export function createTreasuryService(deps: { repo: TreasuryRepo; deposits: Pick
     created_at: r.createdAt.toISOString(), confirmed_at: iso(r.confirmedAt),
   })
 
+  /**
+   * What a mined sweep moved, per address and token: DepositAccount's Swept events (a batch), or
+   * what a deposit address's own transfer sent (its token's Transfer from that address to the
+   * treasury, or its value).
+   */
+  async function sweptBy(n: NetworkConfig, r: SweepRow, logs: OutgoingReceipt['logs']) {
+    const events = depositAccountEvents(logs).flatMap((e) => {
+      const symbol = e.kind === 'swept' ? symbolOfAsset(n, e.token) : null
+      return symbol ? [{ address: e.account, tokenSymbol: symbol, amount: e.amount }] : []
+    })
+    if (events.length) return events
+    const read = await readSignedTransaction(r.rawTransaction)
+    const plain = read.ok ? plainSweep(n, read.tx) : null
+    if (!read.ok || !plain) return []
+    const payout = payoutOf(read.tx)!
+    if (payout.kind === 'native') return [{ address: read.tx.from, tokenSymbol: plain.symbol, amount: payout.amount }]
+    const moved = logs.flatMap((l) => {
+      if (l.address.toLowerCase() !== (payout as { token: string }).token || l.topics[0] !== TRANSFER_TOPIC) return []
+      const t = decodeTransferLog({ address: l.address, topics: l.topics, data: l.data, transactionHash: null, logIndex: null, blockNumber: null, blockHash: null })
+      return t && t.from === read.tx.from && t.to === plain.to ? [t.amount] : []
+    })
+    return moved.length ? [{ address: read.tx.from, tokenSymbol: plain.symbol, amount: moved.reduce((a, b) => a + b, 0n) }] : []
+  }
+
   /** What the chain follower says of a sweep: confirmed once the network's confirmations are there, with what each address gave. */
   async function settle(r: SweepRow, news: OutgoingNews) {
     const at = now()
@@ -75,10 +124,7 @@ export function createTreasuryService(deps: { repo: TreasuryRepo; deposits: Pick
         await deps.repo.updateSweep(r.id, 'confirming', { confirmations: news.confirmations, updatedAt: at })
         return
       }
-      const swept = depositAccountEvents(news.receipt.logs).flatMap((e) => {
-        const symbol = e.kind === 'swept' ? symbolOfAsset(n, e.token) : null
-        return symbol ? [{ address: e.account, tokenSymbol: symbol, amount: e.amount }] : []
-      })
+      const swept = await sweptBy(n, r, news.receipt.logs)
       moved = await deps.repo.updateSweep(r.id, 'confirming', { status: 'confirmed', confirmations: news.confirmations, confirmedAt: at, updatedAt: at }, swept)
     }
     if (moved) deps.logger.info('sweep moved', { sweepId: r.id, network: r.network, txHash: r.txHash, event: news.type })
@@ -89,17 +135,18 @@ export function createTreasuryService(deps: { repo: TreasuryRepo; deposits: Pick
     async networks(caller: ProjectMode) {
       return Promise.all(deps.chain.networks.filter((n) => servesMode(n, caller.mode)).map(async (n) => ({
         name: n.name, chain_id: n.chainId, testnet: n.testnet, confirmations: n.confirmations, finality: n.finality, verified: deps.chain.verified(n.name),
+        eip7702: deps.chain.eip7702(n.name), money_out_route: moneyOutRoute(deps.chain.eip7702(n.name)),
         tokens: await Promise.all(n.tokens.map(async (t) => ({
           symbol: t.symbol, decimals: t.decimals, address: t.kind === 'erc20' ? t.address : null, native: t.kind === 'native', usd_price: await usdPrice(n.name, t),
         }))),
       })))
     },
 
-    /** The extended public key the caller's mode derives deposit addresses from. */
+    /** What identifies the extended public key the caller's mode derives deposit addresses from (never the key itself). */
     async depositKey(caller: ProjectMode) {
       const key = (await deps.deposits.xpubs(caller.projectId)).find((x) => x.mode === caller.mode)
       if (!key) return deny('not_found', `No deposit key is set for ${caller.mode} mode (the operator sets one with project set-xpub)`)
-      return ok({ mode: caller.mode, xpub: key.xpub, derivation_path: ETHEREUM_ACCOUNT_PATH, generated: key.generated, addresses_handed_out: key.addressesHandedOut })
+      return ok({ mode: caller.mode, fingerprint: depositKeyFingerprint(key.xpub), derivation_path: ETHEREUM_ACCOUNT_PATH, generated: key.generated, addresses_handed_out: key.addressesHandedOut })
     },
 
     /** The deposit addresses of the caller's current deposit key, in derivation order. */
@@ -121,9 +168,12 @@ export function createTreasuryService(deps: { repo: TreasuryRepo; deposits: Pick
     },
 
     /**
-     * Records a sweep the tool is about to send: a DepositAccount batch of sweeps, each of a deposit
-     * address of the caller's project and mode, all to one treasury, signed for the network's chain.
-     * Recording the same transaction again returns the first record.
+     * Records a sweep the tool is about to send, once it is verified (src/chain/record-checks.ts):
+     * either a DepositAccount batch of sweeps, each of a deposit address of the caller's project and
+     * mode and signed by it, all to one treasury (a chain with EIP-7702); or a plain transfer by
+     * such a deposit address itself, of a configured token's balance or of its native coin (a chain
+     * without). It must be mineable now: its chain, type, nonce and its sender's balance are read
+     * from the network's node. Recording the same transaction again returns the first record.
      */
     async recordSweep(caller: ProjectMode, body: Static<typeof RecordSweepBody>): Promise<Outcome<ReturnType<typeof sweepView>>> {
       const bad = (path: string, message: string) => deny('invalid_request', `Invalid request body: ${path} ${message}`, [{ path, message }])
@@ -132,16 +182,33 @@ export function createTreasuryService(deps: { repo: TreasuryRepo; deposits: Pick
       const read = await readSignedTransaction(body.raw_transaction)
       if (!read.ok) return bad('raw_transaction', read.message)
       const tx = read.tx
-      if (tx.chainId !== n.chainId) return bad('raw_transaction', `is for chain ${tx.chainId}; ${n.name} is chain ${n.chainId}`)
-      if (tx.delegatesTo.some((a) => a !== DEPOSIT_ACCOUNT.toLowerCase())) return bad('raw_transaction', `delegates an account to another contract than DepositAccount (${DEPOSIT_ACCOUNT})`)
+      const recorded = await deps.repo.sweepByTxHash(n.name, tx.hash)
+      if (recorded) {
+        if (recorded.projectId !== caller.projectId || recorded.mode !== caller.mode) return deny('conflict', 'This transaction is recorded as another project\'s sweep')
+        return ok(sweepView(recorded, await deps.repo.sweepItems([recorded.id])))
+      }
+      const plain = plainSweep(n, tx)
       const calls = tx.to === DEPOSIT_ACCOUNT.toLowerCase() ? sweepsOf(tx) : null
-      if (!calls || calls.length === 0) return bad('raw_transaction', `is not a sweep: it must call batch() on DepositAccount (${DEPOSIT_ACCOUNT}) with sweep() calls only`)
-      const treasuries = new Set(calls.map((c) => c.to))
+      if (!plain && (!calls || calls.length === 0)) {
+        return bad('raw_transaction', `is not a sweep: it must call batch() on DepositAccount (${DEPOSIT_ACCOUNT}) with sweep() calls only, or be a deposit address's own transfer of a token of ${n.name} (or of its native coin) to the treasury`)
+      }
+      const treasuries = new Set(plain ? [plain.to] : calls!.map((c) => c.to))
       if (treasuries.size !== 1) return bad('raw_transaction', 'sweeps to more than one address; one sweep has one treasury')
-      const accounts = new Set(calls.map((c) => c.account))
+      const accounts = new Set(plain ? [tx.from] : calls!.map((c) => c.account))
       const own = await deps.repo.ownDepositAddresses(caller, [...accounts])
       const foreign = [...accounts].filter((a) => !own.has(a))
       if (foreign.length) return bad('raw_transaction', `sweeps addresses that are not this project's ${caller.mode} deposit addresses: ${foreign.slice(0, 5).join(', ')}`)
+      const reader = deps.chain.reader(n.name)
+      if (!reader) return deny('conflict', `Network ${n.name} is not followed here`)
+      let problem: string | null
+      try {
+        problem = await checkSendable(tx, body.raw_transaction as Hex, { chainId: n.chainId, network: n.name, eip7702: deps.chain.eip7702(n.name), reader })
+          ?? await checkAuthorizations(tx, { chainId: n.chainId, authorities: plain ? new Set() : accounts })
+          ?? (calls ? await checkSweepSignatures(calls, { chainId: n.chainId, now: await reader.latestTimestamp() }) : null)
+      } catch (e) {
+        return deny('unavailable', `${n.name}'s node cannot be asked right now, so the sweep cannot be verified (${errorSummary(e)}); try again in a moment`)
+      }
+      if (problem) return bad('raw_transaction', problem)
       const symbols = new Set(n.tokens.map((t) => t.symbol))
       const problems = body.items.flatMap((i, k) => [
         ...(accounts.has(i.address.toLowerCase()) ? [] : [{ path: `items.${k}.address`, message: 'is not swept by this transaction' }]),

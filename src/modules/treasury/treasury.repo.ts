@@ -82,6 +82,12 @@ export function createTreasuryRepo(database: Database) {
       })
     },
 
+    /** The sweep recorded for this transaction on this network, if any. */
+    async sweepByTxHash(network: string, txHash: string): Promise<SweepRow | null> {
+      const [row] = await db.select().from(s).where(and(eq(s.network, network), eq(s.txHash, txHash)))
+      return row ?? null
+    },
+
     async sweep(id: string): Promise<SweepRow | null> {
       const [row] = await db.select().from(s).where(eq(s.id, id))
       return row ?? null
