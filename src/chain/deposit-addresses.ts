@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 /**
  * Deposit addresses from an extended public key (rulings R17): each project and mode holds an
  * xpub, and transaction i pays to its non-hardened child i. The service never holds a private
@@ -93,4 +94,14 @@ export function xpubFromMnemonic(mnemonic: string, path = ETHEREUM_ACCOUNT_PATH)
   const xpub = node.publicExtendedKey
   node.wipePrivateData()
   return xpub
+}
+
+/**
+ * What identifies a deposit key without giving it away: SHA-256 of its xpub, hex. The API hands
+ * this, never the xpub, to API keys: derivation is not hardened, so the xpub and any one deposit
+ * address's private key would give every deposit key. The treasury tool derives the xpub from the
+ * merchant's own key and compares fingerprints.
+ */
+export function depositKeyFingerprint(xpub: string): string {
+  return createHash('sha256').update(`crypto-pay deposit key\n${xpub}`).digest('hex')
 }

@@ -4,12 +4,24 @@ import { randomString } from '../lib/ids.ts'
 import type { Mode } from '../projects/mode.ts'
 
 /**
- * R22's four, and the treasury's (issue 13): `deposits:read` (networks, the deposit key, deposit
- * addresses, sweeps), `sweeps:write` (record a sweep), `refunds:read`, `refunds:write` (create,
- * cancel, record a refund's payment). A key made before a scope existed keeps the scopes it has.
+ * The merchant API's four (transactions, stats, webhooks), and money out's: `deposits:read`
+ * (networks, the deposit key's fingerprint, deposit addresses, sweeps), `refunds:read`,
+ * `refunds:write` (create and cancel refunds: what a shop's backend does), and the treasury
+ * tool's own two, `sweeps:write` (record a sweep) and `refunds:pay` (record a refund's payment,
+ * mark one unpayable, abandon a payment). A key made before a scope existed keeps the scopes it has.
  */
-export const SCOPES = ['transactions:read', 'transactions:write', 'stats:read', 'webhooks:write', 'deposits:read', 'sweeps:write', 'refunds:read', 'refunds:write'] as const
+export const SCOPES = ['transactions:read', 'transactions:write', 'stats:read', 'webhooks:write', 'deposits:read', 'sweeps:write', 'refunds:read', 'refunds:write', 'refunds:pay'] as const
 export type Scope = (typeof SCOPES)[number]
+
+/**
+ * The treasury tool's scopes: what records money leaving deposit addresses. Keys get them only
+ * when asked for by name, so the key a shop's backend holds (which may create refunds) is not the
+ * key that records their payment.
+ */
+export const TREASURY_SCOPES: readonly Scope[] = ['deposits:read', 'sweeps:write', 'refunds:read', 'refunds:pay']
+
+/** A key made without naming its scopes gets every scope but the treasury tool's writes. */
+export const DEFAULT_SCOPES: readonly Scope[] = SCOPES.filter((s) => s !== 'sweeps:write' && s !== 'refunds:pay')
 
 const KEY_RE = /^sk_(test|live)_[A-Za-z0-9]{32,128}$/
 

@@ -7,7 +7,7 @@ import { newId } from '../lib/ids.ts'
 import { deny, ok, type Outcome } from '../lib/outcome.ts'
 import type { ProjectStatus, RateLimits } from '../projects/project.service.ts'
 import type { Mode, ProjectFilter } from '../projects/mode.ts'
-import { displayPrefix, generateApiKey, hashApiKey, looksLikeApiKey, SCOPES, type Scope } from './api-key.ts'
+import { DEFAULT_SCOPES, displayPrefix, generateApiKey, hashApiKey, looksLikeApiKey, SCOPES, type Scope } from './api-key.ts'
 
 /** Who is calling: a live, unrevoked key and what its project allows. */
 export interface Principal {
@@ -108,7 +108,7 @@ export function createKeyService(deps: { database: Database; changes: ChangeFeed
       if (input.mode !== 'test' && input.mode !== 'live') problems.push({ path: 'mode', message: 'must be test or live' })
       const name = input.name?.trim() ?? ''
       if (!name || name.length > 100) problems.push({ path: 'name', message: 'must be 1 to 100 characters' })
-      const scopes = input.scopes ?? [...SCOPES]
+      const scopes = input.scopes ?? [...DEFAULT_SCOPES]
       const unknown = scopes.filter((s) => !(SCOPES as readonly string[]).includes(s))
       if (unknown.length) problems.push({ path: 'scopes', message: `unknown scope ${unknown.join(', ')}; known: ${SCOPES.join(', ')}` })
       if (scopes.length === 0) problems.push({ path: 'scopes', message: 'must name at least one scope' })

@@ -8,6 +8,7 @@ import type { Address, LocalAccount } from 'viem'
 import { ApiRefusal, createApiClient, type ApiClient, type ApiNetwork } from './api.ts'
 import { createTreasuryChain, type TreasuryChain } from './chain.ts'
 import { loadDepositKeys, loadGasAccount, type DepositKeys } from './keys.ts'
+import { depositKeyFingerprint } from '../chain/deposit-addresses.ts'
 
 /** A command refused (exit 1), or its command line is wrong (exit 2). */
 export class Refused extends Error {
@@ -77,7 +78,7 @@ export async function openSession(o: Options, need: { keys: boolean; sponsor: 'n
     const project = await api.depositKey().catch((e) => {
       throw e instanceof ApiRefusal && e.status === 404 ? new Refused('this project has no deposit key for the API key\'s mode: nothing to sign for') : e
     })
-    if (project.xpub !== keys.xpub) {
+    if (project.fingerprint !== depositKeyFingerprint(keys.xpub)) {
       keys.wipe()
       throw new Refused(`the key given does not derive this project's ${project.mode} deposit key (the account at ${keys.path} gives another xpub): check the mnemonic, the passphrase and --path. Nothing was signed or sent`)
     }

@@ -1,5 +1,5 @@
 import { html } from '../../../lib/html.ts'
-import { SCOPES } from '../../../keys/api-key.ts'
+import { DEFAULT_SCOPES, SCOPES } from '../../../keys/api-key.ts'
 import type { ApiKeyRecord } from '../../../keys/key.service.ts'
 import { badge, base, csrfField, layout, postButton, table, when, type Frame } from '../layout.ts'
 import { revealed } from './endpoints.ts'
@@ -9,7 +9,7 @@ import { revealed } from './endpoints.ts'
  * it, and never stored: only its hash and display prefix are kept (R22).
  */
 export function keysPage(f: Frame, keys: ApiKeyRecord[], opts: { created?: { key: string; name: string }; form?: { name: string; scopes: string[] }; notice?: string | null; error?: string | null }): string {
-  const form = opts.form ?? { name: '', scopes: [...SCOPES] }
+  const form = opts.form ?? { name: '', scopes: [...DEFAULT_SCOPES] }
   const rows = keys.map((k) => html`<tr data-key="${k.id}">
     <td class="text">${k.name}</td>
     <td><code>${k.displayPrefix}</code></td>
@@ -31,6 +31,7 @@ ${table(`${f.mode} API keys`, ['Name', 'Key', 'Mode', 'Scopes', 'Created', 'Last
   <label>Name <input type="text" name="name" value="${form.name}" required maxlength="100" placeholder="Checkout server" autocomplete="off"></label>
   <fieldset><legend>Scopes</legend>
   ${SCOPES.map((s) => html`<label class="check"><input type="checkbox" name="scopes" value="${s}"${form.scopes.includes(s) ? html` checked` : ''}> ${s}</label>`)}
+  <p class="muted">sweeps:write and refunds:pay record money leaving your deposit addresses: give them only to the key of the treasury tool on your own machine, never to your shop's server.</p>
   </fieldset>
   <button type="submit" class="button">Create ${f.mode} key</button>
 </form></section>`
