@@ -11,7 +11,9 @@ import { humanText, parseArgs, type Flags } from '../lib/command-line.ts'
 import { usdTextToCents } from '../lib/money.ts'
 import { ApiRefusal } from './api.ts'
 import { showBalances } from './balances.ts'
+import { approvalFrom } from './approval.ts'
 import { payRefunds } from './refunds.ts'
+import { moneyOutRoute } from './route.ts'
 import { apiFrom, openSession, Refused, type Options } from './session.ts'
 import { runSweep } from './sweep.ts'
 
@@ -25,11 +27,16 @@ const DEFAULT_BATCH = 20
 const MAX_BATCH = 40
 const KEYS = ['mnemonic-file', 'passphrase-file', 'xprv-file', 'path']
 
+/** How the tool was started: whether a person at a terminal can be asked (stdin and stderr are terminals, and not --json). */
+export interface RunContext {
+  interactive: boolean
+}
+
 interface Command {
   usage: string
   flags: string[]
   booleans?: string[]
-  run(o: Options, f: Record<string, string | true>): Promise<{ result: Record<string, unknown>; complete: boolean }>
+  run(o: Options, f: Record<string, string | true>, ctx: RunContext): Promise<{ result: Record<string, unknown>; complete: boolean }>
 }
 
 const seconds = (v: string | true | undefined, fallback: number) => {
@@ -48,10 +55,12 @@ const COMMANDS: Record<string, Command> = {
       try {
         const key = await s.api.depositKey()
         const gas = s.sponsor ? await s.chain.client.getBalance({ address: s.sponsor.address }) : null
+        const route = await moneyOutRoute(s)
         return {
           result: {
             mode: key.mode, network: s.network.name, chain_id: s.network.chain_id, deposit_key: 'matches the project\'s', path: s.keys!.path, addresses_handed_out: key.addresses_handed_out,
             first_addresses: [0, 1, 2].map((i) => s.keys!.account(i).address), gas_account: s.sponsor?.address ?? null, gas_account_balance: gas === null ? null : gas.toString(),
+            money_out_route: route.route, route_detail: route.detail, service_says_eip7702: s.network.eip7702,
           },
           complete: true,
         }
@@ -90,14 +99,22 @@ const COMMANDS: Record<string, Command> = {
     },
   },
   'refunds pay': {
-    usage: `refunds pay --network N --rpc-url URL (--mnemonic-file F [--passphrase-file F] | --xprv-file F) [--path ${ETHEREUM_ACCOUNT_PATH}] --gas-key-file F [--refund ID[,ID]] [--dry-run] [--timeout 180]`,
-    flags: ['network', 'rpc-url', ...KEYS, 'gas-key-file', 'refund', 'timeout'],
+    usage: `refunds pay --network N --rpc-url URL (--mnemonic-file F [--passphrase-file F] | --xprv-file F) [--path ${ETHEREUM_ACCOUNT_PATH}] --gas-key-file F [--refund ID[,ID]] [--approve ID[,ID]] [--max-usd X] [--dry-run] [--timeout 180]`,
+    flags: ['network', 'rpc-url', ...KEYS, 'gas-key-file', 'refund', 'approve', 'max-usd', 'timeout'],
     booleans: ['dry-run'],
-    async run(o, f) {
-      const only = typeof f.refund === 'string' ? f.refund.split(',').map((t) => t.trim()).filter(Boolean) : null
+    async run(o, f, ctx) {
+      const ids = (v: string | true | undefined) => (typeof v === 'string' ? v.split(',').map((t) => t.trim()).filter(Boolean) : null)
+      const only = ids(f.refund)
+      const approve = ids(f.approve) ?? []
+      const bad = approve.filter((id) => !/^rf_[A-Za-z0-9]{20}$/.test(id))
+      if (bad.length) throw new Refused(`--approve takes refund ids (rf_ and 20 letters or digits): ${bad.join(', ')}`, true)
+      const maxUsdCents = f['max-usd'] === undefined ? null : usdTextToCents(String(f['max-usd']))
+      if (f['max-usd'] !== undefined && maxUsdCents === null) throw new Refused('--max-usd must be a USD amount such as 250 or 99.50', true)
+      const dryRun = f['dry-run'] === true
+      const approval = approvalFrom({ approve, interactive: ctx.interactive && !dryRun })
       const s = await openSession(o, { keys: true, sponsor: 'required' })
       try {
-        return await payRefunds(s, { only, dryRun: f['dry-run'] === true, receiptTimeoutMs: seconds(f.timeout, 180) })
+        return await payRefunds(s, { only, dryRun, receiptTimeoutMs: seconds(f.timeout, 180), approval, maxUsdCents })
       } finally {
         s.keys?.wipe()
       }
@@ -124,7 +141,7 @@ function options(f: Flags): Options {
 }
 
 /** Checks the command line; runs the command. */
-export async function runTreasury(argv: string[]): Promise<{ code: 0 | 1 | 2; out: Record<string, unknown> | null; error: string | null }> {
+export async function runTreasury(argv: string[], ctx: RunContext = { interactive: false }): Promise<{ code: 0 | 1 | 2; out: Record<string, unknown> | null; error: string | null }> {
   const { words, flags } = parseArgs(argv)
   const name = words.join(' ')
   const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined
@@ -139,7 +156,7 @@ export async function runTreasury(argv: string[]): Promise<{ code: 0 | 1 | 2; ou
   if (problems.length) return { code: 2, out: null, error: `${problems.join('; ')}\nUsage: npm run treasury -- ${command.usage}` }
   try {
     apiFrom(options(flags)) // the connection flags are checked before any key file is read
-    const { result, complete } = await command.run(options(flags), flags)
+    const { result, complete } = await command.run(options(flags), flags, ctx)
     return { code: complete ? 0 : 1, out: result, error: null }
   } catch (e) {
     if (e instanceof Refused) return { code: e.usage ? 2 : 1, out: null, error: e.usage ? `${e.message}\nUsage: npm run treasury -- ${command.usage}` : e.message }
@@ -155,7 +172,7 @@ if (import.meta.main) {
     console.log(USAGE)
     process.exit(argv.length === 0 ? 2 : 0)
   }
-  const r = await runTreasury(argv)
+  const r = await runTreasury(argv, { interactive: !json && !!process.stdin.isTTY && !!process.stderr.isTTY })
   if (r.out) console.log(json ? JSON.stringify(r.out) : humanText(r.out))
   if (r.error) console.error(json ? JSON.stringify({ error: { message: r.error } }) : r.error)
   process.exit(r.code)

@@ -1,17 +1,33 @@
 /**
- * `treasury refunds pay` (issue 13): pays the pending refunds of a network. A refund is paid from
- * its transaction's own deposit address while that holds enough (the deposit key signs
- * DepositAccount's `pay` for this refund's id, so it can be paid once at most, whoever sends it
- * and however often; the gas account sends it), or else from the gas account's own funds (the
- * deposit address was swept already). Each payment is recorded through the API before it is
- * sent; the service then watches it on-chain and completes the refund at the network's
- * confirmations. A payment that would revert marks the refund unpayable (`refund.failed`); one the
- * accounts cannot cover yet is left pending, and said.
+ * `treasury refunds pay`: pays the pending refunds of a network, on the merchant's machine.
+ *
+ * Where money goes (approval.ts): without the merchant's approval here, a refund is paid only from
+ * its transaction's own deposit address, back to an address the chain shows paid it (payers.ts),
+ * no more than that address sent. Any other refund waits for `--approve rf_...` or a yes at the
+ * terminal; `--max-usd` caps what one run pays. So what the service lists (a stolen API key can
+ * create refunds; a compromised server can list anything) moves nothing the merchant did not
+ * approve but customers' own money back the way it came.
+ *
+ * How it is paid (route.ts): from the deposit address through DepositAccount's `pay` under EIP-7702
+ * (its key signs this refund's id, so it is paid once at most, whoever sends it), or, on a chain
+ * without EIP-7702, by the deposit address's own transfer after the gas account topped up exactly
+ * its fee; or, once approved, from the gas account's own funds. Each payment is recorded through
+ * the API before it is sent; the service watches it and completes the refund at the network's
+ * confirmations.
+ *
+ * What it says: a payment that would revert while the money is there marks the refund unpayable
+ * (`refund.failed`); one whose address holds too little now waits (it is never failed for that);
+ * a refund that cannot be seen through is reported and the run goes on with the others.
  */
-import { BaseError, decodeErrorResult, encodeFunctionData, erc20Abi, formatUnits, getAddress, type Address, type Hex, type SignedAuthorization } from 'viem'
+import { BaseError, decodeErrorResult, encodeFunctionData, erc20Abi, formatUnits, getAddress, serializeTransaction, type Address, type Hex, type SignedAuthorization } from 'viem'
 import { DepositAccount } from '../chain/artifacts/index.ts'
-import { CREATE2_DEPLOYER, DEPLOY_DATA, DEPOSIT_ACCOUNT, delegatesToDepositAccount, paidAnswer, paidData, payData, paymentId, payTypedData } from '../chain/deposit-account.ts'
+import { createL1FeeReader } from '../chain/l1-fee.ts'
+import { CREATE2_DEPLOYER, DEPLOY_DATA, DEPOSIT_ACCOUNT, delegatesToDepositAccount, depositAccountCode, delegatesToEarlierDepositAccount, paidAnswer, paidData, payData, paymentId, payTypedData } from '../chain/deposit-account.ts'
+import { tokenUsdCents } from '../lib/money.ts'
 import type { ApiRefund } from './api.ts'
+import { approves, type Approval } from './approval.ts'
+import { payersOf } from './payers.ts'
+import { moneyOutRoute, topUp, topUpGasPrice } from './route.ts'
 import { deployDepositAccount, depositAccountDeployed, feesNow, sendAndWait, seeThrough, withGasMargin } from './sending.ts'
 import { Refused, type Session } from './session.ts'
 
@@ -21,6 +37,9 @@ export interface RefundOptions {
   /** Say what would be paid, and from where; sign nothing, record and send nothing. */
   dryRun: boolean
   receiptTimeoutMs: number
+  approval: Approval
+  /** What this run may pay in all, in USD cents (null: no cap). */
+  maxUsdCents: bigint | null
 }
 
 /**
@@ -47,17 +66,35 @@ function verdictOf(e: unknown): { revert: true; reason: string; alreadyPaid: boo
 /** How long a pay signature holds: a payment not mined by then can never be (and the refund is paid afresh). */
 const PAY_SIGNATURE_LIFETIME_S = 3600n
 
+type Outcome =
+  | { kind: 'paid'; entry: Record<string, unknown>; usdCents: bigint | null }
+  | { kind: 'would_pay'; entry: Record<string, unknown>; usdCents: bigint | null }
+  | { kind: 'waiting' | 'unpayable' | 'awaiting_approval' | 'over_cap'; reason: string }
+  | { kind: 'already_paid' }
+
 export async function payRefunds(s: Session, o: RefundOptions) {
   const { api, chain, network } = s
   const sponsor = s.sponsor!
-  const keys = s.keys!
   const wanted = (r: ApiRefund) => o.only === null || o.only.includes(r.id)
 
-  // What earlier runs recorded and the chain has not seen through (sending.ts `seeThrough`); a dry run only says what it would do.
-  const resumed: { refund_id: string; transaction_hash: string; outcome: string }[] = []
+  // What earlier runs recorded and the chain has not seen through (sending.ts `seeThrough`); a dry
+  // run only says what it would do. One that cannot be seen through is said, and the run goes on.
+  const resumed: { refund_id: string; transaction_hash: string | null; outcome: string }[] = []
+  const errors: { refund_id: string; reason: string }[] = []
   for (const r of (await api.refunds({ network: network.name, status: 'submitted' })).filter(wanted)) {
-    const outcome = await seeThrough(chain, sponsor, r.raw_transaction as Hex, { chainId: network.chain_id, dryRun: o.dryRun, timeoutMs: o.receiptTimeoutMs, what: `refund ${r.id}'s payment` })
-    resumed.push({ refund_id: r.id, transaction_hash: r.transaction_hash!, outcome })
+    if (!r.raw_transaction) {
+      // Paid by another transaction that delivered its signature, which a reorg then took back: nothing of ours to send.
+      resumed.push({ refund_id: r.id, transaction_hash: r.transaction_hash, outcome: 'its payment is another transaction (it delivered the signature first), which the service watches; nothing to send' })
+      continue
+    }
+    try {
+      const outcome = await seeThrough(chain, sponsor, r.raw_transaction as Hex, { chainId: network.chain_id, dryRun: o.dryRun, timeoutMs: o.receiptTimeoutMs, what: `refund ${r.id}'s payment` })
+      resumed.push({ refund_id: r.id, transaction_hash: r.transaction_hash, outcome })
+    } catch (e) {
+      const reason = e instanceof Error ? e.message.split('\n')[0]! : String(e)
+      resumed.push({ refund_id: r.id, transaction_hash: r.transaction_hash, outcome: `failed: ${reason}` })
+      errors.push({ refund_id: r.id, reason: `resuming its recorded payment failed: ${reason}` })
+    }
   }
   if (!(await chain.settled(sponsor.address, o.receiptTimeoutMs))) {
     throw new Refused(`the gas account ${sponsor.address} has transactions in flight that are not mined after ${o.receiptTimeoutMs / 1000} s: run again once they are`)
@@ -65,111 +102,194 @@ export async function payRefunds(s: Session, o: RefundOptions) {
 
   const pending = (await api.refunds({ network: network.name, status: 'pending' })).filter(wanted)
   if (o.only) for (const id of o.only) if (!pending.some((r) => r.id === id) && !resumed.some((r) => r.refund_id === id)) throw new Refused(`refund ${id} is not pending on ${network.name}`)
-  const fees = await feesNow(chain)
-  let nonce = await chain.client.getTransactionCount({ address: sponsor.address, blockTag: 'latest' })
+  const route = await moneyOutRoute(s)
+  const run: RunState = { nonce: await chain.client.getTransactionCount({ address: sponsor.address, blockTag: 'latest' }), deadline: (await chain.client.getBlock({ blockTag: 'latest' })).timestamp + PAY_SIGNATURE_LIFETIME_S, spentCents: 0n, l1Fee: createL1FeeReader(chain.client) }
   const paid: Record<string, unknown>[] = []
-  const unpayable: { refund_id: string; reason: string }[] = []
-  const waiting: { refund_id: string; reason: string }[] = []
+  const lists = { unpayable: [] as { refund_id: string; reason: string }[], waiting: [] as { refund_id: string; reason: string }[], awaiting_approval: [] as { refund_id: string; reason: string }[], over_cap: [] as { refund_id: string; reason: string }[] }
   const alreadyPaid: string[] = []
-  const deadline = (await chain.client.getBlock({ blockTag: 'latest' })).timestamp + PAY_SIGNATURE_LIFETIME_S
   for (const r of pending) {
-    const token = network.tokens.find((t) => t.symbol === r.token_symbol)
-    if (!token) {
-      waiting.push({ refund_id: r.id, reason: `${network.name} has no token ${r.token_symbol} configured` })
-      continue
-    }
-    const asset = { symbol: token.symbol, token: token.address as Address | null }
-    const amount = BigInt(r.amount)
-    const to = getAddress(r.address)
-    const deposit = getAddress(r.deposit_address)
-    const [entry] = await api.depositAddresses({ address: deposit })
-    const balances = await chain.balances([deposit, sponsor.address], [asset])
-    const atDeposit = balances.get(deposit.toLowerCase())?.get(asset.symbol) ?? 0n
-    const atGas = balances.get(sponsor.address.toLowerCase())?.get(asset.symbol) ?? 0n
-
-    // Paid already from the deposit address (a signature of an earlier run, sent by someone): never
-    // pay it again, from there or from the gas account; the service confirms it from the chain.
-    const [state] = [...(await chain.accounts([deposit])).values()]
-    if (delegatesToDepositAccount(state!.code) && await isPaid(chain, deposit, r.id)) {
-      alreadyPaid.push(r.id)
-      continue
-    }
-    let tx: { to: Address; data?: Hex; value?: bigint; authorizationList?: SignedAuthorization[] }
-    let from: string
-    const account = entry ? keys.account(entry.derivation_index) : null
-    if (account && account.address === deposit && atDeposit >= amount) {
-      if (state!.code && state!.code !== '0x' && !delegatesToDepositAccount(state!.code)) {
-        waiting.push({ refund_id: r.id, reason: `the deposit address delegates to another contract; fund the gas account with ${formatUnits(amount, token.decimals)} ${token.symbol} to pay it from there` })
-        continue
-      }
-      if (!o.dryRun && !(await depositAccountDeployed(chain))) {
-        const gas = withGasMargin(await chain.client.estimateGas({ account: sponsor.address, to: CREATE2_DEPLOYER, data: DEPLOY_DATA }))
-        await deployDepositAccount(chain, sponsor, { chainId: network.chain_id, nonce: nonce++, gas, ...fees, timeoutMs: o.receiptTimeoutMs })
-      }
-      const signature = await account.signTypedData(payTypedData({ chainId: network.chain_id, account: deposit, id: paymentId(r.id), token: asset.token, to, amount, deadline }) as Parameters<typeof account.signTypedData>[0])
-      const authorizationList = delegatesToDepositAccount(state!.code) ? [] : [await account.signAuthorization!({ contractAddress: DEPOSIT_ACCOUNT, chainId: network.chain_id, nonce: state!.nonce })]
-      tx = { to: deposit, data: payData({ id: paymentId(r.id), token: asset.token, to, amount, deadline, signature }), ...(authorizationList.length ? { authorizationList } : {}) }
-      from = deposit
-    } else if (atGas >= amount) {
-      tx = asset.token ? { to: asset.token, data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [to, amount] }) } : { to, value: amount }
-      from = sponsor.address
-    } else {
-      waiting.push({
-        refund_id: r.id,
-        reason: `needs ${formatUnits(amount, token.decimals)} ${token.symbol}: the deposit address holds ${formatUnits(atDeposit, token.decimals)} and the gas account ${formatUnits(atGas, token.decimals)}`,
-      })
-      continue
-    }
-
-    // A transfer that would revert now (a token refusing the address, a contract refusing the coin) is not payable: say so.
-    let gas: bigint
+    let outcome: Outcome
     try {
-      gas = withGasMargin(await chain.client.estimateGas({ account: sponsor.address, ...tx }))
+      outcome = await payOne(s, r, o, run, route.route)
     } catch (e) {
-      const verdict = verdictOf(e)
-      if (!verdict.revert) {
-        waiting.push({ refund_id: r.id, reason: `the node could not simulate the payment: ${verdict.reason}` })
-      } else if (verdict.alreadyPaid) alreadyPaid.push(r.id)
-      else {
-        const reason = `the payment would revert: ${verdict.reason}`
-        if (!o.dryRun) await api.markUnpayable(r.id, reason)
-        unpayable.push({ refund_id: r.id, reason })
-      }
+      // One refund that cannot be paid now (the node, the service) does not stop the others.
+      errors.push({ refund_id: r.id, reason: e instanceof Error ? e.message.split('\n')[0]! : String(e) })
       continue
     }
-    if (o.dryRun) {
-      paid.push({ refund_id: r.id, would_pay_from: from, amount: r.amount, amount_decimal: formatUnits(amount, token.decimals), token_symbol: token.symbol, to, estimated_gas: gas.toString() })
-      continue
-    }
-    const raw = await sponsor.signTransaction({
-      chainId: network.chain_id, nonce: nonce++, gas, ...fees, ...tx,
-      ...(tx.authorizationList ? { type: 'eip7702' as const } : { type: 'eip1559' as const }),
-    } as Parameters<typeof sponsor.signTransaction>[0])
-    // Recorded before it is sent: a run killed in between finds it, and sends the very same transaction.
-    await api.recordRefundPayment(r.id, raw)
-    let receipt
-    try {
-      receipt = await sendAndWait(chain, raw, o.receiptTimeoutMs, `refund ${r.id}'s payment`)
-    } catch (e) {
-      // Reverted because another transaction delivered the same signature first: paid, once.
-      if (from === deposit && e instanceof Refused && /reverted/.test(e.message) && await isPaid(chain, deposit, r.id)) {
-        alreadyPaid.push(r.id)
-        continue
-      }
-      throw e
-    }
-    paid.push({ refund_id: r.id, transaction_hash: receipt.transactionHash, paid_from: from, amount: r.amount, amount_decimal: formatUnits(amount, token.decimals), token_symbol: token.symbol, to })
+    if (outcome.kind === 'paid' || outcome.kind === 'would_pay') {
+      paid.push(outcome.entry)
+      run.spentCents += outcome.usdCents ?? 0n
+    } else if (outcome.kind === 'already_paid') alreadyPaid.push(r.id)
+    else lists[outcome.kind === 'waiting' ? 'waiting' : outcome.kind].push({ refund_id: r.id, reason: outcome.reason })
   }
   return {
     result: {
-      network: network.name, dry_run: o.dryRun, resumed, paid, already_paid: alreadyPaid, unpayable, waiting_for_funds: waiting,
+      network: network.name, dry_run: o.dryRun, route: route.route, route_detail: route.detail, resumed, paid, already_paid: alreadyPaid,
+      awaiting_approval: lists.awaiting_approval, over_cap: lists.over_cap, unpayable: lists.unpayable, waiting_for_funds: lists.waiting, errors,
       note: paid.length && !o.dryRun ? 'the service completes each refund once its payment has the network\'s confirmations, and sends refund.completed' : undefined,
     },
-    complete: waiting.length === 0 && unpayable.length === 0,
+    complete: errors.length === 0 && lists.waiting.length === 0 && lists.unpayable.length === 0 && lists.awaiting_approval.length === 0 && lists.over_cap.length === 0,
   }
 }
 
+interface RunState {
+  /** The gas account's next nonce. */
+  nonce: number
+  /** Until when this run's pay signatures hold (chain time). */
+  deadline: bigint
+  /** What this run paid so far, in USD cents. */
+  spentCents: bigint
+  l1Fee: ReturnType<typeof createL1FeeReader>
+}
+
+/** Where a refund's money comes from: its deposit address (by DepositAccount, or its own transfer), or the gas account. */
+type Source = 'deposit' | 'direct' | 'gas'
+
+async function payOne(s: Session, r: ApiRefund, o: RefundOptions, run: RunState, route: 'eip7702' | 'top-up'): Promise<Outcome> {
+  const { api, chain, network } = s
+  const sponsor = s.sponsor!
+  const token = network.tokens.find((t) => t.symbol === r.token_symbol)
+  if (!token) return { kind: 'waiting', reason: `${network.name} has no token ${r.token_symbol} configured` }
+  const asset = { symbol: token.symbol, token: token.address as Address | null }
+  const amount = BigInt(r.amount)
+  const to = getAddress(r.address)
+  const deposit = getAddress(r.deposit_address)
+  const decimals = (v: bigint) => formatUnits(v, token.decimals)
+  const [entry] = await api.depositAddresses({ address: deposit })
+  // The deposit address's key is derived here; an index that does not give this address is not ours to sign for.
+  const account = entry ? s.keys!.account(entry.derivation_index) : null
+  const ours = !!account && account.address === deposit
+  const balances = await chain.balances([deposit, sponsor.address], [asset, { symbol: '\u0000native', token: null }])
+  const atDeposit = balances.get(deposit.toLowerCase())?.get(asset.symbol) ?? 0n
+  const atGas = balances.get(sponsor.address.toLowerCase())?.get(asset.symbol) ?? 0n
+  const nativeAtDeposit = balances.get(deposit.toLowerCase())?.get('\u0000native') ?? 0n
+  const nativeAtGas = balances.get(sponsor.address.toLowerCase())?.get('\u0000native') ?? 0n
+
+  // Paid already from the deposit address (a signature of an earlier run, sent by someone): never
+  // pay it again, from there or from the gas account; the service confirms it from the chain.
+  const [state] = [...(await chain.accounts([deposit])).values()]
+  const delegated = delegatesToDepositAccount(state!.code)
+  if ((delegated || delegatesToEarlierDepositAccount(state!.code)) && (await isPaid(s, deposit, r.id))) return { kind: 'already_paid' }
+
+  // From where: the deposit address while it holds the amount, else (approved only) the gas account.
+  let source: Source
+  if (ours && atDeposit >= amount) {
+    if (route === 'eip7702' && state!.code && state!.code !== '0x' && !delegated && !delegatesToEarlierDepositAccount(state!.code)) {
+      return { kind: 'waiting', reason: `the deposit address delegates to another contract; approve paying it from the gas account (--approve ${r.id}) once that holds ${decimals(amount)} ${token.symbol}` }
+    }
+    source = route === 'eip7702' ? 'deposit' : 'direct'
+  } else if (atGas >= amount) source = 'gas'
+  else return { kind: 'waiting', reason: `needs ${decimals(amount)} ${token.symbol}: the deposit address holds ${decimals(atDeposit)} and the gas account ${decimals(atGas)}` }
+
+  // Whose approval it needs (approval.ts): the way the money came, or the merchant's word.
+  const payers = await payersOf(s, r)
+  const sentByDestination = payers.sent.get(to.toLowerCase()) ?? 0n
+  const why = source === 'gas'
+    ? `it would be paid from your gas account ${sponsor.address}, not from the deposit address`
+    : sentByDestination === 0n
+      ? `${to} is not an address that paid this deposit address on-chain (paid by: ${[...payers.sent.keys()].map((a) => getAddress(a as Address)).join(', ') || 'nobody the chain shows'}${payers.unverified.length ? `; not counted: ${payers.unverified.join('; ')}` : ''})`
+      : sentByDestination < amount ? `it is more than ${to} sent this deposit address (${decimals(sentByDestination)} ${token.symbol})` : null
+  const usdCents = token.usd_price ? tokenUsdCents(amount, token.decimals, token.usd_price) : null
+  const summary = `Refund ${r.id}: ${decimals(amount)} ${token.symbol} on ${network.name}, of transaction ${r.transaction_id}, to ${to}, from ${source === 'gas' ? `the gas account ${sponsor.address}` : `the deposit address ${deposit}`}${usdCents === null ? '' : ` (about $${usdCents / 100n}.${(usdCents % 100n).toString().padStart(2, '0')})`}.`
+  let approvedBy: 'named' | 'answered' | 'payer' = 'payer'
+  if (why && o.dryRun && !o.approval.approved.has(r.id)) return { kind: 'awaiting_approval', reason: `${why}; approve it with --approve ${r.id}, or answer yes at the terminal` }
+  if (why) {
+    const given = await approves(o.approval, r.id, `${summary}\nIt needs your approval: ${why}.`)
+    if (!given) return { kind: 'awaiting_approval', reason: `${why}; approve it with --approve ${r.id}, or answer yes at the terminal` }
+    approvedBy = given
+  }
+  if (o.maxUsdCents !== null) {
+    if (usdCents === null) return { kind: 'over_cap', reason: `${token.symbol} has no price, so it cannot be counted against --max-usd` }
+    if (run.spentCents + usdCents > o.maxUsdCents) return { kind: 'over_cap', reason: `paying it would take this run past --max-usd (${run.spentCents} + ${usdCents} cents of at most ${o.maxUsdCents})` }
+  }
+
+  let tx: { to: Address; data?: Hex; value?: bigint; authorizationList?: SignedAuthorization[] }
+  if (source === 'deposit') {
+    const signature = await account!.signTypedData(payTypedData({ chainId: network.chain_id, account: deposit, id: paymentId(r.id), token: asset.token, to, amount, deadline: run.deadline }) as Parameters<NonNullable<typeof account>['signTypedData']>[0])
+    const authorizationList = delegated ? [] : [await account!.signAuthorization!({ contractAddress: DEPOSIT_ACCOUNT, chainId: network.chain_id, nonce: state!.nonce })]
+    tx = { to: deposit, data: payData({ id: paymentId(r.id), token: asset.token, to, amount, deadline: run.deadline, signature }), ...(authorizationList.length ? { authorizationList } : {}) }
+  } else tx = asset.token ? { to: asset.token, data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [to, amount] }) } : { to, value: amount }
+  const from = source === 'gas' ? sponsor.address : deposit
+
+  // A transfer that would revert now: not payable, unless the money left meanwhile (then it waits).
+  let gas: bigint
+  try {
+    // DepositAccount deployed first where the chain lacks it (a dry run estimates with its code put there instead).
+    let override = {}
+    if (source === 'deposit' && !(await depositAccountDeployed(chain))) {
+      if (o.dryRun) override = { stateOverride: [{ address: DEPOSIT_ACCOUNT, code: depositAccountCode() }] }
+      else {
+        const deployGas = withGasMargin(await chain.client.estimateGas({ account: sponsor.address, to: CREATE2_DEPLOYER, data: DEPLOY_DATA }))
+        await deployDepositAccount(chain, sponsor, { chainId: network.chain_id, nonce: run.nonce++, gas: deployGas, ...(await feesNow(chain)), timeoutMs: o.receiptTimeoutMs })
+      }
+    }
+    gas = await chain.client.estimateGas({ account: source === 'direct' ? deposit : sponsor.address, ...tx, ...override })
+    gas = source === 'direct' ? gas : withGasMargin(gas)
+  } catch (e) {
+    const verdict = verdictOf(e)
+    if (!verdict.revert) return { kind: 'waiting', reason: `the node could not simulate the payment: ${verdict.reason}` }
+    if (verdict.alreadyPaid) return { kind: 'already_paid' }
+    const now = (await chain.balances([from], [asset])).get(from.toLowerCase())?.get(asset.symbol) ?? 0n
+    if (now < amount) return { kind: 'waiting', reason: `${from} holds ${decimals(now)} ${token.symbol} now, less than the refund` }
+    const reason = `the payment would revert: ${verdict.reason}`
+    if (!o.dryRun) await api.markUnpayable(r.id, reason)
+    return { kind: 'unpayable', reason }
+  }
+
+  // The fee, and what pays it: the gas account (deposit and gas routes), or the address itself after a top-up (direct).
+  const fees = await feesNow(chain)
+  const price = source === 'direct' ? await topUpGasPrice(s) : fees.maxFeePerGas
+  const unsigned = source === 'direct'
+    ? serializeTransaction({ type: 'legacy', chainId: network.chain_id, nonce: 0, gasPrice: price, gas, to: tx.to, data: tx.data, value: tx.value })
+    : serializeTransaction({ type: 'eip1559', chainId: network.chain_id, nonce: run.nonce, gas, ...fees, ...tx } as never)
+  const l1Fee = await run.l1Fee(unsigned)
+  const fee = gas * price + l1Fee
+  const topUpNeed = source === 'direct' ? (() => {
+    const needed = fee + (asset.token === null ? amount : 0n)
+    return nativeAtDeposit >= needed ? 0n : needed - nativeAtDeposit
+  })() : 0n
+  // What the gas account must hold of the native coin before anything is signed: the refund itself
+  // (paid from it in the native coin), the payment's fee (L1 data fee included), or the top-up.
+  const fromGas = source === 'direct' ? topUpNeed : fee + (source === 'gas' && asset.token === null ? amount : 0n)
+  if (nativeAtGas < fromGas) {
+    const native = network.tokens.find((t) => t.native)
+    const what = source === 'direct' ? 'the top-up of the deposit address\'s fee' : source === 'gas' && asset.token === null ? `the refund and its fee${l1Fee ? ' (L1 data fee included)' : ''}` : `the payment's fee${l1Fee ? ' (L1 data fee included)' : ''}`
+    return { kind: 'waiting', reason: `the gas account holds ${formatUnits(nativeAtGas, native?.decimals ?? 18)} ${native?.symbol ?? 'of the native coin'}; ${what} needs up to ${formatUnits(fromGas, native?.decimals ?? 18)}` }
+  }
+  const entryOut = {
+    refund_id: r.id, paid_from: from, route: source, amount: r.amount, amount_decimal: decimals(amount), token_symbol: token.symbol, to, approved: approvedBy,
+    ...(topUpNeed ? { top_up: topUpNeed.toString() } : {}),
+  }
+  if (o.dryRun) return { kind: 'would_pay', entry: { ...entryOut, estimated_gas: gas.toString() }, usdCents }
+
+  let raw: Hex
+  if (source === 'direct') {
+    if (topUpNeed > 0n) {
+      await topUp(s, new Map([[deposit, topUpNeed]]), { timeoutMs: o.receiptTimeoutMs })
+      run.nonce = await chain.client.getTransactionCount({ address: sponsor.address, blockTag: 'latest' })
+    }
+    const nonce = await chain.client.getTransactionCount({ address: deposit, blockTag: 'latest' })
+    raw = await account!.signTransaction({ type: 'legacy', chainId: network.chain_id, nonce, gasPrice: price, gas, to: tx.to, data: tx.data, value: tx.value })
+  } else {
+    raw = await sponsor.signTransaction({
+      chainId: network.chain_id, nonce: run.nonce++, gas, ...fees, ...tx,
+      ...(tx.authorizationList ? { type: 'eip7702' as const } : { type: 'eip1559' as const }),
+    } as Parameters<typeof sponsor.signTransaction>[0])
+  }
+  // Recorded before it is sent: a run killed in between finds it, and sends the very same transaction.
+  await api.recordRefundPayment(r.id, raw)
+  let receipt
+  try {
+    receipt = await sendAndWait(chain, raw, o.receiptTimeoutMs, `refund ${r.id}'s payment`)
+  } catch (e) {
+    // Reverted because another transaction delivered the same signature first: paid, once.
+    if (source === 'deposit' && e instanceof Refused && /reverted/.test(e.message) && (await isPaid(s, deposit, r.id))) return { kind: 'already_paid' }
+    throw e
+  }
+  return { kind: 'paid', entry: { ...entryOut, transaction_hash: receipt.transactionHash }, usdCents }
+}
+
 /** Whether DepositAccount at `account` has paid refund `refundId` (its `paid` view). */
-async function isPaid(chain: Session['chain'], account: Address, refundId: string): Promise<boolean> {
-  return paidAnswer((await chain.client.call({ to: account, data: paidData(paymentId(refundId)) })).data)
+async function isPaid(s: Session, account: Address, refundId: string): Promise<boolean> {
+  return paidAnswer((await s.chain.client.call({ to: account, data: paidData(paymentId(refundId)) })).data)
 }

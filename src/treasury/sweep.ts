@@ -19,11 +19,13 @@
  */
 import { decodeFunctionResult, formatUnits, getAddress, type Address, type Hex, type SignedAuthorization } from 'viem'
 import { DepositAccount } from '../chain/artifacts/index.ts'
-import { batchData, CREATE2_DEPLOYER, DEPLOY_DATA, DEPOSIT_ACCOUNT, delegatesToDepositAccount, delegationOf, depositAccountCode, depositAccountEvents, sweepData, sweepTypedData } from '../chain/deposit-account.ts'
+import { batchData, CREATE2_DEPLOYER, DEPLOY_DATA, DEPOSIT_ACCOUNT, delegatesToDepositAccount, delegatesToEarlierDepositAccount, delegationOf, depositAccountCode, depositAccountEvents, sweepData, sweepTypedData } from '../chain/deposit-account.ts'
 import { deployDepositAccount, depositAccountDeployed, feesNow, sendAndWait, seeThrough, withGasMargin } from './sending.ts'
 import { tokenUsdCents } from '../lib/money.ts'
 import type { ApiDepositAddress, ApiNetwork } from './api.ts'
+import { moneyOutRoute } from './route.ts'
 import { Refused, type Session } from './session.ts'
+import { sweepByTopUp } from './sweep-top-up.ts'
 
 /** Final statuses: a deposit address of an open transaction is never touched (its payments are still being counted). */
 const FINISHED = new Set(['completed', 'failed', 'expired', 'cancelled'])
@@ -57,6 +59,8 @@ interface Candidate {
   /** Its code delegates to DepositAccount already: no authorization needed. */
   delegated: boolean
   nonce: number
+  /** The nonce its sweep signature names (DepositAccount's, in its own storage): a signature is good for one sweep. */
+  sweepNonce: bigint
 }
 
 const usd = (cents: bigint | null) => (cents === null ? null : `${cents / 100n}.${(cents % 100n).toString().padStart(2, '0')}`)
@@ -99,7 +103,7 @@ export async function runSweep(s: Session, o: SweepOptions) {
   const balances = await chain.balances(finished.map((f) => f.address), readAssets)
   const dust: { address: string; token_symbol: string; amount: string; amount_decimal: string; usd: string | null }[] = []
   const heldOut: { address: string; token_symbol: string; amount: string; refunds: string[] }[] = []
-  const planned: Omit<Candidate, 'delegated' | 'nonce'>[] = []
+  const planned: Omit<Candidate, 'delegated' | 'nonce' | 'sweepNonce'>[] = []
   for (const f of finished) {
     const bal = balances.get(f.address.toLowerCase())
     const take: PlannedAsset[] = []
@@ -122,17 +126,34 @@ export async function runSweep(s: Session, o: SweepOptions) {
     if (take.length) planned.push({ ...f, assets: take })
   }
 
-  // 3. Delegations: an address delegating elsewhere (another wallet's code) is left alone.
+  const route = await moneyOutRoute(s)
+  result.route = route.route
+  result.route_detail = route.detail
+  if (route.route === 'top-up') {
+    const nativeAsset = readAssets.find((a) => a.token === null)
+    const failed: { address: string; reason: string }[] = []
+    const topped = await sweepByTopUp(s, o, planned.map((p) => ({
+      address: p.address, derivationIndex: p.deposit.derivation_index, transactionId: p.deposit.transaction_id, assets: p.assets,
+      native: nativeAsset ? (balances.get(p.address.toLowerCase())?.get(nativeAsset.symbol) ?? 0n) : 0n,
+      nativeHeld: !!nativeAsset && held.has(`${p.address.toLowerCase()}:${nativeAsset.symbol}`),
+    })), { failed, skipped })
+    Object.assign(result, { addresses_checked: listed.length, ...topped, dust, held_for_refunds: heldOut, skipped, failed })
+    return { result, complete: failed.length === 0 }
+  }
+
+  // 3. Delegations: an address delegating elsewhere (another wallet's code) is left alone; one
+  // delegating to DepositAccount's earlier version is delegated to the current one.
   const accounts = await chain.accounts(planned.map((p) => p.address))
+  const sweepNonces = await chain.sweepNonces(planned.map((p) => p.address))
   const candidates: Candidate[] = []
   for (const p of planned) {
     const a = accounts.get(p.address.toLowerCase())!
     const other = delegationOf(a.code)
-    if (a.code && a.code !== '0x' && !delegatesToDepositAccount(a.code)) {
+    if (a.code && a.code !== '0x' && !delegatesToDepositAccount(a.code) && !delegatesToEarlierDepositAccount(a.code)) {
       skipped.push({ address: p.address, reason: other ? `it delegates to another contract (${other}); not touched` : 'it has contract code; not touched' })
       continue
     }
-    candidates.push({ ...p, delegated: delegatesToDepositAccount(a.code), nonce: a.nonce })
+    candidates.push({ ...p, delegated: delegatesToDepositAccount(a.code), nonce: a.nonce, sweepNonce: sweepNonces.get(p.address.toLowerCase()) ?? 0n })
   }
 
   const deployed = await depositAccountDeployed(chain)
@@ -242,8 +263,9 @@ async function buildBatch(s: Session, members: Candidate[], to: Address, deadlin
     if (!m.delegated) authorizationList.push(await account.signAuthorization!({ contractAddress: DEPOSIT_ACCOUNT, chainId, nonce: m.nonce }))
     const tokens = m.assets.flatMap((a) => (a.token ? [a.token] : []))
     const native = m.assets.some((a) => a.token === null)
-    const signature = await account.signTypedData(sweepTypedData({ chainId, account: m.address, to, tokens, native, deadline }) as Parameters<typeof account.signTypedData>[0])
-    calls.push({ account: m.address, data: sweepData({ to, tokens, native, deadline, signature }) })
+    const nonce = m.sweepNonce
+    const signature = await account.signTypedData(sweepTypedData({ chainId, account: m.address, to, tokens, native, nonce, deadline }) as Parameters<typeof account.signTypedData>[0])
+    calls.push({ account: m.address, data: sweepData({ to, tokens, native, nonce, deadline, signature }) })
   }
   return { data: batchData(calls), authorizationList }
 }

@@ -13,6 +13,7 @@ import { startAnvil, type AnvilNode } from '../../src/chain/anvil.ts'
 import { TestStablecoin } from '../../src/chain/artifacts/index.ts'
 import { ANVIL_DEFAULT_MNEMONIC, createDevnetClient, deployTestStablecoin, installMulticall3, type DevnetClient } from '../../src/chain/devnet.ts'
 import { ETHEREUM_ACCOUNT_PATH } from '../../src/chain/deposit-addresses.ts'
+import { TREASURY_SCOPES } from '../../src/keys/api-key.ts'
 import { mnemonicToSeed } from '../../src/lib/bip39.ts'
 import type { NetworkConfig } from '../../src/chain/networks-config.ts'
 import { payNative, payToken, waitUntil } from './chain.ts'
@@ -101,6 +102,11 @@ export function writeMerchantFiles(dir: string, o: { mnemonic?: string; passphra
     gasKey: file('gas-key.txt', `${o.gasKey}\n`),
     ca: file('service-ca.pem', o.ca),
   }
+}
+
+/** The treasury tool's API key for a project's test mode: the tool's scopes only (the shop's key has none of its writes). */
+export async function toolKey(t: TestServer, projectId: string): Promise<string> {
+  return (await t.key(projectId, 'test', [...TREASURY_SCOPES])).key
 }
 
 /** The project's test-mode deposit key: the xpub of the merchant's mnemonic (with `passphrase`). */

@@ -8,7 +8,8 @@ import { killAllProcesses, runCli, spawnServer, type ServerProcess } from '../he
 // R25: the operator's CLI, run as a real process (`bun src/cli/main.ts ... --json`), against
 // the embedded database with and without a server holding it, and against PostgreSQL.
 
-const ALL_SCOPES = ['transactions:read', 'transactions:write', 'stats:read', 'webhooks:write', 'deposits:read', 'sweeps:write', 'refunds:read', 'refunds:write']
+/** A key made without --scopes: every scope but the treasury tool's writes (sweeps:write, refunds:pay). */
+const DEFAULT_SCOPES = ['transactions:read', 'transactions:write', 'stats:read', 'webhooks:write', 'deposits:read', 'refunds:read', 'refunds:write']
 
 interface Setup {
   env: Record<string, string>
@@ -70,13 +71,13 @@ function cliSuite(label: string, withServer: boolean, setup: () => Promise<Setup
         expect((await ok('project', 'set-ip-allowlist', '--project', projectId, '--cidrs')).ip_allowlist).toEqual([])
       })
 
-      test('key create prints { id, key, mode, scopes }: all scopes by default, a test key', async () => {
+      test('key create prints { id, key, mode, scopes }: every scope but the treasury tool\'s by default, a test key', async () => {
         const out = await ok('key', 'create', '--project', projectId, '--mode', 'test', '--name', 'Default scopes')
         expect(Object.keys(out).sort()).toEqual(['id', 'key', 'mode', 'scopes'])
         expect(out.id).toMatch(/^key_/)
         expect(out.key).toMatch(/^sk_test_[A-Za-z0-9]{32,}$/)
         expect(out.mode).toBe('test')
-        expect([...out.scopes].sort()).toEqual([...ALL_SCOPES].sort())
+        expect([...out.scopes].sort()).toEqual([...DEFAULT_SCOPES].sort())
       })
 
       test('key create --mode live --scopes a,b makes a live key with exactly those scopes', async () => {

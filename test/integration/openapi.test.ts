@@ -105,6 +105,7 @@ describe('openapi/openapi.json', () => {
       'GET /api/transactions/{id}',
       'GET /api/transactions/{id}/refunds',
       'GET /api/transactions/{id}/timeline',
+      'POST /api/refunds/{id}/abandon',
       'POST /api/refunds/{id}/cancel',
       'POST /api/refunds/{id}/payment',
       'POST /api/refunds/{id}/unpayable',

@@ -20,7 +20,7 @@ import { payToken, waitUntil, writeNetworksFile } from '../helpers/chain.ts'
 import { runTreasuryTool } from '../helpers/processes.ts'
 import { startRpcProxy } from '../helpers/rpc-proxy.ts'
 import { api, startTestServer, type TestServer } from '../helpers/server.ts'
-import { killedAtSend, MERCHANT_MNEMONIC, MERCHANT_PASSPHRASE, paidTransactions, startTreasuryChain, toolArgs, useMerchantKey, writeMerchantFiles, type TreasuryChain } from '../helpers/treasury.ts'
+import { killedAtSend, MERCHANT_MNEMONIC, MERCHANT_PASSPHRASE, paidTransactions, startTreasuryChain, toolArgs, toolKey, useMerchantKey, writeMerchantFiles, type TreasuryChain } from '../helpers/treasury.ts'
 import { startWebhookSink, type WebhookSink } from '../helpers/webhook-sink.ts'
 
 const CONFIRMATIONS = 3
@@ -34,6 +34,10 @@ for (const backend of backends()) {
     let sink: WebhookSink
     let dir: string
     let project: { id: string; key: string }
+    /** The treasury tool's key (the shop's, project.key, creates refunds but cannot record their payment). */
+    let tool: string
+    /** The customers' wallet: every payment here comes from it, so a refund back to it needs no approval. */
+    let payer: string
     let files: ReturnType<typeof writeMerchantFiles>
     const logs: string[] = []
 
@@ -43,6 +47,8 @@ for (const backend of backends()) {
       dir = mkdtempSync(join(tmpdir(), 'treasury-refunds-'))
       t = await startTestServer(backend, { NETWORKS_CONFIG: writeNetworksFile(dir, [chain.network({ confirmations: CONFIRMATIONS })]) }, { logger: createLogger('debug', (line) => logs.push(line)) })
       project = await t.project()
+      tool = await toolKey(t, project.id)
+      payer = chain.customer.account.address
       // This merchant's deposit key has a BIP-39 passphrase too.
       await useMerchantKey(t, project.id, MERCHANT_PASSPHRASE)
       files = writeMerchantFiles(dir, { passphrase: MERCHANT_PASSPHRASE, gasKey: chain.gas.key, ca: t.ca })
@@ -64,7 +70,7 @@ for (const backend of backends()) {
     }
     const refundOf = async (id: string) => ((await (await a().get(`/api/refunds/${id}`)).json()) as any).refund
     const keyArgs = () => ['--mnemonic-file', files.mnemonic, '--passphrase-file', files.passphrase!, '--gas-key-file', files.gasKey]
-    const pay = (extra: string[] = []) => runTreasuryTool(['refunds', 'pay', ...toolArgs(t, project.key, chain, files), ...keyArgs(), '--json', ...extra])
+    const pay = (extra: string[] = []) => runTreasuryTool(['refunds', 'pay', ...toolArgs(t, tool, chain, files), ...keyArgs(), '--json', ...extra])
     const events = async (type: string) => (await sink.received('/refunds')).filter((r) => JSON.parse(r.body).event === type)
 
     test('the API refuses a refund of nothing, of more than is left, of an open transaction, to a bad address, and of another project or mode', async () => {
@@ -126,19 +132,19 @@ for (const backend of backends()) {
     test('refunds paid by the tool from the deposit addresses (a token and the native coin) complete, each with a signed refund.completed', async () => {
       const [tusd] = await paidTransactions(t, project.key, chain, 1, 'TUSD', 30)
       const [eth] = await paidTransactions(t, project.key, chain, 1, 'ETH', 15)
-      const part = await refund(tusd!.id, { address: CUSTOMER, amount: '4000000', reason: 'one item returned' })
-      const whole = await refund(eth!.id, { address: CUSTOMER })
-      expect(part.body.refund).toMatchObject({ status: 'pending', amount: '4000000', token_symbol: 'TUSD', address: CUSTOMER, deposit_address: getAddress(tusd!.address) })
+      const part = await refund(tusd!.id, { address: payer, amount: '4000000', reason: 'one item returned' })
+      const whole = await refund(eth!.id, { address: payer })
+      expect(part.body.refund).toMatchObject({ status: 'pending', amount: '4000000', token_symbol: 'TUSD', address: payer, deposit_address: getAddress(tusd!.address) })
       expect(whole.body.refund).toMatchObject({ status: 'pending', amount: eth!.units.toString(), token_symbol: 'ETH' })
-      const [tusdBefore, ethBefore] = [await chain.tokenBalance(CUSTOMER), await chain.ethBalance(CUSTOMER)]
+      const [tusdBefore, ethBefore] = [await chain.tokenBalance(payer), await chain.ethBalance(payer)]
 
       const r = await pay()
       expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' })
       expect(r.json.paid.map((p: any) => [p.refund_id, p.paid_from])).toEqual(expect.arrayContaining([
         [part.body.refund.id, getAddress(tusd!.address)], [whole.body.refund.id, getAddress(eth!.address)],
       ]))
-      expect(await chain.tokenBalance(CUSTOMER) - tusdBefore).toBe(4_000_000n)
-      expect(await chain.ethBalance(CUSTOMER) - ethBefore).toBe(eth!.units)
+      expect(await chain.tokenBalance(payer) - tusdBefore).toBe(4_000_000n)
+      expect(await chain.ethBalance(payer) - ethBefore).toBe(eth!.units)
       // The native coin left the deposit address to the last wei: the gas account paid the gas.
       expect(await chain.ethBalance(eth!.address)).toBe(0n)
 
@@ -153,14 +159,14 @@ for (const backend of backends()) {
       const partEvent = completed.map((x) => JSON.parse(x.body)).find((e) => e.data.refund.id === part.body.refund.id)
       expect(partEvent.data).toMatchObject({
         transaction_id: tusd!.id, status: 'completed', testing_mode: true, token_symbol: 'TUSD',
-        refund: { id: part.body.refund.id, status: 'completed', amount: '4000000', token_symbol: 'TUSD', address: CUSTOMER, paid_from: getAddress(tusd!.address), reason: 'one item returned', failure_reason: null },
+        refund: { id: part.body.refund.id, status: 'completed', amount: '4000000', token_symbol: 'TUSD', address: payer, paid_from: getAddress(tusd!.address), reason: 'one item returned', failure_reason: null },
       })
       // What is left of the token payment is still refundable; running the tool again pays nothing twice.
       const left = ((await (await a().get(`/api/transactions/${tusd!.id}/refunds`)).json()) as any).refundable
       expect(left).toEqual([expect.objectContaining({ token_symbol: 'TUSD', refunded: '4000000', refundable: (tusd!.units - 4_000_000n).toString() })])
       const second = await pay()
       expect(second.json.paid).toEqual([])
-      expect(await chain.tokenBalance(CUSTOMER) - tusdBefore).toBe(4_000_000n)
+      expect(await chain.tokenBalance(payer) - tusdBefore).toBe(4_000_000n)
       // The timeline tells the story.
       const timeline = ((await (await a().get(`/api/transactions/${tusd!.id}/timeline`)).json()) as any).timeline.map((e: any) => e.cause)
       expect(timeline).toEqual(expect.arrayContaining(['refund.created', 'refund.submitted', 'refund.included', 'refund.completed']))
@@ -168,8 +174,8 @@ for (const backend of backends()) {
 
     test('a sweep leaves an address with a pending refund alone; once swept, a refund is paid from the gas account', async () => {
       const [held, swept] = await paidTransactions(t, project.key, chain, 2, 'TUSD', 40)
-      const pending = await refund(held!.id, { address: CUSTOMER, amount: '1000000' })
-      const sweep = await runTreasuryTool(['sweep', ...toolArgs(t, project.key, chain, files), '--to', TREASURY, ...keyArgs(), '--token', 'TUSD', '--json'])
+      const pending = await refund(held!.id, { address: payer, amount: '1000000' })
+      const sweep = await runTreasuryTool(['sweep', ...toolArgs(t, tool, chain, files), '--to', TREASURY, ...keyArgs(), '--token', 'TUSD', '--json'])
       expect({ code: sweep.code, stderr: sweep.stderr }).toEqual({ code: 0, stderr: '' })
       expect(sweep.json.held_for_refunds).toEqual([expect.objectContaining({ address: getAddress(held!.address), token_symbol: 'TUSD', refunds: [pending.body.refund.id] })])
       expect(await chain.tokenBalance(swept!.address)).toBe(0n)
@@ -177,12 +183,17 @@ for (const backend of backends()) {
 
       // The gas account holds some TUSD of the merchant's; the swept address holds nothing.
       await payToken(chain.customer, chain.token, chain.gas.address, 50_000_000n)
-      const later = await refund(swept!.id, { address: CUSTOMER, amount: '3000000' })
-      const before = await chain.tokenBalance(CUSTOMER)
-      const r = await pay(['--refund', later.body.refund.id])
+      const later = await refund(swept!.id, { address: payer, amount: '3000000' })
+      const before = await chain.tokenBalance(payer)
+      // Paid from the gas account's own funds: only with the merchant's approval.
+      const unapproved = await pay(['--refund', later.body.refund.id])
+      expect(unapproved.code).toBe(1)
+      expect(unapproved.json.awaiting_approval).toEqual([{ refund_id: later.body.refund.id, reason: expect.stringContaining('it would be paid from your gas account') }])
+      expect(await chain.tokenBalance(payer)).toBe(before)
+      const r = await pay(['--refund', later.body.refund.id, '--approve', later.body.refund.id])
       expect(r.code).toBe(0)
-      expect(r.json.paid).toEqual([expect.objectContaining({ refund_id: later.body.refund.id, paid_from: chain.gas.address })])
-      expect(await chain.tokenBalance(CUSTOMER) - before).toBe(3_000_000n)
+      expect(r.json.paid).toEqual([expect.objectContaining({ refund_id: later.body.refund.id, paid_from: chain.gas.address, approved: 'named' })])
+      expect(await chain.tokenBalance(payer) - before).toBe(3_000_000n)
       await chain.mine(CONFIRMATIONS)
       expect(await waitUntil('paid from the gas account, completed', () => refundOf(later.body.refund.id), (x) => x.status === 'completed')).toMatchObject({ paid_from: chain.gas.address })
       // The pending one of the address left alone is paid too, from its deposit address.
@@ -192,14 +203,14 @@ for (const backend of backends()) {
 
     test('a refund whose payment a reorg takes back before its confirmations does not complete; sent again, it completes once', async () => {
       const [paid] = await paidTransactions(t, project.key, chain, 1, 'TUSD', 12)
-      const made = (await refund(paid!.id, { address: CUSTOMER, amount: '2000000' })).body.refund
-      const before = await chain.tokenBalance(CUSTOMER)
+      const made = (await refund(paid!.id, { address: payer, amount: '2000000' })).body.refund
+      const before = await chain.tokenBalance(payer)
       const r = await pay(['--refund', made.id])
       expect(r.code).toBe(0)
       // Mined in a block of its own (one per transaction here): 1 confirmation of 3.
       await waitUntil('the refund confirming', () => refundOf(made.id), (x) => x.status === 'confirming')
       await chain.reorg(1)
-      expect(await chain.tokenBalance(CUSTOMER)).toBe(before)
+      expect(await chain.tokenBalance(payer)).toBe(before)
       await waitUntil('the refund back to submitted', () => refundOf(made.id), (x) => x.status === 'submitted')
       // Far more blocks than its confirmations: the payment is gone, so nothing completes. (The
       // follower past one block more has settled the head before it.)
@@ -225,7 +236,7 @@ for (const backend of backends()) {
       expect(again.json.paid).toEqual([])
       await chain.mine(CONFIRMATIONS)
       await waitUntil('completed', () => refundOf(made.id), (x) => x.status === 'completed')
-      expect(await chain.tokenBalance(CUSTOMER) - before).toBe(2_000_000n)
+      expect(await chain.tokenBalance(payer) - before).toBe(2_000_000n)
       await sink.waitFor('/refunds', (got) => got.some((x) => JSON.parse(x.body).data.refund?.id === made.id))
       expect((await events('refund.completed')).filter((x) => JSON.parse(x.body).data.refund.id === made.id)).toHaveLength(1)
     })
@@ -243,8 +254,8 @@ for (const backend of backends()) {
 
     test('a refund\'s signature sent first by someone else pays it once: the tool\'s own transaction reverts, and the refund completes on the other one', async () => {
       const [paid] = await paidTransactions(t, project.key, chain, 1, 'TUSD', 13)
-      const made = (await refund(paid!.id, { address: CUSTOMER, amount: '3000000' })).body.refund
-      const before = await chain.tokenBalance(CUSTOMER)
+      const made = (await refund(paid!.id, { address: payer, amount: '3000000' })).body.refund
+      const before = await chain.tokenBalance(payer)
       const proxy = await startRpcProxy(chain.rpcUrl)
       let replayed: Hex | null = null
       proxy.beforeCall = async (call) => {
@@ -254,44 +265,44 @@ for (const backend of backends()) {
         replayed = await chain.customer.sendTransaction({ to: tx.to!, data: tx.data!, ...('authorizationList' in tx && tx.authorizationList ? { authorizationList: tx.authorizationList } : {}) } as never)
         await chain.customer.waitForTransactionReceipt({ hash: replayed })
       }
-      const r = await runTreasuryTool(['refunds', 'pay', ...toolArgs(t, project.key, chain, files, proxy.url), ...keyArgs(), '--json', '--refund', made.id])
+      const r = await runTreasuryTool(['refunds', 'pay', ...toolArgs(t, tool, chain, files, proxy.url), ...keyArgs(), '--json', '--refund', made.id])
       await proxy.close()
       expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' })
       expect(r.json.already_paid).toEqual([made.id])
-      expect(await chain.tokenBalance(CUSTOMER) - before).toBe(3_000_000n)
+      expect(await chain.tokenBalance(payer) - before).toBe(3_000_000n)
       const done = await mineUntil(made.id, (x) => x.status === 'completed')
       expect(done.transaction_hash).toBe(replayed)
-      expect(await chain.tokenBalance(CUSTOMER) - before).toBe(3_000_000n)
+      expect(await chain.tokenBalance(payer) - before).toBe(3_000_000n)
       await sink.waitFor('/refunds', (got) => got.some((x) => JSON.parse(x.body).data.refund?.id === made.id))
       expect((await events('refund.completed')).filter((x) => JSON.parse(x.body).data.refund.id === made.id).map((x) => JSON.parse(x.body).data.refund.transaction_hash)).toEqual([replayed])
     })
 
     test('a payment recorded but never sent, its nonce taken and its signature expired unpaid: the refund is pending again, and paid anew it completes once', async () => {
       const [paid] = await paidTransactions(t, project.key, chain, 1, 'TUSD', 14)
-      const made = (await refund(paid!.id, { address: CUSTOMER, amount: '1000000' })).body.refund
-      const before = await chain.tokenBalance(CUSTOMER)
+      const made = (await refund(paid!.id, { address: payer, amount: '1000000' })).body.refund
+      const before = await chain.tokenBalance(payer)
       // The tool records the payment, and dies before it is sent.
-      await killedAtSend(chain.rpcUrl, (rpc) => ['refunds', 'pay', ...toolArgs(t, project.key, chain, files, rpc), ...keyArgs(), '--json', '--refund', made.id])
+      await killedAtSend(chain.rpcUrl, (rpc) => ['refunds', 'pay', ...toolArgs(t, tool, chain, files, rpc), ...keyArgs(), '--json', '--refund', made.id])
       expect((await refundOf(made.id)).status).toBe('submitted')
       // The gas account's next transaction takes that nonce, and the signature's hour passes.
       const gas = createDevnetClient(chain.rpcUrl, chain.gas.key)
       await gas.waitForTransactionReceipt({ hash: await gas.sendTransaction({ to: TREASURY, value: 1n }) })
       await chain.customer.request({ method: 'evm_increaseTime', params: [3700] } as never)
       await mineUntil(made.id, (x) => x.status === 'pending')
-      expect(await chain.tokenBalance(CUSTOMER)).toBe(before)
+      expect(await chain.tokenBalance(payer)).toBe(before)
       const timeline = ((await (await a().get(`/api/transactions/${paid!.id}/timeline`)).json()) as any).timeline.map((e: any) => e.cause)
       expect(timeline).toContain('refund.expired_unpaid')
       const again = await pay(['--refund', made.id])
       expect(again.json.paid).toEqual([expect.objectContaining({ refund_id: made.id })])
       await mineUntil(made.id, (x) => x.status === 'completed')
-      expect(await chain.tokenBalance(CUSTOMER) - before).toBe(1_000_000n)
+      expect(await chain.tokenBalance(payer) - before).toBe(1_000_000n)
     })
 
     test('a payment recorded but never sent whose signature lapsed is not sent: a dry run says so and sends nothing, a run gives its nonce to a zero-value transfer, and the refund, pending again, is paid anew once', async () => {
       const [paid] = await paidTransactions(t, project.key, chain, 1, 'TUSD', 15)
-      const made = (await refund(paid!.id, { address: CUSTOMER, amount: '1500000' })).body.refund
-      const before = await chain.tokenBalance(CUSTOMER)
-      await killedAtSend(chain.rpcUrl, (rpc) => ['refunds', 'pay', ...toolArgs(t, project.key, chain, files, rpc), ...keyArgs(), '--json', '--refund', made.id])
+      const made = (await refund(paid!.id, { address: payer, amount: '1500000' })).body.refund
+      const before = await chain.tokenBalance(payer)
+      await killedAtSend(chain.rpcUrl, (rpc) => ['refunds', 'pay', ...toolArgs(t, tool, chain, files, rpc), ...keyArgs(), '--json', '--refund', made.id])
       const recorded = await refundOf(made.id)
       expect(recorded.status).toBe('submitted')
       await chain.customer.request({ method: 'evm_increaseTime', params: [3700] } as never)
@@ -312,7 +323,7 @@ for (const backend of backends()) {
       const again = await pay(['--refund', made.id])
       expect(again.json.paid).toEqual([expect.objectContaining({ refund_id: made.id })])
       await mineUntil(made.id, (x) => x.status === 'completed')
-      expect(await chain.tokenBalance(CUSTOMER) - before).toBe(1_500_000n)
+      expect(await chain.tokenBalance(payer) - before).toBe(1_500_000n)
     })
 
     test('a refund that cannot be paid (the address refuses the coin) fails, with a signed refund.failed, and its amount is refundable again', async () => {
@@ -320,7 +331,7 @@ for (const backend of backends()) {
       // A contract without a way to take ETH: every native transfer to it reverts.
       const refuser = await deployTestStablecoin(chain.customer, 'Refuser', 'NOPE')
       const made = (await refund(paid!.id, { address: refuser })).body.refund
-      const r = await pay(['--refund', made.id])
+      const r = await pay(['--refund', made.id, '--approve', made.id])
       expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 1, stderr: '' })
       expect(r.json.unpayable).toEqual([{ refund_id: made.id, reason: expect.stringContaining('would revert') }])
       expect(await refundOf(made.id)).toMatchObject({ status: 'failed', failure_reason: 'unpayable' })
@@ -333,7 +344,7 @@ for (const backend of backends()) {
 
     if (backend === 'pglite') {
       test('the tool runs on Deno too', async () => {
-        const r = await runTreasuryTool(['balances', ...toolArgs(t, project.key, chain, files), '--json'], { runtime: 'deno' })
+        const r = await runTreasuryTool(['balances', ...toolArgs(t, tool, chain, files), '--json'], { runtime: 'deno' })
         expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' })
         expect(r.json).toMatchObject({ network: 'localchain', read_through: 'Multicall3' })
         expect(r.json.tokens.map((x: any) => x.token_symbol)).toEqual(['TUSD', 'ETH'])

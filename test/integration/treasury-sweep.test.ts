@@ -15,7 +15,7 @@ import { backends } from '../helpers/databases.ts'
 import { waitUntil, writeNetworksFile } from '../helpers/chain.ts'
 import { runTreasuryTool } from '../helpers/processes.ts'
 import { api, startTestServer, type TestServer } from '../helpers/server.ts'
-import { killedAtSend, paidTransactions, startTreasuryChain, toolArgs, useMerchantKey, writeMerchantFiles, type TreasuryChain } from '../helpers/treasury.ts'
+import { killedAtSend, paidTransactions, startTreasuryChain, toolArgs, toolKey, useMerchantKey, writeMerchantFiles, type TreasuryChain } from '../helpers/treasury.ts'
 
 const TREASURY = getAddress('0x7e5f4552091a69125d5dfcb7b8c2659029395bdf')
 
@@ -23,6 +23,8 @@ for (const backend of backends()) {
   describe(`treasury sweeps on a real chain [${backend}]`, () => {
     let chain: TreasuryChain
     let t: TestServer
+    /** The shop's key (pays transactions in these tests), and the treasury tool's. */
+    let shopKey: string
     let key: string
     let dir: string
     let files: ReturnType<typeof writeMerchantFiles>
@@ -35,11 +37,12 @@ for (const backend of backends()) {
       dir = mkdtempSync(join(tmpdir(), 'treasury-sweep-'))
       t = await startTestServer(backend, { NETWORKS_CONFIG: writeNetworksFile(dir, [chain.network()]) })
       const p = await t.project()
-      key = p.key
+      shopKey = p.key
+      key = await toolKey(t, p.id)
       await useMerchantKey(t, p.id)
       files = writeMerchantFiles(dir, { gasKey: chain.gas.key, ca: t.ca })
-      tusd = await paidTransactions(t, key, chain, 25, 'TUSD')
-      eth = await paidTransactions(t, key, chain, 25, 'ETH')
+      tusd = await paidTransactions(t, shopKey, chain, 25, 'TUSD')
+      eth = await paidTransactions(t, shopKey, chain, 25, 'ETH')
       paid = [...tusd, ...eth]
     })
     afterAll(async () => {
@@ -224,9 +227,12 @@ for (const backend of backends()) {
       const notSigned = await a.post('/api/sweeps', { blockchain_network: 'localchain', raw_transaction: '0x1234', items: [] })
       expect(notSigned.status).toBe(400)
       const plain = await chain.customer.signTransaction(await chain.customer.prepareTransactionRequest({ to: TREASURY, value: 1n }) as never)
+      // A plain transfer is a sweep only when a deposit address of this project sends it.
       const transfer = await a.post('/api/sweeps', { blockchain_network: 'localchain', raw_transaction: plain, items: [] })
       expect(transfer.status).toBe(400)
-      expect(((await transfer.json()) as any).message).toContain('is not a sweep')
+      expect(((await transfer.json()) as any).message).toContain('sweeps addresses that are not this project\'s test deposit addresses')
+      const call = await chain.customer.signTransaction(await chain.customer.prepareTransactionRequest({ to: TREASURY, data: '0x12345678' }) as never)
+      expect(((await (await a.post('/api/sweeps', { blockchain_network: 'localchain', raw_transaction: call, items: [] })).json()) as any).message).toContain('is not a sweep')
       const unknown = await a.post('/api/sweeps', { blockchain_network: 'mainnet', raw_transaction: plain, items: [] })
       expect(unknown.status).toBe(400)
       // A live key sees no testnet (the networks of its own mode only) and no test deposit key.

@@ -236,7 +236,7 @@ export interface paths {
         put?: never;
         /**
          * Record a refund's payment before sending it
-         * @description The treasury tool records the signed transaction that pays a pending refund before it sends it (the refund becomes `submitted`); the service then watches it on-chain. It must be DepositAccount's `pay` at the transaction's deposit address for this refund, or a plain transfer of exactly the amount to the refund's address (from the gas account). Recording the same transaction again answers as before; another while one is in flight is 409. Scope `refunds:write`.
+         * @description The treasury tool records the signed transaction that pays a pending refund before it sends it (the refund becomes `submitted`); the service then watches it on-chain. It must be DepositAccount's `pay` at the transaction's deposit address for this refund, signed by that address, or a plain transfer of exactly the amount to the refund's address (by the gas account, or by the deposit address itself on a chain without EIP-7702). And it must be mineable now, as the network's node answers: of a type the chain has, its sender's next nonce or at most 16 past it, its sender able to pay for it, its signature's deadline in the future and at most 2 hours ahead. Anything else is 400 with the reason. Recording the same transaction again answers as before; another while one is in flight is 409; 503 when the node cannot be asked. Scope `refunds:pay`.
          */
         post: operations["recordRefundPayment"];
         delete?: never;
@@ -256,9 +256,29 @@ export interface paths {
         put?: never;
         /**
          * Mark a refund as impossible to pay
-         * @description The treasury tool found that the refund's transfer would revert (the token refuses the address, say): the pending refund fails with reason `unpayable` and `refund.failed` is sent. Scope `refunds:write`.
+         * @description The treasury tool found that the refund's transfer would revert (the token refuses the address, say): the pending refund fails with reason `unpayable` and `refund.failed` is sent. Scope `refunds:pay`.
          */
         post: operations["markRefundUnpayable"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/refunds/{id}/abandon": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Abandon a refund's payment that can no longer be mined
+         * @description Gives up the recorded payment of a `submitted` refund once the chain shows it can never be mined: a DepositAccount `pay` whose signature expired unpaid (at a block as final as a payment must be), or a plain transfer whose nonce another transaction took (at the network's depth). The refund is `pending` again and can be paid anew. The service does this by itself as the chain moves; this asks now. 409, saying until when, while it may still be mined. Takes no body. Scope `refunds:pay`.
+         */
+        post: operations["abandonRefundPayment"];
         delete?: never;
         options?: never;
         head?: never;
@@ -294,7 +314,7 @@ export interface paths {
         };
         /**
          * The deposit key of this mode
-         * @description The extended public key deposit addresses are derived from. The treasury tool derives the same from the merchant's own key and refuses to act unless they match. 404 when none is set. Scope `deposits:read`.
+         * @description What identifies the extended public key deposit addresses are derived from: its fingerprint, never the key (with any one deposit address's private key, an xpub gives them all). The treasury tool derives the xpub from the merchant's own key and refuses to act unless the fingerprints match. 404 when none is set. Scope `deposits:read`.
          */
         get: operations["getDepositKey"];
         put?: never;
@@ -340,7 +360,7 @@ export interface paths {
         put?: never;
         /**
          * Record a sweep before sending it
-         * @description The treasury tool records each signed sweep transaction before it sends it: a DepositAccount `batch` of `sweep` calls, each from a deposit address of the key's project and mode, all to one treasury. The service then watches it on-chain until it has the network's confirmations, and reads what each address gave from its events. The same transaction recorded again returns the first record. Scope `sweeps:write`.
+         * @description The treasury tool records each signed sweep transaction before it sends it: a DepositAccount `batch` of `sweep` calls, each from a deposit address of the key's project and mode and signed by it, all to one treasury (a chain with EIP-7702), or a deposit address's own transfer of a configured token or of its native coin (a chain without). It must be mineable now, as the network's node answers: of a type the chain has, its sender's next nonce or at most 16 past it, its sender able to pay for it, every signature's deadline in the future and at most 2 hours ahead. Anything else is 400 with the reason; 503 when the node cannot be asked. The service then watches it on-chain until it has the network's confirmations, and reads what each address gave. The same transaction recorded again returns the first record. Scope `sweeps:write`.
          */
         post: operations["recordSweep"];
         delete?: never;
@@ -725,6 +745,24 @@ export interface components {
                 submitted_at: string | null;
                 /** @description When it reached its confirmations. */
                 completed_at: string | null;
+                /** @description What arrived at the deposit address in this token on this network (payments, late payments, another asset), oldest first, not taken back by a reorg. The treasury tool reads each one on-chain and, without the merchant's approval on their machine, pays a refund only back to an address one of them came from, and no more than it sent. */
+                arrivals: {
+                    /**
+                     * @description token: an ERC-20 Transfer; native: a transaction sending the native coin; internal: native coin sent by a contract's internal call.
+                     * @enum {string}
+                     */
+                    kind: "token" | "native" | "internal";
+                    /** @description The transaction that moved it; null for an internal one whose transaction the node could not name (then only its block is known). */
+                    transaction_hash: string | null;
+                    block_hash: string;
+                    block_number: number;
+                    /** @description The Transfer log's index in its block (token arrivals only). */
+                    log_index: number | null;
+                    /** @description Null where only the block is known. */
+                    from_address: string | null;
+                    /** @description Smallest units. */
+                    amount: string;
+                }[];
             };
         };
         TransactionRefunds: {
@@ -772,6 +810,24 @@ export interface components {
                 submitted_at: string | null;
                 /** @description When it reached its confirmations. */
                 completed_at: string | null;
+                /** @description What arrived at the deposit address in this token on this network (payments, late payments, another asset), oldest first, not taken back by a reorg. The treasury tool reads each one on-chain and, without the merchant's approval on their machine, pays a refund only back to an address one of them came from, and no more than it sent. */
+                arrivals: {
+                    /**
+                     * @description token: an ERC-20 Transfer; native: a transaction sending the native coin; internal: native coin sent by a contract's internal call.
+                     * @enum {string}
+                     */
+                    kind: "token" | "native" | "internal";
+                    /** @description The transaction that moved it; null for an internal one whose transaction the node could not name (then only its block is known). */
+                    transaction_hash: string | null;
+                    block_hash: string;
+                    block_number: number;
+                    /** @description The Transfer log's index in its block (token arrivals only). */
+                    log_index: number | null;
+                    /** @description Null where only the block is known. */
+                    from_address: string | null;
+                    /** @description Smallest units. */
+                    amount: string;
+                }[];
             }[];
             /** @description What arrived per token and network, and what is left to refund. */
             refundable: {
@@ -828,6 +884,24 @@ export interface components {
                 submitted_at: string | null;
                 /** @description When it reached its confirmations. */
                 completed_at: string | null;
+                /** @description What arrived at the deposit address in this token on this network (payments, late payments, another asset), oldest first, not taken back by a reorg. The treasury tool reads each one on-chain and, without the merchant's approval on their machine, pays a refund only back to an address one of them came from, and no more than it sent. */
+                arrivals: {
+                    /**
+                     * @description token: an ERC-20 Transfer; native: a transaction sending the native coin; internal: native coin sent by a contract's internal call.
+                     * @enum {string}
+                     */
+                    kind: "token" | "native" | "internal";
+                    /** @description The transaction that moved it; null for an internal one whose transaction the node could not name (then only its block is known). */
+                    transaction_hash: string | null;
+                    block_hash: string;
+                    block_number: number;
+                    /** @description The Transfer log's index in its block (token arrivals only). */
+                    log_index: number | null;
+                    /** @description Null where only the block is known. */
+                    from_address: string | null;
+                    /** @description Smallest units. */
+                    amount: string;
+                }[];
             }[];
             pagination: {
                 limit: number;
@@ -860,6 +934,10 @@ export interface components {
                 finality: "confirmations" | "safe" | "finalized";
                 /** @description Checked against its chain; only then are its tokens offered and its payments followed. */
                 verified: boolean;
+                /** @description Whether its chain runs EIP-7702, as its node answered when it was verified (null until then). */
+                eip7702: boolean | null;
+                /** @description How the treasury tool moves money out of deposit addresses there. eip7702: each address delegates to DepositAccount and the gas account sends one transaction per batch, with no coin sent to deposit addresses. top-up (a chain without EIP-7702): the gas account sends each address exactly its own transfers' fee, in one transaction, and each address sends its own transfers. Null until the network is verified. */
+                money_out_route: ("eip7702" | "top-up") | null;
                 tokens: {
                     /** @description The label customers see (USDC, ETH). */
                     symbol: string;
@@ -877,10 +955,10 @@ export interface components {
             success: true;
             /** @enum {string} */
             mode: "test" | "live";
-            /** @description The extended public key this mode's deposit addresses are derived from. */
-            xpub: string;
+            /** @description SHA-256 of "crypto-pay deposit key", a newline and the extended public key this mode's deposit addresses are derived from, in hex. The xpub itself is not handed to API keys: with any one deposit address's private key it would give them all. The treasury tool derives the xpub from the merchant's own key and compares fingerprints. */
+            fingerprint: string;
             /**
-             * @description The path of the account whose xpub this is in a standard wallet (deposit address i is its child i).
+             * @description The path of the account whose key this is in a standard wallet (deposit address i is its child i).
              * @example m/44'/60'/0'/0
              */
             derivation_path: string;
@@ -4731,6 +4809,30 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description The change could not be applied right now and nothing changed: retry */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Referrer-Policy": components["headers"]["Referrer-Policy"];
+                    "X-Frame-Options": components["headers"]["X-Frame-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
         };
     };
     markRefundUnpayable: {
@@ -4944,6 +5046,261 @@ export interface operations {
             };
             /** @description Internal error: quote `error.request_id` */
             500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Referrer-Policy": components["headers"]["Referrer-Policy"];
+                    "X-Frame-Options": components["headers"]["X-Frame-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    abandonRefundPayment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Refund id (rf_...) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Referrer-Policy": components["headers"]["Referrer-Policy"];
+                    "X-Frame-Options": components["headers"]["X-Frame-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RefundResult"];
+                };
+            };
+            /** @description Invalid request: `error.details` names each bad field */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Referrer-Policy": components["headers"]["Referrer-Policy"];
+                    "X-Frame-Options": components["headers"]["X-Frame-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description API key missing, malformed, unknown or revoked */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Referrer-Policy": components["headers"]["Referrer-Policy"];
+                    "X-Frame-Options": components["headers"]["X-Frame-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Key lacks the scope, project inactive, IP not allowed, another project, or plain HTTP */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Referrer-Policy": components["headers"]["Referrer-Policy"];
+                    "X-Frame-Options": components["headers"]["X-Frame-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such transaction for this key (other projects and modes look the same) */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Referrer-Policy": components["headers"]["Referrer-Policy"];
+                    "X-Frame-Options": components["headers"]["X-Frame-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Conflict: Idempotency-Key reused with another body, or the transaction is not in a status that allows it */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Referrer-Policy": components["headers"]["Referrer-Policy"];
+                    "X-Frame-Options": components["headers"]["X-Frame-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Request body larger than 64 KiB */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Referrer-Policy": components["headers"]["Referrer-Policy"];
+                    "X-Frame-Options": components["headers"]["X-Frame-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Rate limit exceeded: wait Retry-After seconds; the X-RateLimit-* headers say which window */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Referrer-Policy": components["headers"]["Referrer-Policy"];
+                    "X-Frame-Options": components["headers"]["X-Frame-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Internal error: quote `error.request_id` */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Referrer-Policy": components["headers"]["Referrer-Policy"];
+                    "X-Frame-Options": components["headers"]["X-Frame-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The change could not be applied right now and nothing changed: retry */
+            503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
@@ -5914,6 +6271,30 @@ export interface operations {
             };
             /** @description Internal error: quote `error.request_id` */
             500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Referrer-Policy": components["headers"]["Referrer-Policy"];
+                    "X-Frame-Options": components["headers"]["X-Frame-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The change could not be applied right now and nothing changed: retry */
+            503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
