@@ -10,7 +10,9 @@
  *  - no receipt, and its sender's nonce at a block the network's confirmations deep (read before
  *    the receipt, so a transaction mined in between is not taken for a lost one) had gone past it
  *    on every head for as many blocks: `dropped` (another transaction took the nonce, so this one
- *    can never be mined).
+ *    can never be mined);
+ *  - no receipt otherwise: `unmined`, on every head (a refund's signed payment can be delivered
+ *    by another transaction, or lapse unsent; its ledger asks the chain which).
  * What each piece of news means is the ledger's business (refunds, sweeps); this module only reads
  * the chain. A failure here is logged and tried again at the next head; it never holds up payments.
  */
@@ -33,6 +35,8 @@ export type OutgoingNews =
   | { type: 'reverted'; blockNumber: number; blockHash: string; receipt: OutgoingReceipt }
   | { type: 'reorged' }
   | { type: 'dropped' }
+  /** Not in a block, its nonce not taken: it may be mined yet, or (a signature that lapsed) never move anything. */
+  | { type: 'unmined' }
   /** `final`: on a network that waits for its safe or finalized block, whether that has reached the transaction's. */
   | { type: 'confirmations'; confirmations: number; final?: boolean; receipt: OutgoingReceipt }
 
@@ -134,8 +138,10 @@ export function createOutgoingTracker(deps: { network: string; client: RpcClient
           if (receipt && BigInt(receipt.blockNumber) > head) continue
           if (item.blockHash !== null) await item.settle({ type: 'reorged' }, chain)
           const passed = !receipt && item.sender !== null && item.nonce !== null && (nonces.get(item.sender) ?? -1n) > BigInt(item.nonce)
-          if (!passed) passedSince.delete(item.txHash)
-          else if (!passedSince.has(item.txHash)) passedSince.set(item.txHash, head)
+          if (!passed) {
+            passedSince.delete(item.txHash)
+            if (!receipt) await item.settle({ type: 'unmined' }, chain)
+          } else if (!passedSince.has(item.txHash)) passedSince.set(item.txHash, head)
           else if (head - passedSince.get(item.txHash)! + 1n >= BigInt(Math.max(2, deps.confirmations))) {
             passedSince.delete(item.txHash)
             await item.settle({ type: 'dropped' }, chain)

@@ -212,6 +212,15 @@ export const COMMANDS: Record<string, Command> = {
     required: ['network'],
     run: (s, f) => s.chain.forget(f.network),
   },
+  'refund abandon': {
+    usage: 'refund abandon --refund ID   (give up a refund\'s recorded payment the chain shows can never be mined; the refund is pending again)',
+    required: ['refund'],
+    run: async (s, f) => {
+      const owner = await s.refunds.ownerOf(f.refund)
+      if (!owner) return { ok: false, code: 'not_found', message: `No refund ${f.refund}` }
+      return map(s.refunds.abandon(owner, f.refund), (r) => ({ id: r.id, status: r.status, transaction_id: r.transaction_id }))
+    },
+  },
   status: {
     usage: 'status   (readiness as GET /readyz reports it: database, migrations, DATA_DIR, each network\'s follower)',
     required: [],

@@ -253,6 +253,11 @@ export function dashboardController(deps: DashboardDeps) {
       if (!r.ok) return denied(v.frame, 'funds', r)
       return redirect(withNotice(base(v.frame, `/transactions/${r.value.transaction_id}`), 'refund-cancelled') + '#refunds')
     }), form)
+    .post('/:project/:mode/refunds/:id/abandon', member(async (v, p) => {
+      const r = await deps.refunds.abandon(v.viewer, p.id)
+      if (!r.ok) return denied(v.frame, 'funds', r)
+      return redirect(withNotice(base(v.frame, `/transactions/${r.value.transaction_id}`), 'refund-abandoned') + '#refunds')
+    }), form)
 
     // --- Funds ---
     .get('/:project/:mode/funds', member(async (v) => {

@@ -58,6 +58,7 @@ export const NOTICES = {
   'session-ended': 'Your session has ended. Sign in again.',
   'refund-created': 'The refund is recorded, pending. Pay it with the treasury tool on your machine: npm run treasury -- refunds pay.',
   'refund-cancelled': 'The refund is cancelled: it will not be paid.',
+  'refund-abandoned': 'Its payment can never be mined, so it is given up: the refund is pending again, and the treasury tool pays it anew.',
 } as const
 export type Notice = keyof typeof NOTICES
 export const isNotice = (s: unknown): s is Notice => typeof s === 'string' && Object.hasOwn(NOTICES, s)

@@ -111,6 +111,10 @@ export function createRefundService(deps: {
         // Mined without paying it: judged once that is as final as a payment would be (below).
         : null
     } else if (news.type === 'reorged') event = { type: 'submission.reorged', txHash }
+    else if (news.type === 'unmined') {
+      // A signed payment not mined: delivered by another transaction, lapsed, or still to come. An own transaction waits.
+      event = submission.route === 'deposit' && row.status === 'submitted' ? await depositTruth(row, submission, chain) : null
+    }
     else if (news.type === 'confirmations') {
       const enough = news.final === undefined ? news.confirmations >= confirmationsOf(row.network)! : news.final
       if (row.status === 'confirming') event = { type: 'confirmations.updated', confirmations: news.confirmations, ...(news.final === undefined ? {} : { final: news.final }) }
@@ -335,6 +339,12 @@ export function createRefundService(deps: {
       }
       if (!created.ok) return created
       return ok(response!)
+    },
+
+    /** Whose refund `id` is (the operator's CLI acts on any project's). */
+    async ownerOf(id: string): Promise<ProjectMode | null> {
+      const row = /^rf_[A-Za-z0-9]{20}$/.test(id) ? await deps.repo.find(id) : null
+      return row ? { projectId: row.projectId, mode: row.mode } : null
     },
 
     async get(caller: ProjectMode, id: string): Promise<Outcome<RefundView>> {

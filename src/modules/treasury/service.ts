@@ -116,6 +116,8 @@ export function createTreasuryService(deps: { repo: TreasuryRepo; deposits: Pick
       })
     } else if (news.type === 'reorged') {
       moved = await deps.repo.updateSweep(r.id, from, { status: 'submitted', blockNumber: null, blockHash: null, confirmations: null, updatedAt: at })
+    } else if (news.type === 'unmined') {
+      return
     } else if (news.type === 'dropped') {
       moved = await deps.repo.updateSweep(r.id, from, { status: 'dropped', updatedAt: at })
     } else {

@@ -149,7 +149,8 @@ function refundsSection(f: Frame, d: { transaction: TransactionView; refunds: Re
     <td class="text">${r.reason ?? html`<span class="muted">—</span>`}</td>
     <td>${badge(r.status, r.status === 'submitted' || r.status === 'confirming' ? 'processing' : r.status)}${r.failure_detail ? html` <span class="muted">${r.failure_detail}</span>` : ''}</td>
     <td>${shortHash(r.paid_from)}</td><td>${shortHash(r.transaction_hash)}</td>
-    <td class="row-actions">${r.status === 'pending' ? postButton(f, base(f, `/refunds/${r.id}/cancel`), 'Cancel', { danger: true, confirm: 'Cancel this refund? It will not be paid.' }) : ''}</td></tr>`)
+    <td class="row-actions">${r.status === 'pending' ? postButton(f, base(f, `/refunds/${r.id}/cancel`), 'Cancel', { danger: true, confirm: 'Cancel this refund? It will not be paid.' })
+      : r.status === 'submitted' ? postButton(f, base(f, `/refunds/${r.id}/abandon`), 'Abandon payment', { confirm: 'Give up this payment? Only one that can never be mined is given up (its signature expired unpaid, or its nonce went to another transaction); the refund is then pending again.' }) : ''}</td></tr>`)
   const open = d.refundable.filter((l) => BigInt(l.refundable) > 0n)
   const left = d.refundable.length
     ? html`<p>Left to refund: ${d.refundable.map((l) => html`<strong>${amountOf(l.refundable, l.token_symbol, l.blockchain_network, decimals)}</strong> on ${l.blockchain_network} <span class="muted">(${amountOf(l.received, l.token_symbol, l.blockchain_network, decimals)} received, ${amountOf(l.refunded, l.token_symbol, l.blockchain_network, decimals)} refunded)</span>`).map((x, i) => (i ? html`; ${x}` : x))}.</p>`
