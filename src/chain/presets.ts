@@ -18,6 +18,18 @@
  * Sources (each address below names the page it comes from):
  * - Circle, "USDC contract addresses": https://developers.circle.com/stablecoins/usdc-contract-addresses
  * - Tether: https://tether.to/en/supported-protocols/ ; USDT0 deployments: https://docs.usdt0.to/technical-documentation/developer#deployments
+ * - The Superchain token list (OP Mainnet and Base; each token's symbol and decimals checked
+ *   against the chain by the list's own CI): github.com/ethereum-optimism/ethereum-optimism.github.io,
+ *   data/USDT/data.json (the bridged "Tether USD" of OP Mainnet and Base, symbol USDT) and
+ *   data/USD₮0/data.json (USDT0 on OP Mainnet)
+ * - Ava Labs' Avalanche Bridge: github.com/ava-labs/avalanche-bridge-resources,
+ *   avalanche_contract_address.json ("USDT.e", the bridged USDT, 6 decimals)
+ *
+ * USDT: the contracts customers hold. Where two circulate under that name, both are offered with
+ * labels of their own: on OP Mainnet, wallets list the bridged token as USDT and Tether's own as
+ * USDT0; on Avalanche, Tether's own is USDT (its contract says USDt) and the bridged one USDT.e.
+ * Base has no Tether-issued USDT; its bridged one (added to the Superchain list by Base's team) is
+ * the USDT customers hold there.
  * - Chainlink, "Price Feed Contract Addresses": https://docs.chain.link/data-feeds/price-feeds/addresses
  *   (all the feeds below answer 8 decimals)
  * - BNB Chain's tokens are Binance's pegged ones (not issued by Circle or Tether) and have 18
@@ -104,9 +116,9 @@ export const NETWORK_PRESETS: Readonly<Record<string, NetworkPreset>> = {
   },
   base: {
     chainId: 8453, testnet: false, blockTimeSeconds: 2, confirmations: 100, finality: 'confirmations', depth: L2_DEPTH,
-    // Tether issues no USDT on Base (the bridged 0xfde4... is not Tether's).
     tokens: [
       usdc('0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913'), // Circle, USDC contract addresses: Base
+      usdt('0xfde4C96c8593536E31F229EA8f37b2ADa2699bb2'), // Superchain token list, data/USDT/data.json: base (bridged Tether USD; Tether issues none on Base)
       native('ETH', '0x71041dddad3595F9CEd3DcCFBe3D1F4b0a16Bb70'), // Chainlink, Base Mainnet: ETH / USD
     ],
   },
@@ -122,7 +134,8 @@ export const NETWORK_PRESETS: Readonly<Record<string, NetworkPreset>> = {
     chainId: 10, testnet: false, blockTimeSeconds: 2, confirmations: 100, finality: 'confirmations', depth: L2_DEPTH,
     tokens: [
       usdc('0x0b2C639c533813f4Aa9D7837CAf62653d097Ff85'), // Circle, USDC contract addresses: OP Mainnet
-      usdt('0x01bFF41798a0BcF287b996046Ca68b395DbC1071', USDT0), // USDT0 deployments: Optimism
+      usdt('0x94b008aA00579c1307B0EF2c499aD98a8ce58e58'), // Superchain token list, data/USDT/data.json: optimism (the bridged Tether USD wallets list as USDT)
+      { ...usdt('0x01bFF41798a0BcF287b996046Ca68b395DbC1071', USDT0), symbol: 'USDT0' }, // USDT0 deployments: Optimism; Superchain token list, data/USD₮0/data.json: optimism
       native('ETH', '0x13e3Ee699D1909E989722E753853AE30b17e08c5'), // Chainlink, OP Mainnet: ETH / USD
     ],
   },
@@ -147,6 +160,7 @@ export const NETWORK_PRESETS: Readonly<Record<string, NetworkPreset>> = {
     tokens: [
       usdc('0xB97EF9Ef8734C71904D8002F8b6Bc66Dd9c48a6E'), // Circle, USDC contract addresses: Avalanche C-Chain
       usdt('0x9702230A8Ea53601f5cD2dc00fDBc13d4dF4A8c7', ['USDt']), // Tether, supported protocols: Avalanche C-Chain (USDt)
+      { ...usdt('0xc7198437980c041c805A1EDcbA50c1Ce5db95118'), symbol: 'USDT.e' }, // Ava Labs, avalanche-bridge-resources, avalanche_contract_address.json: USDT.e (bridged)
       native('AVAX', '0x0A77230d17318075983913bC2145DB16C7366156'), // Chainlink, Avalanche Mainnet: AVAX / USD
     ],
   },

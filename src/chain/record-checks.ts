@@ -36,12 +36,17 @@ export const MAX_NONCE_AHEAD = 16
 /** How far ahead of the chain's time a signature's deadline may be (the treasury tool signs for one hour). */
 export const MAX_SIGNATURE_HOURS = 2
 
-/** The transaction can be mined: chain, type, nonce and the sender's balance. `raw`: the signed transaction, for its L1 fee. */
-export async function checkSendable(tx: SignedTransaction, raw: Hex, o: { chainId: number; network: string; eip7702: boolean | null; reader: ChainReader }): Promise<string | null> {
+/** The transaction is for the network's chain, of a type the chain has. */
+export function checkChainAndType(tx: SignedTransaction, o: { chainId: number; network: string; eip7702: boolean | null }): string | null {
   if (tx.chainId !== o.chainId) return `is for chain ${tx.chainId}; ${o.network} is chain ${o.chainId}`
   if (tx.type === 4 && o.eip7702 !== true) {
     return o.eip7702 === false ? `is an EIP-7702 transaction, and ${o.network}'s chain has no EIP-7702` : `is an EIP-7702 transaction, and ${o.network} has not been checked for EIP-7702 yet; try again once it is verified`
   }
+  return null
+}
+
+/** The transaction can be mined now: its sender's nonce and balance. `raw`: the signed transaction, for its L1 fee. */
+export async function checkSendable(tx: SignedTransaction, raw: Hex, o: { reader: ChainReader }): Promise<string | null> {
   const [next, balance, l1Fee] = await Promise.all([o.reader.transactionCount(tx.from), o.reader.balance(tx.from), o.reader.l1Fee(raw)])
   if (tx.nonce < next) return `has nonce ${tx.nonce}, which ${tx.from} has used already (its next is ${next})`
   if (tx.nonce > next + MAX_NONCE_AHEAD) return `has nonce ${tx.nonce}, more than ${MAX_NONCE_AHEAD} past ${tx.from}'s next (${next}): it could not be mined until all those before it were`

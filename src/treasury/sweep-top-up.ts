@@ -1,9 +1,10 @@
 /**
  * `treasury sweep` on a chain without EIP-7702 (route.ts): each deposit address sends its own
  * transfers to the treasury, signed here by its own key, after the gas account sent it exactly the
- * fee they cost (all addresses in one transaction). Tokens go first, each in a transaction of its
- * own; the native coin last, what is left after its own fee, so the address ends with nothing but
- * what a token transfer's gas refund left. Every transaction is recorded through the API before it
+ * fees they cost (all addresses in one transaction): the gas account pays every fee, so the
+ * treasury gains exactly what each address held. Tokens go first, each in a transaction of its
+ * own, the native coin last; an address ends with nothing but the gas a token transfer did not use
+ * (its gas refund for emptying a balance). Every transaction is recorded through the API before it
  * is sent, and resumes as a batch does (an earlier run's record is sent again while its nonce is
  * free). An address whose native coin waits for a refund keeps it: its fees are topped up in full.
  */
@@ -28,7 +29,7 @@ export interface TopUpCandidate {
 interface PlannedTransfer {
   symbol: string
   token: Address | null
-  /** Token transfers: the balance; the native coin: what its own transfer will leave out for its fee (set when sent). */
+  /** What the address held of it when planned. */
   amount: bigint
   gas: bigint
   l1Fee: bigint
@@ -62,16 +63,13 @@ export async function sweepByTopUp(s: Session, o: { to: Address; dryRun: boolean
       const fee = await l1Fee(serializeTransaction({ type: 'legacy', chainId: network.chain_id, nonce: 0, gasPrice: price, gas, ...call }))
       transfers.push({ symbol: a.symbol, token: a.token, amount: a.amount, gas, l1Fee: fee })
     }
-    // The native coin pays its own fee; token transfers are paid for by what is there (unless held) and the top-up.
-    const tokenCost = transfers.filter((t) => t.token).reduce((sum, t) => sum + t.gas * price + t.l1Fee, 0n)
-    const available = c.nativeHeld ? 0n : c.native
-    const nativeTransfer = transfers.find((t) => t.token === null)
-    if (nativeTransfer && available - tokenCost <= nativeTransfer.gas * price + nativeTransfer.l1Fee) {
-      // What would be left after the fees is nothing: the coin pays the token transfers' fees instead.
-      transfers.splice(transfers.indexOf(nativeTransfer), 1)
-      report.failed.push({ address: c.address, reason: `its ${nativeTransfer.symbol} does not cover the fees of sending it` })
-    }
-    if (transfers.length) plans.push({ c, transfers, topUp: tokenCost > available ? tokenCost - available : 0n })
+    // The gas account pays every fee, as it does under EIP-7702: its top-up covers them all, less
+    // the coin at the address that nobody takes (not swept here, not waiting for a refund), so
+    // the treasury gains exactly what the address held.
+    const fees = transfers.reduce((sum, t) => sum + t.gas * price + t.l1Fee, 0n)
+    const spare = c.nativeHeld || transfers.some((t) => t.token === null) ? 0n : c.native
+    const topUp = fees > spare ? fees - spare : 0n
+    if (transfers.length) plans.push({ c, transfers, topUp })
   }
 
   const native = network.tokens.find((t) => t.native)
@@ -81,7 +79,7 @@ export async function sweepByTopUp(s: Session, o: { to: Address; dryRun: boolean
   const result: Record<string, unknown> = {
     plan: plans.map((p) => ({
       address: p.c.address, derivation_index: p.c.derivationIndex, transaction_id: p.c.transactionId, top_up: p.topUp.toString(),
-      assets: p.transfers.map((t) => ({ token_symbol: t.symbol, amount: t.token ? t.amount.toString() : 'what is left after its fee', gas: t.gas.toString() })),
+      assets: p.transfers.map((t) => ({ token_symbol: t.symbol, amount: t.amount.toString(), gas: t.gas.toString() })),
     })),
     estimated: {
       transactions: plans.reduce((a, p) => a + p.transfers.length, 0), gas_price: price.toString(), gas: gas.toString(),
@@ -112,15 +110,10 @@ export async function sweepByTopUp(s: Session, o: { to: Address; dryRun: boolean
       const account = s.keys!.account(p.c.derivationIndex)
       let nonce = await chain.client.getTransactionCount({ address: p.c.address, blockTag: 'latest' })
       for (const t of p.transfers) {
-        let amount = t.amount
-        let call: { to: Address; data?: Hex; value?: bigint }
-        if (t.token) call = { to: t.token, data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [o.to, t.amount] }) }
-        else {
-          // Last: what is left after its own fee (a held coin is never planned here).
-          amount = (await chain.client.getBalance({ address: p.c.address })) - t.gas * price - t.l1Fee
-          if (amount <= 0n) continue
-          call = { to: o.to, value: amount }
-        }
+        const amount = t.amount
+        const call: { to: Address; data?: Hex; value?: bigint } = t.token
+          ? { to: t.token, data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [o.to, t.amount] }) }
+          : { to: o.to, value: t.amount }
         const raw = await account.signTransaction({ type: 'legacy', chainId: network.chain_id, nonce: nonce++, gasPrice: price, gas: t.gas, ...call })
         const record = await api.recordSweep({ blockchain_network: network.name, raw_transaction: raw, items: [{ address: p.c.address, token_symbol: t.symbol, amount: amount.toString() }] })
         const receipt = await sendAndWait(chain, raw, o.receiptTimeoutMs, `sweep ${record.id}`)

@@ -47,9 +47,12 @@ export interface TreasuryChain {
   stop(): Promise<void>
 }
 
-/** anvil mining a block per transaction (and on `mine()`), with 256 past states kept for reorgs. */
-export async function startTreasuryChain(): Promise<TreasuryChain> {
-  const node = await startAnvil({ hardfork: 'prague', historyStates: 256 })
+/**
+ * anvil mining a block per transaction (and on `mine()`), with 256 past states kept for reorgs.
+ * Prague by default (EIP-7702); `cancun` is a chain without it, as Avalanche's C-Chain is.
+ */
+export async function startTreasuryChain(o: { hardfork?: 'prague' | 'cancun' } = {}): Promise<TreasuryChain> {
+  const node = await startAnvil({ hardfork: o.hardfork ?? 'prague', historyStates: 256 })
   try {
     const customer = createDevnetClient(node.rpcUrl, anvilKey(0))
     const token = await deployTestStablecoin(customer)

@@ -9,7 +9,7 @@ import { DEPOSIT_ACCOUNT, depositAccountEvents, PAID_TOPIC, paidAnswer, paidData
 import type { NetworkConfig, TokenConfig } from '../../chain/networks-config.ts'
 import type { OutgoingChain, OutgoingLedger, OutgoingNews } from '../../chain/outgoing-tracker.ts'
 import { INTERNAL_TRANSFER } from '../../chain/payment-tracker.ts'
-import { checkAuthorizations, checkPaySignature, checkSendable, type ChainReader } from '../../chain/record-checks.ts'
+import { checkAuthorizations, checkChainAndType, checkPaySignature, checkSendable, type ChainReader } from '../../chain/record-checks.ts'
 import { payoutOf, readSignedTransaction } from '../../chain/signed-transaction.ts'
 import { TRANSFER_TOPIC, decodeTransferLog } from '../../chain/transfer-scan.ts'
 import type { Clock } from '../../lib/clock.ts'
@@ -408,6 +408,8 @@ export function createRefundService(deps: {
       if (row.status !== 'pending') return deny('conflict', `This refund is ${row.status}${row.txHash ? ` with payment ${row.txHash}` : ''}; only a pending refund takes a payment`)
       const network = networkOf(row.network)
       if (!network) return deny('conflict', `Network ${row.network} is no longer configured here: its payment could not be watched`)
+      const wrongChain = checkChainAndType(tx, { chainId: network.chainId, network: row.network, eip7702: deps.chain.eip7702(row.network) })
+      if (wrongChain) return bad(wrongChain)
       const token = tokenOf(row.network, row.tokenSymbol)
       const tokenAddress = token?.kind === 'erc20' ? token.address.toLowerCase() : null
       const payout = payoutOf(tx)
@@ -430,7 +432,7 @@ export function createRefundService(deps: {
       if (!reader) return deny('conflict', `Network ${row.network} is not followed here`)
       let problem: string | null
       try {
-        problem = await checkSendable(tx, raw as Hex, { chainId: network.chainId, network: row.network, eip7702: deps.chain.eip7702(row.network), reader })
+        problem = await checkSendable(tx, raw as Hex, { reader })
           ?? await checkAuthorizations(tx, { chainId: network.chainId, authorities: new Set([row.depositAddress]) })
           ?? (payout?.kind === 'deposit-account' ? await checkPaySignature(payout, { chainId: network.chainId, now: await reader.latestTimestamp() }) : null)
       } catch (e) {

@@ -7,7 +7,7 @@ import type { NetworkConfig, TokenConfig } from '../../chain/networks-config.ts'
 import type { OutgoingLedger, OutgoingNews, OutgoingReceipt } from '../../chain/outgoing-tracker.ts'
 import { decodeTransferLog, TRANSFER_TOPIC } from '../../chain/transfer-scan.ts'
 import type { PriceReader } from '../../chain/prices.ts'
-import { checkAuthorizations, checkSendable, checkSweepSignatures, type ChainReader } from '../../chain/record-checks.ts'
+import { checkAuthorizations, checkChainAndType, checkSendable, checkSweepSignatures, type ChainReader } from '../../chain/record-checks.ts'
 import { payoutOf, readSignedTransaction, sweepsOf, type SignedTransaction } from '../../chain/signed-transaction.ts'
 import type { SweepStatus } from '../../db/schema.ts'
 import type { Clock } from '../../lib/clock.ts'
@@ -189,6 +189,8 @@ export function createTreasuryService(deps: { repo: TreasuryRepo; deposits: Pick
         if (recorded.projectId !== caller.projectId || recorded.mode !== caller.mode) return deny('conflict', 'This transaction is recorded as another project\'s sweep')
         return ok(sweepView(recorded, await deps.repo.sweepItems([recorded.id])))
       }
+      const wrongChain = checkChainAndType(tx, { chainId: n.chainId, network: n.name, eip7702: deps.chain.eip7702(n.name) })
+      if (wrongChain) return bad('raw_transaction', wrongChain)
       const plain = plainSweep(n, tx)
       const calls = tx.to === DEPOSIT_ACCOUNT.toLowerCase() ? sweepsOf(tx) : null
       if (!plain && (!calls || calls.length === 0)) {
@@ -204,7 +206,7 @@ export function createTreasuryService(deps: { repo: TreasuryRepo; deposits: Pick
       if (!reader) return deny('conflict', `Network ${n.name} is not followed here`)
       let problem: string | null
       try {
-        problem = await checkSendable(tx, body.raw_transaction as Hex, { chainId: n.chainId, network: n.name, eip7702: deps.chain.eip7702(n.name), reader })
+        problem = await checkSendable(tx, body.raw_transaction as Hex, { reader })
           ?? await checkAuthorizations(tx, { chainId: n.chainId, authorities: plain ? new Set() : accounts })
           ?? (calls ? await checkSweepSignatures(calls, { chainId: n.chainId, now: await reader.latestTimestamp() }) : null)
       } catch (e) {
