@@ -27,6 +27,8 @@ import { api, startTestServer, type TestServer } from '../helpers/server.ts'
 const BASE = NETWORK_PRESETS.base!
 const erc20 = (symbol: string) => BASE.tokens.find((t) => t.symbol === symbol)!
 const BASE_USDC = erc20('USDC').address!
+/** The bridged Tether USD customers hold on Base (its contract says USDT, 6 decimals). */
+const BASE_USDT = erc20('USDT').address!
 const BASE_ETH_FEED = (erc20('ETH').price as { chainlinkFeed: Address }).chainlinkFeed
 
 let anvil: AnvilNode
@@ -70,6 +72,8 @@ beforeAll(async () => {
   const usdc = await deployed(await wallet.deployContract({ abi: TestStablecoin.abi, bytecode: TestStablecoin.bytecode, args: ['USD Coin', 'USDC'] }))
   await copyContract(usdc, BASE_USDC, 2)
   await wallet.waitForTransactionReceipt({ hash: await wallet.writeContract({ address: BASE_USDC, abi: TestStablecoin.abi, functionName: 'mint', args: [wallet.account.address, 10n ** 12n] }) })
+  const usdt = await deployed(await wallet.deployContract({ abi: TestStablecoin.abi, bytecode: TestStablecoin.bytecode, args: ['Tether USD', 'USDT'] }))
+  await copyContract(usdt, BASE_USDT, 2)
   // MockAggregatorV3 keeps its description in slot 0 and its decimals (8) in its code; a fresh round is written at the preset's address.
   const feed = await deployed(await wallet.deployContract({ abi: MockAggregatorV3.abi, bytecode: MockAggregatorV3.bytecode, args: [8, 'ETH / USD', 3000_00000000n] }))
   await copyContract(feed, BASE_ETH_FEED, 1)
@@ -99,10 +103,10 @@ for (const backend of backends()) {
       await t?.stop()
     })
 
-    test('{ preset: "base", rpcUrl } starts, offers the preset\'s tokens and takes a USDC payment at the preset\'s address', async () => {
+    test('{ preset: "base", rpcUrl } starts, offers the preset\'s tokens (USDC, the bridged USDT, ETH) and takes a USDC payment at the preset\'s address', async () => {
       const id = ((await (await api(t, key).create({ amount: 12.5 })).json()) as any).transaction.id as string
       const offered = (await (await t.fetch(`/pay/${id}/state`)).json()) as any
-      expect(offered.tokens.map((x: any) => `${x.token_symbol}@${x.blockchain_network}`).sort()).toEqual(['ETH@base', 'USDC@base'])
+      expect(offered.tokens.map((x: any) => `${x.token_symbol}@${x.blockchain_network}`).sort()).toEqual(['ETH@base', 'USDC@base', 'USDT@base'])
       const selected = await t.fetch(`/pay/${id}/select`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token_symbol: 'USDC', blockchain_network: 'base' }) })
       const quote = ((await selected.json()) as any).quote
       expect(quote.token_amount).toBe('12500000')

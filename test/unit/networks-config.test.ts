@@ -257,7 +257,19 @@ describe('presets', () => {
     const pol = tokens('polygon').find((t) => t.kind === 'native')!
     expect(pol.symbol).toBe('POL')
     expect(pol.price).toMatchObject({ kind: 'chainlink', descriptions: ['POL / USD', 'MATIC / USD'] })
-    expect(tokens('base').map((t) => t.symbol)).toEqual(['USDC', 'ETH'])
+    expect(tokens('base').map((t) => t.symbol)).toEqual(['USDC', 'USDT', 'ETH'])
+  })
+
+  test('where two contracts circulate as USDT, each has a label of its own and is checked against its own symbol()', () => {
+    const token = (preset: string, symbol: string) => parseNetworksConfig([{ preset, rpcUrl: RPC }])[0]!.tokens.find((t) => t.symbol === symbol)
+    // Base: only the bridged Tether USD, whose contract says USDT.
+    expect(token('base', 'USDT')).toEqual({ kind: 'erc20', symbol: 'USDT', decimals: 6, address: '0xfde4C96c8593536E31F229EA8f37b2ADa2699bb2', price: { kind: 'fixedUsd', usd: '1' } })
+    // OP Mainnet: the bridged one is USDT (its contract says USDT), Tether's own is USDT0.
+    expect(token('optimism', 'USDT')).toEqual({ kind: 'erc20', symbol: 'USDT', decimals: 6, address: '0x94b008aA00579c1307B0EF2c499aD98a8ce58e58', price: { kind: 'fixedUsd', usd: '1' } })
+    expect(token('optimism', 'USDT0')).toEqual({ kind: 'erc20', symbol: 'USDT0', decimals: 6, address: '0x01bFF41798a0BcF287b996046Ca68b395DbC1071', onchainSymbols: ['USDT0', 'USD₮0'], price: { kind: 'fixedUsd', usd: '1' } })
+    // Avalanche: Tether's own is USDT (its contract says USDt), the bridged one USDT.e.
+    expect(token('avalanche', 'USDT')).toEqual({ kind: 'erc20', symbol: 'USDT', decimals: 6, address: '0x9702230A8Ea53601f5cD2dc00fDBc13d4dF4A8c7', onchainSymbols: ['USDt'], price: { kind: 'fixedUsd', usd: '1' } })
+    expect(token('avalanche', 'USDT.e')).toEqual({ kind: 'erc20', symbol: 'USDT.e', decimals: 6, address: '0xc7198437980c041c805A1EDcbA50c1Ce5db95118', price: { kind: 'fixedUsd', usd: '1' } })
   })
 
   test('tokens named by symbol (any case) take the preset\'s; fields beside the preset override it', () => {
@@ -275,8 +287,8 @@ describe('presets', () => {
 
   test('an unknown preset, a symbol the preset lacks and a symbol without a preset are named', () => {
     expect(problemAt([{ preset: 'basee', rpcUrl: RPC }], 'networks[0].preset')).toStartWith('networks[0].preset: unknown preset "basee" (presets: ethereum, base,')
-    expect(problemAt([{ preset: 'base', rpcUrl: RPC, tokens: ['USDT'] }], 'networks[0].tokens[0]')).toBe(
-      'networks[0].tokens[0]: preset base has no token "USDT" (its tokens: USDC, ETH); give the token in full to add one',
+    expect(problemAt([{ preset: 'base', rpcUrl: RPC, tokens: ['DAI'] }], 'networks[0].tokens[0]')).toBe(
+      'networks[0].tokens[0]: preset base has no token "DAI" (its tokens: USDC, USDT, ETH); give the token in full to add one',
     )
     expect(problemAt([network({ tokens: ['USDC'] })], 'networks[0].tokens[0]')).toContain('needs a "preset"')
     expect(problemAt([{ preset: 'base' }], 'networks[0].rpcUrl')).toContain('is required')
