@@ -3,7 +3,8 @@ import type { InstanceLease } from '../actors/instance-lease.ts'
 import type { Database } from '../db/client.ts'
 import type { Clock } from '../lib/clock.ts'
 import { errorSummary, type Logger } from '../lib/logger.ts'
-import { createBlockFollower, decodeCursor, encodeCursor, type BlockFollower, type CursorStore, type FollowerStatus } from './block-follower.ts'
+import { createBlockFollower, type BlockFollower, type FollowerStatus } from './block-follower.ts'
+import { decodeCursor, encodeCursor, type CursorStore } from './follower-cursor.ts'
 import { deny, ok, type Outcome } from '../lib/outcome.ts'
 import { isRateLimit, rpcErrorKind, type Metrics } from '../metrics/metrics.ts'
 import { createChainRepo, type ChainRepo } from './chain.repo.ts'
@@ -89,6 +90,7 @@ export function createChainWatcher(deps: {
         maxLogRange: n.maxLogRange,
         erc20Tokens: n.tokens.flatMap((t) => (t.kind === 'erc20' ? [t.address] : [])),
         scanNative: native !== null,
+        confirmations: n.confirmations,
         ...(n.finality === 'confirmations' ? {} : { finalityTag: n.finality }),
         ...(n.maxRequestsPerSecond ? { maxRequestsPerSecond: n.maxRequestsPerSecond } : {}),
       },
