@@ -364,9 +364,9 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
       at: clock.now(), windowFrom, windowTo: at.recent.at(-1)?.number ?? at.height, head: reportedHead,
       resumeFrom: windowFrom > BigInt(windowSize) ? windowFrom - BigInt(windowSize) : 0n,
     }
-    const kept: Cursor = { ...at, ...(genesis ? { genesis } : {}), halted: found }
-    await store.save(kept)
-    cursor = kept
+    const saved: Cursor = { ...at, ...(genesis ? { genesis } : {}), halted: found }
+    await store.save(saved)
+    cursor = saved
     halted = found
     loaded = false
     logger?.error('reorg deeper than the remembered window: none of the remembered blocks is on the chain any more; this network is halted (nothing on it completes, is taken back or settles) until an operator resumes it', {
