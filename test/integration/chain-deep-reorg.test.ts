@@ -6,7 +6,8 @@
  *  - A 300-block reorg is deeper than that: the network halts instead of taking the blocks
  *    below the window for canonical. Nothing completes on it, readiness names it and the
  *    command that resumes it, the metrics say it; `network resume` (the CLI, with the server
- *    running) takes the payment back and the network is followed again.
+ *    running) takes the payment back and the network is followed again. The halt outlives a
+ *    restart, and the command works with the server stopped too.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -185,6 +186,34 @@ for (const backend of backends()) {
         'payment.reorged:pending',
         'payment.detected:processing', 'payment.included:confirming', 'confirmations.updated:completed',
       ])
+    })
+
+    test('the halt outlives a restart, and network resume works with the server stopped', async () => {
+      const { id, address, units } = await api(t, key).quoted(15)
+      await paidAndDeep(id, address, units, 50)
+      const headBefore = await chain.head()
+      await chain.reorg(300, [[await fillerAt(headBefore - 300n), 0]])
+      await waitUntil('not ready', readiness, (r) => r.status === 'not_ready', 20_000, 100)
+
+      const loadedAt = logs.length
+      await t.restart()
+      const down = await waitUntil('halted after the restart', readiness, (r) => r.checks.some((c) => c.name === 'chain:localchain' && c.detail.includes('halted since')), 20_000, 100)
+      expect(down.failed).toEqual(['chain:localchain'])
+      await chain.mine(CONFIRMATIONS)
+      await threeTicks()
+      expect(await tx(id)).toMatchObject({ status: 'confirming', confirmations: 50 })
+      expect(logs.slice(loadedAt).filter((l) => l.msg.startsWith('this network is halted'))).toEqual([expect.objectContaining({ level: 'warn', network: 'localchain' })])
+
+      let resumed: Awaited<ReturnType<typeof runCli>> | null = null
+      await t.restart(async () => {
+        resumed = await runCli(['network', 'resume', '--network', 'localchain', '--json'], { env: cliEnv })
+      })
+      expect(resumed!).toMatchObject({ code: 0, json: { network: 'localchain' } })
+      const back = await waitUntil('pending after the resume', () => tx(id), (x) => x.status !== 'confirming', 20_000)
+      expect(back).toMatchObject({ status: 'pending', amount_received: '0' })
+      await caughtUp()
+      await waitUntil('ready again', readiness, (r) => r.status === 'ready', 20_000, 100)
+      expect((await timeline(id)).map((e) => e.to_status)).not.toContain('completed')
     })
   })
 }
