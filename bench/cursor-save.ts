@@ -18,6 +18,7 @@ import { encodeCursor, type Cursor } from '../src/chain/follower-cursor.ts'
 import { createChainRepo } from '../src/chain/chain.repo.ts'
 import { openDatabase, type Database } from '../src/db/client.ts'
 
+/** confirmations + 64: 64 (the 128 floor), 200, 1,000 (the bound), and beyond it. */
 const WINDOWS = [128, 264, 1_064, 2_064, 5_064, 10_064]
 const SAVES = 300
 const HEIGHT = 25_000_000n
@@ -49,9 +50,13 @@ async function measure(label: string, database: Database) {
       encodeTimes.push(t1 - t0)
       saveTimes.push(t2 - t0)
     }
-    console.log(`${label.padEnd(10)} window ${String(size).padStart(6)}: ${(bytes / 1024).toFixed(1).padStart(6)} KiB · encodeCursor median ${ms(quantile(encodeTimes, 0.5))} ms · encode + save median ${ms(quantile(saveTimes, 0.5))} ms, p99 ${ms(quantile(saveTimes, 0.99))} ms`)
+    const row = [`${label}, window ${size} (confirmations ${size - 64})`, (bytes / 1024).toFixed(1), ms(quantile(encodeTimes, 0.5)), ms(quantile(saveTimes, 0.5)), ms(quantile(saveTimes, 0.99))]
+    console.error(`  ${row.join(' · ')}`)
+    rows.push(row)
   }
 }
+
+const rows: string[][] = []
 
 const dir = mkdtempSync(join(tmpdir(), 'cursor-bench-'))
 try {
@@ -77,3 +82,7 @@ if (process.env.DATABASE_URL) {
     await admin.end()
   }
 }
+
+console.log('| cursor | KiB | encodeCursor median ms | encode + save median ms | encode + save p99 ms |')
+console.log('|---|---:|---:|---:|---:|')
+for (const r of rows) console.log(`| ${r.join(' | ')} |`)

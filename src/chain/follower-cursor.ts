@@ -55,9 +55,10 @@ export interface CursorStore {
 /**
  * The highest `confirmations` a network may ask for. The cursor is written after every block
  * once the follower is in step, and its window grows with `confirmations`; at 1,000 it holds
- * 1,064 hashes, 85 KiB of JSON, and `encodeCursor` + the upsert take 3.5-3.8 ms (median; p99
- * 7-12 ms) on PGlite and on PostgreSQL on a 2-core machine, where 10,000 would be 806 KiB and
- * 31-35 ms a block (`bun bench/cursor-save.ts`). 1,000 is four times the deepest preset (256).
+ * 1,064 hashes, 85 KiB of JSON, and `encodeCursor` + the upsert take 3.5-4.0 ms (median of
+ * 300; p99 7-16 ms) on PGlite and on PostgreSQL on a 2-core machine, where 10,000 would be
+ * 806 KiB and 30-47 ms a block (`bun bench/cursor-save.ts`, two runs). 1,000 is four times
+ * the deepest preset (256).
  */
 export const MAX_CONFIRMATIONS = 1_000
 /** Hashes remembered beyond `confirmations`, so a reorg a little deeper than them still finds its fork point. */
