@@ -144,7 +144,7 @@ export async function createServices(deps: {
     },
     webhookPending: () => runner.size,
     payStreams: () => payStreams.size,
-    chains: () => chain.followerStatus().flatMap(({ network, status }) => (status ? [{ network, head: status.head, synced: status.synced }] : [])),
+    chains: () => chain.followerStatus().flatMap(({ network, status }) => (status ? [{ network, head: status.head, synced: status.synced, halted: status.halted !== null }] : [])),
   })
   // R23: exact across instances through one shared statement; on the embedded database one process owns the counts, so they are kept in memory and written behind.
   const limiter = singleInstance

@@ -18,6 +18,14 @@
  * An address must be in the watch set before anyone can pay to it: a block already passed is
  * not scanned again for an address added later.
  *
+ * The window holds at least `confirmations` + 64 hashes (follower-cursor.ts), so every block
+ * that may hold a payment not completed yet is remembered. A reorg deeper than the window halts
+ * the network: no event is emitted for it any more (so nothing on it completes, is taken back
+ * or settles), the halt is saved in the cursor (a restart, or another instance taking the
+ * network over, stays halted) and said once as an error, until `network resume` sets where to
+ * re-check from. Assuming the blocks below the window canonical would complete payments that a
+ * reorg may have taken away.
+ *
  * RPC data is validated before it is trusted: a header must have the number asked for and
  * well-formed hashes, consecutive headers must link by `parentHash`, and every log must
  * carry the hash of the header validated for its height; otherwise the chain moved under
@@ -28,6 +36,7 @@ import { systemClock, type Clock } from '../lib/clock.ts'
 import { errorSummary, type Logger } from '../lib/logger.ts'
 import { errorChain, isRateLimit, retryAfterMs } from '../metrics/metrics.ts'
 import type { RpcClient } from './rpc.ts'
+import { MAX_WINDOW, resumeCommand, windowFor, type BlockRef, type Cursor, type CursorStore, type Halt } from './follower-cursor.ts'
 import {
   TRANSFER_TOPIC,
   scanNativeTransactions,
@@ -39,28 +48,10 @@ import {
   type WatchSet,
 } from './transfer-scan.ts'
 
-export interface BlockRef {
-  number: bigint
-  hash: Hex
-}
-
 export interface BlockHeader extends BlockRef {
   parentHash: Hex
   /** Seconds since the epoch, as the block says. */
   timestamp: bigint
-}
-
-/** The last processed height and the recent canonical hashes (ascending, ends at `height`). */
-export interface Cursor {
-  height: bigint
-  recent: BlockRef[]
-  /** Hash of block 0 of the chain followed: another one behind the same RPC is another chain, not a reorg. */
-  genesis?: Hex
-}
-
-export interface CursorStore {
-  load(): Promise<Cursor | null>
-  save(cursor: Cursor): Promise<void>
 }
 
 export type FollowerEvent =
@@ -85,12 +76,14 @@ export interface FollowerNetwork {
   scanNative: boolean
   /** The block tag whose height each head event reports (`safe` / `finalized`), for networks that wait for one. */
   finalityTag?: 'safe' | 'finalized'
+  /** Blocks a payment waits for: the window of remembered hashes is at least this plus a margin (`windowFor`). */
+  confirmations?: number
   /** At most this many JSON-RPC calls a second (a provider's plan); bursts up to a second's worth share a batch. */
   maxRequestsPerSecond?: number
 }
 
 export interface FollowerTuning {
-  /** Recent hashes kept for reorg detection, also across restarts. Default 128. */
+  /** Recent hashes kept for reorg detection, also across restarts. Default `windowFor(network.confirmations)`: 128 at least. */
   windowSize?: number
   /**
    * Blocks per chunk: their headers and logs are fetched together, delivered, then the cursor
@@ -126,6 +119,13 @@ export interface BlockFollowerDeps {
   balanceWatch?: () => Promise<readonly { address: string; credited: bigint }[]>
   /** Whether new heads are being pushed (a live WebSocket subscription): polling then slows to a safety net. */
   pushed?: () => boolean
+  /**
+   * Blocks at or above `from` in which the handler recorded transfers not taken back yet: what a
+   * resumed network checks against the chain. Without it, only the remembered window is checked.
+   */
+  recorded?: (from: bigint) => Promise<BlockRef[]>
+  /** Told once when a reorg deeper than the window halts the network (metrics count it). */
+  onHalt?: (halt: Halt) => void
 }
 
 /** While heads are pushed, the follower still polls, this many times less often, in case a push is lost. */
@@ -144,6 +144,8 @@ export interface FollowerStatus {
   lastError: string | null
   /** The RPC serves another chain than the one followed (another genesis block); nothing is followed meanwhile. */
   replaced: { expected: Hex; found: Hex } | null
+  /** A reorg went deeper than the remembered window: nothing is followed until an operator resumes the network. */
+  halted: Halt | null
 }
 
 export interface BlockFollower {
@@ -174,7 +176,7 @@ const MAX_RESTARTS_PER_TICK = 3
 
 export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
   const { network, client, store, watch, handler, clock = systemClock, sleep = abortableSleep, logger } = deps
-  const windowSize = deps.tuning?.windowSize ?? 128
+  const windowSize = Math.max(1, deps.tuning?.windowSize ?? windowFor(network.confirmations ?? 0))
   const batchSize = Math.max(1, deps.tuning?.batchSize ?? 100)
   const backoffBase = deps.tuning?.backoff?.baseMs ?? network.pollIntervalMs
   const backoffMax = deps.tuning?.backoff?.maxMs ?? 30_000
@@ -192,6 +194,9 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
   let failures = 0
   let lastError: string | null = null
   let replaced: { expected: Hex; found: Hex } | null = null
+  let halted: Halt | null = null
+  /** Where the node's safe / finalized block stood at the last head (networks that wait for one); the window reaches down to it. */
+  let lastFinal: bigint | null = null
   /** The wait between ticks, ended early by `wake()`; a wake during a tick skips the next wait. */
   let napping: AbortController | null = null
   let woken = false
@@ -212,10 +217,13 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
     checkStopped()
     await handler(event)
   }
+  /** Saves where the follower stands; a halt or a resume request is never carried on by it. */
   const commit = async (next: Cursor) => {
-    const withGenesis = genesis ? { ...next, genesis } : next
-    await store.save(withGenesis)
-    cursor = withGenesis
+    const g = genesis ?? next.genesis
+    const origin = next.origin ?? cursor?.origin
+    const full: Cursor = { height: next.height, recent: next.recent, ...(g ? { genesis: g } : {}), ...(origin !== undefined ? { origin } : {}) }
+    await store.save(full)
+    cursor = full
   }
 
   /**
@@ -239,9 +247,12 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
       loaded = true
       genesis = null
     }
+    if (cursor?.halted) return stayHalted(cursor.halted)
+    halted = null
     await checkGenesis(false)
     const reported = parseQuantity(await rpc('eth_blockNumber', []), 'eth_blockNumber')
     head = reported
+    if (cursor?.recheckFrom !== undefined) await recheck(cursor.recheckFrom, reported)
     for (let attempt = 1; ; attempt++) {
       try {
         await sync(reported)
@@ -251,8 +262,10 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
         logger?.info('chain moved during a scan; rescanning', { network: network.name, reason: error.message })
       }
     }
+    if (halted) return
     if (cursor) {
       const final = network.finalityTag ? await finalHeight(network.finalityTag, cursor) : undefined
+      if (final !== undefined) lastFinal = final
       await emit({ type: 'head', number: cursor.height, ...(final === undefined ? {} : { final: min(final, cursor.height) }) })
     }
     if (cursor && cursor.height >= reported) inStepAt = clock.now()
@@ -269,7 +282,7 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
       return
     }
     // First start: begin at the current head, nothing to catch up.
-    let base: Cursor = cursor ?? { height: head - 1n, recent: [] }
+    let base: Cursor = cursor ?? { height: head - 1n, recent: [], origin: head }
     while (base.height < head) {
       checkStopped()
       const from = base.height + 1n
@@ -282,7 +295,7 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
       if (blocks.length === 0) return // the node does not serve `from` yet (a lagging replica)
       const tip = base.recent.at(-1)
       if (tip && tip.number === base.height && blocks[0]!.parentHash !== tip.hash) {
-        await handleReorg(head)
+        if (await handleReorg(head)) return
         base = cursor!
         continue
       }
@@ -312,9 +325,96 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
         await emit({ type: 'block', block: header(b), findings })
         recent.push({ number: b.number, hash: b.hash })
       }
-      base = { height: blocks.at(-1)!.number, recent: recent.slice(-windowSize) }
+      const height = blocks.at(-1)!.number
+      base = { height, recent: recent.slice(-kept(height, recent.length)), ...(base.origin !== undefined ? { origin: base.origin } : {}) }
       await commit(base)
     }
+  }
+
+  /**
+   * Hashes kept at `height`: the window; on a network that waits for its safe / finalized block,
+   * also back to that block (at most MAX_WINDOW, the size the cursor was measured at), so a reorg
+   * of blocks not final yet finds its fork point instead of halting the network, and the tag
+   * block is checked against the chain followed. Until the node has said where that block is
+   * (after a restart), what is there is kept.
+   */
+  function kept(height: bigint, have: number): number {
+    if (!network.finalityTag) return windowSize
+    const toFinal = lastFinal === null ? have : Number(height - lastFinal + 1n)
+    return Math.max(windowSize, Math.min(MAX_WINDOW, toFinal))
+  }
+
+  /** A halted network's tick: nothing is asked or emitted; the cursor is read again next time, to see a resume. */
+  function stayHalted(found: Halt) {
+    if (!halted) {
+      // Found earlier (by this instance before a restart, or by another): said once here too.
+      logger?.warn('this network is halted: a reorg went deeper than the remembered window; nothing on it is followed until an operator resumes it', {
+        network: network.name, ...haltFields(found), fix: `check the chain, then run: ${resumeCommand(network.name)}`,
+      })
+    }
+    halted = found
+    loaded = false
+  }
+
+  /** Saves the halt (so a restart or another instance stays halted), says it once, and stops emitting. */
+  async function halt(reportedHead: bigint): Promise<void> {
+    const at = cursor!
+    const windowFrom = at.recent[0]?.number ?? at.height
+    const found: Halt = {
+      at: clock.now(), windowFrom, windowTo: at.recent.at(-1)?.number ?? at.height, head: reportedHead,
+      resumeFrom: windowFrom > BigInt(windowSize) ? windowFrom - BigInt(windowSize) : 0n,
+    }
+    const saved: Cursor = { ...at, ...(genesis ? { genesis } : {}), halted: found }
+    await store.save(saved)
+    cursor = saved
+    halted = found
+    loaded = false
+    logger?.error('reorg deeper than the remembered window: none of the remembered blocks is on the chain any more; this network is halted (nothing on it completes, is taken back or settles) until an operator resumes it', {
+      network: network.name, ...haltFields(found), fix: `check the chain (an explorer, another node), then run: ${resumeCommand(network.name)}`,
+    })
+    deps.onHalt?.(found)
+  }
+
+  /**
+   * After `network resume`: what was recorded from `from` on is checked against the chain as it is
+   * now, and blocks no longer canonical are reported as a reorg (their transfers are taken back
+   * as any reorg takes them back); then `from`..head is scanned again by the usual loop (the
+   * handler keeps findings by txHash + logIndex + blockHash, so a block recorded before adds
+   * nothing). A crash before the cursor is saved does it again: taking back is idempotent.
+   */
+  async function recheck(from: bigint, reported: bigint): Promise<void> {
+    const at = cursor!
+    // A chain now shorter than `from`: nothing above its head to re-check, and nothing skipped when it grows.
+    const start = min(from, reported + 1n)
+    const recorded = deps.recorded ? await deps.recorded(start) : []
+    const candidates = new Map<string, BlockRef>()
+    for (const r of [...recorded, ...at.recent.filter((r) => r.number >= start)]) {
+      const hash = r.hash.toLowerCase() as Hex
+      candidates.set(`${r.number}:${hash}`, { number: r.number, hash })
+    }
+    const canonical = await canonicalHashes([...new Set([...candidates.values()].map((c) => c.number))])
+    const removed = [...candidates.values()].filter((c) => canonical.get(c.number) !== c.hash).sort((a, b) => (a.number < b.number ? -1 : a.number > b.number ? 1 : 0))
+    const [anchor] = start > 0n ? await fetchBlocks(start - 1n, start - 1n, false) : []
+    logger?.warn('network resumed by an operator: re-checking what was recorded against the chain, and scanning again', {
+      network: network.name, from: start.toString(), head: reported.toString(), recordedBlocks: recorded.length, noLongerCanonical: removed.length,
+    })
+    if (removed.length) await emit({ type: 'reorg', forkPoint: removed[0]!.number - 1n, removed })
+    // Every block from `start` on is scanned again: if the cursor began above it, it now begins there.
+    const origin = at.origin !== undefined && start < at.origin ? start : at.origin
+    await commit({ height: start - 1n, recent: anchor ? [{ number: anchor.number, hash: anchor.hash }] : [], ...(origin !== undefined ? { origin } : {}) })
+  }
+
+  /** The canonical hash (lowercase) at each height the node has a block for, in batches. */
+  async function canonicalHashes(numbers: bigint[]): Promise<Map<bigint, string>> {
+    const found = new Map<bigint, string>()
+    for (let i = 0; i < numbers.length; i += batchSize) {
+      const group = numbers.slice(i, i + batchSize)
+      const raw = await Promise.all(group.map((n) => rpc('eth_getBlockByNumber', [toQuantity(n), false])))
+      raw.forEach((b, j) => {
+        if (b != null) found.set(group[j]!, validateBlock(b, group[j]!, false).hash.toLowerCase())
+      })
+    }
+    return found
   }
 
   /**
@@ -354,8 +454,11 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
     return number
   }
 
-  /** Walks back through the remembered window to the last block still canonical. */
-  async function handleReorg(head: bigint): Promise<void> {
+  /**
+   * Walks back through the remembered window to the last block still canonical. True when none
+   * is: the network is halted (see `halt`), unless the window reaches the first block followed.
+   */
+  async function handleReorg(head: bigint): Promise<boolean> {
     await checkGenesis(true)
     const recent = cursor?.recent ?? []
     let forkPoint: bigint | null = null
@@ -369,12 +472,13 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
       forkPoint = group.find((r) => canonical.get(r.number) === r.hash)?.number ?? null
     }
     if (forkPoint === null) {
-      forkPoint = (recent[0]?.number ?? cursor?.height ?? 0n) - 1n
-      logger?.error('reorg deeper than the remembered window; blocks below it are assumed canonical', {
-        network: network.name,
-        windowFrom: recent[0]?.number.toString(),
-        forkPoint: forkPoint.toString(),
-      })
+      const lowest = recent[0]
+      // Nothing below the first block followed was scanned, so nothing recorded there can be taken away.
+      if (!lowest || cursor?.origin === undefined || lowest.number > cursor.origin) {
+        await halt(head)
+        return true
+      }
+      forkPoint = lowest.number - 1n
     }
     const fp = forkPoint
     const removed = recent.filter((r) => r.number > fp)
@@ -383,6 +487,7 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
     logger?.warn('chain reorganisation', { network: network.name, forkPoint: fp.toString(), removed: removed.length })
     await emit({ type: 'reorg', forkPoint: fp, removed })
     await commit({ height: fp, recent: recent.filter((r) => r.number <= fp) })
+    return false
   }
 
   /**
@@ -533,39 +638,8 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
       napping?.abort()
     },
     syncedHeight: () => cursor?.height ?? null,
-    status: () => ({ head, synced: cursor?.height ?? null, inStepAt, failures, lastError, replaced }),
+    status: () => ({ head, synced: cursor?.height ?? null, inStepAt, failures, lastError, replaced, halted }),
   }
-}
-
-/** An in-memory CursorStore (tests, and a node that may rescan from head after a restart). */
-export function memoryCursorStore(initial: Cursor | null = null): CursorStore & { current(): Cursor | null } {
-  let saved = initial && cloneCursor(initial)
-  return {
-    load: async () => saved && cloneCursor(saved),
-    save: async (c) => {
-      saved = cloneCursor(c)
-    },
-    current: () => saved,
-  }
-}
-
-/** JSON text for a database column (bigints as decimal strings). */
-export function encodeCursor(cursor: Cursor): string {
-  return JSON.stringify({ height: cursor.height.toString(), recent: cursor.recent.map((r) => [r.number.toString(), r.hash]), ...(cursor.genesis ? { genesis: cursor.genesis } : {}) })
-}
-
-/** Parses `encodeCursor` output; throws on anything else rather than follow a wrong chain. */
-export function decodeCursor(text: string): Cursor {
-  const v = JSON.parse(text) as { height?: unknown; recent?: unknown; genesis?: unknown }
-  if (typeof v.height !== 'string' || !/^-?\d+$/.test(v.height) || !Array.isArray(v.recent)) throw new Error('malformed cursor')
-  if (v.genesis !== undefined && (typeof v.genesis !== 'string' || !HASH.test(v.genesis))) throw new Error('malformed cursor genesis')
-  const recent = v.recent.map((e: unknown) => {
-    if (!Array.isArray(e) || typeof e[0] !== 'string' || !/^\d+$/.test(e[0]) || typeof e[1] !== 'string' || !HASH.test(e[1])) {
-      throw new Error('malformed cursor entry')
-    }
-    return { number: BigInt(e[0]), hash: e[1] as Hex }
-  })
-  return { height: BigInt(v.height), recent, ...(v.genesis ? { genesis: v.genesis as Hex } : {}) }
 }
 
 interface FetchedBlock extends BlockHeader {
@@ -608,8 +682,8 @@ function asLogList(results: unknown[]): RpcLogLike[] {
 }
 
 const toQuantity = (n: bigint) => `0x${n.toString(16)}`
+const haltFields = (h: Halt) => ({ windowFrom: h.windowFrom.toString(), windowTo: h.windowTo.toString(), head: h.head.toString(), resumeFrom: h.resumeFrom.toString() })
 const min = (a: bigint, b: bigint) => (a < b ? a : b)
-const cloneCursor = (c: Cursor): Cursor => ({ height: c.height, recent: c.recent.map((r) => ({ ...r })), ...(c.genesis ? { genesis: c.genesis } : {}) })
 
 function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {

@@ -3,7 +3,8 @@ import type { InstanceLease } from '../actors/instance-lease.ts'
 import type { Database } from '../db/client.ts'
 import type { Clock } from '../lib/clock.ts'
 import { errorSummary, type Logger } from '../lib/logger.ts'
-import { createBlockFollower, decodeCursor, encodeCursor, type BlockFollower, type CursorStore, type FollowerStatus } from './block-follower.ts'
+import { createBlockFollower, type BlockFollower, type FollowerStatus } from './block-follower.ts'
+import { decodeCursor, decodeHalt, encodeCursor, resumeCursor, type CursorStore, type Halt } from './follower-cursor.ts'
 import { deny, ok, type Outcome } from '../lib/outcome.ts'
 import { isRateLimit, rpcErrorKind, type Metrics } from '../metrics/metrics.ts'
 import { createChainRepo, type ChainRepo } from './chain.repo.ts'
@@ -93,6 +94,7 @@ export function createChainWatcher(deps: {
         maxLogRange: n.maxLogRange,
         erc20Tokens: n.tokens.flatMap((t) => (t.kind === 'erc20' ? [t.address] : [])),
         scanNative: native !== null,
+        confirmations: n.confirmations,
         ...(n.finality === 'confirmations' ? {} : { finalityTag: n.finality }),
         ...(n.maxRequestsPerSecond ? { maxRequestsPerSecond: n.maxRequestsPerSecond } : {}),
       },
@@ -113,6 +115,8 @@ export function createChainWatcher(deps: {
       onLogRangeRefused: () => deps.metrics.rpcError(n.name, 'log_range'),
       ...(native ? { balanceWatch: () => repo.nativeQuotedAddresses(n.name, native.symbol) } : {}),
       pushed: () => pushes.get(n.name)?.connected() ?? false,
+      recorded: async (from) => (await repo.recordedBlocks(n.name, from)).map((b) => ({ number: b.number, hash: b.hash as `0x${string}` })),
+      onHalt: () => deps.metrics.deepReorg(n.name),
     })
     followers.set(n.name, follower)
     follower.start()
@@ -270,10 +274,40 @@ export function createChainWatcher(deps: {
       if (!deps.networks.some((n) => n.name === network)) return deny('not_found', `No network ${network} is configured (${deps.networks.map((n) => n.name).join(', ') || 'none'})`)
       return ok({ network, forgotten: await repo.forgetCursor(network) })
     },
+    /**
+     * Ends a network's halt (a reorg deeper than its follower remembers): whoever follows it
+     * re-checks what was recorded from `fromBlock` (default: one window below the lowest block
+     * remembered at the halt) against the chain as it is now, takes back what is no longer on
+     * it, and scans from there again. Works whether or not this instance follows the network:
+     * the request is written into the network's cursor, which its follower reads while halted.
+     */
+    async resume(network: string, fromBlock?: bigint): Promise<Outcome<{ network: string; from_block: number; halted_window: string; halted_at: string }>> {
+      if (!deps.networks.some((n) => n.name === network)) return deny('not_found', `No network ${network} is configured (${deps.networks.map((n) => n.name).join(', ') || 'none'})`)
+      const stored = await repo.loadCursor(network)
+      const r = resumeCursor(stored === null ? null : decodeCursor(stored), network, fromBlock)
+      if (!r.ok) return r
+      if (!(await repo.replaceCursor(network, stored!, encodeCursor(r.value.cursor), new Date(deps.clock.now())))) {
+        return deny('conflict', `The position of network ${network} changed meanwhile; run the command again`)
+      }
+      deps.logger.warn('network resume requested', { network, fromBlock: r.value.from.toString() })
+      followers.get(network)?.wake()
+      const h = r.value.halt
+      return ok({ network, from_block: Number(r.value.from), halted_window: `${h.windowFrom}-${h.windowTo}`, halted_at: new Date(h.at).toISOString() })
+    },
     /** Each network's follower here (null where another instance follows it). */
     followerStatus: (): { network: string; status: FollowerStatus | null }[] => deps.networks.map((n) => ({ network: n.name, status: followers.get(n.name)?.status() ?? null })),
-    /** Which instance follows each network, as recorded (for readiness on the instances that do not). */
-    followers: () => repo.followers(new Date(deps.clock.now())),
+    /** Which instance follows each network, and its halt, as recorded (for readiness on the instances that do not follow it). */
+    async followers(): Promise<{ network: string; owner: string | null; live: boolean; halted: Halt | null }[]> {
+      return (await repo.followers(new Date(deps.clock.now()))).map((r) => {
+        let halted: Halt | null = null
+        try {
+          halted = r.halted === null ? null : decodeHalt(JSON.parse(r.halted))
+        } catch {
+          deps.logger.warn('the halt recorded in a network\'s cursor does not read', { network: r.network })
+        }
+        return { ...r, halted }
+      })
+    },
     /** Tests: the height each follower of this instance has processed. */
     syncedHeights: () => Object.fromEntries(deps.networks.map((n) => [n.name, followers.get(n.name)?.syncedHeight() ?? null])),
     async stop() {

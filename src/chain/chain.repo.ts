@@ -1,4 +1,4 @@
-import { and, asc, eq, gt, isNotNull, isNull, not, notInArray, or, sql, type SQL } from 'drizzle-orm'
+import { and, asc, eq, gt, gte, isNotNull, isNull, not, notInArray, or, sql, type SQL } from 'drizzle-orm'
 import type { PgColumn } from 'drizzle-orm/pg-core'
 import { FINAL_STATUSES, type TxStatus } from '../../machines/transaction.machine.ts'
 import type { Database } from '../db/client.ts'
@@ -176,13 +176,31 @@ export function createChainRepo(database: Database) {
       return rows.length === 1
     },
 
-    /** Which instance follows each network, and whether its lease is live. */
-    async followers(now: Date): Promise<{ network: string; owner: string | null; live: boolean }[]> {
+    /**
+     * Which instance follows each network, whether its lease is live, and the halt its cursor
+     * records (the `halted` member of the cursor's JSON, as text; null when it follows on).
+     */
+    async followers(now: Date): Promise<{ network: string; owner: string | null; live: boolean; halted: string | null }[]> {
       const rows = await db.select({
         network: chainFollowers.network, owner: chainFollowers.owner,
         live: sql<boolean>`${chainFollowers.owner} IN (${liveInstances(now.toISOString())})`,
-      }).from(chainFollowers)
-      return rows.map((r) => ({ network: r.network, owner: r.owner, live: r.live === true }))
+        halted: sql<string | null>`(${chainCursors.cursor}::json -> 'halted')::text`,
+      }).from(chainFollowers).leftJoin(chainCursors, eq(chainCursors.network, chainFollowers.network))
+      return rows.map((r) => ({ network: r.network, owner: r.owner, live: r.live === true, halted: r.halted ?? null }))
+    },
+
+    /** Replaces a network's cursor only if it is still `expected` (an operator's change must not undo the follower's, nor the reverse). */
+    async replaceCursor(network: string, expected: string, cursor: string, at: Date): Promise<boolean> {
+      const rows = await db.update(chainCursors).set({ cursor, updatedAt: at })
+        .where(and(eq(chainCursors.network, network), eq(chainCursors.cursor, expected))).returning({ network: chainCursors.network })
+      return rows.length === 1
+    },
+
+    /** The blocks (number, lowercase hash) at or above `from` in which transfers were recorded and not taken back: what a resumed network re-checks. */
+    async recordedBlocks(network: string, from: bigint): Promise<{ number: bigint; hash: string }[]> {
+      const rows = await db.selectDistinct({ number: chainTransfers.blockNumber, hash: chainTransfers.blockHash }).from(chainTransfers)
+        .where(and(eq(chainTransfers.network, network), gte(chainTransfers.blockNumber, Number(from)), isNull(chainTransfers.reorgedAt)))
+      return rows.map((r) => ({ number: BigInt(r.number), hash: r.hash.toLowerCase() }))
     },
 
     /** Gives up the networks `owner` follows (shutdown, or its lease was lost), so another instance takes them at once. */

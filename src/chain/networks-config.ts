@@ -57,6 +57,7 @@ import { Type, type Static, type TObject, type TSchema } from '@sinclair/typebox
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { ValueErrorType, type ValueError } from '@sinclair/typebox/errors'
 import { getAddress, isAddress, zeroAddress, type Address } from 'viem'
+import { MAX_CONFIRMATIONS, WINDOW_MARGIN } from './follower-cursor.ts'
 import { NETWORK_PRESETS, PRESET_NAMES, presetPollIntervalMs, type Finality } from './presets.ts'
 
 export type { Finality } from './presets.ts'
@@ -186,7 +187,8 @@ const Network = Type.Object(
     rpcUrl: HttpUrl,
     fallbackRpcUrls: Type.Optional(Type.Array(HttpUrl, say('must be a list of http(s) URLs'))),
     wsUrl: Type.Optional(WsUrl),
-    confirmations: integer(1, 10_000, 'must be an integer from 1 to 10000'),
+    // The follower remembers this many block hashes and more, saved with every block: the bound keeps that write small (follower-cursor.ts).
+    confirmations: integer(1, MAX_CONFIRMATIONS, `must be an integer from 1 to ${MAX_CONFIRMATIONS} (the follower remembers confirmations + ${WINDOW_MARGIN} block hashes and saves them with every block; for deeper finality use "finality": "safe" or "finalized")`),
     finality: Type.Optional(Type.Union(FINALITY.map((f) => Type.Literal(f)), say(`must be ${FINALITY.map((f) => `"${f}"`).join(', ')}`))),
     pollIntervalMs: integer(100, 86_400_000, 'must be an integer number of milliseconds, at least 100'),
     maxLogRange: Type.Optional(integer(1, 1_000_000, 'must be an integer from 1 to 1000000 (blocks per eth_getLogs)')),

@@ -212,6 +212,16 @@ export const COMMANDS: Record<string, Command> = {
     required: ['network'],
     run: (s, f) => s.chain.forget(f.network),
   },
+  'network resume': {
+    usage: 'network resume --network NAME [--from-block N]   (after a reorg deeper than its follower remembers halted it: re-check what was recorded from block N on, default one window below the blocks remembered at the halt, and follow again)',
+    required: ['network'],
+    optional: ['from-block'],
+    run: (s, f) => {
+      const from = f['from-block']
+      if (from !== undefined && !/^\d{1,18}$/.test(from)) return Promise.resolve({ ok: false, code: 'invalid_request', message: '--from-block must be a block number (0 or more)' })
+      return s.chain.resume(f.network, from === undefined ? undefined : BigInt(from))
+    },
+  },
   'refund abandon': {
     usage: 'refund abandon --refund ID   (give up a refund\'s recorded payment the chain shows can never be mined; the refund is pending again)',
     required: ['refund'],

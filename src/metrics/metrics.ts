@@ -28,7 +28,8 @@ export interface MetricSources {
   webhookPending(): number
   /** Pay-page event streams open on this instance. */
   payStreams(): number
-  chains(): { network: string; head: bigint | null; synced: bigint | null }[]
+  /** The networks this instance follows; `halted`: a reorg deeper than the follower remembers stopped it. */
+  chains(): { network: string; head: bigint | null; synced: bigint | null; halted: boolean }[]
 }
 
 export function createMetrics() {
@@ -44,6 +45,7 @@ export function createMetrics() {
   const endpointsDisabled = new Counter({ name: 'cryptopay_webhook_endpoints_disabled_total', help: 'Webhook endpoints disabled automatically, by reason (gone: answered 410; failing: every delivery failed for WEBHOOK_DISABLE_AFTER)', labelNames: ['reason'] as const, registers })
   const rpcErrors = new Counter({ name: 'cryptopay_rpc_errors_total', help: 'Failed chain follower ticks, rate-limit answers and refused log ranges, by network and kind', labelNames: ['network', 'kind'] as const, registers })
   const rateLimited = new Counter({ name: 'cryptopay_rate_limited_total', help: 'Requests refused by a rate limit (429), by surface', labelNames: ['surface'] as const, registers })
+  const deepReorgs = new Counter({ name: 'cryptopay_chain_deep_reorgs_total', help: 'Reorgs deeper than the block hashes the follower remembers, each of which halted its network (the operator must act)', labelNames: ['network'] as const, registers })
   const reorgsAfterFinal = new Counter({ name: 'cryptopay_reorgs_after_final_total', help: 'Payments taken back by a reorg after their transaction reached a final status (the operator must act)', labelNames: ['network'] as const, registers })
 
   new Gauge({
@@ -82,6 +84,14 @@ export function createMetrics() {
     },
   })
 
+  new Gauge({
+    name: 'cryptopay_chain_halted', help: '1 while a network this instance follows is halted by a reorg deeper than it remembers (nothing on it completes until an operator runs network resume), else 0', labelNames: ['network'] as const, registers,
+    collect() {
+      this.reset()
+      for (const c of sources?.chains() ?? []) this.set({ network: c.network }, c.halted ? 1 : 0)
+    },
+  })
+
   return {
     /** Tells the gauges where to read (the services, once wired). */
     setSources(s: MetricSources) {
@@ -95,6 +105,7 @@ export function createMetrics() {
     rpcError: (network: string, kind: RpcErrorKind) => rpcErrors.inc({ network, kind }),
     rateLimited: (surface: LimitedSurface) => rateLimited.inc({ surface }),
     reorgAfterFinal: (network: string) => reorgsAfterFinal.inc({ network }),
+    deepReorg: (network: string) => deepReorgs.inc({ network }),
     /** The exposition text and its content type. */
     async scrape(): Promise<{ body: string; contentType: string }> {
       return { body: (await registry.metrics()) + '\n' + http.text(), contentType: registry.contentType }

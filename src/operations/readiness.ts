@@ -2,6 +2,7 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { migrationState, ping, type Database } from '../db/client.ts'
 import type { ChainWatcher } from '../chain/chain-watcher.ts'
+import { describeHalt } from '../chain/follower-cursor.ts'
 import type { Verdict } from '../chain/network-verification.ts'
 import { errorSummary } from '../lib/logger.ts'
 
@@ -73,6 +74,8 @@ export function createReadiness(deps: {
       if (status?.replaced) {
         return { name, ok: false, detail: `the RPC serves another chain (genesis ${status.replaced.found}, the one followed has ${status.replaced.expected}): not followed until it serves that chain again, or its position is forgotten (npm run cli -- network forget --network ${network})` }
       }
+      // A halt fails the check on every instance: the network's payments are stuck until an operator acts.
+      if (status?.halted) return { name, ok: false, detail: `followed here, ${describeHalt(network, status.halted)}` }
       if (status) {
         const behind = now - status.inStepAt
         const blocks = status.head !== null && status.synced !== null ? status.head - status.synced : null
@@ -83,6 +86,7 @@ export function createReadiness(deps: {
       }
       if (recorded === null) return { name, ok: false, detail: 'cannot tell who follows it: the database does not answer' }
       const follower = recorded.find((r) => r.network === network)
+      if (follower?.halted) return { name, ok: false, detail: `${follower.live ? `followed by instance ${follower.owner}, ` : 'no live instance follows it; '}${describeHalt(network, follower.halted)}` }
       return follower?.live
         ? { name, ok: true, detail: `followed by instance ${follower.owner}${moneyOut(verdict)}` }
         : { name, ok: false, detail: 'no live instance follows it' }

@@ -94,10 +94,11 @@ export interface ManualChain {
 
 /**
  * `slotsInAnEpoch`: anvil serves the `safe` block that many blocks below the head and `finalized`
- * twice that many (default 32).
+ * twice that many (default 32). `historyStates` (default 256): past states kept, the deepest
+ * reorg `reorg()` can make.
  */
-export async function startManualChain(options: { slotsInAnEpoch?: number } = {}): Promise<ManualChain> {
-  const node = await startAnvil({ noMining: true, historyStates: 256, extraArgs: options.slotsInAnEpoch ? ['--slots-in-an-epoch', String(options.slotsInAnEpoch)] : [] })
+export async function startManualChain(options: { slotsInAnEpoch?: number; historyStates?: number } = {}): Promise<ManualChain> {
+  const node = await startAnvil({ noMining: true, historyStates: options.historyStates ?? 256, extraArgs: options.slotsInAnEpoch ? ['--slots-in-an-epoch', String(options.slotsInAnEpoch)] : [] })
   try {
     const key = bytesToHex(mnemonicToAccount(ANVIL_DEFAULT_MNEMONIC, { addressIndex: 0 }).getHdKey().privateKey!)
     const client = createDevnetClient(node.rpcUrl, key)

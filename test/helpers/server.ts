@@ -27,8 +27,8 @@ export interface TestServer {
   /** A new project with a key; `limits` default to something no test reaches by accident. */
   project(opts?: { name?: string; mode?: Mode; scopes?: Scope[]; limits?: { minute: number; hour: number; day: number } }): Promise<{ id: string; key: string; keyId: string }>
   key(projectId: string, mode: Mode, scopes?: Scope[]): Promise<{ key: string; keyId: string }>
-  /** A graceful stop, then a new server on the same DATA_DIR and database (a new port). */
-  restart(): Promise<void>
+  /** A graceful stop, then (after `whileStopped`, if given) a new server on the same DATA_DIR and database (a new port). */
+  restart(whileStopped?: () => Promise<void>): Promise<void>
   stop(): Promise<void>
 }
 
@@ -66,8 +66,9 @@ export async function startTestServer(backend: Backend, env: Record<string, stri
       const k = await t.key(p.value.id, o.mode ?? 'test', o.scopes)
       return { id: p.value.id, ...k }
     },
-    async restart() {
+    async restart(whileStopped) {
       await t.server.stop()
+      await whileStopped?.()
       t.server = await startServer(config, serverOptions)
       t.port = t.server.port
       t.httpPort = t.server.httpPort

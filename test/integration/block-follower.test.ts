@@ -9,13 +9,8 @@ import { createWalletClient, encodeFunctionData, http, type Address, type Hex } 
 import { privateKeyToAccount } from 'viem/accounts'
 import { startAnvil } from '../../src/chain/anvil.ts'
 import { TestStablecoin } from '../../src/chain/artifacts/index.ts'
-import {
-  createBlockFollower,
-  memoryCursorStore,
-  type BlockFollowerDeps,
-  type CursorStore,
-  type FollowerEvent,
-} from '../../src/chain/block-follower.ts'
+import { createBlockFollower, type BlockFollowerDeps, type FollowerEvent } from '../../src/chain/block-follower.ts'
+import { memoryCursorStore, resumeCursor, type BlockRef, type CursorStore, type Halt } from '../../src/chain/follower-cursor.ts'
 import { createChainClient } from '../../src/chain/rpc.ts'
 import type { Finding } from '../../src/chain/transfer-scan.ts'
 import { manualClock } from '../../src/lib/clock.ts'
@@ -191,19 +186,142 @@ describe('createBlockFollower() on anvil', () => {
     await f.waitFor(() => f.blocksAfter(reorg).length === 12, 'replacement blocks')
   })
 
-  test('a reorg deeper than the remembered window is reported as far as the window reaches, and logged as an error', async () => {
-    const f = await follow({ watch: [], windowSize: 2 })
+  test('a reorg deeper than the remembered window halts the network: no reorg and no event after it, the halt saved in the cursor, said once as an error', async () => {
+    const store = countingStore()
+    const halts: Halt[] = []
+    const f = await follow({ watch: [], windowSize: 2, store, onHalt: (h) => halts.push(h) })
     const blocks = [await mine(), await mine(), await mine(), await mine()]
     await f.waitForHeight(blocks[3]!.number)
 
-    await anvilReorg(4, [])
-    const reorg = await f.waitForEvent('reorg')
-    expect(reorg).toEqual({
-      type: 'reorg',
-      forkPoint: blocks[1]!.number,
-      removed: blocks.slice(2).map((b) => ({ number: b.number, hash: b.hash })),
+    await reorgAnew(4)
+    await f.waitFor(() => f.follower.status().halted !== null, 'the halt')
+    const expected = { windowFrom: blocks[2]!.number, windowTo: blocks[3]!.number, head: blocks[3]!.number, resumeFrom: blocks[0]!.number }
+    expect(f.follower.status().halted).toMatchObject(expected)
+    expect(store.current()?.halted).toMatchObject(expected)
+    expect(halts).toEqual([expect.objectContaining(expected)])
+    const count = f.events.length
+    expect(f.events.filter((e) => e.type === 'reorg')).toEqual([])
+
+    // The chain goes on; the follower keeps reading its cursor (to see a resume) and emits nothing.
+    await anvilMine(3)
+    const loads = store.loads
+    await f.waitFor(() => store.loads >= loads + 3, 'three more ticks')
+    expect(f.events.length).toBe(count)
+    expect(f.follower.syncedHeight()).toBe(blocks[3]!.number)
+    const said = f.logs.filter((l) => l.msg.startsWith('reorg deeper than the remembered window'))
+    expect(said).toHaveLength(1)
+    expect(said[0]).toMatchObject({ level: 'error', fields: expect.objectContaining({ network: 'anvil', windowFrom: String(expected.windowFrom), windowTo: String(expected.windowTo), fix: expect.stringContaining('npm run cli -- network resume --network anvil') }) })
+  })
+
+  test('a follower started on a halted cursor (a restart, another instance) stays halted: it emits nothing and says so once', async () => {
+    const store = countingStore()
+    const first = await follow({ watch: [], windowSize: 2, store })
+    await anvilMine(3)
+    const top = await mine()
+    await first.waitForHeight(top.number)
+    await reorgAnew(3)
+    await first.waitFor(() => first.follower.status().halted !== null, 'the halt')
+    await first.stop()
+
+    const second = await follow({ watch: [], windowSize: 2, store })
+    await anvilMine(2)
+    const loads = store.loads
+    await second.waitFor(() => store.loads >= loads + 3, 'three ticks')
+    expect(second.events).toEqual([])
+    expect(second.follower.status().halted).toEqual(store.current()!.halted!)
+    expect(second.logs.filter((l) => l.msg.startsWith('this network is halted'))).toEqual([
+      expect.objectContaining({ level: 'warn', fields: expect.objectContaining({ fix: expect.stringContaining('network resume --network anvil') }) }),
+    ])
+  })
+
+  test('resumed from block N: recorded blocks no longer canonical are reported as a reorg, those still canonical are not; N..head is scanned again and the chain followed on', async () => {
+    const watched = randomAddress()
+    const store = memoryCursorStore()
+    // What the handler recorded: the blocks of its findings, as the chain watcher reads them from the database.
+    const recorded = new Map<string, BlockRef>()
+    const f = await follow({
+      watch: [watched], windowSize: 2, store,
+      recorded: async (from) => [...recorded.values()].filter((b) => b.number >= from),
+      onEvent: (e) => {
+        if (e.type === 'block') for (const x of e.findings) recorded.set(x.blockHash, { number: x.blockNumber, hash: x.blockHash })
+      },
     })
-    expect(f.logs.some((l) => l.level === 'error' && l.msg.includes('deeper than the remembered window'))).toBe(true)
+    await send({ to: watched, value: 1n })
+    const kept = await mine()
+    await anvilMine(2)
+    await send({ to: watched, value: 2n })
+    const lost = await mine()
+    const top = await anvilMine(3)
+    await f.waitForHeight(top.number)
+    const belowTop = await chain.getBlock({ blockNumber: top.number - 1n })
+    expect(f.findings().map((x) => [x.amount, x.blockHash])).toEqual([[1n, kept.hash], [2n, lost.hash]])
+
+    // Replaces `lost` and everything above it, far below the 2-block window.
+    await reorgAnew(Number(top.number - lost.number) + 1)
+    await f.waitFor(() => f.follower.status().halted !== null, 'the halt')
+    const before = f.events.length
+
+    const resumed = resumeCursor(store.current(), 'anvil', kept.number)
+    if (!resumed.ok) throw new Error(resumed.message)
+    await store.save(resumed.value.cursor)
+    const head = (await anvilMine(1)).number
+    await f.waitForHeight(head)
+
+    const after = f.events.slice(before)
+    // The lost payment's block, and the window remembered at the halt; not the block of the payment that stayed.
+    expect(after[0]).toEqual({
+      type: 'reorg', forkPoint: lost.number - 1n,
+      removed: [{ number: lost.number, hash: lost.hash }, { number: belowTop.number, hash: belowTop.hash }, { number: top.number, hash: top.hash }],
+    })
+    const rescanned = after.filter((e): e is Extract<FollowerEvent, { type: 'block' }> => e.type === 'block')
+    expect(rescanned.map((b) => b.block.number)).toEqual(range(kept.number, head))
+    // The payment still on the chain is found again in the same block (the handler keeps it once); the lost one is gone.
+    expect(rescanned.flatMap((b) => b.findings).map((x) => [x.amount, x.blockHash])).toEqual([[1n, kept.hash]])
+    expect(f.follower.status().halted).toBeNull()
+    expect(store.current()).not.toHaveProperty('halted')
+    expect(store.current()).not.toHaveProperty('recheckFrom')
+
+    // Followed on, reorgs within the window handled as usual again.
+    const next = await mine()
+    await f.waitForHeight(next.number)
+    await reorgAnew(1)
+    await f.waitFor(() => f.events.slice(before + 1).some((e) => e.type === 'reorg'), 'a shallow reorg')
+    expect(f.events.slice(before + 1).find((e) => e.type === 'reorg')).toEqual({ type: 'reorg', forkPoint: next.number - 1n, removed: [{ number: next.number, hash: next.hash }] })
+  })
+
+  test('a reorg reaching below the first block followed is no halt: nothing below it was scanned, and what was followed is reported removed', async () => {
+    const before = await mine()
+    const f = await follow({ watch: [] })
+    const first = f.blocks()[0]!.block
+    expect(first.number).toBe(before.number)
+    const next = await mine()
+    await f.waitForHeight(next.number)
+
+    await reorgAnew(3)
+    const reorg = await f.waitForEvent('reorg')
+    expect(reorg).toEqual({ type: 'reorg', forkPoint: first.number - 1n, removed: [{ number: first.number, hash: first.hash }, { number: next.number, hash: next.hash }] })
+    expect(f.follower.status().halted).toBeNull()
+    await f.waitFor(() => f.blocksAfter(reorg).length === 2, 'replacement blocks')
+  })
+
+  test('waiting for the finalized block, the window reaches down to it: a reorg deeper than the window but above that block is a reorg, not a halt', async () => {
+    // anvil's finalized block is 64 below its head (two epochs of 32 slots).
+    await anvilMine(70)
+    const store = memoryCursorStore()
+    const f = await follow({ watch: [], windowSize: 2, store, finalityTag: 'finalized' })
+    const top = await anvilMine(70)
+    await f.waitForHeight(top.number)
+    // One more chunk once the finalized block is known: the window is trimmed to it, not to 2.
+    const last = await mine()
+    await f.waitForHeight(last.number)
+    const finalized = (await chain.getBlock({ blockTag: 'finalized' })).number
+    expect(finalized).toBeLessThan(last.number - 10n)
+    expect(store.current()!.recent[0]!.number).toBeLessThanOrEqual(finalized)
+
+    await reorgAnew(10)
+    const reorg = await f.waitForEvent('reorg')
+    expect(reorg.forkPoint).toBe(last.number - 10n)
+    expect(f.follower.status().halted).toBeNull()
   })
 
   test('after a restart on the same store, every block mined while stopped is delivered once, in order', async () => {
@@ -411,6 +529,11 @@ interface FollowOptions {
   maxLogRange?: number
   batchSize?: number
   windowSize?: number
+  finalityTag?: 'safe' | 'finalized'
+  recorded?: (from: bigint) => Promise<BlockRef[]>
+  onHalt?: (halt: Halt) => void
+  /** Sees each event as the handler does. */
+  onEvent?: (event: FollowerEvent) => void
 }
 
 async function follow(options: FollowOptions) {
@@ -420,14 +543,20 @@ async function follow(options: FollowOptions) {
     (['debug', 'info', 'warn', 'error'] as const).map((level) => [level, (msg: string, fields?: Record<string, unknown>) => logs.push({ level, msg, fields })]),
   ) as unknown as Logger
   const deps: BlockFollowerDeps = {
-    network: { name: 'anvil', pollIntervalMs: 25, maxLogRange: options.maxLogRange ?? 1000, erc20Tokens: [token], scanNative: options.scanNative ?? true },
+    network: {
+      name: 'anvil', pollIntervalMs: 25, maxLogRange: options.maxLogRange ?? 1000, erc20Tokens: [token], scanNative: options.scanNative ?? true,
+      ...(options.finalityTag ? { finalityTag: options.finalityTag } : {}),
+    },
     client: createChainClient({ rpcUrl: options.rpcUrl ?? node.rpcUrl, fallbackRpcUrls: options.fallbackRpcUrls, retryCount: 0, timeoutMs: 5000 }),
     store: options.store ?? memoryCursorStore(),
     watch: new Set(options.watch.map((a) => a.toLowerCase())),
     handler: (event) => {
+      options.onEvent?.(event)
       events.push(event)
     },
     logger,
+    ...(options.recorded ? { recorded: options.recorded } : {}),
+    ...(options.onHalt ? { onHalt: options.onHalt } : {}),
     tuning: { batchSize: options.batchSize, windowSize: options.windowSize, backoff: { baseMs: 25, maxMs: 100 } },
   }
   const follower = createBlockFollower(deps)
@@ -453,6 +582,20 @@ async function follow(options: FollowOptions) {
   // Start from a known point: the first block event (the head when it started) has arrived.
   await waitFor(() => follower.syncedHeight() !== null, 'first tick')
   return harness
+}
+
+/** A memoryCursorStore that counts its loads: a halted follower reads its cursor again at every tick. */
+function countingStore() {
+  const inner = memoryCursorStore()
+  const store = {
+    ...inner,
+    loads: 0,
+    load: () => {
+      store.loads++
+      return inner.load()
+    },
+  }
+  return store
 }
 
 /** Polls until `predicate` holds; fails with `what` after a deadline. */
@@ -495,6 +638,11 @@ async function anvilMine(n: number) {
 
 async function anvilReorg(depth: number, txs: Array<[Hex, number]>) {
   await chain.request({ method: 'anvil_reorg', params: [depth, txs] } as never)
+}
+
+/** A reorg whose first replacement block holds a transfer nobody watches, so it cannot come out identical to the block it replaces. */
+async function reorgAnew(depth: number) {
+  await anvilReorg(depth, [[await signedTransfer({ to: randomAddress(), value: 1n }), 0]])
 }
 
 function randomAddress(): Address {

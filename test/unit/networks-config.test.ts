@@ -8,6 +8,7 @@ import {
   parseNetworksConfig,
   validateNetworksConfig,
 } from '../../src/chain/networks-config.ts'
+import { MAX_CONFIRMATIONS, MAX_WINDOW, windowFor } from '../../src/chain/follower-cursor.ts'
 import { NETWORK_PRESETS } from '../../src/chain/presets.ts'
 import { getAddress, isAddress } from 'viem'
 
@@ -97,7 +98,7 @@ describe('parseNetworksConfig()', () => {
       const e = error as NetworksConfigError
       expect(e.problems.map((p) => p.path)).toEqual(['networks[0].chainId', 'networks[0].confirmations'])
       expect(e.message).toContain('networks[0].chainId: must be a positive integer')
-      expect(e.message).toContain('networks[0].confirmations: must be an integer from 1 to 10000')
+      expect(e.message).toContain('networks[0].confirmations: must be an integer from 1 to 1000 (')
     }
   })
 })
@@ -139,6 +140,23 @@ describe('validateNetworksConfig() refuses', () => {
   test('duplicate network names and chain ids', () => {
     expect(problemAt([network(), network({ name: 'SEPOLIA', chainId: 1 })], 'networks[1].name')).toContain('duplicate network name')
     expect(problemAt([network(), network({ name: 'other' })], 'networks[1].chainId')).toContain('duplicate chain id 11155111')
+  })
+
+  test('confirmations above the bound the follower\'s remembered window is sized for, naming the field, the bound and why', () => {
+    expect(MAX_CONFIRMATIONS).toBe(1000)
+    expect(validateNetworksConfig([network({ confirmations: 1000 })]).ok).toBe(true)
+    for (const confirmations of [1001, 10_000]) {
+      expect(problemAt([network({ confirmations })], 'networks[0].confirmations')).toBe(
+        'networks[0].confirmations: must be an integer from 1 to 1000 (the follower remembers confirmations + 64 block hashes and saves them with every block; for deeper finality use "finality": "safe" or "finalized")',
+      )
+    }
+    // A preset's confirmations overridden past the bound is refused like any other.
+    expect(problemAt([{ preset: 'polygon', rpcUrl: 'https://rpc.example/node', confirmations: 5000 }], 'networks[0].confirmations')).toContain('from 1 to 1000')
+  })
+
+  test('the window remembered: confirmations + 64, never fewer than 128, at most the bound\'s', () => {
+    expect([1, 64, 65, 200, 256, 1000].map(windowFor)).toEqual([128, 128, 129, 264, 320, 1064])
+    expect(MAX_WINDOW).toBe(1064)
   })
 
   test('bad numbers', () => {
@@ -243,6 +261,7 @@ describe('presets', () => {
       }
       expect(n!.pollIntervalMs).toBeGreaterThanOrEqual(1000)
       expect(n!.pollIntervalMs).toBeLessThanOrEqual(4000)
+      expect(n!.confirmations).toBeLessThanOrEqual(MAX_CONFIRMATIONS)
     }
   })
 

@@ -1,6 +1,6 @@
 import { and, asc, count, eq, inArray, isNull, sql, type SQL } from 'drizzle-orm'
 import type { RefundStatus } from '../../../machines/refund.machine.ts'
-import { decodeCursor } from '../../chain/block-follower.ts'
+import { decodeCursor } from '../../chain/follower-cursor.ts'
 import type { Database } from '../../db/client.ts'
 import { chainCursors, chainTransfers, idempotencyKeys, outbox, refunds, transactionEvents, transactions, type RefundRow, type TransactionRow } from '../../db/schema.ts'
 import type { Outcome } from '../../lib/outcome.ts'
