@@ -12,6 +12,10 @@
  * 2. Wall time of `npm run treasury -- sweep` for BENCH_ADDRESSES (default 200) paid deposit
  *    addresses, end to end: the tool in its own process against a service (PGlite) and the chain,
  *    from start to exit, with its dry run beside it.
+ * 3. The route of a chain without EIP-7702 (anvil under Cancun): the gas account tops up every
+ *    address's fee in one transaction (DepositAccount's `topUp`), then each address sends its own
+ *    legacy transfer. Gas per address for BENCH_TOP_UP_ADDRESSES (default 40) TUSD addresses and
+ *    as many ETH ones, the top-up's share included, against the same floors.
  */
 import { mkdtempSync, rmSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'
@@ -26,7 +30,7 @@ import { mnemonicToSeed } from '../src/lib/bip39.ts'
 import { writeNetworksFile } from '../test/helpers/chain.ts'
 import { runTreasuryTool } from '../test/helpers/processes.ts'
 import { startTestServer } from '../test/helpers/server.ts'
-import { MERCHANT_MNEMONIC, paidTransactions, startTreasuryChain, toolArgs, useMerchantKey, writeMerchantFiles } from '../test/helpers/treasury.ts'
+import { MERCHANT_MNEMONIC, paidTransactions, startTreasuryChain, toolArgs, toolKey, useMerchantKey, writeMerchantFiles } from '../test/helpers/treasury.ts'
 
 const ADDRESSES = Number(process.env.BENCH_ADDRESSES ?? 200)
 const TREASURY: Address = '0x000000000000000000000000000000000000bEEF'
@@ -99,6 +103,7 @@ async function wallTime() {
   const t = await startTestServer('pglite', { NETWORKS_CONFIG: writeNetworksFile(dir, [chain.network()]) })
   try {
     const p = await t.project()
+    const tool = await toolKey(t, p.id)
     await useMerchantKey(t, p.id)
     const files = writeMerchantFiles(dir, { mnemonic: MERCHANT_MNEMONIC, gasKey: chain.gas.key, ca: t.ca })
     const half = Math.floor(ADDRESSES / 2)
@@ -106,7 +111,7 @@ async function wallTime() {
     await paidTransactions(t, p.key, chain, half, 'TUSD')
     await paidTransactions(t, p.key, chain, ADDRESSES - half, 'ETH')
     console.error(`${ADDRESSES} transactions paid and completed in ${((performance.now() - t0) / 1000).toFixed(1)} s`)
-    const args = ['sweep', ...toolArgs(t, p.key, chain, files), '--to', TREASURY, '--mnemonic-file', files.mnemonic, '--gas-key-file', files.gasKey, '--json']
+    const args = ['sweep', ...toolArgs(t, tool, chain, files), '--to', TREASURY, '--mnemonic-file', files.mnemonic, '--gas-key-file', files.gasKey, '--json']
     const timed = async (extra: string[]) => {
       const s = performance.now()
       const r = await runTreasuryTool([...args, ...extra])
@@ -130,7 +135,42 @@ async function wallTime() {
   }
 }
 
+/** The top-up route's gas per address, from the tool's own report of what it sent. */
+async function topUpTable() {
+  const n = Number(process.env.BENCH_TOP_UP_ADDRESSES ?? 40)
+  const chain = await startTreasuryChain({ hardfork: 'cancun' })
+  const dir = mkdtempSync(join(tmpdir(), 'bench-top-up-'))
+  const t = await startTestServer('pglite', { NETWORKS_CONFIG: writeNetworksFile(dir, [chain.network()]) })
+  try {
+    const p = await t.project()
+    const tool = await toolKey(t, p.id)
+    await useMerchantKey(t, p.id)
+    const files = writeMerchantFiles(dir, { mnemonic: MERCHANT_MNEMONIC, gasKey: chain.gas.key, ca: t.ca })
+    const rows: string[] = []
+    for (const token of ['TUSD', 'ETH'] as const) {
+      await paidTransactions(t, p.key, chain, n, token)
+      const r = await runTreasuryTool(['sweep', ...toolArgs(t, tool, chain, files), '--to', TREASURY, '--mnemonic-file', files.mnemonic, '--gas-key-file', files.gasKey, '--token', token, '--json'])
+      if (r.code !== 0) throw new Error(`treasury sweep failed: ${r.stderr}`)
+      const topUp = Number(r.json.top_up_transaction.gas_used)
+      const own = (r.json.sweeps as { gas_used: string }[]).reduce((a, w) => a + Number(w.gas_used), 0)
+      const perAddress = (topUp + own) / r.json.sweeps.length
+      rows.push(`| ${token} | ${r.json.sweeps.length} | ${Math.round(topUp / r.json.sweeps.length).toLocaleString('en-US')} | ${Math.round(own / r.json.sweeps.length).toLocaleString('en-US')} | ${Math.round(perAddress).toLocaleString('en-US')} |`)
+    }
+    console.log(`A chain without EIP-7702 (anvil under Cancun): the gas account tops up every address's fee in one transaction, then each address sends its own legacy transfer (the floor of moving the money: 29,500 for an ERC-20 balance, 21,000 for the coin). The top-up share is the top-up transaction's gas over its addresses.
+
+| asset | addresses | top-up share | the address's own transfer | gas per address |
+|---|---:|---:|---:|---:|
+${rows.join('\n')}
+`)
+  } finally {
+    await t.stop()
+    await chain.stop()
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
 console.error(`bench/sweep.ts on ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}`)
 await gasTable()
 await wallTime()
+await topUpTable()
 process.exit(0)

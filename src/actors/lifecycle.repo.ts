@@ -103,6 +103,7 @@ const COMMIT = sql`WITH t AS (
     ${bare(t.depositAddress)} = ${param('depositAddress')}, ${bare(t.requiredConfirmations)} = ${param('requiredConfirmations', 'int')},
     ${bare(t.finality)} = ${param('finality')},
     ${bare(t.amountReceived)} = ${param('amountReceived', 'numeric')}, ${bare(t.transactionHash)} = ${param('transactionHash')},
+    ${bare(t.transactionHashNames)} = ${param('transactionHashNames')},
     ${bare(t.blockNumber)} = ${param('blockNumber', 'bigint')}, ${bare(t.confirmations)} = ${param('confirmations', 'int')},
     ${bare(t.confirmedAt)} = ${param('confirmedAt', 'timestamptz')}, ${bare(t.completedAt)} = ${param('completedAt', 'timestamptz')},
     ${bare(t.updatedAt)} = ${param('updatedAt', 'timestamptz')}, ${bare(t.version)} = ${t.version} + 1
@@ -224,7 +225,7 @@ export function createLifecycleRepo(database: Database) {
       const [{ updated }] = await commit.execute({
         id: c.transactionId, expectedVersion: c.expectedVersion, status: p.status, tokenSymbol: p.tokenSymbol, tokenAmount: p.tokenAmount,
         blockchainNetwork: p.blockchainNetwork, depositAddress: p.depositAddress, requiredConfirmations: p.requiredConfirmations, finality: p.finality,
-        amountReceived: p.amountReceived, transactionHash: p.transactionHash, blockNumber: p.blockNumber, confirmations: p.confirmations,
+        amountReceived: p.amountReceived, transactionHash: p.transactionHash, transactionHashNames: p.transactionHashNames, blockNumber: p.blockNumber, confirmations: p.confirmations,
         confirmedAt: iso(p.confirmedAt), completedAt: iso(p.completedAt), updatedAt: iso(p.updatedAt),
         snapshot: json(c.snapshot), machineVersion: c.machineVersion, fromStatus: c.entry.fromStatus, cause: c.entry.cause, details: json(c.entry.details),
         projectId: current.projectId, testingMode: current.testingMode, eventType: out?.eventType ?? null, eventData: out ? json(out.data) : null,

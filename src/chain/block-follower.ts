@@ -35,6 +35,7 @@ import type { Address, Hex } from 'viem'
 import { systemClock, type Clock } from '../lib/clock.ts'
 import { errorSummary, type Logger } from '../lib/logger.ts'
 import { errorChain, isRateLimit, retryAfterMs } from '../metrics/metrics.ts'
+import { createTraceReader, type InternalTransfer } from './internal-traces.ts'
 import type { RpcClient } from './rpc.ts'
 import { MAX_WINDOW, resumeCommand, windowFor, type BlockRef, type Cursor, type CursorStore, type Halt } from './follower-cursor.ts'
 import {
@@ -208,6 +209,8 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
     if (throttle) await throttle(controller.signal)
     return client.request({ method, params }, { signal: controller.signal })
   }
+  /** Who sent native coin by an internal call, where the node traces (asked only when such coin arrived). */
+  const traces = createTraceReader(rpc, clock)
   /** The widest eth_getLogs span the provider has taken: starts at maxLogRange, halved at each refusal, kept. */
   let logSpan = maxLogRange
   const checkStopped = () => {
@@ -316,12 +319,11 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
         byBlock.set(f.blockNumber, list)
       }
       const recent = base.recent.slice()
-      const listedNative: NativeFinding[] = []
+      const native = new Map(blocks.map((b) => [b.number, network.scanNative ? scanNativeTransactions(b, nativeWatch) : []]))
+      const arrived = balances ? internalTransfers(blocks.at(-1)!, balances, [...native.values()].flat()) : []
+      const internal = arrived.length ? await namedByTraces(blocks, arrived) : []
       for (const b of blocks) {
-        const native = network.scanNative ? scanNativeTransactions(b, nativeWatch) : []
-        listedNative.push(...native)
-        const internal = balances && b === blocks.at(-1) ? internalTransfers(b, balances, listedNative) : []
-        const findings = [...native, ...internal, ...(byBlock.get(b.number) ?? [])]
+        const findings = [...native.get(b.number)!, ...internal.filter((f) => f.blockNumber === b.number), ...(byBlock.get(b.number) ?? [])]
         await emit({ type: 'block', block: header(b), findings })
         recent.push({ number: b.number, hash: b.hash })
       }
@@ -415,6 +417,36 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
       })
     }
     return found
+  }
+
+  /**
+   * Native coin found arriving by internal call (named by the chunk's last block), named instead by
+   * the transactions that sent it, in their own blocks, where the node's traces account for all of
+   * it at that address; otherwise (no traces, or they do not add up: coin also left the address)
+   * it stays named by the block.
+   */
+  async function namedByTraces(blocks: FetchedBlock[], arrived: NativeFinding[]): Promise<NativeFinding[]> {
+    const traced: { block: FetchedBlock; transfers: InternalTransfer[] }[] = []
+    for (const block of blocks) {
+      const transfers = await traces.internalTransfers(block)
+      if (transfers === null) return arrived
+      traced.push({ block, transfers })
+    }
+    return arrived.flatMap((a) => {
+      const to = a.to.toLowerCase()
+      const perTx = new Map<string, NativeFinding>()
+      for (const { block, transfers } of traced) {
+        for (const t of transfers) {
+          if (t.to !== to) continue
+          const key = `${block.hash}:${t.txHash}`
+          const seen = perTx.get(key)
+          if (seen) seen.amount += t.value
+          else perTx.set(key, { kind: 'native', internal: true, traced: true, from: t.from as Address, to: a.to, amount: t.value, txHash: t.txHash as Hex, blockNumber: block.number, blockHash: block.hash })
+        }
+      }
+      const named = [...perTx.values()]
+      return named.reduce((sum, f) => sum + f.amount, 0n) === a.amount ? named : [a]
+    })
   }
 
   /**
@@ -732,8 +764,8 @@ export function createThrottle(perSecond: number, clock: Clock, sleep: (ms: numb
  * Native coin that reached a watched address without a transaction to it: its balance at
  * `block` beyond what was credited to it before and what the blocks of this chunk list
  * (`listed`). It is recorded in `block`, named by the block's hash (which transaction sent it is
- * not known without traces) and `internal`, apart from the transfers the blocks list. Money
- * that left the address (a sweep) hides as much of an arrival.
+ * not known without traces: see `namedByTraces`) and `internal`, apart from the transfers the
+ * blocks list. Money that left the address (a sweep) hides as much of an arrival.
  */
 export function internalTransfers(
   block: { number: bigint; hash: Hex },

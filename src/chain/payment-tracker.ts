@@ -7,7 +7,7 @@ import type { Outcome } from '../lib/outcome.ts'
 import type { FollowerEvent, FollowerHandler } from './block-follower.ts'
 import type { ChainRepo, TransferFinding, TransferKind, UnappliedTransfer } from './chain.repo.ts'
 import { nativeToken, type NetworkConfig } from './networks-config.ts'
-import type { Finding } from './transfer-scan.ts'
+import { INTERNAL_TRACED, INTERNAL_TRANSFER, NATIVE_TRANSFER, type Finding } from './transfer-scan.ts'
 
 /** What the tracker needs of the lifecycle: apply an event to a transaction's actor, and note what happens after its final status. */
 export interface Lifecycle {
@@ -15,10 +15,6 @@ export interface Lifecycle {
   noteAfterFinal(id: string, cause: string, details: Record<string, unknown>): Promise<void>
 }
 
-/** The log index a native transfer is recorded with: the block's own transaction to the address. */
-export const NATIVE_TRANSFER = -1
-/** ... and native coin seen arriving by an internal call (its txHash is the block's hash). */
-export const INTERNAL_TRANSFER = -2
 
 /** The wait before a transfer whose judging failed is tried again: 5 s, doubling, at most 10 minutes. */
 export const retryDelayMs = (attempts: number) => Math.min(600_000, 5_000 * 2 ** Math.max(0, attempts - 1))
@@ -128,7 +124,7 @@ export function createPaymentTracker(deps: { network: NetworkConfig; repo: Chain
         const symbol = symbolOf(f)
         if (symbol === null) return []
         return [{
-          txHash: f.txHash.toLowerCase(), logIndex: f.kind === 'erc20' ? f.logIndex : f.internal ? INTERNAL_TRANSFER : NATIVE_TRANSFER, blockNumber: f.blockNumber,
+          txHash: f.txHash.toLowerCase(), logIndex: f.kind === 'erc20' ? f.logIndex : f.internal ? (f.traced ? INTERNAL_TRACED : INTERNAL_TRANSFER) : NATIVE_TRANSFER, blockNumber: f.blockNumber,
           blockHash: f.blockHash.toLowerCase(), tokenSymbol: symbol, fromAddress: f.from.toLowerCase(), toAddress: f.to.toLowerCase(), amount: f.amount,
         }]
       })

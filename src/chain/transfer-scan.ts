@@ -41,9 +41,11 @@ export interface NativeFinding {
   kind: 'native'
   /**
    * Sent by a contract's internal call: seen as a balance rise, not in the block's transaction
-   * list; `txHash` is then the block's hash and `from` the zero address (unknown without traces).
+   * list. Without traces `txHash` is the block's hash and `from` the zero address; `traced`: the
+   * node's traces named the transaction (`txHash`) and the contract that sent it (`from`).
    */
   internal?: true
+  traced?: true
   from: Address
   to: Address
   amount: bigint
@@ -53,6 +55,16 @@ export interface NativeFinding {
 }
 
 export type Finding = Erc20Finding | NativeFinding
+
+/**
+ * The log index a native finding is recorded with (ERC-20 transfers keep their log's): a block's
+ * own transaction to the address; coin by an internal call named by its block (its transaction
+ * not known: `txHash` is the block's hash); coin by an internal call named by the transaction the
+ * node's traces found.
+ */
+export const NATIVE_TRANSFER = -1
+export const INTERNAL_TRANSFER = -2
+export const INTERNAL_TRACED = -3
 
 /** A log as `eth_getLogs` returns it. */
 export interface RpcLogLike {

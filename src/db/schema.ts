@@ -57,17 +57,26 @@ export const transactions = pgTable('transactions', {
   depositAddress: text('deposit_address'),
   amountReceived: numeric('amount_received', { precision: 78, scale: 0 }),
   transactionHash: text('transaction_hash'),
+  /**
+   * What `transactionHash` is the hash of: the transaction that paid, or (native coin a contract
+   * sent by an internal call, on a node that cannot trace) the block it arrived in. Null with it.
+   */
+  transactionHashNames: text('transaction_hash_names', { enum: ['transaction', 'block'] }),
   blockNumber: bigint('block_number', { mode: 'number' }),
   confirmations: integer('confirmations'),
   requiredConfirmations: integer('required_confirmations'),
   /** confirmations, safe or finalized: what completes the payment on its network (issue 14); null before a token is selected. */
   finality: text('finality', { enum: ['confirmations', 'safe', 'finalized'] }),
   /**
-   * The native balance its deposit address already held when the native coin was quoted: not a
-   * payment (coin sent there before, e.g. under the same xpub in another database). Arrivals by
-   * internal call are counted above it (issue 14). Null: quoted in a token, or before it was kept.
+   * The native balance its deposit address already held when the native coin was first quoted on
+   * `nativeBaselineNetwork`: not a payment (coin sent there before, e.g. under the same xpub in
+   * another database). Arrivals by internal call are counted above it. Kept when the customer
+   * chooses the native coin again on that network, so a payment that arrived meanwhile and is not
+   * seen yet is not taken for coin held before. Null: never quoted in the native coin.
    */
   nativeBaseline: numeric('native_baseline', { precision: 78, scale: 0 }),
+  /** The network `nativeBaseline` was read on (null for a baseline kept before this column). */
+  nativeBaselineNetwork: text('native_baseline_network'),
   confirmedAt: ts('confirmed_at'),
   completedAt: ts('completed_at'),
   expiresAt: ts('expires_at').notNull(),

@@ -31,7 +31,7 @@ const FIELDS = {
   token_symbol: Type.String({ examples: ['USDC'], description: 'The token the customer selected, as shown to them (e.g. USDC).' }),
   token_amount: Type.String({ pattern: '^[0-9]+$', examples: ['25000000'], description: 'The quoted amount in the token\'s smallest unit, as a decimal string.' }),
   blockchain_network: Type.String({ examples: ['ethereum'], description: 'The network of the selected token.' }),
-  transaction_hash: Type.String({ pattern: '^0x[0-9a-fA-F]{64}$', examples: [`0x${'5e'.repeat(32)}`], description: 'The payment\'s on-chain transaction hash.' }),
+  transaction_hash: Type.String({ pattern: '^0x[0-9a-fA-F]{64}$', examples: [`0x${'5e'.repeat(32)}`], description: 'The payment\'s on-chain transaction hash; for native coin a contract sent by an internal call, on a node that cannot trace calls, the hash of the block it arrived in (the transaction object\'s transaction_hash_names says which).' }),
   block_number: Type.Integer({ minimum: 0, description: 'The block that holds the payment.' }),
   confirmed_at: timestamp('When the payment reached its required confirmations.'),
 }

@@ -47,6 +47,8 @@ export interface RpcProxy {
   callErrorNext: number
   /** eth_call calls answered with that error. */
   callErrors: RpcCall[]
+  /** Methods answered with JSON-RPC "Method not found" (-32601), as a node without them does (debug_* and trace_* on most public RPCs). */
+  refuseMethods: Set<string>
   close(): Promise<void>
 }
 
@@ -68,6 +70,7 @@ export async function startRpcProxy(target: string): Promise<RpcProxy> {
     rateLimitJsonNext: 0,
     callErrorNext: 0,
     callErrors: [],
+    refuseMethods: new Set(),
     async close() {
       for (const res of hanging) res.destroy()
       server.closeAllConnections()
@@ -108,6 +111,8 @@ export async function startRpcProxy(target: string): Promise<RpcProxy> {
       if (state.maxLogRange !== null && c.method === 'eth_getLogs' && logSpan(c) > state.maxLogRange) {
         state.rangeRefusals.push(c)
         answeredHere.set(c, { code: -32600, message: `exceed maximum block range: ${state.maxLogRange}` })
+      } else if (state.refuseMethods.has(c.method)) {
+        answeredHere.set(c, { code: -32601, message: `the method ${c.method} does not exist/is not available` })
       } else if (state.callErrorNext > 0 && c.method === 'eth_call') {
         state.callErrorNext--
         state.callErrors.push(c)

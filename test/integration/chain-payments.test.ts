@@ -6,6 +6,7 @@ import { TestBatchPayer, TestStablecoin } from '../../src/chain/artifacts/index.
 import { createDevnetClient, startDevnet, type Devnet, type DevnetClient } from '../../src/chain/devnet.ts'
 import { backends } from '../helpers/databases.ts'
 import { payNative, payToken, waitUntil, writeNetworksFile } from '../helpers/chain.ts'
+import { startRpcProxy, type RpcProxy } from '../helpers/rpc-proxy.ts'
 import { api, startTestServer, type TestServer } from '../helpers/server.ts'
 
 for (const backend of backends()) {
@@ -15,16 +16,20 @@ for (const backend of backends()) {
     let t: TestServer
     let key: string
     let dir: string
+    /** Between the service and the devnet: lets a test hold the block follower still. */
+    let proxy: RpcProxy
     beforeAll(async () => {
       devnet = await startDevnet({ confirmations: 2, pollIntervalMs: 200 })
       wallet = createDevnetClient(devnet.rpcUrl, devnet.wallet.privateKey)
+      proxy = await startRpcProxy(devnet.rpcUrl)
       dir = mkdtempSync(join(tmpdir(), 'chain-payments-'))
-      const file = writeNetworksFile(dir, devnet.networks)
+      const file = writeNetworksFile(dir, devnet.networks.map((n) => ({ ...n, rpcUrl: proxy.url })))
       t = await startTestServer(backend, { NETWORKS_CONFIG: file })
       key = (await t.project()).key
     })
     afterAll(async () => {
       await t?.stop()
+      await proxy?.close()
       await devnet?.stop()
       if (dir) rmSync(dir, { recursive: true, force: true })
     })
@@ -86,10 +91,55 @@ for (const backend of backends()) {
       // The transaction is to the contract: no block lists a transfer to the deposit address.
       expect(receipt.to!.toLowerCase()).toBe(payer.toLowerCase())
       const done = await waitUntil('completed', () => state(id), (x) => x.status === 'completed')
-      // Which transaction sent it is not known without traces: the payment is named by its block.
-      expect(done.transaction_hash).toBe(receipt.blockHash)
+      // The node traces calls (anvil answers trace_block): the payment is named by the transaction that sent it.
+      expect(done.transaction_hash).toBe(receipt.transactionHash)
       const tx = await (await api(t, key).get(`/api/transactions/${id}`)).json() as any
-      expect(tx.transaction).toMatchObject({ status: 'completed', amount_received: amount.toString(), block_number: Number(receipt.blockNumber) })
+      expect(tx.transaction).toMatchObject({ status: 'completed', amount_received: amount.toString(), block_number: Number(receipt.blockNumber), transaction_hash: receipt.transactionHash, transaction_hash_names: 'transaction' })
+    })
+
+    test('on a node that cannot trace, native coin forwarded by a contract is named by its block, and the API says so', async () => {
+      const payer = (await wallet.waitForTransactionReceipt({ hash: await wallet.deployContract({ abi: TestBatchPayer.abi, bytecode: TestBatchPayer.bytecode }) })).contractAddress!
+      proxy.refuseMethods = new Set(['debug_traceBlockByHash', 'trace_block'])
+      try {
+        const id = await create({ amount: 30 })
+        const s = await (await select(id, 'ETH')).json() as any
+        const amount = BigInt(s.quote.token_amount)
+        const receipt = await wallet.waitForTransactionReceipt({ hash: await wallet.writeContract({ address: payer, abi: TestBatchPayer.abi, functionName: 'forward', args: [s.quote.deposit_address], value: amount }) })
+        await waitUntil('completed', () => state(id), (x) => x.status === 'completed')
+        const tx = await (await api(t, key).get(`/api/transactions/${id}`)).json() as any
+        expect(tx.transaction).toMatchObject({ status: 'completed', amount_received: amount.toString(), transaction_hash: receipt.blockHash, transaction_hash_names: 'block' })
+      } finally {
+        proxy.refuseMethods = new Set()
+      }
+    })
+
+    test('choosing the native coin again keeps what the address held at the first choice: coin that arrived meanwhile, not seen yet, is still a payment', async () => {
+      const payer = (await wallet.waitForTransactionReceipt({ hash: await wallet.deployContract({ abi: TestBatchPayer.abi, bytecode: TestBatchPayer.bytecode }) })).contractAddress!
+      const id = await create({ amount: 30 })
+      const quote = ((await (await select(id, 'ETH')).json()) as any).quote
+      const amount = BigInt(quote.token_amount)
+      // The follower is held still (its next poll waits), so the payment below is not seen before the customer chooses again.
+      let release!: () => void
+      const released = new Promise<void>((r) => (release = r))
+      let held!: () => void
+      const holding = new Promise<void>((r) => (held = r))
+      proxy.beforeCall = async (call) => {
+        if (call.method !== 'eth_blockNumber') return
+        held()
+        await released
+      }
+      try {
+        await holding
+        await wallet.waitForTransactionReceipt({ hash: await wallet.writeContract({ address: payer, abi: TestBatchPayer.abi, functionName: 'forward', args: [quote.deposit_address], value: amount }) })
+        const again = await select(id, 'ETH')
+        expect(again.status).toBe(200)
+      } finally {
+        proxy.beforeCall = undefined
+        release()
+      }
+      await waitUntil('completed', () => state(id), (x) => x.status === 'completed')
+      const tx = await (await api(t, key).get(`/api/transactions/${id}`)).json() as any
+      expect(tx.transaction.amount_received).toBe(amount.toString())
     })
 
     test('native coin the address held before the native coin was quoted is not a payment', async () => {

@@ -46,9 +46,9 @@ export function createPayRepo(database: Database) {
       return r?.reason ?? null
     },
 
-    /** The native balance the deposit address held when the native coin was quoted (see the column). */
-    async setNativeBaseline(id: string, balance: bigint): Promise<void> {
-      await db.update(transactions).set({ nativeBaseline: balance.toString() }).where(eq(transactions.id, id))
+    /** The native balance the deposit address held when the native coin was first quoted on `network` (see the column). */
+    async setNativeBaseline(id: string, network: string, balance: bigint): Promise<void> {
+      await db.update(transactions).set({ nativeBaseline: balance.toString(), nativeBaselineNetwork: network }).where(eq(transactions.id, id))
     },
 
     /** Records the customer's IP address unless one is recorded already. */

@@ -129,11 +129,14 @@ export function createPayService(deps: PayDeps) {
       const units = quoteTokenUnits(usdToCents(tx.amountUsd), found.token.decimals, { answer: price.answer, decimals: price.decimals })
       const address = await deps.deposits.assign({ id: tx.id, projectId: tx.projectId, mode: modeOf(tx.testingMode) })
       if (!address.ok) return address
-      if (found.token.kind === 'native' && deps.nativeBalance) {
-        // What the address already holds is not a payment: arrivals by internal call count above it.
+      // What the address already held when the native coin was first quoted on this network is not a
+      // payment: arrivals by internal call count above it. Chosen again, the baseline stays: what
+      // arrived since may be a payment not seen yet.
+      const baselineNetwork = tx.nativeBaselineNetwork ?? (tx.nativeBaseline !== null ? tx.blockchainNetwork : null)
+      if (found.token.kind === 'native' && deps.nativeBalance && !(tx.nativeBaseline !== null && baselineNetwork === found.network.name)) {
         const held = await deps.nativeBalance(found.network.name, address.value.address)
         if (held === null) return deny('unavailable', `${found.network.name} cannot be reached right now; please try again in a moment or choose another token`)
-        await repo.setNativeBaseline(tx.id, held)
+        await repo.setNativeBaseline(tx.id, found.network.name, held)
       }
       deps.watch(address.value.address)
       if (clientIp && tx.customerIpAddress === null) {

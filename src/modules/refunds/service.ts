@@ -8,7 +8,7 @@ import { isUniqueViolation } from '../../db/errors.ts'
 import { DEPOSIT_ACCOUNT, depositAccountEvents, PAID_TOPIC, paidAnswer, paidData, paymentId } from '../../chain/deposit-account.ts'
 import type { NetworkConfig, TokenConfig } from '../../chain/networks-config.ts'
 import type { OutgoingChain, OutgoingLedger, OutgoingNews } from '../../chain/outgoing-tracker.ts'
-import { INTERNAL_TRANSFER } from '../../chain/payment-tracker.ts'
+import { INTERNAL_TRACED, INTERNAL_TRANSFER } from '../../chain/transfer-scan.ts'
 import { checkAuthorizations, checkChainAndType, checkPaySignature, checkSendable, type ChainReader } from '../../chain/record-checks.ts'
 import { payoutOf, readSignedTransaction } from '../../chain/signed-transaction.ts'
 import { TRANSFER_TOPIC, decodeTransferLog } from '../../chain/transfer-scan.ts'
@@ -218,7 +218,7 @@ export function createRefundService(deps: {
   const arrivalView = (a: Arrival) => {
     const blockOnly = a.logIndex === INTERNAL_TRANSFER && a.txHash === a.blockHash
     return {
-      kind: a.logIndex >= 0 ? 'token' as const : a.logIndex === INTERNAL_TRANSFER ? 'internal' as const : 'native' as const,
+      kind: a.logIndex >= 0 ? 'token' as const : a.logIndex === INTERNAL_TRANSFER || a.logIndex === INTERNAL_TRACED ? 'internal' as const : 'native' as const,
       transaction_hash: blockOnly ? null : a.txHash, block_hash: a.blockHash, block_number: a.blockNumber,
       log_index: a.logIndex >= 0 ? a.logIndex : null,
       from_address: blockOnly || /^0x0{40}$/.test(a.fromAddress) ? null : getAddress(a.fromAddress),

@@ -102,7 +102,10 @@ export const TransactionObject = Type.Object({
   blockchain_network: str(),
   deposit_address: str(),
   amount_received: str('Received so far, in the token\'s smallest unit.'),
-  transaction_hash: str(),
+  transaction_hash: str('The payment\'s on-chain transaction hash (see transaction_hash_names).'),
+  transaction_hash_names: Type.Union([Type.Literal('transaction'), Type.Literal('block'), Type.Null()], {
+    description: 'What transaction_hash is the hash of. `transaction`: the transaction that paid. `block`: native coin a contract sent by an internal call (a smart wallet, an exchange\'s payout), on a node that cannot trace calls: only the block it arrived in is known, and transaction_hash is that block\'s hash. Null while transaction_hash is.',
+  }),
   block_number: Type.Union([Type.Integer(), Type.Null()]),
   confirmations: Type.Union([Type.Integer(), Type.Null()]),
   required_confirmations: Type.Union([Type.Integer(), Type.Null()], { description: 'Confirmations that complete the payment; null before a token is selected, and on a network that waits for finality instead.' }),

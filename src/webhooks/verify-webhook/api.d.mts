@@ -1126,7 +1126,10 @@ export interface components {
             deposit_address: string | null;
             /** @description Received so far, in the token's smallest unit. */
             amount_received: string | null;
+            /** @description The payment's on-chain transaction hash (see transaction_hash_names). */
             transaction_hash: string | null;
+            /** @description What transaction_hash is the hash of. `transaction`: the transaction that paid. `block`: native coin a contract sent by an internal call (a smart wallet, an exchange's payout), on a node that cannot trace calls: only the block it arrived in is known, and transaction_hash is that block's hash. Null while transaction_hash is. */
+            transaction_hash_names: "transaction" | "block" | null;
             block_number: number | null;
             confirmations: number | null;
             /** @description Confirmations that complete the payment; null before a token is selected, and on a network that waits for finality instead. */
@@ -1236,7 +1239,7 @@ export interface components {
             token_amount: null;
             /** @description Always null at this stage. The network of the selected token. */
             blockchain_network: null;
-            /** @description Always null at this stage. The payment's on-chain transaction hash. */
+            /** @description Always null at this stage. The payment's on-chain transaction hash; for native coin a contract sent by an internal call, on a node that cannot trace calls, the hash of the block it arrived in (the transaction object's transaction_hash_names says which). */
             transaction_hash: null;
             /** @description Always null at this stage. The block that holds the payment. */
             block_number: null;
@@ -1310,7 +1313,7 @@ export interface components {
              */
             blockchain_network: string;
             /**
-             * @description The payment's on-chain transaction hash.
+             * @description The payment's on-chain transaction hash; for native coin a contract sent by an internal call, on a node that cannot trace calls, the hash of the block it arrived in (the transaction object's transaction_hash_names says which).
              * @example 0x5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e
              */
             transaction_hash: string;
@@ -1385,7 +1388,7 @@ export interface components {
              */
             blockchain_network: string;
             /**
-             * @description The payment's on-chain transaction hash.
+             * @description The payment's on-chain transaction hash; for native coin a contract sent by an internal call, on a node that cannot trace calls, the hash of the block it arrived in (the transaction object's transaction_hash_names says which).
              * @example 0x5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e
              */
             transaction_hash: string;
@@ -1461,7 +1464,7 @@ export interface components {
              */
             blockchain_network: string;
             /**
-             * @description The payment's on-chain transaction hash.
+             * @description The payment's on-chain transaction hash; for native coin a contract sent by an internal call, on a node that cannot trace calls, the hash of the block it arrived in (the transaction object's transaction_hash_names says which).
              * @example 0x5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e
              */
             transaction_hash: string;
