@@ -15,7 +15,7 @@ import { waitUntil, writeNetworksFile } from '../helpers/chain.ts'
 import { memberOf } from '../helpers/dashboard.ts'
 import { runTreasuryTool } from '../helpers/processes.ts'
 import { api, startTestServer, type TestServer } from '../helpers/server.ts'
-import { paidTransactions, startTreasuryChain, toolArgs, useMerchantKey, writeMerchantFiles, type TreasuryChain } from '../helpers/treasury.ts'
+import { killedAtSend, paidTransactions, startTreasuryChain, toolArgs, toolKey, useMerchantKey, writeMerchantFiles, type TreasuryChain } from '../helpers/treasury.ts'
 
 const CUSTOMER = '0x1f9090aaE28b8a3dCeaDf281B0F12828e676c326'
 const TREASURY = '0x2B5AD5c4795c026514f8317c7a215E218DcCD6cF'
@@ -27,6 +27,8 @@ describeWithBrowser('money out in the dashboard', () => {
   let dir: string
   let member: Awaited<ReturnType<typeof memberOf>>
   let files: ReturnType<typeof writeMerchantFiles>
+  /** The treasury tool's key: the dashboard member's project key may create refunds, not record their payment. */
+  let toolApiKey: string
 
   beforeAll(async () => {
     chain = await startTreasuryChain()
@@ -34,6 +36,7 @@ describeWithBrowser('money out in the dashboard', () => {
     t = await startTestServer('pglite', { NETWORKS_CONFIG: writeNetworksFile(dir, [chain.network()]) })
     member = await memberOf(t, { projectName: 'Acme Coffee' })
     await useMerchantKey(t, member.project.id)
+    toolApiKey = await toolKey(t, member.project.id)
     files = writeMerchantFiles(dir, { gasKey: chain.gas.key, ca: t.ca })
     browser = await openBrowser()
   })
@@ -60,7 +63,8 @@ describeWithBrowser('money out in the dashboard', () => {
     }
     return page
   }
-  const tool = (args: string[]) => runTreasuryTool([...args, ...toolArgs(t, member.project.key, chain, files), '--mnemonic-file', files.mnemonic, '--gas-key-file', files.gasKey, '--json'])
+  const toolFlags = (rpcUrl = chain.rpcUrl) => [...toolArgs(t, toolApiKey, chain, files, rpcUrl), '--mnemonic-file', files.mnemonic, '--gas-key-file', files.gasKey, '--json']
+  const tool = (args: string[]) => runTreasuryTool([...args, ...toolFlags()])
 
   test('refund part of a paid transaction from its page; the tool pays it and the page shows it completed', async () => {
     const [paid] = await paidTransactions(t, member.project.key, chain, 1, 'TUSD', 25)
@@ -87,7 +91,11 @@ describeWithBrowser('money out in the dashboard', () => {
     expect(await refunds.getByText('Left to refund:').textContent()).toContain('12.5 TUSD')
 
     const before = await chain.tokenBalance(CUSTOMER)
-    const r = await tool(['refunds', 'pay'])
+    // The customer's address is not the one that paid: the merchant approves it by name on their machine.
+    const made = ((await (await api(t, member.project.key).get('/api/refunds?status=pending')).json()) as any).refunds[0].id
+    const unapproved = await tool(['refunds', 'pay'])
+    expect(unapproved.json.awaiting_approval.map((a: any) => a.refund_id)).toEqual([made])
+    const r = await tool(['refunds', 'pay', '--approve', made])
     expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' })
     expect(await chain.tokenBalance(CUSTOMER) - before).toBe(12_500_000n)
     await chain.mine(3)
@@ -134,5 +142,28 @@ describeWithBrowser('money out in the dashboard', () => {
       await page.screenshot({ path: browser.artifact(`dashboard-funds-${size}`), fullPage: true })
     }
     expect(browser.failures).toEqual([])
+  })
+
+  test('a refund whose recorded payment may still be mined: "Abandon payment" says until when, and leaves it submitted', async () => {
+    const [paid] = await paidTransactions(t, member.project.key, chain, 1, 'TUSD', 12)
+    const payer = chain.customer.account.address
+    const made = ((await (await api(t, member.project.key).post(`/api/transactions/${paid!.id}/refunds`, { address: payer, amount: '2000000' })).json()) as any).refund
+    // The tool records the payment and dies before sending it.
+    await killedAtSend(chain.rpcUrl, (rpc) => ['refunds', 'pay', ...toolFlags(rpc), '--refund', made.id])
+    const page = await open(dash(`/transactions/${paid!.id}`))
+    const refunds = page.locator('section[aria-labelledby="refunds"]')
+    expect(await refunds.locator('tbody tr .badge').textContent()).toBe('submitted')
+    const dialogs: string[] = []
+    page.on('dialog', (d) => {
+      dialogs.push(d.message())
+      void d.accept()
+    })
+    await refunds.getByRole('button', { name: 'Abandon payment' }).click()
+    await page.locator('.alert.error').waitFor()
+    expect(dialogs[0]).toContain('Give up this payment?')
+    expect(await page.locator('.alert.error').textContent()).toMatch(/may still be mined: its signature holds until \d{4}-/)
+    expect(await refunds.locator('tbody tr .badge').textContent()).toBe('submitted')
+    await page.screenshot({ path: browser.artifact('dashboard-refund-abandon-refused'), fullPage: true })
+    expect(browser.failures).toEqual([expect.stringMatching(/abandon: HTTP 409$/), expect.stringContaining('status of 409')])
   })
 })

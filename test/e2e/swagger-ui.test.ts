@@ -20,6 +20,7 @@ const OPERATIONS = [
   ['POST', '/api/refunds/{id}/cancel'],
   ['POST', '/api/refunds/{id}/payment'],
   ['POST', '/api/refunds/{id}/unpayable'],
+  ['POST', '/api/refunds/{id}/abandon'],
   ['GET', '/api/networks'],
   ['GET', '/api/deposit-key'],
   ['GET', '/api/deposit-addresses'],

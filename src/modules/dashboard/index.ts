@@ -255,7 +255,11 @@ export function dashboardController(deps: DashboardDeps) {
     }), form)
     .post('/:project/:mode/refunds/:id/abandon', member(async (v, p) => {
       const r = await deps.refunds.abandon(v.viewer, p.id)
-      if (!r.ok) return denied(v.frame, 'funds', r)
+      if (!r.ok) {
+        // Still mineable (or not in flight): its transaction's page, saying why.
+        const known = r.code === 'conflict' ? await deps.refunds.get(v.viewer, p.id) : null
+        return known?.ok ? transactionWithError(v, known.value.transaction_id, r) : denied(v.frame, 'funds', r)
+      }
       return redirect(withNotice(base(v.frame, `/transactions/${r.value.transaction_id}`), 'refund-abandoned') + '#refunds')
     }), form)
 
