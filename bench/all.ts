@@ -27,7 +27,7 @@ const BENCHES: { name: string; script: string; measures: string }[] = [
   { name: 'cursor-save', script: 'cursor-save.ts', measures: 'the follower cursor\'s size and write time per window (what bounds confirmations)' },
   { name: 'chain-rpc', script: 'chain-rpc.ts', measures: 'JSON-RPC calls per block followed: one and three instances, polling and WebSocket heads' },
   { name: 'metrics', script: 'metrics.ts', measures: 'metrics on vs off on the GET hot path' },
-  { name: 'sweep', script: 'sweep.ts', measures: 'gas per swept address against a plain transfer, and the treasury tool\'s wall time for 200 addresses' },
+  { name: 'sweep', script: 'sweep.ts', measures: 'gas per swept address against a plain transfer (EIP-7702 batches, and the top-up route of a chain without it), and the treasury tool\'s wall time for 200 addresses' },
 ]
 const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim())
 

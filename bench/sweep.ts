@@ -147,7 +147,8 @@ async function topUpTable() {
     await useMerchantKey(t, p.id)
     const files = writeMerchantFiles(dir, { mnemonic: MERCHANT_MNEMONIC, gasKey: chain.gas.key, ca: t.ca })
     const rows: string[] = []
-    for (const token of ['TUSD', 'ETH'] as const) {
+    // The coin first: a token address keeps the gas its transfer did not use, which a later coin sweep would take too.
+    for (const token of ['ETH', 'TUSD'] as const) {
       await paidTransactions(t, p.key, chain, n, token)
       const r = await runTreasuryTool(['sweep', ...toolArgs(t, tool, chain, files), '--to', TREASURY, '--mnemonic-file', files.mnemonic, '--gas-key-file', files.gasKey, '--token', token, '--json'])
       if (r.code !== 0) throw new Error(`treasury sweep failed: ${r.stderr}`)

@@ -61,6 +61,11 @@ export async function sweepByTopUp(s: Session, o: { to: Address; dryRun: boolean
         continue
       }
       const fee = await l1Fee(serializeTransaction({ type: 'legacy', chainId: network.chain_id, nonce: 0, gasPrice: price, gas, ...call }))
+      // Here every transfer is a transaction of its own: coin worth less than that costs is left (the gas a token transfer did not use, say).
+      if (!a.token && a.amount <= gas * price + fee) {
+        report.skipped.push({ address: c.address, reason: `its ${formatUnits(a.amount, a.decimals)} ${a.symbol} is less than the fee of sending it on its own` })
+        continue
+      }
       transfers.push({ symbol: a.symbol, token: a.token, amount: a.amount, gas, l1Fee: fee })
     }
     // The gas account pays every fee, as it does under EIP-7702: its top-up covers them all, less

@@ -49,6 +49,28 @@ describe('refundMachine', () => {
     expect([s.value, s.context.blockHash, s.context.confirmations]).toEqual(['confirming', '0xb11', null])
   })
 
+  test('direct route (the deposit address\'s own transfer, a chain without EIP-7702): like the gas route, only its own transaction pays it', () => {
+    const direct = { txHash: TX, from: '0xdeposit', nonce: 0, route: 'direct' as const }
+    const submitted = run(start(), { type: 'submission.recorded', submission: direct })
+    expect(submitted.can(inBlock(10, '0xother'))).toBe(false)
+    expect(submitted.can({ type: 'submission.expired', txHash: TX })).toBe(false)
+    expect(run(submitted, { type: 'submission.dropped', txHash: TX }).value).toBe('pending')
+    expect(run(submitted, { type: 'submission.reverted', txHash: TX, blockNumber: 10, blockHash: '0xb10', detail: 'reverted' }).value).toBe('failed')
+    expect(run(submitted, inBlock(10), { type: 'confirmations.updated', confirmations: 3 }).value).toBe('completed')
+  })
+
+  test('a recorded payment found unmineable is abandoned: pending again, its submission forgotten; only while submitted, and only its own', () => {
+    for (const submission of [gas, deposit]) {
+      const submitted = run(start(), { type: 'submission.recorded', submission })
+      expect(submitted.can({ type: 'submission.abandoned', txHash: '0xother', detail: 'x' })).toBe(false)
+      const abandoned = run(submitted, { type: 'submission.abandoned', txHash: TX, detail: 'its nonce went to another transaction' })
+      expect([abandoned.value, abandoned.context.submission]).toEqual(['pending', null])
+      const confirming = run(submitted, inBlock(10))
+      expect(confirming.can({ type: 'submission.abandoned', txHash: TX, detail: 'x' })).toBe(false)
+    }
+    expect(start().can({ type: 'submission.abandoned', txHash: TX, detail: 'x' })).toBe(false)
+  })
+
   test('gas route: only its own transaction pays it; dropped (its nonce taken) it is pending again; mined and reverted it fails', () => {
     const submitted = run(start(), { type: 'submission.recorded', submission: gas })
     expect(submitted.can(inBlock(10, '0xother'))).toBe(false)
