@@ -29,8 +29,8 @@ import { createDevnetClient } from '../src/chain/devnet.ts'
 import { mnemonicToSeed } from '../src/lib/bip39.ts'
 import { writeNetworksFile } from '../test/helpers/chain.ts'
 import { runTreasuryTool } from '../test/helpers/processes.ts'
-import { startTestServer } from '../test/helpers/server.ts'
-import { MERCHANT_MNEMONIC, paidTransactions, startTreasuryChain, toolArgs, toolKey, useMerchantKey, writeMerchantFiles } from '../test/helpers/treasury.ts'
+import { startTestServer, type TestServer } from '../test/helpers/server.ts'
+import { MERCHANT_MNEMONIC, paidTransactions, startTreasuryChain, toolArgs, toolKey, useMerchantKey, writeMerchantFiles, type TreasuryChain } from '../test/helpers/treasury.ts'
 
 const ADDRESSES = Number(process.env.BENCH_ADDRESSES ?? 200)
 const TREASURY: Address = '0x000000000000000000000000000000000000bEEF'
@@ -97,19 +97,32 @@ ${rows.join('\n')}
   }
 }
 
-async function wallTime() {
-  const chain = await startTreasuryChain()
+/**
+ * A chain (`hardfork`), a service on PGlite following it, a project with the merchant's deposit
+ * key and the treasury tool's own API key, and the merchant's files; all gone after `run`.
+ */
+async function withMerchant<T>(hardfork: 'prague' | 'cancun', run: (m: { chain: TreasuryChain; t: TestServer; shopKey: string; tool: string; files: ReturnType<typeof writeMerchantFiles> }) => Promise<T>): Promise<T> {
+  const chain = await startTreasuryChain({ hardfork })
   const dir = mkdtempSync(join(tmpdir(), 'bench-sweep-'))
   const t = await startTestServer('pglite', { NETWORKS_CONFIG: writeNetworksFile(dir, [chain.network()]) })
   try {
     const p = await t.project()
     const tool = await toolKey(t, p.id)
     await useMerchantKey(t, p.id)
-    const files = writeMerchantFiles(dir, { mnemonic: MERCHANT_MNEMONIC, gasKey: chain.gas.key, ca: t.ca })
+    return await run({ chain, t, shopKey: p.key, tool, files: writeMerchantFiles(dir, { mnemonic: MERCHANT_MNEMONIC, gasKey: chain.gas.key, ca: t.ca }) })
+  } finally {
+    await t.stop()
+    await chain.stop()
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+async function wallTime() {
+  await withMerchant('prague', async ({ chain, t, shopKey, tool, files }) => {
     const half = Math.floor(ADDRESSES / 2)
     const t0 = performance.now()
-    await paidTransactions(t, p.key, chain, half, 'TUSD')
-    await paidTransactions(t, p.key, chain, ADDRESSES - half, 'ETH')
+    await paidTransactions(t, shopKey, chain, half, 'TUSD')
+    await paidTransactions(t, shopKey, chain, ADDRESSES - half, 'ETH')
     console.error(`${ADDRESSES} transactions paid and completed in ${((performance.now() - t0) / 1000).toFixed(1)} s`)
     const args = ['sweep', ...toolArgs(t, tool, chain, files), '--to', TREASURY, '--mnemonic-file', files.mnemonic, '--gas-key-file', files.gasKey, '--json']
     const timed = async (extra: string[]) => {
@@ -128,28 +141,17 @@ async function wallTime() {
 | dry run | ${dry.out.plan.length} | ${dry.out.estimated.batches} | ${dry.seconds.toFixed(1)} s | estimated ${Math.round(Number(dry.out.estimated.gas) / dry.out.plan.length).toLocaleString('en-US')} (with the deployment) |
 | sweep | ${real.out.plan.length} | ${real.out.sweeps.length} | ${real.seconds.toFixed(1)} s | ${Math.round(gasUsed / real.out.plan.length).toLocaleString('en-US')} |
 `)
-  } finally {
-    await t.stop()
-    await chain.stop()
-    rmSync(dir, { recursive: true, force: true })
-  }
+  })
 }
 
 /** The top-up route's gas per address, from the tool's own report of what it sent. */
 async function topUpTable() {
   const n = Number(process.env.BENCH_TOP_UP_ADDRESSES ?? 40)
-  const chain = await startTreasuryChain({ hardfork: 'cancun' })
-  const dir = mkdtempSync(join(tmpdir(), 'bench-top-up-'))
-  const t = await startTestServer('pglite', { NETWORKS_CONFIG: writeNetworksFile(dir, [chain.network()]) })
-  try {
-    const p = await t.project()
-    const tool = await toolKey(t, p.id)
-    await useMerchantKey(t, p.id)
-    const files = writeMerchantFiles(dir, { mnemonic: MERCHANT_MNEMONIC, gasKey: chain.gas.key, ca: t.ca })
+  await withMerchant('cancun', async ({ chain, t, shopKey, tool, files }) => {
     const rows: string[] = []
     // The coin first: a token address keeps the gas its transfer did not use, which a later coin sweep would take too.
     for (const token of ['ETH', 'TUSD'] as const) {
-      await paidTransactions(t, p.key, chain, n, token)
+      await paidTransactions(t, shopKey, chain, n, token)
       const r = await runTreasuryTool(['sweep', ...toolArgs(t, tool, chain, files), '--to', TREASURY, '--mnemonic-file', files.mnemonic, '--gas-key-file', files.gasKey, '--token', token, '--json'])
       if (r.code !== 0) throw new Error(`treasury sweep failed: ${r.stderr}`)
       const topUp = Number(r.json.top_up_transaction.gas_used)
@@ -163,11 +165,7 @@ async function topUpTable() {
 |---|---:|---:|---:|---:|
 ${rows.join('\n')}
 `)
-  } finally {
-    await t.stop()
-    await chain.stop()
-    rmSync(dir, { recursive: true, force: true })
-  }
+  })
 }
 
 console.error(`bench/sweep.ts on ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}`)
