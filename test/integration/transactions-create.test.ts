@@ -11,6 +11,8 @@ const R7_FIELDS = [
   'confirmed_at', 'completed_at',
   // Issue 14: what completes the payment (null until a token is selected).
   'finality',
+  // What transaction_hash is the hash of: the paying transaction, or only the block (null with it).
+  'transaction_hash_names',
 ].sort()
 
 for (const backend of backends()) {
