@@ -25,6 +25,7 @@ export interface InternalTransfer {
 type Rpc = (method: string, params: unknown[]) => Promise<unknown>
 
 const RETRY_AFTER_MS = 3_600_000
+const TX_HASH = /^0x[0-9a-fA-F]{64}$/
 const big = (v: unknown) => (typeof v === 'string' && /^0x[0-9a-fA-F]*$/.test(v) ? BigInt(v === '0x' ? 0 : v) : 0n)
 const lower = (v: unknown) => (typeof v === 'string' ? v.toLowerCase() : '')
 
@@ -72,6 +73,7 @@ function fromParity(traces: ParityTrace[], blockHash: string): InternalTransfer[
       return hash === lower(t.transactionHash) && (at === '' || path === at || path.startsWith(`${at}.`))
     })
   }
+  if (traces.some((t) => !TX_HASH.test(t.transactionHash ?? ''))) return null
   const found: InternalTransfer[] = []
   for (const t of traces) {
     if ((t.traceAddress ?? []).length === 0 || underRevert(t)) continue
@@ -97,7 +99,10 @@ export function createTraceReader(rpc: Rpc, clock: { now(): number } = Date) {
         throw e
       })
       const tree = (await ask('debug_traceBlockByHash', [block.hash, { tracer: 'callTracer' }])) as { txHash?: string; result?: CallFrame; error?: string }[] | null
-      if (Array.isArray(tree) && tree.every((a) => a.result && !a.error)) return tree.flatMap((a) => fromCallTree(lower(a.txHash), a.result!))
+      // Every transaction's tree, each naming its transaction (older geth leaves the hash out: then only the block is known).
+      if (Array.isArray(tree) && tree.every((a) => a.result && !a.error)) {
+        return tree.every((a) => TX_HASH.test(a.txHash ?? '')) ? tree.flatMap((a) => fromCallTree(lower(a.txHash), a.result!)) : null
+      }
       const traces = (await ask('trace_block', [`0x${block.number.toString(16)}`])) as ParityTrace[] | null
       if (Array.isArray(traces)) {
         // Another block at that height (the chain moved): not known this time, not a node that cannot trace.

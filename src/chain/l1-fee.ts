@@ -22,7 +22,11 @@ type Client = Pick<PublicClient, 'getCode' | 'call'>
 export function createL1FeeReader(client: Client) {
   let hasOracle: Promise<boolean> | null = null
   return async (serialized: Hex): Promise<bigint> => {
-    hasOracle ??= client.getCode({ address: GAS_PRICE_ORACLE }).then((c) => !!c && c !== '0x')
+    // Asked once; a node that did not answer is asked again next time.
+    hasOracle ??= client.getCode({ address: GAS_PRICE_ORACLE }).then((c) => !!c && c !== '0x', (e) => {
+      hasOracle = null
+      throw e
+    })
     if (!(await hasOracle)) return 0n
     const { data } = await client.call({ to: GAS_PRICE_ORACLE, data: encodeFunctionData({ abi, functionName: 'getL1Fee', args: [serialized] }) })
     return decodeFunctionResult({ abi, functionName: 'getL1Fee', data: data ?? '0x' })

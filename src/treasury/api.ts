@@ -92,10 +92,10 @@ export function createApiClient(o: { url: string; key: string; ca: string | null
     recordSweep: async (body: { blockchain_network: string; raw_transaction: string; items: { address: string; token_symbol: string; amount: string }[] }) =>
       (await call<{ sweep: ApiSweep }>('POST', '/api/sweeps', body)).sweep,
 
-    async refunds(f: { network?: string; status?: string }): Promise<ApiRefund[]> {
+    async refunds(f: { network?: string; status?: string; depositAddress?: string }): Promise<ApiRefund[]> {
       const all: ApiRefund[] = []
       for (let offset = 0; ; offset += 100) {
-        const page: { refunds: ApiRefund[]; pagination: { has_more: boolean } } = await call('GET', `/api/refunds${query({ blockchain_network: f.network, status: f.status, limit: 100, offset })}`)
+        const page: { refunds: ApiRefund[]; pagination: { has_more: boolean } } = await call('GET', `/api/refunds${query({ blockchain_network: f.network, status: f.status, deposit_address: f.depositAddress, limit: 100, offset })}`)
         all.push(...page.refunds)
         if (!page.pagination.has_more) return all
       }

@@ -81,7 +81,10 @@ export function createTreasuryChain(o: { rpcUrl: string; chainId: number }) {
 
     /** Each address's DepositAccount sweep nonce, read from its storage (0 where it never swept). */
     async sweepNonces(addresses: readonly Address[]): Promise<Map<string, bigint>> {
-      const found = await Promise.all(addresses.map(async (address) => [address.toLowerCase(), BigInt((await client.getStorageAt({ address, slot: SWEEP_NONCE_SLOT })) ?? 0n)] as const))
+      const found = await Promise.all(addresses.map(async (address) => {
+        const word = await client.getStorageAt({ address, slot: SWEEP_NONCE_SLOT })
+        return [address.toLowerCase(), !word || word === '0x' ? 0n : BigInt(word)] as const
+      }))
       return new Map(found)
     },
 

@@ -99,15 +99,19 @@ const COMMANDS: Record<string, Command> = {
     },
   },
   'refunds pay': {
-    usage: `refunds pay --network N --rpc-url URL (--mnemonic-file F [--passphrase-file F] | --xprv-file F) [--path ${ETHEREUM_ACCOUNT_PATH}] --gas-key-file F [--refund ID[,ID]] [--approve ID[,ID]] [--max-usd X] [--dry-run] [--timeout 180]`,
+    usage: `refunds pay --network N --rpc-url URL (--mnemonic-file F [--passphrase-file F] | --xprv-file F) [--path ${ETHEREUM_ACCOUNT_PATH}] --gas-key-file F [--refund ID[,ID]] [--approve ID[:ADDRESS][,...]] [--max-usd X] [--dry-run] [--timeout 180]`,
     flags: ['network', 'rpc-url', ...KEYS, 'gas-key-file', 'refund', 'approve', 'max-usd', 'timeout'],
     booleans: ['dry-run'],
     async run(o, f, ctx) {
       const ids = (v: string | true | undefined) => (typeof v === 'string' ? v.split(',').map((t) => t.trim()).filter(Boolean) : null)
       const only = ids(f.refund)
-      const approve = ids(f.approve) ?? []
-      const bad = approve.filter((id) => !/^rf_[A-Za-z0-9]{20}$/.test(id))
-      if (bad.length) throw new Refused(`--approve takes refund ids (rf_ and 20 letters or digits): ${bad.join(', ')}`, true)
+      // A refund id, or a refund id and the one destination approved for it (`rf_...:0x...`).
+      const approve = (ids(f.approve) ?? []).map((a) => {
+        const [id, destination] = a.split(':')
+        return destination === undefined ? id! : `${id}:${destination.toLowerCase()}`
+      })
+      const bad = approve.filter((id) => !/^rf_[A-Za-z0-9]{20}(:0x[0-9a-f]{40})?$/.test(id))
+      if (bad.length) throw new Refused(`--approve takes refund ids (rf_ and 20 letters or digits), each optionally with the destination approved for it (rf_...:0x and 40 hex digits): ${bad.join(', ')}`, true)
       const maxUsdCents = f['max-usd'] === undefined ? null : usdTextToCents(String(f['max-usd']))
       if (f['max-usd'] !== undefined && maxUsdCents === null) throw new Refused('--max-usd must be a USD amount such as 250 or 99.50', true)
       const dryRun = f['dry-run'] === true

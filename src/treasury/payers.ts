@@ -12,7 +12,9 @@
  * internal call, whose arrival shows in no transaction's own fields; and anything the node cannot
  * answer for now.
  */
-import { decodeEventLog, erc20Abi, getAddress, type Address, type Hex } from 'viem'
+import { decodeEventLog, erc20Abi, getAddress, zeroAddress, type Address, type Hex } from 'viem'
+import { PAID_TOPIC } from '../chain/deposit-account.ts'
+import { TRANSFER_TOPIC } from '../chain/transfer-scan.ts'
 import type { ApiRefund } from './api.ts'
 import type { Session } from './session.ts'
 
@@ -21,6 +23,8 @@ export interface Payers {
   sent: Map<string, bigint>
   /** Arrivals not counted, each in words. */
   unverified: string[]
+  /** The lowest block an arrival was in (where money could first leave the address again); null when none counted. */
+  since: bigint | null
 }
 
 export async function payersOf(s: Session, r: ApiRefund): Promise<Payers> {
@@ -30,8 +34,10 @@ export async function payersOf(s: Session, r: ApiRefund): Promise<Payers> {
   const tokenAddress = token?.address?.toLowerCase() ?? null
   const sent = new Map<string, bigint>()
   const unverified: string[] = []
+  let since: bigint | null = null
   const head = await client.getBlockNumber()
-  const finalHeight = s.network.finality === 'confirmations' ? head - BigInt(s.network.confirmations) + 1n : (await client.getBlock({ blockTag: s.network.finality })).number
+  // At least one confirmation, whatever the service says the network needs.
+  const finalHeight = s.network.finality === 'confirmations' ? head - BigInt(Math.max(1, s.network.confirmations)) + 1n : (await client.getBlock({ blockTag: s.network.finality })).number
   const seen = new Set<string>()
   for (const a of r.arrivals) {
     const name = a.transaction_hash ? `${a.kind} arrival ${a.transaction_hash}${a.log_index === null ? '' : `#${a.log_index}`}` : `an internal arrival in block ${a.block_number}`
@@ -39,10 +45,11 @@ export async function payersOf(s: Session, r: ApiRefund): Promise<Payers> {
       unverified.push(`${name}: native coin sent by a contract's internal call is not read back here`)
       continue
     }
-    const key = `${a.transaction_hash}:${a.log_index}`
+    // One arrival counts once: a native one is its transaction, a token one its transaction's log.
+    const key = a.kind === 'token' ? `${a.transaction_hash.toLowerCase()}:${a.log_index}` : a.transaction_hash.toLowerCase()
     if (seen.has(key)) continue
     seen.add(key)
-    const hash = a.transaction_hash as Hex
+    const hash = a.transaction_hash.toLowerCase() as Hex
     const receipt = await client.getTransactionReceipt({ hash }).catch(() => null)
     if (!receipt || receipt.status !== 'success') {
       unverified.push(`${name}: no successful receipt on this chain`)
@@ -82,6 +89,40 @@ export async function payersOf(s: Session, r: ApiRefund): Promise<Payers> {
       continue
     }
     sent.set(from, (sent.get(from) ?? 0n) + amount)
+    if (since === null || receipt.blockNumber < since) since = receipt.blockNumber
   }
-  return { sent, unverified }
+  return { sent, unverified, since }
+}
+
+/**
+ * What the deposit address already sent back to `to` in the refund's token since `from`, as the
+ * chain shows it: the token's Transfer logs from the address to it (any route), or, for the native
+ * coin, DepositAccount's Paid events at the address to it (a plain native transfer leaves no log:
+ * on a chain without EIP-7702 the service's record of earlier refunds is all there is). Asked in
+ * spans a provider takes, halved where it refuses one.
+ */
+export async function returnedOnChain(s: Session, r: ApiRefund, to: string, from: bigint): Promise<bigint> {
+  const { client } = s.chain
+  const token = s.network.tokens.find((t) => t.symbol === r.token_symbol)
+  const topic = (a: string) => `0x${a.toLowerCase().slice(2).padStart(64, '0')}` as Hex
+  const filter = token?.address
+    ? { address: token.address as Address, topics: [TRANSFER_TOPIC, topic(r.deposit_address), topic(to)] }
+    : { address: r.deposit_address as Address, topics: [PAID_TOPIC, null, topic(zeroAddress), topic(to)] }
+  const head = await client.getBlockNumber()
+  let returned = 0n
+  let span = 10_000n
+  for (let lo = from; lo <= head;) {
+    const hi = lo + span - 1n < head ? lo + span - 1n : head
+    let logs: { data: Hex }[]
+    try {
+      logs = (await client.request({ method: 'eth_getLogs', params: [{ ...filter, fromBlock: `0x${lo.toString(16)}`, toBlock: `0x${hi.toString(16)}` }] } as never)) as { data: Hex }[]
+    } catch (e) {
+      if (span === 1n) throw e
+      span = span / 2n
+      continue
+    }
+    for (const log of logs) returned += BigInt(log.data.slice(0, 66))
+    lo = hi + 1n
+  }
+  return returned
 }

@@ -26,7 +26,7 @@ import { CREATE2_DEPLOYER, DEPLOY_DATA, DEPOSIT_ACCOUNT, delegatesToDepositAccou
 import { tokenUsdCents } from '../lib/money.ts'
 import type { ApiRefund } from './api.ts'
 import { approves, type Approval } from './approval.ts'
-import { payersOf } from './payers.ts'
+import { payersOf, returnedOnChain } from './payers.ts'
 import { moneyOutRoute, topUp, topUpGasPrice } from './route.ts'
 import { deployDepositAccount, depositAccountDeployed, feesNow, sendAndWait, seeThrough, withGasMargin } from './sending.ts'
 import { Refused, type Session } from './session.ts'
@@ -47,13 +47,14 @@ export interface RefundOptions {
  * name, a token's revert string, else the node's short message cleaned of what is not text), or no
  * verdict at all (the node did not answer: nothing is concluded from that).
  */
-function verdictOf(e: unknown): { revert: true; reason: string; alreadyPaid: boolean } | { revert: false; reason: string } {
+function verdictOf(e: unknown): { revert: true; reason: string; alreadyPaid: boolean; expired?: true } | { revert: false; reason: string } {
   const base = e instanceof BaseError ? e : null
   const data = (base?.walk((c) => typeof (c as { data?: unknown }).data === 'string') as { data?: Hex } | null)?.data
   if (data && data.length >= 10) {
     try {
       const decoded = decodeErrorResult({ abi: DepositAccount.abi, data })
       if (decoded.errorName === 'AlreadyPaid') return { revert: true, reason: 'already paid from the deposit address', alreadyPaid: true }
+      if (decoded.errorName === 'Expired') return { revert: true, reason: 'its signature lapsed', alreadyPaid: false, expired: true }
       if (decoded.errorName === 'TransferFailed') return { revert: true, reason: 'the transfer itself reverted: the address (or the token) refuses it', alreadyPaid: false }
       return { revert: true, reason: decoded.errorName, alreadyPaid: false }
     } catch {}
@@ -100,10 +101,11 @@ export async function payRefunds(s: Session, o: RefundOptions) {
     throw new Refused(`the gas account ${sponsor.address} has transactions in flight that are not mined after ${o.receiptTimeoutMs / 1000} s: run again once they are`)
   }
 
-  const pending = (await api.refunds({ network: network.name, status: 'pending' })).filter(wanted)
+  // Each refund once, whatever the list says (a server listing one twice gets it considered once).
+  const pending = [...new Map((await api.refunds({ network: network.name, status: 'pending' })).filter(wanted).map((r) => [r.id, r])).values()]
   if (o.only) for (const id of o.only) if (!pending.some((r) => r.id === id) && !resumed.some((r) => r.refund_id === id)) throw new Refused(`refund ${id} is not pending on ${network.name}`)
   const route = await moneyOutRoute(s)
-  const run: RunState = { nonce: await chain.client.getTransactionCount({ address: sponsor.address, blockTag: 'latest' }), deadline: (await chain.client.getBlock({ blockTag: 'latest' })).timestamp + PAY_SIGNATURE_LIFETIME_S, spentCents: 0n, l1Fee: createL1FeeReader(chain.client) }
+  const run: RunState = { nonce: await chain.client.getTransactionCount({ address: sponsor.address, blockTag: 'latest' }), spentCents: 0n, returned: new Map(), l1Fee: createL1FeeReader(chain.client) }
   const paid: Record<string, unknown>[] = []
   const lists = { unpayable: [] as { refund_id: string; reason: string }[], waiting: [] as { refund_id: string; reason: string }[], awaiting_approval: [] as { refund_id: string; reason: string }[], over_cap: [] as { refund_id: string; reason: string }[] }
   const alreadyPaid: string[] = []
@@ -135,8 +137,8 @@ export async function payRefunds(s: Session, o: RefundOptions) {
 interface RunState {
   /** The gas account's next nonce. */
   nonce: number
-  /** Until when this run's pay signatures hold (chain time). */
-  deadline: bigint
+  /** What this run returned so far without approval, per deposit address, token and destination (`deposit:token:to`, lowercase). */
+  returned: Map<string, bigint>
   /** What this run paid so far, in USD cents. */
   spentCents: bigint
   l1Fee: ReturnType<typeof createL1FeeReader>
@@ -148,9 +150,12 @@ type Source = 'deposit' | 'direct' | 'gas'
 async function payOne(s: Session, r: ApiRefund, o: RefundOptions, run: RunState, route: 'eip7702' | 'top-up'): Promise<Outcome> {
   const { api, chain, network } = s
   const sponsor = s.sponsor!
-  const token = network.tokens.find((t) => t.symbol === r.token_symbol)
-  if (!token) return { kind: 'waiting', reason: `${network.name} has no token ${r.token_symbol} configured` }
-  const asset = { symbol: token.symbol, token: token.address as Address | null }
+  const listed = network.tokens.find((t) => t.symbol === r.token_symbol)
+  if (!listed) return { kind: 'waiting', reason: `${network.name} has no token ${r.token_symbol} configured` }
+  // What the merchant is shown and approves comes from the chain: a token's decimals and symbol as its contract answers them.
+  const token = await onChain(s, listed)
+  if (token.problem) return { kind: 'waiting', reason: token.problem }
+  const asset = { symbol: listed.symbol, token: listed.address as Address | null }
   const amount = BigInt(r.amount)
   const to = getAddress(r.address)
   const deposit = getAddress(r.deposit_address)
@@ -181,21 +186,32 @@ async function payOne(s: Session, r: ApiRefund, o: RefundOptions, run: RunState,
   } else if (atGas >= amount) source = 'gas'
   else return { kind: 'waiting', reason: `needs ${decimals(amount)} ${token.symbol}: the deposit address holds ${decimals(atDeposit)} and the gas account ${decimals(atGas)}` }
 
-  // Whose approval it needs (approval.ts): the way the money came, or the merchant's word.
+  // Whose approval it needs (approval.ts): the way the money came, or the merchant's word. What
+  // went back to the destination before (on the chain, in the service's records, in this run)
+  // counts against what it sent: many small refunds return no more than one large one could.
   const payers = await payersOf(s, r)
   const sentByDestination = payers.sent.get(to.toLowerCase()) ?? 0n
+  const returnedKey = `${deposit}:${asset.symbol}:${to}`.toLowerCase()
+  const returned = sentByDestination === 0n || source === 'gas' ? 0n : [
+    payers.since === null ? 0n : await returnedOnChain(s, r, to, payers.since),
+    await returnedByRecord(s, r, to),
+    run.returned.get(returnedKey) ?? 0n,
+  ].reduce((a, b) => (a > b ? a : b))
   const why = source === 'gas'
     ? `it would be paid from your gas account ${sponsor.address}, not from the deposit address`
     : sentByDestination === 0n
       ? `${to} is not an address that paid this deposit address on-chain (paid by: ${[...payers.sent.keys()].map((a) => getAddress(a as Address)).join(', ') || 'nobody the chain shows'}${payers.unverified.length ? `; not counted: ${payers.unverified.join('; ')}` : ''})`
-      : sentByDestination < amount ? `it is more than ${to} sent this deposit address (${decimals(sentByDestination)} ${token.symbol})` : null
-  const usdCents = token.usd_price ? tokenUsdCents(amount, token.decimals, token.usd_price) : null
-  const summary = `Refund ${r.id}: ${decimals(amount)} ${token.symbol} on ${network.name}, of transaction ${r.transaction_id}, to ${to}, from ${source === 'gas' ? `the gas account ${sponsor.address}` : `the deposit address ${deposit}`}${usdCents === null ? '' : ` (about $${usdCents / 100n}.${(usdCents % 100n).toString().padStart(2, '0')})`}.`
+      : returned + amount > sentByDestination
+        ? `it is more than ${to} sent this deposit address (${decimals(sentByDestination)} ${token.symbol}${returned ? `, of which ${decimals(returned)} went back already` : ''})`
+        : null
+  const usdCents = listed.usd_price ? tokenUsdCents(amount, token.decimals, listed.usd_price) : null
+  const summary = printable(`Refund ${r.id}: ${decimals(amount)} ${token.symbol} on ${network.name}, of transaction ${r.transaction_id}, to ${to}, from ${source === 'gas' ? `the gas account ${sponsor.address}` : `the deposit address ${deposit}`}${usdCents === null ? '' : ` (about $${usdCents / 100n}.${(usdCents % 100n).toString().padStart(2, '0')})`}.`)
   let approvedBy: 'named' | 'answered' | 'payer' = 'payer'
-  if (why && o.dryRun && !o.approval.approved.has(r.id)) return { kind: 'awaiting_approval', reason: `${why}; approve it with --approve ${r.id}, or answer yes at the terminal` }
+  const hint = `approve it with --approve ${r.id}:${to} (the destination named binds the approval), or answer yes at the terminal`
+  if (why && o.dryRun && !approvedByName(o.approval, r.id, to)) return { kind: 'awaiting_approval', reason: `${why}; ${hint}` }
   if (why) {
-    const given = await approves(o.approval, r.id, `${summary}\nIt needs your approval: ${why}.`)
-    if (!given) return { kind: 'awaiting_approval', reason: `${why}; approve it with --approve ${r.id}, or answer yes at the terminal` }
+    const given = approvedByName(o.approval, r.id, to) ? 'named' : await approves(o.approval, r.id, `${summary}\nIt needs your approval: ${printable(why)}.`)
+    if (!given) return { kind: 'awaiting_approval', reason: `${why}; ${hint}` }
     approvedBy = given
   }
   if (o.maxUsdCents !== null) {
@@ -205,9 +221,11 @@ async function payOne(s: Session, r: ApiRefund, o: RefundOptions, run: RunState,
 
   let tx: { to: Address; data?: Hex; value?: bigint; authorizationList?: SignedAuthorization[] }
   if (source === 'deposit') {
-    const signature = await account!.signTypedData(payTypedData({ chainId: network.chain_id, account: deposit, id: paymentId(r.id), token: asset.token, to, amount, deadline: run.deadline }) as Parameters<NonNullable<typeof account>['signTypedData']>[0])
+    // Its hour starts now, after any approval: a signature never lapses before it is sent.
+    const deadline = (await chain.client.getBlock({ blockTag: 'latest' })).timestamp + PAY_SIGNATURE_LIFETIME_S
+    const signature = await account!.signTypedData(payTypedData({ chainId: network.chain_id, account: deposit, id: paymentId(r.id), token: asset.token, to, amount, deadline }) as Parameters<NonNullable<typeof account>['signTypedData']>[0])
     const authorizationList = delegated ? [] : [await account!.signAuthorization!({ contractAddress: DEPOSIT_ACCOUNT, chainId: network.chain_id, nonce: state!.nonce })]
-    tx = { to: deposit, data: payData({ id: paymentId(r.id), token: asset.token, to, amount, deadline: run.deadline, signature }), ...(authorizationList.length ? { authorizationList } : {}) }
+    tx = { to: deposit, data: payData({ id: paymentId(r.id), token: asset.token, to, amount, deadline, signature }), ...(authorizationList.length ? { authorizationList } : {}) }
   } else tx = asset.token ? { to: asset.token, data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [to, amount] }) } : { to, value: amount }
   const from = source === 'gas' ? sponsor.address : deposit
 
@@ -220,7 +238,8 @@ async function payOne(s: Session, r: ApiRefund, o: RefundOptions, run: RunState,
       if (o.dryRun) override = { stateOverride: [{ address: DEPOSIT_ACCOUNT, code: depositAccountCode() }] }
       else {
         const deployGas = withGasMargin(await chain.client.estimateGas({ account: sponsor.address, to: CREATE2_DEPLOYER, data: DEPLOY_DATA }))
-        await deployDepositAccount(chain, sponsor, { chainId: network.chain_id, nonce: run.nonce++, gas: deployGas, ...(await feesNow(chain)), timeoutMs: o.receiptTimeoutMs })
+        await deployDepositAccount(chain, sponsor, { chainId: network.chain_id, nonce: run.nonce, gas: deployGas, ...(await feesNow(chain)), timeoutMs: o.receiptTimeoutMs })
+        run.nonce++
       }
     }
     gas = await chain.client.estimateGas({ account: source === 'direct' ? deposit : sponsor.address, ...tx, ...override })
@@ -229,6 +248,7 @@ async function payOne(s: Session, r: ApiRefund, o: RefundOptions, run: RunState,
     const verdict = verdictOf(e)
     if (!verdict.revert) return { kind: 'waiting', reason: `the node could not simulate the payment: ${verdict.reason}` }
     if (verdict.alreadyPaid) return { kind: 'already_paid' }
+    if (verdict.expired) return { kind: 'waiting', reason: 'its signature lapsed before it could be sent (the chain\'s clock ran past it); the next run signs it anew' }
     const now = (await chain.balances([from], [asset])).get(from.toLowerCase())?.get(asset.symbol) ?? 0n
     if (now < amount) return { kind: 'waiting', reason: `${from} holds ${decimals(now)} ${token.symbol} now, less than the refund` }
     const reason = `the payment would revert: ${verdict.reason}`
@@ -244,9 +264,12 @@ async function payOne(s: Session, r: ApiRefund, o: RefundOptions, run: RunState,
     : serializeTransaction({ type: 'eip1559', chainId: network.chain_id, nonce: run.nonce, gas, ...fees, ...tx } as never)
   const l1Fee = await run.l1Fee(unsigned)
   const fee = gas * price + l1Fee
+  // The address's own coin pays the fee only where no other refund waits for it.
+  const nativeHeld = source === 'direct' ? await heldForOtherNativeRefunds(s, r) : 0n
   const topUpNeed = source === 'direct' ? (() => {
     const needed = fee + (asset.token === null ? amount : 0n)
-    return nativeAtDeposit >= needed ? 0n : needed - nativeAtDeposit
+    const spare = nativeAtDeposit > nativeHeld ? nativeAtDeposit - nativeHeld : 0n
+    return spare >= needed ? 0n : needed - spare
   })() : 0n
   // What the gas account must hold of the native coin before anything is signed: the refund itself
   // (paid from it in the native coin), the payment's fee (L1 data fee included), or the top-up.
@@ -272,12 +295,15 @@ async function payOne(s: Session, r: ApiRefund, o: RefundOptions, run: RunState,
     raw = await account!.signTransaction({ type: 'legacy', chainId: network.chain_id, nonce, gasPrice: price, gas, to: tx.to, data: tx.data, value: tx.value })
   } else {
     raw = await sponsor.signTransaction({
-      chainId: network.chain_id, nonce: run.nonce++, gas, ...fees, ...tx,
+      chainId: network.chain_id, nonce: run.nonce, gas, ...fees, ...tx,
       ...(tx.authorizationList ? { type: 'eip7702' as const } : { type: 'eip1559' as const }),
     } as Parameters<typeof sponsor.signTransaction>[0])
   }
-  // Recorded before it is sent: a run killed in between finds it, and sends the very same transaction.
+  // Recorded before it is sent: a run killed in between finds it, and sends the very same
+  // transaction. A record refused leaves the gas account's nonce to the next payment.
   await api.recordRefundPayment(r.id, raw)
+  if (source !== 'direct') run.nonce++
+  if (source !== 'gas') run.returned.set(returnedKey, (run.returned.get(returnedKey) ?? 0n) + amount)
   let receipt
   try {
     receipt = await sendAndWait(chain, raw, o.receiptTimeoutMs, `refund ${r.id}'s payment`)
@@ -292,4 +318,42 @@ async function payOne(s: Session, r: ApiRefund, o: RefundOptions, run: RunState,
 /** Whether DepositAccount at `account` has paid refund `refundId` (its `paid` view). */
 async function isPaid(s: Session, account: Address, refundId: string): Promise<boolean> {
   return paidAnswer((await s.chain.client.call({ to: account, data: paidData(paymentId(refundId)) })).data)
+}
+
+/** What is safe to show at a terminal: no control characters (a carriage return or an escape sequence could hide the destination). */
+const printable = (text: string) => text.replace(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/g, '?')
+
+/** Whether `--approve` names this refund: by its id, or by its id and this destination (`rf_...:0x...`). */
+function approvedByName(a: Approval, refundId: string, to: string): boolean {
+  return a.approved.has(refundId) || a.approved.has(`${refundId}:${to.toLowerCase()}`)
+}
+
+/** An ERC-20's decimals and symbol as its contract answers them (the native coin: 18, the network's label), or why they cannot be trusted. */
+async function onChain(s: Session, t: Session['network']['tokens'][number]): Promise<{ decimals: number; symbol: string; problem?: string }> {
+  if (!t.address) return { decimals: 18, symbol: t.symbol }
+  const abi = [
+    { type: 'function', name: 'decimals', stateMutability: 'view', inputs: [], outputs: [{ name: '', type: 'uint8' }] },
+    { type: 'function', name: 'symbol', stateMutability: 'view', inputs: [], outputs: [{ name: '', type: 'string' }] },
+  ] as const
+  const [decimals, symbol] = await Promise.all([
+    s.chain.client.readContract({ address: t.address as Address, abi, functionName: 'decimals' }),
+    s.chain.client.readContract({ address: t.address as Address, abi, functionName: 'symbol' }).catch(() => t.symbol),
+  ])
+  if (decimals !== t.decimals) return { decimals, symbol, problem: `the service says ${t.symbol} has ${t.decimals} decimals; its contract ${t.address} answers ${decimals}: nothing is paid while they disagree` }
+  return { decimals, symbol: printable(symbol).slice(0, 32) }
+}
+
+/** What the service's records say went back to `to` from the refund's deposit address already (in flight or completed, this refund aside). */
+async function returnedByRecord(s: Session, r: ApiRefund, to: string): Promise<bigint> {
+  const others = await s.api.refunds({ network: s.network.name, depositAddress: r.deposit_address })
+  return others.filter((x) => x.id !== r.id && x.token_symbol === r.token_symbol && x.address.toLowerCase() === to.toLowerCase() && ['submitted', 'confirming', 'completed'].includes(x.status))
+    .reduce((a, x) => a + BigInt(x.amount), 0n)
+}
+
+/** The native coin other open refunds of the refund's deposit address will pay from it. */
+async function heldForOtherNativeRefunds(s: Session, r: ApiRefund): Promise<bigint> {
+  const native = s.network.tokens.find((t) => t.native)
+  if (!native) return 0n
+  const others = await s.api.refunds({ network: s.network.name, depositAddress: r.deposit_address })
+  return others.filter((x) => x.id !== r.id && x.token_symbol === native.symbol && ['pending', 'submitted'].includes(x.status)).reduce((a, x) => a + BigInt(x.amount), 0n)
 }

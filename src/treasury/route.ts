@@ -17,7 +17,7 @@ import { probeEip7702 } from '../chain/eip7702-probe.ts'
 import { DEPOSIT_ACCOUNT, topUpData } from '../chain/deposit-account.ts'
 import { deployDepositAccount, depositAccountDeployed, feesNow, sendAndWait, withGasMargin } from './sending.ts'
 import { CREATE2_DEPLOYER, DEPLOY_DATA } from '../chain/deposit-account.ts'
-import type { Session } from './session.ts'
+import { Refused, type Session } from './session.ts'
 
 export type MoneyOutRoute = 'eip7702' | 'top-up'
 
@@ -34,9 +34,10 @@ export function moneyOutRoute(s: Session): Promise<RouteVerdict> {
   const known = asked.get(s)
   if (known) return known
   const route = (async (): Promise<RouteVerdict> => {
-    const mine = await probeEip7702(s.chain.client, s.network.chain_id)
     const service = s.network.eip7702
-    if (mine.supported && service !== false) return { route: 'eip7702' as const, detail: `${mine.detail} (this tool's node${service ? ', and the service\'s' : ''})` }
+    if (service === null) throw new Refused(`the service has not checked ${s.network.name} against its chain yet (its node may not answer); run again once /api/networks says it is verified`)
+    const mine = await probeEip7702(s.chain.client, s.network.chain_id)
+    if (mine.supported && service) return { route: 'eip7702' as const, detail: `${mine.detail} (this tool's node, and the service's)` }
     if (mine.supported) return { route: 'top-up' as const, detail: 'this tool\'s node runs EIP-7702, but the service\'s node said it does not (the service would refuse such transactions): each address\'s fee is topped up instead' }
     return { route: 'top-up' as const, detail: `${mine.detail}: each address's fee is topped up by the gas account, then the address sends` }
   })()

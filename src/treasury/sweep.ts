@@ -31,6 +31,8 @@ import { sweepByTopUp } from './sweep-top-up.ts'
 const FINISHED = new Set(['completed', 'failed', 'expired', 'cancelled'])
 /** How long the sweep signatures hold: a recorded batch sent again later than this moves nothing and is planned afresh. */
 const SIGNATURE_LIFETIME_S = 3600n
+/** A batch whose signatures would hold less than this when it is sent is signed again first. */
+const RESIGN_MARGIN_S = 600n
 
 export interface SweepOptions {
   to: Address
@@ -73,7 +75,9 @@ export async function runSweep(s: Session, o: SweepOptions) {
   const result: Record<string, unknown> = { network: network.name, to: o.to, dry_run: o.dryRun, deposit_account: DEPOSIT_ACCOUNT }
 
   // 1. What an earlier run recorded and may not have seen through (a dry run says what it would do).
-  result.resumed = await resume(s, o)
+  const resumed = await resume(s, o)
+  result.resumed = resumed
+  const resumeFailed = resumed.some((r) => r.outcome.startsWith('failed'))
   if (!o.dryRun) {
     if (!(await chain.settled(sponsor!.address, o.receiptTimeoutMs))) {
       throw new Refused(`the gas account ${sponsor!.address} has transactions in flight that are not mined after ${o.receiptTimeoutMs / 1000} s: run again once they are`)
@@ -138,7 +142,7 @@ export async function runSweep(s: Session, o: SweepOptions) {
       nativeHeld: !!nativeAsset && held.has(`${p.address.toLowerCase()}:${nativeAsset.symbol}`),
     })), { failed, skipped })
     Object.assign(result, { addresses_checked: listed.length, ...topped, dust, held_for_refunds: heldOut, skipped, failed })
-    return { result, complete: failed.length === 0 }
+    return { result, complete: failed.length === 0 && !resumeFailed }
   }
 
   // 3. Delegations: an address delegating elsewhere (another wallet's code) is left alone; one
@@ -213,7 +217,7 @@ export async function runSweep(s: Session, o: SweepOptions) {
   result.failed = failed
   if (o.dryRun || batches.length === 0) {
     result.sweeps = []
-    return { result, complete: failed.length === 0 }
+    return { result, complete: failed.length === 0 && !resumeFailed }
   }
 
   // 5. Send: the gas account must cover the worst case before anything goes.
@@ -225,7 +229,15 @@ export async function runSweep(s: Session, o: SweepOptions) {
   const base = { chainId: network.chain_id, ...fees }
   if (!deployed) await deployDepositAccount(chain, sponsor!, { ...base, nonce: nonce++, gas: deployGas, timeoutMs: o.receiptTimeoutMs })
   const sent: Record<string, unknown>[] = []
+  let holdsUntil = deadline
   for (const b of batches) {
+    // Many batches take long to send (one per block): one whose signatures would hold less than ten
+    // more minutes is signed again, so none is sent to move nothing.
+    const now = (await chain.client.getBlock({ blockTag: 'latest' })).timestamp
+    if (now + RESIGN_MARGIN_S > holdsUntil) {
+      holdsUntil = now + SIGNATURE_LIFETIME_S
+      Object.assign(b, await buildBatch(s, b.members, o.to, holdsUntil))
+    }
     const raw = await sponsor!.signTransaction({
       ...base, nonce: nonce++, to: DEPOSIT_ACCOUNT, data: b.data, gas: b.gas,
       ...(b.authorizationList.length ? { type: 'eip7702' as const, authorizationList: b.authorizationList } : { type: 'eip1559' as const }),
@@ -243,7 +255,7 @@ export async function runSweep(s: Session, o: SweepOptions) {
     sent.push({ sweep_id: record.id, transaction_hash: receipt.transactionHash, status: receipt.status, addresses: b.members.length, gas_used: receipt.gasUsed.toString(), fee: fee.toString(), fee_decimal: formatUnits(fee, native?.decimals ?? 18) })
   }
   result.sweeps = sent
-  return { result, complete: failed.length === 0 }
+  return { result, complete: failed.length === 0 && !resumeFailed }
 }
 
 /** The API takes request bodies up to 64 KiB; a sweep's record is kept under this. */
@@ -274,8 +286,13 @@ async function buildBatch(s: Session, members: Candidate[], to: Address, deadlin
 async function resume(s: Session, o: SweepOptions) {
   const out: { sweep_id: string; transaction_hash: string; outcome: string }[] = []
   for (const w of await s.api.sweeps({ network: s.network.name, status: 'submitted' })) {
-    const outcome = await seeThrough(s.chain, s.sponsor, w.raw_transaction as Hex, { chainId: s.network.chain_id, dryRun: o.dryRun, timeoutMs: o.receiptTimeoutMs, what: `sweep ${w.id}` })
-    out.push({ sweep_id: w.id, transaction_hash: w.transaction_hash, outcome })
+    try {
+      const outcome = await seeThrough(s.chain, s.sponsor, w.raw_transaction as Hex, { chainId: s.network.chain_id, dryRun: o.dryRun, timeoutMs: o.receiptTimeoutMs, what: `sweep ${w.id}` })
+      out.push({ sweep_id: w.id, transaction_hash: w.transaction_hash, outcome })
+    } catch (e) {
+      // One that cannot be seen through now is said; the run goes on (its addresses are planned from the chain as it is).
+      out.push({ sweep_id: w.id, transaction_hash: w.transaction_hash, outcome: `failed: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}` })
+    }
   }
   return out
 }

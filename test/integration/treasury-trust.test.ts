@@ -143,6 +143,16 @@ for (const backend of backends()) {
       expect(r.json.paid).toEqual([expect.objectContaining({ refund_id: back.id, to: getAddress(second.account.address), approved: 'payer' })])
       expect(r.json.awaiting_approval).toEqual([{ refund_id: tooMuch.id, reason: expect.stringContaining(`it is more than ${payer} sent this deposit address (${Number(paid!.units) / 1e6} TUSD)`) }])
       await shop().post(`/api/refunds/${tooMuch.id}/cancel`, '')
+      // What went back counts: many small refunds return no more than the payer sent. 4 of its 5 went back;
+      // 1 more is 5 (paid); 2 more would be 6, or 7 after that one (approval), in whichever order they come.
+      const second2 = await refund(paid!.id, { address: second.account.address, amount: '2000000' })
+      const last = await refund(paid!.id, { address: second.account.address, amount: '1000000' })
+      const again = await pay(['--refund', `${second2.id},${last.id}`])
+      expect(again.json.awaiting_approval).toEqual([{ refund_id: second2.id, reason: expect.stringMatching(/of which [45] went back already/) }])
+      expect(again.json.paid).toEqual([expect.objectContaining({ refund_id: last.id, approved: 'payer' })])
+      const more = await refund(paid!.id, { address: second.account.address, amount: '1' })
+      expect((await pay(['--refund', more.id])).json.awaiting_approval).toEqual([{ refund_id: more.id, reason: expect.stringContaining('of which 5 went back already') }])
+      for (const id of [second2.id, more.id]) await shop().post(`/api/refunds/${id}/cancel`, '')
     })
 
     test('a compromised server listing a refund to its own address, or of more than the payer sent, gets nothing paid', async () => {
@@ -150,9 +160,11 @@ for (const backend of backends()) {
       const honest = await refund(paid!.id, { address: payer, amount: '1000000' })
       const before = { stranger: await chain.tokenBalance(STRANGER), payer: await chain.tokenBalance(payer) }
       // The "server" the tool talks to rewrites that refund as it likes.
-      for (const lie of [{ address: STRANGER }, { amount: (paid!.units + 1n).toString() }]) {
+      // The refund's address or amount, or the token's decimals (a million USDC shown as a fraction of one).
+      for (const lie of [{ address: STRANGER }, { amount: (paid!.units + 1n).toString() }, { decimals: 18 }]) {
         const proxy = await tamperingProxy(t, (path, body) => {
-          if (path.startsWith('/api/refunds')) for (const r of (body.refunds ?? [body.refund]).filter(Boolean)) if (r.id === honest.id) Object.assign(r, lie)
+          if (path.startsWith('/api/refunds') && !('decimals' in lie)) for (const r of (body.refunds ?? [body.refund]).filter(Boolean)) if (r.id === honest.id) Object.assign(r, lie)
+          if (path === '/api/networks' && 'decimals' in lie) for (const n of body.networks) for (const token of n.tokens) if (token.symbol === 'TUSD') token.decimals = lie.decimals
           return body
         })
         try {
@@ -165,6 +177,21 @@ for (const backend of backends()) {
       }
       expect(await chain.tokenBalance(STRANGER)).toBe(before.stranger)
       expect(await chain.tokenBalance(payer)).toBe(before.payer)
+      // An approval names the destination it was given for: one the server changes afterwards is not approved.
+      const toStranger = await refund(paid!.id, { address: STRANGER, amount: '1000000' })
+      const elsewhere = getAddress('0x000000000000000000000000000000000000dEaD')
+      const swapping = await tamperingProxy(t, (path, body) => {
+        if (path.startsWith('/api/refunds')) for (const r of (body.refunds ?? [body.refund]).filter(Boolean)) if (r.id === toStranger.id) r.address = elsewhere
+        return body
+      })
+      try {
+        const r = await pay(['--refund', toStranger.id, '--approve', `${toStranger.id}:${STRANGER}`], { apiUrl: swapping.url })
+        expect({ code: r.code, paid: r.json.paid, waiting: r.json.awaiting_approval.map((x: any) => x.refund_id) }).toEqual({ code: 1, paid: [], waiting: [toStranger.id] })
+      } finally {
+        swapping.stop()
+      }
+      expect(await chain.tokenBalance(elsewhere)).toBe(0n)
+      await shop().post(`/api/refunds/${toStranger.id}/cancel`, '')
       // Told the truth, the same run pays the refund back to the payer.
       const real = await pay(['--refund', honest.id])
       expect(real.json.paid).toEqual([expect.objectContaining({ refund_id: honest.id, to: payer, approved: 'payer' })])
@@ -200,6 +227,10 @@ for (const backend of backends()) {
       expect(await record(far)).toEqual({ status: 400, message: expect.stringContaining('has nonce 1000000, more than 16 past') })
       const poor = await unfunded.signTransaction({ type: 'eip1559', chainId: 31337, nonce: 0, to: chain.token, data: transfer, gas: 60_000n, maxFeePerGas: 10n ** 9n, maxPriorityFeePerGas: 1n })
       expect(await record(poor)).toEqual({ status: 400, message: expect.stringMatching(/may cost up to \d+ .* holds 0/) })
+      // Funded for its gas, but holding none of the token: it could never be mined as a payment.
+      await chain.customer.waitForTransactionReceipt({ hash: await chain.customer.sendTransaction({ to: unfunded.address, value: 10n ** 17n }) })
+      const tokenless = await unfunded.signTransaction({ type: 'eip1559', chainId: 31337, nonce: 0, to: chain.token, data: transfer, gas: 60_000n, maxFeePerGas: 10n ** 9n, maxPriorityFeePerGas: 1n })
+      expect(await record(tokenless)).toEqual({ status: 400, message: expect.stringContaining(`transfers 3000000 TUSD from ${unfunded.address.toLowerCase()}, which holds 0`) })
       // A pay() with a garbage signature and a deadline of 2^200, sent by the funded gas account.
       const gas = privateKeyToAccount(chain.gas.key)
       const sendAs = async (data: Hex, to: Address) => gas.signTransaction({ type: 'eip1559', chainId: 31337, nonce: await gasNonce(), to, data, gas: 200_000n, maxFeePerGas: 10n ** 10n, maxPriorityFeePerGas: 1n })

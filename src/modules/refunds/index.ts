@@ -15,6 +15,7 @@ const RefundParams = Type.Object({ id: Type.String({ maxLength: 64, description:
 const ListQuery = Type.Object({
   status: Type.Optional(StringEnum(REFUND_STATUSES, { description: 'Only refunds in this status (pending: waiting for the treasury tool).' })),
   blockchain_network: Type.Optional(Type.String({ maxLength: 64, description: 'Only refunds on this network.' })),
+  deposit_address: Type.Optional(Type.String({ pattern: '^0x[0-9a-fA-F]{40}$', maxLength: 42, description: 'Only refunds of the transaction whose deposit address this is.' })),
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 50, description: 'Results per page, 1 to 100.' })),
   offset: Type.Optional(Type.Integer({ minimum: 0, default: 0, description: 'Results to skip.' })),
 }, { additionalProperties: true })
@@ -74,7 +75,7 @@ export function refundsController(deps: { refunds: RefundService }) {
       '/api/refunds',
       async ({ request, query, set }) => {
         const q = query as Static<typeof ListQuery>
-        return json(set, { success: true, ...(await deps.refunds.list(principalOf(request), { status: q.status, network: q.blockchain_network, limit: q.limit ?? 50, offset: q.offset ?? 0 })) })
+        return json(set, { success: true, ...(await deps.refunds.list(principalOf(request), { status: q.status, network: q.blockchain_network, depositAddress: q.deposit_address, limit: q.limit ?? 50, offset: q.offset ?? 0 })) })
       },
       {
         transform: [requireScope('refunds:read'), strictParams('query', ListQuery)],

@@ -149,8 +149,9 @@ export function createRefundRepo(database: Database) {
     ofTransaction: (transactionId: string): Promise<RefundRow[]> => db.select().from(r).where(eq(r.transactionId, transactionId)).orderBy(asc(r.createdAt), asc(r.id)),
 
     /** Newest first. */
-    async page(scope: ProjectMode, filter: { status?: RefundStatus; network?: string; limit: number; offset: number }): Promise<{ rows: RefundRow[]; total: number }> {
-      const where = inScope(scope, filter.status ? eq(r.status, filter.status) : undefined, filter.network ? eq(r.network, filter.network) : undefined)
+    async page(scope: ProjectMode, filter: { status?: RefundStatus; network?: string; depositAddress?: string; limit: number; offset: number }): Promise<{ rows: RefundRow[]; total: number }> {
+      const where = inScope(scope, filter.status ? eq(r.status, filter.status) : undefined, filter.network ? eq(r.network, filter.network) : undefined,
+        filter.depositAddress ? eq(r.depositAddress, filter.depositAddress.toLowerCase()) : undefined)
       const [rows, [{ total }]] = await Promise.all([
         db.select().from(r).where(where).orderBy(...newestFirst).limit(filter.limit).offset(filter.offset),
         db.select({ total: count() }).from(r).where(where),

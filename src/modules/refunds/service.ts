@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { getAddress, isAddress, type Address, type Hex } from 'viem'
+import { encodeFunctionData, erc20Abi, getAddress, isAddress, type Address, type Hex } from 'viem'
 import { getInitialSnapshot, transition } from 'xstate'
 import { FINAL_STATUSES, type TxStatus } from '../../../machines/transaction.machine.ts'
 import { REFUND_MACHINE_VERSION, refundMachine, type PaymentRoute, type RefundEvent, type RefundStatus, type Submission } from '../../../machines/refund.machine.ts'
@@ -171,11 +171,13 @@ export function createRefundService(deps: {
    * now at a depth as final as a payment must be, in words either way.
    */
   async function abandonable(row: RefundRow, submission: Submission, network: NetworkConfig, reader: ChainReader): Promise<{ abandon: boolean; detail: string }> {
-    const receipt = (await reader.request('eth_getTransactionReceipt', [submission.txHash])) as { blockNumber?: string } | null
-    if (receipt?.blockNumber) return { abandon: false, detail: `it is mined, in block ${BigInt(receipt.blockNumber)}; the service settles it from there` }
     const head = BigInt((await reader.request('eth_blockNumber', [])) as string)
     const settled = network.finality === 'confirmations' ? (head - BigInt(network.confirmations) + 1n > 0n ? head - BigInt(network.confirmations) + 1n : 0n) : null
     const settledTag = settled === null ? network.finality : `0x${settled.toString(16)}`
+    // Read before the receipt, so a transaction mined in between is seen mined, not taken for one whose nonce went elsewhere.
+    const nonce = submission.route === 'deposit' ? null : BigInt((await reader.request('eth_getTransactionCount', [submission.from, settledTag])) as string)
+    const receipt = (await reader.request('eth_getTransactionReceipt', [submission.txHash])) as { blockNumber?: string } | null
+    if (receipt?.blockNumber) return { abandon: false, detail: `it is mined, in block ${BigInt(receipt.blockNumber)}; the service settles it from there` }
     if (submission.route === 'deposit') {
       const paid = paidAnswer(await reader.request('eth_call', [{ to: row.depositAddress, data: paidData(paymentId(row.id)) }, 'latest']))
       if (paid) return { abandon: false, detail: 'its id is paid on-chain (another transaction delivered its signature); the service takes that one as its payment' }
@@ -185,9 +187,14 @@ export function createRefundService(deps: {
       if (settledAt > until) return { abandon: true, detail: `its signature expired at ${new Date(Number(until) * 1000).toISOString()} unpaid, as a block ${network.finality === 'confirmations' ? `${network.confirmations} confirmations deep` : `as ${network.finality} as a payment must be`} shows` }
       return { abandon: false, detail: `its signature holds until ${new Date(Number(until) * 1000).toISOString()} (chain time), and a block ${network.finality === 'confirmations' ? `${network.confirmations} confirmations deep` : network.finality} must be past that first` }
     }
-    const nonce = BigInt((await reader.request('eth_getTransactionCount', [submission.from, settledTag])) as string)
-    if (submission.nonce !== null && nonce > BigInt(submission.nonce)) return { abandon: true, detail: `its nonce ${submission.nonce} went to another transaction of ${submission.from}, so it can never be mined` }
+    if (nonce !== null && submission.nonce !== null && nonce > BigInt(submission.nonce)) return { abandon: true, detail: `its nonce ${submission.nonce} went to another transaction of ${submission.from}, so it can never be mined` }
     return { abandon: false, detail: `its nonce ${submission.nonce} of ${submission.from} is not taken yet, so it can still be mined: \`treasury refunds pay\` sends it again, or gives its nonce to a zero-value transfer when it can no longer pay` }
+  }
+
+  /** Null when `holder` holds `amount` of `token` now, else what is wrong. */
+  async function heldBy(reader: ChainReader, token: string, holder: string, amount: bigint, symbol: string): Promise<string | null> {
+    const held = BigInt((await reader.request('eth_call', [{ to: token, data: encodeFunctionData({ abi: erc20Abi, functionName: 'balanceOf', args: [holder as Address] }) }, 'latest'])) as string)
+    return held >= amount ? null : `transfers ${amount} ${symbol} from ${holder}, which holds ${held}`
   }
 
   const submissionOf = (row: RefundRow) => (restoreActor(refundMachine, row.snapshot).getSnapshot()).context.submission
@@ -365,7 +372,7 @@ export function createRefundService(deps: {
       return refundableLines(await deps.repo.facts(transaction), confirmationsOf)
     },
 
-    async list(caller: ProjectMode, filter: { status?: RefundStatus; network?: string; limit: number; offset: number }) {
+    async list(caller: ProjectMode, filter: { status?: RefundStatus; network?: string; depositAddress?: string; limit: number; offset: number }) {
       const { rows, total } = await deps.repo.page(caller, filter)
       return { refunds: await views(rows), pagination: { limit: filter.limit, offset: filter.offset, total, has_more: filter.offset + rows.length < total } }
     },
@@ -425,6 +432,7 @@ export function createRefundService(deps: {
         if (payout.to !== to || payout.amount !== amount) return bad(`pays ${payout.amount} to ${payout.to}; the refund is ${amount} to ${to}`)
         if (tx.authorizations.length) return bad('is a plain transfer carrying EIP-7702 authorizations; a refund\'s plain transfer carries none')
         route = tx.from === row.depositAddress ? 'direct' : 'gas'
+
       } else {
         return bad(`does not pay this refund: it must call pay() on the deposit address ${getAddress(row.depositAddress)} for this refund, or transfer ${amount} ${row.tokenSymbol} to ${row.address}`)
       }
@@ -435,6 +443,8 @@ export function createRefundService(deps: {
         problem = await checkSendable(tx, raw as Hex, { reader })
           ?? await checkAuthorizations(tx, { chainId: network.chainId, authorities: new Set([row.depositAddress]) })
           ?? (payout?.kind === 'deposit-account' ? await checkPaySignature(payout, { chainId: network.chainId, now: await reader.latestTimestamp() }) : null)
+          // A plain token transfer can be mined only while its sender holds the amount (a native one's value is in its balance check).
+          ?? (payout?.kind === 'erc20' ? await heldBy(reader, payout.token, tx.from, amount, row.tokenSymbol) : null)
       } catch (e) {
         return deny('unavailable', `${row.network}'s node cannot be asked right now, so the payment cannot be verified (${errorSummary(e)}); try again in a moment`)
       }

@@ -3959,6 +3959,8 @@ export interface operations {
                 status?: "pending" | "submitted" | "confirming" | "completed" | "failed" | "cancelled";
                 /** @description Only refunds on this network. */
                 blockchain_network?: string;
+                /** @description Only refunds of the transaction whose deposit address this is. */
+                deposit_address?: string;
                 /** @description Results per page, 1 to 100. */
                 limit?: number;
                 /** @description Results to skip. */
