@@ -229,19 +229,19 @@ async function payOne(s: Session, r: ApiRefund, o: RefundOptions, run: RunState,
   } else tx = asset.token ? { to: asset.token, data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [to, amount] }) } : { to, value: amount }
   const from = source === 'gas' ? sponsor.address : deposit
 
+  // DepositAccount deployed first where the chain lacks it (a dry run estimates with its code put there instead).
+  let override = {}
+  if (source === 'deposit' && !(await depositAccountDeployed(chain))) {
+    if (o.dryRun) override = { stateOverride: [{ address: DEPOSIT_ACCOUNT, code: depositAccountCode() }] }
+    else {
+      const deployGas = withGasMargin(await chain.client.estimateGas({ account: sponsor.address, to: CREATE2_DEPLOYER, data: DEPLOY_DATA }))
+      await deployDepositAccount(chain, sponsor, { chainId: network.chain_id, nonce: run.nonce, gas: deployGas, ...(await feesNow(chain)), timeoutMs: o.receiptTimeoutMs })
+      run.nonce++
+    }
+  }
   // A transfer that would revert now: not payable, unless the money left meanwhile (then it waits).
   let gas: bigint
   try {
-    // DepositAccount deployed first where the chain lacks it (a dry run estimates with its code put there instead).
-    let override = {}
-    if (source === 'deposit' && !(await depositAccountDeployed(chain))) {
-      if (o.dryRun) override = { stateOverride: [{ address: DEPOSIT_ACCOUNT, code: depositAccountCode() }] }
-      else {
-        const deployGas = withGasMargin(await chain.client.estimateGas({ account: sponsor.address, to: CREATE2_DEPLOYER, data: DEPLOY_DATA }))
-        await deployDepositAccount(chain, sponsor, { chainId: network.chain_id, nonce: run.nonce, gas: deployGas, ...(await feesNow(chain)), timeoutMs: o.receiptTimeoutMs })
-        run.nonce++
-      }
-    }
     gas = await chain.client.estimateGas({ account: source === 'direct' ? deposit : sponsor.address, ...tx, ...override })
     gas = source === 'direct' ? gas : withGasMargin(gas)
   } catch (e) {
