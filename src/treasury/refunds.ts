@@ -22,13 +22,13 @@
 import { BaseError, decodeErrorResult, encodeFunctionData, erc20Abi, formatUnits, getAddress, serializeTransaction, type Address, type Hex, type SignedAuthorization } from 'viem'
 import { DepositAccount } from '../chain/artifacts/index.ts'
 import { createL1FeeReader } from '../chain/l1-fee.ts'
-import { CREATE2_DEPLOYER, DEPLOY_DATA, DEPOSIT_ACCOUNT, delegatesToDepositAccount, depositAccountCode, delegatesToEarlierDepositAccount, paidAnswer, paidData, payData, paymentId, payTypedData } from '../chain/deposit-account.ts'
+import { DEPOSIT_ACCOUNT, delegatesToDepositAccount, depositAccountCode, delegatesToEarlierDepositAccount, paidAnswer, paidData, payData, paymentId, payTypedData } from '../chain/deposit-account.ts'
 import { tokenUsdCents } from '../lib/money.ts'
 import type { ApiRefund } from './api.ts'
 import { approves, type Approval } from './approval.ts'
 import { payersOf, returnedOnChain } from './payers.ts'
 import { moneyOutRoute, topUp, topUpGasPrice } from './route.ts'
-import { deployDepositAccount, depositAccountDeployed, feesNow, sendAndWait, seeThrough, withGasMargin } from './sending.ts'
+import { depositAccountDeployed, ensureDepositAccount, feesNow, sendAndWait, seeThrough, withGasMargin } from './sending.ts'
 import { Refused, type Session } from './session.ts'
 
 export interface RefundOptions {
@@ -105,7 +105,7 @@ export async function payRefunds(s: Session, o: RefundOptions) {
   const pending = [...new Map((await api.refunds({ network: network.name, status: 'pending' })).filter(wanted).map((r) => [r.id, r])).values()]
   if (o.only) for (const id of o.only) if (!pending.some((r) => r.id === id) && !resumed.some((r) => r.refund_id === id)) throw new Refused(`refund ${id} is not pending on ${network.name}`)
   const route = await moneyOutRoute(s)
-  const run: RunState = { nonce: await chain.client.getTransactionCount({ address: sponsor.address, blockTag: 'latest' }), spentCents: 0n, returned: new Map(), l1Fee: createL1FeeReader(chain.client) }
+  const run: RunState = { nonce: await chain.client.getTransactionCount({ address: sponsor.address, blockTag: 'latest' }), spentCents: 0n, returned: new Map(), tokens: new Map(), l1Fee: createL1FeeReader(chain.client) }
   const paid: Record<string, unknown>[] = []
   const lists = { unpayable: [] as { refund_id: string; reason: string }[], waiting: [] as { refund_id: string; reason: string }[], awaiting_approval: [] as { refund_id: string; reason: string }[], over_cap: [] as { refund_id: string; reason: string }[] }
   const alreadyPaid: string[] = []
@@ -141,6 +141,8 @@ interface RunState {
   returned: Map<string, bigint>
   /** What this run paid so far, in USD cents. */
   spentCents: bigint
+  /** Each token's decimals and symbol as its contract answered them, asked once a run. */
+  tokens: Map<string, ReturnType<typeof onChain>>
   l1Fee: ReturnType<typeof createL1FeeReader>
 }
 
@@ -153,7 +155,7 @@ async function payOne(s: Session, r: ApiRefund, o: RefundOptions, run: RunState,
   const listed = network.tokens.find((t) => t.symbol === r.token_symbol)
   if (!listed) return { kind: 'waiting', reason: `${network.name} has no token ${r.token_symbol} configured` }
   // What the merchant is shown and approves comes from the chain: a token's decimals and symbol as its contract answers them.
-  const token = await onChain(s, listed)
+  const token = await (run.tokens.get(listed.symbol) ?? run.tokens.set(listed.symbol, onChain(s, listed)).get(listed.symbol)!)
   if (token.problem) return { kind: 'waiting', reason: token.problem }
   const asset = { symbol: listed.symbol, token: listed.address as Address | null }
   const amount = BigInt(r.amount)
@@ -192,9 +194,11 @@ async function payOne(s: Session, r: ApiRefund, o: RefundOptions, run: RunState,
   const payers = await payersOf(s, r)
   const sentByDestination = payers.sent.get(to.toLowerCase()) ?? 0n
   const returnedKey = `${deposit}:${asset.symbol}:${to}`.toLowerCase()
+  // The other refunds of the same deposit address, as the service records them (read once).
+  const siblings = (await api.refunds({ network: network.name, depositAddress: r.deposit_address })).filter((x) => x.id !== r.id)
   const returned = sentByDestination === 0n || source === 'gas' ? 0n : [
     payers.since === null ? 0n : await returnedOnChain(s, r, to, payers.since),
-    await returnedByRecord(s, r, to),
+    returnedByRecord(siblings, r.token_symbol, to),
     run.returned.get(returnedKey) ?? 0n,
   ].reduce((a, b) => (a > b ? a : b))
   const why = source === 'gas'
@@ -231,14 +235,8 @@ async function payOne(s: Session, r: ApiRefund, o: RefundOptions, run: RunState,
 
   // DepositAccount deployed first where the chain lacks it (a dry run estimates with its code put there instead).
   let override = {}
-  if (source === 'deposit' && !(await depositAccountDeployed(chain))) {
-    if (o.dryRun) override = { stateOverride: [{ address: DEPOSIT_ACCOUNT, code: depositAccountCode() }] }
-    else {
-      const deployGas = withGasMargin(await chain.client.estimateGas({ account: sponsor.address, to: CREATE2_DEPLOYER, data: DEPLOY_DATA }))
-      await deployDepositAccount(chain, sponsor, { chainId: network.chain_id, nonce: run.nonce, gas: deployGas, ...(await feesNow(chain)), timeoutMs: o.receiptTimeoutMs })
-      run.nonce++
-    }
-  }
+  if (source === 'deposit' && o.dryRun && !(await depositAccountDeployed(chain))) override = { stateOverride: [{ address: DEPOSIT_ACCOUNT, code: depositAccountCode() }] }
+  else if (source === 'deposit' && !o.dryRun && (await ensureDepositAccount(chain, sponsor, { chainId: network.chain_id, nonce: run.nonce, timeoutMs: o.receiptTimeoutMs }))) run.nonce++
   // A transfer that would revert now: not payable, unless the money left meanwhile (then it waits).
   let gas: bigint
   try {
@@ -265,7 +263,7 @@ async function payOne(s: Session, r: ApiRefund, o: RefundOptions, run: RunState,
   const l1Fee = await run.l1Fee(unsigned)
   const fee = gas * price + l1Fee
   // The address's own coin pays the fee only where no other refund waits for it.
-  const nativeHeld = source === 'direct' ? await heldForOtherNativeRefunds(s, r) : 0n
+  const nativeHeld = source === 'direct' ? heldForOtherNativeRefunds(siblings, network.tokens.find((t) => t.native)?.symbol ?? null) : 0n
   const topUpNeed = source === 'direct' ? (() => {
     const needed = fee + (asset.token === null ? amount : 0n)
     const spare = nativeAtDeposit > nativeHeld ? nativeAtDeposit - nativeHeld : 0n
@@ -343,17 +341,13 @@ async function onChain(s: Session, t: Session['network']['tokens'][number]): Pro
   return { decimals, symbol: printable(symbol).slice(0, 32) }
 }
 
-/** What the service's records say went back to `to` from the refund's deposit address already (in flight or completed, this refund aside). */
-async function returnedByRecord(s: Session, r: ApiRefund, to: string): Promise<bigint> {
-  const others = await s.api.refunds({ network: s.network.name, depositAddress: r.deposit_address })
-  return others.filter((x) => x.id !== r.id && x.token_symbol === r.token_symbol && x.address.toLowerCase() === to.toLowerCase() && ['submitted', 'confirming', 'completed'].includes(x.status))
+/** What the service's records say went back to `to` in `symbol` from the deposit address already (`others`: its other refunds; in flight or completed). */
+function returnedByRecord(others: readonly ApiRefund[], symbol: string, to: string): bigint {
+  return others.filter((x) => x.token_symbol === symbol && x.address.toLowerCase() === to.toLowerCase() && ['submitted', 'confirming', 'completed'].includes(x.status))
     .reduce((a, x) => a + BigInt(x.amount), 0n)
 }
 
-/** The native coin other open refunds of the refund's deposit address will pay from it. */
-async function heldForOtherNativeRefunds(s: Session, r: ApiRefund): Promise<bigint> {
-  const native = s.network.tokens.find((t) => t.native)
-  if (!native) return 0n
-  const others = await s.api.refunds({ network: s.network.name, depositAddress: r.deposit_address })
-  return others.filter((x) => x.id !== r.id && x.token_symbol === native.symbol && ['pending', 'submitted'].includes(x.status)).reduce((a, x) => a + BigInt(x.amount), 0n)
+/** The native coin (`nativeSymbol`) the deposit address's other open refunds (`others`) will pay from it. */
+function heldForOtherNativeRefunds(others: readonly ApiRefund[], nativeSymbol: string | null): bigint {
+  return others.filter((x) => x.token_symbol === nativeSymbol && ['pending', 'submitted'].includes(x.status)).reduce((a, x) => a + BigInt(x.amount), 0n)
 }

@@ -5,18 +5,17 @@
  *    authorization and each sweep or payment), and the gas account sends one transaction per batch;
  *    no coin is sent to a deposit address.
  *  - `top-up` (a chain without EIP-7702, such as Avalanche's C-Chain): the gas account sends each
- *    deposit address exactly the fee of the transfers it is about to make (many addresses in one
- *    transaction, through DepositAccount's `topUp`), then each address sends its own transfers,
- *    signed here by its own key. A transaction type the chain lacks is never signed.
+ *    deposit address what it lacks for the fees of the transfers it is about to make (many
+ *    addresses in one transaction, through DepositAccount's `topUp`), then each address sends its
+ *    own transfers, signed here by its own key. A transaction type the chain lacks is never signed.
  * The tool probes its own node (`--rpc-url`); the service says what its node answered. EIP-7702
  * is used only when both agree it is there: the service refuses to record a type the chain lacks,
  * and a route that works everywhere costs only some gas more.
  */
 import { type Address, type Hex, type LocalAccount } from 'viem'
 import { probeEip7702 } from '../chain/eip7702-probe.ts'
-import { DEPOSIT_ACCOUNT, topUpData } from '../chain/deposit-account.ts'
-import { deployDepositAccount, depositAccountDeployed, feesNow, sendAndWait, withGasMargin } from './sending.ts'
-import { CREATE2_DEPLOYER, DEPLOY_DATA } from '../chain/deposit-account.ts'
+import { CREATE2_DEPLOYER, DEPOSIT_ACCOUNT, topUpData } from '../chain/deposit-account.ts'
+import { depositAccountDeployed, ensureDepositAccount, feesNow, sendAndWait, withGasMargin } from './sending.ts'
 import { Refused, type Session } from './session.ts'
 
 export type MoneyOutRoute = 'eip7702' | 'top-up'
@@ -68,8 +67,7 @@ export async function topUp(s: Session, needs: ReadonlyMap<Address, bigint>, o: 
   const chain = s.chain
   let nonce = await chain.client.getTransactionCount({ address: sponsor.address, blockTag: 'latest' })
   const fees = await feesNow(chain)
-  const deployed = await depositAccountDeployed(chain)
-  if (!deployed && !(await chain.client.getCode({ address: CREATE2_DEPLOYER }).catch(() => undefined))?.length) {
+  if (!(await depositAccountDeployed(chain)) && !(await chain.client.getCode({ address: CREATE2_DEPLOYER }).catch(() => undefined))?.length) {
     // No deterministic deployment proxy on this chain, so no DepositAccount: one plain transfer per address.
     let gasUsed = 0n
     let last: Hex = '0x'
@@ -81,10 +79,7 @@ export async function topUp(s: Session, needs: ReadonlyMap<Address, bigint>, o: 
     }
     return { transaction_hash: last, gas_used: gasUsed.toString(), addresses: entries.length, amount: entries.reduce((a, [, wei]) => a + wei, 0n).toString() }
   }
-  if (!deployed) {
-    const gas = withGasMargin(await chain.client.estimateGas({ account: sponsor.address, to: CREATE2_DEPLOYER, data: DEPLOY_DATA }))
-    await deployDepositAccount(chain, sponsor, { chainId: s.network.chain_id, nonce: nonce++, gas, ...fees, timeoutMs: o.timeoutMs })
-  }
+  if (await ensureDepositAccount(chain, sponsor, { chainId: s.network.chain_id, nonce, timeoutMs: o.timeoutMs })) nonce++
   const value = entries.reduce((a, [, wei]) => a + wei, 0n)
   const data = topUpData({ to: entries.map(([a]) => a), amounts: entries.map(([, wei]) => wei) })
   const gas = withGasMargin(await chain.client.estimateGas({ account: sponsor.address, to: DEPOSIT_ACCOUNT, data, value }))

@@ -67,6 +67,14 @@ export async function depositAccountDeployed(chain: TreasuryChain): Promise<bool
   return !!(await chain.client.getCode({ address: DEPOSIT_ACCOUNT }).catch(() => undefined))?.length
 }
 
+/** Deploys DepositAccount from the gas account at `nonce` where the chain lacks it; true when it did (the nonce is then spent). */
+export async function ensureDepositAccount(chain: TreasuryChain, sponsor: LocalAccount & { address: Address }, o: { chainId: number; nonce: number; timeoutMs: number }): Promise<boolean> {
+  if (await depositAccountDeployed(chain)) return false
+  const gas = withGasMargin(await chain.client.estimateGas({ account: sponsor.address, to: CREATE2_DEPLOYER, data: DEPLOY_DATA }))
+  await deployDepositAccount(chain, sponsor, { chainId: o.chainId, nonce: o.nonce, gas, ...(await feesNow(chain)), timeoutMs: o.timeoutMs })
+  return true
+}
+
 /** Deploys DepositAccount from the gas account with `nonce`; resolves once it has code. */
 export async function deployDepositAccount(chain: TreasuryChain, sponsor: LocalAccount & { address: Address }, o: { chainId: number; nonce: number; gas: bigint; maxFeePerGas: bigint; maxPriorityFeePerGas: bigint; timeoutMs: number }) {
   const raw = await sponsor.signTransaction({ type: 'eip1559', chainId: o.chainId, nonce: o.nonce, to: CREATE2_DEPLOYER, data: DEPLOY_DATA, gas: o.gas, maxFeePerGas: o.maxFeePerGas, maxPriorityFeePerGas: o.maxPriorityFeePerGas })
