@@ -39,10 +39,29 @@ function memory() {
 }
 
 function registry(database: Database, instanceId: string) {
-  const lease = createInstanceLease({ repo: createInstanceRepo(database.db), clock: systemClock, logger, instanceId, leaseMs: 600_000 })
+  const lease = createInstanceLease({
+    repo: createInstanceRepo(database.db),
+    clock: systemClock,
+    logger,
+    instanceId,
+    leaseMs: 600_000,
+  })
   const scheduler = createScheduler(systemClock)
-  const reg = createTransactionRegistry({ database, repo: createLifecycleRepo(database), lease, clock: systemClock, logger, scheduler, singleInstance: false })
-  return { reg, scheduler, lease, stop: async () => (await reg.stop(), await lease.stop(), scheduler.stop()) }
+  const reg = createTransactionRegistry({
+    database,
+    repo: createLifecycleRepo(database),
+    lease,
+    clock: systemClock,
+    logger,
+    scheduler,
+    singleInstance: false,
+  })
+  return {
+    reg,
+    scheduler,
+    lease,
+    stop: async () => (await reg.stop(), await lease.stop(), scheduler.stop()),
+  }
 }
 
 const rows: string[] = []
@@ -75,7 +94,9 @@ try {
   await database.rows(sql`
     insert into transaction_actors (transaction_id, snapshot, machine_version, owner)
     select id, replace(${template}, 'TEMPLATE', id::text)::jsonb, ${MACHINE_VERSION}, null from transactions`)
-  console.error(`seeded ${N} active transactions in ${((performance.now() - t0) / 1000).toFixed(1)} s`)
+  console.error(
+    `seeded ${N} active transactions in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+  )
 
   // 1. Recovery, and 2. memory of the running actors it leaves.
   const restorer = registry(database, 'inst_restore')
@@ -84,17 +105,34 @@ try {
   await restorer.reg.start()
   const recoveryMs = performance.now() - r0
   if (restorer.reg.size !== N) throw new Error(`restored ${restorer.reg.size} of ${N}`)
-  if (restorer.scheduler.size !== N) throw new Error(`${restorer.scheduler.size} timers armed for ${N} actors`)
+  if (restorer.scheduler.size !== N)
+    throw new Error(`${restorer.scheduler.size} timers armed for ${N} actors`)
   const after = memory()
   const txHeap = (after.heap - before.heap) / N
   const txRss = (after.rss - before.rss) / N
-  report(`| recovery of ${N.toLocaleString()} active transactions (PostgreSQL): claim, restore, start, arm the timer | ${(recoveryMs / 1000).toFixed(2)} s (${Math.round(N / (recoveryMs / 1000)).toLocaleString()} actors/s) (budget <= 8 s) | | |`)
-  report(`| heap per running transaction actor, ${N.toLocaleString()} actors (registry entry, actor, timer child, scheduler entry) | heap ${(txHeap / 1024).toFixed(2)} KiB, RSS ${(txRss / 1024).toFixed(2)} KiB (budget <= 6 KiB) | bare XState actor: heap ${(bareHeap / 1024).toFixed(2)} KiB | ${(txHeap / bareHeap).toFixed(2)}x |`)
-  report(`| projected heap for 1,000,000 running actors | ${gib(txHeap * 1_000_000)} GiB (${mib(txHeap * 1_000_000)} MiB; budget <= 6 GiB) | | |`)
+  report(
+    `| recovery of ${N.toLocaleString()} active transactions (PostgreSQL): claim, restore, start, arm the timer | ${(recoveryMs / 1000).toFixed(2)} s (${Math.round(N / (recoveryMs / 1000)).toLocaleString()} actors/s) (budget <= 8 s) | | |`,
+  )
+  report(
+    `| heap per running transaction actor, ${N.toLocaleString()} actors (registry entry, actor, timer child, scheduler entry) | heap ${(txHeap / 1024).toFixed(2)} KiB, RSS ${(txRss / 1024).toFixed(2)} KiB (budget <= 6 KiB) | bare XState actor: heap ${(bareHeap / 1024).toFixed(2)} KiB | ${(txHeap / bareHeap).toFixed(2)}x |`,
+  )
+  report(
+    `| projected heap for 1,000,000 running actors | ${gib(txHeap * 1_000_000)} GiB (${mib(txHeap * 1_000_000)} MiB; budget <= 6 GiB) | | |`,
+  )
 
   // 3. Transitions: token.selected then customer.confirmed on distinct transactions, 64 at a time.
-  const ids = ((await database.rows<{ id: string }>(sql`select id from transactions limit ${Math.ceil(TRANSITIONS / 2)}`)) as { id: string }[]).map((r) => r.id)
-  const quote = { tokenSymbol: 'USDC', network: 'devnet', tokenAmount: '25000000', depositAddress: '0xabc', requiredConfirmations: 3 }
+  const ids = (
+    (await database.rows<{ id: string }>(
+      sql`select id from transactions limit ${Math.ceil(TRANSITIONS / 2)}`,
+    )) as { id: string }[]
+  ).map((r) => r.id)
+  const quote = {
+    tokenSymbol: 'USDC',
+    network: 'devnet',
+    tokenAmount: '25000000',
+    depositAddress: '0xabc',
+    requiredConfirmations: 3,
+  }
   let next = 0
   let applied = 0
   const w0 = performance.now()
@@ -102,7 +140,10 @@ try {
     Array.from({ length: 64 }, async () => {
       while (next < ids.length) {
         const id = ids[next++]
-        for (const e of [{ type: 'token.selected' as const, quote }, { type: 'customer.confirmed' as const }]) {
+        for (const e of [
+          { type: 'token.selected' as const, quote },
+          { type: 'customer.confirmed' as const },
+        ]) {
           const r = await restorer.reg.apply(id, e)
           if (!r.ok) throw new Error(r.message)
           applied++
@@ -112,7 +153,10 @@ try {
   )
   const perSecond = applied / ((performance.now() - w0) / 1000)
   // Baseline: one bare single-row UPDATE per "transition", same pool, same concurrency.
-  const bareUpdate = prepare(database, sql`update ${transactions} set ${bare(transactions.updatedAt)} = now() where ${transactions.id} = ${param('id', 'uuid')}`)
+  const bareUpdate = prepare(
+    database,
+    sql`update ${transactions} set ${bare(transactions.updatedAt)} = now() where ${transactions.id} = ${param('id', 'uuid')}`,
+  )
   let k = 0
   let bareCount = 0
   const b0 = performance.now()
@@ -126,7 +170,9 @@ try {
     }),
   )
   const barePerSecond = bareCount / ((performance.now() - b0) / 1000)
-  report(`| persisted transitions/s (PostgreSQL, 64 concurrent, ${applied.toLocaleString()} transitions, running actors) | ${Math.round(perSecond).toLocaleString()} /s (budget >= 1,775, 80% of 2,219) | bare single-row UPDATE: ${Math.round(barePerSecond).toLocaleString()} /s | ${((100 * perSecond) / barePerSecond).toFixed(1)}% |`)
+  report(
+    `| persisted transitions/s (PostgreSQL, 64 concurrent, ${applied.toLocaleString()} transitions, running actors) | ${Math.round(perSecond).toLocaleString()} /s (budget >= 1,775, 80% of 2,219) | bare single-row UPDATE: ${Math.round(barePerSecond).toLocaleString()} /s | ${((100 * perSecond) / barePerSecond).toFixed(1)}% |`,
+  )
   await restorer.stop()
 } finally {
   await database.close()

@@ -28,27 +28,64 @@ async function measure(instances: number, ws: boolean) {
   const pg = await freshPostgres()
   const dir = mkdtempSync(join(tmpdir(), 'chain-rpc-'))
   const file = join(dir, 'networks.json')
-  writeFileSync(file, JSON.stringify([{
-    name: 'bench', chainId: 31337, rpcUrl: proxy.url, ...(ws ? { wsUrl: chain.rpcUrl.replace(/^http/, 'ws') } : {}), confirmations: 2, pollIntervalMs: POLL_MS, testnet: true,
-    tokens: [{ symbol: 'TUSD', decimals: 6, address: chain.token, price: { fixedUsd: '1' } }],
-  }]))
+  writeFileSync(
+    file,
+    JSON.stringify([
+      {
+        name: 'bench',
+        chainId: 31337,
+        rpcUrl: proxy.url,
+        ...(ws ? { wsUrl: chain.rpcUrl.replace(/^http/, 'ws') } : {}),
+        confirmations: 2,
+        pollIntervalMs: POLL_MS,
+        testnet: true,
+        tokens: [{ symbol: 'TUSD', decimals: 6, address: chain.token, price: { fixedUsd: '1' } }],
+      },
+    ]),
+  )
   const servers: RunningServer[] = []
   const dirs: string[] = []
   for (let i = 0; i < instances; i++) {
     const dataDir = await freshDataDir()
     dirs.push(dataDir)
-    servers.push(await startServer(loadConfig({ DATA_DIR: dataDir, PORT: '0', HTTP_PORT: '0', LOG_LEVEL: 'silent', NETWORKS_CONFIG: file, ACTOR_LEASE_MS: '3000', ...pg.env }), { logger: createLogger('silent') }))
+    servers.push(
+      await startServer(
+        loadConfig({
+          DATA_DIR: dataDir,
+          PORT: '0',
+          HTTP_PORT: '0',
+          LOG_LEVEL: 'silent',
+          NETWORKS_CONFIG: file,
+          ACTOR_LEASE_MS: '3000',
+          ...pg.env,
+        }),
+        { logger: createLogger('silent') },
+      ),
+    )
   }
-  const synced = () => servers.map((s) => s.services.chain.syncedHeights().bench ?? -1n).reduce((a, b) => (a > b ? a : b))
+  const synced = () =>
+    servers
+      .map((s) => s.services.chain.syncedHeights().bench ?? -1n)
+      .reduce((a, b) => (a > b ? a : b))
   const head = await chain.head()
-  await waitUntil('a follower at the head', async () => synced(), (h) => h >= head, 30_000)
+  await waitUntil(
+    'a follower at the head',
+    async () => synced(),
+    (h) => h >= head,
+    30_000,
+  )
   const from = proxy.calls.length
   for (let i = 0; i < BLOCKS; i++) {
     await Bun.sleep(BLOCK_MS)
     await chain.mine()
   }
   const top = await chain.head()
-  await waitUntil('the last block followed', async () => synced(), (h) => h >= top, 30_000)
+  await waitUntil(
+    'the last block followed',
+    async () => synced(),
+    (h) => h >= top,
+    30_000,
+  )
   const calls = proxy.calls.slice(from)
   const byMethod = new Map<string, number>()
   for (const c of calls) byMethod.set(c.method, (byMethod.get(c.method) ?? 0) + 1)
@@ -58,12 +95,17 @@ async function measure(instances: number, ws: boolean) {
   await pg.drop()
   for (const d of [...dirs, dir]) rmSync(d, { recursive: true, force: true })
   const perBlock = (n: number) => (n / BLOCKS).toFixed(2)
-  const methods = [...byMethod].sort((a, b) => b[1] - a[1]).map(([m, n]) => `${m} ${perBlock(n)}`).join(', ')
+  const methods = [...byMethod]
+    .sort((a, b) => b[1] - a[1])
+    .map(([m, n]) => `${m} ${perBlock(n)}`)
+    .join(', ')
   return `| ${instances} instance${instances > 1 ? 's' : ''}, ${ws ? 'heads pushed (WebSocket) + polling' : 'polling'} | ${perBlock(calls.length)} | ${methods} |`
 }
 
 const rows = [await measure(1, false), await measure(3, false), await measure(1, true)]
-console.log(`\nMachine: ${cpus().length} x ${cpus()[0]?.model ?? '?'}, Bun ${Bun.version}, PostgreSQL, anvil (a block every ${BLOCK_MS} ms, ${BLOCKS} blocks, poll ${POLL_MS} ms, one ERC-20 watched)`)
+console.log(
+  `\nMachine: ${cpus().length} x ${cpus()[0]?.model ?? '?'}, Bun ${Bun.version}, PostgreSQL, anvil (a block every ${BLOCK_MS} ms, ${BLOCKS} blocks, poll ${POLL_MS} ms, one ERC-20 watched)`,
+)
 console.log('\n| setup | JSON-RPC calls per block | by method, per block |\n|---|---:|---|')
 for (const r of rows) console.log(r)
 process.exit(0)

@@ -24,11 +24,15 @@ const SAVES = 300
 const HEIGHT = 25_000_000n
 
 function cursorOf(size: number, height: bigint): Cursor {
-  const recent = Array.from({ length: size }, (_, i) => ({ number: height - BigInt(size - 1 - i), hash: `0x${randomBytes(32).toString('hex')}` as Hex }))
+  const recent = Array.from({ length: size }, (_, i) => ({
+    number: height - BigInt(size - 1 - i),
+    hash: `0x${randomBytes(32).toString('hex')}` as Hex,
+  }))
   return { height, recent, genesis: `0x${randomBytes(32).toString('hex')}` as Hex }
 }
 
-const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))]!
+const quantile = (xs: number[], q: number) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))]!
 const ms = (x: number) => x.toFixed(3)
 
 async function measure(label: string, database: Database) {
@@ -50,7 +54,13 @@ async function measure(label: string, database: Database) {
       encodeTimes.push(t1 - t0)
       saveTimes.push(t2 - t0)
     }
-    const row = [`${label}, window ${size} (confirmations ${size - 64})`, (bytes / 1024).toFixed(1), ms(quantile(encodeTimes, 0.5)), ms(quantile(saveTimes, 0.5)), ms(quantile(saveTimes, 0.99))]
+    const row = [
+      `${label}, window ${size} (confirmations ${size - 64})`,
+      (bytes / 1024).toFixed(1),
+      ms(quantile(encodeTimes, 0.5)),
+      ms(quantile(saveTimes, 0.5)),
+      ms(quantile(saveTimes, 0.99)),
+    ]
     console.error(`  ${row.join(' · ')}`)
     rows.push(row)
   }
@@ -83,6 +93,8 @@ if (process.env.DATABASE_URL) {
   }
 }
 
-console.log('| cursor | KiB | encodeCursor median ms | encode + save median ms | encode + save p99 ms |')
+console.log(
+  '| cursor | KiB | encodeCursor median ms | encode + save median ms | encode + save p99 ms |',
+)
 console.log('|---|---:|---:|---:|---:|')
 for (const r of rows) console.log(`| ${r.join(' | ')} |`)

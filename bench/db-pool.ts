@@ -28,9 +28,19 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
 const WINDOW_MS = 2000
 const READ = 'SELECT * FROM pool_bench WHERE id = $1'
 
-interface Run { name: string; callers: number; windows: number[]; cpuPerStatement: number }
+interface Run {
+  name: string
+  callers: number
+  windows: number[]
+  cpuPerStatement: number
+}
 
-async function run(name: string, callers: number, url: string, options: postgres.Options<{}>): Promise<Run> {
+async function run(
+  name: string,
+  callers: number,
+  url: string,
+  options: postgres.Options<{}>,
+): Promise<Run> {
   const sql = postgres(url, { max: 10, onnotice: () => {}, ...options })
   const send = () => sql.unsafe(READ, ['1'], { prepare: true })
   await send()
@@ -39,7 +49,10 @@ async function run(name: string, callers: number, url: string, options: postgres
   const windows: number[] = []
   const cpu0 = process.cpuUsage()
   let lastN = 0
-  const timer = setInterval(() => (windows.push(((n - lastN) * 1000) / WINDOW_MS), (lastN = n)), WINDOW_MS)
+  const timer = setInterval(
+    () => (windows.push(((n - lastN) * 1000) / WINDOW_MS), (lastN = n)),
+    WINDOW_MS,
+  )
   const loops = Array.from({ length: callers }, async () => {
     while (!stop) await send().then(() => n++)
   })
@@ -50,28 +63,42 @@ async function run(name: string, callers: number, url: string, options: postgres
   const cpu = process.cpuUsage(cpu0)
   await sql.end({ timeout: 5 })
   const result = { name, callers, windows, cpuPerStatement: (cpu.user + cpu.system) / n }
-  console.error(`${name}, ${callers} callers: ${windows.map((w) => Math.round(w)).join(', ')} statements/s; ${result.cpuPerStatement.toFixed(1)} µs client CPU per statement`)
+  console.error(
+    `${name}, ${callers} callers: ${windows.map((w) => Math.round(w)).join(', ')} statements/s; ${result.cpuPerStatement.toFixed(1)} µs client CPU per statement`,
+  )
   return result
 }
 
 const db = await freshPostgres()
 try {
   const admin = postgres(db.url, { max: 1, onnotice: () => {} })
-  await admin.unsafe(`CREATE TABLE pool_bench (id text PRIMARY KEY, value text); INSERT INTO pool_bench VALUES ('1', 'x')`)
+  await admin.unsafe(
+    `CREATE TABLE pool_bench (id text PRIMARY KEY, value text); INSERT INTO pool_bench VALUES ('1', 'x')`,
+  )
   await admin.end()
   // The driver reads `max_pipeline`, but its type declarations leave it out.
   const single = { max_pipeline: 1 } as postgres.Options<{}>
-  const fixed = readFileSync(new URL('../node_modules/postgres/src/queue.js', import.meta.url), 'utf8').includes('crypto-pay: queue holes fixed')
+  const fixed = readFileSync(
+    new URL('../node_modules/postgres/src/queue.js', import.meta.url),
+    'utf8',
+  ).includes('crypto-pay: queue holes fixed')
   const pool = `pool, max_pipeline 100 (default; queue ${fixed ? 'fixed' : 'NOT fixed'})`
   const runs: Run[] = []
   for (const callers of [12, 32, 100]) {
     runs.push(await run(pool, callers, db.url, {}))
     runs.push(await run('pool, max_pipeline 1', callers, db.url, single))
   }
-  console.log(`\n${new Date().toISOString()} · Bun ${Bun.version} · ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'} · a pool of 10 connections, ${SECONDS} s per run\n`)
-  console.log(`| pool | callers | statements/s in each ${WINDOW_MS / 1000} s window | client µs CPU per statement |`)
+  console.log(
+    `\n${new Date().toISOString()} · Bun ${Bun.version} · ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'} · a pool of 10 connections, ${SECONDS} s per run\n`,
+  )
+  console.log(
+    `| pool | callers | statements/s in each ${WINDOW_MS / 1000} s window | client µs CPU per statement |`,
+  )
   console.log('|---|---:|---|---:|')
-  for (const r of runs) console.log(`| ${r.name} | ${r.callers} | ${r.windows.map((w) => Math.round(w).toLocaleString('en')).join(' → ')} | ${r.cpuPerStatement.toFixed(1)} |`)
+  for (const r of runs)
+    console.log(
+      `| ${r.name} | ${r.callers} | ${r.windows.map((w) => Math.round(w).toLocaleString('en')).join(' → ')} | ${r.cpuPerStatement.toFixed(1)} |`,
+    )
 } finally {
   await db.drop()
 }

@@ -32,16 +32,25 @@ import { webhookData } from '../src/webhooks/payload.ts'
  * PostgreSQL; else PGlite in DATA_DIR).
  */
 const [certFile, keyFile] = [process.env.TLS_CERT_FILE!, process.env.TLS_KEY_FILE!]
-const database = await openDatabase({ databaseUrl: process.env.DATABASE_URL ?? null, pgliteDir: process.env.DATA_DIR ? `${process.env.DATA_DIR}/pglite` : null })
+const database = await openDatabase({
+  databaseUrl: process.env.DATABASE_URL ?? null,
+  pgliteDir: process.env.DATA_DIR ? `${process.env.DATA_DIR}/pglite` : null,
+})
 const projectId = 'proj_floor'
-await database.query(`INSERT INTO projects (id, name) VALUES ($1, 'Floor') ON CONFLICT DO NOTHING`, [projectId])
+await database.query(
+  `INSERT INTO projects (id, name) VALUES ($1, 'Floor') ON CONFLICT DO NOTHING`,
+  [projectId],
+)
 
 const INSERT = `INSERT INTO transactions (id, project_id, testing_mode, transaction_number, status, amount_usd, order_id, metadata, expires_at, created_at, updated_at)
   VALUES ($1, $2, true, $3, 'created', $4, $5, $6::jsonb, now() + interval '1 hour', now(), now()) RETURNING *`
 const SELECT = 'SELECT * FROM transactions WHERE id = $1'
 
 const rateLimitRepo = createRateLimitRepo(database)
-const limiter = database.kind === 'pglite' ? createEmbeddedRateLimiter({ repo: rateLimitRepo, clock: systemClock }) : createRateLimiter({ repo: rateLimitRepo, clock: systemClock })
+const limiter =
+  database.kind === 'pglite'
+    ? createEmbeddedRateLimiter({ repo: rateLimitRepo, clock: systemClock })
+    : createRateLimiter({ repo: rateLimitRepo, clock: systemClock })
 /** Out of reach, as the bench sets the service's project limits. */
 const LIMITS = { minute: 1_000_000_000, hour: 1_000_000_000, day: 1_000_000_000 }
 /** Counts the request against the project's limits and sets the nine headers, as the service's gate does. */
@@ -52,10 +61,19 @@ async function limited(set: { headers: Record<string, string | number> }) {
 let n = 0
 const insert = (body: unknown) => {
   const b = body as { amount: number; order_id?: string; metadata?: unknown }
-  return database.query(INSERT, [randomUUID(), projectId, `FL-${process.pid}-${++n}`, String(b.amount), b.order_id ?? null, JSON.stringify(b.metadata ?? null)])
+  return database.query(INSERT, [
+    randomUUID(),
+    projectId,
+    `FL-${process.pid}-${++n}`,
+    String(b.amount),
+    b.order_id ?? null,
+    JSON.stringify(b.metadata ?? null),
+  ])
 }
 const lifecycle = createLifecycleRepo(database)
-const SNAPSHOT = createActor(transactionMachine, { input: { transactionId: randomUUID(), expiresAt: Date.now() + 3_600_000 } }).getPersistedSnapshot()
+const SNAPSHOT = createActor(transactionMachine, {
+  input: { transactionId: randomUUID(), expiresAt: Date.now() + 3_600_000 },
+}).getPersistedSnapshot()
 const app = new Elysia()
   .get('/floor/:id', async ({ params }) => {
     const [row] = await database.query(SELECT, [params.id])
@@ -78,15 +96,35 @@ const app = new Elysia()
   .post('/limited/create', async ({ body, set }) => {
     await limited(set)
     // The row as the service builds it for a create.
-    const row = newTransactionRow({ projectId, mode: 'test' }, body as CreateTransactionInput, new Date())
+    const row = newTransactionRow(
+      { projectId, mode: 'test' },
+      body as CreateTransactionInput,
+      new Date(),
+    )
     await lifecycle.insertCreated({
-      row, snapshot: SNAPSHOT, machineVersion: MACHINE_VERSION, owner: null, eventData: webhookData(row),
+      row,
+      snapshot: SNAPSHOT,
+      machineVersion: MACHINE_VERSION,
+      owner: null,
+      eventData: webhookData(row),
       timelineDetails: { amount_usd: row.amountUsd, expires_at: row.expiresAt.toISOString() },
     })
     return { success: true, transaction: row }
   })
-const [seed] = await database.query<{ id: string }>(INSERT, [randomUUID(), projectId, `FL-${process.pid}-seed`, '10', null, 'null'])
-const server = Bun.serve({ port: 0, hostname: '127.0.0.1', tls: { cert: readFileSync(certFile, 'utf8'), key: readFileSync(keyFile, 'utf8') }, fetch: (req) => app.handle(req) })
+const [seed] = await database.query<{ id: string }>(INSERT, [
+  randomUUID(),
+  projectId,
+  `FL-${process.pid}-seed`,
+  '10',
+  null,
+  'null',
+])
+const server = Bun.serve({
+  port: 0,
+  hostname: '127.0.0.1',
+  tls: { cert: readFileSync(certFile, 'utf8'), key: readFileSync(keyFile, 'utf8') },
+  fetch: (req) => app.handle(req),
+})
 console.error(JSON.stringify({ msg: 'listening', port: server.port, seed: seed!.id }))
 process.on('SIGTERM', async () => {
   server.stop(true)

@@ -7,15 +7,31 @@ import { join } from 'node:path'
 const ROOT = new URL('..', import.meta.url).pathname
 const BUN = process.execPath
 
-export interface BenchProcess { proc: ChildProcess; port: number; stdout: () => string; stderr: () => string }
+export interface BenchProcess {
+  proc: ChildProcess
+  port: number
+  stdout: () => string
+  stderr: () => string
+}
 
 /** Starts `bun <args>` and resolves once it logs "listening" (and printed `banner` on stdout, if given). */
-export function startProcess(args: string[], env: Record<string, string>, banner?: string): Promise<BenchProcess> {
-  const proc = spawn(BUN, args, { cwd: ROOT, env: { ...process.env, LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+export function startProcess(
+  args: string[],
+  env: Record<string, string>,
+  banner?: string,
+): Promise<BenchProcess> {
+  const proc = spawn(BUN, args, {
+    cwd: ROOT,
+    env: { ...process.env, LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
   let out = ''
   let err = ''
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no "listening" line from ${args.join(' ')}:\n${err}`)), 60_000)
+    const timer = setTimeout(
+      () => reject(new Error(`no "listening" line from ${args.join(' ')}:\n${err}`)),
+      60_000,
+    )
     const check = () => {
       const m = /"msg":"listening","port":(\d+)/.exec(err)
       if (m && (!banner || out.includes(banner))) {
@@ -39,22 +55,44 @@ export async function stopProcess(p: { proc: ChildProcess } | null): Promise<voi
 
 /** The operator CLI with `--json`, parsed. */
 export function cli(args: string[], env: Record<string, string>) {
-  const r = spawnSync(BUN, ['src/cli/main.ts', ...args, '--json'], { cwd: ROOT, env: { ...process.env, ...env }, encoding: 'utf8' })
+  const r = spawnSync(BUN, ['src/cli/main.ts', ...args, '--json'], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    encoding: 'utf8',
+  })
   if (r.status !== 0) throw new Error(`cli ${args.join(' ')}: ${r.stderr}`)
   return JSON.parse(r.stdout)
 }
 
 /** One wrk run, parsed. */
-export interface WrkResult { name: string; rps: number; p50: number; p99: number; errors: number; requests: number }
+export interface WrkResult {
+  name: string
+  rps: number
+  p50: number
+  p99: number
+  errors: number
+  requests: number
+}
 
 /**
  * `wrk -t1 -c<connections> -d<seconds>s --latency [extra] url` (Debian's wrk 4.x; see TOOLING.md
  * for why not autocannon), parsed into req/s, p50/p99 in ms and non-2xx count; logs a line.
  */
-export function wrk(name: string, url: string, opts: { seconds: number; connections: number; extraArgs?: string[] }): WrkResult {
-  const args = ['-t1', `-c${opts.connections}`, `-d${opts.seconds}s`, '--latency', ...(opts.extraArgs ?? [])]
+export function wrk(
+  name: string,
+  url: string,
+  opts: { seconds: number; connections: number; extraArgs?: string[] },
+): WrkResult {
+  const args = [
+    '-t1',
+    `-c${opts.connections}`,
+    `-d${opts.seconds}s`,
+    '--latency',
+    ...(opts.extraArgs ?? []),
+  ]
   const r = spawnSync('wrk', [...args, url], { encoding: 'utf8' })
-  if (r.error) throw new Error(`wrk could not run (${r.error.message}): install it with apt-get install wrk`)
+  if (r.error)
+    throw new Error(`wrk could not run (${r.error.message}): install it with apt-get install wrk`)
   if (r.status !== 0) throw new Error(`wrk failed: ${r.stderr}`)
   const out = r.stdout
   const ms = (label: string) => {
@@ -65,15 +103,28 @@ export function wrk(name: string, url: string, opts: { seconds: number; connecti
   const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0)
   const socketErrors = /Socket errors: (.*)/.exec(out)?.[1]
   const requests = Number(/(\d+) requests in/.exec(out)?.[1] ?? 0)
-  const result = { name, rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? 0), p50: ms('50%'), p99: ms('99%'), errors: non2xx, requests }
-  console.error(`${name}: ${result.rps.toFixed(0)} req/s, p50 ${result.p50.toFixed(2)} ms, p99 ${result.p99.toFixed(2)} ms, ${requests} requests${non2xx ? `, ${non2xx} non-2xx` : ''}${socketErrors ? `, socket errors ${socketErrors}` : ''}`)
+  const result = {
+    name,
+    rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? 0),
+    p50: ms('50%'),
+    p99: ms('99%'),
+    errors: non2xx,
+    requests,
+  }
+  console.error(
+    `${name}: ${result.rps.toFixed(0)} req/s, p50 ${result.p50.toFixed(2)} ms, p99 ${result.p99.toFixed(2)} ms, ${requests} requests${non2xx ? `, ${non2xx} non-2xx` : ''}${socketErrors ? `, socket errors ${socketErrors}` : ''}`,
+  )
   return result
 }
 
 export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
 
 /** One wrk target: its label, URL and extra wrk arguments (headers, a Lua script). */
-export interface WrkTarget { name: string; url: string; args: string[] }
+export interface WrkTarget {
+  name: string
+  url: string
+  args: string[]
+}
 
 /**
  * Seconds of unmeasured load on a target before it is measured (BENCH_WARMUP, default 10): the
@@ -89,8 +140,12 @@ export const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP ?? 10)
  * Targets measured in alternating rounds, after a warm-up of each (WARMUP_SECONDS); the order
  * reverses every round, so the machine's drift falls on all alike. Returns each target's rounds.
  */
-export function alternateRounds(targets: WrkTarget[], o: { rounds: number; seconds: number; connections: number }): WrkResult[][] {
-  const run = (t: WrkTarget, seconds = o.seconds) => wrk(t.name, t.url, { seconds, connections: o.connections, extraArgs: t.args })
+export function alternateRounds(
+  targets: WrkTarget[],
+  o: { rounds: number; seconds: number; connections: number },
+): WrkResult[][] {
+  const run = (t: WrkTarget, seconds = o.seconds) =>
+    wrk(t.name, t.url, { seconds, connections: o.connections, extraArgs: t.args })
   if (WARMUP_SECONDS > 0) for (const t of targets) run(t, WARMUP_SECONDS)
   const rs: WrkResult[][] = targets.map(() => [])
   const order = targets.map((_, i) => i)
@@ -128,11 +183,20 @@ export interface BenchService {
  * `src/main.ts` on PGlite (fresh DATA_DIR) or on a fresh PostgreSQL database, with a project
  * (the demo project on PGlite) and a test key. `stop()` removes everything it made.
  */
-export async function startService(backend: 'pglite' | 'postgres', extraEnv: Record<string, string> = {}): Promise<BenchService> {
+export async function startService(
+  backend: 'pglite' | 'postgres',
+  extraEnv: Record<string, string> = {},
+): Promise<BenchService> {
   const { freshPostgres } = await import('../test/helpers/databases.ts')
   const dataDir = mkdtempSync(join(tmpdir(), 'crypto-pay-bench-'))
   const pg = backend === 'postgres' ? await freshPostgres() : null
-  const env: Record<string, string> = { DATA_DIR: dataDir, PORT: '0', HTTP_PORT: '0', ...extraEnv, ...(pg ? pg.env : {}) }
+  const env: Record<string, string> = {
+    DATA_DIR: dataDir,
+    PORT: '0',
+    HTTP_PORT: '0',
+    ...extraEnv,
+    ...(pg ? pg.env : {}),
+  }
   let server: BenchProcess | null = null
   const stop = async () => {
     await stopProcess(server)
@@ -141,12 +205,15 @@ export async function startService(backend: 'pglite' | 'postgres', extraEnv: Rec
   }
   try {
     // PostgreSQL has no demo project: make one before the server starts.
-    const made = pg ? cli(['project', 'create', '--name', 'Bench'], env).id as string : null
+    const made = pg ? (cli(['project', 'create', '--name', 'Bench'], env).id as string) : null
     // BENCH_BUN_ARGS: runtime flags for the service, e.g. "--cpu-prof-md --cpu-prof-dir=/tmp/prof" (the profile is written on its graceful stop).
     const runtimeArgs = process.env.BENCH_BUN_ARGS ? process.env.BENCH_BUN_ARGS.split(/\s+/) : []
     server = await startProcess([...runtimeArgs, 'src/main.ts'], env, 'Crypto Pay is running')
     const projectId = made ?? /Demo project (proj_\w+)/.exec(server.stdout())![1]!
-    const key = cli(['key', 'create', '--project', projectId, '--mode', 'test', '--name', 'bench'], env).key as string
+    const key = cli(
+      ['key', 'create', '--project', projectId, '--mode', 'test', '--name', 'bench'],
+      env,
+    ).key as string
     return { server, base: `https://127.0.0.1:${server.port}`, projectId, key, env, stop }
   } catch (e) {
     await stop()
@@ -158,7 +225,11 @@ export async function startService(backend: 'pglite' | 'postgres', extraEnv: Rec
  * Median and p99 of `runs` calls of `f`, in µs, after `warm` calls. An async `f` is awaited,
  * so its whole work is timed; a sync one is timed as it runs.
  */
-export async function timeCalls(f: () => unknown, runs: number, warm: number): Promise<{ median: number; p99: number }> {
+export async function timeCalls(
+  f: () => unknown,
+  runs: number,
+  warm: number,
+): Promise<{ median: number; p99: number }> {
   const t: number[] = []
   for (let i = 0; i < warm + runs; i++) {
     const s = Bun.nanoseconds()

@@ -18,10 +18,40 @@ const pgServer = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432
 // The embedded run must not inherit a DATABASE_URL; the PostgreSQL run makes its own database on this server.
 delete process.env.DATABASE_URL
 
-async function prepared(backend: 'pglite' | 'postgres', metrics: '0' | '1'): Promise<{ svc: BenchService; url: string }> {
+async function prepared(
+  backend: 'pglite' | 'postgres',
+  metrics: '0' | '1',
+): Promise<{ svc: BenchService; url: string }> {
   const svc = await startService(backend, { METRICS: metrics })
-  cli(['project', 'set-limits', '--project', svc.projectId, '--minute', '1000000000', '--hour', '1000000000', '--day', '1000000000'], svc.env)
-  const created = spawnSync('curl', ['-sk', `${svc.base}/api/transactions/create`, '-H', `Authorization: Bearer ${svc.key}`, '-H', 'Content-Type: application/json', '-d', '{"amount": 10}'], { encoding: 'utf8' })
+  cli(
+    [
+      'project',
+      'set-limits',
+      '--project',
+      svc.projectId,
+      '--minute',
+      '1000000000',
+      '--hour',
+      '1000000000',
+      '--day',
+      '1000000000',
+    ],
+    svc.env,
+  )
+  const created = spawnSync(
+    'curl',
+    [
+      '-sk',
+      `${svc.base}/api/transactions/create`,
+      '-H',
+      `Authorization: Bearer ${svc.key}`,
+      '-H',
+      'Content-Type: application/json',
+      '-d',
+      '{"amount": 10}',
+    ],
+    { encoding: 'utf8' },
+  )
   return { svc, url: `${svc.base}/api/transactions/${JSON.parse(created.stdout).transaction.id}` }
 }
 
@@ -31,20 +61,34 @@ for (const backend of ['pglite', 'postgres'] as const) {
   const on = await prepared(backend, '1')
   const off = await prepared(backend, '0')
   try {
-    const target = (which: 'on' | 'off', t: { svc: BenchService; url: string }) => ({ name: `GET (${backend}, metrics ${which})`, url: t.url, args: ['-H', `Authorization: Bearer ${t.svc.key}`] })
-    const [onRounds, offRounds] = alternateRounds([target('on', on), target('off', off)], { rounds: ROUNDS, seconds: SECONDS, connections: CONNECTIONS })
+    const target = (which: 'on' | 'off', t: { svc: BenchService; url: string }) => ({
+      name: `GET (${backend}, metrics ${which})`,
+      url: t.url,
+      args: ['-H', `Authorization: Bearer ${t.svc.key}`],
+    })
+    const [onRounds, offRounds] = alternateRounds([target('on', on), target('off', off)], {
+      rounds: ROUNDS,
+      seconds: SECONDS,
+      connections: CONNECTIONS,
+    })
     const runs = { on: onRounds, off: offRounds }
     const m = { on: median(runs.on.map((r) => r.rps)), off: median(runs.off.map((r) => r.rps)) }
     const p99 = { on: median(runs.on.map((r) => r.p99)), off: median(runs.off.map((r) => r.p99)) }
     const errors = [...runs.on, ...runs.off].reduce((n, r) => n + r.errors, 0)
-    rows.push(`| ${backend} | ${Math.round(m.off).toLocaleString('en')} | ${Math.round(m.on).toLocaleString('en')} | ${((m.on / m.off - 1) * 100).toFixed(1)}% | ${p99.off.toFixed(1)} / ${p99.on.toFixed(1)} | ${runs.on.map((r) => Math.round(r.rps)).join(', ')} vs ${runs.off.map((r) => Math.round(r.rps)).join(', ')} | ${errors} |`)
+    rows.push(
+      `| ${backend} | ${Math.round(m.off).toLocaleString('en')} | ${Math.round(m.on).toLocaleString('en')} | ${((m.on / m.off - 1) * 100).toFixed(1)}% | ${p99.off.toFixed(1)} / ${p99.on.toFixed(1)} | ${runs.on.map((r) => Math.round(r.rps)).join(', ')} vs ${runs.off.map((r) => Math.round(r.rps)).join(', ')} | ${errors} |`,
+    )
   } finally {
     await on.svc.stop()
     await off.svc.stop()
   }
 }
 
-console.log(`\nMachine: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, ${Math.round(totalmem() / 2 ** 30)} GiB; wrk -t1 -c${CONNECTIONS}, ${ROUNDS} alternating rounds of ${SECONDS} s per setting\n`)
-console.log('| database | metrics off (req/s, median round) | metrics on | change | p99 ms off / on | rounds on vs off | errors |')
+console.log(
+  `\nMachine: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, ${Math.round(totalmem() / 2 ** 30)} GiB; wrk -t1 -c${CONNECTIONS}, ${ROUNDS} alternating rounds of ${SECONDS} s per setting\n`,
+)
+console.log(
+  '| database | metrics off (req/s, median round) | metrics on | change | p99 ms off / on | rounds on vs off | errors |',
+)
 console.log('|---|---:|---:|---:|---:|---|---:|')
 for (const r of rows) console.log(r)

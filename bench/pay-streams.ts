@@ -27,21 +27,33 @@ const cpuTicks = (pid: number) => {
   const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
   return Number(f[11]) + Number(f[12])
 }
-const rssMiB = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024
+const rssMiB = (pid: number) =>
+  Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024
 const pct = (xs: number[], p: number) => xs[Math.min(xs.length - 1, Math.floor(xs.length * p))]!
 
-interface Stream { socket: TLSSocket; buffer: string; opened: Promise<void>; cancelledAt: number | null; keepAlives: number }
+interface Stream {
+  socket: TLSSocket
+  buffer: string
+  opened: Promise<void>
+  cancelledAt: number | null
+  keepAlives: number
+}
 
 /** A raw HTTP/1.1 GET of the event stream over TLS; records when `cancelled` arrives. */
 function openStream(port: number, id: string): Stream {
   const socket = connect({ host: '127.0.0.1', port, rejectUnauthorized: false })
   const s: Stream = { socket, buffer: '', opened: null as never, cancelledAt: null, keepAlives: 0 }
   s.opened = new Promise((resolve, reject) => {
-    socket.once('secureConnect', () => socket.write(`GET /pay/${id}/events HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAccept: text/event-stream\r\n\r\n`))
+    socket.once('secureConnect', () =>
+      socket.write(
+        `GET /pay/${id}/events HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAccept: text/event-stream\r\n\r\n`,
+      ),
+    )
     socket.on('data', (d: Buffer) => {
       s.buffer += d.toString('utf8')
       if (s.buffer.includes('event: state')) resolve()
-      if (s.cancelledAt === null && s.buffer.includes('"status":"cancelled"')) s.cancelledAt = performance.now()
+      if (s.cancelledAt === null && s.buffer.includes('"status":"cancelled"'))
+        s.cancelledAt = performance.now()
       if (d.includes(': keep-alive')) s.keepAlives++
       // Keep only the tail: enough to find the markers, not the whole history.
       if (s.buffer.length > 8192) s.buffer = s.buffer.slice(-4096)
@@ -64,18 +76,39 @@ async function run(backend: 'pglite' | 'postgres'): Promise<string> {
   const pid = svc.server.proc.pid!
   const streams: Stream[] = []
   try {
-    cli(['project', 'set-limits', '--project', svc.projectId, '--minute', '1000000000', '--hour', '1000000000', '--day', '1000000000'], svc.env)
+    cli(
+      [
+        'project',
+        'set-limits',
+        '--project',
+        svc.projectId,
+        '--minute',
+        '1000000000',
+        '--hour',
+        '1000000000',
+        '--day',
+        '1000000000',
+      ],
+      svc.env,
+    )
     const port = Number(new URL(svc.base).port)
-    const call = (path: string, init: RequestInit = {}) => fetch(`${svc.base}${path}`, { ...init, tls: { rejectUnauthorized: false } } as RequestInit)
+    const call = (path: string, init: RequestInit = {}) =>
+      fetch(`${svc.base}${path}`, { ...init, tls: { rejectUnauthorized: false } } as RequestInit)
     const ids: string[] = []
     for (let i = 0; i < Math.ceil(STREAMS / PER_TX); i++) {
-      const r = await call('/api/transactions/create', { method: 'POST', headers: { authorization: `Bearer ${svc.key}`, 'content-type': 'application/json' }, body: '{"amount": 10}' })
+      const r = await call('/api/transactions/create', {
+        method: 'POST',
+        headers: { authorization: `Bearer ${svc.key}`, 'content-type': 'application/json' },
+        body: '{"amount": 10}',
+      })
       ids.push(((await r.json()) as { transaction: { id: string } }).transaction.id)
     }
     const rssBefore = rssMiB(pid)
     const openStart = performance.now()
     for (let i = 0; i < STREAMS; i += 250) {
-      const batch = Array.from({ length: Math.min(250, STREAMS - i) }, (_, k) => openStream(port, ids[Math.floor((i + k) / PER_TX)]!))
+      const batch = Array.from({ length: Math.min(250, STREAMS - i) }, (_, k) =>
+        openStream(port, ids[Math.floor((i + k) / PER_TX)]!),
+      )
       streams.push(...batch)
       await Promise.all(batch.map((s) => s.opened))
     }
@@ -97,7 +130,11 @@ async function run(backend: 'pglite' | 'postgres'): Promise<string> {
       const r = await call(`/pay/${id}/cancel`, { method: 'POST' })
       posts.push(performance.now() - t0)
       if (r.status !== 200) throw new Error(`cancel ${id}: ${r.status} ${await r.text()}`)
-      await until(() => mine.every((s) => s.cancelledAt !== null), 30_000, `cancelled on the streams of ${id}`)
+      await until(
+        () => mine.every((s) => s.cancelledAt !== null),
+        30_000,
+        `cancelled on the streams of ${id}`,
+      )
       for (const s of mine) latencies.push(s.cancelledAt! - t0)
     }
     latencies.sort((a, b) => a - b)
@@ -114,7 +151,11 @@ const rows: string[] = []
 rows.push(await run('pglite'))
 process.env.DATABASE_URL = pgServer
 rows.push(await run('postgres'))
-console.log(`\n${new Date().toISOString()} · Bun ${Bun.version} · ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'} · ${(totalmem() / 2 ** 30).toFixed(0)} GiB · ${PER_TX} streams per transaction, idle ${IDLE_SECONDS} s\n`)
-console.log('| database | open streams | time to open all | server RSS before -> with the streams | server CPU while they idle | status change -> event on each stream, p50 / p99 / max | the change request itself, p50 |')
+console.log(
+  `\n${new Date().toISOString()} · Bun ${Bun.version} · ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'} · ${(totalmem() / 2 ** 30).toFixed(0)} GiB · ${PER_TX} streams per transaction, idle ${IDLE_SECONDS} s\n`,
+)
+console.log(
+  '| database | open streams | time to open all | server RSS before -> with the streams | server CPU while they idle | status change -> event on each stream, p50 / p99 / max | the change request itself, p50 |',
+)
 console.log('|---|---:|---:|---:|---:|---:|---:|')
 for (const r of rows) console.log(r)

@@ -9,7 +9,8 @@ const server = Bun.serve({
   hostname: '127.0.0.1',
   async fetch(req) {
     const url = new URL(req.url)
-    if (url.pathname === '/_stats') return Response.json({ count, arrivals: url.searchParams.has('arrivals') ? arrivals : [] })
+    if (url.pathname === '/_stats')
+      return Response.json({ count, arrivals: url.searchParams.has('arrivals') ? arrivals : [] })
     if (url.pathname === '/_reset') {
       count = 0
       arrivals.length = 0

@@ -24,7 +24,11 @@ const ENDPOINTS = Number(process.env.BENCH_ENDPOINTS ?? 5)
 const FAILING_RATE = Number(process.env.BENCH_FAILING_RATE ?? 10)
 process.env.DATABASE_URL ??= 'postgres://postgres@127.0.0.1:5432/test'
 
-const receiver = spawn(process.execPath, [new URL('./webhook-receiver.ts', import.meta.url).pathname], { stdio: ['ignore', 'pipe', 'inherit'] })
+const receiver = spawn(
+  process.execPath,
+  [new URL('./webhook-receiver.ts', import.meta.url).pathname],
+  { stdio: ['ignore', 'pipe', 'inherit'] },
+)
 const port = await new Promise<number>((resolve) => {
   let out = ''
   receiver.stdout!.on('data', (c) => {
@@ -34,7 +38,11 @@ const port = await new Promise<number>((resolve) => {
   })
 })
 const base = `http://127.0.0.1:${port}`
-const stats = async (arrivals = false) => (await (await fetch(`${base}/_stats${arrivals ? '?arrivals' : ''}`)).json()) as { count: number; arrivals: { tx: string; event: string; at: number }[] }
+const stats = async (arrivals = false) =>
+  (await (await fetch(`${base}/_stats${arrivals ? '?arrivals' : ''}`)).json()) as {
+    count: number
+    arrivals: { tx: string; event: string; at: number }[]
+  }
 const reset = () => fetch(`${base}/_reset`)
 const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b)
@@ -51,7 +59,12 @@ async function until(pred: () => Promise<boolean>, timeoutMs: number) {
 const pg = await freshPostgres()
 const database = await openDatabase({ databaseUrl: pg.url, pgliteDir: null, poolSize: 10 })
 const services: Services = await createServices({
-  database, clock: systemClock, logger: createLogger('silent'), baseUrl: 'https://localhost', secretKey: randomBytes(32), webhookRetryScheduleMs: [1000, 1000, 1000, 1000, 1000],
+  database,
+  clock: systemClock,
+  logger: createLogger('silent'),
+  baseUrl: 'https://localhost',
+  secretKey: randomBytes(32),
+  webhookRetryScheduleMs: [1000, 1000, 1000, 1000, 1000],
   // The receiver runs on this machine.
   allowPrivateTestEndpoints: true,
 })
@@ -64,7 +77,12 @@ async function project(name: string) {
   return p.value.id
 }
 async function endpoint(projectId: string, path: string, events = ['transaction.created']) {
-  const r = await services.endpoints.create({ projectId, mode: 'test', url: `${base}${path}`, eventTypes: events })
+  const r = await services.endpoints.create({
+    projectId,
+    mode: 'test',
+    url: `${base}${path}`,
+    eventTypes: events,
+  })
   if (!r.ok) throw new Error(r.message)
   return r.value
 }
@@ -92,17 +110,24 @@ const report = (l: string) => {
   await database.query(
     `INSERT INTO outbox (transaction_id, project_id, testing_mode, event_type, data, created_at)
      SELECT $1, $2, true, 'transaction.created', $3::jsonb, now() FROM generate_series(1, $4::int)`,
-    [txId, projectId, data, EVENTS])
+    [txId, projectId, data, EVENTS],
+  )
   // Written behind the service's back: tell its dispatcher, as the service's own writers do.
   void services.dispatcher.wake('events')
   await until(async () => (await stats()).count >= total, 300_000)
   const sent = performance.now() - t0
   await until(async () => {
-    const [r] = await database.query<{ n: number }>(`SELECT count(*)::int AS n FROM webhook_deliveries WHERE project_id = $1 AND status = 'success'`, [projectId])
+    const [r] = await database.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM webhook_deliveries WHERE project_id = $1 AND status = 'success'`,
+      [projectId],
+    )
     return r.n >= total + ENDPOINTS
   }, 300_000)
   const persisted = performance.now() - t0
-  const [a] = await database.query<{ n: number }>(`SELECT count(*)::int AS n FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id WHERE d.project_id = $1`, [projectId])
+  const [a] = await database.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id WHERE d.project_id = $1`,
+    [projectId],
+  )
 
   // Bare: sign and POST the same number of bodies, same receiver, same concurrency.
   await reset()
@@ -110,19 +135,31 @@ const report = (l: string) => {
   const concurrency = Math.min(512, 16 * ENDPOINTS)
   let next = 0
   const b0 = performance.now()
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (next < total) {
-      const i = next++
-      const body = JSON.stringify({ event: 'transaction.created', timestamp: new Date().toISOString(), data: JSON.parse(data) })
-      const sig = createHmac('sha256', secret).update(body).digest('hex')
-      const res = await fetch(`${base}/ok/${i % ENDPOINTS}`, { method: 'POST', body, headers: { 'content-type': 'application/json', 'x-service-signature': sig } })
-      await res.text()
-    }
-  }))
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < total) {
+        const i = next++
+        const body = JSON.stringify({
+          event: 'transaction.created',
+          timestamp: new Date().toISOString(),
+          data: JSON.parse(data),
+        })
+        const sig = createHmac('sha256', secret).update(body).digest('hex')
+        const res = await fetch(`${base}/ok/${i % ENDPOINTS}`, {
+          method: 'POST',
+          body,
+          headers: { 'content-type': 'application/json', 'x-service-signature': sig },
+        })
+        await res.text()
+      }
+    }),
+  )
   const bare = performance.now() - b0
   const rate = (total / persisted) * 1000
   const bareRate = (total / bare) * 1000
-  report(`| 1. deliveries/s, ${EVENTS} events x ${ENDPOINTS} endpoints, sent + persisted | ${rate.toFixed(0)} | bare sign+POST loop ${bareRate.toFixed(0)} | ${((rate / bareRate) * 100).toFixed(1)}% | all sent after ${(sent / 1000).toFixed(2)} s, all logged after ${(persisted / 1000).toFixed(2)} s; ${a.n} attempt rows |`)
+  report(
+    `| 1. deliveries/s, ${EVENTS} events x ${ENDPOINTS} endpoints, sent + persisted | ${rate.toFixed(0)} | bare sign+POST loop ${bareRate.toFixed(0)} | ${((rate / bareRate) * 100).toFixed(1)}% | all sent after ${(sent / 1000).toFixed(2)} s, all logged after ${(persisted / 1000).toFixed(2)} s; ${a.n} attempt rows |`,
+  )
 }
 
 // 2 and 3. Latency from commit to request received.
@@ -138,10 +175,14 @@ async function latency(label: string, projectId: string, count: number, perSecon
   await until(async () => (await stats()).count >= count, 60_000)
   const { arrivals } = await stats(true)
   const rows = await database.query<{ transaction_id: string; created_at: string }>(
-    `SELECT transaction_id, created_at FROM outbox WHERE transaction_id = ANY(string_to_array($1, ',')::uuid[]) AND event_type = 'transaction.created'`, [ids.join(',')])
+    `SELECT transaction_id, created_at FROM outbox WHERE transaction_id = ANY(string_to_array($1, ',')::uuid[]) AND event_type = 'transaction.created'`,
+    [ids.join(',')],
+  )
   const committed = new Map(rows.map((r) => [r.transaction_id, new Date(r.created_at).getTime()]))
   const lat = arrivals.filter((a) => committed.has(a.tx)).map((a) => a.at - committed.get(a.tx)!)
-  report(`| ${label} | p50 ${pct(lat, 50)} ms | p99 ${pct(lat, 99)} ms | max ${Math.max(...lat)} ms | ${lat.length} events at ${perSecond}/s |`)
+  report(
+    `| ${label} | p50 ${pct(lat, 50)} ms | p99 ${pct(lat, 99)} ms | max ${Math.max(...lat)} ms | ${lat.length} events at ${perSecond}/s |`,
+  )
 }
 const healthy = await project('healthy')
 await endpoint(healthy, '/ok/healthy?record')
@@ -167,14 +208,26 @@ await latency('2. commit -> request received, healthy endpoint', healthy, 1000, 
     return i
   })()
   await Bun.sleep(3000)
-  await latency(`3. same, while 1,000 endpoints fail (${FAILING_RATE} events/s x 20 endpoints)`, healthy, 1000, 100)
+  await latency(
+    `3. same, while 1,000 endpoints fail (${FAILING_RATE} events/s x 20 endpoints)`,
+    healthy,
+    1000,
+    100,
+  )
   stop = true
   const failingEvents = await load
-  const [f] = await database.query<{ n: number }>(`SELECT count(*)::int AS n FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id WHERE d.endpoint_id IN (SELECT id FROM webhook_endpoints WHERE url LIKE '%/fail/%')`, [])
-  report(`|   (failing side: ${failingEvents} events to 20 endpoints each, ${f.n} failed attempts made during the run) | | | | |`)
+  const [f] = await database.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id WHERE d.endpoint_id IN (SELECT id FROM webhook_endpoints WHERE url LIKE '%/fail/%')`,
+    [],
+  )
+  report(
+    `|   (failing side: ${failingEvents} events to 20 endpoints each, ${f.n} failed attempts made during the run) | | | | |`,
+  )
 }
 
-console.log(`\nMachine: ${cpus().length} x ${cpus()[0]?.model ?? '?'}, Bun ${Bun.version}, PostgreSQL (DATABASE_URL)\n`)
+console.log(
+  `\nMachine: ${cpus().length} x ${cpus()[0]?.model ?? '?'}, Bun ${Bun.version}, PostgreSQL (DATABASE_URL)\n`,
+)
 console.log('| measure | value | baseline / p99 | ratio / max | notes |\n|---|---:|---:|---:|---|')
 for (const l of lines) console.log(l)
 await services.stop()

@@ -33,7 +33,14 @@ import { assign, setup } from 'xstate'
 /** Stored with every snapshot; bump it when a stored snapshot would no longer fit. */
 export const REFUND_MACHINE_VERSION = 1
 
-export const REFUND_STATUSES = ['pending', 'submitted', 'confirming', 'completed', 'failed', 'cancelled'] as const
+export const REFUND_STATUSES = [
+  'pending',
+  'submitted',
+  'confirming',
+  'completed',
+  'failed',
+  'cancelled',
+] as const
 export type RefundStatus = (typeof REFUND_STATUSES)[number]
 export const FINAL_REFUND_STATUSES: readonly RefundStatus[] = ['completed', 'failed', 'cancelled']
 
@@ -77,7 +84,14 @@ export interface RefundInput {
 export type RefundEvent =
   | { type: 'submission.recorded'; submission: Submission }
   /** `txHash`, `from`, `nonce`: the transaction that pays (deposit route: possibly another than the one recorded). */
-  | { type: 'submission.included'; txHash: string; from: string | null; nonce: number | null; blockNumber: number; blockHash: string }
+  | {
+      type: 'submission.included'
+      txHash: string
+      from: string | null
+      nonce: number | null
+      blockNumber: number
+      blockHash: string
+    }
   | { type: 'submission.reorged'; txHash: string }
   /** Gas or direct route: the recorded transaction's nonce went to another transaction. */
   | { type: 'submission.dropped'; txHash: string }
@@ -86,13 +100,20 @@ export type RefundEvent =
   /** Someone asked to give up a recorded payment the service found can no longer be mined. */
   | { type: 'submission.abandoned'; txHash: string; detail: string }
   /** Gas or direct route: mined, reverted (or paying something else), with the network's confirmations. */
-  | { type: 'submission.reverted'; txHash: string; blockNumber: number; blockHash: string; detail: string }
+  | {
+      type: 'submission.reverted'
+      txHash: string
+      blockNumber: number
+      blockHash: string
+      detail: string
+    }
   /** `final`: on a network that waits for its safe or finalized block, whether it has reached the payment's. */
   | { type: 'confirmations.updated'; confirmations: number; final?: boolean }
   | { type: 'payment.refused'; detail: string }
   | { type: 'cancel.requested' }
 
-const watched = (c: RefundContext, e: { txHash: string }) => c.submission !== null && c.submission.txHash === e.txHash
+const watched = (c: RefundContext, e: { txHash: string }) =>
+  c.submission !== null && c.submission.txHash === e.txHash
 const route = (c: RefundContext) => c.submission?.route ?? null
 /** Routes whose payment is one transaction of its own: only it can pay the refund. */
 const ownTransaction = (c: RefundContext) => route(c) === 'gas' || route(c) === 'direct'
@@ -106,30 +127,73 @@ export const refundMachine = setup({
   guards: {
     isWatched: ({ context, event }) => 'txHash' in event && watched(context, event),
     // The deposit route is paid by whichever transaction delivered the signature first; the gas route by its own only.
-    paysIt: ({ context, event }) => event.type === 'submission.included' && context.submission !== null && (route(context) === 'deposit' || watched(context, event)),
+    paysIt: ({ context, event }) =>
+      event.type === 'submission.included' &&
+      context.submission !== null &&
+      (route(context) === 'deposit' || watched(context, event)),
     // Re-included in another block (or, deposit route, by another transaction) after a reorg: the confirmations count from there.
     isOtherInclusion: ({ context, event }) =>
-      event.type === 'submission.included' && context.submission !== null && (route(context) === 'deposit' || watched(context, event)) &&
+      event.type === 'submission.included' &&
+      context.submission !== null &&
+      (route(context) === 'deposit' || watched(context, event)) &&
       (event.blockHash !== context.blockHash || event.txHash !== context.submission.txHash),
-    ownTransactionRoute: ({ context, event }) => 'txHash' in event && watched(context, event) && ownTransaction(context),
-    depositRoute: ({ context, event }) => 'txHash' in event && watched(context, event) && route(context) === 'deposit',
+    ownTransactionRoute: ({ context, event }) =>
+      'txHash' in event && watched(context, event) && ownTransaction(context),
+    depositRoute: ({ context, event }) =>
+      'txHash' in event && watched(context, event) && route(context) === 'deposit',
     enough: ({ context, event }) =>
       event.type === 'confirmations.updated' &&
-      (event.final === undefined ? event.confirmations >= context.requiredConfirmations : event.final && event.confirmations >= 1),
-    isNewCount: ({ context, event }) => event.type === 'confirmations.updated' && event.confirmations >= 0 && event.confirmations !== context.confirmations,
+      (event.final === undefined
+        ? event.confirmations >= context.requiredConfirmations
+        : event.final && event.confirmations >= 1),
+    isNewCount: ({ context, event }) =>
+      event.type === 'confirmations.updated' &&
+      event.confirmations >= 0 &&
+      event.confirmations !== context.confirmations,
   },
   actions: {
-    recordSubmission: assign(({ event }) => (event.type === 'submission.recorded' ? { submission: event.submission } : {})),
+    recordSubmission: assign(({ event }) =>
+      event.type === 'submission.recorded' ? { submission: event.submission } : {},
+    ),
     recordInclusion: assign(({ context, event }) => {
       if (event.type !== 'submission.included' || !context.submission) return {}
-      const paidBy = event.txHash === context.submission.txHash ? context.submission : { ...context.submission, txHash: event.txHash, from: event.from, nonce: event.nonce }
-      return { submission: paidBy, blockNumber: event.blockNumber, blockHash: event.blockHash, confirmations: null }
+      const paidBy =
+        event.txHash === context.submission.txHash
+          ? context.submission
+          : { ...context.submission, txHash: event.txHash, from: event.from, nonce: event.nonce }
+      return {
+        submission: paidBy,
+        blockNumber: event.blockNumber,
+        blockHash: event.blockHash,
+        confirmations: null,
+      }
     }),
-    recordRevert: assign(({ event }) => (event.type === 'submission.reverted' ? { blockNumber: event.blockNumber, blockHash: event.blockHash, confirmations: null, failureReason: 'reverted' as RefundFailure, failureDetail: event.detail } : {})),
+    recordRevert: assign(({ event }) =>
+      event.type === 'submission.reverted'
+        ? {
+            blockNumber: event.blockNumber,
+            blockHash: event.blockHash,
+            confirmations: null,
+            failureReason: 'reverted' as RefundFailure,
+            failureDetail: event.detail,
+          }
+        : {},
+    ),
     forgetBlock: assign({ blockNumber: null, blockHash: null, confirmations: null }),
-    forgetSubmission: assign({ submission: null, blockNumber: null, blockHash: null, confirmations: null }),
-    recordConfirmations: assign(({ event }) => (event.type === 'confirmations.updated' ? { confirmations: event.confirmations } : {})),
-    failUnpayable: assign(({ event }) => (event.type === 'payment.refused' ? { failureReason: 'unpayable' as RefundFailure, failureDetail: event.detail } : {})),
+    forgetSubmission: assign({
+      submission: null,
+      blockNumber: null,
+      blockHash: null,
+      confirmations: null,
+    }),
+    recordConfirmations: assign(({ event }) =>
+      event.type === 'confirmations.updated' ? { confirmations: event.confirmations } : {},
+    ),
+    failUnpayable: assign(({ event }) =>
+      event.type === 'payment.refused'
+        ? { failureReason: 'unpayable' as RefundFailure, failureDetail: event.detail }
+        : {},
+    ),
   },
 }).createMachine({
   id: 'refund',
@@ -155,11 +219,31 @@ export const refundMachine = setup({
     },
     submitted: {
       on: {
-        'submission.included': { guard: 'paysIt', target: 'confirming', actions: 'recordInclusion' },
-        'submission.reverted': { guard: 'ownTransactionRoute', target: 'failed', actions: 'recordRevert' },
-        'submission.dropped': { guard: 'ownTransactionRoute', target: 'pending', actions: 'forgetSubmission' },
-        'submission.expired': { guard: 'depositRoute', target: 'pending', actions: 'forgetSubmission' },
-        'submission.abandoned': { guard: 'isWatched', target: 'pending', actions: 'forgetSubmission' },
+        'submission.included': {
+          guard: 'paysIt',
+          target: 'confirming',
+          actions: 'recordInclusion',
+        },
+        'submission.reverted': {
+          guard: 'ownTransactionRoute',
+          target: 'failed',
+          actions: 'recordRevert',
+        },
+        'submission.dropped': {
+          guard: 'ownTransactionRoute',
+          target: 'pending',
+          actions: 'forgetSubmission',
+        },
+        'submission.expired': {
+          guard: 'depositRoute',
+          target: 'pending',
+          actions: 'forgetSubmission',
+        },
+        'submission.abandoned': {
+          guard: 'isWatched',
+          target: 'pending',
+          actions: 'forgetSubmission',
+        },
       },
     },
     confirming: {

@@ -16,7 +16,16 @@ import { inertDeadlineTimer, type TimerFired } from './deadline-timer.ts'
 /** Stored with every persisted snapshot; bump it when a stored snapshot would no longer fit. */
 export const MACHINE_VERSION = 1
 
-export type TxStatus = 'created' | 'prepared' | 'pending' | 'processing' | 'confirming' | 'completed' | 'failed' | 'expired' | 'cancelled'
+export type TxStatus =
+  | 'created'
+  | 'prepared'
+  | 'pending'
+  | 'processing'
+  | 'confirming'
+  | 'completed'
+  | 'failed'
+  | 'expired'
+  | 'cancelled'
 export const FINAL_STATUSES: readonly TxStatus[] = ['completed', 'failed', 'expired', 'cancelled']
 
 export type FailureReason = 'underpaid' | 'reverted' | 'wrong_asset'
@@ -83,7 +92,13 @@ export interface TxInput {
 export type TxEvent =
   | { type: 'token.selected'; quote: Quote }
   | { type: 'customer.confirmed' }
-  | { type: 'payment.detected'; txHash: string; logIndex?: number; amount: string; blockNumber?: number | null }
+  | {
+      type: 'payment.detected'
+      txHash: string
+      logIndex?: number
+      amount: string
+      blockNumber?: number | null
+    }
   | { type: 'payment.included'; txHash: string; logIndex?: number; blockNumber: number }
   /**
    * `final`: on a network that waits for its safe or finalized block, whether that block has
@@ -92,7 +107,13 @@ export type TxEvent =
   | { type: 'confirmations.updated'; confirmations: number; at: number; final?: boolean }
   | { type: 'payment.reorged'; txHash: string; logIndex?: number }
   | { type: 'payment.reverted'; txHash: string; logIndex?: number }
-  | { type: 'wrong_asset.received'; txHash: string; logIndex?: number; tokenSymbol: string; amount: string }
+  | {
+      type: 'wrong_asset.received'
+      txHash: string
+      logIndex?: number
+      tokenSymbol: string
+      amount: string
+    }
   | { type: 'wrong_asset.reorged'; txHash: string; logIndex?: number }
   | { type: 'expiry.reached'; at: number }
   | { type: 'cancel.requested'; by: 'merchant' | 'customer' }
@@ -104,11 +125,21 @@ export interface ExpiryDue {
 }
 
 export const EVENT_TYPES: readonly TxEvent['type'][] = [
-  'token.selected', 'customer.confirmed', 'payment.detected', 'payment.included', 'confirmations.updated',
-  'payment.reorged', 'payment.reverted', 'wrong_asset.received', 'wrong_asset.reorged', 'expiry.reached', 'cancel.requested',
+  'token.selected',
+  'customer.confirmed',
+  'payment.detected',
+  'payment.included',
+  'confirmations.updated',
+  'payment.reorged',
+  'payment.reverted',
+  'wrong_asset.received',
+  'wrong_asset.reorged',
+  'expiry.reached',
+  'cancel.requested',
 ]
 
-const sum = (payments: Payment[]) => payments.reduce((acc, p) => acc + BigInt(p.amount), 0n).toString()
+const sum = (payments: Payment[]) =>
+  payments.reduce((acc, p) => acc + BigInt(p.amount), 0n).toString()
 const expected = (c: TxContext) => (c.quote ? BigInt(c.quote.tokenAmount) : null)
 /** A transfer as events name it: its transaction hash and, where known, its log index. */
 type TransferRef = { txHash: string; logIndex?: number }
@@ -117,16 +148,26 @@ type TransferRef = { txHash: string; logIndex?: number }
  * an operator's event) names the transfer of that hash.
  */
 const isTransfer = (p: TransferRef, e: TransferRef) =>
-  p.txHash === e.txHash && (p.logIndex === undefined || e.logIndex === undefined || p.logIndex === e.logIndex)
+  p.txHash === e.txHash &&
+  (p.logIndex === undefined || e.logIndex === undefined || p.logIndex === e.logIndex)
 const paymentOf = (e: TransferRef & { amount: string; blockNumber?: number | null }): Payment =>
   e.logIndex === undefined
     ? { txHash: e.txHash, amount: e.amount, blockNumber: e.blockNumber ?? null }
-    : { txHash: e.txHash, logIndex: e.logIndex, amount: e.amount, blockNumber: e.blockNumber ?? null }
+    : {
+        txHash: e.txHash,
+        logIndex: e.logIndex,
+        amount: e.amount,
+        blockNumber: e.blockNumber ?? null,
+      }
 /** A wrong asset's entry in `wrongAssets`: the hash, with the log index after a colon when known. */
-const wrongAssetKey = (e: TransferRef) => (e.logIndex === undefined ? e.txHash : `${e.txHash}:${e.logIndex}`)
+const wrongAssetKey = (e: TransferRef) =>
+  e.logIndex === undefined ? e.txHash : `${e.txHash}:${e.logIndex}`
 const isWrongAsset = (entry: string, e: TransferRef) => {
   const [txHash, logIndex] = entry.split(':')
-  return isTransfer({ txHash: txHash!, logIndex: logIndex === undefined ? undefined : Number(logIndex) }, e)
+  return isTransfer(
+    { txHash: txHash!, logIndex: logIndex === undefined ? undefined : Number(logIndex) },
+    e,
+  )
 }
 const withPayment = (c: TxContext, p: Payment) => {
   const payments = c.payments.some((x) => isTransfer(x, p)) ? c.payments : [...c.payments, p]
@@ -137,7 +178,9 @@ function settling(c: TxContext): Payment | null {
   const need = expected(c)
   if (need === null) return null
   let total = 0n
-  for (const p of [...c.payments].sort((a, b) => (a.blockNumber ?? Infinity) - (b.blockNumber ?? Infinity))) {
+  for (const p of [...c.payments].sort(
+    (a, b) => (a.blockNumber ?? Infinity) - (b.blockNumber ?? Infinity),
+  )) {
     total += BigInt(p.amount)
     if (total >= need) return p
   }
@@ -164,7 +207,11 @@ const waitingMoves = {
  * `wrong_asset`; part of the quote received fails `underpaid`.
  */
 const expiryMoves = [
-  { guard: and(['deadlinePassed', 'onlyWrongAssets']), target: 'failed', actions: 'failWrongAsset' },
+  {
+    guard: and(['deadlinePassed', 'onlyWrongAssets']),
+    target: 'failed',
+    actions: 'failWrongAsset',
+  },
   { guard: and(['deadlinePassed', 'nothingReceived']), target: 'expired' },
   { guard: 'deadlinePassed', target: 'failed', actions: 'failUnderpaid' },
 ] as const
@@ -200,64 +247,118 @@ export const transactionMachine = setup({
     paysInFull: ({ context, event }) => {
       if (event.type !== 'payment.detected') return false
       const need = expected(context)
-      return need !== null && BigInt(withPayment(context, paymentOf({ ...event, blockNumber: null })).received) >= need
+      return (
+        need !== null &&
+        BigInt(withPayment(context, paymentOf({ ...event, blockNumber: null })).received) >= need
+      )
     },
-    isNewPayment: ({ context, event }) => event.type === 'payment.detected' && !context.payments.some((p) => isTransfer(p, event)),
-    isKnownPayment: ({ context, event }) => 'txHash' in event && context.payments.some((p) => isTransfer(p, event)),
+    isNewPayment: ({ context, event }) =>
+      event.type === 'payment.detected' && !context.payments.some((p) => isTransfer(p, event)),
+    isKnownPayment: ({ context, event }) =>
+      'txHash' in event && context.payments.some((p) => isTransfer(p, event)),
     // While confirming, a known payment in a block it is not recorded in yet: the same inclusion
     // judged again (a follower redelivering a block after a crash) must not reset the count.
-    isNewInclusion: ({ context, event }) => event.type === 'payment.included' && context.payments.some((p) => isTransfer(p, event) && p.blockNumber !== event.blockNumber),
+    isNewInclusion: ({ context, event }) =>
+      event.type === 'payment.included' &&
+      context.payments.some((p) => isTransfer(p, event) && p.blockNumber !== event.blockNumber),
     nothingReceived: ({ context }) => context.received === '0',
-    onlyWrongAssets: ({ context }) => context.received === '0' && (context.wrongAssets ?? []).length > 0,
-    isNewWrongAsset: ({ context, event }) => event.type === 'wrong_asset.received' && !(context.wrongAssets ?? []).some((w) => isWrongAsset(w, event)),
-    isKnownWrongAsset: ({ context, event }) => event.type === 'wrong_asset.reorged' && (context.wrongAssets ?? []).some((w) => isWrongAsset(w, event)),
+    onlyWrongAssets: ({ context }) =>
+      context.received === '0' && (context.wrongAssets ?? []).length > 0,
+    isNewWrongAsset: ({ context, event }) =>
+      event.type === 'wrong_asset.received' &&
+      !(context.wrongAssets ?? []).some((w) => isWrongAsset(w, event)),
+    isKnownWrongAsset: ({ context, event }) =>
+      event.type === 'wrong_asset.reorged' &&
+      (context.wrongAssets ?? []).some((w) => isWrongAsset(w, event)),
     // R13: the timer carries the deadline it was armed for; an early event is refused.
-    deadlinePassed: ({ context, event }) => event.type === 'expiry.reached' && event.at >= context.expiresAt,
+    deadlinePassed: ({ context, event }) =>
+      event.type === 'expiry.reached' && event.at >= context.expiresAt,
     // R15: confirmations = head - block + 1, complete at the network's requirement; on a network
     // that waits for its safe or finalized block, once that block has reached the payment's.
     enoughConfirmations: ({ context, event }) =>
-      event.type === 'confirmations.updated' && context.quote !== null &&
-      (event.final === undefined ? event.confirmations >= context.quote.requiredConfirmations : event.final && event.confirmations >= 1),
-    isConfirmationUpdate: ({ context, event }) => event.type === 'confirmations.updated' && event.confirmations >= 0 && event.confirmations !== context.confirmations,
+      event.type === 'confirmations.updated' &&
+      context.quote !== null &&
+      (event.final === undefined
+        ? event.confirmations >= context.quote.requiredConfirmations
+        : event.final && event.confirmations >= 1),
+    isConfirmationUpdate: ({ context, event }) =>
+      event.type === 'confirmations.updated' &&
+      event.confirmations >= 0 &&
+      event.confirmations !== context.confirmations,
     // After a reorg the payments left, all of them in blocks, may still cover the quote.
     stillIncludedAfterReorg: ({ context, event }) => {
-      if (event.type !== 'payment.reorged' || !context.payments.some((p) => isTransfer(p, event))) return false
-      const settle = settling({ ...context, payments: context.payments.filter((p) => !isTransfer(p, event)) })
+      if (event.type !== 'payment.reorged' || !context.payments.some((p) => isTransfer(p, event)))
+        return false
+      const settle = settling({
+        ...context,
+        payments: context.payments.filter((p) => !isTransfer(p, event)),
+      })
       return settle !== null && settle.blockNumber !== null
     },
     // After a reorg the remaining payments may still cover the quote.
     stillCoveredAfterReorg: ({ context, event }) => {
-      if (event.type !== 'payment.reorged' || !context.payments.some((p) => isTransfer(p, event))) return false
+      if (event.type !== 'payment.reorged' || !context.payments.some((p) => isTransfer(p, event)))
+        return false
       const need = expected(context)
       const rest = context.payments.filter((p) => !isTransfer(p, event))
       return need !== null && rest.reduce((a, p) => a + BigInt(p.amount), 0n) >= need
     },
   },
   actions: {
-    requestExpiry: emit(({ event }) => ({ type: 'expiry.due' as const, at: (event as TimerFired).at })),
-    lockQuote: assign(({ event }) => (event.type === 'token.selected' ? { quote: event.quote } : {})),
+    requestExpiry: emit(({ event }) => ({
+      type: 'expiry.due' as const,
+      at: (event as TimerFired).at,
+    })),
+    lockQuote: assign(({ event }) =>
+      event.type === 'token.selected' ? { quote: event.quote } : {},
+    ),
     recordPayment: assign(({ context, event }) =>
       event.type === 'payment.detected' ? withPayment(context, paymentOf(event)) : {},
     ),
     recordInclusion: assign(({ context, event }) => {
       if (event.type !== 'payment.included') return {}
-      const payments = context.payments.map((p) => (isTransfer(p, event) ? { ...p, blockNumber: event.blockNumber } : p))
+      const payments = context.payments.map((p) =>
+        isTransfer(p, event) ? { ...p, blockNumber: event.blockNumber } : p,
+      )
       const settle = settling({ ...context, payments })
-      return { payments, txHash: settle?.txHash ?? event.txHash, blockNumber: settle?.blockNumber ?? event.blockNumber, confirmations: null }
+      return {
+        payments,
+        txHash: settle?.txHash ?? event.txHash,
+        blockNumber: settle?.blockNumber ?? event.blockNumber,
+        confirmations: null,
+      }
     }),
-    recordConfirmations: assign(({ event }) => (event.type === 'confirmations.updated' ? { confirmations: event.confirmations } : {})),
-    markConfirmed: assign(({ event }) => (event.type === 'confirmations.updated' ? { confirmedAt: event.at } : {})),
+    recordConfirmations: assign(({ event }) =>
+      event.type === 'confirmations.updated' ? { confirmations: event.confirmations } : {},
+    ),
+    markConfirmed: assign(({ event }) =>
+      event.type === 'confirmations.updated' ? { confirmedAt: event.at } : {},
+    ),
     forgetPayment: assign(({ context, event }) => {
       if (event.type !== 'payment.reorged') return {}
       const payments = context.payments.filter((p) => !isTransfer(p, event))
       const settle = settling({ ...context, payments })
-      return { payments, received: sum(payments), txHash: settle?.txHash ?? null, blockNumber: settle?.blockNumber ?? null, confirmations: null }
+      return {
+        payments,
+        received: sum(payments),
+        txHash: settle?.txHash ?? null,
+        blockNumber: settle?.blockNumber ?? null,
+        confirmations: null,
+      }
     }),
     failUnderpaid: assign({ failureReason: 'underpaid' as FailureReason }),
     failReverted: assign({ failureReason: 'reverted' as FailureReason }),
     failWrongAsset: assign({ failureReason: 'wrong_asset' as FailureReason }),
-    recordWrongAsset: assign(({ context, event }) => (event.type === 'wrong_asset.received' ? { wrongAssets: [...(context.wrongAssets ?? []), wrongAssetKey(event)] } : {})),
-    forgetWrongAsset: assign(({ context, event }) => (event.type === 'wrong_asset.reorged' ? { wrongAssets: (context.wrongAssets ?? []).filter((w) => !isWrongAsset(w, event)) } : {})),
+    recordWrongAsset: assign(({ context, event }) =>
+      event.type === 'wrong_asset.received'
+        ? { wrongAssets: [...(context.wrongAssets ?? []), wrongAssetKey(event)] }
+        : {},
+    ),
+    forgetWrongAsset: assign(({ context, event }) =>
+      event.type === 'wrong_asset.reorged'
+        ? { wrongAssets: (context.wrongAssets ?? []).filter((w) => !isWrongAsset(w, event)) }
+        : {},
+    ),
   },
 }).createMachine({
   id: 'transaction',
@@ -315,7 +416,11 @@ export const transactionMachine = setup({
     processing: {
       on: {
         ...settlingMoves,
-        'payment.included': { guard: 'isKnownPayment', target: 'confirming', actions: 'recordInclusion' },
+        'payment.included': {
+          guard: 'isKnownPayment',
+          target: 'confirming',
+          actions: 'recordInclusion',
+        },
       },
     },
     confirming: {
@@ -323,7 +428,11 @@ export const transactionMachine = setup({
         ...settlingMoves,
         'payment.included': { guard: 'isNewInclusion', actions: 'recordInclusion' },
         'confirmations.updated': [
-          { guard: 'enoughConfirmations', target: 'completed', actions: ['recordConfirmations', 'markConfirmed'] },
+          {
+            guard: 'enoughConfirmations',
+            target: 'completed',
+            actions: ['recordConfirmations', 'markConfirmed'],
+          },
           { guard: 'isConfirmationUpdate', actions: 'recordConfirmations' },
         ],
       },

@@ -23,7 +23,9 @@ import { inertDeadlineTimer, type TimerFired } from './deadline-timer.ts'
 export const DELIVERY_MACHINE_VERSION = 2
 
 /** R19 variant B: retries 1 min, 5 min, 30 min, 2 h and 8 h after the previous failure. */
-export const DEFAULT_RETRY_SCHEDULE_MS: readonly number[] = [60_000, 300_000, 1_800_000, 7_200_000, 28_800_000]
+export const DEFAULT_RETRY_SCHEDULE_MS: readonly number[] = [
+  60_000, 300_000, 1_800_000, 7_200_000, 28_800_000,
+]
 /** Events older than this are never retried automatically (spec, Events). */
 export const MAX_EVENT_AGE_MS = 7 * 24 * 3_600_000
 
@@ -95,7 +97,10 @@ const endedAt = (c: DeliveryContext, e: Ended) => e.output?.at ?? c.nextAttemptA
  * The wait before the next automatic attempt: the schedule's, or the receiver's `Retry-After`
  * kept within the schedule's bounds (its shortest and longest delays).
  */
-export function retryDelayMs(c: Pick<DeliveryContext, 'scheduleMs' | 'automaticAttempts'>, retryAfterMs: number | undefined): number {
+export function retryDelayMs(
+  c: Pick<DeliveryContext, 'scheduleMs' | 'automaticAttempts'>,
+  retryAfterMs: number | undefined,
+): number {
   const scheduled = c.scheduleMs[c.automaticAttempts]
   if (retryAfterMs === undefined || !Number.isFinite(retryAfterMs)) return scheduled
   return Math.min(Math.max(retryAfterMs, Math.min(...c.scheduleMs)), Math.max(...c.scheduleMs))
@@ -124,18 +129,37 @@ export const webhookDeliveryMachine = setup({
     sendAttempt: fromPromise<AttemptOutput, AttemptInput>(() => new Promise(() => {})),
   },
   actions: {
-    waitWhilePaused: assign({ nextAttemptAt: ({ context, event }) => endedAt(context, event as Ended) + PAUSED_RECHECK_MS }),
-    scheduleManual: assign({ trigger: 'manual' as const, nextAttemptAt: ({ event }) => (event as DeliveryEvent).at, failedBecause: null }),
-    recordSuccess: assign(({ context }) => ({ ...counted(context), nextAttemptAt: null, failedBecause: null })),
-    recordManualFailure: assign(({ context }) => ({ ...counted(context), nextAttemptAt: null, failedBecause: 'manual_attempt_failed' as const })),
+    waitWhilePaused: assign({
+      nextAttemptAt: ({ context, event }) => endedAt(context, event as Ended) + PAUSED_RECHECK_MS,
+    }),
+    scheduleManual: assign({
+      trigger: 'manual' as const,
+      nextAttemptAt: ({ event }) => (event as DeliveryEvent).at,
+      failedBecause: null,
+    }),
+    recordSuccess: assign(({ context }) => ({
+      ...counted(context),
+      nextAttemptAt: null,
+      failedBecause: null,
+    })),
+    recordManualFailure: assign(({ context }) => ({
+      ...counted(context),
+      nextAttemptAt: null,
+      failedBecause: 'manual_attempt_failed' as const,
+    })),
     scheduleRetry: assign(({ context, event }) => ({
       ...counted(context),
-      nextAttemptAt: endedAt(context, event as Ended) + retryDelayMs(context, (event as Ended).output?.retryAfterMs),
+      nextAttemptAt:
+        endedAt(context, event as Ended) +
+        retryDelayMs(context, (event as Ended).output?.retryAfterMs),
     })),
     recordLastFailure: assign(({ context }) => ({
       ...counted(context),
       nextAttemptAt: null,
-      failedBecause: context.automaticAttempts + 1 > context.scheduleMs.length ? ('exhausted' as const) : ('too_old' as const),
+      failedBecause:
+        context.automaticAttempts + 1 > context.scheduleMs.length
+          ? ('exhausted' as const)
+          : ('too_old' as const),
     })),
   },
   guards: {
@@ -146,7 +170,14 @@ export const webhookDeliveryMachine = setup({
     /** Another automatic attempt exists and would still fall inside the 7-day window. */
     canRetry: ({ context, event }) => {
       const after = context.automaticAttempts + 1
-      return after <= context.scheduleMs.length && !tooOld(context, endedAt(context, event as Ended) + retryDelayMs(context, (event as Ended).output?.retryAfterMs))
+      return (
+        after <= context.scheduleMs.length &&
+        !tooOld(
+          context,
+          endedAt(context, event as Ended) +
+            retryDelayMs(context, (event as Ended).output?.retryAfterMs),
+        )
+      )
     },
   },
 }).createMachine({
@@ -165,21 +196,37 @@ export const webhookDeliveryMachine = setup({
   initial: 'scheduled',
   states: {
     scheduled: {
-      invoke: { src: 'backoffTimer', input: ({ context }) => ({ at: context.nextAttemptAt ?? context.eventAt }) },
+      invoke: {
+        src: 'backoffTimer',
+        input: ({ context }) => ({ at: context.nextAttemptAt ?? context.eventAt }),
+      },
       on: {
         'timer.fired': [
           // Manual attempts stay possible at any age (spec: "a manual retry remains possible").
-          { guard: and([not('manual'), 'tooOld']), target: 'failed', actions: assign({ nextAttemptAt: null, failedBecause: 'too_old' }) },
+          {
+            guard: and([not('manual'), 'tooOld']),
+            target: 'failed',
+            actions: assign({ nextAttemptAt: null, failedBecause: 'too_old' }),
+          },
           { target: 'attempting' },
         ],
         // Re-entered, so the timer is armed again for the new time.
-        'redeliver.requested': { target: 'scheduled', reenter: true, actions: assign({ nextAttemptAt: ({ event }) => event.at }) },
+        'redeliver.requested': {
+          target: 'scheduled',
+          reenter: true,
+          actions: assign({ nextAttemptAt: ({ event }) => event.at }),
+        },
       },
     },
     attempting: {
       invoke: {
         src: 'sendAttempt',
-        input: ({ context }) => ({ deliveryId: context.deliveryId, number: context.attempts + 1, trigger: context.trigger, scheduledFor: context.nextAttemptAt }),
+        input: ({ context }) => ({
+          deliveryId: context.deliveryId,
+          number: context.attempts + 1,
+          trigger: context.trigger,
+          scheduledFor: context.nextAttemptAt,
+        }),
         onDone: [
           { guard: 'succeeded', target: 'succeeded', actions: 'recordSuccess' },
           // A disabled endpoint uses up no attempts: the delivery waits for it to be enabled (still subject to the 7-day rule).

@@ -16,9 +16,15 @@ import { join } from 'node:path'
 const root = join(import.meta.dirname, '..')
 /** Output directory -> the entries bundled into it. */
 const BUNDLES: Record<string, string[]> = {
-  'src/modules/pay/assets': ['src/modules/pay/client/pay-page.ts', 'src/modules/pay/client/browser-wallet.ts'],
+  'src/modules/pay/assets': [
+    'src/modules/pay/client/pay-page.ts',
+    'src/modules/pay/client/browser-wallet.ts',
+  ],
   // The chart (uPlot and its stylesheet) is its own entry: only the overview loads it.
-  'src/modules/dashboard/assets': ['src/modules/dashboard/client/dashboard.ts', 'src/modules/dashboard/client/overview-chart.ts'],
+  'src/modules/dashboard/assets': [
+    'src/modules/dashboard/client/dashboard.ts',
+    'src/modules/dashboard/client/overview-chart.ts',
+  ],
 }
 
 async function bundle(entries: string[]): Promise<Map<string, string>> {
@@ -44,7 +50,11 @@ for (const [dir, entries] of Object.entries(BUNDLES)) {
   const built = await bundle(entries)
   const outDir = join(root, dir)
   // Hand-written stylesheets live beside the bundles: only what a bundle made is compared.
-  const committed = new Map(readdirSync(outDir).filter((f) => f.endsWith('.js') || built.has(f)).map((f) => [f, readFileSync(join(outDir, f), 'utf8')]))
+  const committed = new Map(
+    readdirSync(outDir)
+      .filter((f) => f.endsWith('.js') || built.has(f))
+      .map((f) => [f, readFileSync(join(outDir, f), 'utf8')]),
+  )
   for (const [name, code] of built) {
     if (committed.get(name) === code) continue
     if (check) {

@@ -18,7 +18,13 @@ import { join } from 'node:path'
 import solc from 'solc'
 
 const root = join(import.meta.dirname, '..')
-const CONTRACTS = ['TestStablecoin', 'MockAggregatorV3', 'TestBatchPayer', 'DepositAccount', 'TestMulticall3'] as const
+const CONTRACTS = [
+  'TestStablecoin',
+  'MockAggregatorV3',
+  'TestBatchPayer',
+  'DepositAccount',
+  'TestMulticall3',
+] as const
 const outDir = join(root, 'src/chain/artifacts')
 
 interface Artifact {
@@ -37,7 +43,10 @@ interface Artifact {
 
 function compile(): Artifact[] {
   const sources: Record<string, { content: string }> = {}
-  for (const name of CONTRACTS) sources[`${name}.sol`] = { content: readFileSync(join(root, 'contracts', `${name}.sol`), 'utf8') }
+  for (const name of CONTRACTS)
+    sources[`${name}.sol`] = {
+      content: readFileSync(join(root, 'contracts', `${name}.sol`), 'utf8'),
+    }
   const input = {
     language: 'Solidity',
     sources,
@@ -45,17 +54,33 @@ function compile(): Artifact[] {
       evmVersion: 'cancun',
       optimizer: { enabled: true, runs: 200 },
       metadata: { bytecodeHash: 'none' },
-      outputSelection: { '*': { '*': ['abi', 'evm.bytecode.object', 'evm.deployedBytecode.object', 'evm.deployedBytecode.immutableReferences'] } },
+      outputSelection: {
+        '*': {
+          '*': [
+            'abi',
+            'evm.bytecode.object',
+            'evm.deployedBytecode.object',
+            'evm.deployedBytecode.immutableReferences',
+          ],
+        },
+      },
     },
   }
   const output = JSON.parse(solc.compile(JSON.stringify(input)))
   const errors = (output.errors ?? []).filter((e: { severity: string }) => e.severity === 'error')
-  if (errors.length) throw new Error(errors.map((e: { formattedMessage: string }) => e.formattedMessage).join('\n'))
+  if (errors.length)
+    throw new Error(errors.map((e: { formattedMessage: string }) => e.formattedMessage).join('\n'))
   return CONTRACTS.map((name) => {
     const c = output.contracts[`${name}.sol`][name]
-    const immutables = Object.values(c.evm.deployedBytecode.immutableReferences ?? {}).flat() as { start: number; length: number }[]
+    const immutables = Object.values(c.evm.deployedBytecode.immutableReferences ?? {}).flat() as {
+      start: number
+      length: number
+    }[]
     return {
-      contractName: name, abi: c.abi, bytecode: `0x${c.evm.bytecode.object}`, deployedBytecode: `0x${c.evm.deployedBytecode.object}`,
+      contractName: name,
+      abi: c.abi,
+      bytecode: `0x${c.evm.bytecode.object}`,
+      deployedBytecode: `0x${c.evm.deployedBytecode.object}`,
       ...(immutables.length ? { immutables: immutables.sort((a, b) => a.start - b.start) } : {}),
     }
   })
@@ -80,7 +105,9 @@ if (process.argv.includes('--check')) {
     return !existsSync(path) || readFileSync(path, 'utf8') !== text
   })
   if (stale.length) {
-    console.error(`stale artifacts: ${stale.map(([n]) => n).join(', ')}; run bun scripts/compile-contracts.ts`)
+    console.error(
+      `stale artifacts: ${stale.map(([n]) => n).join(', ')}; run bun scripts/compile-contracts.ts`,
+    )
     process.exit(1)
   }
   console.log('artifacts up to date')

@@ -60,7 +60,9 @@ for (const copy of ['src/queue.js', 'cjs/src/queue.js', 'cf/src/queue.js']) {
   let text = readFileSync(file, 'utf8')
   if (text.includes(MARKER)) continue
   if (!REPLACEMENTS.every(([from]) => text.includes(from))) {
-    console.warn(`postgres.js ${copy} is not the text scripts/patch-postgres-queue.mjs was written for (3.4.9); left as it is`)
+    console.warn(
+      `postgres.js ${copy} is not the text scripts/patch-postgres-queue.mjs was written for (3.4.9); left as it is`,
+    )
     continue
   }
   for (const [from, to] of REPLACEMENTS) text = text.replace(from, to)

@@ -48,7 +48,10 @@ export interface Config {
 }
 
 export class ConfigError extends Error {
-  constructor(readonly variable: string, message: string) {
+  constructor(
+    readonly variable: string,
+    message: string,
+  ) {
     super(`${variable}: ${message}`)
   }
 }
@@ -78,7 +81,9 @@ const EnvSchema = Type.Object({
   TRUST_PROXY: Type.Optional(Type.Boolean()),
   ACTOR_LEASE_MS: Type.Optional(Type.Integer({ minimum: 300, maximum: 600_000 })),
   // The lookahead asks for a non-zero digit: a delay of 0s would retry at once.
-  WEBHOOK_RETRY_SCHEDULE: Type.Optional(Type.Array(Type.String({ pattern: '^(?=\\d*[1-9])\\d{1,6}[smh]$' }), { maxItems: 20 })),
+  WEBHOOK_RETRY_SCHEDULE: Type.Optional(
+    Type.Array(Type.String({ pattern: '^(?=\\d*[1-9])\\d{1,6}[smh]$' }), { maxItems: 20 }),
+  ),
   WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS: Type.Optional(Type.Boolean()),
   PAY_RATE_LIMITS: Type.Optional(Type.String({ pattern: '^\\s*\\d{1,9}/\\d{1,9}/\\d{1,10}\\s*$' })),
   HOST: text(),
@@ -104,7 +109,8 @@ function readEnv(env: Env): Record<string, unknown> {
   const vars: Record<string, unknown> = {}
   for (const name of VARIABLES) {
     const raw = env[name]
-    const value = raw === undefined || raw === '' ? undefined : readAs(EnvSchema.properties[name], raw)
+    const value =
+      raw === undefined || raw === '' ? undefined : readAs(EnvSchema.properties[name], raw)
     if (value !== undefined) vars[name] = value
   }
   return vars
@@ -116,7 +122,11 @@ function readAs(schema: TSchema, raw: string): unknown {
       return /^\d+$/.test(raw) ? Number(raw) : raw
     case 'Boolean': {
       const word = raw.toLowerCase()
-      return ['1', 'true', 'yes'].includes(word) ? true : ['0', 'false', 'no'].includes(word) ? false : raw
+      return ['1', 'true', 'yes'].includes(word)
+        ? true
+        : ['0', 'false', 'no'].includes(word)
+          ? false
+          : raw
     }
     case 'Array': // a blank list is unset too, so its default applies
       return raw.trim() === '' ? undefined : raw.split(',').map((item) => item.trim())
@@ -128,7 +138,9 @@ function readAs(schema: TSchema, raw: string): unknown {
 /** How a schema error reads, given the variable's text as set. */
 type Explain = (e: ValueError, raw: string) => string
 const portMessage: Explain = (e, raw) =>
-  e.type === ValueErrorType.Integer ? `must be a port number, got "${raw}"` : `must be between ${e.schema.minimum} and ${e.schema.maximum}, got ${e.value}`
+  e.type === ValueErrorType.Integer
+    ? `must be a port number, got "${raw}"`
+    : `must be between ${e.schema.minimum} and ${e.schema.maximum}, got ${e.value}`
 const payRateLimitsMessage = (raw: string) =>
   `must be three positive request counts minute/hour/day, each no larger than the next (like 300/5000/50000), got "${raw}"`
 const EXPLAIN: Partial<Record<Variable, Explain>> = {
@@ -138,16 +150,20 @@ const EXPLAIN: Partial<Record<Variable, Explain>> = {
   DATABASE_URL: () => 'must be a postgres:// or postgresql:// URL',
   TRUST_PROXY: (_, raw) => `must be 1 or 0, got "${raw}"`,
   WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS: (_, raw) => `must be 1 or 0, got "${raw}"`,
-  ACTOR_LEASE_MS: (e, raw) => `must be milliseconds from ${e.schema.minimum} to ${e.schema.maximum}, got "${raw}"`,
+  ACTOR_LEASE_MS: (e, raw) =>
+    `must be milliseconds from ${e.schema.minimum} to ${e.schema.maximum}, got "${raw}"`,
   WEBHOOK_RETRY_SCHEDULE: (e) =>
     e.type === ValueErrorType.ArrayMaxItems
       ? `at most ${e.schema.maxItems} delays, got ${(e.value as string[]).length}`
       : `each delay is a positive number with a unit s, m or h (like 30s, 5m, 2h), got "${e.value}"`,
   PAY_RATE_LIMITS: (_, raw) => payRateLimitsMessage(raw),
   METRICS: (_, raw) => `must be 1 or 0, got "${raw}"`,
-  METRICS_TOKEN: () => 'must be 16 to 200 characters of letters, digits and ._~+/- (for example: openssl rand -hex 32)',
-  WEBHOOK_DISABLE_AFTER: (_, raw) => `must be a positive duration with a unit s, m, h or d (like 5d or 36h), got "${raw}"`,
-  READY_CHAIN_MAX_LAG: (_, raw) => `must be a positive duration with a unit s, m, h or d (like 120s or 5m), got "${raw}"`,
+  METRICS_TOKEN: () =>
+    'must be 16 to 200 characters of letters, digits and ._~+/- (for example: openssl rand -hex 32)',
+  WEBHOOK_DISABLE_AFTER: (_, raw) =>
+    `must be a positive duration with a unit s, m, h or d (like 5d or 36h), got "${raw}"`,
+  READY_CHAIN_MAX_LAG: (_, raw) =>
+    `must be a positive duration with a unit s, m, h or d (like 120s or 5m), got "${raw}"`,
   SHUTDOWN_DRAIN: (_, raw) => `must be whole seconds like 0s or 15s, got "${raw}"`,
 }
 
@@ -160,20 +176,43 @@ const TLS_PAIR = 'TLS_CERT_FILE and TLS_KEY_FILE must be set together'
 const RULES: [Variable, (v: Vars) => string | undefined][] = [
   ['TLS_CERT_FILE', (v) => (v.TLS_KEY_FILE && !v.TLS_CERT_FILE ? TLS_PAIR : undefined)],
   ['TLS_KEY_FILE', (v) => (v.TLS_CERT_FILE && !v.TLS_KEY_FILE ? TLS_PAIR : undefined)],
-  ['BASE_URL', (v) => (v.BASE_URL !== undefined && httpOrigin(v.BASE_URL) === null ? `must be an absolute http(s) URL, got "${v.BASE_URL}"` : undefined)],
-  ['API_URL', (v) => (v.API_URL !== undefined && httpOrigin(v.API_URL) === null ? `must be an absolute http(s) URL, got "${v.API_URL}"` : undefined)],
-  ['SECRET_KEY', (v) => {
-    if (v.SECRET_KEY !== undefined) {
-      return parseSecretKey(v.SECRET_KEY) ? undefined : 'must be 32 random bytes as 64 hex characters or base64 (for example: openssl rand -hex 32)'
-    }
-    // Every instance must open the secrets the others sealed, so the key cannot be made up locally.
-    if (v.DATABASE_URL !== undefined) return 'is required with DATABASE_URL, the same in every instance (generate one with: openssl rand -hex 32)'
-  }],
-  ['PAY_RATE_LIMITS', (v) => {
-    if (v.PAY_RATE_LIMITS === undefined) return
-    const { minute, hour, day } = rateLimits(v.PAY_RATE_LIMITS)
-    return minute > 0 && minute <= hour && hour <= day ? undefined : payRateLimitsMessage(v.PAY_RATE_LIMITS)
-  }],
+  [
+    'BASE_URL',
+    (v) =>
+      v.BASE_URL !== undefined && httpOrigin(v.BASE_URL) === null
+        ? `must be an absolute http(s) URL, got "${v.BASE_URL}"`
+        : undefined,
+  ],
+  [
+    'API_URL',
+    (v) =>
+      v.API_URL !== undefined && httpOrigin(v.API_URL) === null
+        ? `must be an absolute http(s) URL, got "${v.API_URL}"`
+        : undefined,
+  ],
+  [
+    'SECRET_KEY',
+    (v) => {
+      if (v.SECRET_KEY !== undefined) {
+        return parseSecretKey(v.SECRET_KEY)
+          ? undefined
+          : 'must be 32 random bytes as 64 hex characters or base64 (for example: openssl rand -hex 32)'
+      }
+      // Every instance must open the secrets the others sealed, so the key cannot be made up locally.
+      if (v.DATABASE_URL !== undefined)
+        return 'is required with DATABASE_URL, the same in every instance (generate one with: openssl rand -hex 32)'
+    },
+  ],
+  [
+    'PAY_RATE_LIMITS',
+    (v) => {
+      if (v.PAY_RATE_LIMITS === undefined) return
+      const { minute, hour, day } = rateLimits(v.PAY_RATE_LIMITS)
+      return minute > 0 && minute <= hour && hour <= day
+        ? undefined
+        : payRateLimitsMessage(v.PAY_RATE_LIMITS)
+    },
+  ],
 ]
 
 /** The variables of `env`, read and checked; throws ConfigError naming the first one at fault. */
@@ -230,7 +269,8 @@ export function loadConfig(env: Env = process.env): Config {
     webhookRetryScheduleMs: retryScheduleMs(v.WEBHOOK_RETRY_SCHEDULE),
     // A merchant's receiver on their own machine is the embedded database's use; a shared
     // deployment (DATABASE_URL) keeps dashboard members off the operator's network by default.
-    allowPrivateTestEndpoints: v.WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS ?? v.DATABASE_URL === undefined,
+    allowPrivateTestEndpoints:
+      v.WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS ?? v.DATABASE_URL === undefined,
     networksConfig: v.NETWORKS_CONFIG === undefined ? null : resolve(v.NETWORKS_CONFIG),
     payRateLimits: v.PAY_RATE_LIMITS === undefined ? null : rateLimits(v.PAY_RATE_LIMITS),
     metricsEnabled: v.METRICS ?? true,

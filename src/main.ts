@@ -17,6 +17,10 @@ try {
   process.on('SIGTERM', () => void shutdown('SIGTERM'))
   process.on('SIGINT', () => void shutdown('SIGINT'))
 } catch (e) {
-  console.error(e instanceof ConfigError ? `Configuration error: ${e.message}` : `Start-up failed: ${e instanceof Error ? e.message : String(e)}`)
+  console.error(
+    e instanceof ConfigError
+      ? `Configuration error: ${e.message}`
+      : `Start-up failed: ${e instanceof Error ? e.message : String(e)}`,
+  )
   process.exit(1)
 }

@@ -106,7 +106,10 @@ export async function createServices(deps: {
   // One lease covers every actor this instance runs, transactions and deliveries alike. Only
   // servers take it (src/server/start.ts starts the registry and the dispatcher); the CLI never does.
   const lease = createInstanceLease({
-    repo: createInstanceRepo(database.db), clock, logger, instanceId,
+    repo: createInstanceRepo(database.db),
+    clock,
+    logger,
+    instanceId,
     // Takeover within seconds when an instance dies (ACTOR_LEASE_MS, default 10 s).
     leaseMs: deps.leaseMs ?? 10_000,
     exclusive: singleInstance,
@@ -114,25 +117,91 @@ export async function createServices(deps: {
   const scheduler = createScheduler(clock)
   const metrics = createMetrics()
   const deliveryRepo = createDeliveryRepo(database)
-  const health = createEndpointHealth({ endpoints, deliveries: deliveryRepo, database, clock, logger, metrics, disableAfterMs: deps.webhookDisableAfterMs ?? DEFAULT_DISABLE_AFTER_MS })
-  const runner = createDeliveryRunner({ repo: deliveryRepo, endpoints, health, metrics, changes, clock, logger, scheduler, instanceId, scheduleMs, addressRules, resolver: deps.resolver })
-  const dispatcher = createWebhookDispatcher({ database, repo: deliveryRepo, runner, lease, clock, logger, scheduler, singleInstance, eventsGatherMs: singleInstance ? EMBEDDED_FANOUT_GATHER_MS : 0 })
+  const health = createEndpointHealth({
+    endpoints,
+    deliveries: deliveryRepo,
+    database,
+    clock,
+    logger,
+    metrics,
+    disableAfterMs: deps.webhookDisableAfterMs ?? DEFAULT_DISABLE_AFTER_MS,
+  })
+  const runner = createDeliveryRunner({
+    repo: deliveryRepo,
+    endpoints,
+    health,
+    metrics,
+    changes,
+    clock,
+    logger,
+    scheduler,
+    instanceId,
+    scheduleMs,
+    addressRules,
+    resolver: deps.resolver,
+  })
+  const dispatcher = createWebhookDispatcher({
+    database,
+    repo: deliveryRepo,
+    runner,
+    lease,
+    clock,
+    logger,
+    scheduler,
+    singleInstance,
+    eventsGatherMs: singleInstance ? EMBEDDED_FANOUT_GATHER_MS : 0,
+  })
   const rateLimitRepo = createRateLimitRepo(database)
   const transactionRepo = createTransactionRepo(database)
-  const lifecycle = createTransactionRegistry({ database, repo: createLifecycleRepo(database), lease, clock, logger, scheduler, singleInstance, metrics })
+  const lifecycle = createTransactionRegistry({
+    database,
+    repo: createLifecycleRepo(database),
+    lease,
+    clock,
+    logger,
+    scheduler,
+    singleInstance,
+    metrics,
+  })
   // Outbox events committed here are fanned out here (or announced to the servers, from the CLI).
   lifecycle.onChange((c) => {
     if ('id' in c && c.here && c.outbox) dispatcher.eventsWritten()
   })
   const deposits = createDepositService({ database, clock })
   // Money out (issue 13): refunds and sweeps the merchant's treasury tool pays and records, settled by each network's follower.
-  const refunds = createRefundService({ repo: createRefundRepo(database), chain: { eip7702: (n) => chain.eip7702(n), reader: (n) => chain.reader(n) }, transactions: transactionRepo, networks: deps.networks ?? [], clock, logger, eventsWritten: () => dispatcher.eventsWritten() })
+  const refunds = createRefundService({
+    repo: createRefundRepo(database),
+    chain: { eip7702: (n) => chain.eip7702(n), reader: (n) => chain.reader(n) },
+    transactions: transactionRepo,
+    networks: deps.networks ?? [],
+    clock,
+    logger,
+    eventsWritten: () => dispatcher.eventsWritten(),
+  })
   const treasury = createTreasuryService({
-    repo: createTreasuryRepo(database), deposits, clock, logger,
-    chain: { networks: deps.networks ?? [], verified: (n) => chain.verified(n), eip7702: (n) => chain.eip7702(n), prices: (n) => chain.prices(n), reader: (n) => chain.reader(n) },
+    repo: createTreasuryRepo(database),
+    deposits,
+    clock,
+    logger,
+    chain: {
+      networks: deps.networks ?? [],
+      verified: (n) => chain.verified(n),
+      eip7702: (n) => chain.eip7702(n),
+      prices: (n) => chain.prices(n),
+      reader: (n) => chain.reader(n),
+    },
   })
   // Started by the server (src/server/start.ts): only servers follow chains.
-  const chain = createChainWatcher({ networks: deps.networks ?? [], database, lifecycle, lease, clock, logger, metrics, outgoing: [refunds.ledger, treasury.ledger] })
+  const chain = createChainWatcher({
+    networks: deps.networks ?? [],
+    database,
+    lifecycle,
+    lease,
+    clock,
+    logger,
+    metrics,
+    outgoing: [refunds.ledger, treasury.ledger],
+  })
   metrics.setSources({
     activeByStatus: () => {
       const counts: Record<string, number> = {}
@@ -144,21 +213,81 @@ export async function createServices(deps: {
     },
     webhookPending: () => runner.size,
     payStreams: () => payStreams.size,
-    chains: () => chain.followerStatus().flatMap(({ network, status }) => (status ? [{ network, head: status.head, synced: status.synced, halted: status.halted !== null }] : [])),
+    chains: () =>
+      chain
+        .followerStatus()
+        .flatMap(({ network, status }) =>
+          status
+            ? [
+                {
+                  network,
+                  head: status.head,
+                  synced: status.synced,
+                  halted: status.halted !== null,
+                },
+              ]
+            : [],
+        ),
   })
   // R23: exact across instances through one shared statement; on the embedded database one process owns the counts, so they are kept in memory and written behind.
   const limiter = singleInstance
-    ? createEmbeddedRateLimiter({ repo: rateLimitRepo, clock, metrics, onError: (e) => logger.warn('rate-limit counts not stored yet; retrying', { error: String(e) }) })
+    ? createEmbeddedRateLimiter({
+        repo: rateLimitRepo,
+        clock,
+        metrics,
+        onError: (e) =>
+          logger.warn('rate-limit counts not stored yet; retrying', { error: String(e) }),
+      })
     : createRateLimiter({ repo: rateLimitRepo, clock, metrics })
   const stopController = new AbortController()
-  const readiness = createReadiness({ database, chain, dataDir: deps.dataDir ?? null, maxChainLagMs: deps.readyChainMaxLagMs ?? DEFAULT_CHAIN_MAX_LAG_MS, instanceId })
+  const readiness = createReadiness({
+    database,
+    chain,
+    dataDir: deps.dataDir ?? null,
+    maxChainLagMs: deps.readyChainMaxLagMs ?? DEFAULT_CHAIN_MAX_LAG_MS,
+    instanceId,
+  })
   const projects = createProjectService({ database, changes })
-  const keys = createKeyService({ database, changes, clock, onError: (e) => logger.warn('last_used_at update failed', { error: String(e) }) })
-  const webhooks = createWebhookService({ database, repo: deliveryRepo, runner, endpoints, transactions: transactionRepo, clock, instanceId, scheduleMs })
-  const transactions = createTransactionService({ repo: transactionRepo, lifecycle, clock, baseUrl: deps.baseUrl })
+  const keys = createKeyService({
+    database,
+    changes,
+    clock,
+    onError: (e) => logger.warn('last_used_at update failed', { error: String(e) }),
+  })
+  const webhooks = createWebhookService({
+    database,
+    repo: deliveryRepo,
+    runner,
+    endpoints,
+    transactions: transactionRepo,
+    clock,
+    instanceId,
+    scheduleMs,
+  })
+  const transactions = createTransactionService({
+    repo: transactionRepo,
+    lifecycle,
+    clock,
+    baseUrl: deps.baseUrl,
+  })
   const stats = createStatsService({ db: database.db })
-  const pay = createPayService({ database, clock, networks: chain.networks, verified: chain.verified, nativeBalance: chain.nativeBalance, prices: chain.prices, deposits, watch: chain.watch, lifecycle, testWallet: deps.testWallet })
-  const payStreams = createStatusStreams({ state: pay.state, changes: lifecycle.onChange, stopping: stopController.signal })
+  const pay = createPayService({
+    database,
+    clock,
+    networks: chain.networks,
+    verified: chain.verified,
+    nativeBalance: chain.nativeBalance,
+    prices: chain.prices,
+    deposits,
+    watch: chain.watch,
+    lifecycle,
+    testWallet: deps.testWallet,
+  })
+  const payStreams = createStatusStreams({
+    state: pay.state,
+    changes: lifecycle.onChange,
+    stopping: stopController.signal,
+  })
   return {
     database,
     clock,
@@ -177,7 +306,17 @@ export async function createServices(deps: {
     users: createUserService({ database }),
     sessions: createSessionService({ database, clock, secretKey: deps.secretKey }),
     signInLimits: SIGN_IN_LIMITS,
-    dashboard: createDashboardService({ transactions, webhooks, endpoints, keys, stats, deposits, projects, refunds, treasury }),
+    dashboard: createDashboardService({
+      transactions,
+      webhooks,
+      endpoints,
+      keys,
+      stats,
+      deposits,
+      projects,
+      refunds,
+      treasury,
+    }),
     limiter,
     lifecycle,
     endpoints,
@@ -206,7 +345,8 @@ export async function createServices(deps: {
     async driveTestTransaction(id: string, event: TxEvent) {
       const testingMode = await transactionRepo.testingModeOf(id)
       if (testingMode === null) return deny('not_found', `No transaction ${id}`)
-      if (!testingMode) return deny('forbidden', 'Only test-mode transactions can be driven by hand')
+      if (!testingMode)
+        return deny('forbidden', 'Only test-mode transactions can be driven by hand')
       return lifecycle.apply(id, event)
     },
     /** Drops rate-limit windows and idempotency records nobody can use any more. */
@@ -235,9 +375,18 @@ export type Services = Awaited<ReturnType<typeof createServices>>
  * with: every webhook signature would otherwise fail at delivery time, far from the cause.
  */
 async function checkSecretKey(database: Database, secrets: SecretBox) {
-  await database.db.insert(settings).values({ key: 'secret_key_fingerprint', value: secrets.fingerprint }).onConflictDoNothing()
-  const [row] = await database.db.select().from(settings).where(eq(settings.key, 'secret_key_fingerprint'))
+  await database.db
+    .insert(settings)
+    .values({ key: 'secret_key_fingerprint', value: secrets.fingerprint })
+    .onConflictDoNothing()
+  const [row] = await database.db
+    .select()
+    .from(settings)
+    .where(eq(settings.key, 'secret_key_fingerprint'))
   if (row.value !== secrets.fingerprint) {
-    throw new ConfigError('SECRET_KEY', 'differs from the key this database\'s secrets were sealed with; use the original SECRET_KEY (or DATA_DIR/secret.key)')
+    throw new ConfigError(
+      'SECRET_KEY',
+      "differs from the key this database's secrets were sealed with; use the original SECRET_KEY (or DATA_DIR/secret.key)",
+    )
   }
 }

@@ -2,26 +2,63 @@ import { Type, type Static } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import type { TxEvent } from '../../machines/transaction.machine.ts'
 
-const units = Type.String({ pattern: '^(0|[1-9][0-9]{0,77})$', description: 'Smallest token units' })
+const units = Type.String({
+  pattern: '^(0|[1-9][0-9]{0,77})$',
+  description: 'Smallest token units',
+})
 const hash = Type.String({ minLength: 1, maxLength: 200 })
 const block = Type.Integer({ minimum: 0 })
 /** The Transfer log's index in its block; -1 for a native transfer, -2 for native coin that arrived by an internal call. */
 const logIndex = Type.Optional(Type.Integer({ minimum: -2 }))
-const obj = <T extends Record<string, ReturnType<typeof Type.String> | ReturnType<typeof Type.Literal> | any>>(props: T) => Type.Object(props, { additionalProperties: false })
+const obj = <
+  T extends Record<string, ReturnType<typeof Type.String> | ReturnType<typeof Type.Literal> | any>,
+>(
+  props: T,
+) => Type.Object(props, { additionalProperties: false })
 
 /** Lifecycle events as data, for events that arrive from outside the process (the CLI). */
 const TxEventSchema = Type.Union([
-  obj({ type: Type.Literal('token.selected'), quote: obj({ tokenSymbol: Type.String({ minLength: 1 }), network: Type.String({ minLength: 1 }), tokenAmount: units, depositAddress: Type.String({ minLength: 1 }), requiredConfirmations: Type.Integer({ minimum: 1 }), finality: Type.Optional(Type.Union([Type.Literal('safe'), Type.Literal('finalized')])) }) }),
+  obj({
+    type: Type.Literal('token.selected'),
+    quote: obj({
+      tokenSymbol: Type.String({ minLength: 1 }),
+      network: Type.String({ minLength: 1 }),
+      tokenAmount: units,
+      depositAddress: Type.String({ minLength: 1 }),
+      requiredConfirmations: Type.Integer({ minimum: 1 }),
+      finality: Type.Optional(Type.Union([Type.Literal('safe'), Type.Literal('finalized')])),
+    }),
+  }),
   obj({ type: Type.Literal('customer.confirmed') }),
-  obj({ type: Type.Literal('payment.detected'), txHash: hash, logIndex, amount: units, blockNumber: Type.Optional(Type.Union([block, Type.Null()])) }),
+  obj({
+    type: Type.Literal('payment.detected'),
+    txHash: hash,
+    logIndex,
+    amount: units,
+    blockNumber: Type.Optional(Type.Union([block, Type.Null()])),
+  }),
   obj({ type: Type.Literal('payment.included'), txHash: hash, logIndex, blockNumber: block }),
-  obj({ type: Type.Literal('confirmations.updated'), confirmations: Type.Integer({ minimum: 0 }), at: Type.Integer({ minimum: 0 }), final: Type.Optional(Type.Boolean()) }),
+  obj({
+    type: Type.Literal('confirmations.updated'),
+    confirmations: Type.Integer({ minimum: 0 }),
+    at: Type.Integer({ minimum: 0 }),
+    final: Type.Optional(Type.Boolean()),
+  }),
   obj({ type: Type.Literal('payment.reorged'), txHash: hash, logIndex }),
   obj({ type: Type.Literal('payment.reverted'), txHash: hash, logIndex }),
-  obj({ type: Type.Literal('wrong_asset.received'), txHash: hash, logIndex, tokenSymbol: Type.String({ minLength: 1 }), amount: units }),
+  obj({
+    type: Type.Literal('wrong_asset.received'),
+    txHash: hash,
+    logIndex,
+    tokenSymbol: Type.String({ minLength: 1 }),
+    amount: units,
+  }),
   obj({ type: Type.Literal('wrong_asset.reorged'), txHash: hash, logIndex }),
   obj({ type: Type.Literal('expiry.reached'), at: Type.Integer({ minimum: 0 }) }),
-  obj({ type: Type.Literal('cancel.requested'), by: Type.Union([Type.Literal('merchant'), Type.Literal('customer')]) }),
+  obj({
+    type: Type.Literal('cancel.requested'),
+    by: Type.Union([Type.Literal('merchant'), Type.Literal('customer')]),
+  }),
 ])
 
 const check = TypeCompiler.Compile(TxEventSchema)

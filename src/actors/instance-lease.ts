@@ -64,14 +64,18 @@ export function createInstanceLease(deps: {
   function checkExpiry() {
     if (deps.exclusive || lost || performance.now() - renewedAt < deps.leaseMs - every) return
     lost = true
-    deps.logger.error('instance lease lost: actors stopped until it is renewed', { instanceId: deps.instanceId })
+    deps.logger.error('instance lease lost: actors stopped until it is renewed', {
+      instanceId: deps.instanceId,
+    })
     for (const l of listeners) l.lost?.()
   }
 
   /** Runs listener work (taking over, resuming) without holding up the next renewal. */
   function work(run: (l: LeaseListener) => Promise<void> | undefined, what: string) {
     if (working) return
-    working = Promise.all([...listeners].map((l) => run(l)?.catch((e) => deps.logger.warn(what, { error: String(e) }))))
+    working = Promise.all(
+      [...listeners].map((l) => run(l)?.catch((e) => deps.logger.warn(what, { error: String(e) }))),
+    )
       .then(() => {})
       .finally(() => (working = null))
   }
@@ -82,17 +86,23 @@ export function createInstanceLease(deps: {
     try {
       await deps.repo.renew(deps.instanceId, new Date(sentAt + deps.leaseMs), new Date(sentAt))
     } catch (e) {
-      deps.logger.warn('instance lease not renewed', { instanceId: deps.instanceId, error: String(e) })
+      deps.logger.warn('instance lease not renewed', {
+        instanceId: deps.instanceId,
+        error: String(e),
+      })
       checkExpiry()
       return
     }
     renewedAt = sentAtReal
-    if (ticks++ % PRUNE_EVERY_TICKS === 0) await deps.repo.prune(new Date(sentAt - FORGET_AFTER_MS)).catch(() => {})
+    if (ticks++ % PRUNE_EVERY_TICKS === 0)
+      await deps.repo.prune(new Date(sentAt - FORGET_AFTER_MS)).catch(() => {})
     // A renewal that took long may have written a lease already running out: resume only after a prompt one.
     if (lost && performance.now() - sentAtReal > every) return
     if (lost) {
       lost = false
-      deps.logger.info('instance lease renewed again: resuming actors', { instanceId: deps.instanceId })
+      deps.logger.info('instance lease renewed again: resuming actors', {
+        instanceId: deps.instanceId,
+      })
       working = null
       work((l) => l.regained?.(), 'resuming after a lease loss failed')
     } else {

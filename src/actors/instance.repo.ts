@@ -8,8 +8,13 @@ export const liveInstances = (now: ReturnType<typeof sql.placeholder> | string) 
 
 /** The `instances` rows: one lease per running server, covering every actor it runs. */
 export function createInstanceRepo(db: Db) {
-  const renew = db.insert(instances)
-    .values({ id: sql.placeholder('id'), leaseUntil: sql`${sql.placeholder('until')}::timestamptz`, startedAt: sql`${sql.placeholder('now')}::timestamptz` })
+  const renew = db
+    .insert(instances)
+    .values({
+      id: sql.placeholder('id'),
+      leaseUntil: sql`${sql.placeholder('until')}::timestamptz`,
+      startedAt: sql`${sql.placeholder('now')}::timestamptz`,
+    })
     .onConflictDoUpdate({ target: instances.id, set: { leaseUntil: sql`excluded.lease_until` } })
     .prepare('instance_renew')
   return {

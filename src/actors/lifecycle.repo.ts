@@ -4,7 +4,14 @@ import type { Database } from '../db/client.ts'
 import { createGroupCommit } from '../db/group-commit.ts'
 import { isUniqueViolation } from '../db/errors.ts'
 import { bare, param, prepare } from '../db/prepared.ts'
-import { idempotencyKeys, outbox, transactionActors, transactionEvents, transactions, type TransactionRow } from '../db/schema.ts'
+import {
+  idempotencyKeys,
+  outbox,
+  transactionActors,
+  transactionEvents,
+  transactions,
+  type TransactionRow,
+} from '../db/schema.ts'
 import type { Mode } from '../projects/mode.ts'
 import { liveInstances } from './instance.repo.ts'
 import type { MachineColumns } from './projection.ts'
@@ -42,7 +49,14 @@ export interface NewTransaction {
   /** The `transaction.created` event's webhook data. */
   eventData: Record<string, unknown>
   /** With an Idempotency-Key: the response to record, and from when an old record may be reused. */
-  idempotency?: { mode: Mode; key: string; requestHash: string; statusCode: number; response: string; expiredBefore: Date }
+  idempotency?: {
+    mode: Mode
+    key: string
+    requestHash: string
+    statusCode: number
+    response: string
+    expiredBefore: Date
+  }
 }
 
 const t = transactions
@@ -143,33 +157,70 @@ export const EMBEDDED_CREATE_GATHER_MS = 2
 export function createLifecycleRepo(database: Database) {
   const db = database.db
   // On the embedded database, creates under load share their commits (issue 16).
-  const creating = database.kind === 'pglite' ? createGroupCommit(database, EMBEDDED_CREATE_GATHER_MS) : database
-  const create = prepare<{ created: number }, Record<string, string | number | boolean | null>>(creating, CREATE)
-  const createIdempotent = prepare<{ created: number }, Record<string, string | number | boolean | null>>(creating, CREATE_IDEMPOTENT)
-  const commit = prepare<{ updated: number }, Record<string, string | number | boolean | null>>(database, COMMIT)
-  const note = prepare<unknown, { id: string; cause: string; details: string; at: string }>(database, NOTE)
-  const byId = db.select().from(t).where(eq(t.id, sql.placeholder('id'))).prepare('transaction_by_id')
+  const creating =
+    database.kind === 'pglite' ? createGroupCommit(database, EMBEDDED_CREATE_GATHER_MS) : database
+  const create = prepare<{ created: number }, Record<string, string | number | boolean | null>>(
+    creating,
+    CREATE,
+  )
+  const createIdempotent = prepare<
+    { created: number },
+    Record<string, string | number | boolean | null>
+  >(creating, CREATE_IDEMPOTENT)
+  const commit = prepare<{ updated: number }, Record<string, string | number | boolean | null>>(
+    database,
+    COMMIT,
+  )
+  const note = prepare<unknown, { id: string; cause: string; details: string; at: string }>(
+    database,
+    NOTE,
+  )
+  const byId = db
+    .select()
+    .from(t)
+    .where(eq(t.id, sql.placeholder('id')))
+    .prepare('transaction_by_id')
   const loadOne = db
     .select({ row: t, snapshot: a.snapshot, machineVersion: a.machineVersion, owner: a.owner })
-    .from(a).innerJoin(t, eq(t.id, a.transactionId)).where(eq(a.transactionId, sql.placeholder('id'))).prepare('actor_load')
-  const storedColumns = { transactionId: a.transactionId, snapshot: a.snapshot, machineVersion: a.machineVersion, version: t.version, owner: a.owner }
+    .from(a)
+    .innerJoin(t, eq(t.id, a.transactionId))
+    .where(eq(a.transactionId, sql.placeholder('id')))
+    .prepare('actor_load')
+  const storedColumns = {
+    transactionId: a.transactionId,
+    snapshot: a.snapshot,
+    machineVersion: a.machineVersion,
+    version: t.version,
+    owner: a.owner,
+  }
 
   /**
    * Sets `owner` on up to `limit` actor rows chosen by `which` (skipping rows another claimer
    * holds), returning them with their transaction's version: one prepared round trip.
    */
   const claim = (which: ReturnType<typeof sql>) => {
-    const statement = prepare<StoredActor & { snapshot: unknown }, { owner: string; now?: string; limit: number }>(database, sql`
+    const statement = prepare<
+      StoredActor & { snapshot: unknown },
+      { owner: string; now?: string; limit: number }
+    >(
+      database,
+      sql`
       UPDATE ${a} SET ${bare(a.owner)} = ${param('owner')} FROM ${t}
       WHERE ${t.id} = ${a.transactionId} AND ${a.transactionId} IN (
         SELECT ${a.transactionId} FROM ${a} WHERE ${which} LIMIT ${param('limit', 'int')} FOR UPDATE OF ${a} SKIP LOCKED)
-      RETURNING ${a.transactionId} AS "transactionId", ${a.snapshot} AS snapshot, ${a.machineVersion} AS "machineVersion", ${t.version} AS version, ${a.owner} AS owner`)
+      RETURNING ${a.transactionId} AS "transactionId", ${a.snapshot} AS snapshot, ${a.machineVersion} AS "machineVersion", ${t.version} AS version, ${a.owner} AS owner`,
+    )
     return async (params: { owner: string; now?: string; limit: number }): Promise<StoredActor[]> =>
-      (await statement.execute(params)).map((r) => ({ ...r, snapshot: typeof r.snapshot === 'string' ? JSON.parse(r.snapshot) : r.snapshot }))
+      (await statement.execute(params)).map((r) => ({
+        ...r,
+        snapshot: typeof r.snapshot === 'string' ? JSON.parse(r.snapshot) : r.snapshot,
+      }))
   }
   // Only actors this version can run are claimed: one of another machine version stays free for an instance that can.
   const runnable = sql`${a.machineVersion} = ${sql.raw(String(MACHINE_VERSION))}`
-  const claimFree = claim(sql`${runnable} AND (${a.owner} IS NULL OR (${a.owner} <> ${param('owner')} AND ${a.owner} NOT IN (${liveInstances(sql.placeholder('now'))})))`)
+  const claimFree = claim(
+    sql`${runnable} AND (${a.owner} IS NULL OR (${a.owner} <> ${param('owner')} AND ${a.owner} NOT IN (${liveInstances(sql.placeholder('now'))})))`,
+  )
   const claimAll = claim(sql`${runnable} AND ${a.owner} IS DISTINCT FROM ${param('owner')}`)
 
   return {
@@ -182,12 +233,38 @@ export function createLifecycleRepo(database: Database) {
       const r = n.row
       const i = n.idempotency
       const values: Record<string, string | number | boolean | null> = {
-        id: r.id, projectId: r.projectId, testingMode: r.testingMode, transactionNumber: r.transactionNumber, status: r.status, amountUsd: r.amountUsd,
-        currency: r.currency, orderId: r.orderId, orderDescription: r.orderDescription, customerEmail: r.customerEmail, customerName: r.customerName,
-        customerIpAddress: r.customerIpAddress, metadata: json(r.metadata), successUrl: r.successUrl, cancelUrl: r.cancelUrl,
-        expiresAt: iso(r.expiresAt), createdAt: iso(r.createdAt), snapshot: json(n.snapshot), machineVersion: n.machineVersion, owner: n.owner,
-        timelineDetails: json(n.timelineDetails), eventData: json(n.eventData),
-        ...(i ? { mode: i.mode, key: i.key, requestHash: i.requestHash, statusCode: i.statusCode, response: i.response, expiredBefore: iso(i.expiredBefore) } : {}),
+        id: r.id,
+        projectId: r.projectId,
+        testingMode: r.testingMode,
+        transactionNumber: r.transactionNumber,
+        status: r.status,
+        amountUsd: r.amountUsd,
+        currency: r.currency,
+        orderId: r.orderId,
+        orderDescription: r.orderDescription,
+        customerEmail: r.customerEmail,
+        customerName: r.customerName,
+        customerIpAddress: r.customerIpAddress,
+        metadata: json(r.metadata),
+        successUrl: r.successUrl,
+        cancelUrl: r.cancelUrl,
+        expiresAt: iso(r.expiresAt),
+        createdAt: iso(r.createdAt),
+        snapshot: json(n.snapshot),
+        machineVersion: n.machineVersion,
+        owner: n.owner,
+        timelineDetails: json(n.timelineDetails),
+        eventData: json(n.eventData),
+        ...(i
+          ? {
+              mode: i.mode,
+              key: i.key,
+              requestHash: i.requestHash,
+              statusCode: i.statusCode,
+              response: i.response,
+              expiredBefore: iso(i.expiredBefore),
+            }
+          : {}),
       }
       try {
         const [{ created }] = await (i ? createIdempotent : create).execute(values)
@@ -223,53 +300,109 @@ export function createLifecycleRepo(database: Database) {
       const out = c.outbox(next)
       const p = c.patch
       const [{ updated }] = await commit.execute({
-        id: c.transactionId, expectedVersion: c.expectedVersion, status: p.status, tokenSymbol: p.tokenSymbol, tokenAmount: p.tokenAmount,
-        blockchainNetwork: p.blockchainNetwork, depositAddress: p.depositAddress, requiredConfirmations: p.requiredConfirmations, finality: p.finality,
-        amountReceived: p.amountReceived, transactionHash: p.transactionHash, transactionHashNames: p.transactionHashNames, blockNumber: p.blockNumber, confirmations: p.confirmations,
-        confirmedAt: iso(p.confirmedAt), completedAt: iso(p.completedAt), updatedAt: iso(p.updatedAt),
-        snapshot: json(c.snapshot), machineVersion: c.machineVersion, fromStatus: c.entry.fromStatus, cause: c.entry.cause, details: json(c.entry.details),
-        projectId: current.projectId, testingMode: current.testingMode, eventType: out?.eventType ?? null, eventData: out ? json(out.data) : null,
+        id: c.transactionId,
+        expectedVersion: c.expectedVersion,
+        status: p.status,
+        tokenSymbol: p.tokenSymbol,
+        tokenAmount: p.tokenAmount,
+        blockchainNetwork: p.blockchainNetwork,
+        depositAddress: p.depositAddress,
+        requiredConfirmations: p.requiredConfirmations,
+        finality: p.finality,
+        amountReceived: p.amountReceived,
+        transactionHash: p.transactionHash,
+        transactionHashNames: p.transactionHashNames,
+        blockNumber: p.blockNumber,
+        confirmations: p.confirmations,
+        confirmedAt: iso(p.confirmedAt),
+        completedAt: iso(p.completedAt),
+        updatedAt: iso(p.updatedAt),
+        snapshot: json(c.snapshot),
+        machineVersion: c.machineVersion,
+        fromStatus: c.entry.fromStatus,
+        cause: c.entry.cause,
+        details: json(c.entry.details),
+        projectId: current.projectId,
+        testingMode: current.testingMode,
+        eventType: out?.eventType ?? null,
+        eventData: out ? json(out.data) : null,
       })
       return Number(updated) === 1 ? next : null
     },
 
     /** Records on the timeline something that happened to a transaction without moving it. */
-    async appendNote(transactionId: string, cause: string, details: Record<string, unknown>, at: Date) {
-      await note.execute({ id: transactionId, cause, details: JSON.stringify(details), at: at.toISOString() })
+    async appendNote(
+      transactionId: string,
+      cause: string,
+      details: Record<string, unknown>,
+      at: Date,
+    ) {
+      await note.execute({
+        id: transactionId,
+        cause,
+        details: JSON.stringify(details),
+        at: at.toISOString(),
+      })
     },
 
     /** The stored actor of an active transaction with its row, or null once it is final. */
     async load(transactionId: string): Promise<(StoredActor & { row: TransactionRow }) | null> {
       const [r] = await loadOne.execute({ id: transactionId })
-      return r ? { transactionId, snapshot: r.snapshot, machineVersion: r.machineVersion, owner: r.owner, version: r.row.version, row: r.row } : null
+      return r
+        ? {
+            transactionId,
+            snapshot: r.snapshot,
+            machineVersion: r.machineVersion,
+            owner: r.owner,
+            version: r.row.version,
+            row: r.row,
+          }
+        : null
     },
 
     /** The actors recorded as this instance's, with their versions (to notice any moved on or taken over meanwhile). */
     async owned(owner: string): Promise<Map<string, number>> {
-      const rows = await db.select({ id: a.transactionId, version: t.version }).from(a).innerJoin(t, eq(t.id, a.transactionId)).where(eq(a.owner, owner))
+      const rows = await db
+        .select({ id: a.transactionId, version: t.version })
+        .from(a)
+        .innerJoin(t, eq(t.id, a.transactionId))
+        .where(eq(a.owner, owner))
       return new Map(rows.map((r) => [r.id, r.version]))
     },
 
     /** Takes over up to `limit` actors nobody runs: no owner, or an owner whose lease ended. */
-    claimFree: (owner: string, now: Date, limit: number) => claimFree({ owner, now: now.toISOString(), limit }),
+    claimFree: (owner: string, now: Date, limit: number) =>
+      claimFree({ owner, now: now.toISOString(), limit }),
 
     /** Takes every actor not already ours (one instance on an embedded database: all of them are). */
     claimAll: (owner: string, limit: number) => claimAll({ owner, limit }),
 
     /** The actors still recorded as ours, for resuming after the lease was lost and regained. */
     async ownedActors(owner: string): Promise<StoredActor[]> {
-      return db.select(storedColumns).from(a).innerJoin(t, eq(t.id, a.transactionId)).where(eq(a.owner, owner))
+      return db
+        .select(storedColumns)
+        .from(a)
+        .innerJoin(t, eq(t.id, a.transactionId))
+        .where(eq(a.owner, owner))
     },
 
     /** Active transactions whose actor was stored by another machine version than this one runs (at most `limit`). */
-    async otherVersions(limit: number): Promise<{ transactionId: string; machineVersion: number }[]> {
-      return db.select({ transactionId: a.transactionId, machineVersion: a.machineVersion }).from(a)
-        .where(sql`${a.machineVersion} <> ${sql.raw(String(MACHINE_VERSION))}`).limit(limit)
+    async otherVersions(
+      limit: number,
+    ): Promise<{ transactionId: string; machineVersion: number }[]> {
+      return db
+        .select({ transactionId: a.transactionId, machineVersion: a.machineVersion })
+        .from(a)
+        .where(sql`${a.machineVersion} <> ${sql.raw(String(MACHINE_VERSION))}`)
+        .limit(limit)
     },
 
     /** Gives one actor up (this version cannot run it), so an instance that can takes it. */
     async releaseOne(transactionId: string, owner: string) {
-      await db.update(a).set({ owner: null }).where(and(eq(a.transactionId, transactionId), eq(a.owner, owner)))
+      await db
+        .update(a)
+        .set({ owner: null })
+        .where(and(eq(a.transactionId, transactionId), eq(a.owner, owner)))
     },
 
     /** Lets other instances take this instance's actors at once (graceful shutdown). */

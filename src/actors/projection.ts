@@ -4,14 +4,33 @@ import { INTERNAL_TRANSFER } from '../chain/transfer-scan.ts'
 
 /** The columns of a transaction row that the machine decides. */
 export type MachineColumns = Required<
-  Pick<NewTransactionRow, 'status' | 'tokenSymbol' | 'tokenAmount' | 'blockchainNetwork' | 'depositAddress' | 'requiredConfirmations' | 'finality' | 'amountReceived' | 'transactionHash' | 'transactionHashNames' | 'blockNumber' | 'confirmations' | 'confirmedAt' | 'completedAt' | 'updatedAt'>
+  Pick<
+    NewTransactionRow,
+    | 'status'
+    | 'tokenSymbol'
+    | 'tokenAmount'
+    | 'blockchainNetwork'
+    | 'depositAddress'
+    | 'requiredConfirmations'
+    | 'finality'
+    | 'amountReceived'
+    | 'transactionHash'
+    | 'transactionHashNames'
+    | 'blockNumber'
+    | 'confirmations'
+    | 'confirmedAt'
+    | 'completedAt'
+    | 'updatedAt'
+  >
 >
 
 /** The transaction row's view of the machine: status and every field the machine decides. */
 export function projectRow(status: TxStatus, c: TxContext, now: Date): MachineColumns {
   const transactionHash = c.txHash ?? c.payments[0]?.txHash ?? null
   // Native coin by an internal call the node could not trace is recorded under its block's hash.
-  const namesBlock = transactionHash !== null && c.payments.some((p) => p.txHash === transactionHash && p.logIndex === INTERNAL_TRANSFER)
+  const namesBlock =
+    transactionHash !== null &&
+    c.payments.some((p) => p.txHash === transactionHash && p.logIndex === INTERNAL_TRANSFER)
   return {
     status,
     tokenSymbol: c.quote?.tokenSymbol ?? null,

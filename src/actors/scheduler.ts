@@ -93,11 +93,14 @@ export function createScheduler(clock: Clock, opts: { maxDelayMs?: number } = {}
     if (timer && armedFor <= next) return
     if (timer) clearTimeout(timer)
     armedFor = next
-    timer = setTimeout(() => {
-      timer = null
-      armedFor = Infinity
-      runDue()
-    }, Math.min(maxDelay, Math.max(0, next - clock.now())))
+    timer = setTimeout(
+      () => {
+        timer = null
+        armedFor = Infinity
+        runDue()
+      },
+      Math.min(maxDelay, Math.max(0, next - clock.now())),
+    )
     ;(timer as { unref?: () => void }).unref?.()
   }
 

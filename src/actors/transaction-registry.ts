@@ -1,7 +1,19 @@
 import type { Metrics } from '../metrics/metrics.ts'
-import { createActor, transition, type Actor, type InspectionEvent, type SnapshotFrom } from 'xstate'
+import {
+  createActor,
+  transition,
+  type Actor,
+  type InspectionEvent,
+  type SnapshotFrom,
+} from 'xstate'
 import type { TimerFired } from '../../machines/deadline-timer.ts'
-import { MACHINE_VERSION, transactionMachine, type TxContext, type TxEvent, type TxStatus } from '../../machines/transaction.machine.ts'
+import {
+  MACHINE_VERSION,
+  transactionMachine,
+  type TxContext,
+  type TxEvent,
+  type TxStatus,
+} from '../../machines/transaction.machine.ts'
 import { CHANNELS } from '../db/channels.ts'
 import type { Database } from '../db/client.ts'
 import type { TransactionRow } from '../db/schema.ts'
@@ -35,7 +47,10 @@ export interface RegistryDeps {
 }
 
 /** What a transaction needs to be created: its row and what the first timeline entry and the idempotency record say. */
-export type CreateRequest = Omit<NewTransaction, 'snapshot' | 'machineVersion' | 'owner' | 'eventData'>
+export type CreateRequest = Omit<
+  NewTransaction,
+  'snapshot' | 'machineVersion' | 'owner' | 'eventData'
+>
 
 /**
  * A committed change of a transaction, heard by this instance: its own commits and, by NOTIFY,
@@ -44,13 +59,13 @@ export type CreateRequest = Omit<NewTransaction, 'snapshot' | 'machineVersion' |
  */
 export type TransactionChange =
   | {
-    id: string
-    version: number
-    /** Committed by this process (not heard of by NOTIFY). */
-    here: boolean
-    /** The commit wrote an outbox event (webhook work to fan out); told only for commits made here. */
-    outbox: boolean
-  }
+      id: string
+      version: number
+      /** Committed by this process (not heard of by NOTIFY). */
+      here: boolean
+      /** The commit wrote an outbox event (webhook work to fan out); told only for commits made here. */
+      outbox: boolean
+    }
   | { resync: true }
 
 /** Sent on every commit (several instances) or to the owner when another instance committed a transition of its actor. */
@@ -94,7 +109,10 @@ export function createTransactionRegistry(deps: RegistryDeps) {
     actors: { expiryTimer: deadlineTimer(deps.scheduler, deps.clock) },
     // The machine's answer to its timer, provided here rather than listened for per actor (a
     // listener each would cost ~0.6 KiB per running actor; bench/RESULTS.md).
-    actions: { requestExpiry: ({ context, event }) => expire(context.transactionId, (event as TimerFired).at) },
+    actions: {
+      requestExpiry: ({ context, event }) =>
+        expire(context.transactionId, (event as TimerFired).at),
+    },
   })
   const running = new Map<string, { actor: TxActor; version: number }>()
   const queues = new Map<string, Promise<unknown>>()
@@ -109,7 +127,10 @@ export function createTransactionRegistry(deps: RegistryDeps) {
   /** Runs `fn` after every earlier call for the same transaction has finished. */
   function serialize<T>(id: string, fn: () => Promise<T> | T): Promise<T> {
     const run = (queues.get(id) ?? Promise.resolve()).then(fn, fn)
-    const tail = run.then(() => {}, () => {})
+    const tail = run.then(
+      () => {},
+      () => {},
+    )
     queues.set(id, tail)
     void tail.then(() => {
       if (queues.get(id) === tail) queues.delete(id)
@@ -121,8 +142,15 @@ export function createTransactionRegistry(deps: RegistryDeps) {
   function expire(id: string, at: number) {
     apply(id, { type: 'expiry.reached', at }).then(
       // A conflict means the expiry no longer applies (paid, cancelled); anything else: the timer fires again.
-      (r) => (!r.ok && r.code !== 'conflict' ? deps.logger.warn('expiry not applied; retrying', { transactionId: id, reason: r.message }) : undefined),
-      (e) => deps.logger.warn('expiry not applied; retrying', { transactionId: id, error: String(e) }),
+      (r) =>
+        !r.ok && r.code !== 'conflict'
+          ? deps.logger.warn('expiry not applied; retrying', {
+              transactionId: id,
+              reason: r.message,
+            })
+          : undefined,
+      (e) =>
+        deps.logger.warn('expiry not applied; retrying', { transactionId: id, error: String(e) }),
     )
   }
 
@@ -142,7 +170,10 @@ export function createTransactionRegistry(deps: RegistryDeps) {
     if (stopped || !deps.lease.held()) return
     if (stored.machineVersion !== MACHINE_VERSION) {
       // Left free for an instance that can run it (claims only take this version's actors); start-up lists such actors as errors.
-      deps.logger.warn('stored actor from another machine version; released for an instance that can run it', { transactionId: stored.transactionId, machineVersion: stored.machineVersion })
+      deps.logger.warn(
+        'stored actor from another machine version; released for an instance that can run it',
+        { transactionId: stored.transactionId, machineVersion: stored.machineVersion },
+      )
       void deps.repo.releaseOne(stored.transactionId, me).catch(() => {})
       return
     }
@@ -158,7 +189,14 @@ export function createTransactionRegistry(deps: RegistryDeps) {
   }
 
   /** Commits `after` as the transition from `before` caused by `event`; null when the version moved on. */
-  function commit(id: string, version: number, before: TxSnapshot, after: TxSnapshot, event: TxEvent, current?: TransactionRow) {
+  function commit(
+    id: string,
+    version: number,
+    before: TxSnapshot,
+    after: TxSnapshot,
+    event: TxEvent,
+    current?: TransactionRow,
+  ) {
     const from = before.value as TxStatus
     const to = after.value as TxStatus
     const now = new Date(deps.clock.now())
@@ -169,7 +207,13 @@ export function createTransactionRegistry(deps: RegistryDeps) {
       snapshot: after.status === 'done' ? null : machine.getPersistedSnapshot(after),
       machineVersion: MACHINE_VERSION,
       current,
-      entry: { fromStatus: from, toStatus: to, cause: event.type, details: detailsOf(event, before.context, after.context), at: now },
+      entry: {
+        fromStatus: from,
+        toStatus: to,
+        cause: event.type,
+        details: detailsOf(event, before.context, after.context),
+        at: now,
+      },
       outbox: (row) => {
         const eventType = webhookEventOf(event.type, from, to)
         return eventType ? { eventType, data: webhookData(row, after.context.failureReason) } : null
@@ -178,7 +222,13 @@ export function createTransactionRegistry(deps: RegistryDeps) {
   }
 
   /** Moves this instance's running actor on by an event already committed. */
-  function advance(id: string, entry: { actor: TxActor; version: number }, event: TxEvent, version: number, expected: TxStatus | null) {
+  function advance(
+    id: string,
+    entry: { actor: TxActor; version: number },
+    event: TxEvent,
+    version: number,
+    expected: TxStatus | null,
+  ) {
     // Stopped meanwhile (the lease was lost): the database holds the change, whoever runs the actor next starts from it.
     if (running.get(id) !== entry) return
     entry.actor.send(event)
@@ -186,8 +236,14 @@ export function createTransactionRegistry(deps: RegistryDeps) {
     const now = entry.actor.getSnapshot()
     if (expected !== null && now.value !== expected) {
       // Cannot happen with a deterministic machine; if it does, the database is the truth.
-      deps.logger.error('actor and committed transition disagree; reloading', { transactionId: id, actor: String(now.value), committed: expected })
-      void serialize(id, () => reload(id)).catch((e) => deps.logger.warn('reload failed', { transactionId: id, error: String(e) }))
+      deps.logger.error('actor and committed transition disagree; reloading', {
+        transactionId: id,
+        actor: String(now.value),
+        committed: expected,
+      })
+      void serialize(id, () => reload(id)).catch((e) =>
+        deps.logger.warn('reload failed', { transactionId: id, error: String(e) }),
+      )
     } else if (now.status !== 'active') {
       running.delete(id)
     }
@@ -209,8 +265,15 @@ export function createTransactionRegistry(deps: RegistryDeps) {
           const stored = await deps.repo.load(id)
           if (!stored) return deny('conflict', 'This transaction is already in a final status')
           if (stored.machineVersion !== MACHINE_VERSION) {
-            deps.logger.error('event refused: stored actor from another machine version', { transactionId: id, machineVersion: stored.machineVersion, event: event.type })
-            return deny('unavailable', 'This transaction cannot be changed by this version of the service')
+            deps.logger.error('event refused: stored actor from another machine version', {
+              transactionId: id,
+              machineVersion: stored.machineVersion,
+              event: event.type,
+            })
+            return deny(
+              'unavailable',
+              'This transaction cannot be changed by this version of the service',
+            )
           }
           // Judged on the stored snapshot; the actor is constructed, never started.
           before = restoreActor(machine, stored.snapshot).getSnapshot()
@@ -220,10 +283,16 @@ export function createTransactionRegistry(deps: RegistryDeps) {
         }
         let judged: { can: boolean; after?: TxSnapshot }
         try {
-          judged = before.can(event) ? { can: true, after: transition(machine, before, event)[0] } : { can: false }
+          judged = before.can(event)
+            ? { can: true, after: transition(machine, before, event)[0] }
+            : { can: false }
         } catch (e) {
           // A guard or action threw (a bug, or an event no validation caught): nothing is committed, the actor stays as it was.
-          deps.logger.error('event refused: the machine failed while taking it', { transactionId: id, event: event.type, error: String(e) })
+          deps.logger.error('event refused: the machine failed while taking it', {
+            transactionId: id,
+            event: event.type,
+            error: String(e),
+          })
           return deny('unavailable', 'This event could not be applied; nothing was changed')
         }
         if (!judged.can) {
@@ -233,7 +302,10 @@ export function createTransactionRegistry(deps: RegistryDeps) {
             await reload(id)
             continue
           }
-          return deny('conflict', `A transaction in status ${String(before.value)} does not accept ${event.type}`)
+          return deny(
+            'conflict',
+            `A transaction in status ${String(before.value)} does not accept ${event.type}`,
+          )
         }
         const after = judged.after!
         const row = await commit(id, version, before, after, event, current)
@@ -246,8 +318,20 @@ export function createTransactionRegistry(deps: RegistryDeps) {
         if (mine) advance(id, mine, event, row.version, after.value as TxStatus)
         else if (owner !== null) await notifyOthers({ id, version: row.version, event })
         // Other instances hear every commit, so their pay-page streams of this transaction move on too.
-        if ((mine || owner === null) && !deps.singleInstance) void notifyOthers({ id, version: row.version }).catch((e) => deps.logger.warn('change not announced to other instances', { transactionId: id, error: String(e) }))
-        announce({ id, version: row.version, here: true, outbox: webhookEventOf(event.type, before.value as TxStatus, after.value as TxStatus) !== null })
+        if ((mine || owner === null) && !deps.singleInstance)
+          void notifyOthers({ id, version: row.version }).catch((e) =>
+            deps.logger.warn('change not announced to other instances', {
+              transactionId: id,
+              error: String(e),
+            }),
+          )
+        announce({
+          id,
+          version: row.version,
+          here: true,
+          outbox:
+            webhookEventOf(event.type, before.value as TxStatus, after.value as TxStatus) !== null,
+        })
         return ok(row)
       }
       return deny('conflict', 'The transaction kept changing concurrently; try again')
@@ -256,7 +340,12 @@ export function createTransactionRegistry(deps: RegistryDeps) {
 
   async function notifyOthers(change: ActorChange) {
     const payload = JSON.stringify(change)
-    await deps.database.notify(CHANNELS.transactionActor, Buffer.byteLength(payload) <= MAX_NOTIFY_BYTES ? payload : JSON.stringify({ id: change.id, version: change.version }))
+    await deps.database.notify(
+      CHANNELS.transactionActor,
+      Buffer.byteLength(payload) <= MAX_NOTIFY_BYTES
+        ? payload
+        : JSON.stringify({ id: change.id, version: change.version }),
+    )
   }
 
   /** Another instance committed a transition of one of our actors. */
@@ -271,9 +360,19 @@ export function createTransactionRegistry(deps: RegistryDeps) {
     void serialize(change.id, async () => {
       const mine = running.get(change.id)
       if (!mine || mine.version >= change.version) return
-      if (change.event && mine.version === change.version - 1 && mine.actor.getSnapshot().can(change.event)) advance(change.id, mine, change.event, change.version, null)
+      if (
+        change.event &&
+        mine.version === change.version - 1 &&
+        mine.actor.getSnapshot().can(change.event)
+      )
+        advance(change.id, mine, change.event, change.version, null)
       else await reload(change.id)
-    }).catch((e) => deps.logger.warn('reload after NOTIFY failed', { transactionId: change.id, error: String(e) }))
+    }).catch((e) =>
+      deps.logger.warn('reload after NOTIFY failed', {
+        transactionId: change.id,
+        error: String(e),
+      }),
+    )
   }
 
   /**
@@ -284,9 +383,13 @@ export function createTransactionRegistry(deps: RegistryDeps) {
     // Only actors running before the query can be judged by it: one started meanwhile is ours even though the query did not see it.
     const before = new Map([...running.entries()].map(([id, r]) => [id, r.version] as const))
     const owned = await deps.repo.owned(me)
-    const settle = (id: string) => void serialize(id, () => reload(id)).catch((e) => deps.logger.warn('reload failed', { transactionId: id, error: String(e) }))
+    const settle = (id: string) =>
+      void serialize(id, () => reload(id)).catch((e) =>
+        deps.logger.warn('reload failed', { transactionId: id, error: String(e) }),
+      )
     for (const [id, version] of before) if (owned.get(id) !== version) settle(id)
-    for (const id of owned.keys()) if (!before.has(id) && !running.has(id) && !queues.has(id)) settle(id)
+    for (const id of owned.keys())
+      if (!before.has(id) && !running.has(id) && !queues.has(id)) settle(id)
   }
 
   async function take(claimed: StoredActor[]) {
@@ -297,7 +400,10 @@ export function createTransactionRegistry(deps: RegistryDeps) {
         else restore(s)
       } catch (e) {
         // One snapshot that cannot be restored must not keep the rest from running: it is left for another try.
-        deps.logger.error('actor could not be restored; released', { transactionId: s.transactionId, error: String(e) })
+        deps.logger.error('actor could not be restored; released', {
+          transactionId: s.transactionId,
+          error: String(e),
+        })
         running.delete(s.transactionId)
         await deps.repo.releaseOne(s.transactionId, me).catch(() => {})
       }
@@ -308,7 +414,9 @@ export function createTransactionRegistry(deps: RegistryDeps) {
   async function claim(all: boolean) {
     for (;;) {
       if (stopped) return
-      const claimed = all ? await deps.repo.claimAll(me, CLAIM_BATCH) : await deps.repo.claimFree(me, new Date(deps.clock.now()), CLAIM_BATCH)
+      const claimed = all
+        ? await deps.repo.claimAll(me, CLAIM_BATCH)
+        : await deps.repo.claimFree(me, new Date(deps.clock.now()), CLAIM_BATCH)
       await take(claimed)
       if (claimed.length < CLAIM_BATCH) return
     }
@@ -324,10 +432,17 @@ export function createTransactionRegistry(deps: RegistryDeps) {
     async create(request: CreateRequest): Promise<'created' | 'key_taken' | 'number_taken'> {
       const { row } = request
       // Constructed, not started: nothing of it runs unless the transaction is committed.
-      const actor = createActor(machine, { input: { transactionId: row.id, expiresAt: row.expiresAt.getTime() }, inspect: deps.inspect })
+      const actor = createActor(machine, {
+        input: { transactionId: row.id, expiresAt: row.expiresAt.getTime() },
+        inspect: deps.inspect,
+      })
       const owner = deps.lease.held() && !stopped ? me : null
       const outcome = await deps.repo.insertCreated({
-        ...request, snapshot: actor.getPersistedSnapshot(), machineVersion: MACHINE_VERSION, owner, eventData: webhookData(row),
+        ...request,
+        snapshot: actor.getPersistedSnapshot(),
+        machineVersion: MACHINE_VERSION,
+        owner,
+        eventData: webhookData(row),
       })
       if (outcome === 'created') {
         deps.metrics?.transactionEntered('created')
@@ -335,7 +450,13 @@ export function createTransactionRegistry(deps: RegistryDeps) {
       }
       if (outcome === 'created' && owner !== null) {
         // Should it fail to start, the reconcile on a later lease tick starts it from the database.
-        void serialize(row.id, () => (stopped ? undefined : run(row.id, actor, row.version))).catch((e) => deps.logger.error('new actor did not start', { transactionId: row.id, error: String(e) }))
+        void serialize(row.id, () => (stopped ? undefined : run(row.id, actor, row.version))).catch(
+          (e) =>
+            deps.logger.error('new actor did not start', {
+              transactionId: row.id,
+              error: String(e),
+            }),
+        )
       }
       return outcome
     },
@@ -344,8 +465,14 @@ export function createTransactionRegistry(deps: RegistryDeps) {
      * Records on the timeline what happened to a transaction in a final status without moving
      * it (R15: a reorg that took back the payment of a completed transaction); the operator acts.
      */
-    async noteAfterFinal(id: string, cause: string, details: Record<string, unknown>): Promise<void> {
-      await serialize(id, () => deps.repo.appendNote(id, cause, details, new Date(deps.clock.now())))
+    async noteAfterFinal(
+      id: string,
+      cause: string,
+      details: Record<string, unknown>,
+    ): Promise<void> {
+      await serialize(id, () =>
+        deps.repo.appendNote(id, cause, details, new Date(deps.clock.now())),
+      )
     },
 
     /** Takes the lease, restores every actor this instance may run, then keeps taking over dead instances' actors. */
@@ -370,7 +497,10 @@ export function createTransactionRegistry(deps: RegistryDeps) {
       await claim(deps.singleInstance)
       // Actors no instance of this version will run: said loudly, one by one (their events are refused the same way).
       for (const o of await deps.repo.otherVersions(100)) {
-        deps.logger.error('stored actor from another machine version; not run', { transactionId: o.transactionId, machineVersion: o.machineVersion })
+        deps.logger.error('stored actor from another machine version; not run', {
+          transactionId: o.transactionId,
+          machineVersion: o.machineVersion,
+        })
       }
     },
 

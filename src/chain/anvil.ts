@@ -66,11 +66,16 @@ export function anvilBinary(): string {
 export async function startAnvil(options: AnvilOptions = {}): Promise<AnvilNode> {
   const home = mkdtempSync(join(tmpdir(), 'anvil-'))
   const args = [
-    '--host', '127.0.0.1',
-    '--port', String(options.port ?? 0),
-    '--hardfork', options.hardfork ?? 'cancun',
-    '--prune-history', ...(options.historyStates ? [String(options.historyStates)] : []),
-    '--cache-path', join(home, 'cache'),
+    '--host',
+    '127.0.0.1',
+    '--port',
+    String(options.port ?? 0),
+    '--hardfork',
+    options.hardfork ?? 'cancun',
+    '--prune-history',
+    ...(options.historyStates ? [String(options.historyStates)] : []),
+    '--cache-path',
+    join(home, 'cache'),
   ]
   if (options.chainId !== undefined) args.push('--chain-id', String(options.chainId))
   if (options.blockTime !== undefined) args.push('--block-time', String(options.blockTime))
@@ -130,7 +135,10 @@ export async function startAnvil(options: AnvilOptions = {}): Promise<AnvilNode>
 function listeningPort(child: ChildProcess): Promise<number> {
   return new Promise((resolve, reject) => {
     let output = ''
-    const timer = setTimeout(() => fail(new Error(`anvil did not start within 15 s: ${output.slice(-500)}`)), 15_000)
+    const timer = setTimeout(
+      () => fail(new Error(`anvil did not start within 15 s: ${output.slice(-500)}`)),
+      15_000,
+    )
     const onData = (chunk: Buffer) => {
       output += chunk.toString()
       const match = /Listening on [\d.]+:(\d+)/.exec(output)
@@ -139,7 +147,8 @@ function listeningPort(child: ChildProcess): Promise<number> {
         resolve(Number(match[1]))
       }
     }
-    const onExit = (code: number | null) => fail(new Error(`anvil exited (${code}) before listening: ${output.slice(-500)}`))
+    const onExit = (code: number | null) =>
+      fail(new Error(`anvil exited (${code}) before listening: ${output.slice(-500)}`))
     const fail = (error: Error) => {
       done()
       reject(error)

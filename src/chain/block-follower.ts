@@ -37,7 +37,15 @@ import { errorSummary, type Logger } from '../lib/logger.ts'
 import { errorChain, isRateLimit, retryAfterMs } from '../metrics/metrics.ts'
 import { createTraceReader, type InternalTransfer } from './internal-traces.ts'
 import type { RpcClient } from './rpc.ts'
-import { MAX_WINDOW, resumeCommand, windowFor, type BlockRef, type Cursor, type CursorStore, type Halt } from './follower-cursor.ts'
+import {
+  MAX_WINDOW,
+  resumeCommand,
+  windowFor,
+  type BlockRef,
+  type Cursor,
+  type CursorStore,
+  type Halt,
+} from './follower-cursor.ts'
 import {
   TRANSFER_TOPIC,
   scanNativeTransactions,
@@ -168,7 +176,10 @@ class ChainMovedError extends Error {}
 
 /** The RPC serves a chain with another genesis block than the one followed: not a reorg, another chain. */
 export class ChainReplacedError extends Error {
-  constructor(readonly expected: Hex, readonly found: Hex) {
+  constructor(
+    readonly expected: Hex,
+    readonly found: Hex,
+  ) {
     super(`the RPC serves another chain (genesis ${found}, expected ${expected})`)
   }
 }
@@ -176,7 +187,16 @@ export class ChainReplacedError extends Error {
 const MAX_RESTARTS_PER_TICK = 3
 
 export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
-  const { network, client, store, watch, handler, clock = systemClock, sleep = abortableSleep, logger } = deps
+  const {
+    network,
+    client,
+    store,
+    watch,
+    handler,
+    clock = systemClock,
+    sleep = abortableSleep,
+    logger,
+  } = deps
   const windowSize = Math.max(1, deps.tuning?.windowSize ?? windowFor(network.confirmations ?? 0))
   const batchSize = Math.max(1, deps.tuning?.batchSize ?? 100)
   const backoffBase = deps.tuning?.backoff?.baseMs ?? network.pollIntervalMs
@@ -204,7 +224,9 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
   /** Block 0's hash once checked against the cursor's since the cursor was loaded. */
   let genesis: Hex | null = null
 
-  const throttle = network.maxRequestsPerSecond ? createThrottle(network.maxRequestsPerSecond, clock, sleep) : null
+  const throttle = network.maxRequestsPerSecond
+    ? createThrottle(network.maxRequestsPerSecond, clock, sleep)
+    : null
   const rpc = async (method: string, params: unknown[]) => {
     if (throttle) await throttle(controller.signal)
     return client.request({ method, params }, { signal: controller.signal })
@@ -224,7 +246,12 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
   const commit = async (next: Cursor) => {
     const g = genesis ?? next.genesis
     const origin = next.origin ?? cursor?.origin
-    const full: Cursor = { height: next.height, recent: next.recent, ...(g ? { genesis: g } : {}), ...(origin !== undefined ? { origin } : {}) }
+    const full: Cursor = {
+      height: next.height,
+      recent: next.recent,
+      ...(g ? { genesis: g } : {}),
+      ...(origin !== undefined ? { origin } : {}),
+    }
     await store.save(full)
     cursor = full
   }
@@ -239,7 +266,8 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
     if (genesis && !force) return
     const [zero] = await fetchBlocks(0n, 0n, false)
     if (!zero) throw new Error('the RPC does not serve block 0')
-    if (cursor?.genesis && cursor.genesis !== zero.hash) throw new ChainReplacedError(cursor.genesis, zero.hash)
+    if (cursor?.genesis && cursor.genesis !== zero.hash)
+      throw new ChainReplacedError(cursor.genesis, zero.hash)
     genesis = zero.hash
     replaced = null
   }
@@ -262,14 +290,21 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
         break
       } catch (error) {
         if (!(error instanceof ChainMovedError) || attempt >= MAX_RESTARTS_PER_TICK) throw error
-        logger?.info('chain moved during a scan; rescanning', { network: network.name, reason: error.message })
+        logger?.info('chain moved during a scan; rescanning', {
+          network: network.name,
+          reason: error.message,
+        })
       }
     }
     if (halted) return
     if (cursor) {
       const final = network.finalityTag ? await finalHeight(network.finalityTag, cursor) : undefined
       if (final !== undefined) lastFinal = final
-      await emit({ type: 'head', number: cursor.height, ...(final === undefined ? {} : { final: min(final, cursor.height) }) })
+      await emit({
+        type: 'head',
+        number: cursor.height,
+        ...(final === undefined ? {} : { final: min(final, cursor.height) }),
+      })
     }
     if (cursor && cursor.height >= reported) inStepAt = clock.now()
   }
@@ -303,15 +338,21 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
         continue
       }
       for (let i = 1; i < blocks.length; i++) {
-        if (blocks[i]!.parentHash !== blocks[i - 1]!.hash) throw new ChainMovedError(`block ${blocks[i]!.number} does not link to its parent`)
+        if (blocks[i]!.parentHash !== blocks[i - 1]!.hash)
+          throw new ChainMovedError(`block ${blocks[i]!.number} does not link to its parent`)
       }
       const logs = checkLogs(rangeLogs ?? (await fetchLogsByHash(blocks[0]!.hash)), blocks)
       // Read before the scan: an address quoted a moment ago (its NOTIFY not heard yet) is in the
       // database's list, and its listed transfers must be found as such, not as balance changes.
-      const balanceWatched = network.scanNative && deps.balanceWatch ? await deps.balanceWatch() : []
+      const balanceWatched =
+        network.scanNative && deps.balanceWatch ? await deps.balanceWatch() : []
       const quoted = new Set(balanceWatched.map((w) => w.address))
-      const nativeWatch: WatchSet = quoted.size ? { has: (a) => watch.has(a) || quoted.has(a) } : watch
-      const balances = balanceWatched.length ? await balancesAt(balanceWatched, blocks.at(-1)!, head) : null
+      const nativeWatch: WatchSet = quoted.size
+        ? { has: (a) => watch.has(a) || quoted.has(a) }
+        : watch
+      const balances = balanceWatched.length
+        ? await balancesAt(balanceWatched, blocks.at(-1)!, head)
+        : null
       const byBlock = new Map<bigint, Finding[]>()
       for (const f of scanTransferLogs(logs, watch, tokenSet)) {
         const list = byBlock.get(f.blockNumber) ?? []
@@ -319,16 +360,31 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
         byBlock.set(f.blockNumber, list)
       }
       const recent = base.recent.slice()
-      const native = new Map(blocks.map((b) => [b.number, network.scanNative ? scanNativeTransactions(b, nativeWatch) : []]))
-      const arrived = balances ? internalTransfers(blocks.at(-1)!, balances, [...native.values()].flat()) : []
+      const native = new Map(
+        blocks.map((b) => [
+          b.number,
+          network.scanNative ? scanNativeTransactions(b, nativeWatch) : [],
+        ]),
+      )
+      const arrived = balances
+        ? internalTransfers(blocks.at(-1)!, balances, [...native.values()].flat())
+        : []
       const internal = arrived.length ? await namedByTraces(blocks, arrived) : []
       for (const b of blocks) {
-        const findings = [...native.get(b.number)!, ...internal.filter((f) => f.blockNumber === b.number), ...(byBlock.get(b.number) ?? [])]
+        const findings = [
+          ...native.get(b.number)!,
+          ...internal.filter((f) => f.blockNumber === b.number),
+          ...(byBlock.get(b.number) ?? []),
+        ]
         await emit({ type: 'block', block: header(b), findings })
         recent.push({ number: b.number, hash: b.hash })
       }
       const height = blocks.at(-1)!.number
-      base = { height, recent: recent.slice(-kept(height, recent.length)), ...(base.origin !== undefined ? { origin: base.origin } : {}) }
+      base = {
+        height,
+        recent: recent.slice(-kept(height, recent.length)),
+        ...(base.origin !== undefined ? { origin: base.origin } : {}),
+      }
       await commit(base)
     }
   }
@@ -350,9 +406,14 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
   function stayHalted(found: Halt) {
     if (!halted) {
       // Found earlier (by this instance before a restart, or by another): said once here too.
-      logger?.warn('this network is halted: a reorg went deeper than the remembered window; nothing on it is followed until an operator resumes it', {
-        network: network.name, ...haltFields(found), fix: `check the chain, then run: ${resumeCommand(network.name)}`,
-      })
+      logger?.warn(
+        'this network is halted: a reorg went deeper than the remembered window; nothing on it is followed until an operator resumes it',
+        {
+          network: network.name,
+          ...haltFields(found),
+          fix: `check the chain, then run: ${resumeCommand(network.name)}`,
+        },
+      )
     }
     halted = found
     loaded = false
@@ -363,7 +424,10 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
     const at = cursor!
     const windowFrom = at.recent[0]?.number ?? at.height
     const found: Halt = {
-      at: clock.now(), windowFrom, windowTo: at.recent.at(-1)?.number ?? at.height, head: reportedHead,
+      at: clock.now(),
+      windowFrom,
+      windowTo: at.recent.at(-1)?.number ?? at.height,
+      head: reportedHead,
       resumeFrom: windowFrom > BigInt(windowSize) ? windowFrom - BigInt(windowSize) : 0n,
     }
     const saved: Cursor = { ...at, ...(genesis ? { genesis } : {}), halted: found }
@@ -371,9 +435,14 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
     cursor = saved
     halted = found
     loaded = false
-    logger?.error('reorg deeper than the remembered window: none of the remembered blocks is on the chain any more; this network is halted (nothing on it completes, is taken back or settles) until an operator resumes it', {
-      network: network.name, ...haltFields(found), fix: `check the chain (an explorer, another node), then run: ${resumeCommand(network.name)}`,
-    })
+    logger?.error(
+      'reorg deeper than the remembered window: none of the remembered blocks is on the chain any more; this network is halted (nothing on it completes, is taken back or settles) until an operator resumes it',
+      {
+        network: network.name,
+        ...haltFields(found),
+        fix: `check the chain (an explorer, another node), then run: ${resumeCommand(network.name)}`,
+      },
+    )
     deps.onHalt?.(found)
   }
 
@@ -394,16 +463,31 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
       const hash = r.hash.toLowerCase() as Hex
       candidates.set(`${r.number}:${hash}`, { number: r.number, hash })
     }
-    const canonical = await canonicalHashes([...new Set([...candidates.values()].map((c) => c.number))])
-    const removed = [...candidates.values()].filter((c) => canonical.get(c.number) !== c.hash).sort((a, b) => (a.number < b.number ? -1 : a.number > b.number ? 1 : 0))
+    const canonical = await canonicalHashes([
+      ...new Set([...candidates.values()].map((c) => c.number)),
+    ])
+    const removed = [...candidates.values()]
+      .filter((c) => canonical.get(c.number) !== c.hash)
+      .sort((a, b) => (a.number < b.number ? -1 : a.number > b.number ? 1 : 0))
     const [anchor] = start > 0n ? await fetchBlocks(start - 1n, start - 1n, false) : []
-    logger?.warn('network resumed by an operator: re-checking what was recorded against the chain, and scanning again', {
-      network: network.name, from: start.toString(), head: reported.toString(), recordedBlocks: recorded.length, noLongerCanonical: removed.length,
-    })
+    logger?.warn(
+      'network resumed by an operator: re-checking what was recorded against the chain, and scanning again',
+      {
+        network: network.name,
+        from: start.toString(),
+        head: reported.toString(),
+        recordedBlocks: recorded.length,
+        noLongerCanonical: removed.length,
+      },
+    )
     if (removed.length) await emit({ type: 'reorg', forkPoint: removed[0]!.number - 1n, removed })
     // Every block from `start` on is scanned again: if the cursor began above it, it now begins there.
     const origin = at.origin !== undefined && start < at.origin ? start : at.origin
-    await commit({ height: start - 1n, recent: anchor ? [{ number: anchor.number, hash: anchor.hash }] : [], ...(origin !== undefined ? { origin } : {}) })
+    await commit({
+      height: start - 1n,
+      recent: anchor ? [{ number: anchor.number, hash: anchor.hash }] : [],
+      ...(origin !== undefined ? { origin } : {}),
+    })
   }
 
   /** The canonical hash (lowercase) at each height the node has a block for, in batches. */
@@ -411,7 +495,9 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
     const found = new Map<bigint, string>()
     for (let i = 0; i < numbers.length; i += batchSize) {
       const group = numbers.slice(i, i + batchSize)
-      const raw = await Promise.all(group.map((n) => rpc('eth_getBlockByNumber', [toQuantity(n), false])))
+      const raw = await Promise.all(
+        group.map((n) => rpc('eth_getBlockByNumber', [toQuantity(n), false])),
+      )
       raw.forEach((b, j) => {
         if (b != null) found.set(group[j]!, validateBlock(b, group[j]!, false).hash.toLowerCase())
       })
@@ -425,7 +511,10 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
    * it at that address; otherwise (no traces, or they do not add up: coin also left the address)
    * it stays named by the block.
    */
-  async function namedByTraces(blocks: FetchedBlock[], arrived: NativeFinding[]): Promise<NativeFinding[]> {
+  async function namedByTraces(
+    blocks: FetchedBlock[],
+    arrived: NativeFinding[],
+  ): Promise<NativeFinding[]> {
     const traced: { block: FetchedBlock; transfers: InternalTransfer[] }[] = []
     for (const block of blocks) {
       const transfers = await traces.internalTransfers(block)
@@ -441,7 +530,18 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
           const key = `${block.hash}:${t.txHash}`
           const seen = perTx.get(key)
           if (seen) seen.amount += t.value
-          else perTx.set(key, { kind: 'native', internal: true, traced: true, from: t.from as Address, to: a.to, amount: t.value, txHash: t.txHash as Hex, blockNumber: block.number, blockHash: block.hash })
+          else
+            perTx.set(key, {
+              kind: 'native',
+              internal: true,
+              traced: true,
+              from: t.from as Address,
+              to: a.to,
+              amount: t.value,
+              txHash: t.txHash as Hex,
+              blockNumber: block.number,
+              blockHash: block.hash,
+            })
         }
       }
       const named = [...perTx.values()]
@@ -456,15 +556,30 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
    * keeps about 128 blocks; catching up from further back): the comparison is cumulative, so
    * whatever arrived meanwhile is found at a later chunk the node can answer for.
    */
-  async function balancesAt(watchedNow: readonly { address: string; credited: bigint }[], block: FetchedBlock, head: bigint): Promise<Map<string, { balance: bigint; credited: bigint }> | null> {
+  async function balancesAt(
+    watchedNow: readonly { address: string; credited: bigint }[],
+    block: FetchedBlock,
+    head: bigint,
+  ): Promise<Map<string, { balance: bigint; credited: bigint }> | null> {
     try {
-      const answers = await Promise.all(watchedNow.map((w) => rpc('eth_getBalance', [w.address, { blockHash: block.hash }])))
-      return new Map(watchedNow.map((w, i) => [w.address, { balance: parseQuantity(answers[i], 'eth_getBalance'), credited: w.credited }]))
+      const answers = await Promise.all(
+        watchedNow.map((w) => rpc('eth_getBalance', [w.address, { blockHash: block.hash }])),
+      )
+      return new Map(
+        watchedNow.map((w, i) => [
+          w.address,
+          { balance: parseQuantity(answers[i], 'eth_getBalance'), credited: w.credited },
+        ]),
+      )
     } catch (error) {
       checkStopped()
       // The head's state is always kept: not reading it is a problem; an older block's may be pruned.
       const log = block.number >= head ? logger?.warn : logger?.debug
-      log?.call(logger, 'native balances not readable at this block; compared again at a later one', { network: network.name, block: block.number.toString(), error: errorSummary(error) })
+      log?.call(
+        logger,
+        'native balances not readable at this block; compared again at a later one',
+        { network: network.name, block: block.number.toString(), error: errorSummary(error) },
+      )
       return null
     }
   }
@@ -475,12 +590,18 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
    * remembered window must have the hash followed, or nothing counts as final on this tick.
    */
   async function finalHeight(tag: 'safe' | 'finalized', followed: Cursor): Promise<bigint> {
-    const block = await rpc('eth_getBlockByNumber', [tag, false]) as { number?: unknown; hash?: unknown } | null
+    const block = (await rpc('eth_getBlockByNumber', [tag, false])) as {
+      number?: unknown
+      hash?: unknown
+    } | null
     if (block == null) return -1n
     const number = parseQuantity(block.number, `${tag} block number`)
     const known = followed.recent.find((r) => r.number === number)
     if (known && known.hash !== block.hash) {
-      logger?.info(`the ${tag} block is not on the chain followed; nothing is final on this tick`, { network: network.name, block: number.toString() })
+      logger?.info(`the ${tag} block is not on the chain followed; nothing is final on this tick`, {
+        network: network.name,
+        block: number.toString(),
+      })
       return -1n
     }
     return number
@@ -496,11 +617,17 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
     let forkPoint: bigint | null = null
     // Newest first, a few at a time at first: most reorgs are a block or two deep.
     const candidates = recent.filter((r) => r.number <= head).reverse()
-    for (let i = 0, size = 8; i < candidates.length && forkPoint === null; i += size, size = batchSize) {
+    for (
+      let i = 0, size = 8;
+      i < candidates.length && forkPoint === null;
+      i += size, size = batchSize
+    ) {
       const group = candidates.slice(i, i + size)
       const low = group.at(-1)!.number
       const high = group[0]!.number
-      const canonical = new Map((await fetchBlocks(low, high, false)).map((b) => [b.number, b.hash]))
+      const canonical = new Map(
+        (await fetchBlocks(low, high, false)).map((b) => [b.number, b.hash]),
+      )
       forkPoint = group.find((r) => canonical.get(r.number) === r.hash)?.number ?? null
     }
     if (forkPoint === null) {
@@ -515,8 +642,13 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
     const fp = forkPoint
     const removed = recent.filter((r) => r.number > fp)
     // A parent mismatch while the tip is still canonical: two reads saw different chains.
-    if (removed.length === 0) throw new ChainMovedError('parent mismatch, yet the remembered tip is canonical')
-    logger?.warn('chain reorganisation', { network: network.name, forkPoint: fp.toString(), removed: removed.length })
+    if (removed.length === 0)
+      throw new ChainMovedError('parent mismatch, yet the remembered tip is canonical')
+    logger?.warn('chain reorganisation', {
+      network: network.name,
+      forkPoint: fp.toString(),
+      removed: removed.length,
+    })
     await emit({ type: 'reorg', forkPoint: fp, removed })
     await commit({ height: fp, recent: recent.filter((r) => r.number <= fp) })
     return false
@@ -528,7 +660,8 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
    */
   async function fetchBlocks(from: bigint, to: bigint, withTxs: boolean): Promise<FetchedBlock[]> {
     const calls: Promise<unknown>[] = []
-    for (let n = from; n <= to; n++) calls.push(rpc('eth_getBlockByNumber', [toQuantity(n), withTxs]))
+    for (let n = from; n <= to; n++)
+      calls.push(rpc('eth_getBlockByNumber', [toQuantity(n), withTxs]))
     const raw = await Promise.all(calls)
     const blocks: FetchedBlock[] = []
     for (let i = 0; i < raw.length; i++) {
@@ -546,7 +679,8 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
   async function fetchLogsInRange(from: bigint, to: bigint): Promise<RpcLogLike[]> {
     if (tokens.length === 0) return []
     const calls: Promise<RpcLogLike[]>[] = []
-    for (let lo = from; lo <= to; lo += BigInt(logSpan)) calls.push(logsOf(lo, min(to, lo + BigInt(logSpan) - 1n)))
+    for (let lo = from; lo <= to; lo += BigInt(logSpan))
+      calls.push(logsOf(lo, min(to, lo + BigInt(logSpan) - 1n)))
     return (await Promise.all(calls)).flat()
   }
 
@@ -557,13 +691,23 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
    */
   async function logsOf(lo: bigint, hi: bigint): Promise<RpcLogLike[]> {
     try {
-      return asLogList([await rpc('eth_getLogs', [{ ...logFilter, fromBlock: toQuantity(lo), toBlock: toQuantity(hi) }])])
+      return asLogList([
+        await rpc('eth_getLogs', [
+          { ...logFilter, fromBlock: toQuantity(lo), toBlock: toQuantity(hi) },
+        ]),
+      ])
     } catch (error) {
       if (lo === hi || controller.signal.aborted || !isRangeRefusal(error)) throw error
       const half = (hi - lo + 2n) / 2n
       if (half < BigInt(logSpan)) {
         logSpan = Number(half)
-        logger?.warn('the provider refused an eth_getLogs range; asking for narrower ones', { network: network.name, from: lo.toString(), to: hi.toString(), span: logSpan, error: errorSummary(error) })
+        logger?.warn('the provider refused an eth_getLogs range; asking for narrower ones', {
+          network: network.name,
+          from: lo.toString(),
+          to: hi.toString(),
+          span: logSpan,
+          error: errorSummary(error),
+        })
       }
       deps.onLogRangeRefused?.(error)
       const [a, b] = await Promise.all([logsOf(lo, lo + half - 1n), logsOf(lo + half, hi)])
@@ -593,7 +737,9 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
       if (n > last) continue // the node served fewer headers than logs: next chunk
       const expected = n >= first ? blocks[Number(n - first)]!.hash : null
       if (!expected || log.blockHash !== expected) {
-        throw new ChainMovedError(`log of block ${log.blockNumber} has hash ${log.blockHash}, expected ${expected}`)
+        throw new ChainMovedError(
+          `log of block ${log.blockNumber} has hash ${log.blockHash}, expected ${expected}`,
+        )
       }
       kept.push(log)
     }
@@ -617,10 +763,15 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
         if (error instanceof ChainReplacedError) {
           // Said once per chain found; the cursor is read again at each try, so a forgotten one (or the old chain back) is taken up at once.
           if (replaced?.found !== error.found) {
-            logger?.error('the RPC now serves another chain: this network is not followed until it serves the one followed before, or its position is forgotten', {
-              network: network.name, expectedGenesis: error.expected, foundGenesis: error.found,
-              fix: `point the RPC back to the chain, or, if the network was really reset, run: npm run cli -- network forget --network ${network.name}`,
-            })
+            logger?.error(
+              'the RPC now serves another chain: this network is not followed until it serves the one followed before, or its position is forgotten',
+              {
+                network: network.name,
+                expectedGenesis: error.expected,
+                foundGenesis: error.found,
+                fix: `point the RPC back to the chain, or, if the network was really reset, run: npm run cli -- network forget --network ${network.name}`,
+              },
+            )
           }
           replaced = { expected: error.expected, found: error.found }
           loaded = false
@@ -628,11 +779,22 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
         // A wake that came during the failing tick does not cut the back-off short.
         woken = false
         // A provider that said how long to wait (429 Retry-After) is given at least that.
-        retryInMs = Math.max(Math.min(backoffBase * 2 ** (failures - 1), backoffMax), retryAfterMs(error) ?? 0)
-        logger?.warn('chain follower tick failed', { network: network.name, failures, retryInMs, rateLimited: isRateLimit(error), error: errorSummary(error) })
+        retryInMs = Math.max(
+          Math.min(backoffBase * 2 ** (failures - 1), backoffMax),
+          retryAfterMs(error) ?? 0,
+        )
+        logger?.warn('chain follower tick failed', {
+          network: network.name,
+          failures,
+          retryInMs,
+          rateLimited: isRateLimit(error),
+          error: errorSummary(error),
+        })
       }
       if (signal.aborted) break
-      const interval = deps.pushed?.() ? network.pollIntervalMs * PUSHED_POLL_FACTOR : network.pollIntervalMs
+      const interval = deps.pushed?.()
+        ? network.pollIntervalMs * PUSHED_POLL_FACTOR
+        : network.pollIntervalMs
       const delay = failures > 0 ? retryInMs : Math.max(0, interval - (clock.now() - started))
       if (!woken) {
         const nap = new AbortController()
@@ -670,7 +832,15 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
       napping?.abort()
     },
     syncedHeight: () => cursor?.height ?? null,
-    status: () => ({ head, synced: cursor?.height ?? null, inStepAt, failures, lastError, replaced, halted }),
+    status: () => ({
+      head,
+      synced: cursor?.height ?? null,
+      inStepAt,
+      failures,
+      lastError,
+      replaced,
+      halted,
+    }),
   }
 }
 
@@ -685,9 +855,11 @@ function validateBlock(raw: unknown, expected: bigint, withTxs: boolean): Fetche
   const number = parseQuantity(b.number, 'block.number')
   if (number !== expected) throw new Error(`asked for block ${expected}, got ${number}`)
   if (typeof b.hash !== 'string' || !HASH.test(b.hash)) throw new Error(`block ${number}: bad hash`)
-  if (typeof b.parentHash !== 'string' || !HASH.test(b.parentHash)) throw new Error(`block ${number}: bad parentHash`)
+  if (typeof b.parentHash !== 'string' || !HASH.test(b.parentHash))
+    throw new Error(`block ${number}: bad parentHash`)
   const txs = Array.isArray(b.transactions) ? b.transactions : []
-  if (withTxs && txs.some((t) => typeof t !== 'object' || t === null)) throw new Error(`block ${number}: transactions without bodies`)
+  if (withTxs && txs.some((t) => typeof t !== 'object' || t === null))
+    throw new Error(`block ${number}: transactions without bodies`)
   return {
     number,
     hash: b.hash as Hex,
@@ -702,7 +874,8 @@ function header(b: FetchedBlock): BlockHeader {
 }
 
 function parseQuantity(value: unknown, what: string): bigint {
-  if (typeof value !== 'string' || !/^0x[0-9a-fA-F]{1,64}$/.test(value)) throw new Error(`${what}: not a hex quantity: ${String(value)}`)
+  if (typeof value !== 'string' || !/^0x[0-9a-fA-F]{1,64}$/.test(value))
+    throw new Error(`${what}: not a hex quantity: ${String(value)}`)
   return BigInt(value)
 }
 
@@ -714,7 +887,12 @@ function asLogList(results: unknown[]): RpcLogLike[] {
 }
 
 const toQuantity = (n: bigint) => `0x${n.toString(16)}`
-const haltFields = (h: Halt) => ({ windowFrom: h.windowFrom.toString(), windowTo: h.windowTo.toString(), head: h.head.toString(), resumeFrom: h.resumeFrom.toString() })
+const haltFields = (h: Halt) => ({
+  windowFrom: h.windowFrom.toString(),
+  windowTo: h.windowTo.toString(),
+  head: h.head.toString(),
+  resumeFrom: h.resumeFrom.toString(),
+})
 const min = (a: bigint, b: bigint) => (a < b ? a : b)
 
 function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
@@ -739,10 +917,15 @@ export function isRangeRefusal(error: unknown): boolean {
   if (isRateLimit(error)) return false
   return errorChain(error).some((c) => RANGE_REFUSAL.test(`${c.message ?? ''} ${c.details ?? ''}`))
 }
-const RANGE_REFUSAL = /block range|range (is )?too (large|wide|big)|range limit|max(imum)? (block )?range|too many (results|logs|blocks)|more than \d+ results|response size|query timeout/i
+const RANGE_REFUSAL =
+  /block range|range (is )?too (large|wide|big)|range limit|max(imum)? (block )?range|too many (results|logs|blocks)|more than \d+ results|response size|query timeout/i
 
 /** Spaces calls to `perSecond`, letting a second's worth through at once (so a burst still shares a batch). */
-export function createThrottle(perSecond: number, clock: Clock, sleep: (ms: number, signal: AbortSignal) => Promise<void>) {
+export function createThrottle(
+  perSecond: number,
+  clock: Clock,
+  sleep: (ms: number, signal: AbortSignal) => Promise<void>,
+) {
   let tokens = perSecond
   let at = clock.now()
   return async (signal: AbortSignal) => {
@@ -774,8 +957,19 @@ export function internalTransfers(
 ): NativeFinding[] {
   const found: NativeFinding[] = []
   for (const [address, { balance, credited }] of balances) {
-    const arrived = balance - credited - listed.reduce((sum, f) => (f.to === address ? sum + f.amount : sum), 0n)
-    if (arrived > 0n) found.push({ kind: 'native', internal: true, from: '0x0000000000000000000000000000000000000000', to: address as Address, amount: arrived, txHash: block.hash, blockNumber: block.number, blockHash: block.hash })
+    const arrived =
+      balance - credited - listed.reduce((sum, f) => (f.to === address ? sum + f.amount : sum), 0n)
+    if (arrived > 0n)
+      found.push({
+        kind: 'native',
+        internal: true,
+        from: '0x0000000000000000000000000000000000000000',
+        to: address as Address,
+        amount: arrived,
+        txHash: block.hash,
+        blockNumber: block.number,
+        blockHash: block.hash,
+      })
   }
   return found
 }

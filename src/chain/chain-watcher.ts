@@ -4,7 +4,14 @@ import type { Database } from '../db/client.ts'
 import type { Clock } from '../lib/clock.ts'
 import { errorSummary, type Logger } from '../lib/logger.ts'
 import { createBlockFollower, type BlockFollower, type FollowerStatus } from './block-follower.ts'
-import { decodeCursor, decodeHalt, encodeCursor, resumeCursor, type CursorStore, type Halt } from './follower-cursor.ts'
+import {
+  decodeCursor,
+  decodeHalt,
+  encodeCursor,
+  resumeCursor,
+  type CursorStore,
+  type Halt,
+} from './follower-cursor.ts'
 import { deny, ok, type Outcome } from '../lib/outcome.ts'
 import { isRateLimit, rpcErrorKind, type Metrics } from '../metrics/metrics.ts'
 import { createChainRepo, type ChainRepo } from './chain.repo.ts'
@@ -59,16 +66,34 @@ export function createChainWatcher(deps: {
 }) {
   const repo = createChainRepo(deps.database)
   const watched = new Set<string>()
-  const clients = new Map(deps.networks.map((n) => [n.name, createChainClient({
-    rpcUrl: n.rpcUrl, fallbackRpcUrls: n.fallbackRpcUrls, chainId: n.chainId,
-    // Every 429 counts and is said, also one the client's retry gets past. The URL may carry an API key: only its host is logged.
-    onRateLimited: (url, retryAfter) => {
-      deps.metrics.rpcError(n.name, 'rate_limited')
-      deps.logger.warn('the RPC provider answered 429 (rate limited); backing off', { network: n.name, host: URL.parse(url)?.host ?? '?', retryAfter })
-    },
-  })]))
-  const l1Fees = new Map(deps.networks.map((n) => [n.name, createL1FeeReader(clients.get(n.name)!)]))
-  const prices = new Map<string, PriceReader>(deps.networks.map((n) => [n.name, createPriceReader({ client: clients.get(n.name)!, clock: deps.clock })]))
+  const clients = new Map(
+    deps.networks.map((n) => [
+      n.name,
+      createChainClient({
+        rpcUrl: n.rpcUrl,
+        fallbackRpcUrls: n.fallbackRpcUrls,
+        chainId: n.chainId,
+        // Every 429 counts and is said, also one the client's retry gets past. The URL may carry an API key: only its host is logged.
+        onRateLimited: (url, retryAfter) => {
+          deps.metrics.rpcError(n.name, 'rate_limited')
+          deps.logger.warn('the RPC provider answered 429 (rate limited); backing off', {
+            network: n.name,
+            host: URL.parse(url)?.host ?? '?',
+            retryAfter,
+          })
+        },
+      }),
+    ]),
+  )
+  const l1Fees = new Map(
+    deps.networks.map((n) => [n.name, createL1FeeReader(clients.get(n.name)!)]),
+  )
+  const prices = new Map<string, PriceReader>(
+    deps.networks.map((n) => [
+      n.name,
+      createPriceReader({ client: clients.get(n.name)!, clock: deps.clock }),
+    ]),
+  )
   const followers = new Map<string, BlockFollower>()
   const pushes = new Map<string, HeadSubscription>()
   /** Each network's last check against its chain (network-verification.ts); followed only once verified. */
@@ -80,13 +105,29 @@ export function createChainWatcher(deps: {
   let stopped = false
 
   async function loadWatched() {
-    for (const address of await repo.watchedAddresses(new Date(deps.clock.now() - WATCH_FINISHED_FOR_MS))) watched.add(address)
+    for (const address of await repo.watchedAddresses(
+      new Date(deps.clock.now() - WATCH_FINISHED_FOR_MS),
+    ))
+      watched.add(address)
   }
 
   function follow(n: NetworkConfig) {
     const native = nativeToken(n)
-    const payments = createPaymentTracker({ network: n, repo, lifecycle: deps.lifecycle, clock: deps.clock, logger: deps.logger, metrics: deps.metrics })
-    const outgoing = createOutgoingTracker({ network: n.name, client: clients.get(n.name)!, ledgers: deps.outgoing ?? [], confirmations: n.confirmations, maxLogRange: n.maxLogRange })
+    const payments = createPaymentTracker({
+      network: n,
+      repo,
+      lifecycle: deps.lifecycle,
+      clock: deps.clock,
+      logger: deps.logger,
+      metrics: deps.metrics,
+    })
+    const outgoing = createOutgoingTracker({
+      network: n.name,
+      client: clients.get(n.name)!,
+      ledgers: deps.outgoing ?? [],
+      confirmations: n.confirmations,
+      maxLogRange: n.maxLogRange,
+    })
     const follower = createBlockFollower({
       network: {
         name: n.name,
@@ -105,8 +146,14 @@ export function createChainWatcher(deps: {
         await payments(event)
         if (event.type !== 'head') return
         // Sent transactions are settled after the block's payments; a failure waits for the next head and holds up nothing.
-        await outgoing.onHead(event.number, event.final)
-          .catch((e) => deps.logger.error('settling the treasury\'s transactions failed; tried again at the next head', { network: n.name, error: errorSummary(e) }))
+        await outgoing
+          .onHead(event.number, event.final)
+          .catch((e) =>
+            deps.logger.error(
+              "settling the treasury's transactions failed; tried again at the next head",
+              { network: n.name, error: errorSummary(e) },
+            ),
+          )
       },
       // Polling and back-off run on real time whatever clock the lifecycle uses.
       logger: deps.logger,
@@ -115,12 +162,26 @@ export function createChainWatcher(deps: {
       onLogRangeRefused: () => deps.metrics.rpcError(n.name, 'log_range'),
       ...(native ? { balanceWatch: () => repo.nativeQuotedAddresses(n.name, native.symbol) } : {}),
       pushed: () => pushes.get(n.name)?.connected() ?? false,
-      recorded: async (from) => (await repo.recordedBlocks(n.name, from)).map((b) => ({ number: b.number, hash: b.hash as `0x${string}` })),
+      recorded: async (from) =>
+        (await repo.recordedBlocks(n.name, from)).map((b) => ({
+          number: b.number,
+          hash: b.hash as `0x${string}`,
+        })),
       onHalt: () => deps.metrics.deepReorg(n.name),
     })
     followers.set(n.name, follower)
     follower.start()
-    if (n.wsUrl) pushes.set(n.name, subscribeHeads({ wsUrl: n.wsUrl, network: n.name, onHead: () => follower.wake(), onDown: () => follower.wake(), logger: deps.logger }))
+    if (n.wsUrl)
+      pushes.set(
+        n.name,
+        subscribeHeads({
+          wsUrl: n.wsUrl,
+          network: n.name,
+          onHead: () => follower.wake(),
+          onDown: () => follower.wake(),
+          logger: deps.logger,
+        }),
+      )
     deps.logger.info('following network', { network: n.name, instanceId: me })
   }
 
@@ -134,19 +195,37 @@ export function createChainWatcher(deps: {
 
   async function verify(n: NetworkConfig): Promise<Verdict> {
     const timeout = new Promise<Verdict>((resolve) => {
-      const timer = setTimeout(() => resolve({ network: n.name, status: 'unreachable', error: `no answer within ${VERIFY_TIMEOUT_MS / 1000} s` }), VERIFY_TIMEOUT_MS)
+      const timer = setTimeout(
+        () =>
+          resolve({
+            network: n.name,
+            status: 'unreachable',
+            error: `no answer within ${VERIFY_TIMEOUT_MS / 1000} s`,
+          }),
+        VERIFY_TIMEOUT_MS,
+      )
       ;(timer as { unref?: () => void }).unref?.()
     })
-    const verdict = await Promise.race([verifyNetwork(n, clients.get(n.name)!, deps.clock), timeout])
+    const verdict = await Promise.race([
+      verifyNetwork(n, clients.get(n.name)!, deps.clock),
+      timeout,
+    ])
     const before = verdicts.get(n.name)
     verdicts.set(n.name, verdict)
     // Said when it changes, not at every try.
-    if (verdict.status === 'verified' && before && before.status !== 'verified') deps.logger.info('network verified against its chain; following it now', { network: n.name })
+    if (verdict.status === 'verified' && before && before.status !== 'verified')
+      deps.logger.info('network verified against its chain; following it now', { network: n.name })
     if (verdict.status === 'mismatch' && JSON.stringify(before) !== JSON.stringify(verdict)) {
-      deps.logger.error('the chain disagrees with the networks config: this network is not followed', { network: n.name, problems: verdict.problems })
+      deps.logger.error(
+        'the chain disagrees with the networks config: this network is not followed',
+        { network: n.name, problems: verdict.problems },
+      )
     }
     if (verdict.status === 'unreachable' && before?.status !== 'unreachable') {
-      deps.logger.warn('network not verified yet: its RPC does not answer; checked again before it is followed', { network: n.name, error: verdict.error })
+      deps.logger.warn(
+        'network not verified yet: its RPC does not answer; checked again before it is followed',
+        { network: n.name, error: verdict.error },
+      )
     }
     return verdict
   }
@@ -154,11 +233,18 @@ export function createChainWatcher(deps: {
   /** Checks a network not verified yet in the background (one check at a time), and claims it once it is. */
   function verifyAgain(n: NetworkConfig) {
     if (verifying.has(n.name)) return
-    verifying.set(n.name, verify(n).then((v) => {
-      verifying.delete(n.name)
-      if (v.status !== 'verified' || stopped || !deps.lease.held()) return
-      claim().catch((e) => deps.logger.warn('claiming networks failed; tried again at the next lease tick', { error: errorSummary(e) }))
-    }))
+    verifying.set(
+      n.name,
+      verify(n).then((v) => {
+        verifying.delete(n.name)
+        if (v.status !== 'verified' || stopped || !deps.lease.held()) return
+        claim().catch((e) =>
+          deps.logger.warn('claiming networks failed; tried again at the next lease tick', {
+            error: errorSummary(e),
+          }),
+        )
+      }),
+    )
   }
 
   let claiming: Promise<void> | null = null
@@ -202,7 +288,11 @@ export function createChainWatcher(deps: {
     /** The native balance of `address` on `network` at its latest block (null when the node cannot say). */
     async nativeBalance(network: string, address: string): Promise<bigint | null> {
       const client = clients.get(network)
-      return client ? client.getBalance({ address: address as `0x${string}`, blockTag: 'latest' }).catch(() => null) : null
+      return client
+        ? client
+            .getBalance({ address: address as `0x${string}`, blockTag: 'latest' })
+            .catch(() => null)
+        : null
     },
     /** The price reader for a network's tokens (null for an unknown network). */
     prices: (network: string) => prices.get(network) ?? null,
@@ -236,8 +326,10 @@ export function createChainWatcher(deps: {
       const l1Fee = l1Fees.get(network)!
       return {
         l1Fee,
-        transactionCount: (address) => client.getTransactionCount({ address: address as Address, blockTag: 'latest' }),
-        balance: (address) => client.getBalance({ address: address as Address, blockTag: 'latest' }),
+        transactionCount: (address) =>
+          client.getTransactionCount({ address: address as Address, blockTag: 'latest' }),
+        balance: (address) =>
+          client.getBalance({ address: address as Address, blockTag: 'latest' }),
         latestTimestamp: async () => (await client.getBlock({ blockTag: 'latest' })).timestamp,
         request: (method, params) => client.request({ method, params } as never),
       }
@@ -248,7 +340,11 @@ export function createChainWatcher(deps: {
     },
     async start() {
       if (deps.networks.length === 0) return
-      unlisten = await deps.database.listen(CHANNELS.depositAddress, (a) => watched.add(a.toLowerCase()), () => void loadWatched())
+      unlisten = await deps.database.listen(
+        CHANNELS.depositAddress,
+        (a) => watched.add(a.toLowerCase()),
+        () => void loadWatched(),
+      )
       await loadWatched()
       unlease = deps.lease.listen({
         tick: claim,
@@ -271,7 +367,11 @@ export function createChainWatcher(deps: {
      * head rather than taken for a reorg. Nothing recorded of the old chain changes.
      */
     async forget(network: string): Promise<Outcome<{ network: string; forgotten: boolean }>> {
-      if (!deps.networks.some((n) => n.name === network)) return deny('not_found', `No network ${network} is configured (${deps.networks.map((n) => n.name).join(', ') || 'none'})`)
+      if (!deps.networks.some((n) => n.name === network))
+        return deny(
+          'not_found',
+          `No network ${network} is configured (${deps.networks.map((n) => n.name).join(', ') || 'none'})`,
+        )
       return ok({ network, forgotten: await repo.forgetCursor(network) })
     },
     /**
@@ -281,35 +381,70 @@ export function createChainWatcher(deps: {
      * it, and scans from there again. Works whether or not this instance follows the network:
      * the request is written into the network's cursor, which its follower reads while halted.
      */
-    async resume(network: string, fromBlock?: bigint): Promise<Outcome<{ network: string; from_block: number; halted_window: string; halted_at: string }>> {
-      if (!deps.networks.some((n) => n.name === network)) return deny('not_found', `No network ${network} is configured (${deps.networks.map((n) => n.name).join(', ') || 'none'})`)
+    async resume(
+      network: string,
+      fromBlock?: bigint,
+    ): Promise<
+      Outcome<{ network: string; from_block: number; halted_window: string; halted_at: string }>
+    > {
+      if (!deps.networks.some((n) => n.name === network))
+        return deny(
+          'not_found',
+          `No network ${network} is configured (${deps.networks.map((n) => n.name).join(', ') || 'none'})`,
+        )
       const stored = await repo.loadCursor(network)
       const r = resumeCursor(stored === null ? null : decodeCursor(stored), network, fromBlock)
       if (!r.ok) return r
-      if (!(await repo.replaceCursor(network, stored!, encodeCursor(r.value.cursor), new Date(deps.clock.now())))) {
-        return deny('conflict', `The position of network ${network} changed meanwhile; run the command again`)
+      if (
+        !(await repo.replaceCursor(
+          network,
+          stored!,
+          encodeCursor(r.value.cursor),
+          new Date(deps.clock.now()),
+        ))
+      ) {
+        return deny(
+          'conflict',
+          `The position of network ${network} changed meanwhile; run the command again`,
+        )
       }
       deps.logger.warn('network resume requested', { network, fromBlock: r.value.from.toString() })
       followers.get(network)?.wake()
       const h = r.value.halt
-      return ok({ network, from_block: Number(r.value.from), halted_window: `${h.windowFrom}-${h.windowTo}`, halted_at: new Date(h.at).toISOString() })
+      return ok({
+        network,
+        from_block: Number(r.value.from),
+        halted_window: `${h.windowFrom}-${h.windowTo}`,
+        halted_at: new Date(h.at).toISOString(),
+      })
     },
     /** Each network's follower here (null where another instance follows it). */
-    followerStatus: (): { network: string; status: FollowerStatus | null }[] => deps.networks.map((n) => ({ network: n.name, status: followers.get(n.name)?.status() ?? null })),
+    followerStatus: (): { network: string; status: FollowerStatus | null }[] =>
+      deps.networks.map((n) => ({
+        network: n.name,
+        status: followers.get(n.name)?.status() ?? null,
+      })),
     /** Which instance follows each network, and its halt, as recorded (for readiness on the instances that do not follow it). */
-    async followers(): Promise<{ network: string; owner: string | null; live: boolean; halted: Halt | null }[]> {
+    async followers(): Promise<
+      { network: string; owner: string | null; live: boolean; halted: Halt | null }[]
+    > {
       return (await repo.followers(new Date(deps.clock.now()))).map((r) => {
         let halted: Halt | null = null
         try {
           halted = r.halted === null ? null : decodeHalt(JSON.parse(r.halted))
         } catch {
-          deps.logger.warn('the halt recorded in a network\'s cursor does not read', { network: r.network })
+          deps.logger.warn("the halt recorded in a network's cursor does not read", {
+            network: r.network,
+          })
         }
         return { ...r, halted }
       })
     },
     /** Tests: the height each follower of this instance has processed. */
-    syncedHeights: () => Object.fromEntries(deps.networks.map((n) => [n.name, followers.get(n.name)?.syncedHeight() ?? null])),
+    syncedHeights: () =>
+      Object.fromEntries(
+        deps.networks.map((n) => [n.name, followers.get(n.name)?.syncedHeight() ?? null]),
+      ),
     async stop() {
       stopped = true
       unlease?.()

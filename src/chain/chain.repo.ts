@@ -1,10 +1,29 @@
-import { and, asc, eq, gt, gte, isNotNull, isNull, not, notInArray, or, sql, type SQL } from 'drizzle-orm'
+import {
+  and,
+  asc,
+  eq,
+  gt,
+  gte,
+  isNotNull,
+  isNull,
+  not,
+  notInArray,
+  or,
+  sql,
+  type SQL,
+} from 'drizzle-orm'
 import type { PgColumn } from 'drizzle-orm/pg-core'
 import { FINAL_STATUSES, type TxStatus } from '../../machines/transaction.machine.ts'
 import type { Database } from '../db/client.ts'
 import { bare, param, prepare } from '../db/prepared.ts'
 import { liveInstances } from '../actors/instance.repo.ts'
-import { chainCursors, chainFollowers, chainTransfers, depositAddresses, transactions } from '../db/schema.ts'
+import {
+  chainCursors,
+  chainFollowers,
+  chainTransfers,
+  depositAddresses,
+  transactions,
+} from '../db/schema.ts'
 
 const ph = (name: string) => sql.placeholder(name)
 
@@ -52,8 +71,14 @@ export type TransferKind = (typeof chainTransfers.$inferSelect)['kind']
  * they fill, so the JSON keys follow a rename too.
  */
 const FOUND: Record<keyof TransferFinding, PgColumn> = {
-  txHash: chainTransfers.txHash, logIndex: chainTransfers.logIndex, blockNumber: chainTransfers.blockNumber, blockHash: chainTransfers.blockHash,
-  tokenSymbol: chainTransfers.tokenSymbol, fromAddress: chainTransfers.fromAddress, toAddress: chainTransfers.toAddress, amount: chainTransfers.amount,
+  txHash: chainTransfers.txHash,
+  logIndex: chainTransfers.logIndex,
+  blockNumber: chainTransfers.blockNumber,
+  blockHash: chainTransfers.blockHash,
+  tokenSymbol: chainTransfers.tokenSymbol,
+  fromAddress: chainTransfers.fromAddress,
+  toAddress: chainTransfers.toAddress,
+  amount: chainTransfers.amount,
 }
 const FOUND_ENTRIES = Object.entries(FOUND) as [keyof TransferFinding, PgColumn][]
 const list = (parts: SQL[]) => sql.join(parts, sql`, `)
@@ -72,49 +97,102 @@ ON CONFLICT (${list([chainTransfers.network, chainTransfers.txHash, chainTransfe
 export function createChainRepo(database: Database) {
   const { db } = database
 
-  const record = prepare<unknown, { network: string; findings: string; at: string }>(database, RECORD)
+  const record = prepare<unknown, { network: string; findings: string; at: string }>(
+    database,
+    RECORD,
+  )
 
-  const unapplied = db.select({
-    id: chainTransfers.id, txHash: chainTransfers.txHash, logIndex: chainTransfers.logIndex, blockNumber: chainTransfers.blockNumber, tokenSymbol: chainTransfers.tokenSymbol,
-    amount: chainTransfers.amount, transactionId: chainTransfers.transactionId, reorgedAt: chainTransfers.reorgedAt, kind: chainTransfers.kind,
-    status: transactions.status, txTokenSymbol: transactions.tokenSymbol, txNetwork: transactions.blockchainNetwork,
-    attempts: chainTransfers.attempts, retryAt: chainTransfers.retryAt,
-  }).from(chainTransfers).innerJoin(transactions, eq(transactions.id, chainTransfers.transactionId))
+  const unapplied = db
+    .select({
+      id: chainTransfers.id,
+      txHash: chainTransfers.txHash,
+      logIndex: chainTransfers.logIndex,
+      blockNumber: chainTransfers.blockNumber,
+      tokenSymbol: chainTransfers.tokenSymbol,
+      amount: chainTransfers.amount,
+      transactionId: chainTransfers.transactionId,
+      reorgedAt: chainTransfers.reorgedAt,
+      kind: chainTransfers.kind,
+      status: transactions.status,
+      txTokenSymbol: transactions.tokenSymbol,
+      txNetwork: transactions.blockchainNetwork,
+      attempts: chainTransfers.attempts,
+      retryAt: chainTransfers.retryAt,
+    })
+    .from(chainTransfers)
+    .innerJoin(transactions, eq(transactions.id, chainTransfers.transactionId))
     .where(and(eq(chainTransfers.network, ph('network')), not(chainTransfers.applied)))
     .orderBy(asc(chainTransfers.blockNumber), asc(chainTransfers.logIndex), asc(chainTransfers.id))
     .prepare('chain_unapplied')
 
-  const markApplied = db.update(chainTransfers).set({ applied: true, kind: param('kind'), retryAt: null, lastError: null })
-    .where(eq(chainTransfers.id, ph('id'))).prepare('chain_mark_applied')
+  const markApplied = db
+    .update(chainTransfers)
+    .set({ applied: true, kind: param('kind'), retryAt: null, lastError: null })
+    .where(eq(chainTransfers.id, ph('id')))
+    .prepare('chain_mark_applied')
 
-  const markFailed = db.update(chainTransfers).set({ attempts: sql`${chainTransfers.attempts} + 1`, retryAt: param('retryAt', 'timestamptz'), lastError: sql`${ph('error')}` })
-    .where(eq(chainTransfers.id, ph('id'))).returning({ attempts: chainTransfers.attempts }).prepare('chain_mark_failed')
+  const markFailed = db
+    .update(chainTransfers)
+    .set({
+      attempts: sql`${chainTransfers.attempts} + 1`,
+      retryAt: param('retryAt', 'timestamptz'),
+      lastError: sql`${ph('error')}`,
+    })
+    .where(eq(chainTransfers.id, ph('id')))
+    .returning({ attempts: chainTransfers.attempts })
+    .prepare('chain_mark_failed')
 
-  const claimNetwork = prepare<{ owner: string }, { network: string; owner: string; now: string }>(database, sql`
+  const claimNetwork = prepare<{ owner: string }, { network: string; owner: string; now: string }>(
+    database,
+    sql`
     INSERT INTO ${chainFollowers} (${bare(chainFollowers.network)}, ${bare(chainFollowers.owner)}) VALUES (${param('network')}, ${param('owner')})
     ON CONFLICT (${bare(chainFollowers.network)}) DO UPDATE SET ${bare(chainFollowers.owner)} = excluded.${bare(chainFollowers.owner)}
     WHERE ${chainFollowers.owner} IS NULL OR ${chainFollowers.owner} = excluded.${bare(chainFollowers.owner)}
       OR ${chainFollowers.owner} NOT IN (${liveInstances(sql.placeholder('now'))})
-    RETURNING ${chainFollowers.owner} AS owner`)
+    RETURNING ${chainFollowers.owner} AS owner`,
+  )
 
   // The removed blocks' hashes travel as one comma-separated parameter, so the statement keeps
   // one shape (and one prepared plan) however many blocks a reorg removes.
-  const takeBack = db.update(chainTransfers).set({ reorgedAt: param('at', 'timestamptz'), applied: false })
-    .where(and(
-      eq(chainTransfers.network, ph('network')),
-      sql`${chainTransfers.blockHash} = ANY(string_to_array(${ph('hashes')}, ','))`,
-      isNull(chainTransfers.reorgedAt),
-    )).returning({ id: chainTransfers.id }).prepare('chain_take_back')
+  const takeBack = db
+    .update(chainTransfers)
+    .set({ reorgedAt: param('at', 'timestamptz'), applied: false })
+    .where(
+      and(
+        eq(chainTransfers.network, ph('network')),
+        sql`${chainTransfers.blockHash} = ANY(string_to_array(${ph('hashes')}, ','))`,
+        isNull(chainTransfers.reorgedAt),
+      ),
+    )
+    .returning({ id: chainTransfers.id })
+    .prepare('chain_take_back')
 
-  const confirming = db.select({ id: transactions.id, blockNumber: transactions.blockNumber, confirmations: transactions.confirmations }).from(transactions)
-    .where(and(eq(transactions.status, 'confirming'), eq(transactions.blockchainNetwork, ph('network')), isNotNull(transactions.blockNumber)))
+  const confirming = db
+    .select({
+      id: transactions.id,
+      blockNumber: transactions.blockNumber,
+      confirmations: transactions.confirmations,
+    })
+    .from(transactions)
+    .where(
+      and(
+        eq(transactions.status, 'confirming'),
+        eq(transactions.blockchainNetwork, ph('network')),
+        isNotNull(transactions.blockNumber),
+      ),
+    )
     .prepare('chain_confirming')
 
   // Each open native-quoted deposit address with what its balance is accounted for by: what it held
   // when quoted, and the native coin recorded as arriving there since (not taken back by a reorg):
   // listed transfers (log index -1) and internal arrivals (-2). One address per transaction, so the
   // transfers are found by the transaction's index.
-  const nativeWatch = prepare<{ address: string; credited: string }, { network: string; symbol: string }>(database, sql`
+  const nativeWatch = prepare<
+    { address: string; credited: string },
+    { network: string; symbol: string }
+  >(
+    database,
+    sql`
     SELECT lower(${transactions.depositAddress}) AS address, (coalesce(${transactions.nativeBaseline}, 0) + coalesce((
       SELECT sum(${chainTransfers.amount}) FROM ${chainTransfers}
       WHERE ${chainTransfers.transactionId} = ${transactions.id} AND ${chainTransfers.network} = ${param('network')}
@@ -122,29 +200,55 @@ export function createChainRepo(database: Database) {
     ), 0))::text AS credited
     FROM ${transactions}
     WHERE ${transactions.blockchainNetwork} = ${param('network')} AND ${transactions.tokenSymbol} = ${param('symbol')}
-      AND ${transactions.status} IN ('prepared', 'pending', 'processing', 'confirming') AND ${transactions.depositAddress} IS NOT NULL`)
+      AND ${transactions.status} IN ('prepared', 'pending', 'processing', 'confirming') AND ${transactions.depositAddress} IS NOT NULL`,
+  )
 
-  const cursorOf = db.select({ cursor: chainCursors.cursor }).from(chainCursors).where(eq(chainCursors.network, ph('network'))).prepare('chain_cursor_load')
+  const cursorOf = db
+    .select({ cursor: chainCursors.cursor })
+    .from(chainCursors)
+    .where(eq(chainCursors.network, ph('network')))
+    .prepare('chain_cursor_load')
 
-  const saveCursor = db.insert(chainCursors).values({ network: ph('network'), cursor: ph('cursor'), updatedAt: ph('at') })
+  const saveCursor = db
+    .insert(chainCursors)
+    .values({ network: ph('network'), cursor: ph('cursor'), updatedAt: ph('at') })
     .onConflictDoUpdate({
       target: chainCursors.network,
-      set: { cursor: sql`excluded.${bare(chainCursors.cursor)}`, updatedAt: sql`excluded.${bare(chainCursors.updatedAt)}` },
-    }).prepare('chain_cursor_save')
+      set: {
+        cursor: sql`excluded.${bare(chainCursors.cursor)}`,
+        updatedAt: sql`excluded.${bare(chainCursors.updatedAt)}`,
+      },
+    })
+    .prepare('chain_cursor_save')
 
-  const watched = db.select({ address: depositAddresses.address }).from(depositAddresses)
+  const watched = db
+    .select({ address: depositAddresses.address })
+    .from(depositAddresses)
     .innerJoin(transactions, eq(transactions.id, depositAddresses.transactionId))
-    .where(or(notInArray(transactions.status, [...FINAL_STATUSES]), gt(transactions.updatedAt, ph('since'))))
+    .where(
+      or(
+        notInArray(transactions.status, [...FINAL_STATUSES]),
+        gt(transactions.updatedAt, ph('since')),
+      ),
+    )
     .prepare('chain_watched')
 
   return {
     /** Records a block's findings to deposit addresses, once per transfer and block; findings to unknown addresses are dropped. */
-    async recordFindings(network: string, findings: readonly TransferFinding[], at: Date): Promise<void> {
-      const json = findings.map((f) => Object.fromEntries(FOUND_ENTRIES.map(([key, column]) => {
-        const v = f[key]
-        // Block numbers and amounts as decimal strings: JSON numbers would round above 2^53.
-        return [column.name, typeof v === 'bigint' ? v.toString() : v]
-      })))
+    async recordFindings(
+      network: string,
+      findings: readonly TransferFinding[],
+      at: Date,
+    ): Promise<void> {
+      const json = findings.map((f) =>
+        Object.fromEntries(
+          FOUND_ENTRIES.map(([key, column]) => {
+            const v = f[key]
+            // Block numbers and amounts as decimal strings: JSON numbers would round above 2^53.
+            return [column.name, typeof v === 'bigint' ? v.toString() : v]
+          }),
+        ),
+      )
       await record.execute({ network, findings: JSON.stringify(json), at: at.toISOString() })
     },
 
@@ -161,7 +265,11 @@ export function createChainRepo(database: Database) {
 
     /** Judging the transfer failed: it is tried again from `retryAt`; returns the failed tries so far. */
     async markFailed(id: number, retryAt: Date, error: string): Promise<number> {
-      const [r] = await markFailed.execute({ id, retryAt: retryAt.toISOString(), error: error.slice(0, 1000) })
+      const [r] = await markFailed.execute({
+        id,
+        retryAt: retryAt.toISOString(),
+        error: error.slice(0, 1000),
+      })
       return r?.attempts ?? 0
     },
 
@@ -172,7 +280,10 @@ export function createChainRepo(database: Database) {
 
     /** Forgets a network's position (the chain behind its RPC was really reset): its follower starts again at the head. */
     async forgetCursor(network: string): Promise<boolean> {
-      const rows = await db.delete(chainCursors).where(eq(chainCursors.network, network)).returning({ network: chainCursors.network })
+      const rows = await db
+        .delete(chainCursors)
+        .where(eq(chainCursors.network, network))
+        .returning({ network: chainCursors.network })
       return rows.length === 1
     },
 
@@ -180,26 +291,56 @@ export function createChainRepo(database: Database) {
      * Which instance follows each network, whether its lease is live, and the halt its cursor
      * records (the `halted` member of the cursor's JSON, as text; null when it follows on).
      */
-    async followers(now: Date): Promise<{ network: string; owner: string | null; live: boolean; halted: string | null }[]> {
-      const rows = await db.select({
-        network: chainFollowers.network, owner: chainFollowers.owner,
-        live: sql<boolean>`${chainFollowers.owner} IN (${liveInstances(now.toISOString())})`,
-        halted: sql<string | null>`(${chainCursors.cursor}::json -> 'halted')::text`,
-      }).from(chainFollowers).leftJoin(chainCursors, eq(chainCursors.network, chainFollowers.network))
-      return rows.map((r) => ({ network: r.network, owner: r.owner, live: r.live === true, halted: r.halted ?? null }))
+    async followers(
+      now: Date,
+    ): Promise<{ network: string; owner: string | null; live: boolean; halted: string | null }[]> {
+      const rows = await db
+        .select({
+          network: chainFollowers.network,
+          owner: chainFollowers.owner,
+          live: sql<boolean>`${chainFollowers.owner} IN (${liveInstances(now.toISOString())})`,
+          halted: sql<string | null>`(${chainCursors.cursor}::json -> 'halted')::text`,
+        })
+        .from(chainFollowers)
+        .leftJoin(chainCursors, eq(chainCursors.network, chainFollowers.network))
+      return rows.map((r) => ({
+        network: r.network,
+        owner: r.owner,
+        live: r.live === true,
+        halted: r.halted ?? null,
+      }))
     },
 
     /** Replaces a network's cursor only if it is still `expected` (an operator's change must not undo the follower's, nor the reverse). */
-    async replaceCursor(network: string, expected: string, cursor: string, at: Date): Promise<boolean> {
-      const rows = await db.update(chainCursors).set({ cursor, updatedAt: at })
-        .where(and(eq(chainCursors.network, network), eq(chainCursors.cursor, expected))).returning({ network: chainCursors.network })
+    async replaceCursor(
+      network: string,
+      expected: string,
+      cursor: string,
+      at: Date,
+    ): Promise<boolean> {
+      const rows = await db
+        .update(chainCursors)
+        .set({ cursor, updatedAt: at })
+        .where(and(eq(chainCursors.network, network), eq(chainCursors.cursor, expected)))
+        .returning({ network: chainCursors.network })
       return rows.length === 1
     },
 
     /** The blocks (number, lowercase hash) at or above `from` in which transfers were recorded and not taken back: what a resumed network re-checks. */
-    async recordedBlocks(network: string, from: bigint): Promise<{ number: bigint; hash: string }[]> {
-      const rows = await db.selectDistinct({ number: chainTransfers.blockNumber, hash: chainTransfers.blockHash }).from(chainTransfers)
-        .where(and(eq(chainTransfers.network, network), gte(chainTransfers.blockNumber, Number(from)), isNull(chainTransfers.reorgedAt)))
+    async recordedBlocks(
+      network: string,
+      from: bigint,
+    ): Promise<{ number: bigint; hash: string }[]> {
+      const rows = await db
+        .selectDistinct({ number: chainTransfers.blockNumber, hash: chainTransfers.blockHash })
+        .from(chainTransfers)
+        .where(
+          and(
+            eq(chainTransfers.network, network),
+            gte(chainTransfers.blockNumber, Number(from)),
+            isNull(chainTransfers.reorgedAt),
+          ),
+        )
       return rows.map((r) => ({ number: BigInt(r.number), hash: r.hash.toLowerCase() }))
     },
 
@@ -209,15 +350,29 @@ export function createChainRepo(database: Database) {
     },
 
     /** Transfers seen in blocks that left the canonical chain are judged again as taken back; returns how many. */
-    async takeBackBlocks(network: string, blockHashes: readonly string[], at: Date): Promise<number> {
-      const taken = await takeBack.execute({ network, hashes: blockHashes.join(','), at: at.toISOString() })
+    async takeBackBlocks(
+      network: string,
+      blockHashes: readonly string[],
+      at: Date,
+    ): Promise<number> {
+      const taken = await takeBack.execute({
+        network,
+        hashes: blockHashes.join(','),
+        at: at.toISOString(),
+      })
       return taken.length
     },
 
     /** The network's confirming transactions with the block their payment is in. */
-    async confirmingTransactions(network: string): Promise<{ id: string; blockNumber: number; confirmations: number | null }[]> {
+    async confirmingTransactions(
+      network: string,
+    ): Promise<{ id: string; blockNumber: number; confirmations: number | null }[]> {
       const rows = await confirming.execute({ network })
-      return rows.map((r) => ({ id: r.id, blockNumber: r.blockNumber!, confirmations: r.confirmations }))
+      return rows.map((r) => ({
+        id: r.id,
+        blockNumber: r.blockNumber!,
+        confirmations: r.confirmations,
+      }))
     },
 
     /** The follower cursor of a network, as stored (src/chain/block-follower.ts encodes it). */
@@ -231,8 +386,14 @@ export function createChainRepo(database: Database) {
     },
 
     /** Deposit addresses (lowercase) of the network's open transactions quoted in its native coin `symbol`, with what each one's balance is accounted for by (see nativeWatch). */
-    async nativeQuotedAddresses(network: string, symbol: string): Promise<{ address: string; credited: bigint }[]> {
-      return (await nativeWatch.execute({ network, symbol })).map((r) => ({ address: r.address, credited: BigInt(r.credited) }))
+    async nativeQuotedAddresses(
+      network: string,
+      symbol: string,
+    ): Promise<{ address: string; credited: bigint }[]> {
+      return (await nativeWatch.execute({ network, symbol })).map((r) => ({
+        address: r.address,
+        credited: BigInt(r.credited),
+      }))
     },
 
     /** Deposit addresses of transactions still open, or finished after `since`. */

@@ -10,7 +10,21 @@
  * the deterministic deployment proxy with a zero salt, so it has the same address on every chain
  * and anyone may deploy it where it is missing.
  */
-import { concat, decodeEventLog, encodeAbiParameters, encodeFunctionData, getContractAddress, keccak256, parseSignature, toBytes, zeroAddress, zeroHash, type Address, type Hex, type TypedDataDefinition } from 'viem'
+import {
+  concat,
+  decodeEventLog,
+  encodeAbiParameters,
+  encodeFunctionData,
+  getContractAddress,
+  keccak256,
+  parseSignature,
+  toBytes,
+  zeroAddress,
+  zeroHash,
+  type Address,
+  type Hex,
+  type TypedDataDefinition,
+} from 'viem'
 import { DepositAccount } from './artifacts/index.ts'
 
 /**
@@ -29,7 +43,12 @@ export const MULTICALL3: Address = '0xcA11bde05977b3631167028862bE2a173976CA11'
 const SALT = zeroHash
 
 /** Where DepositAccount is on every chain (CREATE2 of its bytecode with a zero salt). */
-export const DEPOSIT_ACCOUNT: Address = getContractAddress({ opcode: 'CREATE2', from: CREATE2_DEPLOYER, salt: SALT, bytecode: DepositAccount.bytecode })
+export const DEPOSIT_ACCOUNT: Address = getContractAddress({
+  opcode: 'CREATE2',
+  from: CREATE2_DEPLOYER,
+  salt: SALT,
+  bytecode: DepositAccount.bytecode,
+})
 
 /**
  * DepositAccount's first version (its address, the CREATE2 of its bytecode as shipped before sweep
@@ -52,37 +71,82 @@ export function delegationOf(code: Hex | undefined): Address | null {
 }
 
 /** Whether an account's code delegates to DepositAccount. */
-export const delegatesToDepositAccount = (code: Hex | undefined) => delegationOf(code)?.toLowerCase() === DEPOSIT_ACCOUNT.toLowerCase()
+export const delegatesToDepositAccount = (code: Hex | undefined) =>
+  delegationOf(code)?.toLowerCase() === DEPOSIT_ACCOUNT.toLowerCase()
 
 /** Whether an account's code delegates to an earlier version of DepositAccount (to be re-delegated, never left alone as another wallet's). */
-export const delegatesToEarlierDepositAccount = (code: Hex | undefined) => delegationOf(code)?.toLowerCase() === DEPOSIT_ACCOUNT_V1.toLowerCase()
+export const delegatesToEarlierDepositAccount = (code: Hex | undefined) =>
+  delegationOf(code)?.toLowerCase() === DEPOSIT_ACCOUNT_V1.toLowerCase()
 
 /** The 32-byte id a refund is paid under (`pay` refuses an id already paid by the address). */
 export const paymentId = (refundId: string): Hex => keccak256(toBytes(refundId))
 
-const domain = (chainId: number, account: Address) => ({ name: 'CryptoPay DepositAccount', version: '1', chainId, verifyingContract: account })
+const domain = (chainId: number, account: Address) => ({
+  name: 'CryptoPay DepositAccount',
+  version: '1',
+  chainId,
+  verifyingContract: account,
+})
 
 /**
  * What a deposit address's key signs to sweep it: every balance of `tokens` (and the native coin
  * when `native`) to `to`, once (`nonce`: the address's sweep nonce, which the sweep moves on), until
  * `deadline`.
  */
-export function sweepTypedData(o: { chainId: number; account: Address; to: Address; tokens: readonly Address[]; native: boolean; nonce: bigint; deadline: bigint }): TypedDataDefinition {
+export function sweepTypedData(o: {
+  chainId: number
+  account: Address
+  to: Address
+  tokens: readonly Address[]
+  native: boolean
+  nonce: bigint
+  deadline: bigint
+}): TypedDataDefinition {
   return {
     domain: domain(o.chainId, o.account),
-    types: { Sweep: [{ name: 'to', type: 'address' }, { name: 'tokens', type: 'address[]' }, { name: 'native', type: 'bool' }, { name: 'nonce', type: 'uint256' }, { name: 'deadline', type: 'uint256' }] },
+    types: {
+      Sweep: [
+        { name: 'to', type: 'address' },
+        { name: 'tokens', type: 'address[]' },
+        { name: 'native', type: 'bool' },
+        { name: 'nonce', type: 'uint256' },
+        { name: 'deadline', type: 'uint256' },
+      ],
+    },
     primaryType: 'Sweep',
     message: { to: o.to, tokens: o.tokens, native: o.native, nonce: o.nonce, deadline: o.deadline },
   }
 }
 
 /** What a deposit address's key signs to pay `amount` of `token` (zero address: the native coin) to `to`, once for `id`, until `deadline`. */
-export function payTypedData(o: { chainId: number; account: Address; id: Hex; token: Address | null; to: Address; amount: bigint; deadline: bigint }): TypedDataDefinition {
+export function payTypedData(o: {
+  chainId: number
+  account: Address
+  id: Hex
+  token: Address | null
+  to: Address
+  amount: bigint
+  deadline: bigint
+}): TypedDataDefinition {
   return {
     domain: domain(o.chainId, o.account),
-    types: { Pay: [{ name: 'id', type: 'bytes32' }, { name: 'token', type: 'address' }, { name: 'to', type: 'address' }, { name: 'amount', type: 'uint256' }, { name: 'deadline', type: 'uint256' }] },
+    types: {
+      Pay: [
+        { name: 'id', type: 'bytes32' },
+        { name: 'token', type: 'address' },
+        { name: 'to', type: 'address' },
+        { name: 'amount', type: 'uint256' },
+        { name: 'deadline', type: 'uint256' },
+      ],
+    },
     primaryType: 'Pay',
-    message: { id: o.id, token: o.token ?? zeroAddress, to: o.to, amount: o.amount, deadline: o.deadline },
+    message: {
+      id: o.id,
+      token: o.token ?? zeroAddress,
+      to: o.to,
+      amount: o.amount,
+      deadline: o.deadline,
+    },
   }
 }
 
@@ -93,30 +157,57 @@ function packed(signature: Hex): Hex {
   return concat([r, s, `0x${recovery.toString(16).padStart(2, '0')}`])
 }
 
-export const sweepData = (o: { to: Address; tokens: readonly Address[]; native: boolean; nonce: bigint; deadline: bigint; signature: Hex }): Hex =>
-  encodeFunctionData({ abi: DepositAccount.abi, functionName: 'sweep', args: [o.to, o.tokens, o.native, o.nonce, o.deadline, packed(o.signature)] })
+export const sweepData = (o: {
+  to: Address
+  tokens: readonly Address[]
+  native: boolean
+  nonce: bigint
+  deadline: bigint
+  signature: Hex
+}): Hex =>
+  encodeFunctionData({
+    abi: DepositAccount.abi,
+    functionName: 'sweep',
+    args: [o.to, o.tokens, o.native, o.nonce, o.deadline, packed(o.signature)],
+  })
 
 /**
  * The storage slot of a deposit address's sweep nonce: the base of DepositAccount's ERC-7201
  * namespace "cryptopay.deposit-account" (read with eth_getStorageAt, whatever the address delegates to).
  */
-export const SWEEP_NONCE_SLOT: Hex = `0x${((BigInt(keccak256(encodeAbiParameters([{ type: 'uint256' }], [BigInt(keccak256(toBytes('cryptopay.deposit-account'))) - 1n]))) & ~0xffn)).toString(16).padStart(64, '0')}`
+export const SWEEP_NONCE_SLOT: Hex = `0x${(BigInt(keccak256(encodeAbiParameters([{ type: 'uint256' }], [BigInt(keccak256(toBytes('cryptopay.deposit-account'))) - 1n]))) & ~0xffn).toString(16).padStart(64, '0')}`
 
 /** `sweepNonce()`: the nonce the next sweep signature of the deposit address it is called at must name. */
-export const sweepNonceData: Hex = encodeFunctionData({ abi: DepositAccount.abi, functionName: 'sweepNonce' })
+export const sweepNonceData: Hex = encodeFunctionData({
+  abi: DepositAccount.abi,
+  functionName: 'sweepNonce',
+})
 
 /** `topUp`: native coin to many addresses in one transaction to DepositAccount's own address (`value` the sum). */
 export const topUpData = (o: { to: readonly Address[]; amounts: readonly bigint[] }): Hex =>
   encodeFunctionData({ abi: DepositAccount.abi, functionName: 'topUp', args: [o.to, o.amounts] })
 
-export const payData = (o: { id: Hex; token: Address | null; to: Address; amount: bigint; deadline: bigint; signature: Hex }): Hex =>
-  encodeFunctionData({ abi: DepositAccount.abi, functionName: 'pay', args: [o.id, o.token ?? zeroAddress, o.to, o.amount, o.deadline, packed(o.signature)] })
+export const payData = (o: {
+  id: Hex
+  token: Address | null
+  to: Address
+  amount: bigint
+  deadline: bigint
+  signature: Hex
+}): Hex =>
+  encodeFunctionData({
+    abi: DepositAccount.abi,
+    functionName: 'pay',
+    args: [o.id, o.token ?? zeroAddress, o.to, o.amount, o.deadline, packed(o.signature)],
+  })
 
 /** `paid(id)`: whether the deposit address it is called at has paid `id`. */
-export const paidData = (id: Hex): Hex => encodeFunctionData({ abi: DepositAccount.abi, functionName: 'paid', args: [id] })
+export const paidData = (id: Hex): Hex =>
+  encodeFunctionData({ abi: DepositAccount.abi, functionName: 'paid', args: [id] })
 
 /** What an `eth_call` of `paidData` answered: true when the id is paid (anything but a 32-byte word says not). */
-export const paidAnswer = (answer: unknown): boolean => typeof answer === 'string' && answer.length >= 66 && BigInt(answer.slice(0, 66)) !== 0n
+export const paidAnswer = (answer: unknown): boolean =>
+  typeof answer === 'string' && answer.length >= 66 && BigInt(answer.slice(0, 66)) !== 0n
 
 /** The topic of DepositAccount's Paid event (its id is the first indexed argument). */
 export const PAID_TOPIC: Hex = keccak256(toBytes('Paid(bytes32,address,address,uint256)'))
@@ -127,24 +218,67 @@ export const batchData = (calls: readonly { account: Address; data: Hex }[]): He
 
 /** A DepositAccount event in a receipt: emitted at a deposit address (the log's address). */
 export type DepositAccountEvent =
-  | { kind: 'swept'; account: string; token: string | null; to: string; amount: bigint; logIndex: number }
-  | { kind: 'paid'; account: string; id: Hex; token: string | null; to: string; amount: bigint; logIndex: number }
+  | {
+      kind: 'swept'
+      account: string
+      token: string | null
+      to: string
+      amount: bigint
+      logIndex: number
+    }
+  | {
+      kind: 'paid'
+      account: string
+      id: Hex
+      token: string | null
+      to: string
+      amount: bigint
+      logIndex: number
+    }
 
 /** The Swept and Paid events among a receipt's logs, addresses lowercase; other logs are skipped. */
-export function depositAccountEvents(logs: readonly { address: string; topics: readonly Hex[]; data: Hex; logIndex: number | bigint | null }[]): DepositAccountEvent[] {
+export function depositAccountEvents(
+  logs: readonly {
+    address: string
+    topics: readonly Hex[]
+    data: Hex
+    logIndex: number | bigint | null
+  }[],
+): DepositAccountEvent[] {
   const found: DepositAccountEvent[] = []
   for (const log of logs) {
     let decoded
     try {
-      decoded = decodeEventLog({ abi: DepositAccount.abi, topics: log.topics as [Hex, ...Hex[]], data: log.data })
+      decoded = decodeEventLog({
+        abi: DepositAccount.abi,
+        topics: log.topics as [Hex, ...Hex[]],
+        data: log.data,
+      })
     } catch {
       continue
     }
     const account = log.address.toLowerCase()
     const logIndex = Number(log.logIndex ?? -1)
     const token = (t: string) => (t.toLowerCase() === zeroAddress ? null : t.toLowerCase())
-    if (decoded.eventName === 'Swept') found.push({ kind: 'swept', account, token: token(decoded.args.token), to: decoded.args.to.toLowerCase(), amount: decoded.args.amount, logIndex })
-    else if (decoded.eventName === 'Paid') found.push({ kind: 'paid', account, id: decoded.args.id, token: token(decoded.args.token), to: decoded.args.to.toLowerCase(), amount: decoded.args.amount, logIndex })
+    if (decoded.eventName === 'Swept')
+      found.push({
+        kind: 'swept',
+        account,
+        token: token(decoded.args.token),
+        to: decoded.args.to.toLowerCase(),
+        amount: decoded.args.amount,
+        logIndex,
+      })
+    else if (decoded.eventName === 'Paid')
+      found.push({
+        kind: 'paid',
+        account,
+        id: decoded.args.id,
+        token: token(decoded.args.token),
+        to: decoded.args.to.toLowerCase(),
+        amount: decoded.args.amount,
+        logIndex,
+      })
   }
   return found
 }
@@ -157,6 +291,7 @@ export function depositAccountEvents(logs: readonly { address: string; topics: r
 export function depositAccountCode(): Hex {
   let hex = DepositAccount.deployedBytecode.slice(2)
   const self = DEPOSIT_ACCOUNT.slice(2).toLowerCase().padStart(64, '0')
-  for (const { start, length } of DepositAccount.immutables) hex = hex.slice(0, start * 2) + self.slice(64 - length * 2) + hex.slice((start + length) * 2)
+  for (const { start, length } of DepositAccount.immutables)
+    hex = hex.slice(0, start * 2) + self.slice(64 - length * 2) + hex.slice((start + length) * 2)
   return `0x${hex}`
 }

@@ -43,20 +43,26 @@ export function parseXpub(input: string): ParseXpubResult {
     node = HDKey.fromExtendedKey(s)
   } catch {
     // fromExtendedKey also throws "Version mismatch" for a tpub/ypub/zpub: same answer.
-    return { ok: false, message: 'not a valid extended public key: expected a BIP-32 "xpub..." string (base58check, 111 characters)' }
+    return {
+      ok: false,
+      message:
+        'not a valid extended public key: expected a BIP-32 "xpub..." string (base58check, 111 characters)',
+    }
   }
   if (node.privateKey) {
     node.wipePrivateData()
     return privateKeyRefused()
   }
-  if (!node.publicKey) return { ok: false, message: 'not a valid extended public key: no public key' }
+  if (!node.publicKey)
+    return { ok: false, message: 'not a valid extended public key: no public key' }
   return { ok: true, key: { xpub: s, depth: node.depth, node } }
 }
 
 function privateKeyRefused(): ParseXpubResult {
   return {
     ok: false,
-    message: 'this is an extended PRIVATE key (xprv): the service never takes private keys. Give the extended public key (xpub) of the same account instead, and treat the xprv as exposed',
+    message:
+      'this is an extended PRIVATE key (xprv): the service never takes private keys. Give the extended public key (xpub) of the same account instead, and treat the xprv as exposed',
   }
 }
 
@@ -66,7 +72,9 @@ function privateKeyRefused(): ParseXpubResult {
  */
 export function deriveAddress(xpub: ExtendedPublicKey | string, index: number): Address {
   if (!Number.isInteger(index) || index < 0 || index > MAX_CHILD_INDEX) {
-    throw new RangeError(`deposit address index must be an integer from 0 to ${MAX_CHILD_INDEX}, got ${index}`)
+    throw new RangeError(
+      `deposit address index must be an integer from 0 to ${MAX_CHILD_INDEX}, got ${index}`,
+    )
   }
   let key: ExtendedPublicKey
   if (typeof xpub === 'string') {

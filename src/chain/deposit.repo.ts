@@ -25,22 +25,43 @@ export function createDepositRepo(database: Database) {
   const { db } = database
 
   // Taking an index and storing the address run on every token choice of the pay page: prepared.
-  const takeIndex = db.update(projectXpubs).set({ nextIndex: sql`${projectXpubs.nextIndex} + 1` })
+  const takeIndex = db
+    .update(projectXpubs)
+    .set({ nextIndex: sql`${projectXpubs.nextIndex} + 1` })
     .where(and(eq(projectXpubs.projectId, ph('projectId')), eq(projectXpubs.mode, ph('mode'))))
-    .returning({ xpub: projectXpubs.xpub, index: sql<number>`${projectXpubs.nextIndex} - 1`.mapWith(Number) })
+    .returning({
+      xpub: projectXpubs.xpub,
+      index: sql<number>`${projectXpubs.nextIndex} - 1`.mapWith(Number),
+    })
     .prepare('deposit_take_index')
 
-  const insertAddress = db.insert(depositAddresses).values({
-    address: ph('address'), transactionId: ph('transactionId'), projectId: ph('projectId'), mode: ph('mode'),
-    xpub: ph('xpub'), derivationIndex: ph('index'), createdAt: ph('createdAt'),
-  }).onConflictDoNothing().returning({ address: depositAddresses.address }).prepare('deposit_insert_address')
+  const insertAddress = db
+    .insert(depositAddresses)
+    .values({
+      address: ph('address'),
+      transactionId: ph('transactionId'),
+      projectId: ph('projectId'),
+      mode: ph('mode'),
+      xpub: ph('xpub'),
+      derivationIndex: ph('index'),
+      createdAt: ph('createdAt'),
+    })
+    .onConflictDoNothing()
+    .returning({ address: depositAddresses.address })
+    .prepare('deposit_insert_address')
 
-  const addressOf = db.select({ address: depositAddresses.address }).from(depositAddresses)
-    .where(eq(depositAddresses.transactionId, ph('transactionId'))).prepare('deposit_address_of')
+  const addressOf = db
+    .select({ address: depositAddresses.address })
+    .from(depositAddresses)
+    .where(eq(depositAddresses.transactionId, ph('transactionId')))
+    .prepare('deposit_address_of')
 
   return {
     /** Takes the next child index of the project's xpub for `mode`, never twice; null without an xpub. */
-    async takeIndex(projectId: string, mode: Mode): Promise<{ xpub: string; index: number } | null> {
+    async takeIndex(
+      projectId: string,
+      mode: Mode,
+    ): Promise<{ xpub: string; index: number } | null> {
       const [r] = await takeIndex.execute({ projectId, mode })
       return r ?? null
     },
@@ -62,7 +83,9 @@ export function createDepositRepo(database: Database) {
      * keeps its counter, and either way it is no longer a generated one.
      */
     async setXpub(projectId: string, mode: Mode, xpub: string, at: Date): Promise<void> {
-      await db.insert(projectXpubs).values({ projectId, mode, xpub, nextIndex: 0, generated: false, updatedAt: at })
+      await db
+        .insert(projectXpubs)
+        .values({ projectId, mode, xpub, nextIndex: 0, generated: false, updatedAt: at })
         .onConflictDoUpdate({
           target: [projectXpubs.projectId, projectXpubs.mode],
           set: {
@@ -76,19 +99,33 @@ export function createDepositRepo(database: Database) {
 
     /** Stores a generated test-mode xpub unless the project has one already (set, or generated concurrently). */
     async insertGeneratedTestXpub(projectId: string, xpub: string, at: Date): Promise<void> {
-      await db.insert(projectXpubs).values({ projectId, mode: 'test', xpub, nextIndex: 0, generated: true, updatedAt: at }).onConflictDoNothing()
+      await db
+        .insert(projectXpubs)
+        .values({ projectId, mode: 'test', xpub, nextIndex: 0, generated: true, updatedAt: at })
+        .onConflictDoNothing()
     },
 
     /** A project's xpubs, test before live. */
     xpubsOf: (projectId: string): Promise<XpubRow[]> =>
-      db.select().from(projectXpubs).where(eq(projectXpubs.projectId, projectId)).orderBy(asc(projectXpubs.mode)),
+      db
+        .select()
+        .from(projectXpubs)
+        .where(eq(projectXpubs.projectId, projectId))
+        .orderBy(asc(projectXpubs.mode)),
 
     /** Every transfer seen to a transaction's deposit address, in the order seen. */
     transfersTo: (transactionId: string): Promise<TransferRow[]> =>
-      db.select().from(chainTransfers).where(eq(chainTransfers.transactionId, transactionId)).orderBy(asc(chainTransfers.id)),
+      db
+        .select()
+        .from(chainTransfers)
+        .where(eq(chainTransfers.transactionId, transactionId))
+        .orderBy(asc(chainTransfers.id)),
 
     async projectExists(projectId: string): Promise<boolean> {
-      const [r] = await db.select({ id: projects.id }).from(projects).where(eq(projects.id, projectId))
+      const [r] = await db
+        .select({ id: projects.id })
+        .from(projects)
+        .where(eq(projects.id, projectId))
       return !!r
     },
   }

@@ -35,10 +35,23 @@ export function createDepositService(deps: { database: Database; clock: Clock })
 
   return {
     /** Each mode's xpub with its first derived addresses, for checking it against the wallet that holds the keys. */
-    async xpubs(projectId: string): Promise<{ mode: Mode; xpub: string; generated: boolean; addressesHandedOut: number; firstAddresses: string[] }[]> {
+    async xpubs(
+      projectId: string,
+    ): Promise<
+      {
+        mode: Mode
+        xpub: string
+        generated: boolean
+        addressesHandedOut: number
+        firstAddresses: string[]
+      }[]
+    > {
       const rows = await repo.xpubsOf(projectId)
       return rows.map((r) => ({
-        mode: r.mode, xpub: r.xpub, generated: r.generated, addressesHandedOut: r.nextIndex,
+        mode: r.mode,
+        xpub: r.xpub,
+        generated: r.generated,
+        addressesHandedOut: r.nextIndex,
         firstAddresses: Array.from({ length: SHOWN_ADDRESSES }, (_, i) => deriveAddress(r.xpub, i)),
       }))
     },
@@ -47,24 +60,49 @@ export function createDepositService(deps: { database: Database; clock: Clock })
     async transfersTo(transactionId: string): Promise<TransferView[]> {
       const rows = await repo.transfersTo(transactionId)
       return rows.map((r) => ({
-        network: r.network, txHash: r.txHash, blockNumber: r.blockNumber, tokenSymbol: r.tokenSymbol, fromAddress: r.fromAddress,
-        amount: r.amount, kind: r.kind, reorged: r.reorgedAt !== null, seenAt: r.seenAt,
+        network: r.network,
+        txHash: r.txHash,
+        blockNumber: r.blockNumber,
+        tokenSymbol: r.tokenSymbol,
+        fromAddress: r.fromAddress,
+        amount: r.amount,
+        kind: r.kind,
+        reorged: r.reorgedAt !== null,
+        seenAt: r.seenAt,
       }))
     },
 
     /** `project set-xpub`: validated; a new key starts at index 0, the same key keeps its counter. */
-    async setXpub(projectId: string, mode: string, xpub: string): Promise<Outcome<{ projectId: string; mode: Mode; xpub: string; firstAddresses: string[] }>> {
-      if (mode !== 'test' && mode !== 'live') return deny('invalid_request', 'mode must be test or live', [{ path: 'mode', message: 'test or live' }])
+    async setXpub(
+      projectId: string,
+      mode: string,
+      xpub: string,
+    ): Promise<Outcome<{ projectId: string; mode: Mode; xpub: string; firstAddresses: string[] }>> {
+      if (mode !== 'test' && mode !== 'live')
+        return deny('invalid_request', 'mode must be test or live', [
+          { path: 'mode', message: 'test or live' },
+        ])
       const parsed = parseXpub(xpub)
-      if (!parsed.ok) return deny('invalid_request', `xpub: ${parsed.message}`, [{ path: 'xpub', message: parsed.message }])
-      if (!(await repo.projectExists(projectId))) return deny('not_found', `No project ${projectId}`)
+      if (!parsed.ok)
+        return deny('invalid_request', `xpub: ${parsed.message}`, [
+          { path: 'xpub', message: parsed.message },
+        ])
+      if (!(await repo.projectExists(projectId)))
+        return deny('not_found', `No project ${projectId}`)
       const key = parsed.key.xpub
       await repo.setXpub(projectId, mode, key, now())
-      return ok({ projectId, mode, xpub: key, firstAddresses: [0, 1, 2].map((i) => deriveAddress(parsed.key, i)) })
+      return ok({
+        projectId,
+        mode,
+        xpub: key,
+        firstAddresses: [0, 1, 2].map((i) => deriveAddress(parsed.key, i)),
+      })
     },
 
     /** The transaction's deposit address: the one it already has, or the next one derived for it. */
-    async assign(tx: ProjectMode & { id: string }): Promise<Outcome<{ address: string; isNew: boolean }>> {
+    async assign(
+      tx: ProjectMode & { id: string },
+    ): Promise<Outcome<{ address: string; isNew: boolean }>> {
       const existing = await repo.addressOf(tx.id)
       if (existing) return ok({ address: existing, isNew: false })
       let taken = await repo.takeIndex(tx.projectId, tx.mode)
@@ -72,11 +110,23 @@ export function createDepositService(deps: { database: Database; clock: Clock })
         await repo.insertGeneratedTestXpub(tx.projectId, generateDevnetXpub().xpub, now())
         taken = await repo.takeIndex(tx.projectId, tx.mode)
       }
-      if (!taken) return deny('unavailable', 'This merchant has not set up live payments yet (no deposit key); please contact the merchant')
+      if (!taken)
+        return deny(
+          'unavailable',
+          'This merchant has not set up live payments yet (no deposit key); please contact the merchant',
+        )
       // An address collides only if an xpub was set again after being replaced; skip it then.
       for (let attempt = 0; attempt < 5; attempt++) {
         const address = deriveAddress(taken.xpub, taken.index).toLowerCase()
-        const inserted = await repo.insertAddress({ address, transactionId: tx.id, projectId: tx.projectId, mode: tx.mode, xpub: taken.xpub, index: taken.index, createdAt: now() })
+        const inserted = await repo.insertAddress({
+          address,
+          transactionId: tx.id,
+          projectId: tx.projectId,
+          mode: tx.mode,
+          xpub: taken.xpub,
+          index: taken.index,
+          createdAt: now(),
+        })
         if (inserted) {
           await deps.database.notify(CHANNELS.depositAddress, address)
           return ok({ address, isNew: true })

@@ -31,7 +31,15 @@
  * default account so its transactions never race the wallet's nonces. `stop()` clears the
  * timer, waits for a refresh in flight, and stops anvil (which removes its temporary dir).
  */
-import { bytesToHex, createWalletClient, getAddress, http, publicActions, type Address, type Hex } from 'viem'
+import {
+  bytesToHex,
+  createWalletClient,
+  getAddress,
+  http,
+  publicActions,
+  type Address,
+  type Hex,
+} from 'viem'
 import { mnemonicToAccount, privateKeyToAccount } from 'viem/accounts'
 import { foundry } from 'viem/chains'
 import { systemClock, type Clock } from '../lib/clock.ts'
@@ -100,21 +108,29 @@ interface DevnetManifest {
  * The kept chain and its contracts, when both are there and the contracts answer on it; else
  * null after removing whatever was left, so the devnet starts afresh (and says so).
  */
-async function restoreDevnet(stateDir: string | undefined, start: (stateFile: string | undefined) => Promise<AnvilNode>): Promise<{ node: AnvilNode; manifest: DevnetManifest | null }> {
+async function restoreDevnet(
+  stateDir: string | undefined,
+  start: (stateFile: string | undefined) => Promise<AnvilNode>,
+): Promise<{ node: AnvilNode; manifest: DevnetManifest | null }> {
   if (!stateDir) return { node: await start(undefined), manifest: null }
   mkdirSync(stateDir, { recursive: true, mode: 0o700 })
   const stateFile = join(stateDir, 'anvil-state.json')
   const manifestFile = join(stateDir, 'devnet.json')
   let manifest: DevnetManifest | null = null
   try {
-    manifest = existsSync(stateFile) ? (JSON.parse(readFileSync(manifestFile, 'utf8')) as DevnetManifest) : null
+    manifest = existsSync(stateFile)
+      ? (JSON.parse(readFileSync(manifestFile, 'utf8')) as DevnetManifest)
+      : null
   } catch {
     manifest = null
   }
   if (manifest && manifest.chainId === DEVNET_CHAIN_ID) {
     const node = await start(stateFile)
     const client = createDevnetClient(node.rpcUrl, anvilKey(0))
-    const [coin, feed] = await Promise.all([client.getCode({ address: manifest.stablecoin }), client.getCode({ address: manifest.feed })]).catch(() => [undefined, undefined])
+    const [coin, feed] = await Promise.all([
+      client.getCode({ address: manifest.stablecoin }),
+      client.getCode({ address: manifest.feed }),
+    ]).catch(() => [undefined, undefined])
     if (coin && coin !== '0x' && feed && feed !== '0x') return { node, manifest }
     await node.stop()
   }
@@ -136,28 +152,47 @@ export function createDevnetClient(rpcUrl: string, privateKey: Hex, chainId = DE
 }
 export type DevnetClient = ReturnType<typeof createDevnetClient>
 
-export async function deployTestStablecoin(client: DevnetClient, name = 'Test USD', symbol = 'TUSD'): Promise<Address> {
-  const hash = await client.deployContract({ abi: TestStablecoin.abi, bytecode: TestStablecoin.bytecode, args: [name, symbol] })
+export async function deployTestStablecoin(
+  client: DevnetClient,
+  name = 'Test USD',
+  symbol = 'TUSD',
+): Promise<Address> {
+  const hash = await client.deployContract({
+    abi: TestStablecoin.abi,
+    bytecode: TestStablecoin.bytecode,
+    args: [name, symbol],
+  })
   return deployedAddress(client, hash)
 }
 
 export async function deployMockAggregator(
   client: DevnetClient,
-  { decimals = DEVNET_FEED_DECIMALS, description = 'ETH / USD', answer }: { decimals?: number; description?: string; answer: bigint },
+  {
+    decimals = DEVNET_FEED_DECIMALS,
+    description = 'ETH / USD',
+    answer,
+  }: { decimals?: number; description?: string; answer: bigint },
 ): Promise<Address> {
-  const hash = await client.deployContract({ abi: MockAggregatorV3.abi, bytecode: MockAggregatorV3.bytecode, args: [decimals, description, answer] })
+  const hash = await client.deployContract({
+    abi: MockAggregatorV3.abi,
+    bytecode: MockAggregatorV3.bytecode,
+    args: [decimals, description, answer],
+  })
   return deployedAddress(client, hash)
 }
 
 async function deployedAddress(client: DevnetClient, hash: Hex): Promise<Address> {
   const receipt = await client.waitForTransactionReceipt({ hash })
-  if (receipt.status !== 'success' || !receipt.contractAddress) throw new Error(`deployment ${hash} failed`)
+  if (receipt.status !== 'success' || !receipt.contractAddress)
+    throw new Error(`deployment ${hash} failed`)
   return getAddress(receipt.contractAddress) // receipts carry it in lower case
 }
 
 /** The private key of account `index` of anvil's default mnemonic. */
 function anvilKey(index: number): Hex {
-  return bytesToHex(mnemonicToAccount(ANVIL_DEFAULT_MNEMONIC, { addressIndex: index }).getHdKey().privateKey!)
+  return bytesToHex(
+    mnemonicToAccount(ANVIL_DEFAULT_MNEMONIC, { addressIndex: index }).getHdKey().privateKey!,
+  )
 }
 
 export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> {
@@ -166,12 +201,23 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
   const feedRefreshMs = options.feedRefreshMs ?? 60_000
   const ethUsd = options.ethUsd ?? '3000'
   const answer = decimalToUnits(ethUsd, DEVNET_FEED_DECIMALS)
-  if (answer === null) throw new RangeError(`ethUsd: not a decimal with at most ${DEVNET_FEED_DECIMALS} places: ${ethUsd}`)
+  if (answer === null)
+    throw new RangeError(
+      `ethUsd: not a decimal with at most ${DEVNET_FEED_DECIMALS} places: ${ethUsd}`,
+    )
 
   const { node, manifest } = await restoreDevnet(options.stateDir, (stateFile) =>
     // Prague: EIP-7702, which the treasury's sweeps and refunds use (issue 13). About 8 ms of
     // anvil's time per block (cancun: well under 1 ms), nothing at one block a second.
-    startAnvil({ chainId: DEVNET_CHAIN_ID, blockTime, port: options.port, stateFile, hardfork: 'prague', extraArgs: ['--mixed-mining'] }))
+    startAnvil({
+      chainId: DEVNET_CHAIN_ID,
+      blockTime,
+      port: options.port,
+      stateFile,
+      hardfork: 'prague',
+      extraArgs: ['--mixed-mining'],
+    }),
+  )
   let refresher: FeedRefresher | undefined
   try {
     const walletKey = anvilKey(0)
@@ -194,12 +240,23 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
         args: [wallet.account.address, (options.mintTokens ?? 1_000_000n) * 10n ** 6n],
       })
       await wallet.waitForTransactionReceipt({ hash: mint })
-      if (options.stateDir) writeFileSync(join(options.stateDir, 'devnet.json'), JSON.stringify({ chainId: DEVNET_CHAIN_ID, stablecoin, feed } satisfies DevnetManifest))
+      if (options.stateDir)
+        writeFileSync(
+          join(options.stateDir, 'devnet.json'),
+          JSON.stringify({ chainId: DEVNET_CHAIN_ID, stablecoin, feed } satisfies DevnetManifest),
+        )
     }
 
     await installMulticall3(wallet)
 
-    const running = startFeedRefresher({ oracle, feed, answer, clock, everyMs: feedRefreshMs, logger: options.logger })
+    const running = startFeedRefresher({
+      oracle,
+      feed,
+      answer,
+      clock,
+      everyMs: feedRefreshMs,
+      logger: options.logger,
+    })
     refresher = running
     await running.refresh() // stamp the first round with our clock too
 
@@ -217,12 +274,29 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
         maxRequestsPerSecond: null,
         testnet: true,
         tokens: [
-          { kind: 'erc20', symbol: 'TUSD', decimals: 6, address: stablecoin, price: { kind: 'fixedUsd', usd: '1' } },
-          { kind: 'native', symbol: 'ETH', decimals: 18, price: { kind: 'chainlink', feed, maxAgeSeconds: 3600 } },
+          {
+            kind: 'erc20',
+            symbol: 'TUSD',
+            decimals: 6,
+            address: stablecoin,
+            price: { kind: 'fixedUsd', usd: '1' },
+          },
+          {
+            kind: 'native',
+            symbol: 'ETH',
+            decimals: 18,
+            price: { kind: 'chainlink', feed, maxAgeSeconds: 3600 },
+          },
         ],
       },
     ]
-    options.logger?.info(manifest ? 'devnet restored' : 'devnet started', { rpcUrl: node.rpcUrl, chainId: DEVNET_CHAIN_ID, stablecoin, feed, wallet: wallet.account.address })
+    options.logger?.info(manifest ? 'devnet restored' : 'devnet started', {
+      rpcUrl: node.rpcUrl,
+      chainId: DEVNET_CHAIN_ID,
+      stablecoin,
+      feed,
+      wallet: wallet.account.address,
+    })
 
     let stopping: Promise<void> | null = null
     return {
@@ -253,7 +327,10 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
  * networks have it and anvil has nothing, so the treasury reads balances the way it does there.
  */
 export async function installMulticall3(client: DevnetClient): Promise<void> {
-  await client.request({ method: 'anvil_setCode', params: [MULTICALL3, TestMulticall3.deployedBytecode] } as never)
+  await client.request({
+    method: 'anvil_setCode',
+    params: [MULTICALL3, TestMulticall3.deployedBytecode],
+  } as never)
 }
 
 interface FeedRefresher {
@@ -274,7 +351,11 @@ function startFeedRefresher(deps: {
   let stopped = false
 
   async function publish() {
-    const [roundId] = await oracle.readContract({ address: feed, abi: MockAggregatorV3.abi, functionName: 'latestRoundData' })
+    const [roundId] = await oracle.readContract({
+      address: feed,
+      abi: MockAggregatorV3.abi,
+      functionName: 'latestRoundData',
+    })
     const next = roundId + 1n
     const now = BigInt(Math.floor(clock.now() / 1000))
     const hash = await oracle.writeContract({
@@ -296,7 +377,9 @@ function startFeedRefresher(deps: {
 
   const timer = setInterval(() => {
     if (stopped) return
-    refresh().catch((error) => logger?.warn('devnet price feed refresh failed', { error: String(error) }))
+    refresh().catch((error) =>
+      logger?.warn('devnet price feed refresh failed', { error: String(error) }),
+    )
   }, deps.everyMs)
   unrefTimer(timer)
 
@@ -312,6 +395,7 @@ function startFeedRefresher(deps: {
 
 /** Never keep the process alive for a timer alone: Node/Bun timers have unref(), Deno's are numbers. */
 function unrefTimer(timer: unknown) {
-  if (typeof timer === 'object' && timer !== null && 'unref' in timer) (timer as { unref(): void }).unref()
+  if (typeof timer === 'object' && timer !== null && 'unref' in timer)
+    (timer as { unref(): void }).unref()
   else (globalThis as { Deno?: { unrefTimer(id: number): void } }).Deno?.unrefTimer(timer as number)
 }

@@ -43,7 +43,9 @@ class AuthorizationRefused extends Error {}
 const REFUSES_AUTHORIZATION = /7702|authori[sz]ation/i
 
 /** The node answered with an error of its own (a JSON-RPC error object), as opposed to not answering. */
-const answered = (e: unknown) => e instanceof AuthorizationRefused || (e instanceof BaseError && !!e.walk((c) => c instanceof RpcError))
+const answered = (e: unknown) =>
+  e instanceof AuthorizationRefused ||
+  (e instanceof BaseError && !!e.walk((c) => c instanceof RpcError))
 
 /**
  * Asks the node; throws when it does not answer at all (then nothing is known yet). An error
@@ -52,37 +54,61 @@ const answered = (e: unknown) => e instanceof AuthorizationRefused || (e instanc
  */
 export async function probeEip7702(client: Client, chainId: number): Promise<Eip7702Verdict> {
   const throwaway = privateKeyToAccount(generatePrivateKey())
-  const delegated = (target: Address, o: { data?: Hex; code?: Hex }) => readAgainOnErrorAnswer(async () => {
-    const authorization = await throwaway.signAuthorization({ contractAddress: target, chainId, nonce: 0 })
-    try {
-      const { data } = await client.call({
-        to: throwaway.address, data: o.data, authorizationList: [authorization],
-        ...(o.code ? { stateOverride: [{ address: target, code: o.code }] } : {}),
+  const delegated = (target: Address, o: { data?: Hex; code?: Hex }) =>
+    readAgainOnErrorAnswer(async () => {
+      const authorization = await throwaway.signAuthorization({
+        contractAddress: target,
+        chainId,
+        nonce: 0,
       })
-      return data ?? '0x'
-    } catch (e) {
-      if (answered(e) && REFUSES_AUTHORIZATION.test(errorSummary(e))) throw new AuthorizationRefused(errorSummary(e))
-      throw e
-    }
-  })
-  const supported: Eip7702Verdict = { supported: true, detail: 'EIP-7702: the node ran a delegated account\'s code' }
-  const ignored: Eip7702Verdict = { supported: false, detail: 'no EIP-7702: the node ran the call without its authorization' }
+      try {
+        const { data } = await client.call({
+          to: throwaway.address,
+          data: o.data,
+          authorizationList: [authorization],
+          ...(o.code ? { stateOverride: [{ address: target, code: o.code }] } : {}),
+        })
+        return data ?? '0x'
+      } catch (e) {
+        if (answered(e) && REFUSES_AUTHORIZATION.test(errorSummary(e)))
+          throw new AuthorizationRefused(errorSummary(e))
+        throw e
+      }
+    })
+  const supported: Eip7702Verdict = {
+    supported: true,
+    detail: "EIP-7702: the node ran a delegated account's code",
+  }
+  const ignored: Eip7702Verdict = {
+    supported: false,
+    detail: 'no EIP-7702: the node ran the call without its authorization',
+  }
   let refusal: unknown
   try {
-    return (await delegated(PROBE_TARGET, { code: PROBE_CODE })).toLowerCase() === WORD ? supported : ignored
+    return (await delegated(PROBE_TARGET, { code: PROBE_CODE })).toLowerCase() === WORD
+      ? supported
+      : ignored
   } catch (e) {
     if (!answered(e)) throw e
     refusal = e
   }
   // Refused, perhaps only the state override: Multicall3 needs none.
-  const multicall = refusal instanceof AuthorizationRefused ? undefined : await client.getCode({ address: MULTICALL3 }).catch(() => undefined)
+  const multicall =
+    refusal instanceof AuthorizationRefused
+      ? undefined
+      : await client.getCode({ address: MULTICALL3 }).catch(() => undefined)
   if (multicall && multicall !== '0x') {
     try {
-      return (await delegated(MULTICALL3, { data: GET_BLOCK_NUMBER })).length === 66 ? supported : ignored
+      return (await delegated(MULTICALL3, { data: GET_BLOCK_NUMBER })).length === 66
+        ? supported
+        : ignored
     } catch (e) {
       if (!answered(e)) throw e
       refusal = e
     }
   }
-  return { supported: false, detail: `no EIP-7702: the node refused the probe's authorization (${refusal instanceof AuthorizationRefused ? refusal.message : errorSummary(refusal)})` }
+  return {
+    supported: false,
+    detail: `no EIP-7702: the node refused the probe's authorization (${refusal instanceof AuthorizationRefused ? refusal.message : errorSummary(refusal)})`,
+  }
 }

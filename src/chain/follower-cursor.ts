@@ -67,41 +67,55 @@ export const WINDOW_MARGIN = 64
 export const MIN_WINDOW = 128
 
 /** How many recent hashes a network with `confirmations` remembers. */
-export const windowFor = (confirmations: number) => Math.max(MIN_WINDOW, confirmations + WINDOW_MARGIN)
+export const windowFor = (confirmations: number) =>
+  Math.max(MIN_WINDOW, confirmations + WINDOW_MARGIN)
 /** The most any follower remembers (the cursor size measured above). */
 export const MAX_WINDOW = windowFor(MAX_CONFIRMATIONS)
 
 /** The operator command that ends a halt. */
-export const resumeCommand = (network: string) => `npm run cli -- network resume --network ${network}`
+export const resumeCommand = (network: string) =>
+  `npm run cli -- network resume --network ${network}`
 
 /** What an operator on call reads about a halt (log, readiness). */
 export function describeHalt(network: string, h: Halt): string {
   const remembered = h.windowTo - h.windowFrom + 1n
-  return `halted since ${new Date(h.at).toISOString()}: a reorg went deeper than the ${remembered} blocks remembered ` +
+  return (
+    `halted since ${new Date(h.at).toISOString()}: a reorg went deeper than the ${remembered} blocks remembered ` +
     `(${h.windowFrom}-${h.windowTo}, none of them on the chain any more; head ${h.head}), so payments on it neither complete nor are taken back. ` +
     `Check the chain (an explorer, another node), then run: ${resumeCommand(network)} ` +
     `(re-checks what was recorded from block ${h.resumeFrom} on against the chain; --from-block N to go further back)`
+  )
 }
 
 /**
  * The cursor a halted network resumes with: the halt gone, and what was recorded from `from`
  * (default: the halt's `resumeFrom`) on to be checked again. Refusals are values.
  */
-export function resumeCursor(cursor: Cursor | null, network: string, from?: bigint): Outcome<{ cursor: Cursor; from: bigint; halt: Halt }> {
+export function resumeCursor(
+  cursor: Cursor | null,
+  network: string,
+  from?: bigint,
+): Outcome<{ cursor: Cursor; from: bigint; halt: Halt }> {
   const halt = cursor?.halted
-  if (!cursor || !halt) return deny('conflict', `Network ${network} is not halted: nothing to resume`)
+  if (!cursor || !halt)
+    return deny('conflict', `Network ${network} is not halted: nothing to resume`)
   const start = from ?? halt.resumeFrom
   if (start < 0n) return deny('invalid_request', '--from-block must be a block number (0 or more)')
   // The fork is below the lowest block remembered: re-checking from above it would keep what it removed.
   if (start > halt.windowFrom) {
-    return deny('invalid_request', `--from-block must be at most ${halt.windowFrom}: that block, the lowest remembered at the halt, is no longer on the chain, so the fork is below it`)
+    return deny(
+      'invalid_request',
+      `--from-block must be at most ${halt.windowFrom}: that block, the lowest remembered at the halt, is no longer on the chain, so the fork is below it`,
+    )
   }
   const { halted: _, ...rest } = cursor
   return ok({ cursor: { ...rest, recheckFrom: start }, from: start, halt })
 }
 
 /** An in-memory CursorStore (tests, and a node that may rescan from head after a restart). */
-export function memoryCursorStore(initial: Cursor | null = null): CursorStore & { current(): Cursor | null } {
+export function memoryCursorStore(
+  initial: Cursor | null = null,
+): CursorStore & { current(): Cursor | null } {
   let saved = initial && cloneCursor(initial)
   return {
     load: async () => saved && cloneCursor(saved),
@@ -120,18 +134,43 @@ export function encodeCursor(cursor: Cursor): string {
     recent: cursor.recent.map((r) => [r.number.toString(), r.hash]),
     ...(cursor.genesis ? { genesis: cursor.genesis } : {}),
     ...(cursor.origin !== undefined ? { origin: cursor.origin.toString() } : {}),
-    ...(h ? { halted: { at: h.at, windowFrom: h.windowFrom.toString(), windowTo: h.windowTo.toString(), head: h.head.toString(), resumeFrom: h.resumeFrom.toString() } } : {}),
+    ...(h
+      ? {
+          halted: {
+            at: h.at,
+            windowFrom: h.windowFrom.toString(),
+            windowTo: h.windowTo.toString(),
+            head: h.head.toString(),
+            resumeFrom: h.resumeFrom.toString(),
+          },
+        }
+      : {}),
     ...(cursor.recheckFrom !== undefined ? { recheckFrom: cursor.recheckFrom.toString() } : {}),
   })
 }
 
 /** Parses `encodeCursor` output; throws on anything else rather than follow a wrong chain. */
 export function decodeCursor(text: string): Cursor {
-  const v = JSON.parse(text) as { height?: unknown; recent?: unknown; genesis?: unknown; origin?: unknown; halted?: unknown; recheckFrom?: unknown }
-  if (typeof v.height !== 'string' || !/^-?\d+$/.test(v.height) || !Array.isArray(v.recent)) throw new Error('malformed cursor')
-  if (v.genesis !== undefined && (typeof v.genesis !== 'string' || !HASH.test(v.genesis))) throw new Error('malformed cursor genesis')
+  const v = JSON.parse(text) as {
+    height?: unknown
+    recent?: unknown
+    genesis?: unknown
+    origin?: unknown
+    halted?: unknown
+    recheckFrom?: unknown
+  }
+  if (typeof v.height !== 'string' || !/^-?\d+$/.test(v.height) || !Array.isArray(v.recent))
+    throw new Error('malformed cursor')
+  if (v.genesis !== undefined && (typeof v.genesis !== 'string' || !HASH.test(v.genesis)))
+    throw new Error('malformed cursor genesis')
   const recent = v.recent.map((e: unknown) => {
-    if (!Array.isArray(e) || typeof e[0] !== 'string' || !/^\d+$/.test(e[0]) || typeof e[1] !== 'string' || !HASH.test(e[1])) {
+    if (
+      !Array.isArray(e) ||
+      typeof e[0] !== 'string' ||
+      !/^\d+$/.test(e[0]) ||
+      typeof e[1] !== 'string' ||
+      !HASH.test(e[1])
+    ) {
       throw new Error('malformed cursor entry')
     }
     return { number: BigInt(e[0]), hash: e[1] as Hex }
@@ -149,11 +188,22 @@ export function decodeCursor(text: string): Cursor {
 /** The `halted` member of an encoded cursor (read apart from the rest where only the halt matters). */
 export function decodeHalt(value: unknown): Halt {
   const h = value as Record<string, unknown> | null
-  if (typeof h !== 'object' || h === null || typeof h.at !== 'number' || !Number.isFinite(h.at)) throw new Error('malformed cursor halt')
-  return { at: h.at, windowFrom: height(h.windowFrom, 'halt'), windowTo: height(h.windowTo, 'halt'), head: height(h.head, 'halt'), resumeFrom: height(h.resumeFrom, 'halt') }
+  if (typeof h !== 'object' || h === null || typeof h.at !== 'number' || !Number.isFinite(h.at))
+    throw new Error('malformed cursor halt')
+  return {
+    at: h.at,
+    windowFrom: height(h.windowFrom, 'halt'),
+    windowTo: height(h.windowTo, 'halt'),
+    head: height(h.head, 'halt'),
+    resumeFrom: height(h.resumeFrom, 'halt'),
+  }
 }
 
-export const cloneCursor = (c: Cursor): Cursor => ({ ...c, recent: c.recent.map((r) => ({ ...r })), ...(c.halted ? { halted: { ...c.halted } } : {}) })
+export const cloneCursor = (c: Cursor): Cursor => ({
+  ...c,
+  recent: c.recent.map((r) => ({ ...r })),
+  ...(c.halted ? { halted: { ...c.halted } } : {}),
+})
 
 const HASH = /^0x[0-9a-fA-F]{64}$/
 

@@ -22,7 +22,14 @@ export interface HeadSubscription {
 }
 
 /** `onHead`: a head was announced; `onDown`: the socket dropped (the follower should poll at its normal pace again, starting now). */
-export function subscribeHeads(o: { wsUrl: string; network: string; onHead: () => void; onDown?: () => void; logger?: Logger; retry?: { baseMs?: number; maxMs?: number } }): HeadSubscription {
+export function subscribeHeads(o: {
+  wsUrl: string
+  network: string
+  onHead: () => void
+  onDown?: () => void
+  logger?: Logger
+  retry?: { baseMs?: number; maxMs?: number }
+}): HeadSubscription {
   const baseMs = o.retry?.baseMs ?? 1000
   const maxMs = o.retry?.maxMs ?? 30_000
   // The host only: a WebSocket URL often carries an API key.
@@ -34,11 +41,19 @@ export function subscribeHeads(o: { wsUrl: string; network: string; onHead: () =
   let retry: ReturnType<typeof setTimeout> | null = null
 
   function open() {
-    return webSocket(o.wsUrl, { reconnect: false, keepAlive: { interval: 15_000 }, retryCount: 0, timeout: 10_000 })({ retryCount: 0 })
+    return webSocket(o.wsUrl, {
+      reconnect: false,
+      keepAlive: { interval: 15_000 },
+      retryCount: 0,
+      timeout: 10_000,
+    })({ retryCount: 0 })
   }
 
   function close(t: typeof transport) {
-    void t.value?.getRpcClient().then((c) => c.close(), () => {})
+    void t.value?.getRpcClient().then(
+      (c) => c.close(),
+      () => {},
+    )
   }
 
   async function connect() {
@@ -49,7 +64,11 @@ export function subscribeHeads(o: { wsUrl: string; network: string; onHead: () =
     try {
       // A server that never answers the subscription is down too.
       const timeout = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`no answer to eth_subscribe within ${SUBSCRIBE_TIMEOUT_MS / 1000} s`)), SUBSCRIBE_TIMEOUT_MS)
+        timer = setTimeout(
+          () =>
+            reject(new Error(`no answer to eth_subscribe within ${SUBSCRIBE_TIMEOUT_MS / 1000} s`)),
+          SUBSCRIBE_TIMEOUT_MS,
+        )
       })
       const subscription = await Promise.race([
         current.value!.subscribe({
@@ -65,7 +84,8 @@ export function subscribeHeads(o: { wsUrl: string; network: string; onHead: () =
         return close(current)
       }
       connected = true
-      if (attempts > 0) o.logger?.info('new heads pushed over the WebSocket again', { network: o.network, host })
+      if (attempts > 0)
+        o.logger?.info('new heads pushed over the WebSocket again', { network: o.network, host })
       attempts = 0
       o.onHead() // a head may have come while the socket was down
     } catch (error) {
@@ -84,7 +104,13 @@ export function subscribeHeads(o: { wsUrl: string; network: string; onHead: () =
     transport = open()
     attempts++
     const retryInMs = Math.min(baseMs * 2 ** (attempts - 1), maxMs)
-    o.logger?.warn('the WebSocket for new heads is down; polling meanwhile and reconnecting', { network: o.network, host, attempts, retryInMs, error: errorSummary(error) })
+    o.logger?.warn('the WebSocket for new heads is down; polling meanwhile and reconnecting', {
+      network: o.network,
+      host,
+      attempts,
+      retryInMs,
+      error: errorSummary(error),
+    })
     retry = setTimeout(connect, retryInMs)
   }
 

@@ -26,7 +26,8 @@ type Rpc = (method: string, params: unknown[]) => Promise<unknown>
 
 const RETRY_AFTER_MS = 3_600_000
 const TX_HASH = /^0x[0-9a-fA-F]{64}$/
-const big = (v: unknown) => (typeof v === 'string' && /^0x[0-9a-fA-F]*$/.test(v) ? BigInt(v === '0x' ? 0 : v) : 0n)
+const big = (v: unknown) =>
+  typeof v === 'string' && /^0x[0-9a-fA-F]*$/.test(v) ? BigInt(v === '0x' ? 0 : v) : 0n
 const lower = (v: unknown) => (typeof v === 'string' ? v.toLowerCase() : '')
 
 interface CallFrame {
@@ -55,7 +56,15 @@ function fromCallTree(txHash: string, top: CallFrame): InternalTransfer[] {
 
 interface ParityTrace {
   type?: string
-  action?: { callType?: string; from?: string; to?: string; value?: string; address?: string; refundAddress?: string; balance?: string }
+  action?: {
+    callType?: string
+    from?: string
+    to?: string
+    value?: string
+    address?: string
+    refundAddress?: string
+    balance?: string
+  }
   error?: string
   traceAddress?: number[]
   transactionHash?: string
@@ -65,22 +74,40 @@ interface ParityTrace {
 /** Internal value transfers among a block's Parity-style traces (a flat list with each frame's path). */
 function fromParity(traces: ParityTrace[], blockHash: string): InternalTransfer[] | null {
   if (traces.some((t) => t.blockHash && lower(t.blockHash) !== blockHash)) return null
-  const reverted = traces.filter((t) => t.error).map((t) => `${lower(t.transactionHash)}:${(t.traceAddress ?? []).join('.')}`)
+  const reverted = traces
+    .filter((t) => t.error)
+    .map((t) => `${lower(t.transactionHash)}:${(t.traceAddress ?? []).join('.')}`)
   const underRevert = (t: ParityTrace) => {
     const path = (t.traceAddress ?? []).join('.')
     return reverted.some((r) => {
       const [hash, at] = r.split(':')
-      return hash === lower(t.transactionHash) && (at === '' || path === at || path.startsWith(`${at}.`))
+      return (
+        hash === lower(t.transactionHash) && (at === '' || path === at || path.startsWith(`${at}.`))
+      )
     })
   }
   if (traces.some((t) => !TX_HASH.test(t.transactionHash ?? ''))) return null
   const found: InternalTransfer[] = []
   for (const t of traces) {
     if ((t.traceAddress ?? []).length === 0 || underRevert(t)) continue
-    if (t.type === 'call' && (t.action?.callType ?? 'call') === 'call' && big(t.action?.value) > 0n) {
-      found.push({ txHash: lower(t.transactionHash), from: lower(t.action?.from), to: lower(t.action?.to), value: big(t.action?.value) })
+    if (
+      t.type === 'call' &&
+      (t.action?.callType ?? 'call') === 'call' &&
+      big(t.action?.value) > 0n
+    ) {
+      found.push({
+        txHash: lower(t.transactionHash),
+        from: lower(t.action?.from),
+        to: lower(t.action?.to),
+        value: big(t.action?.value),
+      })
     } else if (t.type === 'suicide' && big(t.action?.balance) > 0n) {
-      found.push({ txHash: lower(t.transactionHash), from: lower(t.action?.address), to: lower(t.action?.refundAddress), value: big(t.action?.balance) })
+      found.push({
+        txHash: lower(t.transactionHash),
+        from: lower(t.action?.address),
+        to: lower(t.action?.refundAddress),
+        value: big(t.action?.balance),
+      })
     }
   }
   return found
@@ -90,20 +117,30 @@ export function createTraceReader(rpc: Rpc, clock: { now(): number } = Date) {
   let unavailableUntil = 0
   return {
     /** The block's internal value transfers, or null when the node cannot trace it (then only the block is known). */
-    async internalTransfers(block: { number: bigint; hash: Hex }): Promise<InternalTransfer[] | null> {
+    async internalTransfers(block: {
+      number: bigint
+      hash: Hex
+    }): Promise<InternalTransfer[] | null> {
       if (clock.now() < unavailableUntil) return null
       const hash = block.hash.toLowerCase()
       // A node that does not answer is asked again at the follower's next try; one that answers "no" is believed.
-      const ask = (method: string, params: unknown[]) => rpc(method, params).catch((e) => {
-        if (answeredWithError(e)) return null
-        throw e
-      })
-      const tree = (await ask('debug_traceBlockByHash', [block.hash, { tracer: 'callTracer' }])) as { txHash?: string; result?: CallFrame; error?: string }[] | null
+      const ask = (method: string, params: unknown[]) =>
+        rpc(method, params).catch((e) => {
+          if (answeredWithError(e)) return null
+          throw e
+        })
+      const tree = (await ask('debug_traceBlockByHash', [block.hash, { tracer: 'callTracer' }])) as
+        | { txHash?: string; result?: CallFrame; error?: string }[]
+        | null
       // Every transaction's tree, each naming its transaction (older geth leaves the hash out: then only the block is known).
       if (Array.isArray(tree) && tree.every((a) => a.result && !a.error)) {
-        return tree.every((a) => TX_HASH.test(a.txHash ?? '')) ? tree.flatMap((a) => fromCallTree(lower(a.txHash), a.result!)) : null
+        return tree.every((a) => TX_HASH.test(a.txHash ?? ''))
+          ? tree.flatMap((a) => fromCallTree(lower(a.txHash), a.result!))
+          : null
       }
-      const traces = (await ask('trace_block', [`0x${block.number.toString(16)}`])) as ParityTrace[] | null
+      const traces = (await ask('trace_block', [`0x${block.number.toString(16)}`])) as
+        | ParityTrace[]
+        | null
       if (Array.isArray(traces)) {
         // Another block at that height (the chain moved): not known this time, not a node that cannot trace.
         return fromParity(traces, hash)

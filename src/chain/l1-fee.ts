@@ -10,11 +10,25 @@
  * carry, so a signed transaction's fee is a slight overestimate). A chain without code at that
  * address charges none.
  */
-import { decodeFunctionResult, encodeFunctionData, type Address, type Hex, type PublicClient } from 'viem'
+import {
+  decodeFunctionResult,
+  encodeFunctionData,
+  type Address,
+  type Hex,
+  type PublicClient,
+} from 'viem'
 
 export const GAS_PRICE_ORACLE: Address = '0x420000000000000000000000000000000000000F'
 
-const abi = [{ type: 'function', name: 'getL1Fee', stateMutability: 'view', inputs: [{ name: '_data', type: 'bytes' }], outputs: [{ name: '', type: 'uint256' }] }] as const
+const abi = [
+  {
+    type: 'function',
+    name: 'getL1Fee',
+    stateMutability: 'view',
+    inputs: [{ name: '_data', type: 'bytes' }],
+    outputs: [{ name: '', type: 'uint256' }],
+  },
+] as const
 
 type Client = Pick<PublicClient, 'getCode' | 'call'>
 
@@ -23,12 +37,18 @@ export function createL1FeeReader(client: Client) {
   let hasOracle: Promise<boolean> | null = null
   return async (serialized: Hex): Promise<bigint> => {
     // Asked once; a node that did not answer is asked again next time.
-    hasOracle ??= client.getCode({ address: GAS_PRICE_ORACLE }).then((c) => !!c && c !== '0x', (e) => {
-      hasOracle = null
-      throw e
-    })
+    hasOracle ??= client.getCode({ address: GAS_PRICE_ORACLE }).then(
+      (c) => !!c && c !== '0x',
+      (e) => {
+        hasOracle = null
+        throw e
+      },
+    )
     if (!(await hasOracle)) return 0n
-    const { data } = await client.call({ to: GAS_PRICE_ORACLE, data: encodeFunctionData({ abi, functionName: 'getL1Fee', args: [serialized] }) })
+    const { data } = await client.call({
+      to: GAS_PRICE_ORACLE,
+      data: encodeFunctionData({ abi, functionName: 'getL1Fee', args: [serialized] }),
+    })
     return decodeFunctionResult({ abi, functionName: 'getL1Fee', data: data ?? '0x' })
   }
 }

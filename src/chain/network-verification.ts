@@ -22,7 +22,13 @@
  * (read-again.ts): one such answer would otherwise start a server on a config the chain
  * contradicts.
  */
-import { BaseError, ContractFunctionRevertedError, ContractFunctionZeroDataError, type Address, type PublicClient } from 'viem'
+import {
+  BaseError,
+  ContractFunctionRevertedError,
+  ContractFunctionZeroDataError,
+  type Address,
+  type PublicClient,
+} from 'viem'
 import type { Clock } from '../lib/clock.ts'
 import { errorSummary } from '../lib/logger.ts'
 import type { NetworkConfig, TokenConfig } from './networks-config.ts'
@@ -37,17 +43,41 @@ export type Verdict =
   | { network: string; status: 'unreachable'; error: string }
 
 const erc20Abi = [
-  { type: 'function', name: 'decimals', stateMutability: 'view', inputs: [], outputs: [{ name: '', type: 'uint8' }] },
-  { type: 'function', name: 'symbol', stateMutability: 'view', inputs: [], outputs: [{ name: '', type: 'string' }] },
+  {
+    type: 'function',
+    name: 'decimals',
+    stateMutability: 'view',
+    inputs: [],
+    outputs: [{ name: '', type: 'uint8' }],
+  },
+  {
+    type: 'function',
+    name: 'symbol',
+    stateMutability: 'view',
+    inputs: [],
+    outputs: [{ name: '', type: 'string' }],
+  },
 ] as const
-const descriptionAbi = [{ type: 'function', name: 'description', stateMutability: 'view', inputs: [], outputs: [{ name: '', type: 'string' }] }] as const
+const descriptionAbi = [
+  {
+    type: 'function',
+    name: 'description',
+    stateMutability: 'view',
+    inputs: [],
+    outputs: [{ name: '', type: 'string' }],
+  },
+] as const
 
 /** The node answered, and the answer is not the expected one. */
 class Disagreement extends Error {}
 
 type Client = Pick<PublicClient, 'readContract' | 'getChainId' | 'call' | 'getCode'>
 
-export async function verifyNetwork(network: NetworkConfig, client: Client, clock: Clock): Promise<Verdict> {
+export async function verifyNetwork(
+  network: NetworkConfig,
+  client: Client,
+  clock: Clock,
+): Promise<Verdict> {
   try {
     return await readAgainOnErrorAnswer(() => checkNetwork(network, client, clock))
   } catch (error) {
@@ -56,58 +86,109 @@ export async function verifyNetwork(network: NetworkConfig, client: Client, cloc
 }
 
 /** A verdict, or a throw when the node could not be asked. */
-async function checkNetwork(network: NetworkConfig, client: Client, clock: Clock): Promise<Verdict> {
+async function checkNetwork(
+  network: NetworkConfig,
+  client: Client,
+  clock: Clock,
+): Promise<Verdict> {
   const name = network.name
   const chainId = await client.getChainId()
-  if (chainId !== network.chainId) return { network: name, status: 'mismatch', problems: [`network ${name}: chain id expected ${network.chainId}, found ${chainId}`] }
-  const problems = (await Promise.all(network.tokens.map((t) => verifyToken(network, t, client, clock)))).flat()
+  if (chainId !== network.chainId)
+    return {
+      network: name,
+      status: 'mismatch',
+      problems: [`network ${name}: chain id expected ${network.chainId}, found ${chainId}`],
+    }
+  const problems = (
+    await Promise.all(network.tokens.map((t) => verifyToken(network, t, client, clock)))
+  ).flat()
   if (problems.length) return { network: name, status: 'mismatch', problems }
   return { network: name, status: 'verified', eip7702: await probeEip7702(client, network.chainId) }
 }
 
 /** One line per problem with the token; throws when the node cannot be asked. */
-async function verifyToken(network: NetworkConfig, token: TokenConfig, client: Client, clock: Clock): Promise<string[]> {
-  const about = (what: string, address: Address) => `network ${network.name}, token ${token.symbol}: ${what} ${address}`
+async function verifyToken(
+  network: NetworkConfig,
+  token: TokenConfig,
+  client: Client,
+  clock: Clock,
+): Promise<string[]> {
+  const about = (what: string, address: Address) =>
+    `network ${network.name}, token ${token.symbol}: ${what} ${address}`
   const [contract, feed] = await Promise.all([
     token.kind === 'erc20' ? verifyErc20(token, token.address, client, about) : [],
-    token.price.kind === 'chainlink' ? verifyFeed(token, token.price.feed, token.price.descriptions, client, clock, about) : [],
+    token.price.kind === 'chainlink'
+      ? verifyFeed(token, token.price.feed, token.price.descriptions, client, clock, about)
+      : [],
   ])
   return [...contract, ...feed]
 }
 
 type About = (what: string, address: Address) => string
 
-async function verifyErc20(token: TokenConfig, address: Address, client: Client, about: About): Promise<string[]> {
+async function verifyErc20(
+  token: TokenConfig,
+  address: Address,
+  client: Client,
+  about: About,
+): Promise<string[]> {
   const [decimals, symbol] = await Promise.all([
     ask(client.readContract({ address, abi: erc20Abi, functionName: 'decimals' })),
     ask(client.readContract({ address, abi: erc20Abi, functionName: 'symbol' })),
   ])
   // A contract that does not answer decimals() is said to be no ERC-20, once.
-  if (decimals instanceof Disagreement) return [`${about('no ERC-20 answers decimals() at', address)} (${decimals.message})`]
+  if (decimals instanceof Disagreement)
+    return [`${about('no ERC-20 answers decimals() at', address)} (${decimals.message})`]
   const problems: string[] = []
-  if (decimals !== token.decimals) problems.push(`${about('decimals() of', address)}: expected ${token.decimals}, found ${decimals}`)
+  if (decimals !== token.decimals)
+    problems.push(
+      `${about('decimals() of', address)}: expected ${token.decimals}, found ${decimals}`,
+    )
   const expected = (token.kind === 'erc20' ? token.onchainSymbols : undefined) ?? [token.symbol]
-  if (symbol instanceof Disagreement) problems.push(`${about('no ERC-20 answers symbol() at', address)} (${symbol.message})`)
-  else if (!expected.some((s) => s.toLowerCase() === symbol.toLowerCase())) problems.push(`${about('symbol() of', address)}: expected ${quoted(expected)}, found ${JSON.stringify(symbol)}`)
+  if (symbol instanceof Disagreement)
+    problems.push(`${about('no ERC-20 answers symbol() at', address)} (${symbol.message})`)
+  else if (!expected.some((s) => s.toLowerCase() === symbol.toLowerCase()))
+    problems.push(
+      `${about('symbol() of', address)}: expected ${quoted(expected)}, found ${JSON.stringify(symbol)}`,
+    )
   return problems
 }
 
-async function verifyFeed(token: TokenConfig, feed: Address, descriptions: string[] | undefined, client: Client, clock: Clock, about: About): Promise<string[]> {
+async function verifyFeed(
+  token: TokenConfig,
+  feed: Address,
+  descriptions: string[] | undefined,
+  client: Client,
+  clock: Clock,
+  about: About,
+): Promise<string[]> {
   const [decimals, description] = await Promise.all([
     ask(client.readContract({ address: feed, abi: aggregatorV3Abi, functionName: 'decimals' })),
     ask(client.readContract({ address: feed, abi: descriptionAbi, functionName: 'description' })),
   ])
-  const silent = decimals instanceof Disagreement ? decimals : description instanceof Disagreement ? description : null
+  const silent =
+    decimals instanceof Disagreement
+      ? decimals
+      : description instanceof Disagreement
+        ? description
+        : null
   if (silent) return [`${about('no Chainlink feed answers at', feed)} (${silent.message})`]
   const expected = descriptions ?? [`${token.symbol} / USD`]
   if (!expected.some((d) => d.toLowerCase() === (description as string).trim().toLowerCase())) {
-    return [`${about('description() of the price feed', feed)}: expected ${quoted(expected)}, found ${JSON.stringify(description)}`]
+    return [
+      `${about('description() of the price feed', feed)}: expected ${quoted(expected)}, found ${JSON.stringify(description)}`,
+    ]
   }
   const price = await createPriceReader({ client, clock }).read(token)
   if (price.ok) return []
   if (price.reason === 'unavailable') throw new Error(price.message)
-  const hint = price.reason === 'stale' ? ' (if Chainlink lists a longer heartbeat for this feed, set price.maxAgeSeconds)' : ''
-  return [`${about('latestRoundData() of the price feed', feed)}: ${price.reason}: ${price.message}${hint}`]
+  const hint =
+    price.reason === 'stale'
+      ? ' (if Chainlink lists a longer heartbeat for this feed, set price.maxAgeSeconds)'
+      : ''
+  return [
+    `${about('latestRoundData() of the price feed', feed)}: ${price.reason}: ${price.message}${hint}`,
+  ]
 }
 
 /** The answer, a Disagreement when the contract is not what was asked for, or a throw when the node could not be asked. */
@@ -115,11 +196,24 @@ async function ask<T>(call: Promise<T>): Promise<T | Disagreement> {
   try {
     return await call
   } catch (error) {
-    const known = error instanceof BaseError ? error.walk((e) => e instanceof ContractFunctionZeroDataError || e instanceof ContractFunctionRevertedError) : null
-    if (known instanceof ContractFunctionZeroDataError) return new Disagreement('no contract code, or not this function')
-    if (known instanceof ContractFunctionRevertedError) return new Disagreement(`the call reverted${known.reason ? `: ${known.reason}` : ''}`)
+    const known =
+      error instanceof BaseError
+        ? error.walk(
+            (e) =>
+              e instanceof ContractFunctionZeroDataError ||
+              e instanceof ContractFunctionRevertedError,
+          )
+        : null
+    if (known instanceof ContractFunctionZeroDataError)
+      return new Disagreement('no contract code, or not this function')
+    if (known instanceof ContractFunctionRevertedError)
+      return new Disagreement(`the call reverted${known.reason ? `: ${known.reason}` : ''}`)
     // An answer that does not decode (a bytes32 symbol, garbage) is an answer too.
-    if (error instanceof BaseError && /decod|AbiDecoding|data size|out of bounds/i.test(error.name + error.shortMessage)) return new Disagreement(error.shortMessage)
+    if (
+      error instanceof BaseError &&
+      /decod|AbiDecoding|data size|out of bounds/i.test(error.name + error.shortMessage)
+    )
+      return new Disagreement(error.shortMessage)
     throw error
   }
 }
@@ -129,7 +223,9 @@ const quoted = (list: string[]) => list.map((s) => JSON.stringify(s)).join(' or 
 /** Thrown at start-up: networks whose node answered differently than their config says. */
 export class NetworkMismatchError extends Error {
   constructor(readonly problems: string[]) {
-    super(`the chain disagrees with the networks config (fix the config, or the RPC URL if it points at another chain):\n${problems.map((p) => `  ${p}`).join('\n')}`)
+    super(
+      `the chain disagrees with the networks config (fix the config, or the RPC URL if it points at another chain):\n${problems.map((p) => `  ${p}`).join('\n')}`,
+    )
     this.name = 'NetworkMismatchError'
   }
 }

@@ -63,7 +63,7 @@ import { NETWORK_PRESETS, PRESET_NAMES, presetPollIntervalMs, type Finality } fr
 export type { Finality } from './presets.ts'
 
 export type PriceSource =
-  | { kind: 'fixedUsd'; /** Positive decimal string, e.g. "1" or "0.9995". */ usd: string }
+  | { kind: 'fixedUsd' /** Positive decimal string, e.g. "1" or "0.9995". */; usd: string }
   | {
       kind: 'chainlink'
       feed: Address
@@ -109,14 +109,20 @@ export interface NetworkConfig {
 }
 
 /** The network's native coin, when it accepts one. */
-export const nativeToken = (n: Pick<NetworkConfig, 'tokens'>) => n.tokens.find((t) => t.kind === 'native') ?? null
+export const nativeToken = (n: Pick<NetworkConfig, 'tokens'>) =>
+  n.tokens.find((t) => t.kind === 'native') ?? null
 
 export interface ConfigProblem {
   path: string
   message: string
 }
 
-export const NETWORK_DEFAULTS = { fallbackRpcUrls: [] as string[], maxLogRange: 1000, maxAgeSeconds: 3600, finality: 'confirmations' as Finality } as const
+export const NETWORK_DEFAULTS = {
+  fallbackRpcUrls: [] as string[],
+  maxLogRange: 1000,
+  maxAgeSeconds: 3600,
+  finality: 'confirmations' as Finality,
+} as const
 
 /** Thrown by parse/load: start-up configuration errors are fatal, and each problem names its field. */
 export class NetworksConfigError extends Error {
@@ -136,30 +142,54 @@ export class NetworksConfigError extends Error {
 const say = (message: string, missing = 'is required') => ({ message, missing })
 const anObject = { additionalProperties: false, message: 'must be an object' } as const
 const closed = { additionalProperties: false } as const
-const integer = (minimum: number, maximum: number, message: string) => Type.Integer({ minimum, maximum, ...say(message) })
+const integer = (minimum: number, maximum: number, message: string) =>
+  Type.Integer({ minimum, maximum, ...say(message) })
 /** Checksum and zero address are rules (below). */
-const EvmAddress = Type.String({ pattern: '^0x[0-9a-fA-F]{40}$', ...say('must be a 0x-prefixed 20-byte address') })
+const EvmAddress = Type.String({
+  pattern: '^0x[0-9a-fA-F]{40}$',
+  ...say('must be a 0x-prefixed 20-byte address'),
+})
 /** `new URL` judges the rest (a rule below): a pattern would accept what it refuses. */
 const HttpUrl = Type.String(say('must be an http(s) URL'))
 const WsUrl = Type.String(say('must be a ws(s) URL'))
 const PRICE_SHAPE = '{ "fixedUsd": "1" } or { "chainlinkFeed": "0x..." }'
 /** Answers a contract gives (a symbol, a feed's description), to check it by at start-up. */
 const Answers = (what: string) =>
-  Type.Array(Type.String({ minLength: 1, maxLength: 64, ...say(`must be ${what}: 1-64 characters`) }), { minItems: 1, maxItems: 8, tooFew: `must list at least one ${what}`, ...say(`must be a list of 1-8 ${what}s`) })
+  Type.Array(
+    Type.String({ minLength: 1, maxLength: 64, ...say(`must be ${what}: 1-64 characters`) }),
+    {
+      minItems: 1,
+      maxItems: 8,
+      tooFew: `must list at least one ${what}`,
+      ...say(`must be a list of 1-8 ${what}s`),
+    },
+  )
 
 /** Each source is told apart by its first (required) key; see explainChoice. */
 const Price = Type.Union(
   [
     Type.Object(
       // The lookahead asks for a non-zero digit: the price must be positive.
-      { fixedUsd: Type.String({ pattern: '^(?=[0-9.]*[1-9])[0-9]+(\\.[0-9]{1,18})?$', ...say('must be a positive decimal string such as "1" or "0.9998" (at most 18 decimal places)') }) },
+      {
+        fixedUsd: Type.String({
+          pattern: '^(?=[0-9.]*[1-9])[0-9]+(\\.[0-9]{1,18})?$',
+          ...say(
+            'must be a positive decimal string such as "1" or "0.9998" (at most 18 decimal places)',
+          ),
+        }),
+      },
       closed,
     ),
-    Type.Object({
-      chainlinkFeed: EvmAddress,
-      maxAgeSeconds: Type.Optional(integer(1, 31_536_000, 'must be an integer number of seconds from 1 to 31536000')),
-      descriptions: Type.Optional(Answers('feed description such as "ETH / USD"')),
-    }, closed),
+    Type.Object(
+      {
+        chainlinkFeed: EvmAddress,
+        maxAgeSeconds: Type.Optional(
+          integer(1, 31_536_000, 'must be an integer number of seconds from 1 to 31536000'),
+        ),
+        descriptions: Type.Optional(Answers('feed description such as "ETH / USD"')),
+      },
+      closed,
+    ),
   ],
   say(`must be ${PRICE_SHAPE}`, `is required: ${PRICE_SHAPE}`),
 )
@@ -167,10 +197,15 @@ const Price = Type.Union(
 /** `address` (ERC-20) or `native`: exactly one of them, a rule, so a token with neither is told so plainly. */
 const Token = Type.Object(
   {
-    symbol: Type.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,15}$', ...say('must be 1-16 letters, digits, ".", "_" or "-", starting with a letter or digit') }),
+    symbol: Type.String({
+      pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,15}$',
+      ...say('must be 1-16 letters, digits, ".", "_" or "-", starting with a letter or digit'),
+    }),
     decimals: integer(0, 36, 'must be an integer from 0 to 36'),
     address: Type.Optional(EvmAddress),
-    native: Type.Optional(Type.Literal(true, say('must be true (omit it and give "address" for an ERC-20 token)'))),
+    native: Type.Optional(
+      Type.Literal(true, say('must be true (omit it and give "address" for an ERC-20 token)')),
+    ),
     onchainSymbols: Type.Optional(Answers('symbol the contract answers')),
     price: Price,
   },
@@ -182,19 +217,45 @@ const FINALITY = ['confirmations', 'safe', 'finalized'] as const
 const Network = Type.Object(
   {
     preset: Type.Optional(Type.String(say(`must be one of ${PRESET_NAMES.join(', ')}`))),
-    name: Type.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$', ...say('must be 1-64 letters, digits, ".", "_" or "-", starting with a letter or digit') }),
+    name: Type.String({
+      pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$',
+      ...say('must be 1-64 letters, digits, ".", "_" or "-", starting with a letter or digit'),
+    }),
     chainId: integer(1, Number.MAX_SAFE_INTEGER, 'must be a positive integer'),
     rpcUrl: HttpUrl,
     fallbackRpcUrls: Type.Optional(Type.Array(HttpUrl, say('must be a list of http(s) URLs'))),
     wsUrl: Type.Optional(WsUrl),
     // The follower remembers this many block hashes and more, saved with every block: the bound keeps that write small (follower-cursor.ts).
-    confirmations: integer(1, MAX_CONFIRMATIONS, `must be an integer from 1 to ${MAX_CONFIRMATIONS} (the follower remembers confirmations + ${WINDOW_MARGIN} block hashes and saves them with every block; for deeper finality use "finality": "safe" or "finalized")`),
-    finality: Type.Optional(Type.Union(FINALITY.map((f) => Type.Literal(f)), say(`must be ${FINALITY.map((f) => `"${f}"`).join(', ')}`))),
-    pollIntervalMs: integer(100, 86_400_000, 'must be an integer number of milliseconds, at least 100'),
-    maxLogRange: Type.Optional(integer(1, 1_000_000, 'must be an integer from 1 to 1000000 (blocks per eth_getLogs)')),
-    maxRequestsPerSecond: Type.Optional(integer(1, 100_000, 'must be an integer from 1 to 100000 (JSON-RPC calls per second)')),
-    testnet: Type.Boolean(say('must be true or false', 'is required (true: test-mode transactions; false: live)')),
-    tokens: Type.Array(Token, { minItems: 1, tooFew: 'must list at least one token', ...say('must be a list of tokens', 'is required: a list of tokens') }),
+    confirmations: integer(
+      1,
+      MAX_CONFIRMATIONS,
+      `must be an integer from 1 to ${MAX_CONFIRMATIONS} (the follower remembers confirmations + ${WINDOW_MARGIN} block hashes and saves them with every block; for deeper finality use "finality": "safe" or "finalized")`,
+    ),
+    finality: Type.Optional(
+      Type.Union(
+        FINALITY.map((f) => Type.Literal(f)),
+        say(`must be ${FINALITY.map((f) => `"${f}"`).join(', ')}`),
+      ),
+    ),
+    pollIntervalMs: integer(
+      100,
+      86_400_000,
+      'must be an integer number of milliseconds, at least 100',
+    ),
+    maxLogRange: Type.Optional(
+      integer(1, 1_000_000, 'must be an integer from 1 to 1000000 (blocks per eth_getLogs)'),
+    ),
+    maxRequestsPerSecond: Type.Optional(
+      integer(1, 100_000, 'must be an integer from 1 to 100000 (JSON-RPC calls per second)'),
+    ),
+    testnet: Type.Boolean(
+      say('must be true or false', 'is required (true: test-mode transactions; false: live)'),
+    ),
+    tokens: Type.Array(Token, {
+      minItems: 1,
+      tooFew: 'must list at least one token',
+      ...say('must be a list of tokens', 'is required: a list of tokens'),
+    }),
   },
   anObject,
 )
@@ -206,7 +267,9 @@ const checkFile = TypeCompiler.Compile(NetworksFile)
 // ---------------------------------------------------------------------------------------------
 
 /** Validates without throwing: either the networks or every problem found. */
-export function validateNetworksConfig(given: unknown): { ok: true; networks: NetworkConfig[] } | { ok: false; problems: ConfigProblem[] } {
+export function validateNetworksConfig(
+  given: unknown,
+): { ok: true; networks: NetworkConfig[] } | { ok: false; problems: ConfigProblem[] } {
   const problems = new Problems()
   const value = withPresets(given, problems)
   if (!checkFile.Check(value)) for (const e of checkFile.Errors(value)) explain(e, value, problems)
@@ -229,7 +292,12 @@ export function loadNetworksConfig(path: string): NetworkConfig[] {
     text = readFileSync(path, 'utf8')
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code
-    const why = code === 'ENOENT' ? 'file not found' : code === 'EISDIR' ? 'is a directory' : (error as Error).message
+    const why =
+      code === 'ENOENT'
+        ? 'file not found'
+        : code === 'EISDIR'
+          ? 'is a directory'
+          : (error as Error).message
     throw new Error(`networks config ${path}: ${why}`)
   }
   let json: unknown
@@ -261,11 +329,20 @@ function toNetwork(n: Static<typeof Network>): NetworkConfig {
         'fixedUsd' in p
           ? { kind: 'fixedUsd', usd: p.fixedUsd }
           : {
-              kind: 'chainlink', feed: getAddress(p.chainlinkFeed), maxAgeSeconds: p.maxAgeSeconds ?? NETWORK_DEFAULTS.maxAgeSeconds,
+              kind: 'chainlink',
+              feed: getAddress(p.chainlinkFeed),
+              maxAgeSeconds: p.maxAgeSeconds ?? NETWORK_DEFAULTS.maxAgeSeconds,
               ...(p.descriptions ? { descriptions: [...p.descriptions] } : {}),
             }
       if (address === undefined) return { kind: 'native', symbol, decimals, price }
-      return { kind: 'erc20', symbol, decimals, address: getAddress(address), ...(onchainSymbols ? { onchainSymbols: [...onchainSymbols] } : {}), price }
+      return {
+        kind: 'erc20',
+        symbol,
+        decimals,
+        address: getAddress(address),
+        ...(onchainSymbols ? { onchainSymbols: [...onchainSymbols] } : {}),
+        price,
+      }
     }),
   }
 }
@@ -280,28 +357,64 @@ function withPresets(value: unknown, problems: Problems): unknown {
   return value.map((n, i) => {
     if (!isObject(n)) return n
     if (!has(n, 'preset')) {
-      if (Array.isArray(n.tokens)) n.tokens.forEach((t, j) => typeof t === 'string' && problems.add([i, 'tokens', j], `names a token by symbol, which needs a "preset" for this network (or give the token in full)`))
+      if (Array.isArray(n.tokens))
+        n.tokens.forEach(
+          (t, j) =>
+            typeof t === 'string' &&
+            problems.add(
+              [i, 'tokens', j],
+              `names a token by symbol, which needs a "preset" for this network (or give the token in full)`,
+            ),
+        )
       return n
     }
     const name = n.preset
-    const preset = typeof name === 'string' && Object.hasOwn(NETWORK_PRESETS, name) ? NETWORK_PRESETS[name]! : null
+    const preset =
+      typeof name === 'string' && Object.hasOwn(NETWORK_PRESETS, name)
+        ? NETWORK_PRESETS[name]!
+        : null
     if (!preset) {
-      problems.add([i, 'preset'], `unknown preset ${JSON.stringify(name)} (presets: ${PRESET_NAMES.join(', ')})`)
+      problems.add(
+        [i, 'preset'],
+        `unknown preset ${JSON.stringify(name)} (presets: ${PRESET_NAMES.join(', ')})`,
+      )
       return n
     }
     const { blockTimeSeconds: _, depth: __, tokens: presetTokens, ...fields } = preset
-    const tokens = n.tokens === undefined ? presetTokens : Array.isArray(n.tokens) ? n.tokens.map((t, j) => presetToken(t, presetTokens, name as string, [i, 'tokens', j], problems)) : n.tokens
+    const tokens =
+      n.tokens === undefined
+        ? presetTokens
+        : Array.isArray(n.tokens)
+          ? n.tokens.map((t, j) =>
+              presetToken(t, presetTokens, name as string, [i, 'tokens', j], problems),
+            )
+          : n.tokens
     return { name, pollIntervalMs: presetPollIntervalMs(preset), ...fields, ...n, tokens }
   })
 }
 
 /** A token of a preset network: by symbol, an object over the preset's token of that symbol, or one of its own. */
-function presetToken(t: unknown, tokens: readonly object[], preset: string, at: Segment[], problems: Problems): unknown {
-  const bySymbol = (symbol: unknown) => tokens.find((p) => typeof symbol === 'string' && (p as { symbol: string }).symbol.toUpperCase() === symbol.toUpperCase()) as Obj | undefined
+function presetToken(
+  t: unknown,
+  tokens: readonly object[],
+  preset: string,
+  at: Segment[],
+  problems: Problems,
+): unknown {
+  const bySymbol = (symbol: unknown) =>
+    tokens.find(
+      (p) =>
+        typeof symbol === 'string' &&
+        (p as { symbol: string }).symbol.toUpperCase() === symbol.toUpperCase(),
+    ) as Obj | undefined
   const symbols = () => tokens.map((p) => (p as { symbol: string }).symbol).join(', ')
   if (typeof t === 'string') {
     const found = bySymbol(t)
-    if (!found) problems.add(at, `preset ${preset} has no token ${JSON.stringify(t)} (its tokens: ${symbols()}); give the token in full to add one`)
+    if (!found)
+      problems.add(
+        at,
+        `preset ${preset} has no token ${JSON.stringify(t)} (its tokens: ${symbols()}); give the token in full to add one`,
+      )
     return found ?? t
   }
   if (!isObject(t)) return t
@@ -328,7 +441,8 @@ interface Problem {
   unknown: boolean
 }
 
-const pathOf = (at: Segment[]) => `networks${at.map((s) => (typeof s === 'number' ? `[${s}]` : `.${s}`)).join('')}`
+const pathOf = (at: Segment[]) =>
+  `networks${at.map((s) => (typeof s === 'number' ? `[${s}]` : `.${s}`)).join('')}`
 const within = (at: Segment[], node: Segment[]) => node.every((s, i) => at[i] === s)
 
 /** Fields in file order, for listing problems as an operator reads the file. */
@@ -352,16 +466,27 @@ class Problems {
    * siblings'. A stray key in a price counts, as it may be the price source misspelt.
    */
   sound(node: Segment[]) {
-    return ![...this.byPath.values()].some((p) => within(p.at, node) && !(p.unknown && p.at.at(-2) !== 'price'))
+    return ![...this.byPath.values()].some(
+      (p) => within(p.at, node) && !(p.unknown && p.at.at(-2) !== 'price'),
+    )
   }
   /** In file order; a node's own problem after its fields', as the fields are read first. */
   list(): ConfigProblem[] {
-    const rank = (p: Problem) => p.at.map((s, i) => (typeof s === 'number' ? s : p.unknown && i === p.at.length - 1 ? -1 : FIELD_ORDER.indexOf(s)))
+    const rank = (p: Problem) =>
+      p.at.map((s, i) =>
+        typeof s === 'number'
+          ? s
+          : p.unknown && i === p.at.length - 1
+            ? -1
+            : FIELD_ORDER.indexOf(s),
+      )
     const order = (a: number[], b: number[]) => {
       for (let i = 0; i < Math.min(a.length, b.length); i++) if (a[i] !== b[i]) return a[i]! - b[i]!
       return b.length - a.length
     }
-    return [...this.byPath.values()].sort((a, b) => order(rank(a), rank(b))).map((p) => ({ path: pathOf(p.at), message: p.message }))
+    return [...this.byPath.values()]
+      .sort((a, b) => order(rank(a), rank(b)))
+      .map((p) => ({ path: pathOf(p.at), message: p.message }))
   }
 }
 
@@ -386,9 +511,11 @@ function segments(root: unknown, pointer: string): Segment[] {
 function explain(e: ValueError, root: unknown, problems: Problems) {
   const at = segments(root, e.path)
   const schema: TSchema = e.schema
-  if (e.type === ValueErrorType.ObjectAdditionalProperties) return problems.add(at, unknownField(Object.keys(schema.properties)), true)
+  if (e.type === ValueErrorType.ObjectAdditionalProperties)
+    return problems.add(at, unknownField(Object.keys(schema.properties)), true)
   // A field set to undefined (by a caller building the config in code) is as good as absent.
-  if (e.type === ValueErrorType.ObjectRequiredProperty || (e.value === undefined && schema.missing)) return problems.add(at, schema.missing)
+  if (e.type === ValueErrorType.ObjectRequiredProperty || (e.value === undefined && schema.missing))
+    return problems.add(at, schema.missing)
   if (e.type === ValueErrorType.ArrayMinItems) return problems.add(at, schema.tooFew)
   if (e.type === ValueErrorType.Union) return explainChoice(e, at, root, problems)
   problems.add(at, schema.message ?? e.message)
@@ -411,7 +538,8 @@ function explainChoice(e: ValueError, at: Segment[], root: unknown, problems: Pr
     return
   }
   const allowed = [...new Set(variants.flatMap((v) => Object.keys(v.properties)))]
-  for (const key of Object.keys(value)) if (!allowed.includes(key)) problems.add([...at, key], unknownField(allowed), true)
+  for (const key of Object.keys(value))
+    if (!allowed.includes(key)) problems.add([...at, key], unknownField(allowed), true)
   problems.add(at, `needs ${quoted}`)
 }
 
@@ -424,19 +552,36 @@ function applyRules(value: unknown, problems: Problems) {
     if (!isObject(n)) return
     urlRule(n.rpcUrl, [i, 'rpcUrl'], problems)
     urlRule(n.wsUrl, [i, 'wsUrl'], problems, ['ws:', 'wss:'])
-    if (Array.isArray(n.fallbackRpcUrls)) n.fallbackRpcUrls.forEach((u, j) => urlRule(u, [i, 'fallbackRpcUrls', j], problems))
+    if (Array.isArray(n.fallbackRpcUrls))
+      n.fallbackRpcUrls.forEach((u, j) => urlRule(u, [i, 'fallbackRpcUrls', j], problems))
     if (!Array.isArray(n.tokens)) return
     n.tokens.forEach((t, j) => isObject(t) && tokenRules(t, [i, 'tokens', j], problems))
     // The pay page selects a token by symbol.
     unique(n.tokens, [i, 'tokens'], problems, [
-      ['symbol', (t) => String(t.symbol).toUpperCase(), (t, first) => `duplicate symbol "${t.symbol}" in this network (also tokens[${first}])`],
-      ['native', (t) => (has(t, 'native') ? true : undefined), (_, first) => `a network has at most one native token (also tokens[${first}])`],
+      [
+        'symbol',
+        (t) => String(t.symbol).toUpperCase(),
+        (t, first) => `duplicate symbol "${t.symbol}" in this network (also tokens[${first}])`,
+      ],
+      [
+        'native',
+        (t) => (has(t, 'native') ? true : undefined),
+        (_, first) => `a network has at most one native token (also tokens[${first}])`,
+      ],
     ])
   })
   // Two entries for one chain would watch it twice.
   unique(value, [], problems, [
-    ['name', (n) => String(n.name).toLowerCase(), (n, first) => `duplicate network name "${n.name}" (also networks[${first}])`],
-    ['chainId', (n) => n.chainId, (n, first) => `duplicate chain id ${n.chainId} (also networks[${first}])`],
+    [
+      'name',
+      (n) => String(n.name).toLowerCase(),
+      (n, first) => `duplicate network name "${n.name}" (also networks[${first}])`,
+    ],
+    [
+      'chainId',
+      (n) => n.chainId,
+      (n, first) => `duplicate chain id ${n.chainId} (also networks[${first}])`,
+    ],
   ])
 }
 
@@ -451,13 +596,15 @@ function tokenRules(t: Obj, at: Segment[], problems: Problems) {
   } else if (!erc20 && !native) {
     problems.add(at, 'needs "address" (an ERC-20 token) or "native": true (the chain\'s own coin)')
   } else if (erc20) addressRule(t.address, [...at, 'address'], problems)
-  if (isObject(t.price) && !has(t.price, 'fixedUsd')) addressRule(t.price.chainlinkFeed, [...at, 'price', 'chainlinkFeed'], problems)
+  if (isObject(t.price) && !has(t.price, 'fixedUsd'))
+    addressRule(t.price.chainlinkFeed, [...at, 'price', 'chainlinkFeed'], problems)
 }
 
 /** A mixed-case address must carry a correct EIP-55 checksum: a wrong one is usually a typo. */
 function addressRule(v: unknown, at: Segment[], problems: Problems) {
   if (typeof v !== 'string') return
-  if (!isAddress(v, { strict: true })) problems.add(at, 'has a wrong EIP-55 checksum (mixed case must match; check for a typo)')
+  if (!isAddress(v, { strict: true }))
+    problems.add(at, 'has a wrong EIP-55 checksum (mixed case must match; check for a typo)')
   else if (v.toLowerCase() === zeroAddress) problems.add(at, 'must not be the zero address')
 }
 
@@ -466,7 +613,8 @@ function urlRule(v: unknown, at: Segment[], problems: Problems, protocols = ['ht
   const url = URL.parse(v)
   const kind = protocols[0] === 'ws:' ? 'a ws(s)' : 'an http(s)'
   if (!url) problems.add(at, `must be ${kind} URL`)
-  else if (!protocols.includes(url.protocol)) problems.add(at, `must be ${kind} URL, not ${url.protocol}`)
+  else if (!protocols.includes(url.protocol))
+    problems.add(at, `must be ${kind} URL, not ${url.protocol}`)
 }
 
 type Unique = [field: string, key: (o: Obj) => unknown, message: (o: Obj, first: number) => string]
@@ -476,7 +624,9 @@ type Unique = [field: string, key: (o: Obj) => unknown, message: (o: Obj, first:
  * a duplicate among values already refused would be noise.
  */
 function unique(list: unknown[], at: Segment[], problems: Problems, checks: Unique[]) {
-  const sound = list.flatMap((o, i) => (isObject(o) && problems.sound([...at, i]) ? [[o, i] as const] : []))
+  const sound = list.flatMap((o, i) =>
+    isObject(o) && problems.sound([...at, i]) ? [[o, i] as const] : [],
+  )
   for (const [field, key, message] of checks) {
     const seen = new Map<unknown, number>()
     for (const [o, i] of sound) {

@@ -78,7 +78,13 @@ const quantity = (n: number | bigint) => `0x${n.toString(16)}`
 const big = (v: unknown) => (typeof v === 'string' && /^0x[0-9a-fA-F]+$/.test(v) ? BigInt(v) : null)
 
 /** One network's tracker: `onHead` after the follower processed up to `head` (and, on a finality network, `final`). */
-export function createOutgoingTracker(deps: { network: string; client: RpcClient; ledgers: readonly OutgoingLedger[]; confirmations: number; maxLogRange: number }) {
+export function createOutgoingTracker(deps: {
+  network: string
+  client: RpcClient
+  ledgers: readonly OutgoingLedger[]
+  confirmations: number
+  maxLogRange: number
+}) {
   const rpc = (method: string, params: unknown[]) => deps.client.request({ method, params })
   /** Transactions whose nonce another one took, by hash: the head from which that was seen without a break. */
   const passedSince = new Map<string, bigint>()
@@ -94,62 +100,101 @@ export function createOutgoingTracker(deps: { network: string; client: RpcClient
       gasUsed: big(r.gasUsed) ?? 0n,
       effectiveGasPrice: big(r.effectiveGasPrice) ?? 0n,
       l1Fee: big(r.l1Fee),
-      logs: Array.isArray(r.logs) ? (r.logs as Record<string, unknown>[]).map((l) => ({
-        address: String(l.address).toLowerCase(), topics: (l.topics as Hex[]) ?? [], data: (l.data as Hex) ?? '0x', logIndex: big(l.logIndex) === null ? null : Number(big(l.logIndex)),
-      })) : [],
+      logs: Array.isArray(r.logs)
+        ? (r.logs as Record<string, unknown>[]).map((l) => ({
+            address: String(l.address).toLowerCase(),
+            topics: (l.topics as Hex[]) ?? [],
+            data: (l.data as Hex) ?? '0x',
+            logIndex: big(l.logIndex) === null ? null : Number(big(l.logIndex)),
+          }))
+        : [],
     }
   }
 
   return {
     async onHead(head: bigint, final?: bigint): Promise<void> {
       const items = (await Promise.all(deps.ledgers.map((l) => l.inFlight(deps.network)))).flat()
-      for (const hash of passedSince.keys()) if (!items.some((i) => i.txHash === hash)) passedSince.delete(hash)
+      for (const hash of passedSince.keys())
+        if (!items.some((i) => i.txHash === hash)) passedSince.delete(hash)
       if (items.length === 0) return
       // The confirmed depth: where nonces are read, and (or the final block) whose time settles a lapsed signature.
       const depth = head - BigInt(Math.max(1, deps.confirmations)) + 1n
       const settledAt = final ?? (depth < 0n ? 0n : depth)
       let timestamp: Promise<bigint> | null = null
       const chain: OutgoingChain = {
-        request: rpc, head, maxLogRange: deps.maxLogRange,
+        request: rpc,
+        head,
+        maxLogRange: deps.maxLogRange,
         // No block, no time: 0 concludes nothing.
-        settledTimestamp: () => (timestamp ??= rpc('eth_getBlockByNumber', [quantity(settledAt), false]).then((b) => big((b as { timestamp?: unknown } | null)?.timestamp) ?? 0n)),
+        settledTimestamp: () =>
+          (timestamp ??= rpc('eth_getBlockByNumber', [quantity(settledAt), false]).then(
+            (b) => big((b as { timestamp?: unknown } | null)?.timestamp) ?? 0n,
+          )),
       }
       // Nonces first (one read after the receipts could take a transaction mined in between for a
       // lost one), at the confirmed depth where the node still has that state, else at the head.
       const nonces = new Map<string, bigint>()
-      await Promise.all([...new Set(items.flatMap((i) => (i.sender ? [i.sender] : [])))].map(async (s) => {
-        const n = big(await rpc('eth_getTransactionCount', [s, quantity(depth < 0n ? 0n : depth)]).catch(() => rpc('eth_getTransactionCount', [s, 'latest'])))
-        if (n !== null) nonces.set(s, n)
-      }))
-      const receipts = (await Promise.all(items.map((i) => rpc('eth_getTransactionReceipt', [i.txHash])))).map(receiptOf)
+      await Promise.all(
+        [...new Set(items.flatMap((i) => (i.sender ? [i.sender] : [])))].map(async (s) => {
+          const n = big(
+            await rpc('eth_getTransactionCount', [s, quantity(depth < 0n ? 0n : depth)]).catch(() =>
+              rpc('eth_getTransactionCount', [s, 'latest']),
+            ),
+          )
+          if (n !== null) nonces.set(s, n)
+        }),
+      )
+      const receipts = (
+        await Promise.all(items.map((i) => rpc('eth_getTransactionReceipt', [i.txHash])))
+      ).map(receiptOf)
       // Only blocks the follower has processed count, and only while canonical: read each one's hash at its height.
-      const heights = [...new Set(receipts.flatMap((r) => (r && BigInt(r.blockNumber) <= head ? [r.blockNumber] : [])))]
+      const heights = [
+        ...new Set(
+          receipts.flatMap((r) => (r && BigInt(r.blockNumber) <= head ? [r.blockNumber] : [])),
+        ),
+      ]
       const canonical = new Map<number, string>()
-      await Promise.all(heights.map(async (n) => {
-        const b = (await rpc('eth_getBlockByNumber', [quantity(n), false])) as { hash?: string } | null
-        if (b?.hash) canonical.set(n, b.hash.toLowerCase())
-      }))
+      await Promise.all(
+        heights.map(async (n) => {
+          const b = (await rpc('eth_getBlockByNumber', [quantity(n), false])) as {
+            hash?: string
+          } | null
+          if (b?.hash) canonical.set(n, b.hash.toLowerCase())
+        }),
+      )
       for (let i = 0; i < items.length; i++) {
         const item = items[i]!
         const receipt = receipts[i]
-        const inBlock = receipt && canonical.get(receipt.blockNumber) === receipt.blockHash ? receipt : null
+        const inBlock =
+          receipt && canonical.get(receipt.blockNumber) === receipt.blockHash ? receipt : null
         if (!inBlock) {
           // A receipt from a block past what the follower has processed: wait for the follower.
           if (receipt && BigInt(receipt.blockNumber) > head) continue
           if (item.blockHash !== null) await item.settle({ type: 'reorged' }, chain)
-          const passed = !receipt && item.sender !== null && item.nonce !== null && (nonces.get(item.sender) ?? -1n) > BigInt(item.nonce)
+          const passed =
+            !receipt &&
+            item.sender !== null &&
+            item.nonce !== null &&
+            (nonces.get(item.sender) ?? -1n) > BigInt(item.nonce)
           if (!passed) {
             passedSince.delete(item.txHash)
             if (!receipt) await item.settle({ type: 'unmined' }, chain)
           } else if (!passedSince.has(item.txHash)) passedSince.set(item.txHash, head)
-          else if (head - passedSince.get(item.txHash)! + 1n >= BigInt(Math.max(2, deps.confirmations))) {
+          else if (
+            head - passedSince.get(item.txHash)! + 1n >=
+            BigInt(Math.max(2, deps.confirmations))
+          ) {
             passedSince.delete(item.txHash)
             await item.settle({ type: 'dropped' }, chain)
           }
           continue
         }
         passedSince.delete(item.txHash)
-        const at = { blockNumber: inBlock.blockNumber, blockHash: inBlock.blockHash, receipt: inBlock }
+        const at = {
+          blockNumber: inBlock.blockNumber,
+          blockHash: inBlock.blockHash,
+          receipt: inBlock,
+        }
         const confirmations = Number(head - BigInt(inBlock.blockNumber) + 1n)
         const reached = final === undefined ? undefined : final >= BigInt(inBlock.blockNumber)
         const moved = item.blockHash !== inBlock.blockHash
@@ -157,12 +202,21 @@ export function createOutgoingTracker(deps: { network: string; client: RpcClient
           // Seen in a block before, and a reorg mined it again, reverting this time: taken back first.
           if (moved && item.blockHash !== null) await item.settle({ type: 'reorged' }, chain)
           // Settled only once it is as final as a success would be: a reorg may still mine it elsewhere.
-          if (reached === undefined ? confirmations >= deps.confirmations : reached) await item.settle({ type: 'reverted', ...at }, chain)
+          if (reached === undefined ? confirmations >= deps.confirmations : reached)
+            await item.settle({ type: 'reverted', ...at }, chain)
           continue
         }
         if (moved) await item.settle({ type: 'included', ...at }, chain)
         if (!moved && confirmations === item.confirmations && reached !== true) continue
-        await item.settle({ type: 'confirmations', confirmations, receipt: inBlock, ...(reached === undefined ? {} : { final: reached }) }, chain)
+        await item.settle(
+          {
+            type: 'confirmations',
+            confirmations,
+            receipt: inBlock,
+            ...(reached === undefined ? {} : { final: reached }),
+          },
+          chain,
+        )
       }
     },
   }

@@ -7,7 +7,12 @@ import type { Outcome } from '../lib/outcome.ts'
 import type { FollowerEvent, FollowerHandler } from './block-follower.ts'
 import type { ChainRepo, TransferFinding, TransferKind, UnappliedTransfer } from './chain.repo.ts'
 import { nativeToken, type NetworkConfig } from './networks-config.ts'
-import { INTERNAL_TRACED, INTERNAL_TRANSFER, NATIVE_TRANSFER, type Finding } from './transfer-scan.ts'
+import {
+  INTERNAL_TRACED,
+  INTERNAL_TRANSFER,
+  NATIVE_TRANSFER,
+  type Finding,
+} from './transfer-scan.ts'
 
 /** What the tracker needs of the lifecycle: apply an event to a transaction's actor, and note what happens after its final status. */
 export interface Lifecycle {
@@ -15,9 +20,9 @@ export interface Lifecycle {
   noteAfterFinal(id: string, cause: string, details: Record<string, unknown>): Promise<void>
 }
 
-
 /** The wait before a transfer whose judging failed is tried again: 5 s, doubling, at most 10 minutes. */
-export const retryDelayMs = (attempts: number) => Math.min(600_000, 5_000 * 2 ** Math.max(0, attempts - 1))
+export const retryDelayMs = (attempts: number) =>
+  Math.min(600_000, 5_000 * 2 ** Math.max(0, attempts - 1))
 
 /**
  * Turns one network's block follower events into lifecycle events (issue 4, R12, R14, R15):
@@ -31,14 +36,25 @@ export const retryDelayMs = (attempts: number) => Math.min(600_000, 5_000 * 2 **
  * Findings are recorded first (unique per transfer and block), then judged and marked applied,
  * so a block delivered again after a crash applies exactly what was not applied.
  */
-export function createPaymentTracker(deps: { network: NetworkConfig; repo: ChainRepo; lifecycle: Lifecycle; clock: Clock; logger: Logger; metrics: Pick<Metrics, 'reorgAfterFinal'> }): FollowerHandler {
+export function createPaymentTracker(deps: {
+  network: NetworkConfig
+  repo: ChainRepo
+  lifecycle: Lifecycle
+  clock: Clock
+  logger: Logger
+  metrics: Pick<Metrics, 'reorgAfterFinal'>
+}): FollowerHandler {
   const { network, repo } = deps
-  const symbolOfToken = new Map(network.tokens.filter((t) => t.kind === 'erc20').map((t) => [t.address.toLowerCase(), t.symbol]))
+  const symbolOfToken = new Map(
+    network.tokens
+      .filter((t) => t.kind === 'erc20')
+      .map((t) => [t.address.toLowerCase(), t.symbol]),
+  )
   const nativeSymbol = nativeToken(network)?.symbol ?? null
   const now = () => new Date(deps.clock.now())
 
   function symbolOf(f: Finding): string | null {
-    return f.kind === 'native' ? nativeSymbol : symbolOfToken.get(f.token.toLowerCase()) ?? null
+    return f.kind === 'native' ? nativeSymbol : (symbolOfToken.get(f.token.toLowerCase()) ?? null)
   }
 
   async function apply(id: string, event: TxEvent) {
@@ -58,8 +74,18 @@ export function createPaymentTracker(deps: { network: NetworkConfig; repo: Chain
       if (row.kind !== 'payment') return row.kind
       if (FINAL_STATUSES.includes(row.status)) {
         // R15: too late to take it back (the transaction completed, or failed): the operator must know.
-        deps.logger.error('a reorg took back a payment of a transaction in a final status', { network: network.name, transactionId: id, status: row.status, txHash: row.txHash, blockNumber })
-        await deps.lifecycle.noteAfterFinal(id, 'payment.reorged_after_final', { txHash: row.txHash, blockNumber, network: network.name })
+        deps.logger.error('a reorg took back a payment of a transaction in a final status', {
+          network: network.name,
+          transactionId: id,
+          status: row.status,
+          txHash: row.txHash,
+          blockNumber,
+        })
+        await deps.lifecycle.noteAfterFinal(id, 'payment.reorged_after_final', {
+          txHash: row.txHash,
+          blockNumber,
+          network: network.name,
+        })
         deps.metrics.reorgAfterFinal(network.name)
         return row.kind
       }
@@ -72,7 +98,12 @@ export function createPaymentTracker(deps: { network: NetworkConfig; repo: Chain
       await apply(id, { type: 'payment.included', ...transfer, blockNumber })
       return 'payment'
     }
-    await apply(id, { type: 'wrong_asset.received', ...transfer, tokenSymbol: `${row.tokenSymbol} (${network.name})`, amount: row.amount })
+    await apply(id, {
+      type: 'wrong_asset.received',
+      ...transfer,
+      tokenSymbol: `${row.tokenSymbol} (${network.name})`,
+      amount: row.amount,
+    })
     return 'wrong_asset'
   }
 
@@ -85,7 +116,10 @@ export function createPaymentTracker(deps: { network: NetworkConfig; repo: Chain
   async function applyPending() {
     const waiting = new Set<string>()
     for (const row of await repo.unappliedTransfers(network.name)) {
-      if (waiting.has(row.transactionId) || (row.retryAt !== null && row.retryAt.getTime() > deps.clock.now())) {
+      if (
+        waiting.has(row.transactionId) ||
+        (row.retryAt !== null && row.retryAt.getTime() > deps.clock.now())
+      ) {
         waiting.add(row.transactionId)
         continue
       }
@@ -97,12 +131,25 @@ export function createPaymentTracker(deps: { network: NetworkConfig; repo: Chain
         const retryAt = new Date(deps.clock.now() + retryDelayMs(row.attempts + 1))
         const attempts = await repo.markFailed(row.id, retryAt, String(e))
         deps.logger.error('transfer not applied; tried again later', {
-          network: network.name, transferId: row.id, transactionId: row.transactionId, txHash: row.txHash, attempts, retryAt: retryAt.toISOString(), error: String(e),
+          network: network.name,
+          transferId: row.id,
+          transactionId: row.transactionId,
+          txHash: row.txHash,
+          attempts,
+          retryAt: retryAt.toISOString(),
+          error: String(e),
         })
         continue
       }
       await repo.markApplied(row.id, kind)
-      if (kind === 'late') deps.logger.info('late payment recorded', { network: network.name, transactionId: row.transactionId, txHash: row.txHash, amount: row.amount, token: row.tokenSymbol })
+      if (kind === 'late')
+        deps.logger.info('late payment recorded', {
+          network: network.name,
+          transactionId: row.transactionId,
+          txHash: row.txHash,
+          amount: row.amount,
+          token: row.tokenSymbol,
+        })
     }
   }
 
@@ -113,8 +160,18 @@ export function createPaymentTracker(deps: { network: NetworkConfig; repo: Chain
       const reached = final === undefined ? undefined : final >= BigInt(r.blockNumber)
       if (confirmations < 0 || (confirmations === r.confirmations && !reached)) continue
       // One transaction that cannot take it must not hold up the others' confirmations; the next head tries it again.
-      await apply(r.id, { type: 'confirmations.updated', confirmations, at: deps.clock.now(), ...(reached === undefined ? {} : { final: reached }) })
-        .catch((e) => deps.logger.error('confirmations not applied; tried again on the next head', { network: network.name, transactionId: r.id, error: String(e) }))
+      await apply(r.id, {
+        type: 'confirmations.updated',
+        confirmations,
+        at: deps.clock.now(),
+        ...(reached === undefined ? {} : { final: reached }),
+      }).catch((e) =>
+        deps.logger.error('confirmations not applied; tried again on the next head', {
+          network: network.name,
+          transactionId: r.id,
+          error: String(e),
+        }),
+      )
     }
   }
 
@@ -123,17 +180,40 @@ export function createPaymentTracker(deps: { network: NetworkConfig; repo: Chain
       const findings = event.findings.flatMap((f): TransferFinding[] => {
         const symbol = symbolOf(f)
         if (symbol === null) return []
-        return [{
-          txHash: f.txHash.toLowerCase(), logIndex: f.kind === 'erc20' ? f.logIndex : f.internal ? (f.traced ? INTERNAL_TRACED : INTERNAL_TRANSFER) : NATIVE_TRANSFER, blockNumber: f.blockNumber,
-          blockHash: f.blockHash.toLowerCase(), tokenSymbol: symbol, fromAddress: f.from.toLowerCase(), toAddress: f.to.toLowerCase(), amount: f.amount,
-        }]
+        return [
+          {
+            txHash: f.txHash.toLowerCase(),
+            logIndex:
+              f.kind === 'erc20'
+                ? f.logIndex
+                : f.internal
+                  ? f.traced
+                    ? INTERNAL_TRACED
+                    : INTERNAL_TRANSFER
+                  : NATIVE_TRANSFER,
+            blockNumber: f.blockNumber,
+            blockHash: f.blockHash.toLowerCase(),
+            tokenSymbol: symbol,
+            fromAddress: f.from.toLowerCase(),
+            toAddress: f.to.toLowerCase(),
+            amount: f.amount,
+          },
+        ]
       })
       if (findings.length) await repo.recordFindings(network.name, findings, now())
       if (findings.length) await applyPending()
     } else if (event.type === 'reorg') {
-      const taken = await repo.takeBackBlocks(network.name, event.removed.map((b) => b.hash.toLowerCase()), now())
+      const taken = await repo.takeBackBlocks(
+        network.name,
+        event.removed.map((b) => b.hash.toLowerCase()),
+        now(),
+      )
       if (taken) {
-        deps.logger.warn('reorg took back transfers', { network: network.name, forkPoint: event.forkPoint.toString(), transfers: taken })
+        deps.logger.warn('reorg took back transfers', {
+          network: network.name,
+          forkPoint: event.forkPoint.toString(),
+          transfers: taken,
+        })
         await applyPending()
       }
     } else {

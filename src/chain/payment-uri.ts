@@ -21,8 +21,10 @@ export function paymentUri(args: {
   token: { kind: 'native' } | { kind: 'erc20'; address: Address }
 }): string {
   const { chainId, amount } = args
-  if (!Number.isSafeInteger(chainId) || chainId <= 0) throw new RangeError(`chainId must be a positive integer, got ${chainId}`)
-  if (typeof amount !== 'bigint' || amount < 0n) throw new RangeError(`amount must be a non-negative bigint, got ${amount}`)
+  if (!Number.isSafeInteger(chainId) || chainId <= 0)
+    throw new RangeError(`chainId must be a positive integer, got ${chainId}`)
+  if (typeof amount !== 'bigint' || amount < 0n)
+    throw new RangeError(`amount must be a non-negative bigint, got ${amount}`)
   const to = getAddress(args.to)
   if (args.token.kind === 'native') return `ethereum:${to}@${chainId}?value=${amount}`
   return `ethereum:${getAddress(args.token.address)}@${chainId}/transfer?address=${to}&uint256=${amount}`
@@ -34,10 +36,25 @@ export function paymentUri(args: {
  */
 export function parsePaymentUri(uri: string): PaymentRequest | null {
   const native = /^ethereum:(0x[0-9a-fA-F]{40})@(\d+)\?value=(\d+)$/.exec(uri)
-  if (native) return { kind: 'native', to: getAddress(native[1]!), chainId: Number(native[2]), amount: BigInt(native[3]!) }
-  const erc20 = /^ethereum:(0x[0-9a-fA-F]{40})@(\d+)\/transfer\?address=(0x[0-9a-fA-F]{40})&uint256=(\d+)$/.exec(uri)
+  if (native)
+    return {
+      kind: 'native',
+      to: getAddress(native[1]!),
+      chainId: Number(native[2]),
+      amount: BigInt(native[3]!),
+    }
+  const erc20 =
+    /^ethereum:(0x[0-9a-fA-F]{40})@(\d+)\/transfer\?address=(0x[0-9a-fA-F]{40})&uint256=(\d+)$/.exec(
+      uri,
+    )
   if (erc20) {
-    return { kind: 'erc20', token: getAddress(erc20[1]!), chainId: Number(erc20[2]), to: getAddress(erc20[3]!), amount: BigInt(erc20[4]!) }
+    return {
+      kind: 'erc20',
+      token: getAddress(erc20[1]!),
+      chainId: Number(erc20[2]),
+      to: getAddress(erc20[3]!),
+      amount: BigInt(erc20[4]!),
+    }
   }
   return null
 }

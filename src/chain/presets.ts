@@ -73,7 +73,9 @@ export interface PresetToken {
   native?: true
   /** What the contract's `symbol()` answers when it is not the label. */
   onchainSymbols?: string[]
-  price: { fixedUsd: string } | { chainlinkFeed: Address; maxAgeSeconds: number; descriptions?: string[] }
+  price:
+    | { fixedUsd: string }
+    | { chainlinkFeed: Address; maxAgeSeconds: number; descriptions?: string[] }
 }
 
 export interface NetworkPreset {
@@ -90,24 +92,51 @@ export interface NetworkPreset {
 
 const HOUR = 3600
 const fixedDollar = { fixedUsd: '1' } as const
-const usdc = (address: Address, decimals = 6): PresetToken => ({ symbol: 'USDC', decimals, address, price: fixedDollar })
-const usdt = (address: Address, onchainSymbols?: string[], decimals = 6): PresetToken => ({ symbol: 'USDT', decimals, address, ...(onchainSymbols ? { onchainSymbols } : {}), price: fixedDollar })
+const usdc = (address: Address, decimals = 6): PresetToken => ({
+  symbol: 'USDC',
+  decimals,
+  address,
+  price: fixedDollar,
+})
+const usdt = (address: Address, onchainSymbols?: string[], decimals = 6): PresetToken => ({
+  symbol: 'USDT',
+  decimals,
+  address,
+  ...(onchainSymbols ? { onchainSymbols } : {}),
+  price: fixedDollar,
+})
 /** Tether's USDT0 (the in-place migration): its docs call it USDT0, explorers show USD₮0. */
 const USDT0 = ['USDT0', 'USD₮0']
-const native = (symbol: string, chainlinkFeed: Address, maxAgeSeconds = HOUR, descriptions?: string[]): PresetToken => ({
-  symbol, decimals: 18, native: true, price: { chainlinkFeed, maxAgeSeconds, ...(descriptions ? { descriptions } : {}) },
+const native = (
+  symbol: string,
+  chainlinkFeed: Address,
+  maxAgeSeconds = HOUR,
+  descriptions?: string[],
+): PresetToken => ({
+  symbol,
+  decimals: 18,
+  native: true,
+  price: { chainlinkFeed, maxAgeSeconds, ...(descriptions ? { descriptions } : {}) },
 })
 const POL_FEED_NAMES = ['POL / USD', 'MATIC / USD']
 
-const ETHEREUM_DEPTH = '12 blocks (~2.4 min): one-block reorgs are routine, deeper ones rare since proof of stake; "finalized" waits ~13 min'
-const L2_DEPTH = '100 blocks: sequencer blocks are promises until posted to Ethereum; Safe waits 100+ blocks on L2s'
-const POLYGON_DEPTH = 'the finalized tag (milestones, 2-5 s since Heimdall v2); counting would need 256+ (a 157-block reorg in 2023)'
+const ETHEREUM_DEPTH =
+  '12 blocks (~2.4 min): one-block reorgs are routine, deeper ones rare since proof of stake; "finalized" waits ~13 min'
+const L2_DEPTH =
+  '100 blocks: sequencer blocks are promises until posted to Ethereum; Safe waits 100+ blocks on L2s'
+const POLYGON_DEPTH =
+  'the finalized tag (milestones, 2-5 s since Heimdall v2); counting would need 256+ (a 157-block reorg in 2023)'
 const BSC_DEPTH = 'the finalized tag (fast finality, BEP-126: final by n+2); counting: 15'
 const AVALANCHE_DEPTH = '1 block: Snowman consensus, an accepted block is final'
 
 export const NETWORK_PRESETS: Readonly<Record<string, NetworkPreset>> = {
   ethereum: {
-    chainId: 1, testnet: false, blockTimeSeconds: 12, confirmations: 12, finality: 'confirmations', depth: ETHEREUM_DEPTH,
+    chainId: 1,
+    testnet: false,
+    blockTimeSeconds: 12,
+    confirmations: 12,
+    finality: 'confirmations',
+    depth: ETHEREUM_DEPTH,
     tokens: [
       usdc('0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48'), // Circle, USDC contract addresses: Ethereum
       usdt('0xdAC17F958D2ee523a2206206994597C13D831ec7'), // Tether, supported protocols: Ethereum (ERC-20)
@@ -115,7 +144,12 @@ export const NETWORK_PRESETS: Readonly<Record<string, NetworkPreset>> = {
     ],
   },
   base: {
-    chainId: 8453, testnet: false, blockTimeSeconds: 2, confirmations: 100, finality: 'confirmations', depth: L2_DEPTH,
+    chainId: 8453,
+    testnet: false,
+    blockTimeSeconds: 2,
+    confirmations: 100,
+    finality: 'confirmations',
+    depth: L2_DEPTH,
     tokens: [
       usdc('0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913'), // Circle, USDC contract addresses: Base
       usdt('0xfde4C96c8593536E31F229EA8f37b2ADa2699bb2'), // Superchain token list, data/USDT/data.json: base (bridged Tether USD; Tether issues none on Base)
@@ -123,7 +157,12 @@ export const NETWORK_PRESETS: Readonly<Record<string, NetworkPreset>> = {
     ],
   },
   arbitrum: {
-    chainId: 42161, testnet: false, blockTimeSeconds: 0.25, confirmations: 100, finality: 'confirmations', depth: L2_DEPTH,
+    chainId: 42161,
+    testnet: false,
+    blockTimeSeconds: 0.25,
+    confirmations: 100,
+    finality: 'confirmations',
+    depth: L2_DEPTH,
     tokens: [
       usdc('0xaf88d065e77c8cC2239327C5EDb3A432268e5831'), // Circle, USDC contract addresses: Arbitrum
       usdt('0xFd086bC7CD5C481DCC9C85ebE478A1C0b69FCbb9', USDT0), // USDT0 deployments: Arbitrum One (migrated in place)
@@ -131,7 +170,12 @@ export const NETWORK_PRESETS: Readonly<Record<string, NetworkPreset>> = {
     ],
   },
   optimism: {
-    chainId: 10, testnet: false, blockTimeSeconds: 2, confirmations: 100, finality: 'confirmations', depth: L2_DEPTH,
+    chainId: 10,
+    testnet: false,
+    blockTimeSeconds: 2,
+    confirmations: 100,
+    finality: 'confirmations',
+    depth: L2_DEPTH,
     tokens: [
       usdc('0x0b2C639c533813f4Aa9D7837CAf62653d097Ff85'), // Circle, USDC contract addresses: OP Mainnet
       usdt('0x94b008aA00579c1307B0EF2c499aD98a8ce58e58'), // Superchain token list, data/USDT/data.json: optimism (the bridged Tether USD wallets list as USDT)
@@ -140,7 +184,12 @@ export const NETWORK_PRESETS: Readonly<Record<string, NetworkPreset>> = {
     ],
   },
   polygon: {
-    chainId: 137, testnet: false, blockTimeSeconds: 2, confirmations: 256, finality: 'finalized', depth: POLYGON_DEPTH,
+    chainId: 137,
+    testnet: false,
+    blockTimeSeconds: 2,
+    confirmations: 256,
+    finality: 'finalized',
+    depth: POLYGON_DEPTH,
     tokens: [
       usdc('0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359'), // Circle, USDC contract addresses: Polygon PoS (native USDC, not USDC.e)
       usdt('0xc2132D05D31c914a87C6611C10748AEb04B58e8F', [...USDT0, 'USDT']), // USDT0 deployments: Polygon PoS (migrated in place; read USDT before)
@@ -148,7 +197,12 @@ export const NETWORK_PRESETS: Readonly<Record<string, NetworkPreset>> = {
     ],
   },
   bsc: {
-    chainId: 56, testnet: false, blockTimeSeconds: 0.75, confirmations: 15, finality: 'finalized', depth: BSC_DEPTH,
+    chainId: 56,
+    testnet: false,
+    blockTimeSeconds: 0.75,
+    confirmations: 15,
+    finality: 'finalized',
+    depth: BSC_DEPTH,
     tokens: [
       usdc('0x8AC76a51cc950d9822D68b83fE1Ad97B32Cd580d', 18), // BscScan: Binance-Peg USD Coin (18 decimals; Circle issues none on BNB Chain)
       usdt('0x55d398326f99059fF775485246999027B3197955', undefined, 18), // BscScan: Binance-Peg BSC-USD (symbol() USDT, 18 decimals)
@@ -156,7 +210,12 @@ export const NETWORK_PRESETS: Readonly<Record<string, NetworkPreset>> = {
     ],
   },
   avalanche: {
-    chainId: 43114, testnet: false, blockTimeSeconds: 2, confirmations: 1, finality: 'confirmations', depth: AVALANCHE_DEPTH,
+    chainId: 43114,
+    testnet: false,
+    blockTimeSeconds: 2,
+    confirmations: 1,
+    finality: 'confirmations',
+    depth: AVALANCHE_DEPTH,
     tokens: [
       usdc('0xB97EF9Ef8734C71904D8002F8b6Bc66Dd9c48a6E'), // Circle, USDC contract addresses: Avalanche C-Chain
       usdt('0x9702230A8Ea53601f5cD2dc00fDBc13d4dF4A8c7', ['USDt']), // Tether, supported protocols: Avalanche C-Chain (USDt)
@@ -165,35 +224,60 @@ export const NETWORK_PRESETS: Readonly<Record<string, NetworkPreset>> = {
     ],
   },
   sepolia: {
-    chainId: 11155111, testnet: true, blockTimeSeconds: 12, confirmations: 12, finality: 'confirmations', depth: ETHEREUM_DEPTH,
+    chainId: 11155111,
+    testnet: true,
+    blockTimeSeconds: 12,
+    confirmations: 12,
+    finality: 'confirmations',
+    depth: ETHEREUM_DEPTH,
     tokens: [
       usdc('0x1c7D4B196Cb0C7B01d743Fbc6116a902379C7238'), // Circle, USDC contract addresses (testnet): Ethereum Sepolia
       native('ETH', '0x694AA1769357215DE4FAC081bf1f309aDC325306'), // Chainlink, Ethereum Sepolia: ETH / USD
     ],
   },
   'base-sepolia': {
-    chainId: 84532, testnet: true, blockTimeSeconds: 2, confirmations: 100, finality: 'confirmations', depth: L2_DEPTH,
+    chainId: 84532,
+    testnet: true,
+    blockTimeSeconds: 2,
+    confirmations: 100,
+    finality: 'confirmations',
+    depth: L2_DEPTH,
     tokens: [
       usdc('0x036CbD53842c5426634e7929541eC2318f3dCF7e'), // Circle, USDC contract addresses (testnet): Base Sepolia
       native('ETH', '0x4aDC67696bA383F43DD60A9e78F2C97Fbbfc7cb1'), // Chainlink, Base Sepolia: ETH / USD
     ],
   },
   'arbitrum-sepolia': {
-    chainId: 421614, testnet: true, blockTimeSeconds: 0.25, confirmations: 100, finality: 'confirmations', depth: L2_DEPTH,
+    chainId: 421614,
+    testnet: true,
+    blockTimeSeconds: 0.25,
+    confirmations: 100,
+    finality: 'confirmations',
+    depth: L2_DEPTH,
     tokens: [
       usdc('0x75faf114eafb1BDbe2F0316DF893fd58CE46AA4d'), // Circle, USDC contract addresses (testnet): Arbitrum Sepolia
       native('ETH', '0xd30e2101a97dcbAeBCBC04F14C3f624E67A35165', 24 * HOUR + 300), // Chainlink, Arbitrum Sepolia: ETH / USD
     ],
   },
   'optimism-sepolia': {
-    chainId: 11155420, testnet: true, blockTimeSeconds: 2, confirmations: 100, finality: 'confirmations', depth: L2_DEPTH,
+    chainId: 11155420,
+    testnet: true,
+    blockTimeSeconds: 2,
+    confirmations: 100,
+    finality: 'confirmations',
+    depth: L2_DEPTH,
     tokens: [
       usdc('0x5fd84259d66Cd46123540766Be93DFE6D43130D7'), // Circle, USDC contract addresses (testnet): OP Sepolia
       native('ETH', '0x61Ec26aA57019C486B10502285c5A3D4A4750AD7'), // Chainlink, OP Sepolia: ETH / USD
     ],
   },
   'polygon-amoy': {
-    chainId: 80002, testnet: true, blockTimeSeconds: 2, confirmations: 256, finality: 'finalized', depth: POLYGON_DEPTH,
+    chainId: 80002,
+    testnet: true,
+    blockTimeSeconds: 2,
+    confirmations: 256,
+    finality: 'finalized',
+    depth: POLYGON_DEPTH,
     tokens: [
       usdc('0x41E94Eb019C0762f9Bfcf9Fb1E58725BfB0e7582'), // Circle, USDC contract addresses (testnet): Polygon PoS Amoy
       native('POL', '0x001382149eBa3441043c1c66972b4772963f5D43', HOUR, POL_FEED_NAMES), // Chainlink, Polygon Amoy: POL (MATIC) / USD
@@ -204,4 +288,5 @@ export const NETWORK_PRESETS: Readonly<Record<string, NetworkPreset>> = {
 export const PRESET_NAMES = Object.keys(NETWORK_PRESETS)
 
 /** How often a preset network's follower asks for new blocks: its block time, within 1-4 s. */
-export const presetPollIntervalMs = (p: NetworkPreset) => Math.min(4000, Math.max(1000, Math.round(p.blockTimeSeconds * 1000)))
+export const presetPollIntervalMs = (p: NetworkPreset) =>
+  Math.min(4000, Math.max(1000, Math.round(p.blockTimeSeconds * 1000)))

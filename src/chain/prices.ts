@@ -82,31 +82,53 @@ export function createPriceReader({ client, clock }: PriceReaderDeps): PriceRead
     let round: readonly [bigint, bigint, bigint, bigint, bigint]
     try {
       const cached = feedDecimals.get(feed)
-      const [d, r] = await readAgainOnErrorAnswer(() => Promise.all([
-        cached ?? client.readContract({ address: feed, abi: aggregatorV3Abi, functionName: 'decimals' }),
-        client.readContract({ address: feed, abi: aggregatorV3Abi, functionName: 'latestRoundData' }),
-      ]))
+      const [d, r] = await readAgainOnErrorAnswer(() =>
+        Promise.all([
+          cached ??
+            client.readContract({ address: feed, abi: aggregatorV3Abi, functionName: 'decimals' }),
+          client.readContract({
+            address: feed,
+            abi: aggregatorV3Abi,
+            functionName: 'latestRoundData',
+          }),
+        ]),
+      )
       decimals = d
       round = r
     } catch (error) {
       if (!(error instanceof BaseError)) throw error
-      return { ok: false, reason: 'unavailable', message: `price feed ${feed} could not be read: ${error.shortMessage}` }
+      return {
+        ok: false,
+        reason: 'unavailable',
+        message: `price feed ${feed} could not be read: ${error.shortMessage}`,
+      }
     }
     feedDecimals.set(feed, decimals)
 
     const [roundId, answer, , updatedAt, answeredInRound] = round
     const nowSeconds = BigInt(Math.floor(clock.now() / 1000))
-    if (answer <= 0n) return refuse('invalid', `price feed ${feed} answered ${answer} (not positive)`)
-    if (updatedAt === 0n) return refuse('invalid', `price feed ${feed} round ${roundId} is incomplete (updatedAt 0)`)
+    if (answer <= 0n)
+      return refuse('invalid', `price feed ${feed} answered ${answer} (not positive)`)
+    if (updatedAt === 0n)
+      return refuse('invalid', `price feed ${feed} round ${roundId} is incomplete (updatedAt 0)`)
     if (updatedAt > nowSeconds + BigInt(MAX_FUTURE_SKEW_SECONDS)) {
-      return refuse('invalid', `price feed ${feed} round ${roundId} is dated ${updatedAt - nowSeconds} s in the future`)
+      return refuse(
+        'invalid',
+        `price feed ${feed} round ${roundId} is dated ${updatedAt - nowSeconds} s in the future`,
+      )
     }
     if (answeredInRound < roundId) {
-      return refuse('stale', `price feed ${feed} round ${roundId} carries an answer from round ${answeredInRound}`)
+      return refuse(
+        'stale',
+        `price feed ${feed} round ${roundId} carries an answer from round ${answeredInRound}`,
+      )
     }
     const age = nowSeconds - updatedAt
     if (age > BigInt(maxAgeSeconds)) {
-      return refuse('stale', `price feed ${feed} was last updated ${age} s ago (limit ${maxAgeSeconds} s)`)
+      return refuse(
+        'stale',
+        `price feed ${feed} was last updated ${age} s ago (limit ${maxAgeSeconds} s)`,
+      )
     }
     return { ok: true, answer, decimals, updatedAt: new Date(Number(updatedAt) * 1000), roundId }
   }

@@ -40,5 +40,6 @@ function ceilDiv(a: bigint, b: bigint): bigint {
 }
 
 function checkDecimals(name: string, d: number) {
-  if (!Number.isInteger(d) || d < 0 || d > 77) throw new RangeError(`${name} must be an integer from 0 to 77, got ${d}`)
+  if (!Number.isInteger(d) || d < 0 || d > 77)
+    throw new RangeError(`${name} must be an integer from 0 to 77, got ${d}`)
 }

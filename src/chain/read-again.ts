@@ -10,7 +10,15 @@
  * the transport has retried those already), and a contract that answered for itself (a revert,
  * no code at the address, an answer that does not decode): asking again gets the same.
  */
-import { BaseError, ContractFunctionRevertedError, ContractFunctionZeroDataError, ExecutionRevertedError, HttpRequestError, RpcRequestError, TimeoutError } from 'viem'
+import {
+  BaseError,
+  ContractFunctionRevertedError,
+  ContractFunctionZeroDataError,
+  ExecutionRevertedError,
+  HttpRequestError,
+  RpcRequestError,
+  TimeoutError,
+} from 'viem'
 
 /** Times a read is made again, and the pause before the first (doubling). */
 const AGAIN = 2
@@ -30,8 +38,13 @@ export async function readAgainOnErrorAnswer<T>(read: () => Promise<T>): Promise
 /** The node answered the request with a JSON-RPC error that is not the contract's own. */
 export function answeredWithError(error: unknown): boolean {
   if (!(error instanceof BaseError)) return false
-  const contractOrTransport = error.walk((e) =>
-    e instanceof ContractFunctionRevertedError || e instanceof ContractFunctionZeroDataError || e instanceof ExecutionRevertedError
-    || e instanceof HttpRequestError || e instanceof TimeoutError)
+  const contractOrTransport = error.walk(
+    (e) =>
+      e instanceof ContractFunctionRevertedError ||
+      e instanceof ContractFunctionZeroDataError ||
+      e instanceof ExecutionRevertedError ||
+      e instanceof HttpRequestError ||
+      e instanceof TimeoutError,
+  )
   return contractOrTransport === null && error.walk((e) => e instanceof RpcRequestError) !== null
 }

@@ -36,29 +36,54 @@ export interface ChainClientOptions {
 
 /** The slice of a viem client the follower needs; tests may pass anything that fits. */
 export interface RpcClient {
-  request(args: { method: string; params?: unknown }, options?: { signal?: AbortSignal }): Promise<unknown>
+  request(
+    args: { method: string; params?: unknown },
+    options?: { signal?: AbortSignal },
+  ): Promise<unknown>
 }
 
 /** Error answers, even to a batch of 100 calls, are shorter than this; a batch of block headers is not. */
 const SHORT_ANSWER_BYTES = 16_384
 /** A JSON-RPC error answer for a rate limit, as providers word it (-32005 alone is also "too many results"). */
-const RATE_LIMIT_ANSWER = /"error"\s*:\s*\{[^}]*(rate.?limit|too many requests|exceeded [^"]*(capacity|rate))/i
+const RATE_LIMIT_ANSWER =
+  /"error"\s*:\s*\{[^}]*(rate.?limit|too many requests|exceeded [^"]*(capacity|rate))/i
 
 export function createChainClient(options: ChainClientOptions): PublicClient {
-  const { rpcUrl, fallbackRpcUrls = [], chainId, retryCount = 3, retryDelayMs = 150, timeoutMs = 10_000, batchSize = 100, onRateLimited } = options
-  const transports = [rpcUrl, ...fallbackRpcUrls].map((url) => http(url, {
-    batch: { batchSize },
-    timeout: timeoutMs,
-    onFetchResponse: onRateLimited && ((response: Response) => {
-      if (response.status === 429) return onRateLimited(url, response.headers.get('retry-after'))
-      // An error answer is short; a batch of blocks is not. Only answers not known to be long are read twice, in the background.
-      const length = Number(response.headers.get('content-length') ?? 0)
-      if (length > SHORT_ANSWER_BYTES) return
-      void response.clone().text().then((text) => {
-        if (RATE_LIMIT_ANSWER.test(text)) onRateLimited(url, response.headers.get('retry-after'))
-      }, () => {})
+  const {
+    rpcUrl,
+    fallbackRpcUrls = [],
+    chainId,
+    retryCount = 3,
+    retryDelayMs = 150,
+    timeoutMs = 10_000,
+    batchSize = 100,
+    onRateLimited,
+  } = options
+  const transports = [rpcUrl, ...fallbackRpcUrls].map((url) =>
+    http(url, {
+      batch: { batchSize },
+      timeout: timeoutMs,
+      onFetchResponse:
+        onRateLimited &&
+        ((response: Response) => {
+          if (response.status === 429)
+            return onRateLimited(url, response.headers.get('retry-after'))
+          // An error answer is short; a batch of blocks is not. Only answers not known to be long are read twice, in the background.
+          const length = Number(response.headers.get('content-length') ?? 0)
+          if (length > SHORT_ANSWER_BYTES) return
+          void response
+            .clone()
+            .text()
+            .then(
+              (text) => {
+                if (RATE_LIMIT_ANSWER.test(text))
+                  onRateLimited(url, response.headers.get('retry-after'))
+              },
+              () => {},
+            )
+        }),
     }),
-  }))
+  )
   return createPublicClient({
     chain: chainId === undefined ? undefined : customChain(chainId, rpcUrl),
     transport: fallback(transports, { retryCount, retryDelay: retryDelayMs }),

@@ -3,7 +3,18 @@
  * reads what it does from the transaction itself (who signed it, its nonce, its target and data),
  * so what is recorded can never disagree with what is sent.
  */
-import { decodeFunctionData, erc20Abi, keccak256, parseTransaction, recoverTransactionAddress, zeroAddress, type Address, type Hex, type SignedAuthorization, type TransactionSerialized } from 'viem'
+import {
+  decodeFunctionData,
+  erc20Abi,
+  keccak256,
+  parseTransaction,
+  recoverTransactionAddress,
+  zeroAddress,
+  type Address,
+  type Hex,
+  type SignedAuthorization,
+  type TransactionSerialized,
+} from 'viem'
 import { DepositAccount } from './artifacts/index.ts'
 
 export interface SignedTransaction {
@@ -29,53 +40,111 @@ export interface SignedTransaction {
 }
 
 /** The signed transaction `raw` is, or why it is not one. */
-export async function readSignedTransaction(raw: string): Promise<{ ok: true; tx: SignedTransaction } | { ok: false; message: string }> {
-  if (!/^0x[0-9a-fA-F]+$/.test(raw) || raw.length % 2 !== 0) return { ok: false, message: 'must be the 0x-prefixed hex of a signed transaction' }
+export async function readSignedTransaction(
+  raw: string,
+): Promise<{ ok: true; tx: SignedTransaction } | { ok: false; message: string }> {
+  if (!/^0x[0-9a-fA-F]+$/.test(raw) || raw.length % 2 !== 0)
+    return { ok: false, message: 'must be the 0x-prefixed hex of a signed transaction' }
   const serialized = raw.toLowerCase() as TransactionSerialized
   try {
     const parsed = parseTransaction(serialized)
-    if (parsed.chainId === undefined || parsed.nonce === undefined) return { ok: false, message: 'must name its chain and nonce (EIP-155 or a typed transaction)' }
+    if (parsed.chainId === undefined || parsed.nonce === undefined)
+      return {
+        ok: false,
+        message: 'must name its chain and nonce (EIP-155 or a typed transaction)',
+      }
     if (!('r' in parsed) || parsed.r === undefined) return { ok: false, message: 'is not signed' }
     const type = TYPES[parsed.type ?? '']
-    if (type === undefined) return { ok: false, message: `is a ${parsed.type} transaction; the treasury sends legacy, EIP-1559 and EIP-7702 ones only` }
+    if (type === undefined)
+      return {
+        ok: false,
+        message: `is a ${parsed.type} transaction; the treasury sends legacy, EIP-1559 and EIP-7702 ones only`,
+      }
     const from = await recoverTransactionAddress({ serializedTransaction: serialized as never })
-    const authorizations = 'authorizationList' in parsed && parsed.authorizationList ? (parsed.authorizationList as SignedAuthorization[]) : []
+    const authorizations =
+      'authorizationList' in parsed && parsed.authorizationList
+        ? (parsed.authorizationList as SignedAuthorization[])
+        : []
     return {
       ok: true,
       tx: {
-        hash: keccak256(serialized), from: from.toLowerCase(), nonce: parsed.nonce, chainId: parsed.chainId,
-        to: parsed.to ? parsed.to.toLowerCase() : null, value: parsed.value ?? 0n, data: parsed.data ?? '0x',
-        delegatesTo: authorizations.map((a) => a.address.toLowerCase()), authorizations, type,
-        gas: parsed.gas ?? 0n, maxFeePerGas: ('maxFeePerGas' in parsed ? parsed.maxFeePerGas : undefined) ?? ('gasPrice' in parsed ? parsed.gasPrice : undefined) ?? 0n,
+        hash: keccak256(serialized),
+        from: from.toLowerCase(),
+        nonce: parsed.nonce,
+        chainId: parsed.chainId,
+        to: parsed.to ? parsed.to.toLowerCase() : null,
+        value: parsed.value ?? 0n,
+        data: parsed.data ?? '0x',
+        delegatesTo: authorizations.map((a) => a.address.toLowerCase()),
+        authorizations,
+        type,
+        gas: parsed.gas ?? 0n,
+        maxFeePerGas:
+          ('maxFeePerGas' in parsed ? parsed.maxFeePerGas : undefined) ??
+          ('gasPrice' in parsed ? parsed.gasPrice : undefined) ??
+          0n,
       },
     }
   } catch (e) {
-    return { ok: false, message: `is not a valid signed transaction (${e instanceof Error ? e.message.split('\n')[0] : String(e)})` }
+    return {
+      ok: false,
+      message: `is not a valid signed transaction (${e instanceof Error ? e.message.split('\n')[0] : String(e)})`,
+    }
   }
 }
 
-const TYPES: Record<string, SignedTransaction['type']> = { legacy: 0, eip2930: 1, eip1559: 2, eip7702: 4 }
+const TYPES: Record<string, SignedTransaction['type']> = {
+  legacy: 0,
+  eip2930: 1,
+  eip1559: 2,
+  eip7702: 4,
+}
 
 /** What a transaction's call pays out, as far as its data says: a DepositAccount `pay`, an ERC-20 transfer, or plain native coin. */
 export type Payout =
-  | { kind: 'deposit-account'; account: string; id: Hex; token: string | null; to: string; amount: bigint; deadline: bigint; signature: Hex }
+  | {
+      kind: 'deposit-account'
+      account: string
+      id: Hex
+      token: string | null
+      to: string
+      amount: bigint
+      deadline: bigint
+      signature: Hex
+    }
   | { kind: 'erc20'; token: string; to: string; amount: bigint }
   | { kind: 'native'; to: string; amount: bigint }
 
 export function payoutOf(tx: Pick<SignedTransaction, 'to' | 'value' | 'data'>): Payout | null {
   if (!tx.to) return null
-  if (tx.data === '0x') return tx.value > 0n ? { kind: 'native', to: tx.to, amount: tx.value } : null
+  if (tx.data === '0x')
+    return tx.value > 0n ? { kind: 'native', to: tx.to, amount: tx.value } : null
   try {
     const call = decodeFunctionData({ abi: DepositAccount.abi, data: tx.data })
     if (call.functionName === 'pay' && tx.value === 0n) {
       const [id, token, to, amount, deadline, signature] = call.args
-      return { kind: 'deposit-account', account: tx.to, id, token: token.toLowerCase() === zeroAddress ? null : token.toLowerCase(), to: to.toLowerCase(), amount, deadline, signature }
+      return {
+        kind: 'deposit-account',
+        account: tx.to,
+        id,
+        token: token.toLowerCase() === zeroAddress ? null : token.toLowerCase(),
+        to: to.toLowerCase(),
+        amount,
+        deadline,
+        signature,
+      }
     }
     return null
   } catch {}
   try {
     const call = decodeFunctionData({ abi: erc20Abi, data: tx.data })
-    if (call.functionName === 'transfer' && tx.value === 0n) return { kind: 'erc20', token: tx.to, to: (call.args[0] as Address).toLowerCase(), amount: call.args[1] as bigint }
+    if (call.functionName === 'transfer' && tx.value === 0n)
+      return {
+        kind: 'erc20',
+        token: tx.to,
+        to: (call.args[0] as Address).toLowerCase(),
+        amount: call.args[1] as bigint,
+      }
   } catch {}
   return null
 }
@@ -102,7 +171,15 @@ export function sweepsOf(tx: Pick<SignedTransaction, 'data' | 'value'>): SignedS
       const inner = decodeFunctionData({ abi: DepositAccount.abi, data: c.data })
       if (inner.functionName !== 'sweep') return null
       const [to, tokens, native, nonce, deadline, signature] = inner.args
-      out.push({ account: c.account.toLowerCase(), to: to.toLowerCase(), tokens: tokens.map((t) => t.toLowerCase()), native, nonce, deadline, signature })
+      out.push({
+        account: c.account.toLowerCase(),
+        to: to.toLowerCase(),
+        tokens: tokens.map((t) => t.toLowerCase()),
+        native,
+        nonce,
+        deadline,
+        signature,
+      })
     }
     return out
   } catch {
@@ -114,7 +191,9 @@ export function sweepsOf(tx: Pick<SignedTransaction, 'data' | 'value'>): SignedS
  * Until when the signatures a transaction carries hold (the earliest, for a batch): DepositAccount
  * refuses a `sweep` or `pay` in a block past it. Null when nothing in it expires (a plain transfer).
  */
-export function signaturesHoldUntil(tx: Pick<SignedTransaction, 'to' | 'value' | 'data'>): bigint | null {
+export function signaturesHoldUntil(
+  tx: Pick<SignedTransaction, 'to' | 'value' | 'data'>,
+): bigint | null {
   const payout = payoutOf(tx)
   if (payout?.kind === 'deposit-account') return payout.deadline
   const sweeps = sweepsOf(tx)

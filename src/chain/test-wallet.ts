@@ -17,9 +17,15 @@ export function createTestWallet(deps: { network: NetworkConfig; privateKey: Hex
     async pay(symbol: string, to: string, amount: bigint): Promise<Hex> {
       const token = deps.network.tokens.find((t) => t.symbol === symbol)
       if (!token) throw new Error(`the devnet has no token ${symbol}`)
-      const hash = token.kind === 'erc20'
-        ? await client.writeContract({ address: token.address, abi: TestStablecoin.abi, functionName: 'transfer', args: [to as Address, amount] })
-        : await client.sendTransaction({ to: to as Address, value: amount })
+      const hash =
+        token.kind === 'erc20'
+          ? await client.writeContract({
+              address: token.address,
+              abi: TestStablecoin.abi,
+              functionName: 'transfer',
+              args: [to as Address, amount],
+            })
+          : await client.sendTransaction({ to: to as Address, value: amount })
       await client.waitForTransactionReceipt({ hash })
       return hash
     },

@@ -18,7 +18,8 @@
 import type { Address, Hex } from 'viem'
 
 /** keccak256("Transfer(address,address,uint256)") */
-export const TRANSFER_TOPIC: Hex = '0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef'
+export const TRANSFER_TOPIC: Hex =
+  '0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef'
 
 /** Lowercase deposit addresses; a `Set<string>` fits. */
 export interface WatchSet {
@@ -98,7 +99,9 @@ export function topicToAddress(topic: string): Address | null {
  * Decodes an ERC-20 Transfer, or null for anything else with the same topic0: ERC-721
  * (tokenId indexed: 4 topics), malformed or truncated data, pending logs.
  */
-export function decodeTransferLog(log: RpcLogLike): { token: Address; from: Address; to: Address; amount: bigint } | null {
+export function decodeTransferLog(
+  log: RpcLogLike,
+): { token: Address; from: Address; to: Address; amount: bigint } | null {
   const t = log.topics
   if (t.length !== 3 || t[0] !== TRANSFER_TOPIC || log.data.length !== 66) return null
   const from = topicToAddress(t[1]!)
@@ -113,7 +116,11 @@ export function decodeTransferLog(log: RpcLogLike): { token: Address; from: Addr
  * `tokens` (lowercase; omitted: any emitter — the follower already filters by address in
  * `eth_getLogs`, this is a second check against a node that ignores the filter).
  */
-export function scanTransferLogs(logs: readonly RpcLogLike[], watch: WatchSet, tokens?: ReadonlySet<string>): Erc20Finding[] {
+export function scanTransferLogs(
+  logs: readonly RpcLogLike[],
+  watch: WatchSet,
+  tokens?: ReadonlySet<string>,
+): Erc20Finding[] {
   const found: Erc20Finding[] = []
   for (const log of logs) {
     const t = log.topics
@@ -121,7 +128,14 @@ export function scanTransferLogs(logs: readonly RpcLogLike[], watch: WatchSet, t
     if (t.length !== 3 || t[0] !== TRANSFER_TOPIC) continue
     const to = topicToAddress(t[2]!)
     if (!to || !watch.has(to)) continue
-    if (log.removed || !log.transactionHash || log.logIndex === null || !log.blockNumber || !log.blockHash) continue
+    if (
+      log.removed ||
+      !log.transactionHash ||
+      log.logIndex === null ||
+      !log.blockNumber ||
+      !log.blockHash
+    )
+      continue
     if (tokens && !tokens.has(log.address.toLowerCase())) continue
     const decoded = decodeTransferLog(log)
     // Zero-value transfers pay nothing and are the usual address-poisoning spam.

@@ -16,7 +16,12 @@ async function execute(words: string[], flags: Flags): Promise<CommandResult> {
     const viaServer = await sendAdminCommand(config.dataDir, words, flags)
     if (viaServer) return viaServer
     const lock = lockDataDir(config.dataDir, 'cli')
-    if ('heldBy' in lock) return { ok: false, usage: false, message: `The embedded database is in use by ${lock.heldBy} and its admin socket does not answer.` }
+    if ('heldBy' in lock)
+      return {
+        ok: false,
+        usage: false,
+        message: `The embedded database is in use by ${lock.heldBy} and its admin socket does not answer.`,
+      }
     try {
       return await withServices(config, true, words, flags)
     } finally {
@@ -29,18 +34,41 @@ async function execute(words: string[], flags: Flags): Promise<CommandResult> {
 async function withServices(config: Config, embedded: boolean, words: string[], flags: Flags) {
   // Loaded only here: a command answered by the running server (or refused as bad usage) does
   // not pay for the database drivers and every service (about 0.2 s of each CLI call).
-  const [{ loadNetworksConfig }, { openDatabase, pgliteDirOf }, { systemClock }, { createLogger }, { createServices }, { resolveSecretKey }] = await Promise.all([
-    import('../chain/networks-config.ts'), import('../db/client.ts'), import('../lib/clock.ts'), import('../lib/logger.ts'), import('../services.ts'), import('../server/secret-key.ts'),
+  const [
+    { loadNetworksConfig },
+    { openDatabase, pgliteDirOf },
+    { systemClock },
+    { createLogger },
+    { createServices },
+    { resolveSecretKey },
+  ] = await Promise.all([
+    import('../chain/networks-config.ts'),
+    import('../db/client.ts'),
+    import('../lib/clock.ts'),
+    import('../lib/logger.ts'),
+    import('../services.ts'),
+    import('../server/secret-key.ts'),
   ])
-  const database = await openDatabase({ databaseUrl: config.databaseUrl, pgliteDir: embedded ? pgliteDirOf(config.dataDir) : null, poolSize: 2 })
+  const database = await openDatabase({
+    databaseUrl: config.databaseUrl,
+    pgliteDir: embedded ? pgliteDirOf(config.dataDir) : null,
+    poolSize: 2,
+  })
   let services: Services
   try {
     services = await createServices({
-      database, clock: systemClock, logger: createLogger('warn'), baseUrl: '',
-      secretKey: resolveSecretKey(config), webhookRetryScheduleMs: config.webhookRetryScheduleMs,
-      allowPrivateTestEndpoints: config.allowPrivateTestEndpoints, webhookDisableAfterMs: config.webhookDisableAfterMs,
+      database,
+      clock: systemClock,
+      logger: createLogger('warn'),
+      baseUrl: '',
+      secretKey: resolveSecretKey(config),
+      webhookRetryScheduleMs: config.webhookRetryScheduleMs,
+      allowPrivateTestEndpoints: config.allowPrivateTestEndpoints,
+      webhookDisableAfterMs: config.webhookDisableAfterMs,
       // `status` reports who follows each configured network; the CLI itself follows none.
-      networks: config.networksConfig ? loadNetworksConfig(config.networksConfig) : [], dataDir: config.dataDir, readyChainMaxLagMs: config.readyChainMaxLagMs,
+      networks: config.networksConfig ? loadNetworksConfig(config.networksConfig) : [],
+      dataDir: config.dataDir,
+      readyChainMaxLagMs: config.readyChainMaxLagMs,
     })
   } catch (e) {
     await database.close()
@@ -56,7 +84,9 @@ async function withServices(config: Config, embedded: boolean, words: string[], 
 
 function print(result: CommandResult, json: boolean) {
   if (json) {
-    const out = result.ok ? result.result : { error: { message: result.message, details: result.details ?? [] } }
+    const out = result.ok
+      ? result.result
+      : { error: { message: result.message, details: result.details ?? [] } }
     ;(result.ok ? console.log : console.error)(JSON.stringify(out))
     return
   }
@@ -77,7 +107,10 @@ try {
   print(result, json)
   process.exit(result.ok ? 0 : result.usage ? 2 : 1)
 } catch (e) {
-  const message = e instanceof ConfigError ? `Configuration error: ${e.message}` : `Failed: ${e instanceof Error ? e.message : String(e)}`
+  const message =
+    e instanceof ConfigError
+      ? `Configuration error: ${e.message}`
+      : `Failed: ${e instanceof Error ? e.message : String(e)}`
   print({ ok: false, usage: false, message }, json)
   process.exit(1)
 }

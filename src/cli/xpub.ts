@@ -6,18 +6,29 @@
  * so it stays out of shell history and the process list), used in memory, and never written,
  * logged or sent anywhere: this command opens no database and talks to no server.
  */
-import { deriveAddress, ETHEREUM_ACCOUNT_PATH, xpubFromMnemonic } from '../chain/deposit-addresses.ts'
+import {
+  deriveAddress,
+  ETHEREUM_ACCOUNT_PATH,
+  xpubFromMnemonic,
+} from '../chain/deposit-addresses.ts'
 import { mnemonicProblem } from '../lib/bip39.ts'
 
 /** The xpub of `m/44'/60'/0'/0` and the first `count` deposit addresses (children 0, 1, ...). */
-export function accountXpub(mnemonic: string, count = 3): { path: string; xpub: string; addresses: string[] } {
+export function accountXpub(
+  mnemonic: string,
+  count = 3,
+): { path: string; xpub: string; addresses: string[] } {
   const xpub = xpubFromMnemonic(mnemonic.trim().split(/\s+/).join(' '))
-  return { path: ETHEREUM_ACCOUNT_PATH, xpub, addresses: Array.from({ length: count }, (_, i) => deriveAddress(xpub, i)) }
+  return {
+    path: ETHEREUM_ACCOUNT_PATH,
+    xpub,
+    addresses: Array.from({ length: count }, (_, i) => deriveAddress(xpub, i)),
+  }
 }
 
 const ADVICE = [
   'Use a mnemonic made for this service only. Every deposit address is an account of it, and',
-  'child 0 is the wallet\'s own first account: in a wallet you also use yourself, customers\' payments',
+  "child 0 is the wallet's own first account: in a wallet you also use yourself, customers' payments",
   'would mix with your own funds, and moving money out of the deposit addresses would move yours too.',
 ]
 
@@ -56,27 +67,36 @@ if (import.meta.main) {
   const json = process.argv.includes('--json')
   const unknown = process.argv.slice(2).filter((a) => a !== '--json')
   if (unknown.length) {
-    console.error(`Usage: npm run -s xpub [-- --json]   (reads the mnemonic from standard input; it takes no other argument, so it never lands in shell history)`)
+    console.error(
+      `Usage: npm run -s xpub [-- --json]   (reads the mnemonic from standard input; it takes no other argument, so it never lands in shell history)`,
+    )
     process.exit(2)
   }
   const mnemonic = (await readMnemonic()).toLowerCase()
   const problem = mnemonicProblem(mnemonic)
   if (problem) {
-    console.error(json ? JSON.stringify({ error: { message: `Not a valid mnemonic: ${problem}` } }) : `Not a valid mnemonic: ${problem}`)
+    console.error(
+      json
+        ? JSON.stringify({ error: { message: `Not a valid mnemonic: ${problem}` } })
+        : `Not a valid mnemonic: ${problem}`,
+    )
     process.exit(2)
   }
   const r = accountXpub(mnemonic)
-  if (json) console.log(JSON.stringify({ path: r.path, xpub: r.xpub, first_addresses: r.addresses }))
+  if (json)
+    console.log(JSON.stringify({ path: r.path, xpub: r.xpub, first_addresses: r.addresses }))
   else {
-    console.log([
-      `Account ${r.path}`,
-      `  xpub  ${r.xpub}`,
-      ...r.addresses.map((a, i) => `  deposit address ${i}  ${a}`),
-      '',
-      'Compare these addresses with the first accounts your wallet shows for this mnemonic, then:',
-      `  npm run cli -- project set-xpub --project proj_... --mode live --xpub ${r.xpub}`,
-      '',
-      ...ADVICE,
-    ].join('\n'))
+    console.log(
+      [
+        `Account ${r.path}`,
+        `  xpub  ${r.xpub}`,
+        ...r.addresses.map((a, i) => `  deposit address ${i}  ${a}`),
+        '',
+        'Compare these addresses with the first accounts your wallet shows for this mnemonic, then:',
+        `  npm run cli -- project set-xpub --project proj_... --mode live --xpub ${r.xpub}`,
+        '',
+        ...ADVICE,
+      ].join('\n'),
+    )
   }
 }

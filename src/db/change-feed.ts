@@ -11,7 +11,6 @@ export interface ChangeFeed {
   stop(): Promise<void>
 }
 
-
 export async function createChangeFeed(database: Database): Promise<ChangeFeed> {
   const subscribers = new Set<(c: Change) => void>()
   const emit = (c: Change) => subscribers.forEach((fn) => fn(c))

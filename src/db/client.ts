@@ -22,14 +22,21 @@ export interface Database {
   /** Raw SQL rows, whichever driver (postgres.js returns an array, PGlite `{ rows }`). */
   rows<T = Record<string, unknown>>(query: SQL): Promise<T[]>
   /** A hot-path statement: `$1`-style parameters, prepared once per connection and reused. */
-  query<T = Record<string, unknown>>(text: string, params: (string | number | boolean | null)[]): Promise<T[]>
+  query<T = Record<string, unknown>>(
+    text: string,
+    params: (string | number | boolean | null)[],
+  ): Promise<T[]>
   /** Runs `fn`'s statements in one transaction on one connection: committed if it resolves, rolled back if it throws. */
   transaction<T>(fn: (query: Database['query']) => Promise<T>): Promise<T>
   /**
    * Subscribe to a NOTIFY channel; returns an unsubscribe function. `onReconnect` runs after the
    * listening connection came back from a loss (notifications sent meanwhile are lost).
    */
-  listen(channel: string, onPayload: (payload: string) => void, onReconnect?: () => void): Promise<() => Promise<void>>
+  listen(
+    channel: string,
+    onPayload: (payload: string) => void,
+    onReconnect?: () => void,
+  ): Promise<() => Promise<void>>
   notify(channel: string, payload: string): Promise<void>
   close(): Promise<void>
 }
@@ -48,7 +55,9 @@ export interface OpenOptions {
 
 /** Opens the configured database and applies pending migrations (R2). */
 export async function openDatabase(opts: OpenOptions): Promise<Database> {
-  const database = opts.databaseUrl ? await openPostgres(opts.databaseUrl, opts.poolSize ?? 10) : await openPglite(opts.pgliteDir)
+  const database = opts.databaseUrl
+    ? await openPostgres(opts.databaseUrl, opts.poolSize ?? 10)
+    : await openPglite(opts.pgliteDir)
   return database
 }
 
@@ -72,17 +81,28 @@ async function openPostgres(url: string, max: number): Promise<Database> {
     kind: 'postgres',
     db,
     rows: async (q) => (await db.execute(q)) as unknown as any[],
-    query: async (text, params) => (await client.unsafe(text, params, { prepare: true })) as unknown as any[],
-    transaction: (fn) => client.begin((tx) => fn(async (text, params) => (await tx.unsafe(text, params, { prepare: true })) as unknown as any[])) as Promise<any>,
+    query: async (text, params) =>
+      (await client.unsafe(text, params, { prepare: true })) as unknown as any[],
+    transaction: (fn) =>
+      client.begin((tx) =>
+        fn(
+          async (text, params) =>
+            (await tx.unsafe(text, params, { prepare: true })) as unknown as any[],
+        ),
+      ) as Promise<any>,
     // postgres.js listens again by itself after a lost connection, retrying while the database is
     // unreachable (test/integration/notify-reconnect.test.ts); its `onlisten` runs on every
     // (re)listen, the first one included, which is not a reconnect.
     listen: async (channel, onPayload, onReconnect) => {
       let first = true
-      const sub = await client.listen(channel, onPayload, () => (first ? (first = false) : onReconnect?.()))
+      const sub = await client.listen(channel, onPayload, () =>
+        first ? (first = false) : onReconnect?.(),
+      )
       return () => sub.unlisten()
     },
-    notify: async (channel, payload) => { await client`select pg_notify(${channel}, ${payload})` },
+    notify: async (channel, payload) => {
+      await client`select pg_notify(${channel}, ${payload})`
+    },
     close: () => client.end({ timeout: 5 }),
   }
 }
@@ -102,11 +122,23 @@ type PgliteQuery = PGlite['query']
  * in transactions too; a query given a parser for any other type keeps its own.
  */
 function withoutQueryParsers(client: PGlite): PGlite {
-  const onInstance = (parsers: object) => Object.keys(parsers).every((type) => TEXT_TYPE_KEYS.has(type))
-  const strip = (query: PgliteQuery): PgliteQuery => ((text, params, options) => query(text, params, options?.parsers && onInstance(options.parsers) ? { ...options, parsers: undefined } : options)) as PgliteQuery
+  const onInstance = (parsers: object) =>
+    Object.keys(parsers).every((type) => TEXT_TYPE_KEYS.has(type))
+  const strip = (query: PgliteQuery): PgliteQuery =>
+    ((text, params, options) =>
+      query(
+        text,
+        params,
+        options?.parsers && onInstance(options.parsers)
+          ? { ...options, parsers: undefined }
+          : options,
+      )) as PgliteQuery
   const transaction = client.transaction.bind(client)
   client.query = strip(client.query.bind(client))
-  client.transaction = ((fn) => transaction((tx) => fn(Object.create(tx, { query: { value: strip(tx.query) } })))) as PGlite['transaction']
+  client.transaction = ((fn) =>
+    transaction((tx) =>
+      fn(Object.create(tx, { query: { value: strip(tx.query) } })),
+    )) as PGlite['transaction']
   return client
 }
 
@@ -129,9 +161,14 @@ async function openPglite(dir: string | null): Promise<Database> {
     db,
     rows: async (q) => ((await db.execute(q)) as unknown as { rows: any[] }).rows,
     query: async (text, params) => (await client.query<any>(text, params)).rows,
-    transaction: (fn) => client.transaction((tx) => fn(async (text, params) => (await tx.query<any>(text, params)).rows)),
+    transaction: (fn) =>
+      client.transaction((tx) =>
+        fn(async (text, params) => (await tx.query<any>(text, params)).rows),
+      ),
     listen: async (channel, onPayload) => client.listen(channel, onPayload),
-    notify: async (channel, payload) => { await client.query('select pg_notify($1, $2)', [channel, payload]) },
+    notify: async (channel, payload) => {
+      await client.query('select pg_notify($1, $2)', [channel, payload])
+    },
     close: () => client.close(),
   }
 }
@@ -140,9 +177,15 @@ export const pgliteDirOf = (dataDir: string) => join(dataDir, 'pglite')
 export { sql }
 
 /** Migrations this code ships (drizzle's journal) against those the database recorded as applied. */
-export async function migrationState(database: Pick<Database, 'rows'>): Promise<{ expected: number; applied: number }> {
-  const journal = JSON.parse(readFileSync(join(MIGRATIONS, 'meta', '_journal.json'), 'utf8')) as { entries: unknown[] }
-  const [r] = await database.rows<{ n: number | string }>(sql`SELECT count(*)::int AS n FROM drizzle.__drizzle_migrations`)
+export async function migrationState(
+  database: Pick<Database, 'rows'>,
+): Promise<{ expected: number; applied: number }> {
+  const journal = JSON.parse(readFileSync(join(MIGRATIONS, 'meta', '_journal.json'), 'utf8')) as {
+    entries: unknown[]
+  }
+  const [r] = await database.rows<{ n: number | string }>(
+    sql`SELECT count(*)::int AS n FROM drizzle.__drizzle_migrations`,
+  )
   return { expected: journal.entries.length, applied: Number(r?.n ?? 0) }
 }
 

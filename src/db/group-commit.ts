@@ -17,7 +17,10 @@ interface Pending {
  * its statements are written again one by one, so only the one at fault fails. For
  * independent statements only (creates of different transactions).
  */
-export function createGroupCommit(database: Pick<Database, 'query' | 'transaction'>, gatherMs: number): Pick<Database, 'query'> {
+export function createGroupCommit(
+  database: Pick<Database, 'query' | 'transaction'>,
+  gatherMs: number,
+): Pick<Database, 'query'> {
   let queue: Pending[] = []
   let writing = false
   let lastStart = -Infinity

@@ -2,8 +2,14 @@ import { parse, protocol, type PGlite, type Transaction } from '@electric-sql/pg
 
 type Query = PGlite['query']
 type Options = Parameters<Query>[2]
-interface Described { name: string; paramTypes: number[] }
-interface BackendMessage { name: string; dataTypeIDs?: number[] }
+interface Described {
+  name: string
+  paramTypes: number[]
+}
+interface BackendMessage {
+  name: string
+  dataTypeIDs?: number[]
+}
 
 /** Statements kept prepared; the least recently used beyond this are closed. */
 export const PGLITE_STATEMENTS_KEPT = 256
@@ -12,7 +18,11 @@ export const PGLITE_STATEMENTS_KEPT = 256
  * PostgreSQL routines after which postgres.js prepares again (a table changed under the
  * statement: "cached plan must not change result type", a column's type; or the statement is gone).
  */
-const STALE_ROUTINES = new Set(['FetchPreparedStatement', 'RevalidateCachedQuery', 'transformAssignedExpr'])
+const STALE_ROUTINES = new Set([
+  'FetchPreparedStatement',
+  'RevalidateCachedQuery',
+  'transformAssignedExpr',
+])
 
 const { serialize } = protocol
 
@@ -54,8 +64,19 @@ export function withNamedStatements(client: PGlite, kept = PGLITE_STATEMENTS_KEP
       return known
     }
     const name = `pglite_${++counter}`
-    const messages = (await client.execProtocolStream(concat([...closing.splice(0), serialize.parse({ name, text, types: options?.paramTypes }), serialize.describe({ type: 'S', name }), serialize.sync()]), { syncToFs: false, onNotice: options?.onNotice })) as BackendMessage[]
-    const described = { name, paramTypes: messages.find((m) => m.name === 'parameterDescription')?.dataTypeIDs ?? [] }
+    const messages = (await client.execProtocolStream(
+      concat([
+        ...closing.splice(0),
+        serialize.parse({ name, text, types: options?.paramTypes }),
+        serialize.describe({ type: 'S', name }),
+        serialize.sync(),
+      ]),
+      { syncToFs: false, onNotice: options?.onNotice },
+    )) as BackendMessage[]
+    const described = {
+      name,
+      paramTypes: messages.find((m) => m.name === 'parameterDescription')?.dataTypeIDs ?? [],
+    }
     statements.set(text, described)
     if (statements.size > kept) {
       const [oldest, old] = statements.entries().next().value!
@@ -65,14 +86,29 @@ export function withNamedStatements(client: PGlite, kept = PGLITE_STATEMENTS_KEP
     return described
   }
 
-  async function execute(text: string, params: unknown[], options: Options, inTransaction: boolean) {
+  async function execute(
+    text: string,
+    params: unknown[],
+    options: Options,
+    inTransaction: boolean,
+  ) {
     const s = await prepared(text, options)
     const values = params.map((v, i) => {
       if (v === null || v === undefined) return null
-      const serializer = options?.serializers?.[s.paramTypes[i]!] ?? client.serializers[s.paramTypes[i]!]
+      const serializer =
+        options?.serializers?.[s.paramTypes[i]!] ?? client.serializers[s.paramTypes[i]!]
       return serializer ? serializer(v) : String(v)
     })
-    const messages = await client.execProtocolStream(concat([...closing.splice(0), serialize.bind({ statement: s.name, values }), serialize.describe({ type: 'P' }), serialize.execute({}), serialize.sync()]), { syncToFs: false, onNotice: options?.onNotice })
+    const messages = await client.execProtocolStream(
+      concat([
+        ...closing.splice(0),
+        serialize.bind({ statement: s.name, values }),
+        serialize.describe({ type: 'P' }),
+        serialize.execute({}),
+        serialize.sync(),
+      ]),
+      { syncToFs: false, onNotice: options?.onNotice },
+    )
     // As PGlite's own query: the file system is synced after a statement, not inside a transaction.
     if (!inTransaction) await client.syncToFs()
     return parse.parseResults(messages as never, client.parsers, options)[0]!
@@ -95,7 +131,9 @@ export function withNamedStatements(client: PGlite, kept = PGLITE_STATEMENTS_KEP
   client.query = (async (text: string, params?: unknown[], options?: Options) => {
     if (!params?.length || options?.blob) return plain(text, params, options)
     await client._checkReady()
-    return client._runExclusiveTransaction(() => client._runExclusiveQuery(() => run(text, params, options, false)))
+    return client._runExclusiveTransaction(() =>
+      client._runExclusiveQuery(() => run(text, params, options, false)),
+    )
   }) as Query
 
   // Inside a transaction its caller holds the transaction lock already: a statement takes the query lock only, as PGlite's own.

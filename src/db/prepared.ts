@@ -24,12 +24,18 @@ export interface Statement<Row, Params extends Record<string, Value | undefined>
  * builder's own `.prepare()`. Values go as strings, numbers, booleans or null: dates as ISO
  * strings with a `::timestamptz` cast, JSON as text with `::jsonb`.
  */
-export function prepare<Row, Params extends Record<string, Value | undefined>>(database: Pick<Database, 'query'>, query: SQL): Statement<Row, Params> {
+export function prepare<Row, Params extends Record<string, Value | undefined>>(
+  database: Pick<Database, 'query'>,
+  query: SQL,
+): Statement<Row, Params> {
   const rendered = dialect.sqlToQuery(query)
   const names: string[] = []
   const renumbered = new Map<number, number>()
   rendered.params.forEach((p, i) => {
-    if (!(p instanceof Placeholder)) throw new Error(`prepared statements take placeholders only; got a literal value at $${i + 1}`)
+    if (!(p instanceof Placeholder))
+      throw new Error(
+        `prepared statements take placeholders only; got a literal value at $${i + 1}`,
+      )
     const at = names.indexOf(p.name)
     renumbered.set(i + 1, at >= 0 ? at + 1 : names.push(p.name))
   })
@@ -37,11 +43,15 @@ export function prepare<Row, Params extends Record<string, Value | undefined>>(d
   return {
     text,
     execute(params) {
-      return database.query<Row>(text, names.map((n) => {
-        // A misspelt or forgotten placeholder is a bug, not a NULL.
-        if (params[n] === undefined) throw new Error(`prepared statement: no value for placeholder "${n}"`)
-        return params[n] ?? null
-      }))
+      return database.query<Row>(
+        text,
+        names.map((n) => {
+          // A misspelt or forgotten placeholder is a bug, not a NULL.
+          if (params[n] === undefined)
+            throw new Error(`prepared statement: no value for placeholder "${n}"`)
+          return params[n] ?? null
+        }),
+      )
     },
   }
 }
@@ -50,4 +60,5 @@ export function prepare<Row, Params extends Record<string, Value | undefined>>(d
 export const bare = (column: Column): SQL => sql`${sql.identifier(column.name)}`
 
 /** A named placeholder with a cast, e.g. `param('at', 'timestamptz')`. */
-export const param = (name: string, type?: string): SQL => (type ? sql`${sql.placeholder(name)}::${sql.raw(type)}` : sql`${sql.placeholder(name)}`)
+export const param = (name: string, type?: string): SQL =>
+  type ? sql`${sql.placeholder(name)}::${sql.raw(type)}` : sql`${sql.placeholder(name)}`

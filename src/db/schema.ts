@@ -1,7 +1,19 @@
 import { sql } from 'drizzle-orm'
 import { REFUND_STATUSES } from '../../machines/refund.machine.ts'
 import {
-  bigint, bigserial, boolean, index, integer, jsonb, numeric, pgTable, primaryKey, text, timestamp, uniqueIndex, uuid,
+  bigint,
+  bigserial,
+  boolean,
+  index,
+  integer,
+  jsonb,
+  numeric,
+  pgTable,
+  primaryKey,
+  text,
+  timestamp,
+  uniqueIndex,
+  uuid,
 } from 'drizzle-orm/pg-core'
 
 const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' })
@@ -9,7 +21,9 @@ const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' 
 export const projects = pgTable('projects', {
   id: text('id').primaryKey(),
   name: text('name').notNull(),
-  status: text('status', { enum: ['active', 'inactive'] }).notNull().default('active'),
+  status: text('status', { enum: ['active', 'inactive'] })
+    .notNull()
+    .default('active'),
   rateLimitMinute: integer('rate_limit_minute').notNull().default(60),
   rateLimitHour: integer('rate_limit_hour').notNull().default(1000),
   rateLimitDay: integer('rate_limit_day').notNull().default(10000),
@@ -19,77 +33,91 @@ export const projects = pgTable('projects', {
   updatedAt: ts('updated_at').notNull().defaultNow(),
 })
 
-export const apiKeys = pgTable('api_keys', {
-  id: text('id').primaryKey(),
-  projectId: text('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
-  name: text('name').notNull(),
-  mode: text('mode', { enum: ['test', 'live'] }).notNull(),
-  /** SHA-256 of the full key; the key itself is never stored (R22). */
-  hash: text('hash').notNull().unique(),
-  /** What the dashboard shows, e.g. `sk_test_AbCd…wxyz`. */
-  displayPrefix: text('display_prefix').notNull(),
-  scopes: text('scopes').array().notNull(),
-  createdAt: ts('created_at').notNull().defaultNow(),
-  lastUsedAt: ts('last_used_at'),
-  revokedAt: ts('revoked_at'),
-}, (t) => [index('api_keys_project_idx').on(t.projectId)])
+export const apiKeys = pgTable(
+  'api_keys',
+  {
+    id: text('id').primaryKey(),
+    projectId: text('project_id')
+      .notNull()
+      .references(() => projects.id, { onDelete: 'cascade' }),
+    name: text('name').notNull(),
+    mode: text('mode', { enum: ['test', 'live'] }).notNull(),
+    /** SHA-256 of the full key; the key itself is never stored (R22). */
+    hash: text('hash').notNull().unique(),
+    /** What the dashboard shows, e.g. `sk_test_AbCd…wxyz`. */
+    displayPrefix: text('display_prefix').notNull(),
+    scopes: text('scopes').array().notNull(),
+    createdAt: ts('created_at').notNull().defaultNow(),
+    lastUsedAt: ts('last_used_at'),
+    revokedAt: ts('revoked_at'),
+  },
+  (t) => [index('api_keys_project_idx').on(t.projectId)],
+)
 
-export const transactions = pgTable('transactions', {
-  id: uuid('id').primaryKey(),
-  projectId: text('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
-  testingMode: boolean('testing_mode').notNull(),
-  transactionNumber: text('transaction_number').notNull().unique(),
-  status: text('status').notNull(),
-  amountUsd: numeric('amount_usd', { precision: 12, scale: 2 }).notNull(),
-  currency: text('currency').notNull().default('USD'),
-  orderId: text('order_id'),
-  orderDescription: text('order_description'),
-  customerEmail: text('customer_email'),
-  customerName: text('customer_name'),
-  customerIpAddress: text('customer_ip_address'),
-  metadata: jsonb('metadata').$type<Record<string, string | number | boolean | null>>(),
-  successUrl: text('success_url'),
-  cancelUrl: text('cancel_url'),
-  tokenSymbol: text('token_symbol'),
-  /** Smallest token units, exact (numeric(78,0) holds any uint256). */
-  tokenAmount: numeric('token_amount', { precision: 78, scale: 0 }),
-  blockchainNetwork: text('blockchain_network'),
-  depositAddress: text('deposit_address'),
-  amountReceived: numeric('amount_received', { precision: 78, scale: 0 }),
-  transactionHash: text('transaction_hash'),
-  /**
-   * What `transactionHash` is the hash of: the transaction that paid, or (native coin a contract
-   * sent by an internal call, on a node that cannot trace) the block it arrived in. Null with it.
-   */
-  transactionHashNames: text('transaction_hash_names', { enum: ['transaction', 'block'] }),
-  blockNumber: bigint('block_number', { mode: 'number' }),
-  confirmations: integer('confirmations'),
-  requiredConfirmations: integer('required_confirmations'),
-  /** confirmations, safe or finalized: what completes the payment on its network (issue 14); null before a token is selected. */
-  finality: text('finality', { enum: ['confirmations', 'safe', 'finalized'] }),
-  /**
-   * The native balance its deposit address already held when the native coin was first quoted on
-   * `nativeBaselineNetwork`: not a payment (coin sent there before, e.g. under the same xpub in
-   * another database). Arrivals by internal call are counted above it. Kept when the customer
-   * chooses the native coin again on that network, so a payment that arrived meanwhile and is not
-   * seen yet is not taken for coin held before. Null: never quoted in the native coin.
-   */
-  nativeBaseline: numeric('native_baseline', { precision: 78, scale: 0 }),
-  /** The network `nativeBaseline` was read on (null for a baseline kept before this column). */
-  nativeBaselineNetwork: text('native_baseline_network'),
-  confirmedAt: ts('confirmed_at'),
-  completedAt: ts('completed_at'),
-  expiresAt: ts('expires_at').notNull(),
-  createdAt: ts('created_at').notNull(),
-  updatedAt: ts('updated_at').notNull(),
-  /** Optimistic concurrency: every transition bumps it. */
-  version: integer('version').notNull().default(0),
-}, (t) => [
-  index('transactions_list_idx').on(t.projectId, t.testingMode, t.createdAt.desc(), t.id.desc()),
-  index('transactions_status_idx').on(t.projectId, t.testingMode, t.status, t.createdAt.desc()),
-  // The deposit addresses a follower compares native balances of (issue 14): few, found without a scan.
-  index('transactions_native_watch_idx').on(t.blockchainNetwork, t.tokenSymbol).where(sql`status in ('prepared', 'pending', 'processing', 'confirming')`),
-])
+export const transactions = pgTable(
+  'transactions',
+  {
+    id: uuid('id').primaryKey(),
+    projectId: text('project_id')
+      .notNull()
+      .references(() => projects.id, { onDelete: 'cascade' }),
+    testingMode: boolean('testing_mode').notNull(),
+    transactionNumber: text('transaction_number').notNull().unique(),
+    status: text('status').notNull(),
+    amountUsd: numeric('amount_usd', { precision: 12, scale: 2 }).notNull(),
+    currency: text('currency').notNull().default('USD'),
+    orderId: text('order_id'),
+    orderDescription: text('order_description'),
+    customerEmail: text('customer_email'),
+    customerName: text('customer_name'),
+    customerIpAddress: text('customer_ip_address'),
+    metadata: jsonb('metadata').$type<Record<string, string | number | boolean | null>>(),
+    successUrl: text('success_url'),
+    cancelUrl: text('cancel_url'),
+    tokenSymbol: text('token_symbol'),
+    /** Smallest token units, exact (numeric(78,0) holds any uint256). */
+    tokenAmount: numeric('token_amount', { precision: 78, scale: 0 }),
+    blockchainNetwork: text('blockchain_network'),
+    depositAddress: text('deposit_address'),
+    amountReceived: numeric('amount_received', { precision: 78, scale: 0 }),
+    transactionHash: text('transaction_hash'),
+    /**
+     * What `transactionHash` is the hash of: the transaction that paid, or (native coin a contract
+     * sent by an internal call, on a node that cannot trace) the block it arrived in. Null with it.
+     */
+    transactionHashNames: text('transaction_hash_names', { enum: ['transaction', 'block'] }),
+    blockNumber: bigint('block_number', { mode: 'number' }),
+    confirmations: integer('confirmations'),
+    requiredConfirmations: integer('required_confirmations'),
+    /** confirmations, safe or finalized: what completes the payment on its network (issue 14); null before a token is selected. */
+    finality: text('finality', { enum: ['confirmations', 'safe', 'finalized'] }),
+    /**
+     * The native balance its deposit address already held when the native coin was first quoted on
+     * `nativeBaselineNetwork`: not a payment (coin sent there before, e.g. under the same xpub in
+     * another database). Arrivals by internal call are counted above it. Kept when the customer
+     * chooses the native coin again on that network, so a payment that arrived meanwhile and is not
+     * seen yet is not taken for coin held before. Null: never quoted in the native coin.
+     */
+    nativeBaseline: numeric('native_baseline', { precision: 78, scale: 0 }),
+    /** The network `nativeBaseline` was read on (null for a baseline kept before this column). */
+    nativeBaselineNetwork: text('native_baseline_network'),
+    confirmedAt: ts('confirmed_at'),
+    completedAt: ts('completed_at'),
+    expiresAt: ts('expires_at').notNull(),
+    createdAt: ts('created_at').notNull(),
+    updatedAt: ts('updated_at').notNull(),
+    /** Optimistic concurrency: every transition bumps it. */
+    version: integer('version').notNull().default(0),
+  },
+  (t) => [
+    index('transactions_list_idx').on(t.projectId, t.testingMode, t.createdAt.desc(), t.id.desc()),
+    index('transactions_status_idx').on(t.projectId, t.testingMode, t.status, t.createdAt.desc()),
+    // The deposit addresses a follower compares native balances of (issue 14): few, found without a scan.
+    index('transactions_native_watch_idx')
+      .on(t.blockchainNetwork, t.tokenSymbol)
+      .where(sql`status in ('prepared', 'pending', 'processing', 'confirming')`),
+  ],
+)
 
 export type TransactionRow = typeof transactions.$inferSelect
 export type NewTransactionRow = typeof transactions.$inferInsert
@@ -109,69 +137,100 @@ export const instances = pgTable('instances', {
  * version that wrote it, and the instance that runs it (whose lease in `instances` says until
  * when). The row goes away when the transaction reaches a final status.
  */
-export const transactionActors = pgTable('transaction_actors', {
-  transactionId: uuid('transaction_id').primaryKey().references(() => transactions.id, { onDelete: 'cascade' }),
-  snapshot: jsonb('snapshot').notNull(),
-  machineVersion: integer('machine_version').notNull(),
-  owner: text('owner'),
-}, (t) => [index('transaction_actors_owner_idx').on(t.owner)])
+export const transactionActors = pgTable(
+  'transaction_actors',
+  {
+    transactionId: uuid('transaction_id')
+      .primaryKey()
+      .references(() => transactions.id, { onDelete: 'cascade' }),
+    snapshot: jsonb('snapshot').notNull(),
+    machineVersion: integer('machine_version').notNull(),
+    owner: text('owner'),
+  },
+  (t) => [index('transaction_actors_owner_idx').on(t.owner)],
+)
 
 /** The timeline: one row per applied transition, with its cause and details (R12). */
-export const transactionEvents = pgTable('transaction_events', {
-  id: bigserial('id', { mode: 'number' }).primaryKey(),
-  transactionId: uuid('transaction_id').notNull().references(() => transactions.id, { onDelete: 'cascade' }),
-  fromStatus: text('from_status'),
-  toStatus: text('to_status').notNull(),
-  cause: text('cause').notNull(),
-  details: jsonb('details').$type<Record<string, unknown>>().notNull(),
-  at: ts('at').notNull(),
-}, (t) => [index('transaction_events_tx_idx').on(t.transactionId, t.id)])
+export const transactionEvents = pgTable(
+  'transaction_events',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    transactionId: uuid('transaction_id')
+      .notNull()
+      .references(() => transactions.id, { onDelete: 'cascade' }),
+    fromStatus: text('from_status'),
+    toStatus: text('to_status').notNull(),
+    cause: text('cause').notNull(),
+    details: jsonb('details').$type<Record<string, unknown>>().notNull(),
+    at: ts('at').notNull(),
+  },
+  (t) => [index('transaction_events_tx_idx').on(t.transactionId, t.id)],
+)
 
 /**
  * Domain events for merchants, written in the same database transaction as the state change
  * they announce (transactional outbox); the webhook dispatcher reads them in id order.
  */
-export const outbox = pgTable('outbox', {
-  id: bigserial('id', { mode: 'number' }).primaryKey(),
-  transactionId: uuid('transaction_id').notNull().references(() => transactions.id, { onDelete: 'cascade' }),
-  projectId: text('project_id').notNull(),
-  testingMode: boolean('testing_mode').notNull(),
-  eventType: text('event_type').notNull(),
-  /** The webhook payload's `data` as it was at the transition. */
-  data: jsonb('data').$type<Record<string, unknown>>().notNull(),
-  createdAt: ts('created_at').notNull(),
-  dispatchedAt: ts('dispatched_at'),
-  /** `x-service-sequence`: the transaction's version after the change this event announces. */
-  sequence: integer('sequence').notNull().default(0),
-}, (t) => [index('outbox_pending_idx').on(t.id).where(sql`dispatched_at is null`)])
+export const outbox = pgTable(
+  'outbox',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    transactionId: uuid('transaction_id')
+      .notNull()
+      .references(() => transactions.id, { onDelete: 'cascade' }),
+    projectId: text('project_id').notNull(),
+    testingMode: boolean('testing_mode').notNull(),
+    eventType: text('event_type').notNull(),
+    /** The webhook payload's `data` as it was at the transition. */
+    data: jsonb('data').$type<Record<string, unknown>>().notNull(),
+    createdAt: ts('created_at').notNull(),
+    dispatchedAt: ts('dispatched_at'),
+    /** `x-service-sequence`: the transaction's version after the change this event announces. */
+    sequence: integer('sequence').notNull().default(0),
+  },
+  (t) => [index('outbox_pending_idx').on(t.id).where(sql`dispatched_at is null`)],
+)
 
 /** R6: first response of a create call, replayed for the same key and body within 24 h. */
-export const idempotencyKeys = pgTable('idempotency_keys', {
-  projectId: text('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
-  mode: text('mode', { enum: ['test', 'live'] }).notNull(),
-  key: text('key').notNull(),
-  requestHash: text('request_hash').notNull(),
-  statusCode: integer('status_code').notNull(),
-  /** The exact bytes first sent, so a replay is byte-identical. */
-  response: text('response').notNull(),
-  createdAt: ts('created_at').notNull(),
-}, (t) => [primaryKey({ columns: [t.projectId, t.mode, t.key] }), index('idempotency_created_idx').on(t.createdAt)])
+export const idempotencyKeys = pgTable(
+  'idempotency_keys',
+  {
+    projectId: text('project_id')
+      .notNull()
+      .references(() => projects.id, { onDelete: 'cascade' }),
+    mode: text('mode', { enum: ['test', 'live'] }).notNull(),
+    key: text('key').notNull(),
+    requestHash: text('request_hash').notNull(),
+    statusCode: integer('status_code').notNull(),
+    /** The exact bytes first sent, so a replay is byte-identical. */
+    response: text('response').notNull(),
+    createdAt: ts('created_at').notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.projectId, t.mode, t.key] }),
+    index('idempotency_created_idx').on(t.createdAt),
+  ],
+)
 
 /**
  * R23: one row per subject (a project or a client IP) holding its three fixed windows, so a
  * grant is one row lock and one statement (src/limits/rate-limit.repo.ts).
  */
-export const rateLimits = pgTable('rate_limits', {
-  subject: text('subject').primaryKey(),
-  minuteStart: ts('minute_start').notNull(),
-  minuteUsed: integer('minute_used').notNull(),
-  hourStart: ts('hour_start').notNull(),
-  hourUsed: integer('hour_used').notNull(),
-  dayStart: ts('day_start').notNull(),
-  dayUsed: integer('day_used').notNull(),
-  /** Units granted by the last statement, so its RETURNING can tell usage before and after. */
-  lastGrant: integer('last_grant').notNull(),
-}, (t) => [index('rate_limits_day_idx').on(t.dayStart)])
+export const rateLimits = pgTable(
+  'rate_limits',
+  {
+    subject: text('subject').primaryKey(),
+    minuteStart: ts('minute_start').notNull(),
+    minuteUsed: integer('minute_used').notNull(),
+    hourStart: ts('hour_start').notNull(),
+    hourUsed: integer('hour_used').notNull(),
+    dayStart: ts('day_start').notNull(),
+    dayUsed: integer('day_used').notNull(),
+    /** Units granted by the last statement, so its RETURNING can tell usage before and after. */
+    lastGrant: integer('last_grant').notNull(),
+  },
+  (t) => [index('rate_limits_day_idx').on(t.dayStart)],
+)
 
 export const users = pgTable('users', {
   id: text('id').primaryKey(),
@@ -188,19 +247,36 @@ export const users = pgTable('users', {
  * SHA-256, so a leaked table opens no session. Idle expiry follows `last_seen_at`; `expires_at`
  * is the absolute end however active the session is.
  */
-export const dashboardSessions = pgTable('dashboard_sessions', {
-  tokenHash: text('token_hash').primaryKey(),
-  userId: text('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
-  createdAt: ts('created_at').notNull(),
-  lastSeenAt: ts('last_seen_at').notNull(),
-  expiresAt: ts('expires_at').notNull(),
-}, (t) => [index('dashboard_sessions_user_idx').on(t.userId), index('dashboard_sessions_expires_idx').on(t.expiresAt)])
+export const dashboardSessions = pgTable(
+  'dashboard_sessions',
+  {
+    tokenHash: text('token_hash').primaryKey(),
+    userId: text('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    createdAt: ts('created_at').notNull(),
+    lastSeenAt: ts('last_seen_at').notNull(),
+    expiresAt: ts('expires_at').notNull(),
+  },
+  (t) => [
+    index('dashboard_sessions_user_idx').on(t.userId),
+    index('dashboard_sessions_expires_idx').on(t.expiresAt),
+  ],
+)
 
-export const projectMembers = pgTable('project_members', {
-  userId: text('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
-  projectId: text('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
-  createdAt: ts('created_at').notNull().defaultNow(),
-}, (t) => [primaryKey({ columns: [t.userId, t.projectId] })])
+export const projectMembers = pgTable(
+  'project_members',
+  {
+    userId: text('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    projectId: text('project_id')
+      .notNull()
+      .references(() => projects.id, { onDelete: 'cascade' }),
+    createdAt: ts('created_at').notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.userId, t.projectId] })],
+)
 
 /** Facts about this database the instances must agree on, such as which SECRET_KEY sealed its secrets. */
 export const settings = pgTable('settings', {
@@ -209,31 +285,44 @@ export const settings = pgTable('settings', {
 })
 
 export const WEBHOOK_EVENT_TYPES = [
-  'transaction.created', 'transaction.payment_received', 'transaction.confirming', 'transaction.completed',
-  'transaction.failed', 'transaction.expired', 'transaction.cancelled', 'transaction.payment_reversed',
-  'refund.completed', 'refund.failed',
+  'transaction.created',
+  'transaction.payment_received',
+  'transaction.confirming',
+  'transaction.completed',
+  'transaction.failed',
+  'transaction.expired',
+  'transaction.cancelled',
+  'transaction.payment_reversed',
+  'refund.completed',
+  'refund.failed',
   'webhook_endpoint.disabled',
 ] as const
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number]
 
 /** R21: where a project's events go, per mode. The signing secret is sealed with SECRET_KEY. */
-export const webhookEndpoints = pgTable('webhook_endpoints', {
-  id: text('id').primaryKey(),
-  projectId: text('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
-  mode: text('mode', { enum: ['test', 'live'] }).notNull(),
-  url: text('url').notNull(),
-  eventTypes: text('event_types').array().notNull(),
-  /** AES-256-GCM under SECRET_KEY, bound to the endpoint id (src/lib/secret-box.ts). */
-  secretSealed: text('secret_sealed').notNull(),
-  enabled: boolean('enabled').notNull().default(true),
-  /** Why it is disabled (issue 15): by hand, answered 410 Gone, or every delivery failed for WEBHOOK_DISABLE_AFTER. */
-  disabledReason: text('disabled_reason', { enum: ['manual', 'gone', 'failing'] }),
-  disabledAt: ts('disabled_at'),
-  /** The first failed attempt since the last success; null while it answers. */
-  failingSince: ts('failing_since'),
-  createdAt: ts('created_at').notNull(),
-  updatedAt: ts('updated_at').notNull(),
-}, (t) => [index('webhook_endpoints_project_idx').on(t.projectId, t.mode)])
+export const webhookEndpoints = pgTable(
+  'webhook_endpoints',
+  {
+    id: text('id').primaryKey(),
+    projectId: text('project_id')
+      .notNull()
+      .references(() => projects.id, { onDelete: 'cascade' }),
+    mode: text('mode', { enum: ['test', 'live'] }).notNull(),
+    url: text('url').notNull(),
+    eventTypes: text('event_types').array().notNull(),
+    /** AES-256-GCM under SECRET_KEY, bound to the endpoint id (src/lib/secret-box.ts). */
+    secretSealed: text('secret_sealed').notNull(),
+    enabled: boolean('enabled').notNull().default(true),
+    /** Why it is disabled (issue 15): by hand, answered 410 Gone, or every delivery failed for WEBHOOK_DISABLE_AFTER. */
+    disabledReason: text('disabled_reason', { enum: ['manual', 'gone', 'failing'] }),
+    disabledAt: ts('disabled_at'),
+    /** The first failed attempt since the last success; null while it answers. */
+    failingSince: ts('failing_since'),
+    createdAt: ts('created_at').notNull(),
+    updatedAt: ts('updated_at').notNull(),
+  },
+  (t) => [index('webhook_endpoints_project_idx').on(t.projectId, t.mode)],
+)
 
 /**
  * One event to one endpoint (issue 5): the persisted webhook-delivery actor. `snapshot` is the
@@ -242,86 +331,115 @@ export const webhookEndpoints = pgTable('webhook_endpoints', {
  * the delivery log. An unfinished delivery runs as an actor on the instance in `claimed_by`,
  * whose lease in `instances` covers it; when that lease ends, another instance claims it.
  */
-export const webhookDeliveries = pgTable('webhook_deliveries', {
-  id: text('id').primaryKey(),
-  /** `x-service-event-id`: the same across retries and endpoints of one event. */
-  eventId: text('event_id').notNull(),
-  endpointId: text('endpoint_id').notNull().references(() => webhookEndpoints.id, { onDelete: 'cascade' }),
-  projectId: text('project_id').notNull(),
-  mode: text('mode', { enum: ['test', 'live'] }).notNull(),
-  /** Null for a test event sent from the dashboard or CLI. */
-  transactionId: uuid('transaction_id'),
-  eventType: text('event_type').notNull(),
-  /** The payload's `data`; the root's `timestamp` is the time each attempt is sent. */
-  data: jsonb('data').$type<Record<string, unknown>>().notNull(),
-  /** A test event: the payload says so. */
-  test: boolean('test').notNull().default(false),
-  /** `x-service-sequence`: the transaction's version after the change announced; 0 for an event not about a transaction's status. */
-  sequence: integer('sequence').notNull().default(0),
-  status: text('status', { enum: ['pending', 'retrying', 'success', 'failed'] }).notNull(),
-  attempts: integer('attempts').notNull().default(0),
-  nextAttemptAt: ts('next_attempt_at'),
-  lastAttemptAt: ts('last_attempt_at'),
-  lastStatusCode: integer('last_status_code'),
-  /** Why a failed delivery stopped: exhausted, too_old or manual_attempt_failed. */
-  failedBecause: text('failed_because', { enum: ['exhausted', 'too_old', 'manual_attempt_failed'] }),
-  snapshot: jsonb('snapshot'),
-  machineVersion: integer('machine_version').notNull(),
-  claimedBy: text('claimed_by'),
-  eventAt: ts('event_at').notNull(),
-  createdAt: ts('created_at').notNull(),
-}, (t) => [
-  index('webhook_deliveries_unfinished_idx').on(t.claimedBy).where(sql`status in ('pending', 'retrying')`),
-  index('webhook_deliveries_log_idx').on(t.projectId, t.mode, t.createdAt.desc()),
-  index('webhook_deliveries_endpoint_idx').on(t.endpointId, t.createdAt.desc()),
-  index('webhook_deliveries_tx_idx').on(t.transactionId),
-])
+export const webhookDeliveries = pgTable(
+  'webhook_deliveries',
+  {
+    id: text('id').primaryKey(),
+    /** `x-service-event-id`: the same across retries and endpoints of one event. */
+    eventId: text('event_id').notNull(),
+    endpointId: text('endpoint_id')
+      .notNull()
+      .references(() => webhookEndpoints.id, { onDelete: 'cascade' }),
+    projectId: text('project_id').notNull(),
+    mode: text('mode', { enum: ['test', 'live'] }).notNull(),
+    /** Null for a test event sent from the dashboard or CLI. */
+    transactionId: uuid('transaction_id'),
+    eventType: text('event_type').notNull(),
+    /** The payload's `data`; the root's `timestamp` is the time each attempt is sent. */
+    data: jsonb('data').$type<Record<string, unknown>>().notNull(),
+    /** A test event: the payload says so. */
+    test: boolean('test').notNull().default(false),
+    /** `x-service-sequence`: the transaction's version after the change announced; 0 for an event not about a transaction's status. */
+    sequence: integer('sequence').notNull().default(0),
+    status: text('status', { enum: ['pending', 'retrying', 'success', 'failed'] }).notNull(),
+    attempts: integer('attempts').notNull().default(0),
+    nextAttemptAt: ts('next_attempt_at'),
+    lastAttemptAt: ts('last_attempt_at'),
+    lastStatusCode: integer('last_status_code'),
+    /** Why a failed delivery stopped: exhausted, too_old or manual_attempt_failed. */
+    failedBecause: text('failed_because', {
+      enum: ['exhausted', 'too_old', 'manual_attempt_failed'],
+    }),
+    snapshot: jsonb('snapshot'),
+    machineVersion: integer('machine_version').notNull(),
+    claimedBy: text('claimed_by'),
+    eventAt: ts('event_at').notNull(),
+    createdAt: ts('created_at').notNull(),
+  },
+  (t) => [
+    index('webhook_deliveries_unfinished_idx')
+      .on(t.claimedBy)
+      .where(sql`status in ('pending', 'retrying')`),
+    index('webhook_deliveries_log_idx').on(t.projectId, t.mode, t.createdAt.desc()),
+    index('webhook_deliveries_endpoint_idx').on(t.endpointId, t.createdAt.desc()),
+    index('webhook_deliveries_tx_idx').on(t.transactionId),
+  ],
+)
 
 /** The delivery log: one row per attempt (Svix-style). */
-export const webhookAttempts = pgTable('webhook_attempts', {
-  id: bigserial('id', { mode: 'number' }).primaryKey(),
-  deliveryId: text('delivery_id').notNull().references(() => webhookDeliveries.id, { onDelete: 'cascade' }),
-  number: integer('number').notNull(),
-  trigger: text('trigger', { enum: ['scheduled', 'manual'] }).notNull(),
-  /** When the attempt was due; `started_at` minus this is how late it ran. */
-  scheduledFor: ts('scheduled_for'),
-  startedAt: ts('started_at').notNull(),
-  durationMs: integer('duration_ms').notNull(),
-  statusCode: integer('status_code'),
-  /** The exact bytes sent (the signature covers them). */
-  requestBody: text('request_body').notNull(),
-  /** At most 2 KiB of what the endpoint answered. */
-  responseBody: text('response_body'),
-  error: text('error'),
-}, (t) => [index('webhook_attempts_delivery_idx').on(t.deliveryId, t.number)])
+export const webhookAttempts = pgTable(
+  'webhook_attempts',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    deliveryId: text('delivery_id')
+      .notNull()
+      .references(() => webhookDeliveries.id, { onDelete: 'cascade' }),
+    number: integer('number').notNull(),
+    trigger: text('trigger', { enum: ['scheduled', 'manual'] }).notNull(),
+    /** When the attempt was due; `started_at` minus this is how late it ran. */
+    scheduledFor: ts('scheduled_for'),
+    startedAt: ts('started_at').notNull(),
+    durationMs: integer('duration_ms').notNull(),
+    statusCode: integer('status_code'),
+    /** The exact bytes sent (the signature covers them). */
+    requestBody: text('request_body').notNull(),
+    /** At most 2 KiB of what the endpoint answered. */
+    responseBody: text('response_body'),
+    error: text('error'),
+  },
+  (t) => [index('webhook_attempts_delivery_idx').on(t.deliveryId, t.number)],
+)
 
 /**
  * R17: per project and mode, the extended public key deposit addresses are derived from, and
  * the next child index to hand out (taken by one UPDATE ... RETURNING, so never twice).
  */
-export const projectXpubs = pgTable('project_xpubs', {
-  projectId: text('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
-  mode: text('mode', { enum: ['test', 'live'] }).notNull(),
-  xpub: text('xpub').notNull(),
-  nextIndex: integer('next_index').notNull().default(0),
-  /** true: generated by the service for test mode (nobody holds its keys); false: set by the operator. */
-  generated: boolean('generated').notNull().default(false),
-  updatedAt: ts('updated_at').notNull(),
-}, (t) => [primaryKey({ columns: [t.projectId, t.mode] })])
+export const projectXpubs = pgTable(
+  'project_xpubs',
+  {
+    projectId: text('project_id')
+      .notNull()
+      .references(() => projects.id, { onDelete: 'cascade' }),
+    mode: text('mode', { enum: ['test', 'live'] }).notNull(),
+    xpub: text('xpub').notNull(),
+    nextIndex: integer('next_index').notNull().default(0),
+    /** true: generated by the service for test mode (nobody holds its keys); false: set by the operator. */
+    generated: boolean('generated').notNull().default(false),
+    updatedAt: ts('updated_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.projectId, t.mode] })],
+)
 
 /** Every deposit address handed out: one transaction each, never reused (R17). Lowercase hex. */
-export const depositAddresses = pgTable('deposit_addresses', {
-  address: text('address').primaryKey(),
-  transactionId: uuid('transaction_id').notNull().unique().references(() => transactions.id, { onDelete: 'cascade' }),
-  projectId: text('project_id').notNull(),
-  mode: text('mode', { enum: ['test', 'live'] }).notNull(),
-  xpub: text('xpub').notNull(),
-  derivationIndex: integer('derivation_index').notNull(),
-  createdAt: ts('created_at').notNull(),
-}, (t) => [
-  // The treasury lists a project's addresses in derivation order (issue 13).
-  index('deposit_addresses_owner_idx').on(t.projectId, t.mode, t.xpub, t.derivationIndex),
-])
+export const depositAddresses = pgTable(
+  'deposit_addresses',
+  {
+    address: text('address').primaryKey(),
+    transactionId: uuid('transaction_id')
+      .notNull()
+      .unique()
+      .references(() => transactions.id, { onDelete: 'cascade' }),
+    projectId: text('project_id').notNull(),
+    mode: text('mode', { enum: ['test', 'live'] }).notNull(),
+    xpub: text('xpub').notNull(),
+    derivationIndex: integer('derivation_index').notNull(),
+    createdAt: ts('created_at').notNull(),
+  },
+  (t) => [
+    // The treasury lists a project's addresses in derivation order (issue 13).
+    index('deposit_addresses_owner_idx').on(t.projectId, t.mode, t.xpub, t.derivationIndex),
+  ],
+)
 
 /**
  * Which instance follows each network (issue 18): one follower per network across instances,
@@ -344,35 +462,43 @@ export const chainCursors = pgTable('chain_cursors', {
  * (R14), per block it was seen in. `applied` turns true once its lifecycle event was judged,
  * so a follower redelivering a block after a crash applies what was not applied, once.
  */
-export const chainTransfers = pgTable('chain_transfers', {
-  id: bigserial('id', { mode: 'number' }).primaryKey(),
-  network: text('network').notNull(),
-  txHash: text('tx_hash').notNull(),
-  /** -1 for a native transfer. */
-  logIndex: integer('log_index').notNull(),
-  blockNumber: bigint('block_number', { mode: 'number' }).notNull(),
-  blockHash: text('block_hash').notNull(),
-  tokenSymbol: text('token_symbol').notNull(),
-  fromAddress: text('from_address').notNull(),
-  toAddress: text('to_address').notNull(),
-  amount: numeric('amount', { precision: 78, scale: 0 }).notNull(),
-  transactionId: uuid('transaction_id').notNull().references(() => transactions.id, { onDelete: 'cascade' }),
-  /** payment, wrong_asset or late (after a final status); decided when applied. */
-  kind: text('kind', { enum: ['pending', 'payment', 'wrong_asset', 'late'] }).notNull().default('pending'),
-  applied: boolean('applied').notNull().default(false),
-  /** Set when its block left the canonical chain. */
-  reorgedAt: ts('reorged_at'),
-  seenAt: ts('seen_at').notNull(),
-  /** Failed tries to judge it (issue 18): one bad transfer waits and is retried, the rest of the chain goes on. */
-  attempts: integer('attempts').notNull().default(0),
-  /** When a failed transfer is tried again. */
-  retryAt: ts('retry_at'),
-  lastError: text('last_error'),
-}, (t) => [
-  uniqueIndex('chain_transfers_seen_idx').on(t.network, t.txHash, t.logIndex, t.blockHash),
-  index('chain_transfers_block_idx').on(t.network, t.blockHash),
-  index('chain_transfers_tx_idx').on(t.transactionId),
-])
+export const chainTransfers = pgTable(
+  'chain_transfers',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    network: text('network').notNull(),
+    txHash: text('tx_hash').notNull(),
+    /** -1 for a native transfer. */
+    logIndex: integer('log_index').notNull(),
+    blockNumber: bigint('block_number', { mode: 'number' }).notNull(),
+    blockHash: text('block_hash').notNull(),
+    tokenSymbol: text('token_symbol').notNull(),
+    fromAddress: text('from_address').notNull(),
+    toAddress: text('to_address').notNull(),
+    amount: numeric('amount', { precision: 78, scale: 0 }).notNull(),
+    transactionId: uuid('transaction_id')
+      .notNull()
+      .references(() => transactions.id, { onDelete: 'cascade' }),
+    /** payment, wrong_asset or late (after a final status); decided when applied. */
+    kind: text('kind', { enum: ['pending', 'payment', 'wrong_asset', 'late'] })
+      .notNull()
+      .default('pending'),
+    applied: boolean('applied').notNull().default(false),
+    /** Set when its block left the canonical chain. */
+    reorgedAt: ts('reorged_at'),
+    seenAt: ts('seen_at').notNull(),
+    /** Failed tries to judge it (issue 18): one bad transfer waits and is retried, the rest of the chain goes on. */
+    attempts: integer('attempts').notNull().default(0),
+    /** When a failed transfer is tried again. */
+    retryAt: ts('retry_at'),
+    lastError: text('last_error'),
+  },
+  (t) => [
+    uniqueIndex('chain_transfers_seen_idx').on(t.network, t.txHash, t.logIndex, t.blockHash),
+    index('chain_transfers_block_idx').on(t.network, t.blockHash),
+    index('chain_transfers_tx_idx').on(t.transactionId),
+  ],
+)
 
 /**
  * Refunds (issue 13): money sent back to a customer from the transaction's deposit address (or
@@ -381,49 +507,55 @@ export const chainTransfers = pgTable('chain_transfers', {
  * (machines/refund.machine.ts); the columns after it project it. The transaction the tool
  * recorded before sending it (`tx_hash`, `raw_transaction`) is the one the service watches.
  */
-export const refunds = pgTable('refunds', {
-  id: text('id').primaryKey(),
-  transactionId: uuid('transaction_id').notNull().references(() => transactions.id, { onDelete: 'cascade' }),
-  projectId: text('project_id').notNull(),
-  mode: text('mode', { enum: ['test', 'live'] }).notNull(),
-  network: text('network').notNull(),
-  tokenSymbol: text('token_symbol').notNull(),
-  /** Smallest token units. */
-  amount: numeric('amount', { precision: 78, scale: 0 }).notNull(),
-  /** Where it goes, EIP-55 checksummed. */
-  address: text('address').notNull(),
-  reason: text('reason'),
-  /** The transaction's deposit address (lowercase): paid from there while it holds enough. */
-  depositAddress: text('deposit_address').notNull(),
-  status: text('status', { enum: REFUND_STATUSES }).notNull(),
-  snapshot: jsonb('snapshot').notNull(),
-  machineVersion: integer('machine_version').notNull(),
-  /** The account the recorded payment spends from: the deposit address or the gas account (lowercase). */
-  paidFrom: text('paid_from'),
-  /** The gas account that sends the payment (lowercase). */
-  sender: text('sender'),
-  txHash: text('tx_hash'),
-  /** The signed transaction as recorded before it was sent, so it can be sent again as it is (its nonce keeps it from paying twice). */
-  rawTransaction: text('raw_transaction'),
-  txNonce: bigint('tx_nonce', { mode: 'number' }),
-  blockNumber: bigint('block_number', { mode: 'number' }),
-  blockHash: text('block_hash'),
-  confirmations: integer('confirmations'),
-  failureReason: text('failure_reason', { enum: ['reverted', 'unpayable'] }),
-  failureDetail: text('failure_detail'),
-  version: integer('version').notNull().default(0),
-  createdAt: ts('created_at').notNull(),
-  updatedAt: ts('updated_at').notNull(),
-  submittedAt: ts('submitted_at'),
-  completedAt: ts('completed_at'),
-}, (t) => [
-  index('refunds_list_idx').on(t.projectId, t.mode, t.createdAt.desc(), t.id.desc()),
-  index('refunds_tx_idx').on(t.transactionId),
-  // One on-chain payment pays one refund.
-  uniqueIndex('refunds_payment_idx').on(t.network, t.txHash).where(sql`tx_hash is not null`),
-  // What a network's follower watches on every head: few rows, found without a scan.
-  index('refunds_in_flight_idx').on(t.network).where(sql`status in ('submitted', 'confirming')`),
-])
+export const refunds = pgTable(
+  'refunds',
+  {
+    id: text('id').primaryKey(),
+    transactionId: uuid('transaction_id')
+      .notNull()
+      .references(() => transactions.id, { onDelete: 'cascade' }),
+    projectId: text('project_id').notNull(),
+    mode: text('mode', { enum: ['test', 'live'] }).notNull(),
+    network: text('network').notNull(),
+    tokenSymbol: text('token_symbol').notNull(),
+    /** Smallest token units. */
+    amount: numeric('amount', { precision: 78, scale: 0 }).notNull(),
+    /** Where it goes, EIP-55 checksummed. */
+    address: text('address').notNull(),
+    reason: text('reason'),
+    /** The transaction's deposit address (lowercase): paid from there while it holds enough. */
+    depositAddress: text('deposit_address').notNull(),
+    status: text('status', { enum: REFUND_STATUSES }).notNull(),
+    snapshot: jsonb('snapshot').notNull(),
+    machineVersion: integer('machine_version').notNull(),
+    /** The account the recorded payment spends from: the deposit address or the gas account (lowercase). */
+    paidFrom: text('paid_from'),
+    /** The gas account that sends the payment (lowercase). */
+    sender: text('sender'),
+    txHash: text('tx_hash'),
+    /** The signed transaction as recorded before it was sent, so it can be sent again as it is (its nonce keeps it from paying twice). */
+    rawTransaction: text('raw_transaction'),
+    txNonce: bigint('tx_nonce', { mode: 'number' }),
+    blockNumber: bigint('block_number', { mode: 'number' }),
+    blockHash: text('block_hash'),
+    confirmations: integer('confirmations'),
+    failureReason: text('failure_reason', { enum: ['reverted', 'unpayable'] }),
+    failureDetail: text('failure_detail'),
+    version: integer('version').notNull().default(0),
+    createdAt: ts('created_at').notNull(),
+    updatedAt: ts('updated_at').notNull(),
+    submittedAt: ts('submitted_at'),
+    completedAt: ts('completed_at'),
+  },
+  (t) => [
+    index('refunds_list_idx').on(t.projectId, t.mode, t.createdAt.desc(), t.id.desc()),
+    index('refunds_tx_idx').on(t.transactionId),
+    // One on-chain payment pays one refund.
+    uniqueIndex('refunds_payment_idx').on(t.network, t.txHash).where(sql`tx_hash is not null`),
+    // What a network's follower watches on every head: few rows, found without a scan.
+    index('refunds_in_flight_idx').on(t.network).where(sql`status in ('submitted', 'confirming')`),
+  ],
+)
 
 export type RefundRow = typeof refunds.$inferSelect
 
@@ -437,43 +569,58 @@ export type SweepStatus = (typeof SWEEP_STATUSES)[number]
  * address gave is then read from its Swept events), `failed` when it reverted, `dropped` when its
  * nonce went to another transaction of the gas account, so it can never be mined.
  */
-export const sweeps = pgTable('sweeps', {
-  id: text('id').primaryKey(),
-  projectId: text('project_id').notNull().references(() => projects.id, { onDelete: 'cascade' }),
-  mode: text('mode', { enum: ['test', 'live'] }).notNull(),
-  network: text('network').notNull(),
-  /** Where the funds go, EIP-55 checksummed. */
-  treasury: text('treasury').notNull(),
-  /** The gas account that sends and pays for it (lowercase). */
-  sender: text('sender').notNull(),
-  txHash: text('tx_hash').notNull(),
-  rawTransaction: text('raw_transaction').notNull(),
-  txNonce: bigint('tx_nonce', { mode: 'number' }).notNull(),
-  status: text('status', { enum: SWEEP_STATUSES }).notNull(),
-  blockNumber: bigint('block_number', { mode: 'number' }),
-  blockHash: text('block_hash'),
-  confirmations: integer('confirmations'),
-  gasUsed: numeric('gas_used', { precision: 78, scale: 0 }),
-  /** What the gas account paid, in the native coin's smallest unit. */
-  fee: numeric('fee', { precision: 78, scale: 0 }),
-  createdAt: ts('created_at').notNull(),
-  updatedAt: ts('updated_at').notNull(),
-  confirmedAt: ts('confirmed_at'),
-}, (t) => [
-  uniqueIndex('sweeps_tx_idx').on(t.network, t.txHash),
-  index('sweeps_list_idx').on(t.projectId, t.mode, t.createdAt.desc(), t.id.desc()),
-  index('sweeps_in_flight_idx').on(t.network).where(sql`status in ('submitted', 'confirming')`),
-])
+export const sweeps = pgTable(
+  'sweeps',
+  {
+    id: text('id').primaryKey(),
+    projectId: text('project_id')
+      .notNull()
+      .references(() => projects.id, { onDelete: 'cascade' }),
+    mode: text('mode', { enum: ['test', 'live'] }).notNull(),
+    network: text('network').notNull(),
+    /** Where the funds go, EIP-55 checksummed. */
+    treasury: text('treasury').notNull(),
+    /** The gas account that sends and pays for it (lowercase). */
+    sender: text('sender').notNull(),
+    txHash: text('tx_hash').notNull(),
+    rawTransaction: text('raw_transaction').notNull(),
+    txNonce: bigint('tx_nonce', { mode: 'number' }).notNull(),
+    status: text('status', { enum: SWEEP_STATUSES }).notNull(),
+    blockNumber: bigint('block_number', { mode: 'number' }),
+    blockHash: text('block_hash'),
+    confirmations: integer('confirmations'),
+    gasUsed: numeric('gas_used', { precision: 78, scale: 0 }),
+    /** What the gas account paid, in the native coin's smallest unit. */
+    fee: numeric('fee', { precision: 78, scale: 0 }),
+    createdAt: ts('created_at').notNull(),
+    updatedAt: ts('updated_at').notNull(),
+    confirmedAt: ts('confirmed_at'),
+  },
+  (t) => [
+    uniqueIndex('sweeps_tx_idx').on(t.network, t.txHash),
+    index('sweeps_list_idx').on(t.projectId, t.mode, t.createdAt.desc(), t.id.desc()),
+    index('sweeps_in_flight_idx').on(t.network).where(sql`status in ('submitted', 'confirming')`),
+  ],
+)
 
 export type SweepRow = typeof sweeps.$inferSelect
 
 /** What one sweep takes from one deposit address in one token: planned by the tool, swept as its Swept event says. */
-export const sweepItems = pgTable('sweep_items', {
-  sweepId: text('sweep_id').notNull().references(() => sweeps.id, { onDelete: 'cascade' }),
-  /** Lowercase, like deposit_addresses.address. */
-  address: text('address').notNull(),
-  tokenSymbol: text('token_symbol').notNull(),
-  planned: numeric('planned', { precision: 78, scale: 0 }).notNull(),
-  /** Set once the sweep is confirmed: what the Swept event moved (0 when the address's call failed). */
-  swept: numeric('swept', { precision: 78, scale: 0 }),
-}, (t) => [primaryKey({ columns: [t.sweepId, t.address, t.tokenSymbol] }), index('sweep_items_address_idx').on(t.address)])
+export const sweepItems = pgTable(
+  'sweep_items',
+  {
+    sweepId: text('sweep_id')
+      .notNull()
+      .references(() => sweeps.id, { onDelete: 'cascade' }),
+    /** Lowercase, like deposit_addresses.address. */
+    address: text('address').notNull(),
+    tokenSymbol: text('token_symbol').notNull(),
+    planned: numeric('planned', { precision: 78, scale: 0 }).notNull(),
+    /** Set once the sweep is confirmed: what the Swept event moved (0 when the address's call failed). */
+    swept: numeric('swept', { precision: 78, scale: 0 }),
+  },
+  (t) => [
+    primaryKey({ columns: [t.sweepId, t.address, t.tokenSymbol] }),
+    index('sweep_items_address_idx').on(t.address),
+  ],
+)

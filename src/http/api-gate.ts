@@ -23,7 +23,17 @@ export interface GateDeps {
 }
 
 /** The nine rate-limit headers' names, made once rather than on every request. */
-const HEADER_NAMES = WINDOWS.map((w) => [w, { limit: `x-ratelimit-limit-${w}`, remaining: `x-ratelimit-remaining-${w}`, reset: `x-ratelimit-reset-${w}` }] as const)
+const HEADER_NAMES = WINDOWS.map(
+  (w) =>
+    [
+      w,
+      {
+        limit: `x-ratelimit-limit-${w}`,
+        remaining: `x-ratelimit-remaining-${w}`,
+        reset: `x-ratelimit-reset-${w}`,
+      },
+    ] as const,
+)
 
 /** Every request of a window shares its reset time: format it once. */
 const resetText = new Map<number, string>()
@@ -37,7 +47,10 @@ function isoOf(ms: number): string {
 }
 
 /** The nine `X-RateLimit-*` headers of a decision: limit, remaining and reset of each window (R23). */
-export function setRateLimitHeaders(set: { headers: Record<string, string | number> }, decision: Decision): void {
+export function setRateLimitHeaders(
+  set: { headers: Record<string, string | number> },
+  decision: Decision,
+): void {
   for (const [w, names] of HEADER_NAMES) {
     const s = decision.windows[w]
     set.headers[names.limit] = String(s.limit)
@@ -65,10 +78,16 @@ export function apiGate(deps: GateDeps) {
       }
       clientIp = forwardedFor(request) ?? clientIp
     }
-    const facts: { requestId: string; clientIp: string | null; principal?: Principal } = { requestId, clientIp }
+    const facts: { requestId: string; clientIp: string | null; principal?: Principal } = {
+      requestId,
+      clientIp,
+    }
     setFacts(request, facts)
     // RFC 9112 3.2: a request must say which host it is for; HTTP/1.0 clients may leave it out.
-    if (isHostless(request)) throw new ApiError('invalid_request', 'The request has no usable Host header', [{ path: 'host', message: 'must be the host name (and port) this request is for' }])
+    if (isHostless(request))
+      throw new ApiError('invalid_request', 'The request has no usable Host header', [
+        { path: 'host', message: 'must be the host name (and port) this request is for' },
+      ])
     if (!isApiPath(pathOf(request.url))) return
     set.headers['cache-control'] = 'no-store'
 
@@ -78,24 +97,38 @@ export function apiGate(deps: GateDeps) {
     const allowed = principal ? ipAllowed(principal.project.ipAllowlist, clientIp) : false
     // Only requests the project will serve count against its limits: a leaked key used from
     // outside the allow-list (or an inactive project's key) counts against the caller's IP.
-    const decision = principal && active && allowed
-      ? await deps.limiter.check(`project:${principal.projectId}`, principal.project.limits)
-      : await deps.limiter.check(`ip:${clientIp ?? 'unknown'}`, deps.anonymousLimits)
+    const decision =
+      principal && active && allowed
+        ? await deps.limiter.check(`project:${principal.projectId}`, principal.project.limits)
+        : await deps.limiter.check(`ip:${clientIp ?? 'unknown'}`, deps.anonymousLimits)
     setRateLimitHeaders(set, decision)
     if (!decision.allowed) {
       set.headers['retry-after'] = String(decision.retryAfter)
       const exhausted = WINDOWS.filter((w) => decision.windows[w].remaining === 0)
-      throw new ApiError('rate_limited', `Rate limit exceeded (${exhausted.join(', ')} window). Retry after ${decision.retryAfter} s.`)
+      throw new ApiError(
+        'rate_limited',
+        `Rate limit exceeded (${exhausted.join(', ')} window). Retry after ${decision.retryAfter} s.`,
+      )
     }
     if (!principal) {
-      throw new ApiError('unauthenticated', token === null ? 'Missing API key: send "Authorization: Bearer sk_test_..." or sk_live_...' : 'Invalid API key')
+      throw new ApiError(
+        'unauthenticated',
+        token === null
+          ? 'Missing API key: send "Authorization: Bearer sk_test_..." or sk_live_...'
+          : 'Invalid API key',
+      )
     }
     if (!active) throw new ApiError('forbidden', 'This project is not active')
-    if (!allowed) throw new ApiError('forbidden', `Requests from ${clientIp ?? 'this address'} are not in this project's IP allow-list`)
+    if (!allowed)
+      throw new ApiError(
+        'forbidden',
+        `Requests from ${clientIp ?? 'this address'} are not in this project's IP allow-list`,
+      )
     facts.principal = principal
 
     const length = request.headers.get('content-length')
-    if (length !== null && Number(length) > MAX_BODY_BYTES) throw new ApiError('payload_too_large', `Request body is larger than ${MAX_BODY_BYTES} bytes`)
+    if (length !== null && Number(length) > MAX_BODY_BYTES)
+      throw new ApiError('payload_too_large', `Request body is larger than ${MAX_BODY_BYTES} bytes`)
   })
 }
 
@@ -124,6 +157,7 @@ export function principalOf(request: Request): Principal {
 /** A `transform` hook: refuses keys without `scope` before the body is read or validated (R22). */
 export function requireScope(scope: Scope) {
   return ({ request }: { request: Request }) => {
-    if (!principalOf(request).scopes.includes(scope)) throw new ApiError('forbidden', `This API key lacks the ${scope} scope`)
+    if (!principalOf(request).scopes.includes(scope))
+      throw new ApiError('forbidden', `This API key lacks the ${scope} scope`)
   }
 }

@@ -22,7 +22,11 @@ export const ERRORS: Record<ErrorCode, { status: number; type: string }> = {
 
 /** Thrown by controllers and hooks; rendered by the app's single onError. */
 export class ApiError extends Error {
-  constructor(readonly code: ErrorCode, message: string, readonly details?: FieldProblem[]) {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details?: FieldProblem[],
+  ) {
     super(message)
   }
   static from(d: Denial) {
@@ -39,14 +43,23 @@ export interface ErrorBody {
   error: { type: string; message: string; details?: FieldProblem[]; request_id?: string }
 }
 
-export function errorBody(code: ErrorCode, message: string, details?: FieldProblem[], requestId?: string): ErrorBody {
+export function errorBody(
+  code: ErrorCode,
+  message: string,
+  details?: FieldProblem[],
+  requestId?: string,
+): ErrorBody {
   const error: ErrorBody['error'] = { type: ERRORS[code].type, message }
   if (details?.length) error.details = details
   if (requestId) error.request_id = requestId
   return { success: false, message, error }
 }
 
-export function errorResponse(code: ErrorCode, message: string, opts: { details?: FieldProblem[]; requestId?: string; headers?: Record<string, string> } = {}) {
+export function errorResponse(
+  code: ErrorCode,
+  message: string,
+  opts: { details?: FieldProblem[]; requestId?: string; headers?: Record<string, string> } = {},
+) {
   return new Response(JSON.stringify(errorBody(code, message, opts.details, opts.requestId)), {
     status: ERRORS[code].status,
     headers: { 'content-type': 'application/json; charset=utf-8', ...opts.headers },
@@ -57,13 +70,29 @@ export function errorResponse(code: ErrorCode, message: string, opts: { details?
 export const ERROR_TYPES = [...new Set(Object.values(ERRORS).map((e) => e.type))]
 
 /** OpenAPI model of every error response (R4). Not named `Error`, which generated TypeScript would shadow. */
-export const ErrorResponse = Type.Object({
-  success: Type.Literal(false),
-  message: Type.String(),
-  error: Type.Object({
-    type: StringEnum(ERROR_TYPES, { description: 'The kind of error; the HTTP status tells the same at a coarser grain.' }),
+export const ErrorResponse = Type.Object(
+  {
+    success: Type.Literal(false),
     message: Type.String(),
-    details: Type.Optional(Type.Array(Type.Object({ path: Type.String(), message: Type.String() }, { additionalProperties: false }), { description: 'Validation problems, one per field (400 only).' })),
-    request_id: Type.Optional(Type.String({ description: 'Quote it when reporting a 500.' })),
-  }, { additionalProperties: false }),
-}, { additionalProperties: false })
+    error: Type.Object(
+      {
+        type: StringEnum(ERROR_TYPES, {
+          description: 'The kind of error; the HTTP status tells the same at a coarser grain.',
+        }),
+        message: Type.String(),
+        details: Type.Optional(
+          Type.Array(
+            Type.Object(
+              { path: Type.String(), message: Type.String() },
+              { additionalProperties: false },
+            ),
+            { description: 'Validation problems, one per field (400 only).' },
+          ),
+        ),
+        request_id: Type.Optional(Type.String({ description: 'Quote it when reporting a 500.' })),
+      },
+      { additionalProperties: false },
+    ),
+  },
+  { additionalProperties: false },
+)

@@ -16,14 +16,27 @@ function templateFinder(routes: readonly { method: string; path: string }[]) {
       method: r.method,
       path: r.path,
       params: (r.path.match(/:/g) ?? []).length,
-      re: new RegExp(`^${r.path.split('/').map((seg) => (seg.startsWith(':') ? '[^/]+' : seg.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))).join('/')}$`),
+      re: new RegExp(
+        `^${r.path
+          .split('/')
+          .map((seg) =>
+            seg.startsWith(':') ? '[^/]+' : seg.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'),
+          )
+          .join('/')}$`,
+      ),
     }))
     .sort((a, b) => a.params - b.params)
-  return (method: string, path: string) => compiled.find((r) => (r.method === method || r.method === 'ALL') && r.re.test(path))?.path ?? null
+  return (method: string, path: string) =>
+    compiled.find((r) => (r.method === method || r.method === 'ALL') && r.re.test(path))?.path ??
+    null
 }
 
 /** Wraps the app's handler: counts every answer and times it to the response head. */
-export function measured(handle: (req: Request) => Response | Promise<Response>, metrics: Pick<Metrics, 'httpRequest'>, routes: readonly { method: string; path: string }[]) {
+export function measured(
+  handle: (req: Request) => Response | Promise<Response>,
+  metrics: Pick<Metrics, 'httpRequest'>,
+  routes: readonly { method: string; path: string }[],
+) {
   const find = templateFinder(routes)
   /**
    * The route label of a request: the template Elysia matched, else the one its path fits, else
@@ -35,13 +48,19 @@ export function measured(handle: (req: Request) => Response | Promise<Response>,
     const path = pathOf(req.url)
     const template = find(req.method, path)
     if (template) return template
-    for (const area of ['/api', '/pay', '/dashboard']) if (path === area || path.startsWith(`${area}/`)) return `${area}/(unmatched)`
+    for (const area of ['/api', '/pay', '/dashboard'])
+      if (path === area || path.startsWith(`${area}/`)) return `${area}/(unmatched)`
     return '(unmatched)'
   }
   return (req: Request): Response | Promise<Response> => {
     const started = performance.now()
     const count = (res: Response) => {
-      metrics.httpRequest(routeLabel(req), METHODS.has(req.method) ? req.method : 'OTHER', res.status, (performance.now() - started) / 1000)
+      metrics.httpRequest(
+        routeLabel(req),
+        METHODS.has(req.method) ? req.method : 'OTHER',
+        res.status,
+        (performance.now() - started) / 1000,
+      )
       return res
     }
     const res = handle(req)

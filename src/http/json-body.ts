@@ -36,11 +36,15 @@ export const fieldPath = (pointer: string) => pointer.replace(/^\//, '').replace
  * surrogate), in any key or value, so nothing below ever sees it. Route options also carry
  * `parse: 'none'` so Elysia leaves the body alone.
  */
-export function strictJsonBody<S extends TSchema>(schema: S, rules: (body: Static<S>) => FieldProblem[] = () => []) {
+export function strictJsonBody<S extends TSchema>(
+  schema: S,
+  rules: (body: Static<S>) => FieldProblem[] = () => [],
+) {
   const check = TypeCompiler.Compile(schema)
   return async (ctx: { request: Request; body: unknown }) => {
     const type = ctx.request.headers.get('content-type') ?? ''
-    if (!/^application\/json\b/i.test(type)) throw new ApiError('invalid_request', 'Content-Type must be application/json')
+    if (!/^application\/json\b/i.test(type))
+      throw new ApiError('invalid_request', 'Content-Type must be application/json')
     const text = await readLimited(ctx.request, MAX_BODY_BYTES)
     let body: unknown
     try {
@@ -58,7 +62,11 @@ export function strictJsonBody<S extends TSchema>(schema: S, rules: (body: Stati
 }
 
 const invalidBody = (details: FieldProblem[]) =>
-  new ApiError('invalid_request', `Invalid request body: ${details.map((d) => `${d.path} ${d.message}`).join('; ')}`, details)
+  new ApiError(
+    'invalid_request',
+    `Invalid request body: ${details.map((d) => `${d.path} ${d.message}`).join('; ')}`,
+    details,
+  )
 
 /** One problem per field, in words a person can act on. */
 function explain(errors: ValueError[]): FieldProblem[] {
@@ -72,13 +80,17 @@ function explain(errors: ValueError[]): FieldProblem[] {
 
 function describe(e: ValueError): FieldProblem {
   const path = fieldPath(e.path) || '(body)'
-  if (e.type === ValueErrorType.ObjectAdditionalProperties) return { path, message: 'unknown field' }
+  if (e.type === ValueErrorType.ObjectAdditionalProperties)
+    return { path, message: 'unknown field' }
   if (e.type === ValueErrorType.ObjectRequiredProperty) return { path, message: 'is required' }
   // "Expected union value" says nothing: for `X | null`, report why the value is not an X.
   if (e.type === ValueErrorType.Union) {
     const variants = (e.schema.anyOf as TSchema[]).filter((v) => v.type !== 'null')
     const inner = variants.length === 1 ? Value.Errors(variants[0], e.value).First() : undefined
-    if (inner) return inner.path ? { path: `${path}.${fieldPath(inner.path)}`, message: inner.message } : { path, message: inner.message }
+    if (inner)
+      return inner.path
+        ? { path: `${path}.${fieldPath(inner.path)}`, message: inner.message }
+        : { path, message: inner.message }
   }
   return { path, message: e.message }
 }

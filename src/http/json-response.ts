@@ -10,7 +10,12 @@ export interface Gathered {
  * second Response and merges the headers in one at a time, which was ~13% of the server's CPU
  * on GET /api/transactions/{id} (bench/RESULTS.md).
  */
-export function respond(set: Gathered, body: BodyInit | null, status = 200, headers?: Record<string, string>): Response {
+export function respond(
+  set: Gathered,
+  body: BodyInit | null,
+  status = 200,
+  headers?: Record<string, string>,
+): Response {
   const all = set.headers as Record<string, string>
   set.headers = {}
   if (headers) Object.assign(all, headers)
@@ -30,6 +35,9 @@ export function json(set: Gathered, body: unknown, status = 200): Response {
 }
 
 /** A create's JSON as stored with its Idempotency-Key (R6), marked `Idempotent-Replayed` when it is a retry's answer. */
-export function storedJson(set: Gathered, stored: { body: string; status: number; replayed?: boolean }): Response {
+export function storedJson(
+  set: Gathered,
+  stored: { body: string; status: number; replayed?: boolean },
+): Response {
   return respond(set, stored.body, stored.status, stored.replayed ? REPLAYED : JSON_TYPE)
 }

@@ -9,9 +9,26 @@ import { COMMITTED_SERVERS } from './openapi-shape.ts'
  * app is assembled over services that refuse to be used, and only the document route is called.
  */
 export async function openapiDocument(): Promise<unknown> {
-  const refuse = new Proxy({}, { get: (_, prop) => (prop === 'then' ? undefined : () => { throw new Error('documentation-only app: no services') }) })
+  const refuse = new Proxy(
+    {},
+    {
+      get: (_, prop) =>
+        prop === 'then'
+          ? undefined
+          : () => {
+              throw new Error('documentation-only app: no services')
+            },
+    },
+  )
   const services = new Proxy({}, { get: () => refuse }) as unknown as Services
-  const app = createApp(services, { trustProxy: false, httpsOrigin: () => 'https://localhost:3000', logger: createLogger('silent'), metricsEnabled: true, metricsToken: null, servers: COMMITTED_SERVERS })
+  const app = createApp(services, {
+    trustProxy: false,
+    httpsOrigin: () => 'https://localhost:3000',
+    logger: createLogger('silent'),
+    metricsEnabled: true,
+    metricsToken: null,
+    servers: COMMITTED_SERVERS,
+  })
   // A host such as http://x/ makes every route 404 (TOOLING.md); localhost works.
   const res = await app.handle(new Request('http://localhost/swagger/json'))
   if (!res.ok) throw new Error(`/swagger/json answered ${res.status}`)

@@ -2,8 +2,20 @@ import type { TSchema } from '@sinclair/typebox'
 import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../db/schema.ts'
 import { WINDOWS } from '../limits/windows.ts'
 import { StatsObject } from '../modules/stats/model.ts'
-import { CREATE_TRANSACTION_DOCUMENTED, Pagination, TimelineEntry, TransactionObject, TransactionStatus } from '../modules/transactions/model.ts'
-import { DELIVERY_HEADERS, EVENT_DESCRIPTIONS, eventSchemaName, WEBHOOK_SCHEMAS, webhookOperationId } from '../webhooks/event-model.ts'
+import {
+  CREATE_TRANSACTION_DOCUMENTED,
+  Pagination,
+  TimelineEntry,
+  TransactionObject,
+  TransactionStatus,
+} from '../modules/transactions/model.ts'
+import {
+  DELIVERY_HEADERS,
+  EVENT_DESCRIPTIONS,
+  eventSchemaName,
+  WEBHOOK_SCHEMAS,
+  webhookOperationId,
+} from '../webhooks/event-model.ts'
 import { MAX_BODY_BYTES } from './api-gate.ts'
 
 /**
@@ -23,15 +35,22 @@ export interface ServerEntry {
 /** The servers a running service lists: its BASE_URL, and API_URL when set. */
 export function servedServers(baseUrl: string, apiUrl: string | null): ServerEntry[] {
   const base = { url: baseUrl, description: 'This service (BASE_URL)' }
-  return apiUrl && apiUrl !== baseUrl ? [base, { url: apiUrl, description: 'The alternative API address (API_URL): the same paths' }] : [base]
+  return apiUrl && apiUrl !== baseUrl
+    ? [base, { url: apiUrl, description: 'The alternative API address (API_URL): the same paths' }]
+    : [base]
 }
 
 /** The committed document's server: a variable, since each deployment has its own. */
-export const COMMITTED_SERVERS: ServerEntry[] = [{
-  url: 'https://{host}',
-  description: 'Your deployment: its BASE_URL, or its API_URL (the same paths). A running service lists its own at /swagger/json.',
-  variables: { host: { default: 'localhost:3000', description: 'Host (and port) of BASE_URL or API_URL.' } },
-}]
+export const COMMITTED_SERVERS: ServerEntry[] = [
+  {
+    url: 'https://{host}',
+    description:
+      'Your deployment: its BASE_URL, or its API_URL (the same paths). A running service lists its own at /swagger/json.',
+    variables: {
+      host: { default: 'localhost:3000', description: 'Host (and port) of BASE_URL or API_URL.' },
+    },
+  },
+]
 
 /** Schemas written once under these names and referenced wherever they appear. */
 const NAMED: Record<string, TSchema> = {
@@ -57,25 +76,69 @@ const STATUS_TEXT: Record<string, string> = {
 }
 
 const title = (w: string) => w[0].toUpperCase() + w.slice(1)
-const RATE_LIMIT_HEADERS = WINDOWS.flatMap((w) => [
-  [`X-RateLimit-Limit-${title(w)}`, { description: `Requests allowed in the current ${w} window (per project; per client IP without a valid key).`, schema: { type: 'integer', minimum: 0 } }],
-  [`X-RateLimit-Remaining-${title(w)}`, { description: `Requests left in the current ${w} window.`, schema: { type: 'integer', minimum: 0 } }],
-  [`X-RateLimit-Reset-${title(w)}`, { description: `When the current ${w} window ends (windows are aligned to UTC).`, schema: { type: 'string', format: 'date-time' } }],
-] as const)
+const RATE_LIMIT_HEADERS = WINDOWS.flatMap(
+  (w) =>
+    [
+      [
+        `X-RateLimit-Limit-${title(w)}`,
+        {
+          description: `Requests allowed in the current ${w} window (per project; per client IP without a valid key).`,
+          schema: { type: 'integer', minimum: 0 },
+        },
+      ],
+      [
+        `X-RateLimit-Remaining-${title(w)}`,
+        {
+          description: `Requests left in the current ${w} window.`,
+          schema: { type: 'integer', minimum: 0 },
+        },
+      ],
+      [
+        `X-RateLimit-Reset-${title(w)}`,
+        {
+          description: `When the current ${w} window ends (windows are aligned to UTC).`,
+          schema: { type: 'string', format: 'date-time' },
+        },
+      ],
+    ] as const,
+)
 
 /** Every header an /api response can carry, under `components.headers`. */
 const HEADERS: Record<string, Json> = {
-  'X-Request-Id': { description: 'This request\'s id; error bodies repeat it as `error.request_id`. Quote it when reporting a problem.', schema: { type: 'string' } },
+  'X-Request-Id': {
+    description:
+      "This request's id; error bodies repeat it as `error.request_id`. Quote it when reporting a problem.",
+    schema: { type: 'string' },
+  },
   ...Object.fromEntries(RATE_LIMIT_HEADERS),
-  'Retry-After': { description: 'Seconds until the exhausted window resets.', schema: { type: 'integer', minimum: 1 } },
-  'Idempotent-Replayed': { description: 'Present, as `true`, when an Idempotency-Key replayed the response of an earlier request instead of creating a transaction.', schema: { type: 'string', enum: ['true'] } },
-  'Cache-Control': { description: 'Always `no-store`: API responses are not cached.', schema: { type: 'string', enum: ['no-store'] } },
-  'Strict-Transport-Security': { description: 'HTTPS only, for a year.', schema: { type: 'string' } },
+  'Retry-After': {
+    description: 'Seconds until the exhausted window resets.',
+    schema: { type: 'integer', minimum: 1 },
+  },
+  'Idempotent-Replayed': {
+    description:
+      'Present, as `true`, when an Idempotency-Key replayed the response of an earlier request instead of creating a transaction.',
+    schema: { type: 'string', enum: ['true'] },
+  },
+  'Cache-Control': {
+    description: 'Always `no-store`: API responses are not cached.',
+    schema: { type: 'string', enum: ['no-store'] },
+  },
+  'Strict-Transport-Security': {
+    description: 'HTTPS only, for a year.',
+    schema: { type: 'string' },
+  },
   'X-Content-Type-Options': { description: '`nosniff`.', schema: { type: 'string' } },
   'Referrer-Policy': { description: '`no-referrer`.', schema: { type: 'string' } },
   'X-Frame-Options': { description: '`DENY`.', schema: { type: 'string' } },
 }
-const SECURITY_HEADERS = ['Cache-Control', 'Strict-Transport-Security', 'X-Content-Type-Options', 'Referrer-Policy', 'X-Frame-Options']
+const SECURITY_HEADERS = [
+  'Cache-Control',
+  'Strict-Transport-Security',
+  'X-Content-Type-Options',
+  'Referrer-Policy',
+  'X-Frame-Options',
+]
 
 /**
  * The headers of one response. The rate-limit headers are on every response that passed the
@@ -83,20 +146,36 @@ const SECURITY_HEADERS = ['Cache-Control', 'Strict-Transport-Security', 'X-Conte
  * before it, so there they may be absent.
  */
 function responseHeaders(operationId: string, status: string): Json {
-  const ref = (name: string, required: boolean) => [name, required ? { $ref: `#/components/headers/${name}`, required: true } : { $ref: `#/components/headers/${name}` }]
+  const ref = (name: string, required: boolean) => [
+    name,
+    required
+      ? { $ref: `#/components/headers/${name}`, required: true }
+      : { $ref: `#/components/headers/${name}` },
+  ]
   const limited = status !== '400' && status !== '403'
   return Object.fromEntries([
     ref('X-Request-Id', true),
     ...RATE_LIMIT_HEADERS.map(([name]) => ref(name, limited)),
     ...(status === '429' ? [ref('Retry-After', true)] : []),
-    ...(operationId === 'createTransaction' && status === '200' ? [ref('Idempotent-Replayed', false)] : []),
+    ...(operationId === 'createTransaction' && status === '200'
+      ? [ref('Idempotent-Replayed', false)]
+      : []),
     ...SECURITY_HEADERS.map((name) => ref(name, true)),
   ])
 }
 
 /** The headers of every delivery, as parameters of the webhook operations. */
 const DELIVERY_PARAMETERS = Object.fromEntries(
-  DELIVERY_HEADERS.map((h) => [headerParameterName(h.name), { name: h.name, in: 'header', required: h.required, description: h.description, schema: h.schema }]),
+  DELIVERY_HEADERS.map((h) => [
+    headerParameterName(h.name),
+    {
+      name: h.name,
+      in: 'header',
+      required: h.required,
+      description: h.description,
+      schema: h.schema,
+    },
+  ]),
 )
 function headerParameterName(header: string) {
   return header.split('-').map(title).join('')
@@ -105,10 +184,17 @@ function headerParameterName(header: string) {
 const clone = <T>(v: T): T => JSON.parse(JSON.stringify(v))
 const eventRef = (event: WebhookEventType) => `#/components/schemas/${eventSchemaName(event)}`
 
-export function shapeDocument(input: Json, opts: { servers: ServerEntry[]; info: Json; tags: Json[] }): Json {
+export function shapeDocument(
+  input: Json,
+  opts: { servers: ServerEntry[]; info: Json; tags: Json[] },
+): Json {
   const plugin = clone(input)
-  const named = Object.fromEntries(Object.entries(NAMED).map(([name, schema]) => [name, clone(schema)]))
-  const byText = new Map(Object.entries(named).map(([name, schema]) => [JSON.stringify(schema), name]))
+  const named = Object.fromEntries(
+    Object.entries(NAMED).map(([name, schema]) => [name, clone(schema)]),
+  )
+  const byText = new Map(
+    Object.entries(named).map(([name, schema]) => [JSON.stringify(schema), name]),
+  )
   /** Replaces every subtree equal to a named schema (but `self`, the schema being named) with its $ref. */
   const refer = (node: unknown, self?: string): unknown => {
     if (Array.isArray(node)) return node.map((v) => refer(v))
@@ -125,19 +211,29 @@ export function shapeDocument(input: Json, opts: { servers: ServerEntry[]; info:
       const { responses, requestBody, parameters, ...rest } = op
       paths[path][method] = {
         ...rest,
-        ...(parameters ? { parameters: parameters.map((p: Json) => ({ ...p, schema: refer(p.schema) })) } : {}),
-        ...(requestBody ? { requestBody: { ...requestBody, content: jsonOnly(requestBody.content) } } : {}),
-        responses: Object.fromEntries(Object.entries<Json>(responses).map(([status, res]) => [status, {
-          description: STATUS_TEXT[status] ?? 'Response',
-          headers: responseHeaders(op.operationId, status),
-          content: jsonOnly(res.content),
-        }])),
+        ...(parameters
+          ? { parameters: parameters.map((p: Json) => ({ ...p, schema: refer(p.schema) })) }
+          : {}),
+        ...(requestBody
+          ? { requestBody: { ...requestBody, content: jsonOnly(requestBody.content) } }
+          : {}),
+        responses: Object.fromEntries(
+          Object.entries<Json>(responses).map(([status, res]) => [
+            status,
+            {
+              description: STATUS_TEXT[status] ?? 'Response',
+              headers: responseHeaders(op.operationId, status),
+              content: jsonOnly(res.content),
+            },
+          ]),
+        ),
       }
     }
   }
 
   const schemas: Json = {}
-  for (const [name, schema] of Object.entries<Json>({ ...plugin.components.schemas, ...named })) schemas[name] = refer(schema, name)
+  for (const [name, schema] of Object.entries<Json>({ ...plugin.components.schemas, ...named }))
+    schemas[name] = refer(schema, name)
   for (const [field, rules] of Object.entries(CREATE_TRANSACTION_DOCUMENTED)) {
     const property = schemas.CreateTransactionRequest.properties[field]
     Object.assign(property.anyOf?.find((v: Json) => v.type !== 'null') ?? property, rules)
@@ -145,7 +241,10 @@ export function shapeDocument(input: Json, opts: { servers: ServerEntry[]; info:
   schemas.WebhookEvent = {
     description: 'Any webhook body the service sends, told apart by `event`.',
     oneOf: WEBHOOK_EVENT_TYPES.map((e) => ({ $ref: eventRef(e) })),
-    discriminator: { propertyName: 'event', mapping: Object.fromEntries(WEBHOOK_EVENT_TYPES.map((e) => [e, eventRef(e)])) },
+    discriminator: {
+      propertyName: 'event',
+      mapping: Object.fromEntries(WEBHOOK_EVENT_TYPES.map((e) => [e, eventRef(e)])),
+    },
   }
 
   return schemaFor31({
@@ -155,7 +254,9 @@ export function shapeDocument(input: Json, opts: { servers: ServerEntry[]; info:
     tags: opts.tags,
     security: plugin.security,
     paths,
-    webhooks: Object.fromEntries(WEBHOOK_EVENT_TYPES.map((event) => [event, { post: webhookOperation(event) }])),
+    webhooks: Object.fromEntries(
+      WEBHOOK_EVENT_TYPES.map((event) => [event, { post: webhookOperation(event) }]),
+    ),
     components: {
       schemas,
       headers: HEADERS,
@@ -173,10 +274,18 @@ function webhookOperation(event: WebhookEventType): Json {
     tags: ['Webhooks'],
     // The service signs these requests; it sends no API key.
     security: [],
-    parameters: Object.keys(DELIVERY_PARAMETERS).map((name) => ({ $ref: `#/components/parameters/${name}` })),
-    requestBody: { required: true, content: { 'application/json': { schema: { $ref: eventRef(event) } } } },
+    parameters: Object.keys(DELIVERY_PARAMETERS).map((name) => ({
+      $ref: `#/components/parameters/${name}`,
+    })),
+    requestBody: {
+      required: true,
+      content: { 'application/json': { schema: { $ref: eventRef(event) } } },
+    },
     responses: {
-      '200': { description: 'Received: answer any 2xx status quickly and process later. Any other answer, or none within the time-out, is retried on the schedule; 410 Gone disables the endpoint.' },
+      '200': {
+        description:
+          'Received: answer any 2xx status quickly and process later. Any other answer, or none within the time-out, is retried on the schedule; 410 Gone disables the endpoint.',
+      },
     },
   }
 }
@@ -195,7 +304,11 @@ function jsonOnly(content: Json | undefined) {
 function schemaFor31(node: unknown): unknown {
   if (Array.isArray(node)) return node.map(schemaFor31)
   if (!node || typeof node !== 'object') return node
-  const o = Object.fromEntries(Object.entries(node).filter(([k]) => k !== '$id').map(([k, v]) => [k, schemaFor31(v)])) as Json
+  const o = Object.fromEntries(
+    Object.entries(node)
+      .filter(([k]) => k !== '$id')
+      .map(([k, v]) => [k, schemaFor31(v)]),
+  ) as Json
   if (o.patternProperties && typeof o.patternProperties === 'object' && o.type === 'object') {
     const [value] = Object.values(o.patternProperties)
     o.additionalProperties = value

@@ -56,19 +56,36 @@ const PAGE = `<!doctype html>
 </body>
 </html>`
 
-const CSP = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+const CSP =
+  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
 
 function loadAssets(): Map<string, ArrayBuffer> {
   const dir = dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'))
-  return new Map(Object.keys(ASSETS).map((f) => [f, new Uint8Array(readFileSync(join(dir, f))).buffer as ArrayBuffer]))
+  return new Map(
+    Object.keys(ASSETS).map((f) => [
+      f,
+      new Uint8Array(readFileSync(join(dir, f))).buffer as ArrayBuffer,
+    ]),
+  )
 }
 
 const TAGS = [
   { name: 'Transactions', description: 'Create and read payment transactions.' },
   { name: 'Statistics', description: 'Aggregates over transactions.' },
-  { name: 'Refunds', description: 'Money sent back to customers, paid by the merchant\'s treasury tool and confirmed on-chain.' },
-  { name: 'Treasury', description: 'What the merchant\'s treasury tool reads and records: networks, the deposit key, deposit addresses, sweeps.' },
-  { name: 'Webhooks', description: 'What the service POSTs to your endpoints, signed with the endpoint\'s secret.' },
+  {
+    name: 'Refunds',
+    description:
+      "Money sent back to customers, paid by the merchant's treasury tool and confirmed on-chain.",
+  },
+  {
+    name: 'Treasury',
+    description:
+      "What the merchant's treasury tool reads and records: networks, the deposit key, deposit addresses, sweeps.",
+  },
+  {
+    name: 'Webhooks',
+    description: "What the service POSTs to your endpoints, signed with the endpoint's secret.",
+  },
 ]
 
 /** `servers`: what the served document lists (see servedServers and COMMITTED_SERVERS). */
@@ -77,35 +94,67 @@ export function openapi(servers: ServerEntry[]) {
   const hide = { detail: { hide: true } }
   // Shaped once, on first request: the routes' models do not change while the app runs.
   let shaped: Json | undefined
-  return new Elysia({ name: 'openapi' })
-    .onAfterHandle({ as: 'global' }, ({ path, response }) => {
-      if (path !== '/swagger/json') return
-      shaped ??= shapeDocument(response as Json, { servers, info: OPENAPI_INFO, tags: TAGS })
-      return shaped
-    })
-    .use(
-      swagger({
-        path: '/swagger',
-        specPath: '/swagger/json',
-        provider: 'swagger-ui',
-        exclude: [/^\/swagger/, /^\/pay/, /^\/dashboard/, '/'],
-        documentation: {
-          info: OPENAPI_INFO,
-          components: {
-            securitySchemes: {
-              bearerAuth: { type: 'http', scheme: 'bearer', description: 'A project API key: sk_test_... or sk_live_...' },
+  return (
+    new Elysia({ name: 'openapi' })
+      .onAfterHandle({ as: 'global' }, ({ path, response }) => {
+        if (path !== '/swagger/json') return
+        shaped ??= shapeDocument(response as Json, { servers, info: OPENAPI_INFO, tags: TAGS })
+        return shaped
+      })
+      .use(
+        swagger({
+          path: '/swagger',
+          specPath: '/swagger/json',
+          provider: 'swagger-ui',
+          exclude: [/^\/swagger/, /^\/pay/, /^\/dashboard/, '/'],
+          documentation: {
+            info: OPENAPI_INFO,
+            components: {
+              securitySchemes: {
+                bearerAuth: {
+                  type: 'http',
+                  scheme: 'bearer',
+                  description: 'A project API key: sk_test_... or sk_live_...',
+                },
+              },
             },
+            security: [{ bearerAuth: [] }],
           },
-          security: [{ bearerAuth: [] }],
+        }),
+      )
+      // Registered after the plugin, so this page replaces its CDN-loading one.
+      .get(
+        '/swagger',
+        () =>
+          new Response(PAGE, {
+            headers: { 'content-type': 'text/html; charset=utf-8', 'content-security-policy': CSP },
+          }),
+        hide,
+      )
+      .get(
+        '/swagger/assets/init.js',
+        () =>
+          new Response(INIT_JS, {
+            headers: {
+              'content-type': 'text/javascript; charset=utf-8',
+              'cache-control': 'public, max-age=3600',
+            },
+          }),
+        hide,
+      )
+      .get(
+        '/swagger/assets/:file',
+        ({ params }) => {
+          const body = assets.get(params.file)
+          if (!body) return new Response('Not found', { status: 404 })
+          return new Response(body, {
+            headers: {
+              'content-type': ASSETS[params.file],
+              'cache-control': 'public, max-age=86400',
+            },
+          })
         },
-      }),
-    )
-    // Registered after the plugin, so this page replaces its CDN-loading one.
-    .get('/swagger', () => new Response(PAGE, { headers: { 'content-type': 'text/html; charset=utf-8', 'content-security-policy': CSP } }), hide)
-    .get('/swagger/assets/init.js', () => new Response(INIT_JS, { headers: { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'public, max-age=3600' } }), hide)
-    .get('/swagger/assets/:file', ({ params }) => {
-      const body = assets.get(params.file)
-      if (!body) return new Response('Not found', { status: 404 })
-      return new Response(body, { headers: { 'content-type': ASSETS[params.file], 'cache-control': 'public, max-age=86400' } })
-    }, hide)
+        hide,
+      )
+  )
 }

@@ -15,7 +15,12 @@ export function checkRequestTarget(url: string): void {
   const q = url.indexOf('?')
   if (q < 0 || !url.includes('%00', q)) return
   const problems = paramTextProblems(new URLSearchParams(url.slice(q + 1)))
-  if (problems.length) throw new ApiError('invalid_request', `Invalid query parameters: ${problems.map((p) => `${p.path} ${p.message}`).join('; ')}`, problems)
+  if (problems.length)
+    throw new ApiError(
+      'invalid_request',
+      `Invalid query parameters: ${problems.map((p) => `${p.path} ${p.message}`).join('; ')}`,
+      problems,
+    )
 }
 
 function decodesToText(path: string): boolean {

@@ -35,7 +35,11 @@ export function loadStaticAssets(dirs: string[]): StaticAssets {
       if (!type) continue
       if (files.has(name)) throw new Error(`Two static assets are called ${name}`)
       const body = new Uint8Array(readFileSync(join(dir, name)))
-      files.set(name, { body, type, version: createHash('sha256').update(body).digest('hex').slice(0, 12) })
+      files.set(name, {
+        body,
+        type,
+        version: createHash('sha256').update(body).digest('hex').slice(0, 12),
+      })
     }
   }
   return {
@@ -50,19 +54,29 @@ export function loadStaticAssets(dirs: string[]): StaticAssets {
 
 /** `GET /assets/:name`: immutable when asked for by its current version, briefly cached otherwise. */
 export function staticAssetsController(assets: StaticAssets) {
-  return new Elysia({ name: 'static-assets' }).get('/assets/:name', ({ params, query }) => {
-    const a = assets.get(params.name)
-    if (!a) return new Response('Not found', { status: 404, headers: { 'content-type': 'text/plain; charset=utf-8' } })
-    const current = (query as Record<string, string | undefined>).v === a.version
-    return new Response(a.body as Uint8Array<ArrayBuffer>, {
-      headers: {
-        'content-type': a.type,
-        'cache-control': current ? 'public, max-age=31536000, immutable' : 'public, max-age=300',
-        etag: `"${a.version}"`,
-        'cross-origin-resource-policy': 'same-origin',
-        // An SVG opened on its own must not run anything either.
-        ...(a.type === 'image/svg+xml' ? { 'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'" } : {}),
-      },
-    })
-  }, { detail: { hide: true } })
+  return new Elysia({ name: 'static-assets' }).get(
+    '/assets/:name',
+    ({ params, query }) => {
+      const a = assets.get(params.name)
+      if (!a)
+        return new Response('Not found', {
+          status: 404,
+          headers: { 'content-type': 'text/plain; charset=utf-8' },
+        })
+      const current = (query as Record<string, string | undefined>).v === a.version
+      return new Response(a.body as Uint8Array<ArrayBuffer>, {
+        headers: {
+          'content-type': a.type,
+          'cache-control': current ? 'public, max-age=31536000, immutable' : 'public, max-age=300',
+          etag: `"${a.version}"`,
+          'cross-origin-resource-policy': 'same-origin',
+          // An SVG opened on its own must not run anything either.
+          ...(a.type === 'image/svg+xml'
+            ? { 'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'" }
+            : {}),
+        },
+      })
+    },
+    { detail: { hide: true } },
+  )
 }

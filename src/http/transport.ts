@@ -7,11 +7,16 @@ export const isApiPath = (pathname: string) => pathname === '/api' || pathname.s
  * Where an insecure request is sent: the BASE_URL origin when the operator set one, else the
  * host the client asked for, over https on the service's TLS port (or the proxy's own port).
  */
-export function httpsOriginFor(baseUrl: string | null, tlsPort: number | null, trustProxy: boolean) {
+export function httpsOriginFor(
+  baseUrl: string | null,
+  tlsPort: number | null,
+  trustProxy: boolean,
+) {
   return (req: Request): string => {
     if (baseUrl) return new URL(baseUrl).origin
     // X-Forwarded-Host only from the proxy we trust; a Host that is not a host name gives localhost.
-    const host = (trustProxy ? req.headers.get('x-forwarded-host') : null) ?? req.headers.get('host') ?? ''
+    const host =
+      (trustProxy ? req.headers.get('x-forwarded-host') : null) ?? req.headers.get('host') ?? ''
     let hostname = 'localhost'
     try {
       hostname = new URL(`http://${host.split(',')[0].trim()}`).hostname || hostname
@@ -29,9 +34,16 @@ export function refuseInsecure(req: Request, httpsOrigin: (req: Request) => stri
   const url = new URL(req.url)
   const requestId = newRequestId()
   if (isApiPath(url.pathname)) {
-    return errorResponse('https_required', 'HTTPS is required: the API rejects plain HTTP requests. Use https://.', { requestId, headers: { 'x-request-id': requestId } })
+    return errorResponse(
+      'https_required',
+      'HTTPS is required: the API rejects plain HTTP requests. Use https://.',
+      { requestId, headers: { 'x-request-id': requestId } },
+    )
   }
-  return new Response(null, { status: 308, headers: { location: httpsOrigin(req) + url.pathname + url.search, 'x-request-id': requestId } })
+  return new Response(null, {
+    status: 308,
+    headers: { location: httpsOrigin(req) + url.pathname + url.search, 'x-request-id': requestId },
+  })
 }
 
 /**
@@ -41,13 +53,19 @@ export function refuseInsecure(req: Request, httpsOrigin: (req: Request) => stri
  */
 export function startingUp(): Response {
   const requestId = newRequestId()
-  return errorResponse('unavailable', 'The service is starting; try again in a moment.', { requestId, headers: { 'x-request-id': requestId, 'retry-after': '1' } })
+  return errorResponse('unavailable', 'The service is starting; try again in a moment.', {
+    requestId,
+    headers: { 'x-request-id': requestId, 'retry-after': '1' },
+  })
 }
 
 /** The forwarded client address: the last X-Forwarded-For hop, the one our proxy appended. */
 export function forwardedFor(req: Request): string | null {
   const xff = req.headers.get('x-forwarded-for')
   if (!xff) return null
-  const hops = xff.split(',').map((s) => s.trim()).filter(Boolean)
+  const hops = xff
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
   return hops[hops.length - 1] ?? null
 }

@@ -10,7 +10,17 @@ import type { Mode } from '../projects/mode.ts'
  * tool's own two, `sweeps:write` (record a sweep) and `refunds:pay` (record a refund's payment,
  * mark one unpayable, abandon a payment). A key made before a scope existed keeps the scopes it has.
  */
-export const SCOPES = ['transactions:read', 'transactions:write', 'stats:read', 'webhooks:write', 'deposits:read', 'sweeps:write', 'refunds:read', 'refunds:write', 'refunds:pay'] as const
+export const SCOPES = [
+  'transactions:read',
+  'transactions:write',
+  'stats:read',
+  'webhooks:write',
+  'deposits:read',
+  'sweeps:write',
+  'refunds:read',
+  'refunds:write',
+  'refunds:pay',
+] as const
 export type Scope = (typeof SCOPES)[number]
 
 /**
@@ -18,10 +28,17 @@ export type Scope = (typeof SCOPES)[number]
  * when asked for by name, so the key a shop's backend holds (which may create refunds) is not the
  * key that records their payment.
  */
-export const TREASURY_SCOPES: readonly Scope[] = ['deposits:read', 'sweeps:write', 'refunds:read', 'refunds:pay']
+export const TREASURY_SCOPES: readonly Scope[] = [
+  'deposits:read',
+  'sweeps:write',
+  'refunds:read',
+  'refunds:pay',
+]
 
 /** A key made without naming its scopes gets every scope but the treasury tool's writes. */
-export const DEFAULT_SCOPES: readonly Scope[] = SCOPES.filter((s) => s !== 'sweeps:write' && s !== 'refunds:pay')
+export const DEFAULT_SCOPES: readonly Scope[] = SCOPES.filter(
+  (s) => s !== 'sweeps:write' && s !== 'refunds:pay',
+)
 
 const KEY_RE = /^sk_(test|live)_[A-Za-z0-9]{32,128}$/
 

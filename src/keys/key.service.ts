@@ -7,7 +7,15 @@ import { newId } from '../lib/ids.ts'
 import { deny, ok, type Outcome } from '../lib/outcome.ts'
 import type { ProjectStatus, RateLimits } from '../projects/project.service.ts'
 import type { Mode, ProjectFilter } from '../projects/mode.ts'
-import { DEFAULT_SCOPES, displayPrefix, generateApiKey, hashApiKey, looksLikeApiKey, SCOPES, type Scope } from './api-key.ts'
+import {
+  DEFAULT_SCOPES,
+  displayPrefix,
+  generateApiKey,
+  hashApiKey,
+  looksLikeApiKey,
+  SCOPES,
+  type Scope,
+} from './api-key.ts'
 
 /** Who is calling: a live, unrevoked key and what its project allows. */
 export interface Principal {
@@ -30,7 +38,11 @@ export interface ApiKeyRecord {
   revokedAt: Date | null
 }
 
-const inScope = (s: ProjectFilter) => and(s.projectId ? eq(apiKeys.projectId, s.projectId) : undefined, s.mode ? eq(apiKeys.mode, s.mode) : undefined)
+const inScope = (s: ProjectFilter) =>
+  and(
+    s.projectId ? eq(apiKeys.projectId, s.projectId) : undefined,
+    s.mode ? eq(apiKeys.mode, s.mode) : undefined,
+  )
 
 const CACHE_MAX = 10_000
 /** A safety net only: revocation and project changes evict entries at once through the change feed. */
@@ -38,7 +50,12 @@ const CACHE_TTL_MS = 5 * 60_000
 /** last_used_at is written at most this often per key, off the request path. */
 const TOUCH_EVERY_MS = 60_000
 
-export function createKeyService(deps: { database: Database; changes: ChangeFeed; clock: Clock; onError?: (e: unknown) => void }) {
+export function createKeyService(deps: {
+  database: Database
+  changes: ChangeFeed
+  clock: Clock
+  onError?: (e: unknown) => void
+}) {
   const { db } = deps.database
   const cache = new Map<string, { principal: Principal; at: number }>()
   const touched = new Map<string, number>()
@@ -50,7 +67,11 @@ export function createKeyService(deps: { database: Database; changes: ChangeFeed
     generation++
     if (c.kind === 'all') return cache.clear()
     for (const [hash, entry] of cache) {
-      if ((c.kind === 'key' && entry.principal.keyId === c.id) || (c.kind === 'project' && entry.principal.projectId === c.id)) cache.delete(hash)
+      if (
+        (c.kind === 'key' && entry.principal.keyId === c.id) ||
+        (c.kind === 'project' && entry.principal.projectId === c.id)
+      )
+        cache.delete(hash)
     }
   })
 
@@ -68,7 +89,11 @@ export function createKeyService(deps: { database: Database; changes: ChangeFeed
       scopes: row.key.scopes as Scope[],
       project: {
         status: row.project.status,
-        limits: { minute: row.project.rateLimitMinute, hour: row.project.rateLimitHour, day: row.project.rateLimitDay },
+        limits: {
+          minute: row.project.rateLimitMinute,
+          hour: row.project.rateLimitHour,
+          day: row.project.rateLimitDay,
+        },
         ipAllowlist: row.project.ipAllowlist,
       },
     }
@@ -78,7 +103,10 @@ export function createKeyService(deps: { database: Database; changes: ChangeFeed
     const now = deps.clock.now()
     if (now - (touched.get(keyId) ?? 0) < TOUCH_EVERY_MS) return
     touched.set(keyId, now)
-    db.update(apiKeys).set({ lastUsedAt: new Date(now) }).where(eq(apiKeys.id, keyId)).then(() => {}, deps.onError)
+    db.update(apiKeys)
+      .set({ lastUsedAt: new Date(now) })
+      .where(eq(apiKeys.id, keyId))
+      .then(() => {}, deps.onError)
   }
 
   return {
@@ -103,31 +131,66 @@ export function createKeyService(deps: { database: Database; changes: ChangeFeed
     },
 
     /** Creates a key; the plaintext is in the result and nowhere else, ever (R22). */
-    async create(input: { projectId: string; mode: string; name: string; scopes?: string[] }): Promise<Outcome<{ record: ApiKeyRecord; key: string }>> {
+    async create(input: {
+      projectId: string
+      mode: string
+      name: string
+      scopes?: string[]
+    }): Promise<Outcome<{ record: ApiKeyRecord; key: string }>> {
       const problems = []
-      if (input.mode !== 'test' && input.mode !== 'live') problems.push({ path: 'mode', message: 'must be test or live' })
+      if (input.mode !== 'test' && input.mode !== 'live')
+        problems.push({ path: 'mode', message: 'must be test or live' })
       const name = input.name?.trim() ?? ''
-      if (!name || name.length > 100) problems.push({ path: 'name', message: 'must be 1 to 100 characters' })
+      if (!name || name.length > 100)
+        problems.push({ path: 'name', message: 'must be 1 to 100 characters' })
       const scopes = input.scopes ?? [...DEFAULT_SCOPES]
       const unknown = scopes.filter((s) => !(SCOPES as readonly string[]).includes(s))
-      if (unknown.length) problems.push({ path: 'scopes', message: `unknown scope ${unknown.join(', ')}; known: ${SCOPES.join(', ')}` })
-      if (scopes.length === 0) problems.push({ path: 'scopes', message: 'must name at least one scope' })
-      if (problems.length) return deny('invalid_request', problems.map((p) => `${p.path} ${p.message}`).join('; '), problems)
-      const [project] = await db.select({ id: projects.id }).from(projects).where(eq(projects.id, input.projectId))
+      if (unknown.length)
+        problems.push({
+          path: 'scopes',
+          message: `unknown scope ${unknown.join(', ')}; known: ${SCOPES.join(', ')}`,
+        })
+      if (scopes.length === 0)
+        problems.push({ path: 'scopes', message: 'must name at least one scope' })
+      if (problems.length)
+        return deny(
+          'invalid_request',
+          problems.map((p) => `${p.path} ${p.message}`).join('; '),
+          problems,
+        )
+      const [project] = await db
+        .select({ id: projects.id })
+        .from(projects)
+        .where(eq(projects.id, input.projectId))
       if (!project) return deny('not_found', `No project ${input.projectId}`)
       const key = generateApiKey(input.mode as Mode)
       const [row] = await db
         .insert(apiKeys)
-        .values({ id: newId('key'), projectId: input.projectId, name, mode: input.mode as Mode, hash: hashApiKey(key), displayPrefix: displayPrefix(key), scopes: [...new Set(scopes)] })
+        .values({
+          id: newId('key'),
+          projectId: input.projectId,
+          name,
+          mode: input.mode as Mode,
+          hash: hashApiKey(key),
+          displayPrefix: displayPrefix(key),
+          scopes: [...new Set(scopes)],
+        })
         .returning()
       return ok({ record: toRecord(row), key })
     },
 
     /** Revoked keys answer 401 from the next request on, in every instance. */
     async revoke(keyId: string, scope: ProjectFilter = {}): Promise<Outcome<ApiKeyRecord>> {
-      const [row] = await db.update(apiKeys).set({ revokedAt: new Date(deps.clock.now()) }).where(and(eq(apiKeys.id, keyId), isNull(apiKeys.revokedAt), inScope(scope))).returning()
+      const [row] = await db
+        .update(apiKeys)
+        .set({ revokedAt: new Date(deps.clock.now()) })
+        .where(and(eq(apiKeys.id, keyId), isNull(apiKeys.revokedAt), inScope(scope)))
+        .returning()
       if (!row) {
-        const [existing] = await db.select().from(apiKeys).where(and(eq(apiKeys.id, keyId), inScope(scope)))
+        const [existing] = await db
+          .select()
+          .from(apiKeys)
+          .where(and(eq(apiKeys.id, keyId), inScope(scope)))
         if (!existing) return deny('not_found', `No API key ${keyId}`)
         return ok(toRecord(existing))
       }
@@ -137,21 +200,38 @@ export function createKeyService(deps: { database: Database; changes: ChangeFeed
 
     /** Gone for good (the spec's "delete"): like a revoked key it answers 401, and it leaves the list. */
     async delete(keyId: string, scope: ProjectFilter = {}): Promise<Outcome<{ id: string }>> {
-      const [row] = await db.delete(apiKeys).where(and(eq(apiKeys.id, keyId), inScope(scope))).returning({ id: apiKeys.id })
+      const [row] = await db
+        .delete(apiKeys)
+        .where(and(eq(apiKeys.id, keyId), inScope(scope)))
+        .returning({ id: apiKeys.id })
       if (!row) return deny('not_found', `No API key ${keyId}`)
       await deps.changes.publish({ kind: 'key', id: keyId })
       return ok({ id: row.id })
     },
 
     async list(projectId: string, mode?: Mode): Promise<ApiKeyRecord[]> {
-      const rows = await db.select().from(apiKeys).where(and(eq(apiKeys.projectId, projectId), mode ? eq(apiKeys.mode, mode) : undefined)).orderBy(apiKeys.createdAt, apiKeys.id)
+      const rows = await db
+        .select()
+        .from(apiKeys)
+        .where(and(eq(apiKeys.projectId, projectId), mode ? eq(apiKeys.mode, mode) : undefined))
+        .orderBy(apiKeys.createdAt, apiKeys.id)
       return rows.map(toRecord)
     },
   }
 }
 
 function toRecord(r: typeof apiKeys.$inferSelect): ApiKeyRecord {
-  return { id: r.id, projectId: r.projectId, name: r.name, mode: r.mode, displayPrefix: r.displayPrefix, scopes: r.scopes as Scope[], createdAt: r.createdAt, lastUsedAt: r.lastUsedAt, revokedAt: r.revokedAt }
+  return {
+    id: r.id,
+    projectId: r.projectId,
+    name: r.name,
+    mode: r.mode,
+    displayPrefix: r.displayPrefix,
+    scopes: r.scopes as Scope[],
+    createdAt: r.createdAt,
+    lastUsedAt: r.lastUsedAt,
+    revokedAt: r.revokedAt,
+  }
 }
 
 export type KeyService = ReturnType<typeof createKeyService>

@@ -2,7 +2,10 @@ import { isIP } from 'node:net'
 
 /** An address as a 128-bit integer (IPv4 mapped into ::ffff:0:0/96), or null when unparsable. */
 export function parseIp(raw: string): bigint | null {
-  const s = raw.trim().replace(/^\[|\]$/g, '').replace(/%.*$/, '')
+  const s = raw
+    .trim()
+    .replace(/^\[|\]$/g, '')
+    .replace(/%.*$/, '')
   const kind = isIP(s)
   if (kind === 4) return 0xffff_0000_0000n | v4(s)
   if (kind !== 6) return null
@@ -12,7 +15,13 @@ export function parseIp(raw: string): bigint | null {
     return `${(n >> 16n).toString(16)}:${(n & 0xffffn).toString(16)}`
   })
   const [head, rest] = text.split('::') as [string, string | undefined]
-  const parts = (x: string) => (x ? x.split(':').filter(Boolean).map((h) => BigInt('0x' + h)) : [])
+  const parts = (x: string) =>
+    x
+      ? x
+          .split(':')
+          .filter(Boolean)
+          .map((h) => BigInt('0x' + h))
+      : []
   const h = parts(head)
   const r = rest === undefined ? [] : parts(rest)
   const groups = rest === undefined ? h : [...h, ...Array(8 - h.length - r.length).fill(0n), ...r]

@@ -6,7 +6,17 @@ export interface Clock {
 export const systemClock: Clock = { now: () => Date.now() }
 
 /** A clock tests move by hand. */
-export function manualClock(start = Date.now()): Clock & { advance(ms: number): void; set(ms: number): void } {
+export function manualClock(
+  start = Date.now(),
+): Clock & { advance(ms: number): void; set(ms: number): void } {
   let t = start
-  return { now: () => t, advance: (ms) => { t += ms }, set: (ms) => { t = ms } }
+  return {
+    now: () => t,
+    advance: (ms) => {
+      t += ms
+    },
+    set: (ms) => {
+      t = ms
+    },
+  }
 }

@@ -25,7 +25,10 @@ export function parseArgs(argv: string[]): { words: string[]; flags: Flags } {
 /** A cell of the human form: lists joined, nothing shown as a dash, objects as compact JSON. */
 function cell(v: unknown): string {
   if (v === null || v === undefined) return '-'
-  if (Array.isArray(v)) return v.every((x) => typeof x !== 'object' || x === null) ? v.join(',') || '-' : JSON.stringify(v)
+  if (Array.isArray(v))
+    return v.every((x) => typeof x !== 'object' || x === null)
+      ? v.join(',') || '-'
+      : JSON.stringify(v)
   return typeof v === 'object' ? JSON.stringify(v) : String(v)
 }
 
@@ -33,7 +36,12 @@ function cell(v: unknown): string {
 export function humanText(result: Record<string, unknown>): string {
   const out: string[] = []
   for (const [k, v] of Object.entries(result)) {
-    const rows = Array.isArray(v) && v.length > 0 && v.every((r) => r !== null && typeof r === 'object' && !Array.isArray(r)) ? (v as Record<string, unknown>[]) : null
+    const rows =
+      Array.isArray(v) &&
+      v.length > 0 &&
+      v.every((r) => r !== null && typeof r === 'object' && !Array.isArray(r))
+        ? (v as Record<string, unknown>[])
+        : null
     if (!rows) {
       out.push(`${k}: ${Array.isArray(v) && v.length === 0 ? '(none)' : cell(v)}`)
       continue
@@ -41,7 +49,8 @@ export function humanText(result: Record<string, unknown>): string {
     const columns = [...new Set(rows.flatMap((r) => Object.keys(r)))]
     const cells = rows.map((r) => columns.map((c) => cell(r[c])))
     const widths = columns.map((c, i) => Math.max(c.length, ...cells.map((r) => r[i]!.length)))
-    const line = (values: string[]) => values.map((x, i) => (i === values.length - 1 ? x : x.padEnd(widths[i]!))).join('  ')
+    const line = (values: string[]) =>
+      values.map((x, i) => (i === values.length - 1 ? x : x.padEnd(widths[i]!))).join('  ')
     out.push(`${k}:`, line(columns), line(widths.map((w) => '-'.repeat(w))), ...cells.map(line))
   }
   return out.join('\n')

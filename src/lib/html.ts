@@ -10,7 +10,13 @@ export class Html {
   }
 }
 
-const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }
+const ESCAPES: Record<string, string> = {
+  '&': '&amp;',
+  '<': '&lt;',
+  '>': '&gt;',
+  '"': '&quot;',
+  "'": '&#39;',
+}
 
 const NEEDS_ESCAPE = /[&<>"']/
 
@@ -45,7 +51,10 @@ export type Slot<C> = (c: C) => Value
  * request (the pay page), where building the same markup again each time was a large part of its cost.
  */
 export class Template<C> {
-  constructor(readonly parts: readonly string[], readonly slots: readonly Slot<C>[]) {}
+  constructor(
+    readonly parts: readonly string[],
+    readonly slots: readonly Slot<C>[],
+  ) {}
 
   render(c: C): Html {
     const { parts, slots } = this
@@ -60,7 +69,10 @@ export class Template<C> {
  * inlined, slots and all; every other value is rendered (escaped) once, here, into the constant
  * markup around it.
  */
-export function template<C>(strings: TemplateStringsArray, ...values: (Value | Slot<C> | Template<C>)[]): Template<C> {
+export function template<C>(
+  strings: TemplateStringsArray,
+  ...values: (Value | Slot<C> | Template<C>)[]
+): Template<C> {
   const parts = [strings[0]!]
   const slots: Slot<C>[] = []
   const append = (text: string) => (parts[parts.length - 1] += text)
@@ -86,7 +98,12 @@ export function template<C>(strings: TemplateStringsArray, ...values: (Value | S
  * separators are written as \u escapes, so no value can close the script element.
  */
 export function jsonForScript(value: unknown): Html {
-  return new Html(JSON.stringify(value).replace(/[<>&\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`))
+  return new Html(
+    JSON.stringify(value).replace(
+      /[<>&\u2028\u2029]/g,
+      (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+    ),
+  )
 }
 
 /**

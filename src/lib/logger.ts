@@ -12,7 +12,10 @@ export interface Logger {
 const SECRET_RE = /\b(sk_(?:test|live)_)[A-Za-z0-9]{8,}/g
 export const redact = (s: string) => s.replace(SECRET_RE, '$1[redacted]')
 
-export function createLogger(level: Level = 'info', write: (line: string) => void = (l) => console.error(l)): Logger {
+export function createLogger(
+  level: Level = 'info',
+  write: (line: string) => void = (l) => console.error(l),
+): Logger {
   const min = ORDER[level] ?? ORDER.info
   const log = (lvl: Level) => (msg: string, fields?: Record<string, unknown>) => {
     if (ORDER[lvl] < min) return
@@ -31,7 +34,10 @@ export function errorSummary(e: unknown): string {
   if (!(e instanceof Error)) return String(e)
   const first = e.message.split('\n')[0]!
   const details = (e as { details?: unknown }).details
-  const said = typeof details === 'string' ? details.split('\n')[0]!.replace(URL_RE, '[url]').slice(0, 300) : ''
+  const said =
+    typeof details === 'string'
+      ? details.split('\n')[0]!.replace(URL_RE, '[url]').slice(0, 300)
+      : ''
   return said && !first.includes(said) ? `${first} (${said})` : first
 }
 

@@ -28,4 +28,9 @@ export interface Denial {
 export type Outcome<T> = { ok: true; value: T } | Denial
 
 export const ok = <T>(value: T): Outcome<T> => ({ ok: true, value })
-export const deny = (code: DenialCode, message: string, details?: FieldProblem[]): Denial => ({ ok: false, code, message, details })
+export const deny = (code: DenialCode, message: string, details?: FieldProblem[]): Denial => ({
+  ok: false,
+  code,
+  message,
+  details,
+})

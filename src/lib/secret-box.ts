@@ -34,16 +34,28 @@ export function createSecretBox(key: Buffer): SecretBox {
       const cipher = createCipheriv('aes-256-gcm', key, iv)
       cipher.setAAD(Buffer.from(boundTo))
       const body = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()])
-      return [VERSION, iv.toString('base64'), cipher.getAuthTag().toString('base64'), body.toString('base64')].join(':')
+      return [
+        VERSION,
+        iv.toString('base64'),
+        cipher.getAuthTag().toString('base64'),
+        body.toString('base64'),
+      ].join(':')
     },
     open(sealed, boundTo) {
       const [version, iv, tag, body] = sealed.split(':')
-      if (version !== VERSION || !iv || !tag || body === undefined) throw new Error('not a sealed secret')
+      if (version !== VERSION || !iv || !tag || body === undefined)
+        throw new Error('not a sealed secret')
       const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64'))
       decipher.setAAD(Buffer.from(boundTo))
       decipher.setAuthTag(Buffer.from(tag, 'base64'))
-      return Buffer.concat([decipher.update(Buffer.from(body, 'base64')), decipher.final()]).toString('utf8')
+      return Buffer.concat([
+        decipher.update(Buffer.from(body, 'base64')),
+        decipher.final(),
+      ]).toString('utf8')
     },
-    fingerprint: createHmac('sha256', key).update('crypto-pay secret key fingerprint').digest('hex').slice(0, 32),
+    fingerprint: createHmac('sha256', key)
+      .update('crypto-pay secret key fingerprint')
+      .digest('hex')
+      .slice(0, 32),
   }
 }

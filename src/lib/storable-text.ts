@@ -19,7 +19,9 @@ const escaped = (unit: string) => `\\u${unit.charCodeAt(0).toString(16).padStart
 export function unstorable(s: string): string | null {
   const m = UNSTORABLE.exec(s)
   if (!m) return null
-  return m[0] === '\u0000' ? 'must not contain U+0000 (NUL)' : `must not contain an unpaired UTF-16 surrogate (${escaped(m[0])})`
+  return m[0] === '\u0000'
+    ? 'must not contain U+0000 (NUL)'
+    : `must not contain an unpaired UTF-16 surrogate (${escaped(m[0])})`
 }
 
 /** A name as a field path shows it: what cannot be stored (or shown) written as `\uXXXX`. */
@@ -51,7 +53,11 @@ export function jsonTextProblems(root: unknown): FieldProblem[] {
       const children: Item[] = []
       for (const [key, v] of Object.entries(value)) {
         const why = Array.isArray(value) ? null : unstorable(key)
-        children.push(why ? { problem: { path: join(path, shownName(key)), message: `key ${why}` } } : { value: v, path: join(path, key) })
+        children.push(
+          why
+            ? { problem: { path: join(path, shownName(key)), message: `key ${why}` } }
+            : { value: v, path: join(path, key) },
+        )
       }
       for (let i = children.length - 1; i >= 0; i--) todo.push(children[i])
     }

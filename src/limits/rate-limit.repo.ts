@@ -38,18 +38,29 @@ const WINDOW_COLUMNS = {
 // Parameters: subject, the window starts, the limits and n, the units wanted. The integers are
 // cast: in LEAST and GREATEST alone PostgreSQL could not tell their type.
 const N = param('n', 'int')
-const LIMIT = { minute: param('minuteLimit', 'int'), hour: param('hourLimit', 'int'), day: param('dayLimit', 'int') }
+const LIMIT = {
+  minute: param('minuteLimit', 'int'),
+  hour: param('hourLimit', 'int'),
+  day: param('dayLimit', 'int'),
+}
 /** A window's usage in the stored row, or 0 once the window moved on. */
-const OLD = (w: WindowName) => sql`(CASE WHEN excluded.${bare(WINDOW_COLUMNS[w].start)} > ${WINDOW_COLUMNS[w].start} THEN 0 ELSE ${WINDOW_COLUMNS[w].used} END)`
+const OLD = (w: WindowName) =>
+  sql`(CASE WHEN excluded.${bare(WINDOW_COLUMNS[w].start)} > ${WINDOW_COLUMNS[w].start} THEN 0 ELSE ${WINDOW_COLUMNS[w].used} END)`
 const K = sql`GREATEST(0, LEAST(${N}, ${LIMIT.minute} - ${OLD('minute')}, ${LIMIT.hour} - ${OLD('hour')}, ${LIMIT.day} - ${OLD('day')}))`
 const FIRST_K = sql`GREATEST(0, LEAST(${N}, ${LIMIT.minute}, ${LIMIT.hour}, ${LIMIT.day}))`
-const LATER_START = (w: WindowName) => sql`GREATEST(${WINDOW_COLUMNS[w].start}, excluded.${bare(WINDOW_COLUMNS[w].start)})`
+const LATER_START = (w: WindowName) =>
+  sql`GREATEST(${WINDOW_COLUMNS[w].start}, excluded.${bare(WINDOW_COLUMNS[w].start)})`
 
 /** R23 counters in the database: the only truth every instance shares. */
 export function createRateLimitRepo(database: Database) {
   const { db } = database
   // Every API request is counted here: prepared once, each value sent once.
-  const take = prepare<{ lastGrant: number; minuteUsed: number; hourUsed: number; dayUsed: number }, Record<string, string | number>>(database, sql`
+  const take = prepare<
+    { lastGrant: number; minuteUsed: number; hourUsed: number; dayUsed: number },
+    Record<string, string | number>
+  >(
+    database,
+    sql`
     INSERT INTO ${rateLimits} (${bare(rateLimits.subject)}, ${bare(rateLimits.minuteStart)}, ${bare(rateLimits.minuteUsed)}, ${bare(rateLimits.hourStart)},
       ${bare(rateLimits.hourUsed)}, ${bare(rateLimits.dayStart)}, ${bare(rateLimits.dayUsed)}, ${bare(rateLimits.lastGrant)})
     VALUES (${param('subject')}, ${param('minuteStart', 'timestamptz')}, ${FIRST_K}, ${param('hourStart', 'timestamptz')}, ${FIRST_K},
@@ -59,26 +70,45 @@ export function createRateLimitRepo(database: Database) {
       ${bare(rateLimits.hourStart)} = ${LATER_START('hour')}, ${bare(rateLimits.hourUsed)} = ${OLD('hour')} + ${K},
       ${bare(rateLimits.dayStart)} = ${LATER_START('day')}, ${bare(rateLimits.dayUsed)} = ${OLD('day')} + ${K},
       ${bare(rateLimits.lastGrant)} = ${K}
-    RETURNING ${rateLimits.lastGrant} AS "lastGrant", ${rateLimits.minuteUsed} AS "minuteUsed", ${rateLimits.hourUsed} AS "hourUsed", ${rateLimits.dayUsed} AS "dayUsed"`)
+    RETURNING ${rateLimits.lastGrant} AS "lastGrant", ${rateLimits.minuteUsed} AS "minuteUsed", ${rateLimits.hourUsed} AS "hourUsed", ${rateLimits.dayUsed} AS "dayUsed"`,
+  )
 
   return {
     /** Takes up to `n` units from all three windows of `subject` at once, in one round trip. */
     async take(subject: string, limits: RateLimits, n: number, now: number): Promise<TakeResult> {
       const start = (name: WindowName) => new Date(windowStart(name, now)).toISOString()
       const [row] = await take.execute({
-        subject, minuteStart: start('minute'), hourStart: start('hour'), dayStart: start('day'),
-        minuteLimit: limits.minute, hourLimit: limits.hour, dayLimit: limits.day, n,
+        subject,
+        minuteStart: start('minute'),
+        hourStart: start('hour'),
+        dayStart: start('day'),
+        minuteLimit: limits.minute,
+        hourLimit: limits.hour,
+        dayLimit: limits.day,
+        n,
       })
       const k = Number(row.lastGrant)
-      return { granted: k, used: { minute: Number(row.minuteUsed) - k, hour: Number(row.hourUsed) - k, day: Number(row.dayUsed) - k } }
+      return {
+        granted: k,
+        used: {
+          minute: Number(row.minuteUsed) - k,
+          hour: Number(row.hourUsed) - k,
+          day: Number(row.dayUsed) - k,
+        },
+      }
     },
 
     /** The stored windows of these subjects (those never counted are absent). */
     async load(subjects: string[]): Promise<StoredWindows[]> {
       const rows = await db.select().from(rateLimits).where(inArray(rateLimits.subject, subjects))
       return rows.map((r) => ({
-        subject: r.subject, minuteStart: r.minuteStart.getTime(), minuteUsed: r.minuteUsed,
-        hourStart: r.hourStart.getTime(), hourUsed: r.hourUsed, dayStart: r.dayStart.getTime(), dayUsed: r.dayUsed,
+        subject: r.subject,
+        minuteStart: r.minuteStart.getTime(),
+        minuteUsed: r.minuteUsed,
+        hourStart: r.hourStart.getTime(),
+        hourUsed: r.hourUsed,
+        dayStart: r.dayStart.getTime(),
+        dayUsed: r.dayUsed,
       }))
     },
 
@@ -86,17 +116,30 @@ export function createRateLimitRepo(database: Database) {
     async store(windows: StoredWindows[]): Promise<void> {
       if (windows.length === 0) return
       const values = windows.map((w) => ({
-        subject: w.subject, minuteStart: new Date(w.minuteStart), minuteUsed: w.minuteUsed, hourStart: new Date(w.hourStart),
-        hourUsed: w.hourUsed, dayStart: new Date(w.dayStart), dayUsed: w.dayUsed, lastGrant: 0,
+        subject: w.subject,
+        minuteStart: new Date(w.minuteStart),
+        minuteUsed: w.minuteUsed,
+        hourStart: new Date(w.hourStart),
+        hourUsed: w.hourUsed,
+        dayStart: new Date(w.dayStart),
+        dayUsed: w.dayUsed,
+        lastGrant: 0,
       }))
       const excluded = (c: PgColumn) => sql`excluded.${bare(c)}`
-      await db.insert(rateLimits).values(values).onConflictDoUpdate({
-        target: rateLimits.subject,
-        set: {
-          minuteStart: excluded(rateLimits.minuteStart), minuteUsed: excluded(rateLimits.minuteUsed), hourStart: excluded(rateLimits.hourStart),
-          hourUsed: excluded(rateLimits.hourUsed), dayStart: excluded(rateLimits.dayStart), dayUsed: excluded(rateLimits.dayUsed),
-        },
-      })
+      await db
+        .insert(rateLimits)
+        .values(values)
+        .onConflictDoUpdate({
+          target: rateLimits.subject,
+          set: {
+            minuteStart: excluded(rateLimits.minuteStart),
+            minuteUsed: excluded(rateLimits.minuteUsed),
+            hourStart: excluded(rateLimits.hourStart),
+            hourUsed: excluded(rateLimits.hourUsed),
+            dayStart: excluded(rateLimits.dayStart),
+            dayUsed: excluded(rateLimits.dayUsed),
+          },
+        })
     },
 
     /** Forgets subjects not seen for two days (mostly client IPs without a valid key). */

@@ -44,9 +44,14 @@ interface Waiter {
  * Remaining headers could not be exact. This design never over-admits, never refuses early.
  */
 /** Which surface a subject's limit guards, from its prefix (`project:`/`ip:` the API, `pay:`, `sign-in:`). */
-const surfaceOf = (subject: string): LimitedSurface => (subject.startsWith('pay:') ? 'pay' : subject.startsWith('sign-in:') ? 'sign_in' : 'api')
+const surfaceOf = (subject: string): LimitedSurface =>
+  subject.startsWith('pay:') ? 'pay' : subject.startsWith('sign-in:') ? 'sign_in' : 'api'
 
-export function createRateLimiter(deps: { repo: Pick<RateLimitRepo, 'take'>; clock: Clock; metrics?: Pick<Metrics, 'rateLimited'> }): RateLimiter {
+export function createRateLimiter(deps: {
+  repo: Pick<RateLimitRepo, 'take'>
+  clock: Clock
+  metrics?: Pick<Metrics, 'rateLimited'>
+}): RateLimiter {
   const queues = new Map<string, { waiting: Waiter[]; busy: boolean }>()
 
   async function flush(subject: string) {
@@ -99,7 +104,12 @@ const EMBEDDED_MAX_SUBJECTS = 100_000
  * one statement, and at the graceful stop. A restart therefore keeps each window's counts; a
  * crash can forget at most the last EMBEDDED_FLUSH_MS of them.
  */
-export function createEmbeddedRateLimiter(deps: { repo: Pick<RateLimitRepo, 'load' | 'store'>; clock: Clock; metrics?: Pick<Metrics, 'rateLimited'>; onError?: (e: unknown) => void }): RateLimiter {
+export function createEmbeddedRateLimiter(deps: {
+  repo: Pick<RateLimitRepo, 'load' | 'store'>
+  clock: Clock
+  metrics?: Pick<Metrics, 'rateLimited'>
+  onError?: (e: unknown) => void
+}): RateLimiter {
   const known = new Map<string, StoredWindows>()
   const loading = new Map<string, Promise<StoredWindows>>()
   const dirty = new Set<string>()
@@ -116,12 +126,23 @@ export function createEmbeddedRateLimiter(deps: { repo: Pick<RateLimitRepo, 'loa
     }
     let pending = loading.get(subject)
     if (!pending) {
-      pending = deps.repo.load([subject]).then(([row]) => {
-        const w = row ?? { subject, minuteStart: 0, minuteUsed: 0, hourStart: 0, hourUsed: 0, dayStart: 0, dayUsed: 0 }
-        known.set(subject, w)
-        evict()
-        return w
-      }).finally(() => loading.delete(subject))
+      pending = deps.repo
+        .load([subject])
+        .then(([row]) => {
+          const w = row ?? {
+            subject,
+            minuteStart: 0,
+            minuteUsed: 0,
+            hourStart: 0,
+            hourUsed: 0,
+            dayStart: 0,
+            dayUsed: 0,
+          }
+          known.set(subject, w)
+          evict()
+          return w
+        })
+        .finally(() => loading.delete(subject))
       loading.set(subject, pending)
     }
     return pending
@@ -137,15 +158,20 @@ export function createEmbeddedRateLimiter(deps: { repo: Pick<RateLimitRepo, 'loa
 
   function write(): Promise<void> {
     timer = null
-    const batch = [...dirty].map((s) => known.get(s)!).filter(Boolean).map((w) => ({ ...w }))
+    const batch = [...dirty]
+      .map((s) => known.get(s)!)
+      .filter(Boolean)
+      .map((w) => ({ ...w }))
     dirty.clear()
     if (batch.length === 0) return writing
-    writing = writing.then(() => deps.repo.store(batch)).catch((e) => {
-      // Not lost: marked again, so the next write carries it.
-      for (const w of batch) if (known.has(w.subject)) dirty.add(w.subject)
-      schedule()
-      deps.onError?.(e)
-    })
+    writing = writing
+      .then(() => deps.repo.store(batch))
+      .catch((e) => {
+        // Not lost: marked again, so the next write carries it.
+        for (const w of batch) if (known.has(w.subject)) dirty.add(w.subject)
+        schedule()
+        deps.onError?.(e)
+      })
     return writing
   }
 
@@ -168,7 +194,10 @@ export function createEmbeddedRateLimiter(deps: { repo: Pick<RateLimitRepo, 'loa
         if (start > w[key]) (w[key] = start), (w[`${name}Used`] = 0)
         used[name] = w[`${name}Used`]
       }
-      const granted = Math.max(0, Math.min(1, limits.minute - used.minute, limits.hour - used.hour, limits.day - used.day))
+      const granted = Math.max(
+        0,
+        Math.min(1, limits.minute - used.minute, limits.hour - used.hour, limits.day - used.day),
+      )
       if (granted > 0) {
         for (const name of WINDOWS) w[`${name}Used`] += granted
         dirty.add(subject)
@@ -187,7 +216,13 @@ export function createEmbeddedRateLimiter(deps: { repo: Pick<RateLimitRepo, 'loa
 }
 
 /** The decision for the i-th request of a batch in which `granted` were admitted. */
-function decide(limits: RateLimits, used: RateLimits, granted: number, i: number, now: number): Decision {
+function decide(
+  limits: RateLimits,
+  used: RateLimits,
+  granted: number,
+  i: number,
+  now: number,
+): Decision {
   const allowed = i < granted
   const after = allowed ? i + 1 : granted
   const windows = {} as Record<WindowName, WindowState>
@@ -198,6 +233,9 @@ function decide(limits: RateLimits, used: RateLimits, granted: number, i: number
     windows[w] = { limit: limits[w], remaining, reset }
     if (!allowed && limits[w] - used[w] - granted <= 0) retryAt = Math.max(retryAt, reset)
   }
-  return { allowed, windows, retryAfter: allowed ? null : Math.max(1, Math.ceil((retryAt - now) / 1000)) }
+  return {
+    allowed,
+    windows,
+    retryAfter: allowed ? null : Math.max(1, Math.ceil((retryAt - now) / 1000)),
+  }
 }
-

@@ -19,7 +19,8 @@ interface Series {
 }
 
 /** Label values as the text format quotes them. */
-const quoted = (v: string) => `"${v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')}"`
+const quoted = (v: string) =>
+  `"${v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')}"`
 
 export function createHttpRequestMetrics(bounds: readonly number[]) {
   const series = new Map<string, Series>()
@@ -27,7 +28,18 @@ export function createHttpRequestMetrics(bounds: readonly number[]) {
     record(route: string, method: string, status: number, seconds: number) {
       const key = `${method} ${route}`
       let s = series.get(key)
-      if (!s) series.set(key, (s = { route, method, statuses: new Map(), buckets: new Array(bounds.length + 1).fill(0), sum: 0, count: 0 }))
+      if (!s)
+        series.set(
+          key,
+          (s = {
+            route,
+            method,
+            statuses: new Map(),
+            buckets: new Array(bounds.length + 1).fill(0),
+            sum: 0,
+            count: 0,
+          }),
+        )
       s.statuses.set(status, (s.statuses.get(status) ?? 0) + 1)
       let i = 0
       while (i < bounds.length && seconds > bounds[i]!) i++
@@ -43,9 +55,15 @@ export function createHttpRequestMetrics(bounds: readonly number[]) {
         `# TYPE ${REQUESTS} counter`,
       ]
       for (const s of series.values()) {
-        for (const [status, n] of s.statuses) lines.push(`${REQUESTS}{route=${quoted(s.route)},method=${quoted(s.method)},status="${status}"} ${n}`)
+        for (const [status, n] of s.statuses)
+          lines.push(
+            `${REQUESTS}{route=${quoted(s.route)},method=${quoted(s.method)},status="${status}"} ${n}`,
+          )
       }
-      lines.push(`# HELP ${DURATION} Time to answer an HTTP request (to the response head), by route template and method`, `# TYPE ${DURATION} histogram`)
+      lines.push(
+        `# HELP ${DURATION} Time to answer an HTTP request (to the response head), by route template and method`,
+        `# TYPE ${DURATION} histogram`,
+      )
       for (const s of series.values()) {
         const labels = `route=${quoted(s.route)},method=${quoted(s.method)}`
         let cumulative = 0
@@ -53,7 +71,11 @@ export function createHttpRequestMetrics(bounds: readonly number[]) {
           cumulative += s.buckets[i]!
           lines.push(`${DURATION}_bucket{${labels},le="${le}"} ${cumulative}`)
         })
-        lines.push(`${DURATION}_bucket{${labels},le="+Inf"} ${s.count}`, `${DURATION}_sum{${labels}} ${s.sum}`, `${DURATION}_count{${labels}} ${s.count}`)
+        lines.push(
+          `${DURATION}_bucket{${labels},le="+Inf"} ${s.count}`,
+          `${DURATION}_sum{${labels}} ${s.sum}`,
+          `${DURATION}_count{${labels}} ${s.count}`,
+        )
       }
       return lines.join('\n') + '\n'
     },

@@ -20,7 +20,15 @@ export type LimitedSurface = 'api' | 'pay' | 'sign_in'
  * `rate_limited`: HTTP 429 or a JSON-RPC rate-limit answer (each one, also those a retry got past);
  * `log_range`: an eth_getLogs range the provider refused (split and asked again).
  */
-export type RpcErrorKind = 'timeout' | 'unreachable' | 'http' | 'rpc' | 'invalid_response' | 'rate_limited' | 'log_range' | 'other'
+export type RpcErrorKind =
+  | 'timeout'
+  | 'unreachable'
+  | 'http'
+  | 'rpc'
+  | 'invalid_response'
+  | 'rate_limited'
+  | 'log_range'
+  | 'other'
 
 /** Read at scrape time from whoever knows (the registry, the runner, the chain watcher). */
 export interface MetricSources {
@@ -39,53 +47,112 @@ export function createMetrics() {
   const registers = [registry]
 
   const http = createHttpRequestMetrics(HTTP_BUCKETS)
-  const transactionsTotal = new Counter({ name: 'cryptopay_transactions_total', help: 'Transactions entering each status (creations and transitions committed by this instance)', labelNames: ['status'] as const, registers })
-  const deliveries = new Counter({ name: 'cryptopay_webhook_deliveries_total', help: 'Webhook attempts made by this instance, by result (success: a 2xx answer)', labelNames: ['result'] as const, registers })
-  const deliveryLag = new Histogram({ name: 'cryptopay_webhook_delivery_lag_seconds', help: 'From the event being committed to the first attempt of its delivery', buckets: LAG_BUCKETS, registers })
-  const endpointsDisabled = new Counter({ name: 'cryptopay_webhook_endpoints_disabled_total', help: 'Webhook endpoints disabled automatically, by reason (gone: answered 410; failing: every delivery failed for WEBHOOK_DISABLE_AFTER)', labelNames: ['reason'] as const, registers })
-  const rpcErrors = new Counter({ name: 'cryptopay_rpc_errors_total', help: 'Failed chain follower ticks, rate-limit answers and refused log ranges, by network and kind', labelNames: ['network', 'kind'] as const, registers })
-  const rateLimited = new Counter({ name: 'cryptopay_rate_limited_total', help: 'Requests refused by a rate limit (429), by surface', labelNames: ['surface'] as const, registers })
-  const deepReorgs = new Counter({ name: 'cryptopay_chain_deep_reorgs_total', help: 'Reorgs deeper than the block hashes the follower remembers, each of which halted its network (the operator must act)', labelNames: ['network'] as const, registers })
-  const reorgsAfterFinal = new Counter({ name: 'cryptopay_reorgs_after_final_total', help: 'Payments taken back by a reorg after their transaction reached a final status (the operator must act)', labelNames: ['network'] as const, registers })
+  const transactionsTotal = new Counter({
+    name: 'cryptopay_transactions_total',
+    help: 'Transactions entering each status (creations and transitions committed by this instance)',
+    labelNames: ['status'] as const,
+    registers,
+  })
+  const deliveries = new Counter({
+    name: 'cryptopay_webhook_deliveries_total',
+    help: 'Webhook attempts made by this instance, by result (success: a 2xx answer)',
+    labelNames: ['result'] as const,
+    registers,
+  })
+  const deliveryLag = new Histogram({
+    name: 'cryptopay_webhook_delivery_lag_seconds',
+    help: 'From the event being committed to the first attempt of its delivery',
+    buckets: LAG_BUCKETS,
+    registers,
+  })
+  const endpointsDisabled = new Counter({
+    name: 'cryptopay_webhook_endpoints_disabled_total',
+    help: 'Webhook endpoints disabled automatically, by reason (gone: answered 410; failing: every delivery failed for WEBHOOK_DISABLE_AFTER)',
+    labelNames: ['reason'] as const,
+    registers,
+  })
+  const rpcErrors = new Counter({
+    name: 'cryptopay_rpc_errors_total',
+    help: 'Failed chain follower ticks, rate-limit answers and refused log ranges, by network and kind',
+    labelNames: ['network', 'kind'] as const,
+    registers,
+  })
+  const rateLimited = new Counter({
+    name: 'cryptopay_rate_limited_total',
+    help: 'Requests refused by a rate limit (429), by surface',
+    labelNames: ['surface'] as const,
+    registers,
+  })
+  const deepReorgs = new Counter({
+    name: 'cryptopay_chain_deep_reorgs_total',
+    help: 'Reorgs deeper than the block hashes the follower remembers, each of which halted its network (the operator must act)',
+    labelNames: ['network'] as const,
+    registers,
+  })
+  const reorgsAfterFinal = new Counter({
+    name: 'cryptopay_reorgs_after_final_total',
+    help: 'Payments taken back by a reorg after their transaction reached a final status (the operator must act)',
+    labelNames: ['network'] as const,
+    registers,
+  })
 
   new Gauge({
-    name: 'cryptopay_transactions_active', help: 'Active transactions whose actors run on this instance, by status', labelNames: ['status'] as const, registers,
+    name: 'cryptopay_transactions_active',
+    help: 'Active transactions whose actors run on this instance, by status',
+    labelNames: ['status'] as const,
+    registers,
     collect() {
       this.reset()
-      for (const [status, n] of Object.entries(sources?.activeByStatus() ?? {})) this.set({ status }, n)
+      for (const [status, n] of Object.entries(sources?.activeByStatus() ?? {}))
+        this.set({ status }, n)
     },
   })
   new Gauge({
-    name: 'cryptopay_webhook_pending', help: 'Unfinished webhook deliveries run by this instance (waiting for an attempt or a retry)', registers,
+    name: 'cryptopay_webhook_pending',
+    help: 'Unfinished webhook deliveries run by this instance (waiting for an attempt or a retry)',
+    registers,
     collect() {
       this.set(sources?.webhookPending() ?? 0)
     },
   })
   new Gauge({
-    name: 'cryptopay_pay_streams_open', help: 'Pay-page event streams (Server-Sent Events) open on this instance', registers,
+    name: 'cryptopay_pay_streams_open',
+    help: 'Pay-page event streams (Server-Sent Events) open on this instance',
+    registers,
     collect() {
       this.set(sources?.payStreams() ?? 0)
     },
   })
   new Gauge({
-    name: 'cryptopay_chain_head_block', help: 'Latest block number the RPC reported, per network this instance follows', labelNames: ['network'] as const, registers,
+    name: 'cryptopay_chain_head_block',
+    help: 'Latest block number the RPC reported, per network this instance follows',
+    labelNames: ['network'] as const,
+    registers,
     collect() {
       this.reset()
-      for (const c of sources?.chains() ?? []) if (c.head !== null) this.set({ network: c.network }, Number(c.head))
+      for (const c of sources?.chains() ?? [])
+        if (c.head !== null) this.set({ network: c.network }, Number(c.head))
     },
   })
   new Gauge({
-    name: 'cryptopay_chain_follower_lag_blocks', help: 'Blocks between the head and the last block processed, per network this instance follows', labelNames: ['network'] as const, registers,
+    name: 'cryptopay_chain_follower_lag_blocks',
+    help: 'Blocks between the head and the last block processed, per network this instance follows',
+    labelNames: ['network'] as const,
+    registers,
     collect() {
       this.reset()
       for (const c of sources?.chains() ?? []) {
-        if (c.head !== null && c.synced !== null) this.set({ network: c.network }, Number(c.head > c.synced ? c.head - c.synced : 0n))
+        if (c.head !== null && c.synced !== null)
+          this.set({ network: c.network }, Number(c.head > c.synced ? c.head - c.synced : 0n))
       }
     },
   })
 
   new Gauge({
-    name: 'cryptopay_chain_halted', help: '1 while a network this instance follows is halted by a reorg deeper than it remembers (nothing on it completes until an operator runs network resume), else 0', labelNames: ['network'] as const, registers,
+    name: 'cryptopay_chain_halted',
+    help: '1 while a network this instance follows is halted by a reorg deeper than it remembers (nothing on it completes until an operator runs network resume), else 0',
+    labelNames: ['network'] as const,
+    registers,
     collect() {
       this.reset()
       for (const c of sources?.chains() ?? []) this.set({ network: c.network }, c.halted ? 1 : 0)
@@ -99,7 +166,8 @@ export function createMetrics() {
     },
     httpRequest: http.record,
     transactionEntered: (status: string) => transactionsTotal.inc({ status }),
-    webhookAttempt: (success: boolean) => deliveries.inc({ result: success ? 'success' : 'failure' }),
+    webhookAttempt: (success: boolean) =>
+      deliveries.inc({ result: success ? 'success' : 'failure' }),
     webhookFirstAttemptLag: (seconds: number) => deliveryLag.observe(Math.max(0, seconds)),
     endpointDisabled: (reason: 'gone' | 'failing') => endpointsDisabled.inc({ reason }),
     rpcError: (network: string, kind: RpcErrorKind) => rpcErrors.inc({ network, kind }),
@@ -108,7 +176,10 @@ export function createMetrics() {
     deepReorg: (network: string) => deepReorgs.inc({ network }),
     /** The exposition text and its content type. */
     async scrape(): Promise<{ body: string; contentType: string }> {
-      return { body: (await registry.metrics()) + '\n' + http.text(), contentType: registry.contentType }
+      return {
+        body: (await registry.metrics()) + '\n' + http.text(),
+        contentType: registry.contentType,
+      }
     },
   }
 }
@@ -128,27 +199,43 @@ interface ErrorLink {
 /** The error and the causes under it (viem nests several), at most six deep. */
 export function errorChain(e: unknown): ErrorLink[] {
   const chain: ErrorLink[] = []
-  for (let c = e as ErrorLink | undefined; c && typeof c === 'object' && chain.length < 6; c = c.cause as ErrorLink | undefined) chain.push(c)
+  for (
+    let c = e as ErrorLink | undefined;
+    c && typeof c === 'object' && chain.length < 6;
+    c = c.cause as ErrorLink | undefined
+  )
+    chain.push(c)
   return chain
 }
 
 /** A kind for a failed RPC exchange, from viem's error names and the causes under them. */
 export function rpcErrorKind(e: unknown): RpcErrorKind {
-  const text = errorChain(e).map((c) => `${c.name ?? ''} ${c.message ?? ''}`).join(' | ')
+  const text = errorChain(e)
+    .map((c) => `${c.name ?? ''} ${c.message ?? ''}`)
+    .join(' | ')
   if (isRateLimit(e)) return 'rate_limited'
   if (/Timeout|timed out/i.test(text)) return 'timeout'
-  if (/ECONNREFUSED|ECONNRESET|ENOTFOUND|Unable to connect|fetch failed|socket|ConnectionRefused/i.test(text)) return 'unreachable'
+  if (
+    /ECONNREFUSED|ECONNRESET|ENOTFOUND|Unable to connect|fetch failed|socket|ConnectionRefused/i.test(
+      text,
+    )
+  )
+    return 'unreachable'
   if (/HttpRequestError/.test(text)) return 'http'
   if (/RpcRequestError|RpcError|InternalRpcError|LimitExceeded/.test(text)) return 'rpc'
-  if (/not a hex quantity|returned .*not a list|must link|does not match|invalid/i.test(text)) return 'invalid_response'
+  if (/not a hex quantity|returned .*not a list|must link|does not match|invalid/i.test(text))
+    return 'invalid_response'
   return 'other'
 }
 
 /** HTTP 429, or a JSON-RPC answer saying the caller is over its rate (-32005 is also "limit exceeded" for too many results). */
 export function isRateLimit(e: unknown): boolean {
-  return errorChain(e).some((c) => c.status === 429 || RATE_LIMIT.test(`${c.message ?? ''} ${c.details ?? ''}`))
+  return errorChain(e).some(
+    (c) => c.status === 429 || RATE_LIMIT.test(`${c.message ?? ''} ${c.details ?? ''}`),
+  )
 }
-const RATE_LIMIT = /rate.?limit|too many requests|exceeded .*(capacity|rate)|requests per second|\b429\b/i
+const RATE_LIMIT =
+  /rate.?limit|too many requests|exceeded .*(capacity|rate)|requests per second|\b429\b/i
 
 /** The seconds a 429 asked to wait (`Retry-After`), when it said. */
 export function retryAfterMs(e: unknown): number | null {

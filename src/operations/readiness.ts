@@ -27,14 +27,28 @@ const DATABASE_TIMEOUT_MS = 2_000
 async function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined
   try {
-    return await Promise.race([p, new Promise<T>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms)))])
+    return await Promise.race([
+      p,
+      new Promise<T>(
+        (_, reject) =>
+          (timer = setTimeout(
+            () => reject(new Error(`${what} did not answer within ${ms} ms`)),
+            ms,
+          )),
+      ),
+    ])
   } finally {
     clearTimeout(timer)
   }
 }
 const seconds = (ms: number) => `${Math.round(ms / 1000)} s`
 /** How money leaves the network's deposit addresses, as its node answered when it was verified. */
-const moneyOut = (v: Verdict | undefined) => (v?.status !== 'verified' ? '' : v.eip7702.supported ? '; money out through EIP-7702' : '; money out by top-up (no EIP-7702 on this chain)')
+const moneyOut = (v: Verdict | undefined) =>
+  v?.status !== 'verified'
+    ? ''
+    : v.eip7702.supported
+      ? '; money out through EIP-7702'
+      : '; money out by top-up (no EIP-7702 on this chain)'
 
 /**
  * Readiness (issue 15): the checks a balancer and an operator read. The database answers, its
@@ -63,30 +77,65 @@ export function createReadiness(deps: {
   async function chainChecks(): Promise<Check[]> {
     if (deps.chain.networks.length === 0) return []
     const here = deps.chain.followerStatus()
-    const recorded = here.some((h) => h.status === null) ? await within(deps.chain.followers(), DATABASE_TIMEOUT_MS, 'the database').catch(() => null) : []
+    const recorded = here.some((h) => h.status === null)
+      ? await within(deps.chain.followers(), DATABASE_TIMEOUT_MS, 'the database').catch(() => null)
+      : []
     const now = Date.now()
     const verdicts = new Map(deps.chain.verdicts().map((v) => [v.network, v]))
     return here.map(({ network, status }): Check => {
       const name = `chain:${network}`
       const verdict = verdicts.get(network)
-      if (verdict?.status === 'mismatch') return { name, ok: false, detail: `not followed: the chain disagrees with the config: ${verdict.problems.join('; ')}` }
-      if (verdict?.status === 'unreachable') return { name, ok: false, detail: `not followed yet: not verified against its chain, the RPC does not answer (${verdict.error})` }
+      if (verdict?.status === 'mismatch')
+        return {
+          name,
+          ok: false,
+          detail: `not followed: the chain disagrees with the config: ${verdict.problems.join('; ')}`,
+        }
+      if (verdict?.status === 'unreachable')
+        return {
+          name,
+          ok: false,
+          detail: `not followed yet: not verified against its chain, the RPC does not answer (${verdict.error})`,
+        }
       if (status?.replaced) {
-        return { name, ok: false, detail: `the RPC serves another chain (genesis ${status.replaced.found}, the one followed has ${status.replaced.expected}): not followed until it serves that chain again, or its position is forgotten (npm run cli -- network forget --network ${network})` }
+        return {
+          name,
+          ok: false,
+          detail: `the RPC serves another chain (genesis ${status.replaced.found}, the one followed has ${status.replaced.expected}): not followed until it serves that chain again, or its position is forgotten (npm run cli -- network forget --network ${network})`,
+        }
       }
       // A halt fails the check on every instance: the network's payments are stuck until an operator acts.
-      if (status?.halted) return { name, ok: false, detail: `followed here, ${describeHalt(network, status.halted)}` }
+      if (status?.halted)
+        return { name, ok: false, detail: `followed here, ${describeHalt(network, status.halted)}` }
       if (status) {
         const behind = now - status.inStepAt
-        const blocks = status.head !== null && status.synced !== null ? status.head - status.synced : null
+        const blocks =
+          status.head !== null && status.synced !== null ? status.head - status.synced : null
         const position = `head ${status.head ?? 'unknown'}, processed ${status.synced ?? 'none'}${moneyOut(verdict)}`
-        if (behind <= deps.maxChainLagMs) return { name, ok: true, detail: `followed here; ${position}` }
-        const why = status.lastError ? `the RPC fails (${status.failures} in a row: ${status.lastError})` : `${blocks ?? '?'} blocks behind`
-        return { name, ok: false, detail: `followed here, not in step with the head for ${seconds(behind)} (limit ${seconds(deps.maxChainLagMs)}): ${why}; ${position}` }
+        if (behind <= deps.maxChainLagMs)
+          return { name, ok: true, detail: `followed here; ${position}` }
+        const why = status.lastError
+          ? `the RPC fails (${status.failures} in a row: ${status.lastError})`
+          : `${blocks ?? '?'} blocks behind`
+        return {
+          name,
+          ok: false,
+          detail: `followed here, not in step with the head for ${seconds(behind)} (limit ${seconds(deps.maxChainLagMs)}): ${why}; ${position}`,
+        }
       }
-      if (recorded === null) return { name, ok: false, detail: 'cannot tell who follows it: the database does not answer' }
+      if (recorded === null)
+        return {
+          name,
+          ok: false,
+          detail: 'cannot tell who follows it: the database does not answer',
+        }
       const follower = recorded.find((r) => r.network === network)
-      if (follower?.halted) return { name, ok: false, detail: `${follower.live ? `followed by instance ${follower.owner}, ` : 'no live instance follows it; '}${describeHalt(network, follower.halted)}` }
+      if (follower?.halted)
+        return {
+          name,
+          ok: false,
+          detail: `${follower.live ? `followed by instance ${follower.owner}, ` : 'no live instance follows it; '}${describeHalt(network, follower.halted)}`,
+        }
       return follower?.live
         ? { name, ok: true, detail: `followed by instance ${follower.owner}${moneyOut(verdict)}` }
         : { name, ok: false, detail: 'no live instance follows it' }
@@ -104,29 +153,45 @@ export function createReadiness(deps: {
 
     async report(): Promise<ReadinessReport> {
       const checks: Check[] = []
-      if (stopping) checks.push({ name: 'stopping', ok: false, detail: 'this instance is stopping; send new requests elsewhere' })
+      if (stopping)
+        checks.push({
+          name: 'stopping',
+          ok: false,
+          detail: 'this instance is stopping; send new requests elsewhere',
+        })
       const database = await check('database', async () => {
         const started = performance.now()
         await within(ping(deps.database), DATABASE_TIMEOUT_MS, 'the database')
         return `answers in ${Math.round(performance.now() - started)} ms`
       })
       checks.push(database)
-      checks.push(database.ok
-        ? await check('migrations', async () => {
-          const m = await within(migrationState(deps.database), DATABASE_TIMEOUT_MS, 'the database')
-          if (m.applied < m.expected) throw new Error(`${m.applied} of this version's ${m.expected} migrations applied; restart an instance to apply them`)
-          return `${m.applied} applied`
-        })
-        : { name: 'migrations', ok: false, detail: 'unknown: the database does not answer' })
+      checks.push(
+        database.ok
+          ? await check('migrations', async () => {
+              const m = await within(
+                migrationState(deps.database),
+                DATABASE_TIMEOUT_MS,
+                'the database',
+              )
+              if (m.applied < m.expected)
+                throw new Error(
+                  `${m.applied} of this version's ${m.expected} migrations applied; restart an instance to apply them`,
+                )
+              return `${m.applied} applied`
+            })
+          : { name: 'migrations', ok: false, detail: 'unknown: the database does not answer' },
+      )
       if (deps.dataDir !== null) {
         const dir = deps.dataDir
-        checks.push(await check('data_dir', async () => {
-          const probe = join(dir, 'run', `ready-${deps.instanceId}`)
-          mkdirSync(join(dir, 'run'), { recursive: true, mode: 0o700 })
-          writeFileSync(probe, String(Date.now()))
-          rmSync(probe)
-          return 'writable'
-        }))
+        checks.push(
+          await check('data_dir', async () => {
+            const probe = join(dir, 'run', `ready-${deps.instanceId}`)
+            mkdirSync(join(dir, 'run'), { recursive: true, mode: 0o700 })
+            writeFileSync(probe, String(Date.now()))
+            rmSync(probe)
+            return 'writable'
+          }),
+        )
       }
       checks.push(...(await chainChecks()))
       return { ready: checks.every((c) => c.ok), checks }

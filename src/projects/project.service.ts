@@ -38,7 +38,11 @@ export function createProjectService(deps: { database: Database; changes: Change
   const { db } = deps.database
 
   async function update(id: string, values: Partial<Row>): Promise<Outcome<Project>> {
-    const [row] = await db.update(projects).set({ ...values, updatedAt: new Date() }).where(eq(projects.id, id)).returning()
+    const [row] = await db
+      .update(projects)
+      .set({ ...values, updatedAt: new Date() })
+      .where(eq(projects.id, id))
+      .returning()
     if (!row) return deny('not_found', `No project ${id}`)
     await deps.changes.publish({ kind: 'project', id })
     return ok(toProject(row))
@@ -47,8 +51,14 @@ export function createProjectService(deps: { database: Database; changes: Change
   return {
     async create(name: string): Promise<Outcome<Project>> {
       const trimmed = name.trim()
-      if (!trimmed || trimmed.length > 100) return deny('invalid_request', 'Project name must be 1 to 100 characters', [{ path: 'name', message: 'must be 1 to 100 characters' }])
-      const [row] = await db.insert(projects).values({ id: newId('proj'), name: trimmed }).returning()
+      if (!trimmed || trimmed.length > 100)
+        return deny('invalid_request', 'Project name must be 1 to 100 characters', [
+          { path: 'name', message: 'must be 1 to 100 characters' },
+        ])
+      const [row] = await db
+        .insert(projects)
+        .values({ id: newId('proj'), name: trimmed })
+        .returning()
       return ok(toProject(row))
     },
 
@@ -59,23 +69,49 @@ export function createProjectService(deps: { database: Database; changes: Change
 
     setStatus(id: string, status: string): Promise<Outcome<Project>> {
       if (status !== 'active' && status !== 'inactive') {
-        return Promise.resolve(deny('invalid_request', 'status must be active or inactive', [{ path: 'status', message: 'must be active or inactive' }]))
+        return Promise.resolve(
+          deny('invalid_request', 'status must be active or inactive', [
+            { path: 'status', message: 'must be active or inactive' },
+          ]),
+        )
       }
       return update(id, { status })
     },
 
     setLimits(id: string, limits: RateLimits): Promise<Outcome<Project>> {
-      const bad = (Object.entries(limits) as [string, number][]).filter(([, v]) => !Number.isInteger(v) || v < 1 || v > MAX_LIMIT)
+      const bad = (Object.entries(limits) as [string, number][]).filter(
+        ([, v]) => !Number.isInteger(v) || v < 1 || v > MAX_LIMIT,
+      )
       if (bad.length) {
-        return Promise.resolve(deny('invalid_request', 'Limits must be whole numbers from 1 to 1,000,000,000', bad.map(([k]) => ({ path: k, message: 'must be a whole number from 1 to 1,000,000,000' }))))
+        return Promise.resolve(
+          deny(
+            'invalid_request',
+            'Limits must be whole numbers from 1 to 1,000,000,000',
+            bad.map(([k]) => ({
+              path: k,
+              message: 'must be a whole number from 1 to 1,000,000,000',
+            })),
+          ),
+        )
       }
-      return update(id, { rateLimitMinute: limits.minute, rateLimitHour: limits.hour, rateLimitDay: limits.day })
+      return update(id, {
+        rateLimitMinute: limits.minute,
+        rateLimitHour: limits.hour,
+        rateLimitDay: limits.day,
+      })
     },
 
     /** An empty list clears the restriction. */
     setIpAllowlist(id: string, cidrs: string[]): Promise<Outcome<Project>> {
       const bad = cidrs.filter((c) => parseCidr(c) === null)
-      if (bad.length) return Promise.resolve(deny('invalid_request', `Not a valid IP address or CIDR: ${bad.join(', ')}`, bad.map((c) => ({ path: 'cidrs', message: `"${c}" is not an IP address or CIDR` }))))
+      if (bad.length)
+        return Promise.resolve(
+          deny(
+            'invalid_request',
+            `Not a valid IP address or CIDR: ${bad.join(', ')}`,
+            bad.map((c) => ({ path: 'cidrs', message: `"${c}" is not an IP address or CIDR` })),
+          ),
+        )
       return update(id, { ipAllowlist: cidrs.map((c) => c.trim()) })
     },
   }

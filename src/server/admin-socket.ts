@@ -11,7 +11,10 @@ import type { Services } from '../services.ts'
  */
 export const adminSocketPath = (dataDir: string) => join(dataDir, 'run', 'admin.sock')
 
-export async function listenAdminSocket(dataDir: string, services: Services): Promise<{ close(): Promise<void> }> {
+export async function listenAdminSocket(
+  dataDir: string,
+  services: Services,
+): Promise<{ close(): Promise<void> }> {
   const path = adminSocketPath(dataDir)
   // The socket lives in a directory only the owner can enter, whatever DATA_DIR's own mode.
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 })
@@ -32,7 +35,11 @@ export async function listenAdminSocket(dataDir: string, services: Services): Pr
         const req = JSON.parse(buffer.slice(0, nl)) as { words: string[]; flags: Flags }
         reply = await runCommand(services, req.words, req.flags)
       } catch (e) {
-        reply = { ok: false, usage: false, message: `Admin command failed: ${e instanceof Error ? e.message : String(e)}` }
+        reply = {
+          ok: false,
+          usage: false,
+          message: `Admin command failed: ${e instanceof Error ? e.message : String(e)}`,
+        }
       }
       socket.end(JSON.stringify(reply) + '\n')
     })
@@ -47,7 +54,9 @@ export async function listenAdminSocket(dataDir: string, services: Services): Pr
     close: () =>
       new Promise((resolve) =>
         server.close(() => {
-          try { unlinkSync(path) } catch {}
+          try {
+            unlinkSync(path)
+          } catch {}
           resolve()
         }),
       ),
@@ -55,7 +64,11 @@ export async function listenAdminSocket(dataDir: string, services: Services): Pr
 }
 
 /** Sends one command to a running server; null when no server listens there. */
-export async function sendAdminCommand(dataDir: string, words: string[], flags: Flags): Promise<CommandResult | null> {
+export async function sendAdminCommand(
+  dataDir: string,
+  words: string[],
+  flags: Flags,
+): Promise<CommandResult | null> {
   const path = adminSocketPath(dataDir)
   if (!existsSync(path)) return null
   return new Promise((resolve, reject) => {
@@ -71,6 +84,8 @@ export async function sendAdminCommand(dataDir: string, words: string[], flags: 
         reject(e)
       }
     })
-    socket.on('error', (e: any) => (e.code === 'ECONNREFUSED' || e.code === 'ENOENT' ? resolve(null) : reject(e)))
+    socket.on('error', (e: any) =>
+      e.code === 'ECONNREFUSED' || e.code === 'ENOENT' ? resolve(null) : reject(e),
+    )
   })
 }

@@ -9,7 +9,9 @@ export function banner(s: RunningServer): string {
     `  Swagger UI    ${s.baseUrl}/swagger   (OpenAPI JSON at /swagger/json)`,
     `  Pay pages     ${s.baseUrl}/pay/{transaction id}`,
     `  Dashboard     ${s.baseUrl}/dashboard`,
-    ...(s.httpPort ? [`  Plain HTTP    port ${s.httpPort} redirects to HTTPS and refuses /api`] : []),
+    ...(s.httpPort
+      ? [`  Plain HTTP    port ${s.httpPort} redirects to HTTPS and refuses /api`]
+      : []),
     '  The certificate is self-signed: curl needs -k, browsers a click-through.',
   ]
   if (s.demo?.testKey) {

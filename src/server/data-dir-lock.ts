@@ -7,7 +7,11 @@ import { join } from 'node:path'
  * the instance identity kept in DATA_DIR (src/server/instance-id.ts) is one process's. A lock
  * left by a dead process is taken over.
  */
-export function lockDataDir(dataDir: string, who: string, file = 'pglite.lock'): { release(): void } | { heldBy: string } {
+export function lockDataDir(
+  dataDir: string,
+  who: string,
+  file = 'pglite.lock',
+): { release(): void } | { heldBy: string } {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 })
   const path = join(dataDir, file)
   for (let attempt = 0; attempt < 2; attempt++) {
@@ -15,13 +19,24 @@ export function lockDataDir(dataDir: string, who: string, file = 'pglite.lock'):
       const fd = openSync(path, 'wx', 0o600)
       writeSync(fd, JSON.stringify({ pid: process.pid, who }))
       closeSync(fd)
-      return { release: () => { try { unlinkSync(path) } catch {} } }
+      return {
+        release: () => {
+          try {
+            unlinkSync(path)
+          } catch {}
+        },
+      }
     } catch (e: any) {
       if (e.code !== 'EEXIST') throw e
       let holder: { pid: number; who: string } | null = null
-      try { holder = JSON.parse(readFileSync(path, 'utf8')) } catch {}
-      if (holder && holder.pid !== process.pid && alive(holder.pid)) return { heldBy: `${holder.who} (pid ${holder.pid})` }
-      try { unlinkSync(path) } catch {}
+      try {
+        holder = JSON.parse(readFileSync(path, 'utf8'))
+      } catch {}
+      if (holder && holder.pid !== process.pid && alive(holder.pid))
+        return { heldBy: `${holder.who} (pid ${holder.pid})` }
+      try {
+        unlinkSync(path)
+      } catch {}
     }
   }
   return { heldBy: 'another process' }

@@ -18,15 +18,31 @@ export async function ensureDemoProject(services: Services): Promise<Demo | null
   const { db } = services.database
   const [{ n }] = await db.select({ n: count() }).from(projects)
   if (Number(n) > 0) {
-    const [first] = await db.select({ id: projects.id }).from(projects).orderBy(projects.createdAt).limit(1)
+    const [first] = await db
+      .select({ id: projects.id })
+      .from(projects)
+      .orderBy(projects.createdAt)
+      .limit(1)
     return { projectId: first.id, testKey: null, user: { email: DEMO_EMAIL, password: null } }
   }
   const project = await services.projects.create('Demo project')
   if (!project.ok) throw new Error(project.message)
-  const key = await services.keys.create({ projectId: project.value.id, mode: 'test', name: 'Demo test key' })
+  const key = await services.keys.create({
+    projectId: project.value.id,
+    mode: 'test',
+    name: 'Demo test key',
+  })
   if (!key.ok) throw new Error(key.message)
   const password = randomString(20)
-  const user = await services.users.create({ email: DEMO_EMAIL, password, projectId: project.value.id })
+  const user = await services.users.create({
+    email: DEMO_EMAIL,
+    password,
+    projectId: project.value.id,
+  })
   if (!user.ok) throw new Error(user.message)
-  return { projectId: project.value.id, testKey: key.value.key, user: { email: DEMO_EMAIL, password } }
+  return {
+    projectId: project.value.id,
+    testKey: key.value.key,
+    user: { email: DEMO_EMAIL, password },
+  }
 }

@@ -21,6 +21,7 @@ export function resolveSecretKey(config: Pick<Config, 'secretKey' | 'dataDir'>):
     }
   }
   const key = parseSecretKey(readFileSync(file, 'utf8'))
-  if (!key) throw new ConfigError('SECRET_KEY', `${file} does not hold a 32-byte key (64 hex characters)`)
+  if (!key)
+    throw new ConfigError('SECRET_KEY', `${file} does not hold a 32-byte key (64 hex characters)`)
   return key
 }

@@ -33,20 +33,31 @@ export async function serve(opts: ServeOptions): Promise<Listener> {
       },
     })
     // Graceful: stop accepting, let requests in flight finish; force after a grace period.
-    return { port: server.port, stop: () => withGrace(Promise.resolve(server.stop(false)), () => server.stop(true)) }
+    return {
+      port: server.port,
+      stop: () => withGrace(Promise.resolve(server.stop(false)), () => server.stop(true)),
+    }
   }
   if (typeof Deno !== 'undefined') {
     let ready!: (port: number) => void
     const bound = new Promise<number>((r) => (ready = r))
     const server = Deno.serve(
-      { port: opts.port, hostname: opts.host, ...(opts.tls ?? {}), onListen: (addr: { port: number }) => ready(addr.port) },
+      {
+        port: opts.port,
+        hostname: opts.host,
+        ...(opts.tls ?? {}),
+        onListen: (addr: { port: number }) => ready(addr.port),
+      },
       (req: Request, info: { remoteAddr: { hostname: string } }) => {
         req = withAbsoluteUrl(req)
         setPeerIp(req, info.remoteAddr?.hostname)
         return opts.fetch(req)
       },
     )
-    return { port: await bound, stop: () => withGrace(Promise.resolve(server.shutdown()), () => server.shutdown()) }
+    return {
+      port: await bound,
+      stop: () => withGrace(Promise.resolve(server.shutdown()), () => server.shutdown()),
+    }
   }
   throw new Error('Run the server with Bun (npm start) or Deno (npm run start:deno)')
 }

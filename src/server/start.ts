@@ -40,16 +40,23 @@ const PRUNE_EVERY_MS = 10 * 60_000
  * 503 until ready) -> services, with every active transaction's actor restored -> app, plain-HTTP
  * listener, admin socket, demo project. Stopping runs the other way, listeners first.
  */
-export async function startServer(config: Config, opts: { clock?: Clock; logger?: Logger; resolver?: Resolver } = {}): Promise<RunningServer> {
+export async function startServer(
+  config: Config,
+  opts: { clock?: Clock; logger?: Logger; resolver?: Resolver } = {},
+): Promise<RunningServer> {
   const logger = opts.logger ?? createLogger(config.logLevel)
   const clock = opts.clock ?? systemClock
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 })
   const embedded = !config.databaseUrl
-  const l = embedded ? lockDataDir(config.dataDir, 'server') : lockDataDir(config.dataDir, 'server', 'instance.lock')
+  const l = embedded
+    ? lockDataDir(config.dataDir, 'server')
+    : lockDataDir(config.dataDir, 'server', 'instance.lock')
   if ('heldBy' in l) {
-    throw new Error(embedded
-      ? `The embedded database in ${config.dataDir} is in use by ${l.heldBy}. Stop it or set another DATA_DIR.`
-      : `DATA_DIR ${config.dataDir} is in use by ${l.heldBy}; every instance needs a DATA_DIR of its own.`)
+    throw new Error(
+      embedded
+        ? `The embedded database in ${config.dataDir} is in use by ${l.heldBy}. Stop it or set another DATA_DIR.`
+        : `DATA_DIR ${config.dataDir} is in use by ${l.heldBy}; every instance needs a DATA_DIR of its own.`,
+    )
   }
   const lock: { release(): void } = l
   const cleanups: (() => Promise<void> | void)[] = []
@@ -60,32 +67,66 @@ export async function startServer(config: Config, opts: { clock?: Clock; logger?
     // A started server: readiness fails and event streams end first, and a balancer has SHUTDOWN_DRAIN to notice.
     if (beginStop) {
       beginStop()
-      if (config.shutdownDrainMs > 0) await new Promise((r) => setTimeout(r, config.shutdownDrainMs))
+      if (config.shutdownDrainMs > 0)
+        await new Promise((r) => setTimeout(r, config.shutdownDrainMs))
     }
     await Promise.all(listeners.map((l) => l.stop().catch(() => {})))
     await runCleanups(cleanups)
   }
   try {
     // Certificate problems are configuration errors: find them before touching the database.
-    const tls = config.trustProxy ? undefined : await loadTls({ certFile: config.tlsCertFile, keyFile: config.tlsKeyFile, dataDir: config.dataDir })
-    const database = await openDatabase({ databaseUrl: config.databaseUrl, pgliteDir: embedded ? pgliteDirOf(config.dataDir) : null })
+    const tls = config.trustProxy
+      ? undefined
+      : await loadTls({
+          certFile: config.tlsCertFile,
+          keyFile: config.tlsKeyFile,
+          dataDir: config.dataDir,
+        })
+    const database = await openDatabase({
+      databaseUrl: config.databaseUrl,
+      pgliteDir: embedded ? pgliteDirOf(config.dataDir) : null,
+    })
     cleanups.unshift(() => database.close())
 
     // Bind first (PORT=0 picks a free port), so the default BASE_URL can name the real port.
     let handler: (req: Request) => Response | Promise<Response> = startingUp
-    const main: Listener = await listen(config, { port: config.port, tls, fetch: (req) => handler(req) })
+    const main: Listener = await listen(config, {
+      port: config.port,
+      tls,
+      fetch: (req) => handler(req),
+    })
     listeners.push(main)
     const baseUrl = config.baseUrl ?? `https://localhost:${main.port}`
     // Behind a proxy the public port is the proxy's; on our own TLS listener it is ours.
-    const httpsOrigin = httpsOriginFor(config.baseUrl, config.trustProxy ? null : main.port, config.trustProxy)
+    const httpsOrigin = httpsOriginFor(
+      config.baseUrl,
+      config.trustProxy ? null : main.port,
+      config.trustProxy,
+    )
 
     const networks = await loadNetworks(config, logger, cleanups)
     const services = await createServices({
-      database, clock, logger, baseUrl, leaseMs: config.actorLeaseMs, networks: networks.networks, instanceId: instanceIdOf(config.dataDir),
-      testWallet: networks.devnet ? createTestWallet({ network: networks.devnet.networks[0], privateKey: networks.devnet.wallet.privateKey }) : null,
-      secretKey: resolveSecretKey(config), webhookRetryScheduleMs: config.webhookRetryScheduleMs, resolver: opts.resolver,
-      allowPrivateTestEndpoints: config.allowPrivateTestEndpoints, payLimits: config.payRateLimits,
-      webhookDisableAfterMs: config.webhookDisableAfterMs, readyChainMaxLagMs: config.readyChainMaxLagMs, dataDir: config.dataDir,
+      database,
+      clock,
+      logger,
+      baseUrl,
+      leaseMs: config.actorLeaseMs,
+      networks: networks.networks,
+      instanceId: instanceIdOf(config.dataDir),
+      testWallet: networks.devnet
+        ? createTestWallet({
+            network: networks.devnet.networks[0],
+            privateKey: networks.devnet.wallet.privateKey,
+          })
+        : null,
+      secretKey: resolveSecretKey(config),
+      webhookRetryScheduleMs: config.webhookRetryScheduleMs,
+      resolver: opts.resolver,
+      allowPrivateTestEndpoints: config.allowPrivateTestEndpoints,
+      payLimits: config.payRateLimits,
+      webhookDisableAfterMs: config.webhookDisableAfterMs,
+      readyChainMaxLagMs: config.readyChainMaxLagMs,
+      dataDir: config.dataDir,
     })
     cleanups.unshift(() => services.stop())
     // Every network against its chain, before anything is quoted on it: a node that disagrees
@@ -100,19 +141,34 @@ export async function startServer(config: Config, opts: { clock?: Clock; logger?
     await services.dispatcher.start()
     // A devnet whose kept chain was gone started a new chain: follow it from its head, as the new
     // chain it is (said once), rather than take its blocks for a reorg of the old one.
-    const forgot = networks.devnet && !networks.devnet.restored ? await services.chain.forget('devnet') : null
+    const forgot =
+      networks.devnet && !networks.devnet.restored ? await services.chain.forget('devnet') : null
     if (forgot?.ok && forgot.value.forgotten) {
-      logger.warn('the devnet\'s kept chain was missing, so it started a new chain; following that from its head (payments recorded on the old one keep their status)', { stateDir: join(config.dataDir, 'devnet') })
+      logger.warn(
+        "the devnet's kept chain was missing, so it started a new chain; following that from its head (payments recorded on the old one keep their status)",
+        { stateDir: join(config.dataDir, 'devnet') },
+      )
     }
     // Chains: each network's follower catches up from its cursor, then follows the head.
     await services.chain.start()
-    const app = createApp(services, { trustProxy: config.trustProxy, httpsOrigin, logger, metricsEnabled: config.metricsEnabled, metricsToken: config.metricsToken, servers: servedServers(baseUrl, config.apiUrl) })
+    const app = createApp(services, {
+      trustProxy: config.trustProxy,
+      httpsOrigin,
+      logger,
+      metricsEnabled: config.metricsEnabled,
+      metricsToken: config.metricsToken,
+      servers: servedServers(baseUrl, config.apiUrl),
+    })
     const handle = (req: Request) => app.handle(req)
     handler = config.metricsEnabled ? measured(handle, services.metrics, app.routes) : handle
 
     let plain: Listener | null = null
     if (config.httpPort !== 0 && !config.trustProxy) {
-      plain = await listen(config, { port: config.httpPort, variable: 'HTTP_PORT', fetch: (req) => refuseInsecure(req, httpsOrigin) })
+      plain = await listen(config, {
+        port: config.httpPort,
+        variable: 'HTTP_PORT',
+        fetch: (req) => refuseInsecure(req, httpsOrigin),
+      })
       listeners.push(plain)
     }
     if (embedded) {
@@ -121,10 +177,19 @@ export async function startServer(config: Config, opts: { clock?: Clock; logger?
     }
     const demo = embedded ? await ensureDemoProject(services) : null
 
-    const timer = setInterval(() => services.prune().catch((e) => logger.warn('prune failed', { error: String(e) })), PRUNE_EVERY_MS)
+    const timer = setInterval(
+      () => services.prune().catch((e) => logger.warn('prune failed', { error: String(e) })),
+      PRUNE_EVERY_MS,
+    )
     ;(timer as any).unref?.()
     cleanups.unshift(() => clearInterval(timer))
-    logger.info('listening', { port: main.port, httpPort: plain?.port ?? null, database: database.kind, tls: tls?.source ?? 'off (TRUST_PROXY)', actors: services.lifecycle.size })
+    logger.info('listening', {
+      port: main.port,
+      httpPort: plain?.port ?? null,
+      database: database.kind,
+      tls: tls?.source ?? 'off (TRUST_PROXY)',
+      actors: services.lifecycle.size,
+    })
 
     beginStop = () => services.beginStop()
     let stopped: Promise<void> | null = null
@@ -153,11 +218,22 @@ async function runCleanups(cleanups: (() => Promise<void> | void)[]) {
 }
 
 /** Binds a listener; a failure names the variables to change (HOST, PORT or HTTP_PORT). */
-async function listen(config: Config, o: { port: number; variable?: string; tls?: { cert: string; key: string }; fetch: (req: Request) => Response | Promise<Response> }): Promise<Listener> {
+async function listen(
+  config: Config,
+  o: {
+    port: number
+    variable?: string
+    tls?: { cert: string; key: string }
+    fetch: (req: Request) => Response | Promise<Response>
+  },
+): Promise<Listener> {
   try {
     return await serve({ port: o.port, host: config.host, tls: o.tls, fetch: o.fetch })
   } catch (e) {
-    throw new ConfigError(`HOST/${o.variable ?? 'PORT'}`, `cannot listen on ${config.host}:${o.port}: ${e instanceof Error ? e.message : String(e)}`)
+    throw new ConfigError(
+      `HOST/${o.variable ?? 'PORT'}`,
+      `cannot listen on ${config.host}:${o.port}: ${e instanceof Error ? e.message : String(e)}`,
+    )
   }
 }
 
@@ -165,7 +241,11 @@ async function listen(config: Config, o: { port: number; variable?: string; tls?
  * R16: the networks of NETWORKS_CONFIG (validated, every problem named), or without it a local
  * devnet: anvil with a test stablecoin and price feed, stopped with the server.
  */
-async function loadNetworks(config: Config, logger: Logger, cleanups: (() => Promise<void> | void)[]): Promise<{ networks: NetworkConfig[]; devnet: Devnet | null }> {
+async function loadNetworks(
+  config: Config,
+  logger: Logger,
+  cleanups: (() => Promise<void> | void)[],
+): Promise<{ networks: NetworkConfig[]; devnet: Devnet | null }> {
   if (config.networksConfig) {
     try {
       return { networks: loadNetworksConfig(config.networksConfig), devnet: null }

@@ -12,14 +12,21 @@ export interface TlsFiles {
 }
 
 /** R3: the operator's certificate, or a self-signed one for localhost made once under DATA_DIR/tls. */
-export async function loadTls(opts: { certFile: string | null; keyFile: string | null; dataDir: string }): Promise<TlsFiles> {
+export async function loadTls(opts: {
+  certFile: string | null
+  keyFile: string | null
+  dataDir: string
+}): Promise<TlsFiles> {
   if (opts.certFile && opts.keyFile) {
     const read = (file: string, variable: string, marker: RegExp) => {
       let text: string
       try {
         text = readFileSync(file, 'utf8')
       } catch (e) {
-        throw new ConfigError(variable, `cannot read ${file}: ${(e as NodeJS.ErrnoException).code ?? String(e)}`)
+        throw new ConfigError(
+          variable,
+          `cannot read ${file}: ${(e as NodeJS.ErrnoException).code ?? String(e)}`,
+        )
       }
       if (!marker.test(text)) throw new ConfigError(variable, `${file} is not a PEM file`)
       return text
@@ -46,12 +53,23 @@ export async function loadTls(opts: { certFile: string | null; keyFile: string |
         { name: 'basicConstraints', cA: false },
         { name: 'keyUsage', digitalSignature: true, keyEncipherment: true },
         { name: 'extKeyUsage', serverAuth: true },
-        { name: 'subjectAltName', altNames: [{ type: 2, value: 'localhost' }, { type: 7, ip: '127.0.0.1' }, { type: 7, ip: '::1' }] },
+        {
+          name: 'subjectAltName',
+          altNames: [
+            { type: 2, value: 'localhost' },
+            { type: 7, ip: '127.0.0.1' },
+            { type: 7, ip: '::1' },
+          ],
+        },
       ],
     } as any)
     writeFileSync(keyPath, pems.private, { mode: 0o600 })
     chmodSync(keyPath, 0o600)
     writeFileSync(certPath, pems.cert)
   }
-  return { cert: readFileSync(certPath, 'utf8'), key: readFileSync(keyPath, 'utf8'), source: `${certPath} (self-signed, generated)` }
+  return {
+    cert: readFileSync(certPath, 'utf8'),
+    key: readFileSync(keyPath, 'utf8'),
+    source: `${certPath} (self-signed, generated)`,
+  }
 }

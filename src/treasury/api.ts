@@ -6,7 +6,12 @@
  */
 import type { Static } from '@sinclair/typebox'
 import type { RefundObject } from '../modules/refunds/model.ts'
-import type { DepositAddressObject, DepositKeyResponse, NetworkObject, SweepObject } from '../modules/treasury/model.ts'
+import type {
+  DepositAddressObject,
+  DepositKeyResponse,
+  NetworkObject,
+  SweepObject,
+} from '../modules/treasury/model.ts'
 import { fetchTrusting } from './https.ts'
 
 export type ApiNetwork = Static<typeof NetworkObject>
@@ -17,14 +22,22 @@ export type ApiRefund = Static<typeof RefundObject>
 
 /** The service refused a request (or could not be reached): `status` 0 for no answer. */
 export class ApiRefusal extends Error {
-  constructor(readonly status: number, message: string) {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
     super(message)
   }
 }
 
 const MAX_RETRY_AFTER_S = 120
 
-export function createApiClient(o: { url: string; key: string; ca: string | null; sleep?: (ms: number) => Promise<void> }) {
+export function createApiClient(o: {
+  url: string
+  key: string
+  ca: string | null
+  sleep?: (ms: number) => Promise<void>
+}) {
   const http = fetchTrusting(o.ca)
   const sleep = o.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)))
   const base = o.url.replace(/\/+$/, '')
@@ -35,31 +48,51 @@ export function createApiClient(o: { url: string; key: string; ca: string | null
       try {
         res = await http(`${base}${path}`, {
           method,
-          headers: { authorization: `Bearer ${o.key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+          headers: {
+            authorization: `Bearer ${o.key}`,
+            ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+          },
           body: body === undefined ? undefined : JSON.stringify(body),
         })
       } catch (e) {
-        throw new ApiRefusal(0, `cannot reach the service at ${base} (${e instanceof Error ? e.message : String(e)})`)
+        throw new ApiRefusal(
+          0,
+          `cannot reach the service at ${base} (${e instanceof Error ? e.message : String(e)})`,
+        )
       }
       const text = await res.text()
       let json: any
       try {
         json = JSON.parse(text)
       } catch {
-        throw new ApiRefusal(res.status, `the service answered ${method} ${path} with HTTP ${res.status} and no JSON: is ${base} the service's address?`)
+        throw new ApiRefusal(
+          res.status,
+          `the service answered ${method} ${path} with HTTP ${res.status} and no JSON: is ${base} the service's address?`,
+        )
       }
       const retryAfter = Number(res.headers.get('retry-after') ?? NaN)
-      if (res.status === 429 && attempt < 5 && Number.isFinite(retryAfter) && retryAfter <= MAX_RETRY_AFTER_S) {
+      if (
+        res.status === 429 &&
+        attempt < 5 &&
+        Number.isFinite(retryAfter) &&
+        retryAfter <= MAX_RETRY_AFTER_S
+      ) {
         await sleep(Math.max(1, retryAfter) * 1000)
         continue
       }
-      if (!res.ok) throw new ApiRefusal(res.status, `${method} ${path}: ${json?.message ?? `HTTP ${res.status}`}`)
+      if (!res.ok)
+        throw new ApiRefusal(
+          res.status,
+          `${method} ${path}: ${json?.message ?? `HTTP ${res.status}`}`,
+        )
       return json as T
     }
   }
 
   const query = (q: Record<string, string | number | undefined>) => {
-    const s = new URLSearchParams(Object.entries(q).flatMap(([k, v]) => (v === undefined ? [] : [[k, String(v)]]))).toString()
+    const s = new URLSearchParams(
+      Object.entries(q).flatMap(([k, v]) => (v === undefined ? [] : [[k, String(v)]])),
+    ).toString()
     return s ? `?${s}` : ''
   }
 
@@ -68,12 +101,17 @@ export function createApiClient(o: { url: string; key: string; ca: string | null
     depositKey: () => call<ApiDepositKey>('GET', '/api/deposit-key'),
 
     /** Every deposit address (on `network`, when given), page after page. */
-    async depositAddresses(f: { network?: string; address?: string } = {}): Promise<ApiDepositAddress[]> {
+    async depositAddresses(
+      f: { network?: string; address?: string } = {},
+    ): Promise<ApiDepositAddress[]> {
       const all: ApiDepositAddress[] = []
       let after: number | null = -1
       while (after !== null) {
         const page: { deposit_addresses: ApiDepositAddress[]; next_after: number | null } =
-          await call('GET', `/api/deposit-addresses${query({ blockchain_network: f.network, address: f.address, after, limit: 1000 })}`)
+          await call(
+            'GET',
+            `/api/deposit-addresses${query({ blockchain_network: f.network, address: f.address, after, limit: 1000 })}`,
+          )
         all.push(...page.deposit_addresses)
         after = page.next_after
       }
@@ -83,27 +121,55 @@ export function createApiClient(o: { url: string; key: string; ca: string | null
     async sweeps(f: { network?: string; status?: string }): Promise<ApiSweep[]> {
       const all: ApiSweep[] = []
       for (let offset = 0; ; offset += 100) {
-        const page: { sweeps: ApiSweep[]; pagination: { has_more: boolean } } = await call('GET', `/api/sweeps${query({ blockchain_network: f.network, status: f.status, limit: 100, offset })}`)
+        const page: { sweeps: ApiSweep[]; pagination: { has_more: boolean } } = await call(
+          'GET',
+          `/api/sweeps${query({ blockchain_network: f.network, status: f.status, limit: 100, offset })}`,
+        )
         all.push(...page.sweeps)
         if (!page.pagination.has_more) return all
       }
     },
 
-    recordSweep: async (body: { blockchain_network: string; raw_transaction: string; items: { address: string; token_symbol: string; amount: string }[] }) =>
-      (await call<{ sweep: ApiSweep }>('POST', '/api/sweeps', body)).sweep,
+    recordSweep: async (body: {
+      blockchain_network: string
+      raw_transaction: string
+      items: { address: string; token_symbol: string; amount: string }[]
+    }) => (await call<{ sweep: ApiSweep }>('POST', '/api/sweeps', body)).sweep,
 
-    async refunds(f: { network?: string; status?: string; depositAddress?: string }): Promise<ApiRefund[]> {
+    async refunds(f: {
+      network?: string
+      status?: string
+      depositAddress?: string
+    }): Promise<ApiRefund[]> {
       const all: ApiRefund[] = []
       for (let offset = 0; ; offset += 100) {
-        const page: { refunds: ApiRefund[]; pagination: { has_more: boolean } } = await call('GET', `/api/refunds${query({ blockchain_network: f.network, status: f.status, deposit_address: f.depositAddress, limit: 100, offset })}`)
+        const page: { refunds: ApiRefund[]; pagination: { has_more: boolean } } = await call(
+          'GET',
+          `/api/refunds${query({ blockchain_network: f.network, status: f.status, deposit_address: f.depositAddress, limit: 100, offset })}`,
+        )
         all.push(...page.refunds)
         if (!page.pagination.has_more) return all
       }
     },
 
-    refund: async (id: string) => (await call<{ refund: ApiRefund }>('GET', `/api/refunds/${encodeURIComponent(id)}`)).refund,
-    recordRefundPayment: async (id: string, raw: string) => (await call<{ refund: ApiRefund }>('POST', `/api/refunds/${encodeURIComponent(id)}/payment`, { raw_transaction: raw })).refund,
-    markUnpayable: async (id: string, reason: string) => (await call<{ refund: ApiRefund }>('POST', `/api/refunds/${encodeURIComponent(id)}/unpayable`, { reason: reason.slice(0, 500) })).refund,
+    refund: async (id: string) =>
+      (await call<{ refund: ApiRefund }>('GET', `/api/refunds/${encodeURIComponent(id)}`)).refund,
+    recordRefundPayment: async (id: string, raw: string) =>
+      (
+        await call<{ refund: ApiRefund }>(
+          'POST',
+          `/api/refunds/${encodeURIComponent(id)}/payment`,
+          { raw_transaction: raw },
+        )
+      ).refund,
+    markUnpayable: async (id: string, reason: string) =>
+      (
+        await call<{ refund: ApiRefund }>(
+          'POST',
+          `/api/refunds/${encodeURIComponent(id)}/unpayable`,
+          { reason: reason.slice(0, 500) },
+        )
+      ).refund,
   }
 }
 

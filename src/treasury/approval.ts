@@ -26,14 +26,22 @@ async function askAtTerminal(question: string): Promise<boolean> {
   // The question goes to stderr: stdout carries the command's result.
   const rl = createInterface({ input: process.stdin, output: process.stderr })
   try {
-    return /^\s*y(es)?\s*$/i.test(await rl.question(`${question}\nPay it? Type yes to pay, anything else to leave it pending: `))
+    return /^\s*y(es)?\s*$/i.test(
+      await rl.question(
+        `${question}\nPay it? Type yes to pay, anything else to leave it pending: `,
+      ),
+    )
   } finally {
     rl.close()
   }
 }
 
 /** Whether the merchant approves `refundId`, asked `question` at the terminal when it was not named. */
-export async function approves(a: Approval, refundId: string, question: string): Promise<'named' | 'answered' | false> {
+export async function approves(
+  a: Approval,
+  refundId: string,
+  question: string,
+): Promise<'named' | 'answered' | false> {
   if (a.approved.has(refundId)) return 'named'
   if (a.ask && (await a.ask(question))) return 'answered'
   return false

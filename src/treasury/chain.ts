@@ -4,7 +4,18 @@
  * (delegations) and nonces, and sending what the tool signed. Reads are batched: 10,000 deposit
  * addresses cost tens of requests, not thousands.
  */
-import { createPublicClient, decodeFunctionResult, defineChain, encodeFunctionData, erc20Abi, http, type Address, type Hex, type PublicClient, type TransactionReceipt } from 'viem'
+import {
+  createPublicClient,
+  decodeFunctionResult,
+  defineChain,
+  encodeFunctionData,
+  erc20Abi,
+  http,
+  type Address,
+  type Hex,
+  type PublicClient,
+  type TransactionReceipt,
+} from 'viem'
 import { TestMulticall3 } from '../chain/artifacts/index.ts'
 import { MULTICALL3, SWEEP_NONCE_SLOT } from '../chain/deposit-account.ts'
 
@@ -19,34 +30,87 @@ export interface Asset {
 
 export function createTreasuryChain(o: { rpcUrl: string; chainId: number }) {
   const client: PublicClient = createPublicClient({
-    chain: defineChain({ id: o.chainId, name: `chain-${o.chainId}`, nativeCurrency: { name: 'native', symbol: 'NATIVE', decimals: 18 }, rpcUrls: { default: { http: [o.rpcUrl] } } }),
+    chain: defineChain({
+      id: o.chainId,
+      name: `chain-${o.chainId}`,
+      nativeCurrency: { name: 'native', symbol: 'NATIVE', decimals: 18 },
+      rpcUrls: { default: { http: [o.rpcUrl] } },
+    }),
     transport: http(o.rpcUrl, { batch: { batchSize: 100 }, retryCount: 2, timeout: 30_000 }),
     cacheTime: 0,
     pollingInterval: 500,
   })
   let multicall: Promise<boolean> | null = null
-  const hasMulticall = () => (multicall ??= client.getCode({ address: MULTICALL3 }).then((c) => !!c && c !== '0x', () => false))
+  const hasMulticall = () =>
+    (multicall ??= client.getCode({ address: MULTICALL3 }).then(
+      (c) => !!c && c !== '0x',
+      () => false,
+    ))
 
   /** Balances by Multicall3's aggregate3 (balanceOf and getEthBalance), a few hundred calls a request. */
-  async function viaMulticall(pairs: { address: Address; asset: Asset }[]): Promise<(bigint | null)[]> {
+  async function viaMulticall(
+    pairs: { address: Address; asset: Asset }[],
+  ): Promise<(bigint | null)[]> {
     const out: (bigint | null)[] = []
     for (let i = 0; i < pairs.length; i += MULTICALL_CHUNK) {
       const chunk = pairs.slice(i, i + MULTICALL_CHUNK)
-      const calls = chunk.map(({ address, asset }) => asset.token
-        ? { target: asset.token, allowFailure: true, callData: encodeFunctionData({ abi: erc20Abi, functionName: 'balanceOf', args: [address] }) }
-        : { target: MULTICALL3, allowFailure: true, callData: encodeFunctionData({ abi: TestMulticall3.abi, functionName: 'getEthBalance', args: [address] }) })
-      const { data } = await client.call({ to: MULTICALL3, data: encodeFunctionData({ abi: TestMulticall3.abi, functionName: 'aggregate3', args: [calls] }) })
-      const results = decodeFunctionResult({ abi: TestMulticall3.abi, functionName: 'aggregate3', data: data! })
-      for (const r of results) out.push(r.success && r.returnData.length === 66 ? BigInt(r.returnData) : null)
+      const calls = chunk.map(({ address, asset }) =>
+        asset.token
+          ? {
+              target: asset.token,
+              allowFailure: true,
+              callData: encodeFunctionData({
+                abi: erc20Abi,
+                functionName: 'balanceOf',
+                args: [address],
+              }),
+            }
+          : {
+              target: MULTICALL3,
+              allowFailure: true,
+              callData: encodeFunctionData({
+                abi: TestMulticall3.abi,
+                functionName: 'getEthBalance',
+                args: [address],
+              }),
+            },
+      )
+      const { data } = await client.call({
+        to: MULTICALL3,
+        data: encodeFunctionData({
+          abi: TestMulticall3.abi,
+          functionName: 'aggregate3',
+          args: [calls],
+        }),
+      })
+      const results = decodeFunctionResult({
+        abi: TestMulticall3.abi,
+        functionName: 'aggregate3',
+        data: data!,
+      })
+      for (const r of results)
+        out.push(r.success && r.returnData.length === 66 ? BigInt(r.returnData) : null)
     }
     return out
   }
 
   /** Balances by plain calls, which the transport sends as JSON-RPC batches. */
-  async function viaBatches(pairs: { address: Address; asset: Asset }[]): Promise<(bigint | null)[]> {
-    return Promise.all(pairs.map(({ address, asset }) => (asset.token
-      ? client.readContract({ address: asset.token, abi: erc20Abi, functionName: 'balanceOf', args: [address] })
-      : client.getBalance({ address })).catch(() => null)))
+  async function viaBatches(
+    pairs: { address: Address; asset: Asset }[],
+  ): Promise<(bigint | null)[]> {
+    return Promise.all(
+      pairs.map(({ address, asset }) =>
+        (asset.token
+          ? client.readContract({
+              address: asset.token,
+              abi: erc20Abi,
+              functionName: 'balanceOf',
+              args: [address],
+            })
+          : client.getBalance({ address })
+        ).catch(() => null),
+      ),
+    )
   }
 
   return {
@@ -58,7 +122,10 @@ export function createTreasuryChain(o: { rpcUrl: string; chainId: number }) {
     chainId: () => client.getChainId(),
 
     /** Each address's balance of each asset now (null where the node would not say). */
-    async balances(addresses: readonly Address[], assets: readonly Asset[]): Promise<Map<string, Map<string, bigint | null>>> {
+    async balances(
+      addresses: readonly Address[],
+      assets: readonly Asset[],
+    ): Promise<Map<string, Map<string, bigint | null>>> {
       const pairs = addresses.flatMap((address) => assets.map((asset) => ({ address, asset })))
       const values = (await hasMulticall()) ? await viaMulticall(pairs) : await viaBatches(pairs)
       const out = new Map<string, Map<string, bigint | null>>()
@@ -71,20 +138,29 @@ export function createTreasuryChain(o: { rpcUrl: string; chainId: number }) {
     },
 
     /** Each address's code (an EIP-7702 delegation shows as `0xef0100` and the delegate's address) and nonce. */
-    async accounts(addresses: readonly Address[]): Promise<Map<string, { code: Hex | undefined; nonce: number }>> {
-      const found = await Promise.all(addresses.map(async (address) => {
-        const [code, nonce] = await Promise.all([client.getCode({ address }), client.getTransactionCount({ address, blockTag: 'latest' })])
-        return [address.toLowerCase(), { code, nonce }] as const
-      }))
+    async accounts(
+      addresses: readonly Address[],
+    ): Promise<Map<string, { code: Hex | undefined; nonce: number }>> {
+      const found = await Promise.all(
+        addresses.map(async (address) => {
+          const [code, nonce] = await Promise.all([
+            client.getCode({ address }),
+            client.getTransactionCount({ address, blockTag: 'latest' }),
+          ])
+          return [address.toLowerCase(), { code, nonce }] as const
+        }),
+      )
       return new Map(found)
     },
 
     /** Each address's DepositAccount sweep nonce, read from its storage (0 where it never swept). */
     async sweepNonces(addresses: readonly Address[]): Promise<Map<string, bigint>> {
-      const found = await Promise.all(addresses.map(async (address) => {
-        const word = await client.getStorageAt({ address, slot: SWEEP_NONCE_SLOT })
-        return [address.toLowerCase(), !word || word === '0x' ? 0n : BigInt(word)] as const
-      }))
+      const found = await Promise.all(
+        addresses.map(async (address) => {
+          const word = await client.getStorageAt({ address, slot: SWEEP_NONCE_SLOT })
+          return [address.toLowerCase(), !word || word === '0x' ? 0n : BigInt(word)] as const
+        }),
+      )
       return new Map(found)
     },
 
@@ -98,8 +174,10 @@ export function createTreasuryChain(o: { rpcUrl: string; chainId: number }) {
         return 'sent'
       } catch (e) {
         const text = `${(e as Error).message} ${(e as { details?: string }).details ?? ''}`
-        if (/already known|already imported|known transaction|already exists/i.test(text)) return 'known'
-        if (/nonce too low|nonce has already been used|invalid nonce/i.test(text)) return 'nonce-used'
+        if (/already known|already imported|known transaction|already exists/i.test(text))
+          return 'known'
+        if (/nonce too low|nonce has already been used|invalid nonce/i.test(text))
+          return 'nonce-used'
         throw e
       }
     },
@@ -107,7 +185,11 @@ export function createTreasuryChain(o: { rpcUrl: string; chainId: number }) {
     /** The receipt once mined, or null after `timeoutMs`. */
     async receipt(hash: Hex, timeoutMs: number): Promise<TransactionReceipt | null> {
       try {
-        return await client.waitForTransactionReceipt({ hash, timeout: timeoutMs, pollingInterval: 250 })
+        return await client.waitForTransactionReceipt({
+          hash,
+          timeout: timeoutMs,
+          pollingInterval: 250,
+        })
       } catch (e) {
         if ((e as Error).name === 'WaitForTransactionReceiptTimeoutError') return null
         throw e
@@ -118,7 +200,10 @@ export function createTreasuryChain(o: { rpcUrl: string; chainId: number }) {
     async settled(address: Address, timeoutMs: number): Promise<boolean> {
       const end = Date.now() + timeoutMs
       for (;;) {
-        const [latest, pending] = await Promise.all([client.getTransactionCount({ address, blockTag: 'latest' }), client.getTransactionCount({ address, blockTag: 'pending' })])
+        const [latest, pending] = await Promise.all([
+          client.getTransactionCount({ address, blockTag: 'latest' }),
+          client.getTransactionCount({ address, blockTag: 'pending' }),
+        ])
         if (pending <= latest) return true
         if (Date.now() > end) return false
         await new Promise((r) => setTimeout(r, 500))

@@ -7,7 +7,8 @@ export type Fetch = (input: string | URL, init?: RequestInit) => Promise<Respons
 
 export function fetchTrusting(ca: string | null): Fetch {
   if (!ca) return (input, init) => fetch(input, init)
-  const deno = (globalThis as { Deno?: { createHttpClient(o: { caCerts: string[] }): unknown } }).Deno
+  const deno = (globalThis as { Deno?: { createHttpClient(o: { caCerts: string[] }): unknown } })
+    .Deno
   if (deno) {
     const client = deno.createHttpClient({ caCerts: [ca] })
     return (input, init) => fetch(input, { ...init, client } as RequestInit)

@@ -33,23 +33,42 @@ function readSecretFile(file: string, what: string): KeysResult<string> {
     return { ok: true, value: readFileSync(file, 'utf8') }
   } catch (e) {
     // The path is the operator's; the content is never shown.
-    return { ok: false, message: `cannot read the ${what} file ${file}: ${(e as NodeJS.ErrnoException).code ?? 'unreadable'}` }
+    return {
+      ok: false,
+      message: `cannot read the ${what} file ${file}: ${(e as NodeJS.ErrnoException).code ?? 'unreadable'}`,
+    }
   }
 }
 
 /** The deposit key from `--mnemonic-file` (and `--passphrase-file`) or `--xprv-file`, at `--path`. */
-export function loadDepositKeys(o: { mnemonicFile?: string; passphraseFile?: string; xprvFile?: string; path?: string }): KeysResult<DepositKeys> {
+export function loadDepositKeys(o: {
+  mnemonicFile?: string
+  passphraseFile?: string
+  xprvFile?: string
+  path?: string
+}): KeysResult<DepositKeys> {
   const path = (o.path ?? ETHEREUM_ACCOUNT_PATH).replace(/h/g, "'")
-  if (!PATH.test(path)) return { ok: false, message: `--path must be a BIP-32 path such as ${ETHEREUM_ACCOUNT_PATH}` }
-  if (!!o.mnemonicFile === !!o.xprvFile) return { ok: false, message: 'give the deposit key as --mnemonic-file FILE (BIP-39) or --xprv-file FILE, one of the two' }
-  if (o.passphraseFile && !o.mnemonicFile) return { ok: false, message: '--passphrase-file goes with --mnemonic-file' }
+  if (!PATH.test(path))
+    return { ok: false, message: `--path must be a BIP-32 path such as ${ETHEREUM_ACCOUNT_PATH}` }
+  if (!!o.mnemonicFile === !!o.xprvFile)
+    return {
+      ok: false,
+      message:
+        'give the deposit key as --mnemonic-file FILE (BIP-39) or --xprv-file FILE, one of the two',
+    }
+  if (o.passphraseFile && !o.mnemonicFile)
+    return { ok: false, message: '--passphrase-file goes with --mnemonic-file' }
   let node: HDKey
   if (o.mnemonicFile) {
     const text = readSecretFile(o.mnemonicFile, 'mnemonic')
     if (!text.ok) return text
     const mnemonic = text.value.trim().toLowerCase()
     const problem = mnemonicProblem(mnemonic)
-    if (problem) return { ok: false, message: `the mnemonic file does not hold a valid BIP-39 mnemonic: ${problem}` }
+    if (problem)
+      return {
+        ok: false,
+        message: `the mnemonic file does not hold a valid BIP-39 mnemonic: ${problem}`,
+      }
     let passphrase = ''
     if (o.passphraseFile) {
       const p = readSecretFile(o.passphraseFile, 'passphrase')
@@ -67,16 +86,27 @@ export function loadDepositKeys(o: { mnemonicFile?: string; passphraseFile?: str
     try {
       key = HDKey.fromExtendedKey(text.value.trim())
     } catch {
-      return { ok: false, message: 'the xprv file does not hold a valid extended private key (xprv...)' }
+      return {
+        ok: false,
+        message: 'the xprv file does not hold a valid extended private key (xprv...)',
+      }
     }
-    if (!key.privateKey) return { ok: false, message: 'the xprv file holds a public key: the treasury needs the private one to sign' }
+    if (!key.privateKey)
+      return {
+        ok: false,
+        message: 'the xprv file holds a public key: the treasury needs the private one to sign',
+      }
     // A root key is derived to the path; a key at the path's depth is taken as that account's.
     const depth = path === 'm' ? 0 : path.split('/').length - 1
     if (key.depth === 0) {
       node = key.derive(path)
       key.wipePrivateData()
     } else if (key.depth === depth) node = key
-    else return { ok: false, message: `the xprv is at depth ${key.depth}: give the root key (depth 0) or the account key at ${path} (depth ${depth})` }
+    else
+      return {
+        ok: false,
+        message: `the xprv is at depth ${key.depth}: give the root key (depth 0) or the account key at ${path} (depth ${depth})`,
+      }
   }
   return {
     ok: true,
@@ -99,7 +129,11 @@ export function loadGasAccount(file: string): KeysResult<LocalAccount & { addres
   const text = readSecretFile(file, 'gas key')
   if (!text.ok) return text
   const hex = text.value.trim().replace(/^0x/i, '')
-  if (!/^[0-9a-fA-F]{64}$/.test(hex)) return { ok: false, message: 'the gas key file must hold one private key: 64 hex digits (0x optional)' }
+  if (!/^[0-9a-fA-F]{64}$/.test(hex))
+    return {
+      ok: false,
+      message: 'the gas key file must hold one private key: 64 hex digits (0x optional)',
+    }
   try {
     return { ok: true, value: privateKeyToAccount(`0x${hex.toLowerCase()}`) }
   } catch {

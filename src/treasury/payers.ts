@@ -37,16 +37,26 @@ export async function payersOf(s: Session, r: ApiRefund): Promise<Payers> {
   let since: bigint | null = null
   const head = await client.getBlockNumber()
   // At least one confirmation, whatever the service says the network needs.
-  const finalHeight = s.network.finality === 'confirmations' ? head - BigInt(Math.max(1, s.network.confirmations)) + 1n : (await client.getBlock({ blockTag: s.network.finality })).number
+  const finalHeight =
+    s.network.finality === 'confirmations'
+      ? head - BigInt(Math.max(1, s.network.confirmations)) + 1n
+      : (await client.getBlock({ blockTag: s.network.finality })).number
   const seen = new Set<string>()
   for (const a of r.arrivals) {
-    const name = a.transaction_hash ? `${a.kind} arrival ${a.transaction_hash}${a.log_index === null ? '' : `#${a.log_index}`}` : `an internal arrival in block ${a.block_number}`
+    const name = a.transaction_hash
+      ? `${a.kind} arrival ${a.transaction_hash}${a.log_index === null ? '' : `#${a.log_index}`}`
+      : `an internal arrival in block ${a.block_number}`
     if (!a.transaction_hash || a.kind === 'internal') {
-      unverified.push(`${name}: native coin sent by a contract's internal call is not read back here`)
+      unverified.push(
+        `${name}: native coin sent by a contract's internal call is not read back here`,
+      )
       continue
     }
     // One arrival counts once: a native one is its transaction, a token one its transaction's log.
-    const key = a.kind === 'token' ? `${a.transaction_hash.toLowerCase()}:${a.log_index}` : a.transaction_hash.toLowerCase()
+    const key =
+      a.kind === 'token'
+        ? `${a.transaction_hash.toLowerCase()}:${a.log_index}`
+        : a.transaction_hash.toLowerCase()
     if (seen.has(key)) continue
     seen.add(key)
     const hash = a.transaction_hash.toLowerCase() as Hex
@@ -70,7 +80,12 @@ export async function payersOf(s: Session, r: ApiRefund): Promise<Payers> {
       const log = receipt.logs.find((l) => l.logIndex === a.log_index)
       if (log && tokenAddress && log.address.toLowerCase() === tokenAddress) {
         try {
-          const t = decodeEventLog({ abi: erc20Abi, eventName: 'Transfer', topics: log.topics, data: log.data })
+          const t = decodeEventLog({
+            abi: erc20Abi,
+            eventName: 'Transfer',
+            topics: log.topics,
+            data: log.data,
+          })
           if (t.args.to.toLowerCase() === deposit) {
             from = t.args.from.toLowerCase()
             amount = t.args.value
@@ -85,7 +100,9 @@ export async function payersOf(s: Session, r: ApiRefund): Promise<Payers> {
       }
     }
     if (from === null || amount === 0n) {
-      unverified.push(`${name}: the chain shows no ${r.token_symbol} arriving at ${getAddress(deposit as Address)} there`)
+      unverified.push(
+        `${name}: the chain shows no ${r.token_symbol} arriving at ${getAddress(deposit as Address)} there`,
+      )
       continue
     }
     sent.set(from, (sent.get(from) ?? 0n) + amount)
@@ -101,21 +118,35 @@ export async function payersOf(s: Session, r: ApiRefund): Promise<Payers> {
  * on a chain without EIP-7702 the service's record of earlier refunds is all there is). Asked in
  * spans a provider takes, halved where it refuses one.
  */
-export async function returnedOnChain(s: Session, r: ApiRefund, to: string, from: bigint): Promise<bigint> {
+export async function returnedOnChain(
+  s: Session,
+  r: ApiRefund,
+  to: string,
+  from: bigint,
+): Promise<bigint> {
   const { client } = s.chain
   const token = s.network.tokens.find((t) => t.symbol === r.token_symbol)
   const topic = (a: string) => `0x${a.toLowerCase().slice(2).padStart(64, '0')}` as Hex
   const filter = token?.address
-    ? { address: token.address as Address, topics: [TRANSFER_TOPIC, topic(r.deposit_address), topic(to)] }
-    : { address: r.deposit_address as Address, topics: [PAID_TOPIC, null, topic(zeroAddress), topic(to)] }
+    ? {
+        address: token.address as Address,
+        topics: [TRANSFER_TOPIC, topic(r.deposit_address), topic(to)],
+      }
+    : {
+        address: r.deposit_address as Address,
+        topics: [PAID_TOPIC, null, topic(zeroAddress), topic(to)],
+      }
   const head = await client.getBlockNumber()
   let returned = 0n
   let span = 10_000n
-  for (let lo = from; lo <= head;) {
+  for (let lo = from; lo <= head; ) {
     const hi = lo + span - 1n < head ? lo + span - 1n : head
     let logs: { data: Hex }[]
     try {
-      logs = (await client.request({ method: 'eth_getLogs', params: [{ ...filter, fromBlock: `0x${lo.toString(16)}`, toBlock: `0x${hi.toString(16)}` }] } as never)) as { data: Hex }[]
+      logs = (await client.request({
+        method: 'eth_getLogs',
+        params: [{ ...filter, fromBlock: `0x${lo.toString(16)}`, toBlock: `0x${hi.toString(16)}` }],
+      } as never)) as { data: Hex }[]
     } catch (e) {
       if (span === 1n) throw e
       span = span / 2n

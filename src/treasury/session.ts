@@ -12,7 +12,10 @@ import { depositKeyFingerprint } from '../chain/deposit-addresses.ts'
 
 /** A command refused (exit 1), or its command line is wrong (exit 2). */
 export class Refused extends Error {
-  constructor(message: string, readonly usage = false) {
+  constructor(
+    message: string,
+    readonly usage = false,
+  ) {
     super(message)
   }
 }
@@ -43,9 +46,21 @@ export interface Session {
 export function apiFrom(o: Options): ApiClient {
   const url = o.apiUrl ?? process.env.CRYPTO_PAY_API_URL
   const key = o.apiKey ?? process.env.CRYPTO_PAY_API_KEY
-  if (!url) throw new Refused('--api-url (or CRYPTO_PAY_API_URL) is required: the service\'s address, such as https://pay.example', true)
-  if (!/^https:\/\//i.test(url)) throw new Refused('--api-url must be an https:// address: the service answers its API over HTTPS only', true)
-  if (!key) throw new Refused('--api-key (or, better, CRYPTO_PAY_API_KEY, which the process list does not show) is required', true)
+  if (!url)
+    throw new Refused(
+      "--api-url (or CRYPTO_PAY_API_URL) is required: the service's address, such as https://pay.example",
+      true,
+    )
+  if (!/^https:\/\//i.test(url))
+    throw new Refused(
+      '--api-url must be an https:// address: the service answers its API over HTTPS only',
+      true,
+    )
+  if (!key)
+    throw new Refused(
+      '--api-key (or, better, CRYPTO_PAY_API_KEY, which the process list does not show) is required',
+      true,
+    )
   let ca: string | null = null
   const caFile = o.caFile ?? process.env.CRYPTO_PAY_CA_FILE
   if (caFile) {
@@ -62,25 +77,47 @@ export function apiFrom(o: Options): ApiClient {
  * Opens a session on one network. `keys`: the deposit key is loaded and must derive the
  * project's xpub for the key's mode; `sponsor`: the gas account is loaded (optional, or required).
  */
-export async function openSession(o: Options, need: { keys: boolean; sponsor: 'no' | 'optional' | 'required' }): Promise<Session> {
+export async function openSession(
+  o: Options,
+  need: { keys: boolean; sponsor: 'no' | 'optional' | 'required' },
+): Promise<Session> {
   const api = apiFrom(o)
   if (!o.network) throw new Refused('--network is required', true)
-  if (!o.rpcUrl) throw new Refused(`--rpc-url is required: the JSON-RPC address of a node of ${o.network}`, true)
-  if (!/^https?:\/\//i.test(o.rpcUrl)) throw new Refused('--rpc-url must be an http(s) address', true)
-  if (need.sponsor === 'required' && !o.gasKeyFile) throw new Refused('--gas-key-file is required: the account that pays the gas (a file holding its private key)', true)
+  if (!o.rpcUrl)
+    throw new Refused(`--rpc-url is required: the JSON-RPC address of a node of ${o.network}`, true)
+  if (!/^https?:\/\//i.test(o.rpcUrl))
+    throw new Refused('--rpc-url must be an http(s) address', true)
+  if (need.sponsor === 'required' && !o.gasKeyFile)
+    throw new Refused(
+      '--gas-key-file is required: the account that pays the gas (a file holding its private key)',
+      true,
+    )
 
   // The keys first: a wrong mnemonic, passphrase or path is refused before the network is even asked.
   let keys: DepositKeys | null = null
   if (need.keys) {
-    const loaded = loadDepositKeys({ mnemonicFile: o.mnemonicFile, passphraseFile: o.passphraseFile, xprvFile: o.xprvFile, path: o.path })
-    if (!loaded.ok) throw new Refused(loaded.message, /give the deposit key|--path|goes with/.test(loaded.message))
+    const loaded = loadDepositKeys({
+      mnemonicFile: o.mnemonicFile,
+      passphraseFile: o.passphraseFile,
+      xprvFile: o.xprvFile,
+      path: o.path,
+    })
+    if (!loaded.ok)
+      throw new Refused(
+        loaded.message,
+        /give the deposit key|--path|goes with/.test(loaded.message),
+      )
     keys = loaded.value
     const project = await api.depositKey().catch((e) => {
-      throw e instanceof ApiRefusal && e.status === 404 ? new Refused('this project has no deposit key for the API key\'s mode: nothing to sign for') : e
+      throw e instanceof ApiRefusal && e.status === 404
+        ? new Refused("this project has no deposit key for the API key's mode: nothing to sign for")
+        : e
     })
     if (project.fingerprint !== depositKeyFingerprint(keys.xpub)) {
       keys.wipe()
-      throw new Refused(`the key given does not derive this project's ${project.mode} deposit key (the account at ${keys.path} gives another xpub): check the mnemonic, the passphrase and --path. Nothing was signed or sent`)
+      throw new Refused(
+        `the key given does not derive this project's ${project.mode} deposit key (the account at ${keys.path} gives another xpub): check the mnemonic, the passphrase and --path. Nothing was signed or sent`,
+      )
     }
   }
   let sponsor: Session['sponsor'] = null
@@ -92,11 +129,19 @@ export async function openSession(o: Options, need: { keys: boolean; sponsor: 'n
 
   const networks = await api.networks()
   const network = networks.find((n) => n.name === o.network)
-  if (!network) throw new Refused(`the service has no network ${o.network} for this key's mode (it has: ${networks.map((n) => n.name).join(', ') || 'none'})`)
+  if (!network)
+    throw new Refused(
+      `the service has no network ${o.network} for this key's mode (it has: ${networks.map((n) => n.name).join(', ') || 'none'})`,
+    )
   const chain = createTreasuryChain({ rpcUrl: o.rpcUrl, chainId: network.chain_id })
   const chainId = await chain.chainId().catch((e) => {
-    throw new Refused(`the RPC at --rpc-url does not answer: ${(e as Error).message.split('\n')[0]}`)
+    throw new Refused(
+      `the RPC at --rpc-url does not answer: ${(e as Error).message.split('\n')[0]}`,
+    )
   })
-  if (chainId !== network.chain_id) throw new Refused(`the RPC serves chain ${chainId}, but ${network.name} is chain ${network.chain_id}: wrong --rpc-url`)
+  if (chainId !== network.chain_id)
+    throw new Refused(
+      `the RPC serves chain ${chainId}, but ${network.name} is chain ${network.chain_id}: wrong --rpc-url`,
+    )
   return { api, network, chain, keys, sponsor }
 }

@@ -22,7 +22,10 @@ export function createSessionRepo(database: Database) {
 
     /** A right password: wrong ones no longer count, and the account is unlocked. */
     async clearFailedSignIns(userId: string): Promise<void> {
-      await db.update(users).set({ failedSignIns: 0, lockedUntil: null }).where(eq(users.id, userId))
+      await db
+        .update(users)
+        .set({ failedSignIns: 0, lockedUntil: null })
+        .where(eq(users.id, userId))
     },
 
     /**
@@ -30,10 +33,13 @@ export function createSessionRepo(database: Database) {
      * and starts the count again. One statement, so concurrent guesses cannot skip the lock.
      */
     async countFailedSignIn(userId: string, threshold: number, lockUntil: Date): Promise<void> {
-      await db.update(users).set({
-        failedSignIns: sql`CASE WHEN ${users.failedSignIns} + 1 >= ${threshold} THEN 0 ELSE ${users.failedSignIns} + 1 END`,
-        lockedUntil: sql`CASE WHEN ${users.failedSignIns} + 1 >= ${threshold} THEN ${lockUntil.toISOString()}::timestamptz ELSE ${users.lockedUntil} END`,
-      }).where(eq(users.id, userId))
+      await db
+        .update(users)
+        .set({
+          failedSignIns: sql`CASE WHEN ${users.failedSignIns} + 1 >= ${threshold} THEN 0 ELSE ${users.failedSignIns} + 1 END`,
+          lockedUntil: sql`CASE WHEN ${users.failedSignIns} + 1 >= ${threshold} THEN ${lockUntil.toISOString()}::timestamptz ELSE ${users.lockedUntil} END`,
+        })
+        .where(eq(users.id, userId))
     },
 
     async insertSession(s: SessionRow): Promise<void> {
@@ -42,18 +48,28 @@ export function createSessionRepo(database: Database) {
 
     /** Deletes the sessions past their absolute end or idle since before `idleSince`. */
     async deleteExpiredSessions(at: Date, idleSince: Date): Promise<void> {
-      await db.delete(dashboardSessions).where(or(lt(dashboardSessions.expiresAt, at), lt(dashboardSessions.lastSeenAt, idleSince)))
+      await db
+        .delete(dashboardSessions)
+        .where(or(lt(dashboardSessions.expiresAt, at), lt(dashboardSessions.lastSeenAt, idleSince)))
     },
 
     /** A session with its user's e-mail address. */
-    async sessionByTokenHash(tokenHash: string): Promise<{ s: SessionRow; email: string } | undefined> {
-      const [row] = await db.select({ s: dashboardSessions, email: users.email }).from(dashboardSessions)
-        .innerJoin(users, eq(users.id, dashboardSessions.userId)).where(eq(dashboardSessions.tokenHash, tokenHash))
+    async sessionByTokenHash(
+      tokenHash: string,
+    ): Promise<{ s: SessionRow; email: string } | undefined> {
+      const [row] = await db
+        .select({ s: dashboardSessions, email: users.email })
+        .from(dashboardSessions)
+        .innerJoin(users, eq(users.id, dashboardSessions.userId))
+        .where(eq(dashboardSessions.tokenHash, tokenHash))
       return row
     },
 
     async touchSession(tokenHash: string, at: Date): Promise<void> {
-      await db.update(dashboardSessions).set({ lastSeenAt: at }).where(eq(dashboardSessions.tokenHash, tokenHash))
+      await db
+        .update(dashboardSessions)
+        .set({ lastSeenAt: at })
+        .where(eq(dashboardSessions.tokenHash, tokenHash))
     },
 
     async deleteSession(tokenHash: string): Promise<void> {
@@ -61,9 +77,15 @@ export function createSessionRepo(database: Database) {
     },
 
     /** The projects a user belongs to, by name. */
-    projectsOf: (userId: string): Promise<{ id: string; name: string; status: 'active' | 'inactive' }[]> =>
-      db.select({ id: projects.id, name: projects.name, status: projects.status }).from(projectMembers)
-        .innerJoin(projects, eq(projects.id, projectMembers.projectId)).where(eq(projectMembers.userId, userId)).orderBy(asc(projects.name), asc(projects.id)),
+    projectsOf: (
+      userId: string,
+    ): Promise<{ id: string; name: string; status: 'active' | 'inactive' }[]> =>
+      db
+        .select({ id: projects.id, name: projects.name, status: projects.status })
+        .from(projectMembers)
+        .innerJoin(projects, eq(projects.id, projectMembers.projectId))
+        .where(eq(projectMembers.userId, userId))
+        .orderBy(asc(projects.name), asc(projects.id)),
   }
 }
 

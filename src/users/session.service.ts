@@ -29,7 +29,10 @@ export interface Membership {
 }
 
 /** The one answer to a failed sign-in, whatever the reason. */
-const WRONG = deny('unauthenticated', `The e-mail address or the password is wrong. After ${MAX_FAILED_SIGN_INS} wrong passwords in a row an account is locked for ${LOCK_MS / 60_000} minutes.`)
+const WRONG = deny(
+  'unauthenticated',
+  `The e-mail address or the password is wrong. After ${MAX_FAILED_SIGN_INS} wrong passwords in a row an account is locked for ${LOCK_MS / 60_000} minutes.`,
+)
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex')
 
@@ -38,7 +41,11 @@ const sha256 = (s: string) => createHash('sha256').update(s).digest('hex')
  * idle and absolute expiry, CSRF tokens bound to the session, and project membership. Nothing
  * here knows about cookies or forms: the dashboard controller carries the tokens.
  */
-export function createSessionService(deps: { database: Database; clock: Clock; secretKey: Buffer }) {
+export function createSessionService(deps: {
+  database: Database
+  clock: Clock
+  secretKey: Buffer
+}) {
   const repo = createSessionRepo(deps.database)
   const now = () => new Date(deps.clock.now())
   const csrfKey = createHmac('sha256', deps.secretKey).update('dashboard csrf').digest()
@@ -50,12 +57,18 @@ export function createSessionService(deps: { database: Database; clock: Clock; s
    * The password check every sign-in and re-entry goes through: a locked account is refused
    * whatever the password, wrong passwords count towards the lock, a right one clears the count.
    */
-  async function checkPassword(user: UserRow | undefined, password: string): Promise<Outcome<UserRow>> {
+  async function checkPassword(
+    user: UserRow | undefined,
+    password: string,
+  ): Promise<Outcome<UserRow>> {
     const at = now()
     // Unknown e-mails and locked accounts cost a hash too and get the same answer as a wrong
     // password: neither the time taken nor the reply tells which accounts exist or are locked.
     if (!user || (user.lockedUntil && user.lockedUntil > at)) {
-      await verifyPassword(password, await (decoy ??= hashPassword(randomBytes(16).toString('hex'))))
+      await verifyPassword(
+        password,
+        await (decoy ??= hashPassword(randomBytes(16).toString('hex'))),
+      )
       return WRONG
     }
     if (await verifyPassword(password, user.passwordHash)) {
@@ -70,7 +83,10 @@ export function createSessionService(deps: { database: Database; clock: Clock; s
 
   return {
     /** A new session for the right e-mail and password; the token is for the cookie only. */
-    async signIn(email: string, password: string): Promise<Outcome<{ token: string; user: SessionUser }>> {
+    async signIn(
+      email: string,
+      password: string,
+    ): Promise<Outcome<{ token: string; user: SessionUser }>> {
       const normalized = email.trim().toLowerCase()
       if (!normalized || !password || password.length > 256 || normalized.length > 254) return WRONG
       const checked = await checkPassword(await repo.userByEmail(normalized), password)
@@ -78,10 +94,23 @@ export function createSessionService(deps: { database: Database; clock: Clock; s
       const token = randomBytes(32).toString('base64url')
       const at = now()
       const expiresAt = new Date(at.getTime() + SESSION_ABSOLUTE_MS)
-      await repo.insertSession({ tokenHash: sha256(token), userId: checked.value.id, createdAt: at, lastSeenAt: at, expiresAt })
+      await repo.insertSession({
+        tokenHash: sha256(token),
+        userId: checked.value.id,
+        createdAt: at,
+        lastSeenAt: at,
+        expiresAt,
+      })
       // Sessions nobody can use any more go when someone signs in, so the table stays small.
       await repo.deleteExpiredSessions(at, new Date(at.getTime() - SESSION_IDLE_MS))
-      return ok({ token, user: { userId: checked.value.id, email: checked.value.email, expiresAt: new Date(Math.min(expiresAt.getTime(), at.getTime() + SESSION_IDLE_MS)) } })
+      return ok({
+        token,
+        user: {
+          userId: checked.value.id,
+          email: checked.value.email,
+          expiresAt: new Date(Math.min(expiresAt.getTime(), at.getTime() + SESSION_IDLE_MS)),
+        },
+      })
     },
 
     /** The signed-in user of a session token; null once it is unknown, idle too long or past its end. */
@@ -98,7 +127,11 @@ export function createSessionService(deps: { database: Database; clock: Clock; s
       if (at.getTime() - row.s.lastSeenAt.getTime() >= TOUCH_EVERY_MS) {
         await repo.touchSession(row.s.tokenHash, at)
       }
-      return { userId: row.s.userId, email: row.email, expiresAt: new Date(Math.min(row.s.expiresAt.getTime(), at.getTime() + SESSION_IDLE_MS)) }
+      return {
+        userId: row.s.userId,
+        email: row.email,
+        expiresAt: new Date(Math.min(row.s.expiresAt.getTime(), at.getTime() + SESSION_IDLE_MS)),
+      }
     },
 
     async signOut(token: string | undefined): Promise<void> {
@@ -108,7 +141,11 @@ export function createSessionService(deps: { database: Database; clock: Clock; s
     /** Re-entering the password before something sensitive (revealing a secret); counts towards the lock. */
     async confirmPassword(userId: string, password: string): Promise<Outcome<true>> {
       const checked = await checkPassword(await repo.userById(userId), password ?? '')
-      if (!checked.ok) return deny('unauthenticated', `The password is wrong, or this account is locked after ${MAX_FAILED_SIGN_INS} wrong passwords in a row (for ${LOCK_MS / 60_000} minutes)`)
+      if (!checked.ok)
+        return deny(
+          'unauthenticated',
+          `The password is wrong, or this account is locked after ${MAX_FAILED_SIGN_INS} wrong passwords in a row (for ${LOCK_MS / 60_000} minutes)`,
+        )
       return ok(true)
     },
 

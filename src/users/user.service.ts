@@ -13,7 +13,13 @@ const KEYLEN = 32
 
 function derive(password: string, salt: Buffer, n = N, r = R, p = P): Promise<Buffer> {
   return new Promise((resolve, reject) =>
-    scrypt(password.normalize('NFKC'), salt, KEYLEN, { N: n, r, p, maxmem: 128 * n * r * 2 }, (err, key) => (err ? reject(err) : resolve(key))),
+    scrypt(
+      password.normalize('NFKC'),
+      salt,
+      KEYLEN,
+      { N: n, r, p, maxmem: 128 * n * r * 2 },
+      (err, key) => (err ? reject(err) : resolve(key)),
+    ),
   )
 }
 
@@ -27,7 +33,13 @@ export async function verifyPassword(password: string, stored: string): Promise<
   const [alg, n, r, p, salt, hash] = stored.split('$')
   if (alg !== 'scrypt') return false
   const expected = Buffer.from(hash, 'base64')
-  const actual = await derive(password, Buffer.from(salt, 'base64'), Number(n), Number(r), Number(p))
+  const actual = await derive(
+    password,
+    Buffer.from(salt, 'base64'),
+    Number(n),
+    Number(r),
+    Number(p),
+  )
   return actual.length === expected.length && timingSafeEqual(actual, expected)
 }
 
@@ -38,24 +50,44 @@ export function createUserService(deps: { database: Database }) {
   const { db } = deps.database
   return {
     /** Creates the user, or adds an existing one to another project when the password matches. */
-    async create(input: { email: string; password: string; projectId: string }): Promise<Outcome<{ id: string; email: string; projectId: string }>> {
+    async create(input: {
+      email: string
+      password: string
+      projectId: string
+    }): Promise<Outcome<{ id: string; email: string; projectId: string }>> {
       const email = input.email?.trim().toLowerCase() ?? ''
       const problems = []
-      if (!EMAIL_RE.test(email) || email.length > 254) problems.push({ path: 'email', message: 'must be a valid e-mail address' })
-      if (!input.password || input.password.length < 12 || input.password.length > 256) problems.push({ path: 'password', message: 'must be 12 to 256 characters' })
-      if (problems.length) return deny('invalid_request', problems.map((p) => `${p.path} ${p.message}`).join('; '), problems)
-      const [project] = await db.select({ id: projects.id }).from(projects).where(eq(projects.id, input.projectId))
+      if (!EMAIL_RE.test(email) || email.length > 254)
+        problems.push({ path: 'email', message: 'must be a valid e-mail address' })
+      if (!input.password || input.password.length < 12 || input.password.length > 256)
+        problems.push({ path: 'password', message: 'must be 12 to 256 characters' })
+      if (problems.length)
+        return deny(
+          'invalid_request',
+          problems.map((p) => `${p.path} ${p.message}`).join('; '),
+          problems,
+        )
+      const [project] = await db
+        .select({ id: projects.id })
+        .from(projects)
+        .where(eq(projects.id, input.projectId))
       if (!project) return deny('not_found', `No project ${input.projectId}`)
       const [existing] = await db.select().from(users).where(eq(users.email, email))
       let userId: string
       if (existing) {
-        if (!(await verifyPassword(input.password, existing.passwordHash))) return deny('conflict', `A user ${email} exists with another password`)
+        if (!(await verifyPassword(input.password, existing.passwordHash)))
+          return deny('conflict', `A user ${email} exists with another password`)
         userId = existing.id
       } else {
         userId = newId('usr')
-        await db.insert(users).values({ id: userId, email, passwordHash: await hashPassword(input.password) })
+        await db
+          .insert(users)
+          .values({ id: userId, email, passwordHash: await hashPassword(input.password) })
       }
-      await db.insert(projectMembers).values({ userId, projectId: input.projectId }).onConflictDoNothing()
+      await db
+        .insert(projectMembers)
+        .values({ userId, projectId: input.projectId })
+        .onConflictDoNothing()
       return ok({ id: userId, email, projectId: input.projectId })
     },
   }

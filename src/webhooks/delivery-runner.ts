@@ -1,7 +1,19 @@
-import { createActor, fromPromise, type Actor, type InspectionEvent, type SnapshotFrom } from 'xstate'
 import {
-  DELIVERY_MACHINE_VERSION, deliveryStatus, webhookDeliveryMachine,
-  type AttemptInput, type AttemptOutput, type DeliveryContext, type DeliveryInput, type DeliveryState,
+  createActor,
+  fromPromise,
+  type Actor,
+  type InspectionEvent,
+  type SnapshotFrom,
+} from 'xstate'
+import {
+  DELIVERY_MACHINE_VERSION,
+  deliveryStatus,
+  webhookDeliveryMachine,
+  type AttemptInput,
+  type AttemptOutput,
+  type DeliveryContext,
+  type DeliveryInput,
+  type DeliveryState,
 } from '../../machines/webhook-delivery.machine.ts'
 import { deadlineTimer } from '../actors/deadline-timer.ts'
 import { restoreActor } from '../actors/restore-actor.ts'
@@ -10,13 +22,23 @@ import type { ChangeFeed } from '../db/change-feed.ts'
 import type { Clock } from '../lib/clock.ts'
 import type { Logger } from '../lib/logger.ts'
 import type { Metrics } from '../metrics/metrics.ts'
-import type { AttemptRecord, DeliveryRepo, DeliveryStep, RunnableDelivery } from './delivery.repo.ts'
+import type {
+  AttemptRecord,
+  DeliveryRepo,
+  DeliveryStep,
+  RunnableDelivery,
+} from './delivery.repo.ts'
 import type { EndpointHealth } from './endpoint-health.ts'
 import type { EndpointService, SendingInfo } from './endpoint.service.ts'
 import { standardTimestamp, webhookBody, webhookHeaders } from './payload.ts'
 import { createSendQueue, DEFAULT_SEND_LIMITS, type SendQueueOptions } from './send-queue.ts'
 import { postWebhook, retryAfterMs, type SendOutcome } from './sender.ts'
-import { checkDeliveryTarget, systemResolver, type AddressRules, type Resolver } from './url-guard.ts'
+import {
+  checkDeliveryTarget,
+  systemResolver,
+  type AddressRules,
+  type Resolver,
+} from './url-guard.ts'
 import { signStandardWebhook, signWebhookBody } from './verify-webhook/index.mjs'
 
 type DeliveryActor = Actor<typeof webhookDeliveryMachine>
@@ -59,31 +81,56 @@ export type RedeliverAnswer = 'accepted' | 'busy' | 'not_running'
 
 /** The actor's input for a delivery without a snapshot of this machine: new, or recorded by machine version 1 as `{ state, context }`. */
 function inputOf(d: RunnableDelivery, scheduleMs: readonly number[]): DeliveryInput {
-  const old = d.machineVersion === 1 ? (d.snapshot as { context?: Partial<DeliveryContext> } | null)?.context : undefined
+  const old =
+    d.machineVersion === 1
+      ? (d.snapshot as { context?: Partial<DeliveryContext> } | null)?.context
+      : undefined
   return {
     deliveryId: d.id,
     eventAt: d.eventAt,
     firstAttemptAt: d.nextAttemptAt ?? d.eventAt,
     scheduleMs: old?.scheduleMs ?? scheduleMs,
     maxAgeMs: old?.maxAgeMs,
-    resumed: old ? { attempts: old.attempts ?? 0, automaticAttempts: old.automaticAttempts ?? 0, trigger: old.trigger ?? 'scheduled' } : undefined,
+    resumed: old
+      ? {
+          attempts: old.attempts ?? 0,
+          automaticAttempts: old.automaticAttempts ?? 0,
+          trigger: old.trigger ?? 'scheduled',
+        }
+      : undefined,
   }
 }
 
 /** Whether a stored delivery has a snapshot this machine restores. */
-const restorable = (d: Pick<RunnableDelivery, 'snapshot' | 'machineVersion'>) => d.snapshot !== null && d.machineVersion === DELIVERY_MACHINE_VERSION
+const restorable = (d: Pick<RunnableDelivery, 'snapshot' | 'machineVersion'>) =>
+  d.snapshot !== null && d.machineVersion === DELIVERY_MACHINE_VERSION
 
 /** The actor of a stored delivery, constructed and not started: from its snapshot, or started afresh from its row. */
-export function deliveryActor<M extends typeof webhookDeliveryMachine>(machine: M, d: RunnableDelivery, scheduleMs: readonly number[], inspect?: (event: InspectionEvent) => void): Actor<M> {
+export function deliveryActor<M extends typeof webhookDeliveryMachine>(
+  machine: M,
+  d: RunnableDelivery,
+  scheduleMs: readonly number[],
+  inspect?: (event: InspectionEvent) => void,
+): Actor<M> {
   return restorable(d)
     ? restoreActor(machine, d.snapshot, inspect)
-    : (createActor(machine as typeof webhookDeliveryMachine, { input: inputOf(d, scheduleMs), inspect }) as unknown as Actor<M>)
+    : (createActor(machine as typeof webhookDeliveryMachine, {
+        input: inputOf(d, scheduleMs),
+        inspect,
+      }) as unknown as Actor<M>)
 }
 
 /** What the delivery log shows of a delivery in this snapshot. */
-export function deliveryProjection(snapshot: DeliverySnapshot): Pick<DeliveryStep, 'status' | 'attempts' | 'nextAttemptAt' | 'failedBecause'> {
+export function deliveryProjection(
+  snapshot: DeliverySnapshot,
+): Pick<DeliveryStep, 'status' | 'attempts' | 'nextAttemptAt' | 'failedBecause'> {
   const c = snapshot.context
-  return { status: deliveryStatus(snapshot.value as DeliveryState, c), attempts: c.attempts, nextAttemptAt: c.nextAttemptAt, failedBecause: c.failedBecause }
+  return {
+    status: deliveryStatus(snapshot.value as DeliveryState, c),
+    attempts: c.attempts,
+    nextAttemptAt: c.nextAttemptAt,
+    failedBecause: c.failedBecause,
+  }
 }
 
 /**
@@ -108,7 +155,9 @@ export function createDeliveryRunner(deps: RunnerDeps) {
   const machine = webhookDeliveryMachine.provide({
     actors: {
       backoffTimer: deadlineTimer(deps.scheduler, deps.clock),
-      sendAttempt: fromPromise<AttemptOutput, AttemptInput>(({ input, signal }) => send(input, signal)),
+      sendAttempt: fromPromise<AttemptOutput, AttemptInput>(({ input, signal }) =>
+        send(input, signal),
+      ),
     },
   })
 
@@ -123,21 +172,50 @@ export function createDeliveryRunner(deps: RunnerDeps) {
   }
 
   /** The one HTTP request of an attempt, or the reason none was made; null when the endpoint is disabled (no attempt at all). Never throws. */
-  async function request(d: RunnableDelivery, number: number, sentAt: Date): Promise<{ body: string; outcome: SendOutcome; info: SendingInfo | null } | null> {
+  async function request(
+    d: RunnableDelivery,
+    number: number,
+    sentAt: Date,
+  ): Promise<{ body: string; outcome: SendOutcome; info: SendingInfo | null } | null> {
     const body = webhookBody(d.eventType, d.data, sentAt, d.test)
     const info = await endpoint(d.endpointId)
-    const refused = (error: string) => ({ body, info, outcome: { ok: false, statusCode: null, responseBody: null, error, durationMs: 0, retryAfter: null } })
+    const refused = (error: string) => ({
+      body,
+      info,
+      outcome: {
+        ok: false,
+        statusCode: null,
+        responseBody: null,
+        error,
+        durationMs: 0,
+        retryAfter: null,
+      },
+    })
     if (!info) return refused('endpoint deleted')
     if (!info.enabled) return null
     const target = await checkDeliveryTarget(info.url, info.mode, deps.addressRules, resolver)
     if (!target.ok) return refused(`refused: url ${target.reason}`)
     const headers = webhookHeaders({
-      signature: signWebhookBody(body, info.secret), standardSignature: signStandardWebhook(d.eventId, standardTimestamp(sentAt), body, info.secret),
-      eventId: d.eventId, sentAt, attempt: number, test: d.test, sequence: d.sequence,
+      signature: signWebhookBody(body, info.secret),
+      standardSignature: signStandardWebhook(
+        d.eventId,
+        standardTimestamp(sentAt),
+        body,
+        info.secret,
+      ),
+      eventId: d.eventId,
+      sentAt,
+      attempt: number,
+      test: d.test,
+      sequence: d.sequence,
     })
     const outcome = await postWebhook(info.url, body, headers, deps.timeoutMs)
     // R21: what a private address answers is never kept (nor shown), only its status and timing.
-    return { body, info, outcome: target.privateAddress ? { ...outcome, responseBody: null } : outcome }
+    return {
+      body,
+      info,
+      outcome: target.privateAddress ? { ...outcome, responseBody: null } : outcome,
+    }
   }
 
   /** The provided `sendAttempt`: waits for a send slot, then makes the attempt unless the actor stopped meanwhile. */
@@ -156,11 +234,21 @@ export function createDeliveryRunner(deps: RunnerDeps) {
           }
           const { body, outcome, info } = made
           entry.attempt = {
-            number: input.number, trigger: input.trigger, scheduledFor: input.scheduledFor === null ? null : new Date(input.scheduledFor), startedAt,
-            durationMs: outcome.durationMs, statusCode: outcome.statusCode, requestBody: body, responseBody: outcome.responseBody, error: outcome.error,
+            number: input.number,
+            trigger: input.trigger,
+            scheduledFor: input.scheduledFor === null ? null : new Date(input.scheduledFor),
+            startedAt,
+            durationMs: outcome.durationMs,
+            statusCode: outcome.statusCode,
+            requestBody: body,
+            responseBody: outcome.responseBody,
+            error: outcome.error,
           }
           deps.metrics.webhookAttempt(outcome.ok)
-          if (input.number === 1) deps.metrics.webhookFirstAttemptLag((startedAt.getTime() - entry.delivery.eventAt) / 1000)
+          if (input.number === 1)
+            deps.metrics.webhookFirstAttemptLag(
+              (startedAt.getTime() - entry.delivery.eventAt) / 1000,
+            )
           if (info) await deps.health.attempted(entry.delivery.endpointId, info, outcome)
           const at = deps.clock.now()
           const wait = retryAfterMs(outcome.retryAfter, at)
@@ -168,7 +256,10 @@ export function createDeliveryRunner(deps: RunnerDeps) {
           return outcome.ok
         } catch (e) {
           // Resolving the endpoint failed (database away): the machine counts a failed attempt, nothing was sent.
-          deps.logger.warn('webhook attempt could not be made', { deliveryId: entry.delivery.id, error: String(e) })
+          deps.logger.warn('webhook attempt could not be made', {
+            deliveryId: entry.delivery.id,
+            error: String(e),
+          })
           resolve({ ok: false, at: deps.clock.now() })
           return false
         }
@@ -177,7 +268,11 @@ export function createDeliveryRunner(deps: RunnerDeps) {
   }
 
   // Group commit: steps arriving while a commit runs go together in the next one, one step per delivery per batch.
-  let pending: { step: DeliveryStep; done: (recorded: boolean) => void; fail: (e: unknown) => void }[] = []
+  let pending: {
+    step: DeliveryStep
+    done: (recorded: boolean) => void
+    fail: (e: unknown) => void
+  }[] = []
   let committing: Promise<void> | null = null
   function persist(step: DeliveryStep): Promise<boolean> {
     return new Promise((done, fail) => {
@@ -193,7 +288,10 @@ export function createDeliveryRunner(deps: RunnerDeps) {
       for (const p of pending) (seen.has(p.step.id) ? later : batch).push(p), seen.add(p.step.id)
       pending = later
       try {
-        const recorded = await deps.repo.commitSteps(deps.instanceId, batch.map((b) => b.step))
+        const recorded = await deps.repo.commitSteps(
+          deps.instanceId,
+          batch.map((b) => b.step),
+        )
         for (const b of batch) b.done(recorded.has(b.step.id))
       } catch (e) {
         for (const b of batch) b.fail(e)
@@ -205,19 +303,36 @@ export function createDeliveryRunner(deps: RunnerDeps) {
   /** Persists a step of a running actor; a finished delivery, or one whose claim was lost, stops. */
   function onSnapshot(id: string, entry: Running, snapshot: DeliverySnapshot) {
     const state = snapshot.value as DeliveryState
-    if (state === 'attempting' || snapshot.context === entry.persistedContext || running.get(id) !== entry) return
+    if (
+      state === 'attempting' ||
+      snapshot.context === entry.persistedContext ||
+      running.get(id) !== entry
+    )
+      return
     entry.persistedContext = snapshot.context
     const finished = state === 'succeeded' || state === 'failed'
-    const step: DeliveryStep = { id, ...deliveryProjection(snapshot), snapshot: entry.actor.getPersistedSnapshot(), finished, attempt: entry.attempt }
+    const step: DeliveryStep = {
+      id,
+      ...deliveryProjection(snapshot),
+      snapshot: entry.actor.getPersistedSnapshot(),
+      finished,
+      attempt: entry.attempt,
+    }
     entry.attempt = null
     entry.committed = persist(step).then(
       (recorded) => {
-        if (!recorded) deps.logger.warn('webhook delivery step not recorded: this instance no longer holds it', { deliveryId: id })
+        if (!recorded)
+          deps.logger.warn('webhook delivery step not recorded: this instance no longer holds it', {
+            deliveryId: id,
+          })
         if (!recorded || finished) stop(id, entry)
       },
       (e) => {
         // The database is away: the step is lost, the actor stops, and the delivery runs again from its last persisted step once claimed.
-        deps.logger.warn('webhook delivery step not committed; it is retried from the last one', { deliveryId: id, error: String(e) })
+        deps.logger.warn('webhook delivery step not committed; it is retried from the last one', {
+          deliveryId: id,
+          error: String(e),
+        })
         stop(id, entry)
       },
     )
@@ -235,7 +350,13 @@ export function createDeliveryRunner(deps: RunnerDeps) {
     run(d: RunnableDelivery) {
       if (running.has(d.id)) return
       const actor = deliveryActor(machine, d, deps.scheduleMs, deps.inspect)
-      const entry: Running = { actor, delivery: d, attempt: null, persistedContext: actor.getSnapshot().context, committed: Promise.resolve() }
+      const entry: Running = {
+        actor,
+        delivery: d,
+        attempt: null,
+        persistedContext: actor.getSnapshot().context,
+        committed: Promise.resolve(),
+      }
       running.set(d.id, entry)
       actor.subscribe((s) => onSnapshot(d.id, entry, s))
       actor.start()

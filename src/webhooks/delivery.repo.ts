@@ -1,5 +1,9 @@
 import { and, eq, inArray, isNotNull, lt, or, sql, type SQL } from 'drizzle-orm'
-import { DELIVERY_MACHINE_VERSION, type DeliveryStatus, type FailedBecause } from '../../machines/webhook-delivery.machine.ts'
+import {
+  DELIVERY_MACHINE_VERSION,
+  type DeliveryStatus,
+  type FailedBecause,
+} from '../../machines/webhook-delivery.machine.ts'
 import type { Database } from '../db/client.ts'
 import { bare, param, prepare } from '../db/prepared.ts'
 import { outbox, webhookAttempts, webhookDeliveries, webhookEndpoints } from '../db/schema.ts'
@@ -155,7 +159,11 @@ FROM jsonb_to_recordset(${param('rows', 'jsonb')}) AS r(event_id text, endpoint_
   event_type text, data jsonb, test boolean, sequence int)
 RETURNING ${d.id} AS id`
 
-type RunnableRow = Omit<RunnableDelivery, 'eventAt' | 'nextAttemptAt' | 'data'> & { eventAt: string; nextAttemptAt: string | null; data: Record<string, unknown> | string }
+type RunnableRow = Omit<RunnableDelivery, 'eventAt' | 'nextAttemptAt' | 'data'> & {
+  eventAt: string
+  nextAttemptAt: string | null
+  data: Record<string, unknown> | string
+}
 
 const parsed = <T>(v: T | string): T => (typeof v === 'string' ? JSON.parse(v) : v)
 const runnable = (r: RunnableRow): RunnableDelivery => ({
@@ -170,22 +178,52 @@ const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOStrin
 /** The webhook deliveries: the dispatcher's hot statements (each one prepared round trip) and the delivery log's reads. */
 export function createDeliveryRepo(database: Database) {
   const { db } = database
-  const fanOut = prepare<{ events: number; deliveries: RunnableRow[] | string }, { limit: number; now: string; machineVersion: number; owner: string }>(database, FAN_OUT)
-  const claimFree = prepare<RunnableRow, { owner: string; now: string; limit: number }>(database, CLAIM_FREE)
+  const fanOut = prepare<
+    { events: number; deliveries: RunnableRow[] | string },
+    { limit: number; now: string; machineVersion: number; owner: string }
+  >(database, FAN_OUT)
+  const claimFree = prepare<RunnableRow, { owner: string; now: string; limit: number }>(
+    database,
+    CLAIM_FREE,
+  )
   const claimAll = prepare<RunnableRow, { owner: string; limit: number }>(database, CLAIM_ALL)
-  const commitSteps = prepare<{ id: string }, { steps: string; machineVersion: number; owner: string }>(database, COMMIT_STEPS)
-  const insertNew = prepare<{ id: string }, { rows: string; now: string; machineVersion: number }>(database, INSERT_NEW)
+  const commitSteps = prepare<
+    { id: string },
+    { steps: string; machineVersion: number; owner: string }
+  >(database, COMMIT_STEPS)
+  const insertNew = prepare<{ id: string }, { rows: string; now: string; machineVersion: number }>(
+    database,
+    INSERT_NEW,
+  )
   const scoped = (s: ProjectFilter, ...more: (SQL | undefined)[]) =>
-    and(s.projectId ? eq(d.projectId, s.projectId) : undefined, s.mode ? eq(d.mode, s.mode) : undefined, ...more)
+    and(
+      s.projectId ? eq(d.projectId, s.projectId) : undefined,
+      s.mode ? eq(d.mode, s.mode) : undefined,
+      ...more,
+    )
 
   return {
-    async fanOut(o: { limit: number; now: Date; owner: string }): Promise<{ events: number; deliveries: RunnableDelivery[] }> {
-      const [r] = await fanOut.execute({ limit: o.limit, now: o.now.toISOString(), machineVersion: DELIVERY_MACHINE_VERSION, owner: o.owner })
-      return { events: Number(r.events), deliveries: parsed<RunnableRow[]>(r.deliveries).map(runnable) }
+    async fanOut(o: {
+      limit: number
+      now: Date
+      owner: string
+    }): Promise<{ events: number; deliveries: RunnableDelivery[] }> {
+      const [r] = await fanOut.execute({
+        limit: o.limit,
+        now: o.now.toISOString(),
+        machineVersion: DELIVERY_MACHINE_VERSION,
+        owner: o.owner,
+      })
+      return {
+        events: Number(r.events),
+        deliveries: parsed<RunnableRow[]>(r.deliveries).map(runnable),
+      }
     },
 
     async claimFree(o: { owner: string; now: Date; limit: number }): Promise<RunnableDelivery[]> {
-      return (await claimFree.execute({ owner: o.owner, now: o.now.toISOString(), limit: o.limit })).map(runnable)
+      return (
+        await claimFree.execute({ owner: o.owner, now: o.now.toISOString(), limit: o.limit })
+      ).map(runnable)
     },
 
     async claimAll(o: { owner: string; limit: number }): Promise<RunnableDelivery[]> {
@@ -195,33 +233,73 @@ export function createDeliveryRepo(database: Database) {
     /** Those of `ids` still unfinished and recorded as the caller's, to run again what does not run. */
     async owned(owner: string, ids: readonly string[]): Promise<RunnableDelivery[]> {
       if (ids.length === 0) return []
-      const rows = await db.select({
-        id: d.id, eventId: d.eventId, endpointId: d.endpointId, mode: d.mode, eventType: d.eventType, data: d.data, test: d.test, sequence: d.sequence,
-        snapshot: d.snapshot, machineVersion: d.machineVersion, eventAt: d.eventAt, nextAttemptAt: d.nextAttemptAt,
-      }).from(d).where(and(eq(d.claimedBy, owner), UNFINISHED, inArray(d.id, [...ids])))
-      return rows.map((r) => ({ ...r, eventAt: r.eventAt.getTime(), nextAttemptAt: r.nextAttemptAt?.getTime() ?? null }))
+      const rows = await db
+        .select({
+          id: d.id,
+          eventId: d.eventId,
+          endpointId: d.endpointId,
+          mode: d.mode,
+          eventType: d.eventType,
+          data: d.data,
+          test: d.test,
+          sequence: d.sequence,
+          snapshot: d.snapshot,
+          machineVersion: d.machineVersion,
+          eventAt: d.eventAt,
+          nextAttemptAt: d.nextAttemptAt,
+        })
+        .from(d)
+        .where(and(eq(d.claimedBy, owner), UNFINISHED, inArray(d.id, [...ids])))
+      return rows.map((r) => ({
+        ...r,
+        eventAt: r.eventAt.getTime(),
+        nextAttemptAt: r.nextAttemptAt?.getTime() ?? null,
+      }))
     },
 
     /** The ids of the unfinished deliveries recorded as the caller's. */
     async ownedIds(owner: string): Promise<string[]> {
-      return (await db.select({ id: d.id }).from(d).where(and(eq(d.claimedBy, owner), UNFINISHED))).map((r) => r.id)
+      return (
+        await db
+          .select({ id: d.id })
+          .from(d)
+          .where(and(eq(d.claimedBy, owner), UNFINISHED))
+      ).map((r) => r.id)
     },
 
     /** Gives one delivery's claim back (it could not be run here), so any instance takes it again. */
     async releaseOne(id: string, owner: string) {
-      await db.update(d).set({ claimedBy: null }).where(and(eq(d.id, id), eq(d.claimedBy, owner)))
+      await db
+        .update(d)
+        .set({ claimedBy: null })
+        .where(and(eq(d.id, id), eq(d.claimedBy, owner)))
     },
 
     /** Returns the ids whose step was recorded (the others had lost their claim). */
     async commitSteps(owner: string, steps: DeliveryStep[]): Promise<Set<string>> {
       const payload = steps.map((s) => ({
-        id: s.id, status: s.status, attempts: s.attempts, next_attempt_at: iso(s.nextAttemptAt), failed_because: s.failedBecause, snapshot: s.snapshot,
-        finished: s.finished, number: s.attempt?.number ?? null, trigger: s.attempt?.trigger ?? null,
-        scheduled_for: s.attempt?.scheduledFor?.toISOString() ?? null, started_at: s.attempt?.startedAt.toISOString() ?? null,
-        duration_ms: s.attempt?.durationMs ?? null, status_code: s.attempt?.statusCode ?? null, request_body: s.attempt?.requestBody ?? null,
-        response_body: s.attempt?.responseBody ?? null, error: s.attempt?.error ?? null,
+        id: s.id,
+        status: s.status,
+        attempts: s.attempts,
+        next_attempt_at: iso(s.nextAttemptAt),
+        failed_because: s.failedBecause,
+        snapshot: s.snapshot,
+        finished: s.finished,
+        number: s.attempt?.number ?? null,
+        trigger: s.attempt?.trigger ?? null,
+        scheduled_for: s.attempt?.scheduledFor?.toISOString() ?? null,
+        started_at: s.attempt?.startedAt.toISOString() ?? null,
+        duration_ms: s.attempt?.durationMs ?? null,
+        status_code: s.attempt?.statusCode ?? null,
+        request_body: s.attempt?.requestBody ?? null,
+        response_body: s.attempt?.responseBody ?? null,
+        error: s.attempt?.error ?? null,
       }))
-      const rows = await commitSteps.execute({ steps: JSON.stringify(payload), machineVersion: DELIVERY_MACHINE_VERSION, owner })
+      const rows = await commitSteps.execute({
+        steps: JSON.stringify(payload),
+        machineVersion: DELIVERY_MACHINE_VERSION,
+        owner,
+      })
       return new Set(rows.map((r) => r.id))
     },
 
@@ -229,16 +307,34 @@ export function createDeliveryRepo(database: Database) {
     async insert(rows: NewDelivery[], now: Date): Promise<string[]> {
       if (rows.length === 0) return []
       const payload = rows.map((r) => ({
-        event_id: r.eventId, endpoint_id: r.endpointId, project_id: r.projectId, mode: r.mode, transaction_id: r.transactionId,
-        event_type: r.eventType, data: r.data, test: r.test, sequence: r.sequence,
+        event_id: r.eventId,
+        endpoint_id: r.endpointId,
+        project_id: r.projectId,
+        mode: r.mode,
+        transaction_id: r.transactionId,
+        event_type: r.eventType,
+        data: r.data,
+        test: r.test,
+        sequence: r.sequence,
       }))
-      return (await insertNew.execute({ rows: JSON.stringify(payload), now: now.toISOString(), machineVersion: DELIVERY_MACHINE_VERSION })).map((r) => r.id)
+      return (
+        await insertNew.execute({
+          rows: JSON.stringify(payload),
+          now: now.toISOString(),
+          machineVersion: DELIVERY_MACHINE_VERSION,
+        })
+      ).map((r) => r.id)
     },
 
     /** One delivery, and whether an instance with a live lease runs its actor. */
     async find(id: string, scope: ProjectFilter, now: Date) {
-      const [row] = await db.select({ delivery: d, claimerLive: sql<boolean>`${d.claimedBy} IN (${liveInstances(now.toISOString())})` })
-        .from(d).where(scoped(scope, eq(d.id, id)))
+      const [row] = await db
+        .select({
+          delivery: d,
+          claimerLive: sql<boolean>`${d.claimedBy} IN (${liveInstances(now.toISOString())})`,
+        })
+        .from(d)
+        .where(scoped(scope, eq(d.id, id)))
       return row ? { ...row.delivery, claimerLive: row.claimerLive === true } : null
     },
 
@@ -247,21 +343,48 @@ export function createDeliveryRepo(database: Database) {
      * instance died), if the row is still as read and no live instance runs it; the claim is left
      * free so a running dispatcher picks it up.
      */
-    async replaceUnclaimed(id: string, expected: unknown, step: Omit<DeliveryStep, 'id' | 'attempt' | 'finished'>, now: Date): Promise<boolean> {
-      const rows = await db.update(d).set({
-        snapshot: step.snapshot, status: step.status, attempts: step.attempts, failedBecause: step.failedBecause, machineVersion: DELIVERY_MACHINE_VERSION,
-        nextAttemptAt: step.nextAttemptAt === null ? null : sql`${new Date(step.nextAttemptAt).toISOString()}::timestamptz`, claimedBy: null,
-      }).where(and(
-        eq(d.id, id),
-        expected === null ? sql`${d.snapshot} IS NULL` : sql`${d.snapshot} = ${JSON.stringify(expected)}::jsonb`,
-        or(sql`${d.claimedBy} IS NULL`, sql`${d.claimedBy} NOT IN (${liveInstances(now.toISOString())})`),
-      )).returning({ id: d.id })
+    async replaceUnclaimed(
+      id: string,
+      expected: unknown,
+      step: Omit<DeliveryStep, 'id' | 'attempt' | 'finished'>,
+      now: Date,
+    ): Promise<boolean> {
+      const rows = await db
+        .update(d)
+        .set({
+          snapshot: step.snapshot,
+          status: step.status,
+          attempts: step.attempts,
+          failedBecause: step.failedBecause,
+          machineVersion: DELIVERY_MACHINE_VERSION,
+          nextAttemptAt:
+            step.nextAttemptAt === null
+              ? null
+              : sql`${new Date(step.nextAttemptAt).toISOString()}::timestamptz`,
+          claimedBy: null,
+        })
+        .where(
+          and(
+            eq(d.id, id),
+            expected === null
+              ? sql`${d.snapshot} IS NULL`
+              : sql`${d.snapshot} = ${JSON.stringify(expected)}::jsonb`,
+            or(
+              sql`${d.claimedBy} IS NULL`,
+              sql`${d.claimedBy} NOT IN (${liveInstances(now.toISOString())})`,
+            ),
+          ),
+        )
+        .returning({ id: d.id })
       return rows.length === 1
     },
 
     /** Deletes outbox events fanned out before `before`; events not fanned out yet are never pruned. */
     async pruneOutbox(before: Date): Promise<number> {
-      const rows = await db.delete(outbox).where(and(isNotNull(outbox.dispatchedAt), lt(outbox.dispatchedAt, before))).returning({ id: outbox.id })
+      const rows = await db
+        .delete(outbox)
+        .where(and(isNotNull(outbox.dispatchedAt), lt(outbox.dispatchedAt, before)))
+        .returning({ id: outbox.id })
       return rows.length
     },
 
@@ -275,29 +398,60 @@ export function createDeliveryRepo(database: Database) {
     },
 
     /** The delivery log, newest first (as the log indexes are spelled, so they serve the sort). */
-    async list(scope: ProjectFilter, f: { status?: DeliveryStatus; endpointId?: string; transactionId?: string; limit: number; before?: { id: string; createdAt: Date } }) {
-      const cursor = f.before ? or(lt(d.createdAt, f.before.createdAt), and(eq(d.createdAt, f.before.createdAt), lt(d.id, f.before.id))) : undefined
-      return db.select().from(d)
-        .where(scoped(scope,
-          f.status ? eq(d.status, f.status) : undefined,
-          f.endpointId ? eq(d.endpointId, f.endpointId) : undefined,
-          f.transactionId ? eq(d.transactionId, f.transactionId) : undefined,
-          cursor))
+    async list(
+      scope: ProjectFilter,
+      f: {
+        status?: DeliveryStatus
+        endpointId?: string
+        transactionId?: string
+        limit: number
+        before?: { id: string; createdAt: Date }
+      },
+    ) {
+      const cursor = f.before
+        ? or(
+            lt(d.createdAt, f.before.createdAt),
+            and(eq(d.createdAt, f.before.createdAt), lt(d.id, f.before.id)),
+          )
+        : undefined
+      return db
+        .select()
+        .from(d)
+        .where(
+          scoped(
+            scope,
+            f.status ? eq(d.status, f.status) : undefined,
+            f.endpointId ? eq(d.endpointId, f.endpointId) : undefined,
+            f.transactionId ? eq(d.transactionId, f.transactionId) : undefined,
+            cursor,
+          ),
+        )
         .orderBy(sql`${d.createdAt} DESC NULLS LAST`, sql`${d.id} DESC NULLS LAST`)
         .limit(f.limit)
     },
 
     /** When a delivery was made, for paging from it. */
     async createdAt(id: string, scope: ProjectFilter): Promise<Date | null> {
-      const [b] = await db.select({ createdAt: d.createdAt }).from(d).where(scoped(scope, eq(d.id, id)))
+      const [b] = await db
+        .select({ createdAt: d.createdAt })
+        .from(d)
+        .where(scoped(scope, eq(d.id, id)))
       return b?.createdAt ?? null
     },
 
     /** The enabled endpoints of a project and mode that selected an event type. */
     async subscribers(projectId: string, mode: Mode, eventType: string): Promise<string[]> {
-      const rows = await db.select({ id: webhookEndpoints.id }).from(webhookEndpoints).where(and(
-        eq(webhookEndpoints.projectId, projectId), eq(webhookEndpoints.mode, mode), eq(webhookEndpoints.enabled, true),
-        sql`${eventType} = ANY(${webhookEndpoints.eventTypes})`))
+      const rows = await db
+        .select({ id: webhookEndpoints.id })
+        .from(webhookEndpoints)
+        .where(
+          and(
+            eq(webhookEndpoints.projectId, projectId),
+            eq(webhookEndpoints.mode, mode),
+            eq(webhookEndpoints.enabled, true),
+            sql`${eventType} = ANY(${webhookEndpoints.eventTypes})`,
+          ),
+        )
       return rows.map((r) => r.id)
     },
   }

@@ -61,7 +61,10 @@ export function createWebhookDispatcher(deps: DispatcherDeps) {
       try {
         deps.runner.run(d)
       } catch (e) {
-        deps.logger.error('webhook delivery could not be started; released', { deliveryId: d.id, error: String(e) })
+        deps.logger.error('webhook delivery could not be started; released', {
+          deliveryId: d.id,
+          error: String(e),
+        })
         void deps.repo.releaseOne(d.id, me).catch(() => {})
       }
     }
@@ -88,7 +91,9 @@ export function createWebhookDispatcher(deps: DispatcherDeps) {
     // Deliveries made by fan-out are claimed by it: a notice of new events alone has nothing else to claim.
     if (o.eventsOnly) return
     for (;;) {
-      const claimed = all ? await deps.repo.claimAll({ owner: me, limit: BATCH }) : await deps.repo.claimFree({ owner: me, now: now(), limit: BATCH })
+      const claimed = all
+        ? await deps.repo.claimAll({ owner: me, limit: BATCH })
+        : await deps.repo.claimFree({ owner: me, now: now(), limit: BATCH })
       start(claimed)
       if (claimed.length < BATCH) break
     }
@@ -134,8 +139,19 @@ export function createWebhookDispatcher(deps: DispatcherDeps) {
   return {
     async start() {
       stopped = false
-      unlisten.push(await deps.database.listen(CHANNELS.webhookWork, (payload) => (payload === WEBHOOK_WORK_DELIVERIES ? void wake() : eventsAnnounced()), () => void wake()))
-      unlisten.push(await deps.database.listen(CHANNELS.deliveryRequest, (id) => void deps.runner.redeliver(id).catch(() => {})))
+      unlisten.push(
+        await deps.database.listen(
+          CHANNELS.webhookWork,
+          (payload) => (payload === WEBHOOK_WORK_DELIVERIES ? void wake() : eventsAnnounced()),
+          () => void wake(),
+        ),
+      )
+      unlisten.push(
+        await deps.database.listen(
+          CHANNELS.deliveryRequest,
+          (id) => void deps.runner.redeliver(id).catch(() => {}),
+        ),
+      )
       let ticks = 0
       unlease = deps.lease.listen({
         tick: async () => {
@@ -163,7 +179,13 @@ export function createWebhookDispatcher(deps: DispatcherDeps) {
      */
     eventsWritten(): void {
       if (!stopped && deps.lease.held()) return eventsAnnounced()
-      deps.database.notify(CHANNELS.webhookWork, '').catch((e) => deps.logger.warn('webhook work not announced; the dispatchers\' poll will find it', { error: String(e) }))
+      deps.database
+        .notify(CHANNELS.webhookWork, '')
+        .catch((e) =>
+          deps.logger.warn("webhook work not announced; the dispatchers' poll will find it", {
+            error: String(e),
+          }),
+        )
     },
 
     /** Tests: one pass, then every attempt due now (on the scheduler's clock) made and committed. */

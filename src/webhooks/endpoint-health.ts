@@ -31,18 +31,43 @@ export function createEndpointHealth(deps: {
     const e = await deps.endpoints.disableAutomatically(endpointId, reason, at)
     if (!e) return
     deps.metrics.endpointDisabled(reason)
-    deps.logger.warn('webhook endpoint disabled', { endpointId, projectId: e.projectId, mode: e.mode, reason, failingSince: e.failingSince?.toISOString() ?? null })
+    deps.logger.warn('webhook endpoint disabled', {
+      endpointId,
+      projectId: e.projectId,
+      mode: e.mode,
+      reason,
+      failingSince: e.failingSince?.toISOString() ?? null,
+    })
     const eventType = 'webhook_endpoint.disabled'
-    const targets = (await deps.deliveries.subscribers(e.projectId, e.mode, eventType)).filter((id) => id !== endpointId)
+    const targets = (await deps.deliveries.subscribers(e.projectId, e.mode, eventType)).filter(
+      (id) => id !== endpointId,
+    )
     const eventId = newEventId()
     const data = endpointDisabledData(e)
-    await deps.deliveries.insert(targets.map((id) => ({ eventId, endpointId: id, projectId: e.projectId, mode: e.mode, transactionId: null, eventType, data, test: false, sequence: 0 })), at)
+    await deps.deliveries.insert(
+      targets.map((id) => ({
+        eventId,
+        endpointId: id,
+        projectId: e.projectId,
+        mode: e.mode,
+        transactionId: null,
+        eventType,
+        data,
+        test: false,
+        sequence: 0,
+      })),
+      at,
+    )
     if (targets.length) await deps.database.notify(CHANNELS.webhookWork, WEBHOOK_WORK_DELIVERIES)
   }
 
   return {
     /** After an attempt to `endpointId` (as `info` was when it was sent). Never throws. */
-    async attempted(endpointId: string, info: SendingInfo, outcome: { ok: boolean; statusCode: number | null }): Promise<void> {
+    async attempted(
+      endpointId: string,
+      info: SendingInfo,
+      outcome: { ok: boolean; statusCode: number | null },
+    ): Promise<void> {
       const at = new Date(deps.clock.now())
       try {
         if (outcome.ok) {

@@ -5,7 +5,9 @@ import type { EndpointView } from './endpoint.service.ts'
  * stopped receiving events, why and since when. Sent to the project's other endpoints of the
  * same mode that selected it; every key is always present.
  */
-export function endpointDisabledData(e: Pick<EndpointView, 'id' | 'mode' | 'url' | 'disabledReason' | 'disabledAt' | 'failingSince'>) {
+export function endpointDisabledData(
+  e: Pick<EndpointView, 'id' | 'mode' | 'url' | 'disabledReason' | 'disabledAt' | 'failingSince'>,
+) {
   return {
     endpoint_id: e.id,
     mode: e.mode,

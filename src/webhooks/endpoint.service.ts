@@ -1,7 +1,12 @@
 import { and, asc, eq, isNotNull, isNull } from 'drizzle-orm'
 import type { ChangeFeed } from '../db/change-feed.ts'
 import type { Database } from '../db/client.ts'
-import { projects, WEBHOOK_EVENT_TYPES, webhookEndpoints, type WebhookEventType } from '../db/schema.ts'
+import {
+  projects,
+  WEBHOOK_EVENT_TYPES,
+  webhookEndpoints,
+  type WebhookEventType,
+} from '../db/schema.ts'
 import type { Clock } from '../lib/clock.ts'
 import { newId, randomString } from '../lib/ids.ts'
 import { deny, ok, type Outcome } from '../lib/outcome.ts'
@@ -38,7 +43,11 @@ export interface SendingInfo {
 }
 
 const inScope = (id: string, s: ProjectFilter) =>
-  and(eq(webhookEndpoints.id, id), s.projectId ? eq(webhookEndpoints.projectId, s.projectId) : undefined, s.mode ? eq(webhookEndpoints.mode, s.mode) : undefined)
+  and(
+    eq(webhookEndpoints.id, id),
+    s.projectId ? eq(webhookEndpoints.projectId, s.projectId) : undefined,
+    s.mode ? eq(webhookEndpoints.mode, s.mode) : undefined,
+  )
 
 /** `whsec_` and 40 base62 characters (238 bits). */
 const newSecret = () => `whsec_${randomString(40)}`
@@ -46,19 +55,39 @@ const MAX_ENDPOINTS_PER_MODE = 20
 
 function parseEventTypes(raw: readonly string[]): Outcome<WebhookEventType[]> {
   const unknown = raw.filter((e) => !(WEBHOOK_EVENT_TYPES as readonly string[]).includes(e))
-  if (raw.length === 0) return deny('invalid_request', 'Select at least one event type', [{ path: 'events', message: `one or more of ${WEBHOOK_EVENT_TYPES.join(', ')}` }])
-  if (unknown.length) return deny('invalid_request', `Unknown event type ${unknown.join(', ')}`, [{ path: 'events', message: `must be among ${WEBHOOK_EVENT_TYPES.join(', ')}` }])
+  if (raw.length === 0)
+    return deny('invalid_request', 'Select at least one event type', [
+      { path: 'events', message: `one or more of ${WEBHOOK_EVENT_TYPES.join(', ')}` },
+    ])
+  if (unknown.length)
+    return deny('invalid_request', `Unknown event type ${unknown.join(', ')}`, [
+      { path: 'events', message: `must be among ${WEBHOOK_EVENT_TYPES.join(', ')}` },
+    ])
   return ok([...new Set(raw)] as WebhookEventType[])
 }
 
 const view = (r: typeof webhookEndpoints.$inferSelect): EndpointView => ({
-  id: r.id, projectId: r.projectId, mode: r.mode, url: r.url, eventTypes: r.eventTypes as WebhookEventType[], enabled: r.enabled,
-  disabledReason: r.enabled ? null : r.disabledReason ?? 'manual', disabledAt: r.enabled ? null : r.disabledAt, failingSince: r.failingSince,
-  createdAt: r.createdAt, updatedAt: r.updatedAt,
+  id: r.id,
+  projectId: r.projectId,
+  mode: r.mode,
+  url: r.url,
+  eventTypes: r.eventTypes as WebhookEventType[],
+  enabled: r.enabled,
+  disabledReason: r.enabled ? null : (r.disabledReason ?? 'manual'),
+  disabledAt: r.enabled ? null : r.disabledAt,
+  failingSince: r.failingSince,
+  createdAt: r.createdAt,
+  updatedAt: r.updatedAt,
 })
 
 /** R21: webhook endpoints per project and mode; secrets sealed at rest, shown at creation and on request. */
-export function createEndpointService(deps: { database: Database; changes: ChangeFeed; clock: Clock; secrets: SecretBox; addressRules: AddressRules }) {
+export function createEndpointService(deps: {
+  database: Database
+  changes: ChangeFeed
+  clock: Clock
+  secrets: SecretBox
+  addressRules: AddressRules
+}) {
   const { db } = deps.database
   const now = () => new Date(deps.clock.now())
 
@@ -67,38 +96,81 @@ export function createEndpointService(deps: { database: Database; changes: Chang
     return r ?? null
   }
 
-  async function update(id: string, scope: ProjectFilter, patch: Partial<typeof webhookEndpoints.$inferInsert>): Promise<Outcome<EndpointView>> {
-    const [r] = await db.update(webhookEndpoints).set({ ...patch, updatedAt: now() })
-      .where(inScope(id, scope)).returning()
+  async function update(
+    id: string,
+    scope: ProjectFilter,
+    patch: Partial<typeof webhookEndpoints.$inferInsert>,
+  ): Promise<Outcome<EndpointView>> {
+    const [r] = await db
+      .update(webhookEndpoints)
+      .set({ ...patch, updatedAt: now() })
+      .where(inScope(id, scope))
+      .returning()
     if (!r) return deny('not_found', `No webhook endpoint ${id}`)
     await deps.changes.publish({ kind: 'endpoint', id })
     return ok(view(r))
   }
 
   return {
-    async create(input: { projectId: string; mode: string; url: string; eventTypes: readonly string[] }): Promise<Outcome<{ endpoint: EndpointView; secret: string }>> {
-      if (input.mode !== 'test' && input.mode !== 'live') return deny('invalid_request', 'mode must be test or live', [{ path: 'mode', message: 'test or live' }])
+    async create(input: {
+      projectId: string
+      mode: string
+      url: string
+      eventTypes: readonly string[]
+    }): Promise<Outcome<{ endpoint: EndpointView; secret: string }>> {
+      if (input.mode !== 'test' && input.mode !== 'live')
+        return deny('invalid_request', 'mode must be test or live', [
+          { path: 'mode', message: 'test or live' },
+        ])
       const url = checkEndpointUrl(input.url, input.mode, deps.addressRules)
-      if (!url.ok) return deny('invalid_request', `url ${url.reason}`, [{ path: 'url', message: url.reason }])
+      if (!url.ok)
+        return deny('invalid_request', `url ${url.reason}`, [{ path: 'url', message: url.reason }])
       const events = parseEventTypes(input.eventTypes)
       if (!events.ok) return events
-      const [project] = await db.select({ id: projects.id }).from(projects).where(eq(projects.id, input.projectId))
+      const [project] = await db
+        .select({ id: projects.id })
+        .from(projects)
+        .where(eq(projects.id, input.projectId))
       if (!project) return deny('not_found', `No project ${input.projectId}`)
-      const existing = await db.$count(webhookEndpoints, and(eq(webhookEndpoints.projectId, input.projectId), eq(webhookEndpoints.mode, input.mode)))
-      if (existing >= MAX_ENDPOINTS_PER_MODE) return deny('conflict', `A project has at most ${MAX_ENDPOINTS_PER_MODE} ${input.mode} endpoints`)
+      const existing = await db.$count(
+        webhookEndpoints,
+        and(eq(webhookEndpoints.projectId, input.projectId), eq(webhookEndpoints.mode, input.mode)),
+      )
+      if (existing >= MAX_ENDPOINTS_PER_MODE)
+        return deny(
+          'conflict',
+          `A project has at most ${MAX_ENDPOINTS_PER_MODE} ${input.mode} endpoints`,
+        )
       const id = newId('ep')
       const secret = newSecret()
       const at = now()
-      const [r] = await db.insert(webhookEndpoints).values({
-        id, projectId: input.projectId, mode: input.mode, url: url.url.toString(), eventTypes: events.value,
-        secretSealed: deps.secrets.seal(secret, id), enabled: true, createdAt: at, updatedAt: at,
-      }).returning()
+      const [r] = await db
+        .insert(webhookEndpoints)
+        .values({
+          id,
+          projectId: input.projectId,
+          mode: input.mode,
+          url: url.url.toString(),
+          eventTypes: events.value,
+          secretSealed: deps.secrets.seal(secret, id),
+          enabled: true,
+          createdAt: at,
+          updatedAt: at,
+        })
+        .returning()
       return ok({ endpoint: view(r), secret })
     },
 
     async list(projectId: string, mode?: Mode): Promise<EndpointView[]> {
-      const rows = await db.select().from(webhookEndpoints)
-        .where(and(eq(webhookEndpoints.projectId, projectId), mode ? eq(webhookEndpoints.mode, mode) : undefined))
+      const rows = await db
+        .select()
+        .from(webhookEndpoints)
+        .where(
+          and(
+            eq(webhookEndpoints.projectId, projectId),
+            mode ? eq(webhookEndpoints.mode, mode) : undefined,
+          ),
+        )
         .orderBy(asc(webhookEndpoints.createdAt), asc(webhookEndpoints.id))
       return rows.map(view)
     },
@@ -109,14 +181,20 @@ export function createEndpointService(deps: { database: Database; changes: Chang
     },
 
     /** The signing secret in clear (the dashboard asks for the password first). */
-    async revealSecret(id: string, scope: ProjectFilter = {}): Promise<Outcome<{ id: string; secret: string }>> {
+    async revealSecret(
+      id: string,
+      scope: ProjectFilter = {},
+    ): Promise<Outcome<{ id: string; secret: string }>> {
       const r = await row(id, scope)
       if (!r) return deny('not_found', `No webhook endpoint ${id}`)
       return ok({ id, secret: deps.secrets.open(r.secretSealed, id) })
     },
 
     /** A new secret replaces the old one at once; deliveries from then on are signed with it. */
-    async rotateSecret(id: string, scope: ProjectFilter = {}): Promise<Outcome<{ endpoint: EndpointView; secret: string }>> {
+    async rotateSecret(
+      id: string,
+      scope: ProjectFilter = {},
+    ): Promise<Outcome<{ endpoint: EndpointView; secret: string }>> {
       const secret = newSecret()
       const r = await update(id, scope, { secretSealed: deps.secrets.seal(secret, id) })
       return r.ok ? ok({ endpoint: r.value, secret }) : r
@@ -124,36 +202,68 @@ export function createEndpointService(deps: { database: Database; changes: Chang
 
     /** By hand: disabling records why and when; enabling clears that and the failure streak, so it starts afresh. */
     setEnabled: (id: string, enabled: boolean, scope: ProjectFilter = {}) =>
-      update(id, scope, enabled
-        ? { enabled, disabledReason: null, disabledAt: null, failingSince: null }
-        : { enabled, disabledReason: 'manual', disabledAt: now() }),
+      update(
+        id,
+        scope,
+        enabled
+          ? { enabled, disabledReason: null, disabledAt: null, failingSince: null }
+          : { enabled, disabledReason: 'manual', disabledAt: now() },
+      ),
 
     /** What the sender needs: URL, mode, secret in clear, whether it may send and since when it fails; null once deleted. */
     async forSending(id: string): Promise<SendingInfo | null> {
-      const [r] = await db.select({
-        url: webhookEndpoints.url, mode: webhookEndpoints.mode, secretSealed: webhookEndpoints.secretSealed, enabled: webhookEndpoints.enabled, failingSince: webhookEndpoints.failingSince,
-      }).from(webhookEndpoints).where(eq(webhookEndpoints.id, id))
-      return r ? { url: r.url, mode: r.mode, secret: deps.secrets.open(r.secretSealed, id), enabled: r.enabled, failingSince: r.failingSince } : null
+      const [r] = await db
+        .select({
+          url: webhookEndpoints.url,
+          mode: webhookEndpoints.mode,
+          secretSealed: webhookEndpoints.secretSealed,
+          enabled: webhookEndpoints.enabled,
+          failingSince: webhookEndpoints.failingSince,
+        })
+        .from(webhookEndpoints)
+        .where(eq(webhookEndpoints.id, id))
+      return r
+        ? {
+            url: r.url,
+            mode: r.mode,
+            secret: deps.secrets.open(r.secretSealed, id),
+            enabled: r.enabled,
+            failingSince: r.failingSince,
+          }
+        : null
     },
 
     /** A failed attempt: the streak starts now unless it already runs. */
     async markFailing(id: string, at: Date): Promise<void> {
-      const rows = await db.update(webhookEndpoints).set({ failingSince: at })
-        .where(and(eq(webhookEndpoints.id, id), isNull(webhookEndpoints.failingSince))).returning({ id: webhookEndpoints.id })
+      const rows = await db
+        .update(webhookEndpoints)
+        .set({ failingSince: at })
+        .where(and(eq(webhookEndpoints.id, id), isNull(webhookEndpoints.failingSince)))
+        .returning({ id: webhookEndpoints.id })
       if (rows.length) await deps.changes.publish({ kind: 'endpoint', id })
     },
 
     /** A successful attempt ends the streak. */
     async markAnswering(id: string): Promise<void> {
-      const rows = await db.update(webhookEndpoints).set({ failingSince: null })
-        .where(and(eq(webhookEndpoints.id, id), isNotNull(webhookEndpoints.failingSince))).returning({ id: webhookEndpoints.id })
+      const rows = await db
+        .update(webhookEndpoints)
+        .set({ failingSince: null })
+        .where(and(eq(webhookEndpoints.id, id), isNotNull(webhookEndpoints.failingSince)))
+        .returning({ id: webhookEndpoints.id })
       if (rows.length) await deps.changes.publish({ kind: 'endpoint', id })
     },
 
     /** Disables an enabled endpoint on the service's own judgement; null when it was not enabled (nothing changed). */
-    async disableAutomatically(id: string, reason: 'gone' | 'failing', at: Date): Promise<EndpointView | null> {
-      const [r] = await db.update(webhookEndpoints).set({ enabled: false, disabledReason: reason, disabledAt: at, updatedAt: at })
-        .where(and(eq(webhookEndpoints.id, id), eq(webhookEndpoints.enabled, true))).returning()
+    async disableAutomatically(
+      id: string,
+      reason: 'gone' | 'failing',
+      at: Date,
+    ): Promise<EndpointView | null> {
+      const [r] = await db
+        .update(webhookEndpoints)
+        .set({ enabled: false, disabledReason: reason, disabledAt: at, updatedAt: at })
+        .where(and(eq(webhookEndpoints.id, id), eq(webhookEndpoints.enabled, true)))
+        .returning()
       if (!r) return null
       await deps.changes.publish({ kind: 'endpoint', id })
       return view(r)

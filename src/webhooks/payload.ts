@@ -18,8 +18,9 @@ const EVENT_OF_STATUS: Partial<Record<TxStatus, string>> = {
  * announced as `transaction.payment_reversed` with the status the transaction returned to.
  */
 export function webhookEventOf(cause: string, from: TxStatus, to: TxStatus): string | null {
-  if (cause === 'payment.reorged' && (from === 'processing' || from === 'confirming')) return 'transaction.payment_reversed'
-  return from !== to ? EVENT_OF_STATUS[to] ?? null : null
+  if (cause === 'payment.reorged' && (from === 'processing' || from === 'confirming'))
+    return 'transaction.payment_reversed'
+  return from !== to ? (EVENT_OF_STATUS[to] ?? null) : null
 }
 
 /** The webhook payload's `data` (spec "Webhook payload"): every nullable key present. */
@@ -51,8 +52,17 @@ export function webhookData(r: TransactionRow, failureReason: string | null = nu
  * from the dashboard or CLI also carries `"test": true` at the root, so no receiver can take
  * it for a real payment.
  */
-export function webhookBody(event: string, data: Record<string, unknown>, sentAt: Date, test = false): string {
-  return JSON.stringify(test ? { event, timestamp: sentAt.toISOString(), data, test: true } : { event, timestamp: sentAt.toISOString(), data })
+export function webhookBody(
+  event: string,
+  data: Record<string, unknown>,
+  sentAt: Date,
+  test = false,
+): string {
+  return JSON.stringify(
+    test
+      ? { event, timestamp: sentAt.toISOString(), data, test: true }
+      : { event, timestamp: sentAt.toISOString(), data },
+  )
 }
 
 /**
@@ -61,7 +71,15 @@ export function webhookBody(event: string, data: Record<string, unknown>, sentAt
  * retry repeats the number of the change it re-sends), and the Standard Webhooks trio
  * (`webhook-id` is the event id, the same on every retry; `webhook-timestamp` in seconds).
  */
-export function webhookHeaders(opts: { signature: string; standardSignature: string; eventId: string; sentAt: Date; attempt: number; test: boolean; sequence: number }): Record<string, string> {
+export function webhookHeaders(opts: {
+  signature: string
+  standardSignature: string
+  eventId: string
+  sentAt: Date
+  attempt: number
+  test: boolean
+  sequence: number
+}): Record<string, string> {
   return {
     'content-type': 'application/json',
     'user-agent': 'crypto-pay-webhooks/1',

@@ -12,7 +12,12 @@ export interface SendQueueOptions {
   perFailingEndpoint: number
 }
 
-export const DEFAULT_SEND_LIMITS: SendQueueOptions = { global: 512, failingGlobal: 256, perEndpoint: 16, perFailingEndpoint: 2 }
+export const DEFAULT_SEND_LIMITS: SendQueueOptions = {
+  global: 512,
+  failingGlobal: 256,
+  perEndpoint: 16,
+  perFailingEndpoint: 2,
+}
 
 /** A job answers whether its request succeeded, or null when it made none (its delivery stopped meanwhile). */
 type Job = () => Promise<boolean | null>

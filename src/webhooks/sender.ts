@@ -16,7 +16,12 @@ export interface SendOutcome {
 export const SEND_TIMEOUT_MS = 10_000
 export const RESPONSE_LIMIT = 2048
 
-export async function postWebhook(url: string, body: string, headers: Record<string, string>, timeoutMs = SEND_TIMEOUT_MS): Promise<SendOutcome> {
+export async function postWebhook(
+  url: string,
+  body: string,
+  headers: Record<string, string>,
+  timeoutMs = SEND_TIMEOUT_MS,
+): Promise<SendOutcome> {
   const started = performance.now()
   const elapsed = () => Math.round(performance.now() - started)
   const signal = AbortSignal.timeout(timeoutMs)
@@ -29,13 +34,24 @@ export async function postWebhook(url: string, body: string, headers: Record<str
       ok,
       statusCode: res.status,
       responseBody,
-      error: ok ? null : redirect ? `redirect to ${res.headers.get('location') ?? '?'} not followed` : `HTTP ${res.status}`,
+      error: ok
+        ? null
+        : redirect
+          ? `redirect to ${res.headers.get('location') ?? '?'} not followed`
+          : `HTTP ${res.status}`,
       durationMs: elapsed(),
       retryAfter: res.status === 429 || res.status === 503 ? res.headers.get('retry-after') : null,
     }
   } catch (e) {
     const timedOut = signal.aborted
-    return { ok: false, statusCode: null, responseBody: null, error: timedOut ? `timed out after ${timeoutMs} ms` : networkError(e), durationMs: elapsed(), retryAfter: null }
+    return {
+      ok: false,
+      statusCode: null,
+      responseBody: null,
+      error: timedOut ? `timed out after ${timeoutMs} ms` : networkError(e),
+      durationMs: elapsed(),
+      retryAfter: null,
+    }
   }
 }
 

@@ -13,9 +13,17 @@ type TransactionEventType = Exclude<WebhookEventType, 'webhook_endpoint.disabled
 export function testEventData(eventType: WebhookEventType, now: Date): Record<string, unknown> {
   if (eventType === 'webhook_endpoint.disabled') {
     const failingSince = new Date(now.getTime() - 5 * 86_400_000)
-    return endpointDisabledData({ id: 'ep_test_0000', mode: 'test', url: 'https://example.com/webhooks', disabledReason: 'failing', disabledAt: now, failingSince })
+    return endpointDisabledData({
+      id: 'ep_test_0000',
+      mode: 'test',
+      url: 'https://example.com/webhooks',
+      disabledReason: 'failing',
+      disabledAt: now,
+      failingSince,
+    })
   }
-  if (eventType === 'refund.completed' || eventType === 'refund.failed') return refundTestData(eventType, now)
+  if (eventType === 'refund.completed' || eventType === 'refund.failed')
+    return refundTestData(eventType, now)
   return transactionTestData(eventType, now)
 }
 
@@ -47,7 +55,11 @@ function transactionTestData(eventType: TransactionEventType, now: Date): Record
   const stage = STAGE[eventType]
   const selected = stage >= 2
   // A reversed payment's transaction is back to awaiting payment: its payment is gone (R15).
-  const detected = stage >= 2 && !['transaction.expired', 'transaction.cancelled', 'transaction.payment_reversed'].includes(eventType)
+  const detected =
+    stage >= 2 &&
+    !['transaction.expired', 'transaction.cancelled', 'transaction.payment_reversed'].includes(
+      eventType,
+    )
   const inBlock = stage >= 3 && detected
   const completed = eventType === 'transaction.completed'
   return {

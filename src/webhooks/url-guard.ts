@@ -19,10 +19,30 @@ import { cidrContains, parseCidr, parseIp, type Cidr } from '../lib/cidr.ts'
 
 /** Ranges no live endpoint may resolve to: every non-public IPv4 and IPv6 block (IANA special-purpose registries). */
 const BLOCKED: Cidr[] = [
-  '0.0.0.0/8', '10.0.0.0/8', '100.64.0.0/10', '127.0.0.0/8', '169.254.0.0/16', '172.16.0.0/12',
-  '192.0.0.0/24', '192.0.2.0/24', '192.88.99.0/24', '192.168.0.0/16', '198.18.0.0/15', '198.51.100.0/24',
-  '203.0.113.0/24', '224.0.0.0/4', '240.0.0.0/4',
-  '::/96', '100::/64', '2001::/23', '2001:db8::/32', '2002::/16', 'fc00::/7', 'fe80::/10', 'fec0::/10', 'ff00::/8',
+  '0.0.0.0/8',
+  '10.0.0.0/8',
+  '100.64.0.0/10',
+  '127.0.0.0/8',
+  '169.254.0.0/16',
+  '172.16.0.0/12',
+  '192.0.0.0/24',
+  '192.0.2.0/24',
+  '192.88.99.0/24',
+  '192.168.0.0/16',
+  '198.18.0.0/15',
+  '198.51.100.0/24',
+  '203.0.113.0/24',
+  '224.0.0.0/4',
+  '240.0.0.0/4',
+  '::/96',
+  '100::/64',
+  '2001::/23',
+  '2001:db8::/32',
+  '2002::/16',
+  'fc00::/7',
+  'fe80::/10',
+  'fec0::/10',
+  'ff00::/8',
 ].map((c) => parseCidr(c)!)
 
 /** NAT64 addresses carry an IPv4 address: the embedded one decides. (IPv4-mapped ones are IPv4 already.) */
@@ -44,36 +64,57 @@ export interface AddressRules {
 }
 
 /** The check before a delivery: where it may go, and whether that is a private address (its answer must not be kept). */
-export type DeliveryTarget = { ok: true; url: URL; privateAddress: boolean } | { ok: false; reason: string }
+export type DeliveryTarget =
+  | { ok: true; url: URL; privateAddress: boolean }
+  | { ok: false; reason: string }
 
 const PRIVATE = 'a loopback, private, link-local or metadata address'
 /** Whether an endpoint of `mode` must reach public addresses only. */
-const publicOnly = (mode: 'test' | 'live', rules: AddressRules) => mode === 'live' || !rules.allowPrivateTestEndpoints
+const publicOnly = (mode: 'test' | 'live', rules: AddressRules) =>
+  mode === 'live' || !rules.allowPrivateTestEndpoints
 /** A refusal's reason; a test endpoint's names the setting that would allow it. */
-const refusal = (mode: 'test' | 'live', reason: string, separator = ' '): { ok: false; reason: string } =>
-  ({ ok: false, reason: mode === 'test' ? `${reason}${separator}while WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS is off` : reason })
+const refusal = (
+  mode: 'test' | 'live',
+  reason: string,
+  separator = ' ',
+): { ok: false; reason: string } => ({
+  ok: false,
+  reason:
+    mode === 'test'
+      ? `${reason}${separator}while WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS is off`
+      : reason,
+})
 
 const MAX_URL_LENGTH = 2048
 /** Names that always mean this machine or its cloud metadata service, whatever DNS says. */
 const LOCAL_NAMES = /(^|\.)(localhost|localdomain|internal|local)$|^metadata(\.google\.internal)?$/i
 
 /** The shape check made when an endpoint is saved (no DNS): scheme, credentials, literal addresses. */
-export function checkEndpointUrl(raw: string, mode: 'test' | 'live', rules: AddressRules): UrlCheck {
-  if (raw.length > MAX_URL_LENGTH) return { ok: false, reason: `must be at most ${MAX_URL_LENGTH} characters` }
+export function checkEndpointUrl(
+  raw: string,
+  mode: 'test' | 'live',
+  rules: AddressRules,
+): UrlCheck {
+  if (raw.length > MAX_URL_LENGTH)
+    return { ok: false, reason: `must be at most ${MAX_URL_LENGTH} characters` }
   let url: URL
   try {
     url = new URL(raw)
   } catch {
     return { ok: false, reason: 'must be an absolute URL' }
   }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') return { ok: false, reason: 'must be an http or https URL' }
-  if (url.username || url.password) return { ok: false, reason: 'must not contain credentials; use the signature to authenticate' }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:')
+    return { ok: false, reason: 'must be an http or https URL' }
+  if (url.username || url.password)
+    return { ok: false, reason: 'must not contain credentials; use the signature to authenticate' }
   if (url.hash) return { ok: false, reason: 'must not contain a fragment' }
-  if (mode === 'live' && url.protocol !== 'https:') return { ok: false, reason: 'live endpoints must use https' }
+  if (mode === 'live' && url.protocol !== 'https:')
+    return { ok: false, reason: 'live endpoints must use https' }
   if (!publicOnly(mode, rules)) return { ok: true, url }
   const host = hostOf(url)
   if (isIP(host)) {
-    if (isBlockedAddress(host)) return refusal(mode, `${mode} endpoints must not target ${PRIVATE} (${host})`)
+    if (isBlockedAddress(host))
+      return refusal(mode, `${mode} endpoints must not target ${PRIVATE} (${host})`)
   } else if (isLocalName(host)) {
     return refusal(mode, `${mode} endpoints must use a public host name (${host})`)
   }
@@ -81,7 +122,8 @@ export function checkEndpointUrl(raw: string, mode: 'test' | 'live', rules: Addr
 }
 
 export type Resolver = (host: string) => Promise<string[]>
-export const systemResolver: Resolver = async (host) => (await lookup(host, { all: true, verbatim: true })).map((a) => a.address)
+export const systemResolver: Resolver = async (host) =>
+  (await lookup(host, { all: true, verbatim: true })).map((a) => a.address)
 
 /**
  * The check made right before each delivery, against what the host resolves to now. Where only
@@ -89,7 +131,12 @@ export const systemResolver: Resolver = async (host) => (await lookup(host, { al
  * may reach private ones, it passes, and is marked private when any address it resolves to is
  * (or when it cannot tell: the request may still find its way somewhere inside).
  */
-export async function checkDeliveryTarget(raw: string, mode: 'test' | 'live', rules: AddressRules, resolve: Resolver = systemResolver): Promise<DeliveryTarget> {
+export async function checkDeliveryTarget(
+  raw: string,
+  mode: 'test' | 'live',
+  rules: AddressRules,
+  resolve: Resolver = systemResolver,
+): Promise<DeliveryTarget> {
   const shape = checkEndpointUrl(raw, mode, rules)
   if (!shape.ok) return shape
   const strict = publicOnly(mode, rules)
@@ -102,7 +149,12 @@ export async function checkDeliveryTarget(raw: string, mode: 'test' | 'live', ru
     return { ok: false, reason: `could not resolve ${host}: ${(error as Error).message}` }
   }
   const blocked = addresses.find(isBlockedAddress)
-  if (!strict) return { ok: true, url: shape.url, privateAddress: addresses.length === 0 || blocked !== undefined || isLocalName(host) }
+  if (!strict)
+    return {
+      ok: true,
+      url: shape.url,
+      privateAddress: addresses.length === 0 || blocked !== undefined || isLocalName(host),
+    }
   if (addresses.length === 0) return { ok: false, reason: `${host} has no address` }
   if (blocked) return refusal(mode, `${host} resolves to ${blocked}, ${PRIVATE}`, ', ')
   return { ok: true, url: shape.url, privateAddress: false }

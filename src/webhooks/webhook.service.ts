@@ -1,5 +1,8 @@
 import { transition } from 'xstate'
-import { webhookDeliveryMachine, type DeliveryStatus } from '../../machines/webhook-delivery.machine.ts'
+import {
+  webhookDeliveryMachine,
+  type DeliveryStatus,
+} from '../../machines/webhook-delivery.machine.ts'
 import { CHANNELS, WEBHOOK_WORK_DELIVERIES } from '../db/channels.ts'
 import type { Database } from '../db/client.ts'
 import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../db/schema.ts'
@@ -42,9 +45,21 @@ const REDELIVER_WAIT_MS = 3_000
 const BUSY = 'An attempt of this delivery is in progress; try again in a moment'
 
 const view = (r: DeliveryRow): DeliveryView => ({
-  id: r.id, eventId: r.eventId, endpointId: r.endpointId, mode: r.mode, eventType: r.eventType, transactionId: r.transactionId, test: r.test,
-  status: r.status, attempts: r.attempts, retryCount: Math.max(0, r.attempts - 1), nextAttemptAt: r.nextAttemptAt, lastAttemptAt: r.lastAttemptAt,
-  lastStatusCode: r.lastStatusCode, failedBecause: r.status === 'failed' ? r.failedBecause : null, createdAt: r.createdAt,
+  id: r.id,
+  eventId: r.eventId,
+  endpointId: r.endpointId,
+  mode: r.mode,
+  eventType: r.eventType,
+  transactionId: r.transactionId,
+  test: r.test,
+  status: r.status,
+  attempts: r.attempts,
+  retryCount: Math.max(0, r.attempts - 1),
+  nextAttemptAt: r.nextAttemptAt,
+  lastAttemptAt: r.lastAttemptAt,
+  lastStatusCode: r.lastStatusCode,
+  failedBecause: r.status === 'failed' ? r.failedBecause : null,
+  createdAt: r.createdAt,
 })
 
 /**
@@ -65,7 +80,12 @@ export function createWebhookService(deps: {
   const now = () => new Date(deps.clock.now())
   const wake = () => deps.database.notify(CHANNELS.webhookWork, WEBHOOK_WORK_DELIVERIES)
 
-  async function getDelivery(id: string, scope: ProjectFilter = {}): Promise<Outcome<{ delivery: DeliveryView; data: Record<string, unknown>; attempts: AttemptView[] }>> {
+  async function getDelivery(
+    id: string,
+    scope: ProjectFilter = {},
+  ): Promise<
+    Outcome<{ delivery: DeliveryView; data: Record<string, unknown>; attempts: AttemptView[] }>
+  > {
     const row = await deps.repo.find(id, scope, now())
     if (!row) return deny('not_found', `No webhook delivery ${id}`)
     const attempts = await deps.repo.attempts(id)
@@ -73,18 +93,29 @@ export function createWebhookService(deps: {
       delivery: view(row),
       data: row.data,
       attempts: attempts.map((a) => ({
-        number: a.number, trigger: a.trigger, scheduledFor: a.scheduledFor, startedAt: a.startedAt, durationMs: a.durationMs,
-        statusCode: a.statusCode, requestBody: a.requestBody, responseBody: a.responseBody, error: a.error,
+        number: a.number,
+        trigger: a.trigger,
+        scheduledFor: a.scheduledFor,
+        startedAt: a.startedAt,
+        durationMs: a.durationMs,
+        statusCode: a.statusCode,
+        requestBody: a.requestBody,
+        responseBody: a.responseBody,
+        error: a.error,
       })),
     })
   }
 
   /** Asks the instance running a delivery's actor to attempt it now, and waits until its step is committed. */
-  async function redeliverRunning(row: DeliveryRow & { claimerLive: boolean }, scope: ProjectFilter): Promise<Outcome<DeliveryView>> {
+  async function redeliverRunning(
+    row: DeliveryRow & { claimerLive: boolean },
+    scope: ProjectFilter,
+  ): Promise<Outcome<DeliveryView>> {
     if (row.claimedBy === deps.instanceId) {
       const answer = await deps.runner.redeliver(row.id)
       if (answer === 'busy') return deny('conflict', BUSY)
-      if (answer === 'accepted') return getDelivery(row.id, scope).then((r) => (r.ok ? ok(r.value.delivery) : r))
+      if (answer === 'accepted')
+        return getDelivery(row.id, scope).then((r) => (r.ok ? ok(r.value.delivery) : r))
     }
     await deps.database.notify(CHANNELS.deliveryRequest, row.id)
     const before = JSON.stringify(row.snapshot)
@@ -92,7 +123,8 @@ export function createWebhookService(deps: {
     for (const until = Date.now() + REDELIVER_WAIT_MS; Date.now() < until; ) {
       await new Promise((r) => setTimeout(r, 50))
       const after = await deps.repo.find(row.id, scope, now())
-      if (!after || JSON.stringify(after.snapshot) !== before) return after ? ok(view(after)) : deny('not_found', `No webhook delivery ${row.id}`)
+      if (!after || JSON.stringify(after.snapshot) !== before)
+        return after ? ok(view(after)) : deny('not_found', `No webhook delivery ${row.id}`)
     }
     return deny('conflict', `${BUSY} (or the instance sending it did not answer)`)
   }
@@ -102,17 +134,32 @@ export function createWebhookService(deps: {
     for (let i = 0; i < 3; i++) {
       const row = await deps.repo.find(id, scope, now())
       if (!row) return deny('not_found', `No webhook delivery ${id}`)
-      if ((row.status === 'pending' || row.status === 'retrying') && row.claimerLive) return redeliverRunning(row, scope)
+      if ((row.status === 'pending' || row.status === 'retrying') && row.claimerLive)
+        return redeliverRunning(row, scope)
       // Nobody runs it: judged here on its stored snapshot, then left for a running dispatcher to claim.
-      const stored = { ...row, eventAt: row.eventAt.getTime(), nextAttemptAt: row.nextAttemptAt?.getTime() ?? null }
+      const stored = {
+        ...row,
+        eventAt: row.eventAt.getTime(),
+        nextAttemptAt: row.nextAttemptAt?.getTime() ?? null,
+      }
       const before = deliveryActor(webhookDeliveryMachine, stored, deps.scheduleMs).getSnapshot()
       const event = { type: 'redeliver.requested' as const, at: deps.clock.now() }
       if (!before.can(event)) return deny('conflict', BUSY)
       const [after] = transition(webhookDeliveryMachine, before, event)
-      const step = { ...deliveryProjection(after), snapshot: webhookDeliveryMachine.getPersistedSnapshot(after) }
+      const step = {
+        ...deliveryProjection(after),
+        snapshot: webhookDeliveryMachine.getPersistedSnapshot(after),
+      }
       if (await deps.repo.replaceUnclaimed(id, row.snapshot, step, now())) {
         await wake()
-        return ok(view({ ...row, status: step.status, nextAttemptAt: new Date(step.nextAttemptAt!), failedBecause: null }))
+        return ok(
+          view({
+            ...row,
+            status: step.status,
+            nextAttemptAt: new Date(step.nextAttemptAt!),
+            failedBecause: null,
+          }),
+        )
       }
     }
     return deny('conflict', BUSY)
@@ -123,35 +170,72 @@ export function createWebhookService(deps: {
      * R20: a fresh `transaction.completed` delivery of the transaction's current data to every
      * enabled endpoint of its project and mode that selected the event. 409 unless completed.
      */
-    async retryCompleted(caller: ProjectMode, transactionId: string): Promise<Outcome<{ transactionId: string; eventType: string; endpoints: number }>> {
+    async retryCompleted(
+      caller: ProjectMode,
+      transactionId: string,
+    ): Promise<Outcome<{ transactionId: string; eventType: string; endpoints: number }>> {
       // Another project's or mode's transaction is indistinguishable from none (R9).
       const row = await deps.transactions.find(caller, transactionId)
       if (!row) return deny('not_found', `No transaction ${transactionId}`)
-      if (row.status !== 'completed') return deny('conflict', `Only a completed transaction's webhook can be retried; this one is ${row.status}`)
+      if (row.status !== 'completed')
+        return deny(
+          'conflict',
+          `Only a completed transaction's webhook can be retried; this one is ${row.status}`,
+        )
       const eventType: WebhookEventType = 'transaction.completed'
       const targets = await deps.repo.subscribers(caller.projectId, caller.mode, eventType)
       const eventId = newEventId()
-      await deps.repo.insert(targets.map((endpointId) => ({
-        // The sequence of the change it re-sends: completion is final, so the row is still at that version.
-        eventId, endpointId, projectId: caller.projectId, mode: caller.mode, transactionId, eventType, data: webhookData(row), test: false, sequence: row.version + 1,
-      })), now())
+      await deps.repo.insert(
+        targets.map((endpointId) => ({
+          // The sequence of the change it re-sends: completion is final, so the row is still at that version.
+          eventId,
+          endpointId,
+          projectId: caller.projectId,
+          mode: caller.mode,
+          transactionId,
+          eventType,
+          data: webhookData(row),
+          test: false,
+          sequence: row.version + 1,
+        })),
+        now(),
+      )
       if (targets.length) await wake()
       return ok({ transactionId, eventType, endpoints: targets.length })
     },
 
     /** A test event of a chosen type to one endpoint, signed like any other and marked as a test. */
-    async sendTest(endpointId: string, eventType: string, scope: ProjectFilter = {}): Promise<Outcome<DeliveryView>> {
+    async sendTest(
+      endpointId: string,
+      eventType: string,
+      scope: ProjectFilter = {},
+    ): Promise<Outcome<DeliveryView>> {
       if (!(WEBHOOK_EVENT_TYPES as readonly string[]).includes(eventType)) {
-        return deny('invalid_request', `Unknown event type ${eventType}`, [{ path: 'event', message: `one of ${WEBHOOK_EVENT_TYPES.join(', ')}` }])
+        return deny('invalid_request', `Unknown event type ${eventType}`, [
+          { path: 'event', message: `one of ${WEBHOOK_EVENT_TYPES.join(', ')}` },
+        ])
       }
       const endpoint = await deps.endpoints.get(endpointId, scope)
       if (!endpoint.ok) return endpoint
-      if (!endpoint.value.enabled) return deny('conflict', `Webhook endpoint ${endpointId} is disabled; enable it first`)
+      if (!endpoint.value.enabled)
+        return deny('conflict', `Webhook endpoint ${endpointId} is disabled; enable it first`)
       const at = now()
-      const [id] = await deps.repo.insert([{
-        eventId: newEventId(), endpointId, projectId: endpoint.value.projectId, mode: endpoint.value.mode, transactionId: null,
-        eventType, data: testEventData(eventType as WebhookEventType, at), test: true, sequence: 0,
-      }], at)
+      const [id] = await deps.repo.insert(
+        [
+          {
+            eventId: newEventId(),
+            endpointId,
+            projectId: endpoint.value.projectId,
+            mode: endpoint.value.mode,
+            transactionId: null,
+            eventType,
+            data: testEventData(eventType as WebhookEventType, at),
+            test: true,
+            sequence: 0,
+          },
+        ],
+        at,
+      )
       await wake()
       return getDelivery(id).then((r) => (r.ok ? ok(r.value.delivery) : r))
     },
@@ -162,17 +246,30 @@ export function createWebhookService(deps: {
      * Recovery after an endpoint was down (issue 15): every failed delivery to it created since
      * `since` is sent again now, as a manual redelivery. The endpoint must be enabled.
      */
-    async recover(endpointId: string, since: Date, scope: ProjectFilter = {}): Promise<Outcome<{ endpointId: string; since: Date; redelivered: number; busy: number }>> {
-      if (Number.isNaN(since.getTime())) return deny('invalid_request', 'since must be a date and time', [{ path: 'since', message: 'an ISO 8601 date and time' }])
+    async recover(
+      endpointId: string,
+      since: Date,
+      scope: ProjectFilter = {},
+    ): Promise<Outcome<{ endpointId: string; since: Date; redelivered: number; busy: number }>> {
+      if (Number.isNaN(since.getTime()))
+        return deny('invalid_request', 'since must be a date and time', [
+          { path: 'since', message: 'an ISO 8601 date and time' },
+        ])
       const endpoint = await deps.endpoints.get(endpointId, scope)
       if (!endpoint.ok) return endpoint
-      if (!endpoint.value.enabled) return deny('conflict', `Webhook endpoint ${endpointId} is disabled; enable it first`)
+      if (!endpoint.value.enabled)
+        return deny('conflict', `Webhook endpoint ${endpointId} is disabled; enable it first`)
       const inScope = { projectId: endpoint.value.projectId, mode: endpoint.value.mode }
       let redelivered = 0
       let busy = 0
       let before: { id: string; createdAt: Date } | undefined
       for (;;) {
-        const page = await deps.repo.list(inScope, { status: 'failed', endpointId, limit: 100, before })
+        const page = await deps.repo.list(inScope, {
+          status: 'failed',
+          endpointId,
+          limit: 100,
+          before,
+        })
         for (const row of page) {
           if (row.createdAt < since) continue
           const r = await redeliver(row.id, inScope)
@@ -187,19 +284,39 @@ export function createWebhookService(deps: {
     },
 
     /** The delivery log, newest first, with a status filter (spec: success, failed, retrying). */
-    async listDeliveries(scope: ProjectFilter, filter: { status?: string; endpointId?: string; transactionId?: string; limit?: number; before?: string } = {}): Promise<Outcome<DeliveryView[]>> {
+    async listDeliveries(
+      scope: ProjectFilter,
+      filter: {
+        status?: string
+        endpointId?: string
+        transactionId?: string
+        limit?: number
+        before?: string
+      } = {},
+    ): Promise<Outcome<DeliveryView[]>> {
       if (filter.status !== undefined && !STATUSES.includes(filter.status as DeliveryStatus)) {
-        return deny('invalid_request', `status must be one of ${STATUSES.join(', ')}`, [{ path: 'status', message: `one of ${STATUSES.join(', ')}` }])
+        return deny('invalid_request', `status must be one of ${STATUSES.join(', ')}`, [
+          { path: 'status', message: `one of ${STATUSES.join(', ')}` },
+        ])
       }
       const limit = filter.limit ?? 50
-      if (!Number.isInteger(limit) || limit < 1 || limit > 100) return deny('invalid_request', 'limit must be 1 to 100', [{ path: 'limit', message: '1 to 100' }])
+      if (!Number.isInteger(limit) || limit < 1 || limit > 100)
+        return deny('invalid_request', 'limit must be 1 to 100', [
+          { path: 'limit', message: '1 to 100' },
+        ])
       let before: { id: string; createdAt: Date } | undefined
       if (filter.before) {
         const createdAt = await deps.repo.createdAt(filter.before, scope)
         if (!createdAt) return deny('invalid_request', `No delivery ${filter.before} to page from`)
         before = { id: filter.before, createdAt }
       }
-      const rows = await deps.repo.list(scope, { status: filter.status as DeliveryStatus | undefined, endpointId: filter.endpointId, transactionId: filter.transactionId, limit, before })
+      const rows = await deps.repo.list(scope, {
+        status: filter.status as DeliveryStatus | undefined,
+        endpointId: filter.endpointId,
+        transactionId: filter.transactionId,
+        limit,
+        before,
+      })
       return ok(rows.map(view))
     },
 

@@ -25,29 +25,37 @@ let keeper: Page
 const PHONE = { width: 360, height: 740 }
 const DESKTOP = { width: 1280, height: 900 }
 
-beforeAll(whenBrowser(async () => {
-  sink = await startWebhookSink()
-  // Three attempts two seconds apart: a failing endpoint is seen retrying, then failed, within seconds.
-  t = await startTestServer('pglite', { WEBHOOK_RETRY_SCHEDULE: '2s,2s' })
-  member = await memberOf(t, { projectName: 'Acme Coffee' })
-  browser = await openBrowser()
-  await browser.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: t.url })
-  keeper = browser.context.pages()[0] ?? await browser.newPage()
-}))
+beforeAll(
+  whenBrowser(async () => {
+    sink = await startWebhookSink()
+    // Three attempts two seconds apart: a failing endpoint is seen retrying, then failed, within seconds.
+    t = await startTestServer('pglite', { WEBHOOK_RETRY_SCHEDULE: '2s,2s' })
+    member = await memberOf(t, { projectName: 'Acme Coffee' })
+    browser = await openBrowser()
+    await browser.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: t.url })
+    keeper = browser.context.pages()[0] ?? (await browser.newPage())
+  }),
+)
 
 // Each test judges only its own pages: failures start empty and every page it opened is closed after.
-beforeEach(whenBrowser(() => {
-  browser.failures.length = 0
-}))
-afterEach(whenBrowser(async () => {
-  for (const p of browser.context.pages()) if (p !== keeper) await p.close()
-}))
+beforeEach(
+  whenBrowser(() => {
+    browser.failures.length = 0
+  }),
+)
+afterEach(
+  whenBrowser(async () => {
+    for (const p of browser.context.pages()) if (p !== keeper) await p.close()
+  }),
+)
 
-afterAll(whenBrowser(async () => {
-  await browser?.close()
-  await t?.stop()
-  await sink?.stop()
-}))
+afterAll(
+  whenBrowser(async () => {
+    await browser?.close()
+    await t?.stop()
+    await sink?.stop()
+  }),
+)
 
 type Mode = 'test' | 'live'
 /** A dashboard path of the member's project. */
@@ -92,23 +100,37 @@ const clipboard = (page: Page) => page.evaluate(() => navigator.clipboard.readTe
 /** Every table shows all its columns without scrolling sideways inside its box (measured by the browser). */
 async function expectTablesFit(page: Page) {
   const overflowing = await page.evaluate(() =>
-    [...document.querySelectorAll('.table-wrap')].filter((w) => w.scrollWidth > w.clientWidth + 1).map((w) => `${w.getAttribute('aria-label')}: ${w.scrollWidth} > ${w.clientWidth}`))
+    [...document.querySelectorAll('.table-wrap')]
+      .filter((w) => w.scrollWidth > w.clientWidth + 1)
+      .map((w) => `${w.getAttribute('aria-label')}: ${w.scrollWidth} > ${w.clientWidth}`),
+  )
   expect({ page: page.url(), overflowing }).toEqual({ page: page.url(), overflowing: [] })
 }
 
 /** Every section of the navigation is on screen and can be clicked, without scrolling the bar. */
 async function expectNavigationReachable(page: Page) {
-  const links = await page.evaluate(() => [...document.querySelectorAll('nav.sections a')].map((a) => {
-    const r = a.getBoundingClientRect()
-    return { text: a.textContent, inside: r.left >= 0 && r.right <= document.documentElement.clientWidth && r.width > 0 }
-  }))
+  const links = await page.evaluate(() =>
+    [...document.querySelectorAll('nav.sections a')].map((a) => {
+      const r = a.getBoundingClientRect()
+      return {
+        text: a.textContent,
+        inside: r.left >= 0 && r.right <= document.documentElement.clientWidth && r.width > 0,
+      }
+    }),
+  )
   expect(links.length).toBe(7)
   expect(links.filter((l) => !l.inside)).toEqual([])
 }
 
 async function expectNoSidewaysScroll(page: Page) {
-  const { scrollWidth, clientWidth } = await page.evaluate(() => ({ scrollWidth: document.documentElement.scrollWidth, clientWidth: document.documentElement.clientWidth }))
-  expect({ page: page.url(), scrollWidth }).toEqual({ page: page.url(), scrollWidth: Math.min(scrollWidth, clientWidth) })
+  const { scrollWidth, clientWidth } = await page.evaluate(() => ({
+    scrollWidth: document.documentElement.scrollWidth,
+    clientWidth: document.documentElement.clientWidth,
+  }))
+  expect({ page: page.url(), scrollWidth }).toEqual({
+    page: page.url(),
+    scrollWidth: Math.min(scrollWidth, clientWidth),
+  })
 }
 
 const STATUS_TEXT: Record<number, string> = { 401: 'Unauthorized', 404: 'Not Found' }
@@ -125,21 +147,50 @@ function expectOnlyFailures(expected: [method: string, path: string, status: num
 }
 
 /** Loads `url` again and again until `check` holds on the fresh page (the dashboard does not refresh itself). */
-async function reloadUntil(page: Page, url: string, what: string, check: () => Promise<boolean>, timeoutMs = 30_000) {
-  await waitUntil(what, async () => {
-    await page.goto(full(url))
-    return check()
-  }, (ok) => ok, timeoutMs, 100)
+async function reloadUntil(
+  page: Page,
+  url: string,
+  what: string,
+  check: () => Promise<boolean>,
+  timeoutMs = 30_000,
+) {
+  await waitUntil(
+    what,
+    async () => {
+      await page.goto(full(url))
+      return check()
+    },
+    (ok) => ok,
+    timeoutMs,
+    100,
+  )
 }
 
 /** The text of a `<dl class="fields">` value by its label. */
-const field = (page: Page, label: string) => page.locator('dl.fields > div').filter({ has: page.locator('dt', { hasText: new RegExp(`^${label}$`) }) }).locator('dd').first()
+const field = (page: Page, label: string) =>
+  page
+    .locator('dl.fields > div')
+    .filter({ has: page.locator('dt', { hasText: new RegExp(`^${label}$`) }) })
+    .locator('dd')
+    .first()
 
 async function createTx(key: string, body: Record<string, unknown> = {}) {
-  const r = await api(t, key).create({ amount: 12.5, order_id: `o-${crypto.randomUUID().slice(0, 8)}`, order_description: 'Two flat whites', ...body })
+  const r = await api(t, key).create({
+    amount: 12.5,
+    order_id: `o-${crypto.randomUUID().slice(0, 8)}`,
+    order_description: 'Two flat whites',
+    ...body,
+  })
   const json = await r.json()
   if (r.status !== 200) throw new Error(JSON.stringify(json))
-  return json.transaction as { id: string; transaction_number: string; status: string; created_at: string; order_id: string; amount_usd: number }
+  return json.transaction as {
+    id: string
+    transaction_number: string
+    status: string
+    created_at: string
+    order_id: string
+    amount_usd: number
+  }
 }
 
 async function walk(id: string, to: keyof typeof PATH_TO) {
@@ -150,8 +201,17 @@ async function walk(id: string, to: keyof typeof PATH_TO) {
 }
 
 /** A test-mode endpoint at the sink's `path`, made through the service, the sink set to verify its secret. */
-async function sinkEndpoint(path: string, mode: 'ok' | 'fail', events = ['transaction.completed', 'transaction.failed']) {
-  const r = await t.server.services.endpoints.create({ projectId: member.project.id, mode: 'test', url: sink.url(path), eventTypes: events })
+async function sinkEndpoint(
+  path: string,
+  mode: 'ok' | 'fail',
+  events = ['transaction.completed', 'transaction.failed'],
+) {
+  const r = await t.server.services.endpoints.create({
+    projectId: member.project.id,
+    mode: 'test',
+    url: sink.url(path),
+    eventTypes: events,
+  })
   if (!r.ok) throw new Error(r.message)
   await sink.configure(path, { secret: r.value.secret, mode })
   return { id: r.value.endpoint.id, secret: r.value.secret }
@@ -165,7 +225,13 @@ async function expectChartInsideItsBox(page: Page) {
     const r = holder.getBoundingClientRect()
     const style = getComputedStyle(holder)
     const c = holder.querySelector('.uplot')!.getBoundingClientRect()
-    return { chart: { left: c.left, right: c.right }, box: { left: r.left + parseFloat(style.borderLeftWidth), right: r.right - parseFloat(style.borderRightWidth) } }
+    return {
+      chart: { left: c.left, right: c.right },
+      box: {
+        left: r.left + parseFloat(style.borderLeftWidth),
+        right: r.right - parseFloat(style.borderRightWidth),
+      },
+    }
   })
   expect(chart.left).toBeGreaterThanOrEqual(box.left)
   expect(chart.right).toBeLessThanOrEqual(box.right)
@@ -178,10 +244,17 @@ async function enabled(endpointId: string) {
   return r.value.enabled
 }
 
-const payload = (r: Received) => JSON.parse(r.body) as { event: string; timestamp: string; data: Record<string, unknown>; test?: boolean }
+const payload = (r: Received) =>
+  JSON.parse(r.body) as {
+    event: string
+    timestamp: string
+    data: Record<string, unknown>
+    test?: boolean
+  }
 
 /** Each delivery row's status badge. */
-const rowStatuses = (page: Page) => page.locator('tr[data-delivery] [data-col="status"] .badge').allTextContents()
+const rowStatuses = (page: Page) =>
+  page.locator('tr[data-delivery] [data-col="status"] .badge').allTextContents()
 
 describeWithBrowser('merchant dashboard in Chromium', () => {
   test('sign-in: a wrong password shows the error, the right one lands on the project overview in test mode', async () => {
@@ -193,7 +266,9 @@ describeWithBrowser('merchant dashboard in Chromium', () => {
     await page.screenshot({ path: browser.artifact('dashboard-sign-in-360'), fullPage: true })
 
     await submitSignIn(page, member.email, 'not the password')
-    expect(await page.getByRole('alert').textContent()).toStartWith('The e-mail address or the password is wrong.')
+    expect(await page.getByRole('alert').textContent()).toStartWith(
+      'The e-mail address or the password is wrong.',
+    )
     // The e-mail is kept, the password is not.
     expect(await page.getByLabel('E-mail').inputValue()).toBe(member.email)
     expect(await page.getByLabel('Password').inputValue()).toBe('')
@@ -201,7 +276,10 @@ describeWithBrowser('merchant dashboard in Chromium', () => {
     await page.screenshot({ path: browser.artifact('dashboard-sign-in-error-360'), fullPage: true })
 
     await page.setViewportSize(DESKTOP)
-    await page.screenshot({ path: browser.artifact('dashboard-sign-in-error-desktop'), fullPage: true })
+    await page.screenshot({
+      path: browser.artifact('dashboard-sign-in-error-desktop'),
+      fullPage: true,
+    })
 
     await submitSignIn(page, member.email, member.password)
     await page.waitForURL(full(dash()))
@@ -229,13 +307,23 @@ describeWithBrowser('merchant dashboard in Chromium', () => {
     const dialogs = answerDialogs(page)
     await page.getByLabel('Name').fill('Checkout server')
     // Every scope is offered checked; this key may only read transactions and stats.
-    for (const scope of ['transactions:write', 'webhooks:write', 'deposits:read', 'sweeps:write', 'refunds:read', 'refunds:write']) await page.getByRole('checkbox', { name: scope }).uncheck()
+    for (const scope of [
+      'transactions:write',
+      'webhooks:write',
+      'deposits:read',
+      'sweeps:write',
+      'refunds:read',
+      'refunds:write',
+    ])
+      await page.getByRole('checkbox', { name: scope }).uncheck()
     await page.getByRole('button', { name: 'Create test key' }).click()
     await page.locator('#revealed-value').waitFor()
 
     const key = (await page.locator('#revealed-value').textContent())!
     expect(key).toMatch(/^sk_test_[A-Za-z0-9]{32,128}$/)
-    expect(await page.getByRole('region', { name: 'Your new key "Checkout server"' }).isVisible()).toBe(true)
+    expect(
+      await page.getByRole('region', { name: 'Your new key "Checkout server"' }).isVisible(),
+    ).toBe(true)
     await page.locator('button[data-copy]').click()
     expect(await clipboard(page)).toBe(key)
     await page.locator('button[data-copy]', { hasText: 'Copied' }).waitFor()
@@ -244,7 +332,9 @@ describeWithBrowser('merchant dashboard in Chromium', () => {
     const keyId = (await row.getAttribute('data-key'))!
     expect(await row.locator('td').nth(3).textContent()).toBe('transactions:read, stats:read')
     // The list shows a few characters at both ends only.
-    expect(await row.locator('td').nth(1).textContent()).toBe(`${key.slice(0, 12)}…${key.slice(-4)}`)
+    expect(await row.locator('td').nth(1).textContent()).toBe(
+      `${key.slice(0, 12)}…${key.slice(-4)}`,
+    )
 
     // The key works against the API, within its scopes.
     expect((await api(t, key).get('/api/transactions/stats')).status).toBe(200)
@@ -262,15 +352,23 @@ describeWithBrowser('merchant dashboard in Chromium', () => {
     // Revoke asks first.
     await freshRow.getByRole('button', { name: 'Revoke' }).click()
     await page.waitForURL(full(dash('/keys?notice=key-revoked')))
-    expect(dialogs).toEqual(['confirm: Revoke "Checkout server"? Requests with it get 401 from now on.'])
-    expect(await page.getByRole('status').textContent()).toBe('The key is revoked: requests with it now get 401.')
+    expect(dialogs).toEqual([
+      'confirm: Revoke "Checkout server"? Requests with it get 401 from now on.',
+    ])
+    expect(await page.getByRole('status').textContent()).toBe(
+      'The key is revoked: requests with it now get 401.',
+    )
     expect(await page.locator(`tr[data-key="${keyId}"] .badge`).textContent()).toBe('revoked')
-    expect(await page.locator(`tr[data-key="${keyId}"]`).getByRole('button', { name: 'Revoke' }).count()).toBe(0)
+    expect(
+      await page.locator(`tr[data-key="${keyId}"]`).getByRole('button', { name: 'Revoke' }).count(),
+    ).toBe(0)
     expect((await api(t, key).get('/api/transactions/stats')).status).toBe(401)
 
     await page.locator(`tr[data-key="${keyId}"]`).getByRole('button', { name: 'Delete' }).click()
     await page.waitForURL(full(dash('/keys?notice=key-deleted')))
-    expect(dialogs[1]).toBe('confirm: Delete "Checkout server"? Requests with it get 401 and it leaves this list.')
+    expect(dialogs[1]).toBe(
+      'confirm: Delete "Checkout server"? Requests with it get 401 and it leaves this list.',
+    )
     expect(await page.locator(`tr[data-key="${keyId}"]`).count()).toBe(0)
     expect((await api(t, key).get('/api/transactions/stats')).status).toBe(401)
     expect(browser.failures).toEqual([])
@@ -306,14 +404,20 @@ describeWithBrowser('merchant dashboard in Chromium', () => {
     await page.locator('button[data-copy]').click()
     expect(await clipboard(page)).toBe(secret)
     const endpointId = (await field(page, 'Id').textContent())!
-    expect(await field(page, 'Events').textContent()).toBe('transaction.completed, transaction.failed')
+    expect(await field(page, 'Events').textContent()).toBe(
+      'transaction.completed, transaction.failed',
+    )
     expect(await page.locator('.lead .badge').textContent()).toBe('enabled')
     await sink.configure(path, { secret, mode: 'ok' })
 
     // The list has it too.
     await page.goto(full(dash('/endpoints')))
-    const listed = page.locator('tr').filter({ has: page.locator(`a[href="${dash(`/endpoints/${endpointId}`)}"]`) })
-    expect(await listed.locator('td').nth(2).textContent()).toBe('transaction.completed, transaction.failed')
+    const listed = page
+      .locator('tr')
+      .filter({ has: page.locator(`a[href="${dash(`/endpoints/${endpointId}`)}"]`) })
+    expect(await listed.locator('td').nth(2).textContent()).toBe(
+      'transaction.completed, transaction.failed',
+    )
     await listed.getByRole('link').click()
     await page.waitForURL(full(dash(`/endpoints/${endpointId}`)))
     // Leaving the page drops the secret for good.
@@ -333,7 +437,12 @@ describeWithBrowser('merchant dashboard in Chromium', () => {
     expect(body.data.status).toBe('failed')
 
     // The endpoint's deliveries show it delivered.
-    await reloadUntil(page, dash(`/endpoints/${endpointId}`), 'the test delivery to show success', async () => (await rowStatuses(page)).join() === 'success')
+    await reloadUntil(
+      page,
+      dash(`/endpoints/${endpointId}`),
+      'the test delivery to show success',
+      async () => (await rowStatuses(page)).join() === 'success',
+    )
     const row = page.locator('tr[data-delivery]')
     expect(await row.locator('td').first().textContent()).toBe('transaction.failed test event')
     expect(await row.locator('[data-col="attempts"]').textContent()).toBe('1')
@@ -356,7 +465,9 @@ describeWithBrowser('merchant dashboard in Chromium', () => {
     const rotated = (await page.locator('#revealed-value').textContent())!
     expect(rotated).toMatch(/^whsec_/)
     expect(rotated).not.toBe(secret)
-    expect(dialogs).toEqual(['confirm: Rotate the signing secret? The current one stops working at once.'])
+    expect(dialogs).toEqual([
+      'confirm: Rotate the signing secret? The current one stops working at once.',
+    ])
 
     // Disable: nothing can be sent; enable again.
     await page.goto(full(dash(`/endpoints/${endpointId}`)))
@@ -392,22 +503,43 @@ describeWithBrowser('merchant dashboard in Chromium', () => {
 
     // The delivery log's "retrying" filter, reached through its link, while the retries go on.
     await page.goto(full(dash('/deliveries')))
-    const retryingHref = (await page.locator('.status-filter a', { hasText: /^retrying$/ }).getAttribute('href'))!
+    const retryingHref = (await page
+      .locator('.status-filter a', { hasText: /^retrying$/ })
+      .getAttribute('href'))!
     expect(retryingHref).toBe(dash('/deliveries?status=retrying'))
-    await reloadUntil(page, retryingHref, 'the failing delivery to be retrying', async () => (await mine.count()) === 1)
-    expect(await page.locator('.status-filter a[aria-current="true"]').textContent()).toBe('retrying')
+    await reloadUntil(
+      page,
+      retryingHref,
+      'the failing delivery to be retrying',
+      async () => (await mine.count()) === 1,
+    )
+    expect(await page.locator('.status-filter a[aria-current="true"]').textContent()).toBe(
+      'retrying',
+    )
     expect(new Set(await rowStatuses(page))).toEqual(new Set(['retrying']))
     const attempts = Number(await mine.locator('[data-col="attempts"]').textContent())
     expect(attempts).toBeGreaterThanOrEqual(1)
     expect(await mine.locator('[data-col="retries"]').textContent()).toBe(String(attempts - 1))
     expect(await mine.locator('[data-col="last-status"]').textContent()).toBe('500')
-    const lastAttempt = Date.parse((await mine.locator('[data-col="last-attempt"] time').getAttribute('datetime'))!)
-    const nextRetry = Date.parse((await mine.locator('[data-col="next-retry"] time').getAttribute('datetime'))!)
+    const lastAttempt = Date.parse(
+      (await mine.locator('[data-col="last-attempt"] time').getAttribute('datetime'))!,
+    )
+    const nextRetry = Date.parse(
+      (await mine.locator('[data-col="next-retry"] time').getAttribute('datetime'))!,
+    )
     expect(nextRetry).toBeGreaterThan(lastAttempt)
-    await page.screenshot({ path: browser.artifact('dashboard-deliveries-retrying-desktop'), fullPage: true })
+    await page.screenshot({
+      path: browser.artifact('dashboard-deliveries-retrying-desktop'),
+      fullPage: true,
+    })
 
     // The schedule (2s, 2s) runs out after three attempts.
-    await reloadUntil(page, dash(`/endpoints/${bad.id}`), 'the failing delivery to be failed', async () => (await mine.locator('[data-col="status"] .badge').textContent()) === 'failed')
+    await reloadUntil(
+      page,
+      dash(`/endpoints/${bad.id}`),
+      'the failing delivery to be failed',
+      async () => (await mine.locator('[data-col="status"] .badge').textContent()) === 'failed',
+    )
     expect(await mine.locator('[data-col="attempts"]').textContent()).toBe('3')
     expect(await mine.locator('[data-col="retries"]').textContent()).toBe('2')
     expect(await mine.locator('[data-col="next-retry"]').textContent()).toBe('—')
@@ -423,7 +555,10 @@ describeWithBrowser('merchant dashboard in Chromium', () => {
     expect(new Set(await rowStatuses(page))).toEqual(new Set(['success']))
     expect(await page.locator(`tr[data-delivery="${sent.value.id}"]`).count()).toBe(1)
     expect(await mine.count()).toBe(0)
-    await page.locator('.status-filter').getByRole('link', { name: 'retrying', exact: true }).click()
+    await page
+      .locator('.status-filter')
+      .getByRole('link', { name: 'retrying', exact: true })
+      .click()
     await page.waitForURL(full(dash('/deliveries?status=retrying')))
     expect(await mine.count()).toBe(0)
     for (const s of await rowStatuses(page)) expect(s).toBe('retrying')
@@ -465,27 +600,44 @@ describeWithBrowser('merchant dashboard in Chromium', () => {
     expect(await page.locator('.lead .badge').textContent()).toBe('failing')
     const since = (await page.locator('.alert.warning time').getAttribute('datetime'))!
     // The streak began with the first failed attempt (recorded once it had failed, before the second).
-    const [firstTry, secondTry] = (await sink.received('/dash-broken')).map((r) => Date.parse(r.headers['x-service-timestamp']!))
+    const [firstTry, secondTry] = (await sink.received('/dash-broken')).map((r) =>
+      Date.parse(r.headers['x-service-timestamp']!),
+    )
     expect(Date.parse(since)).toBeGreaterThanOrEqual(firstTry!)
     expect(Date.parse(since)).toBeLessThan(secondTry!)
     expect(await page.getByLabel('Failed since (UTC)').inputValue()).toBe(since.slice(0, 16))
     await sink.configure('/dash-broken', { secret: bad.secret, mode: 'ok' })
     await page.getByRole('button', { name: 'Send them again' }).click()
     await page.locator('.alert.notice').waitFor()
-    expect(await page.locator('.alert.notice').textContent()).toContain('1 failed delivery is being sent again.')
-    await page.screenshot({ path: browser.artifact('dashboard-endpoint-recovered-desktop'), fullPage: true })
-    await reloadUntil(page, dash(`/endpoints/${bad.id}`), 'the recovered delivery to succeed', async () => (await mine.locator('[data-col="status"] .badge').textContent()) === 'success')
+    expect(await page.locator('.alert.notice').textContent()).toContain(
+      '1 failed delivery is being sent again.',
+    )
+    await page.screenshot({
+      path: browser.artifact('dashboard-endpoint-recovered-desktop'),
+      fullPage: true,
+    })
+    await reloadUntil(
+      page,
+      dash(`/endpoints/${bad.id}`),
+      'the recovered delivery to succeed',
+      async () => (await mine.locator('[data-col="status"] .badge').textContent()) === 'success',
+    )
     expect(await page.locator('.lead .badge').textContent()).toBe('enabled')
-    expect((await sink.received('/dash-broken')).map((r) => r.headers['x-service-attempt'])).toEqual(['1', '2', '3', '4'])
+    expect(
+      (await sink.received('/dash-broken')).map((r) => r.headers['x-service-attempt']),
+    ).toEqual(['1', '2', '3', '4'])
     expect(browser.failures).toEqual([])
   })
 
   test('overview: the numbers equal GET /api/transactions/stats for the same dates, and the chart draws without errors', async () => {
     const ids = []
-    for (const amount of [10, 25.5, 40, 7.25]) ids.push((await createTx(member.project.key, { amount })).id)
+    for (const amount of [10, 25.5, 40, 7.25])
+      ids.push((await createTx(member.project.key, { amount })).id)
     await walk(ids[0]!, 'completed')
     await walk(ids[1]!, 'pending')
-    expect((await api(t, member.project.key).post(`/api/transactions/${ids[2]}/cancel`, {})).status).toBe(200)
+    expect(
+      (await api(t, member.project.key).post(`/api/transactions/${ids[2]}/cancel`, {})).status,
+    ).toBe(200)
 
     const utcDay = () => new Date().toISOString().slice(0, 10)
     const before = utcDay()
@@ -496,22 +648,44 @@ describeWithBrowser('merchant dashboard in Chromium', () => {
     expect(start).toMatch(/^\d{4}-\d{2}-\d{2}$/)
     // The default range ends today (UTC).
     expect([before, utcDay()]).toContain(end)
-    const r = await api(t, member.project.key).get(`/api/transactions/stats?start_date=${start}&end_date=${end}`)
+    const r = await api(t, member.project.key).get(
+      `/api/transactions/stats?start_date=${start}&end_date=${end}`,
+    )
     expect(r.status).toBe(200)
-    const { stats } = await r.json() as { stats: { total_transactions: number; total_volume_usd: number; completed_transactions: number; conversion_rate: number; by_status: Record<string, number> } }
+    const { stats } = (await r.json()) as {
+      stats: {
+        total_transactions: number
+        total_volume_usd: number
+        completed_transactions: number
+        conversion_rate: number
+        by_status: Record<string, number>
+      }
+    }
     expect(stats.total_transactions).toBeGreaterThanOrEqual(4)
     expect(stats.by_status.cancelled).toBeGreaterThanOrEqual(1)
     expect(stats.completed_transactions).toBeGreaterThanOrEqual(1)
 
     const stat = (name: string) => page.locator(`dd[data-stat="${name}"]`)
-    const count = async (name: string) => Number((await stat(name).textContent())!.replace(/,/g, ''))
+    const count = async (name: string) =>
+      Number((await stat(name).textContent())!.replace(/,/g, ''))
     expect(await count('total_transactions')).toBe(stats.total_transactions)
     expect(await count('completed_transactions')).toBe(stats.completed_transactions)
-    expect(Number(await stat('total_volume_usd').getAttribute('data-value'))).toBe(stats.total_volume_usd)
-    expect(await stat('total_volume_usd').textContent()).toBe(new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD' }).format(stats.total_volume_usd))
-    expect(Number(await stat('conversion_rate').getAttribute('data-value'))).toBe(stats.conversion_rate)
-    expect(await stat('conversion_rate').textContent()).toBe(`${stats.conversion_rate.toLocaleString('en-US', { maximumFractionDigits: 2 })}%`)
-    for (const [status, n] of Object.entries(stats.by_status)) expect(await page.locator(`[data-status-count="${status}"]`).textContent()).toBe(String(n))
+    expect(Number(await stat('total_volume_usd').getAttribute('data-value'))).toBe(
+      stats.total_volume_usd,
+    )
+    expect(await stat('total_volume_usd').textContent()).toBe(
+      new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD' }).format(
+        stats.total_volume_usd,
+      ),
+    )
+    expect(Number(await stat('conversion_rate').getAttribute('data-value'))).toBe(
+      stats.conversion_rate,
+    )
+    expect(await stat('conversion_rate').textContent()).toBe(
+      `${stats.conversion_rate.toLocaleString('en-US', { maximumFractionDigits: 2 })}%`,
+    )
+    for (const [status, n] of Object.entries(stats.by_status))
+      expect(await page.locator(`[data-status-count="${status}"]`).textContent()).toBe(String(n))
 
     // The chart: uPlot's canvas, drawn at the holder's width, with nothing refused by the CSP.
     const box = (await page.locator('#chart canvas').first().boundingBox())!
@@ -538,16 +712,23 @@ describeWithBrowser('merchant dashboard in Chromium', () => {
   test('test/live switch: live data stays out of test mode and the other way round; the switch keeps the section; the banner is for test mode only', async () => {
     const live = await t.key(member.project.id, 'live')
     const liveTx = await createTx(live.key, { order_id: `live-${crypto.randomUUID().slice(0, 8)}` })
-    const testTx = await createTx(member.project.key, { order_id: `test-${crypto.randomUUID().slice(0, 8)}` })
-    const txLink = (page: Page, id: string, mode: Mode) => page.locator(`a[href="${dash(`/transactions/${id}`, mode)}"]`)
+    const testTx = await createTx(member.project.key, {
+      order_id: `test-${crypto.randomUUID().slice(0, 8)}`,
+    })
+    const txLink = (page: Page, id: string, mode: Mode) =>
+      page.locator(`a[href="${dash(`/transactions/${id}`, mode)}"]`)
 
     const page = await open(dash('/transactions'))
-    expect(await page.locator('.test-banner').textContent()).toBe('Test mode — you are viewing test data. Nothing here moves real money.')
+    expect(await page.locator('.test-banner').textContent()).toBe(
+      'Test mode — you are viewing test data. Nothing here moves real money.',
+    )
     expect(await txLink(page, testTx.id, 'test').count()).toBe(1)
     expect(await page.content()).not.toContain(liveTx.id)
 
     // The switch goes to the same section in live mode.
-    expect(await page.locator('.mode-switch').getAttribute('aria-label')).toBe('Viewing test data. Switch to live data')
+    expect(await page.locator('.mode-switch').getAttribute('aria-label')).toBe(
+      'Viewing test data. Switch to live data',
+    )
     await page.locator('.mode-switch').click()
     await page.waitForURL(full(dash('/transactions', 'live')))
     expect(await page.locator('.test-banner').count()).toBe(0)
@@ -575,7 +756,12 @@ describeWithBrowser('merchant dashboard in Chromium', () => {
     expect(await page.locator(`tr[data-key="${live.keyId}"]`).count()).toBe(0)
 
     // Every section keeps its place across the switch.
-    for (const [name, rest] of [['Overview', ''], ['Webhooks', '/endpoints'], ['Deliveries', '/deliveries'], ['Settings', '/settings']] as const) {
+    for (const [name, rest] of [
+      ['Overview', ''],
+      ['Webhooks', '/endpoints'],
+      ['Deliveries', '/deliveries'],
+      ['Settings', '/settings'],
+    ] as const) {
       await page.locator('nav.sections').getByRole('link', { name }).click()
       await page.waitForURL(full(dash(rest)))
       expect(await page.locator('.mode-switch').getAttribute('href')).toBe(dash(rest, 'live'))
@@ -585,30 +771,50 @@ describeWithBrowser('merchant dashboard in Chromium', () => {
     expect(await page.locator('dd[data-stat="total_transactions"]').textContent()).toBe('1')
     expect(await page.locator('.test-banner').count()).toBe(0)
     // The expected failures: the two 404s asked for above.
-    expectOnlyFailures([['GET', dash(`/transactions/${testTx.id}`, 'live'), 404], ['GET', dash(`/transactions/${liveTx.id}`, 'test'), 404]])
+    expectOnlyFailures([
+      ['GET', dash(`/transactions/${testTx.id}`, 'live'), 404],
+      ['GET', dash(`/transactions/${liveTx.id}`, 'test'), 404],
+    ])
   })
 
   test('transactions: newest first, status filter and order id search; detail shows fields and timeline; cancel through the page', async () => {
     const tag = `shop-${crypto.randomUUID().slice(0, 6)}`
-    const first = await createTx(member.project.key, { order_id: `${tag}-1`, amount: 19.99, customer_email: 'ada@example.com', metadata: { cart: 'c-9' } })
+    const first = await createTx(member.project.key, {
+      order_id: `${tag}-1`,
+      amount: 19.99,
+      customer_email: 'ada@example.com',
+      metadata: { cart: 'c-9' },
+    })
     const second = await createTx(member.project.key, { order_id: `${tag}-2`, amount: 5 })
     const third = await createTx(member.project.key, { order_id: `${tag}-3`, amount: 42 })
     await walk(second.id, 'prepared')
-    expect((await api(t, member.project.key).post(`/api/transactions/${third.id}/cancel`, {})).status).toBe(200)
+    expect(
+      (await api(t, member.project.key).post(`/api/transactions/${third.id}/cancel`, {})).status,
+    ).toBe(200)
 
     const page = await open(dash('/transactions'))
     // Newest first: creation times never go up down the list, and it is the API's order.
-    const times = await page.locator('tbody tr td:nth-child(6) time').evaluateAll((els) => els.map((e) => e.getAttribute('datetime')!))
+    const times = await page
+      .locator('tbody tr td:nth-child(6) time')
+      .evaluateAll((els) => els.map((e) => e.getAttribute('datetime')!))
     expect(times.length).toBeGreaterThanOrEqual(3)
     expect([...times].sort().reverse()).toEqual(times)
-    const listed = await (await api(t, member.project.key).get(`/api/transactions/project/${member.project.id}?limit=25`)).json() as { transactions: { transaction_number: string }[] }
-    expect(await page.locator('tbody tr td:nth-child(1)').allTextContents()).toEqual(listed.transactions.map((x) => x.transaction_number))
+    const listed = (await (
+      await api(t, member.project.key).get(
+        `/api/transactions/project/${member.project.id}?limit=25`,
+      )
+    ).json()) as { transactions: { transaction_number: string }[] }
+    expect(await page.locator('tbody tr td:nth-child(1)').allTextContents()).toEqual(
+      listed.transactions.map((x) => x.transaction_number),
+    )
 
     // Order id search (prefix) through the form.
     await page.getByLabel('Order id').fill(tag)
     await page.getByRole('button', { name: 'Filter' }).click()
     await page.waitForURL(full(dash(`/transactions?status=&order_id=${tag}`)))
-    expect(await page.locator('tbody tr td:nth-child(4)').allTextContents()).toEqual(await orderIdsNewestFirst([first, second, third]))
+    expect(await page.locator('tbody tr td:nth-child(4)').allTextContents()).toEqual(
+      await orderIdsNewestFirst([first, second, third]),
+    )
     expect(await page.locator('.pager span').textContent()).toBe('Page 1 · 3 transactions')
 
     // Status filter, with the search kept.
@@ -633,7 +839,9 @@ describeWithBrowser('merchant dashboard in Chromium', () => {
     await page.goto(full(dash(`/transactions?order_id=${tag}-1`)))
     await page.getByRole('link', { name: first.transaction_number }).click()
     await page.waitForURL(full(dash(`/transactions/${first.id}`)))
-    expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe(`Transaction ${first.transaction_number}`)
+    expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe(
+      `Transaction ${first.transaction_number}`,
+    )
     expect(await field(page, 'Id').textContent()).toBe(first.id)
     expect(await field(page, 'Number').textContent()).toBe(first.transaction_number)
     expect(await field(page, 'Status').textContent()).toBe('created')
@@ -644,12 +852,17 @@ describeWithBrowser('merchant dashboard in Chromium', () => {
     expect(await field(page, 'Customer e-mail').textContent()).toBe('ada@example.com')
     expect(await field(page, 'Metadata').textContent()).toBe('{"cart":"c-9"}')
     expect(await field(page, 'Pay page').textContent()).toBe(`${t.url}/pay/${first.id}`)
-    expect(await field(page, 'Created').locator('time').getAttribute('datetime')).toBe(first.created_at)
+    expect(await field(page, 'Created').locator('time').getAttribute('datetime')).toBe(
+      first.created_at,
+    )
     expect(await page.locator('ol.timeline > li strong').allTextContents()).toEqual(['created'])
 
     // The prepared one's timeline, step by step.
     await page.goto(full(dash(`/transactions/${second.id}`)))
-    expect(await page.locator('ol.timeline > li strong').allTextContents()).toEqual(['created', 'created → prepared'])
+    expect(await page.locator('ol.timeline > li strong').allTextContents()).toEqual([
+      'created',
+      'created → prepared',
+    ])
     expect(await field(page, 'Token').textContent()).toBe('USDC on devnet')
 
     // Cancel through the page (it asks first).
@@ -657,10 +870,15 @@ describeWithBrowser('merchant dashboard in Chromium', () => {
     const dialogs = answerDialogs(page)
     await page.getByRole('button', { name: 'Cancel transaction' }).click()
     await page.waitForURL(full(dash(`/transactions/${first.id}?notice=cancelled`)))
-    expect(dialogs).toEqual(['confirm: Cancel this transaction? The customer can no longer pay it.'])
+    expect(dialogs).toEqual([
+      'confirm: Cancel this transaction? The customer can no longer pay it.',
+    ])
     expect(await page.getByRole('status').textContent()).toBe('The transaction is cancelled.')
     expect(await page.locator('.lead .badge').textContent()).toBe('cancelled')
-    expect(await page.locator('ol.timeline > li strong').allTextContents()).toEqual(['created', 'created → cancelled'])
+    expect(await page.locator('ol.timeline > li strong').allTextContents()).toEqual([
+      'created',
+      'created → cancelled',
+    ])
     expect(await page.getByRole('button', { name: 'Cancel transaction' }).count()).toBe(0)
     const got = await (await api(t, member.project.key).get(`/api/transactions/${first.id}`)).json()
     expect(got.transaction.status).toBe('cancelled')
@@ -671,20 +889,32 @@ describeWithBrowser('merchant dashboard in Chromium', () => {
     // Something on every page: a transaction with long texts, an endpoint with deliveries.
     const tx = await createTx(member.project.key, {
       order_id: `order-with-a-rather-long-identifier-${crypto.randomUUID()}`,
-      order_description: 'A very long order description that has to wrap on a small phone screen: 2 × flat white, 1 × croissant, 1 × pain au chocolat',
+      order_description:
+        'A very long order description that has to wrap on a small phone screen: 2 × flat white, 1 × croissant, 1 × pain au chocolat',
       metadata: { cart: 'c-123456789', note: 'leave at the door, ring twice, the dog is friendly' },
     })
     await walk(tx.id, 'completed')
-    const shots = await sinkEndpoint(`/dash-shots-with-a-long-path/${crypto.randomUUID()}`, 'ok', ['transaction.created', 'transaction.completed', 'transaction.cancelled'])
+    const shots = await sinkEndpoint(`/dash-shots-with-a-long-path/${crypto.randomUUID()}`, 'ok', [
+      'transaction.created',
+      'transaction.completed',
+      'transaction.cancelled',
+    ])
     const sent = await t.server.services.webhooks.sendTest(shots.id, 'transaction.completed')
     if (!sent.ok) throw new Error(sent.message)
-    await waitUntil('the test delivery to succeed', () => t.server.services.webhooks.getDelivery(sent.value.id), (d) => d.ok && d.value.delivery.status === 'success')
+    await waitUntil(
+      'the test delivery to succeed',
+      () => t.server.services.webhooks.getDelivery(sent.value.id),
+      (d) => d.ok && d.value.delivery.status === 'success',
+    )
     // A live xpub, so Settings lists deposit addresses too.
     const xpub = xpubFromMnemonic(ANVIL_DEFAULT_MNEMONIC)
     const set = await t.server.services.deposits.setXpub(member.project.id, 'live', xpub)
     if (!set.ok) throw new Error(set.message)
 
-    for (const [size, viewport] of [['360', PHONE], ['desktop', DESKTOP]] as const) {
+    for (const [size, viewport] of [
+      ['360', PHONE],
+      ['desktop', DESKTOP],
+    ] as const) {
       const page = await open(dash(), viewport)
       const shoot = async (name: string, path: string | null, ready?: () => Promise<unknown>) => {
         if (path) await page.goto(full(path))
@@ -692,7 +922,10 @@ describeWithBrowser('merchant dashboard in Chromium', () => {
         if (size === '360') await expectNoSidewaysScroll(page)
         if (size === '360') await expectNavigationReachable(page)
         if (size === 'desktop') await expectTablesFit(page)
-        await page.screenshot({ path: browser.artifact(`dashboard-${name}-${size}`), fullPage: true })
+        await page.screenshot({
+          path: browser.artifact(`dashboard-${name}-${size}`),
+          fullPage: true,
+        })
       }
       await shoot('overview', dash(), () => expectChartInsideItsBox(page))
       await shoot('transactions', dash('/transactions'))
@@ -704,10 +937,18 @@ describeWithBrowser('merchant dashboard in Chromium', () => {
       await shoot('endpoints', dash('/endpoints'))
       await shoot('endpoint', dash(`/endpoints/${shots.id}`))
       await shoot('deliveries', dash('/deliveries'))
-      await shoot('delivery', dash(`/deliveries/${sent.value.id}`), () => page.getByText('Request body sent').click())
+      await shoot('delivery', dash(`/deliveries/${sent.value.id}`), () =>
+        page.getByText('Request body sent').click(),
+      )
       await shoot('settings', dash('/settings'))
       expect(await page.locator('[data-xpub="live"]').textContent()).toBe(xpub)
-      expect(await page.getByRole('region', { name: 'First live deposit addresses' }).locator('tbody td code').first().textContent()).toBe(set.value.firstAddresses[0]!)
+      expect(
+        await page
+          .getByRole('region', { name: 'First live deposit addresses' })
+          .locator('tbody td code')
+          .first()
+          .textContent(),
+      ).toBe(set.value.firstAddresses[0]!)
     }
     expect(browser.failures).toEqual([])
   })
@@ -725,5 +966,9 @@ describeWithBrowser('merchant dashboard in Chromium', () => {
 
 /** The order ids of `txs` as the list shows them: newest first (ties broken by id, as the server does). */
 async function orderIdsNewestFirst(txs: { id: string; created_at: string; order_id: string }[]) {
-  return [...txs].sort((a, b) => (a.created_at === b.created_at ? (a.id < b.id ? 1 : -1) : a.created_at < b.created_at ? 1 : -1)).map((x) => x.order_id)
+  return [...txs]
+    .sort((a, b) =>
+      a.created_at === b.created_at ? (a.id < b.id ? 1 : -1) : a.created_at < b.created_at ? 1 : -1,
+    )
+    .map((x) => x.order_id)
 }

@@ -21,26 +21,51 @@ describeWithBrowser('a newcomer after npm start', () => {
 
   test('runs the printed curl example, opens its payment_url and pays it with the test wallet', async () => {
     dataDir = await freshDataDir()
-    server = await spawnServer({ DATA_DIR: dataDir, PORT: '0', HTTP_PORT: '0', LOG_LEVEL: 'info', NETWORKS_CONFIG: '' })
-    const [banner] = await server.waitFor('stdout', /Create a test transaction:\n[\s\S]*?\nThen open the payment_url[^\n]*\n/)
+    server = await spawnServer({
+      DATA_DIR: dataDir,
+      PORT: '0',
+      HTTP_PORT: '0',
+      LOG_LEVEL: 'info',
+      NETWORKS_CONFIG: '',
+    })
+    const [banner] = await server.waitFor(
+      'stdout',
+      /Create a test transaction:\n[\s\S]*?\nThen open the payment_url[^\n]*\n/,
+    )
     expect(banner).toContain('Pay with test wallet')
     // The command exactly as printed, run by a shell.
-    const command = banner.split('\n').filter((l) => l.startsWith('  ')).join('\n')
+    const command = banner
+      .split('\n')
+      .filter((l) => l.startsWith('  '))
+      .join('\n')
     expect(command).toStartWith('  curl -k https://localhost:')
     const curl = Bun.spawnSync(['bash', '-c', command])
     expect(curl.exitCode).toBe(0)
     const created = JSON.parse(curl.stdout.toString())
-    expect(created.transaction).toMatchObject({ status: 'created', amount_usd: 25, testing_mode: true })
+    expect(created.transaction).toMatchObject({
+      status: 'created',
+      amount_usd: 25,
+      testing_mode: true,
+    })
 
     browser = await openBrowser({ viewport: { width: 390, height: 844 } })
     const page = await browser.newPage()
     await page.goto(created.payment_url)
     await page.getByRole('button', { name: 'TUSD on devnet' }).click()
-    await page.locator('#pay-amount').filter({ hasText: /^25 TUSD$/ }).waitFor()
+    await page
+      .locator('#pay-amount')
+      .filter({ hasText: /^25 TUSD$/ })
+      .waitFor()
     await page.getByRole('button', { name: PAY_TEXT.testWallet }).click()
-    await page.locator('#status-title').filter({ hasText: PAY_TEXT.statusCompleted }).waitFor({ timeout: 60_000 })
+    await page
+      .locator('#status-title')
+      .filter({ hasText: PAY_TEXT.statusCompleted })
+      .waitFor({ timeout: 60_000 })
     expect(await page.locator('#receipt-paid').textContent()).toBe('25 TUSD · devnet')
-    await page.screenshot({ path: browser.artifact('pay-page-newcomer-completed-390'), fullPage: true })
+    await page.screenshot({
+      path: browser.artifact('pay-page-newcomer-completed-390'),
+      fullPage: true,
+    })
     expect(browser.failures).toEqual([])
   })
 })

@@ -20,45 +20,64 @@ let wallet: DevnetClient
 let merchant: ReturnType<typeof Bun.serve>
 const merchantUrl = (path: string) => `http://127.0.0.1:${merchant.port}${path}`
 
-beforeAll(whenBrowser(async () => {
-  t = await startTestServer('pglite', { NETWORKS_CONFIG: '' })
-  key = (await t.project({ name: 'Acme Coffee' })).key
-  wallet = createDevnetClient(t.server.devnet!.rpcUrl, t.server.devnet!.wallet.privateKey)
-  // The merchant's shop, where success_url and cancel_url lead.
-  merchant = Bun.serve({
-    hostname: '127.0.0.1',
-    port: 0,
-    fetch: (req) => new Response(`<!doctype html><title>Shop</title><h1>Shop page ${new URL(req.url).pathname}</h1>`, { headers: { 'content-type': 'text/html' } }),
-  })
-  browser = await openBrowser()
-  await browser.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: t.url })
-}))
+beforeAll(
+  whenBrowser(async () => {
+    t = await startTestServer('pglite', { NETWORKS_CONFIG: '' })
+    key = (await t.project({ name: 'Acme Coffee' })).key
+    wallet = createDevnetClient(t.server.devnet!.rpcUrl, t.server.devnet!.wallet.privateKey)
+    // The merchant's shop, where success_url and cancel_url lead.
+    merchant = Bun.serve({
+      hostname: '127.0.0.1',
+      port: 0,
+      fetch: (req) =>
+        new Response(
+          `<!doctype html><title>Shop</title><h1>Shop page ${new URL(req.url).pathname}</h1>`,
+          { headers: { 'content-type': 'text/html' } },
+        ),
+    })
+    browser = await openBrowser()
+    await browser.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: t.url })
+  }),
+)
 
 // Each test judges only its own pages: failures start empty and every page is closed after.
-beforeEach(whenBrowser(() => {
-  browser.failures.length = 0
-}))
-afterEach(whenBrowser(async () => {
-  for (const p of browser.context.pages()) await p.close()
-}))
+beforeEach(
+  whenBrowser(() => {
+    browser.failures.length = 0
+  }),
+)
+afterEach(
+  whenBrowser(async () => {
+    for (const p of browser.context.pages()) await p.close()
+  }),
+)
 
-afterAll(whenBrowser(async () => {
-  await browser?.close()
-  merchant?.stop(true)
-  await t?.stop()
-}))
+afterAll(
+  whenBrowser(async () => {
+    await browser?.close()
+    merchant?.stop(true)
+    await t?.stop()
+  }),
+)
 
 async function createTx(body: Record<string, unknown> = {}): Promise<{ id: string; url: string }> {
-  const r = await api(t, key).create({ amount: 12.5, order_id: `o-${crypto.randomUUID()}`, order_description: 'Two flat whites', ...body })
+  const r = await api(t, key).create({
+    amount: 12.5,
+    order_id: `o-${crypto.randomUUID()}`,
+    order_description: 'Two flat whites',
+    ...body,
+  })
   const json = await r.json()
   if (r.status !== 200) throw new Error(JSON.stringify(json))
   return { id: json.transaction.id, url: json.transaction.payment_url }
 }
 
-const stateOf = async (server: TestServer, id: string): Promise<PayState> => (await server.fetch(`/pay/${id}/state`)).json()
+const stateOf = async (server: TestServer, id: string): Promise<PayState> =>
+  (await server.fetch(`/pay/${id}/state`)).json()
 
 /** A raw JSON-RPC call to the devnet node (mining control, and the wallet stand-in below). */
-const rpc = (method: string, params: unknown[] = []): Promise<unknown> => wallet.request({ method, params } as never)
+const rpc = (method: string, params: unknown[] = []): Promise<unknown> =>
+  wallet.request({ method, params } as never)
 
 /** Records every text the status line shows, so stages that pass quickly are still seen. */
 async function recordStatus(page: Page): Promise<() => Promise<string[]>> {
@@ -67,13 +86,18 @@ async function recordStatus(page: Page): Promise<() => Promise<string[]>> {
     const w = window as unknown as { seen: string[]; loadedOnce: boolean }
     w.seen = [el.textContent ?? '']
     w.loadedOnce = true
-    new MutationObserver(() => w.seen.push(el.textContent ?? '')).observe(el, { childList: true, characterData: true, subtree: true })
+    new MutationObserver(() => w.seen.push(el.textContent ?? '')).observe(el, {
+      childList: true,
+      characterData: true,
+      subtree: true,
+    })
   })
   return () => page.evaluate(() => (window as unknown as { seen: string[] }).seen)
 }
 
 const statusTitle = (page: Page) => page.locator('#status-title')
-const waitForStatus = (page: Page, text: string, timeout = 30_000) => statusTitle(page).filter({ hasText: text }).waitFor({ timeout })
+const waitForStatus = (page: Page, text: string, timeout = 30_000) =>
+  statusTitle(page).filter({ hasText: text }).waitFor({ timeout })
 
 /** Reads the QR image's pixels in the page and decodes them with jsQR (an independent decoder). */
 async function decodeQr(page: Page): Promise<string | null> {
@@ -93,13 +117,17 @@ async function decodeQr(page: Page): Promise<string | null> {
 }
 
 /** A token button, found even while the choice is hidden. */
-const tokenButton = (page: Page, symbol: string) => page.locator(`button.token[data-token="${symbol}"][data-network="devnet"]`)
+const tokenButton = (page: Page, symbol: string) =>
+  page.locator(`button.token[data-token="${symbol}"][data-network="devnet"]`)
 
 const clipboard = (page: Page) => page.evaluate(() => navigator.clipboard.readText())
 
 describeWithBrowser('pay page in Chromium on the devnet', () => {
   test('the whole flow: choose TUSD, see amount, address and QR, confirm, pay with the test wallet, watch it confirm, land on success_url', async () => {
-    const tx = await createTx({ success_url: merchantUrl('/thanks?order=1'), cancel_url: merchantUrl('/cart') })
+    const tx = await createTx({
+      success_url: merchantUrl('/thanks?order=1'),
+      cancel_url: merchantUrl('/cart'),
+    })
     const page = await browser.newPage()
     await page.goto(tx.url)
     const seen = await recordStatus(page)
@@ -111,7 +139,10 @@ describeWithBrowser('pay page in Chromium on the devnet', () => {
     expect(await page.locator('.test-banner').textContent()).toBe(PAY_TEXT.testBanner)
     const countdown = await page.locator('#countdown').textContent()
     expect(countdown).toMatch(/^Expires in (59:\d\d|1:00:00)$/)
-    await page.waitForFunction((first) => document.getElementById('countdown')!.textContent !== first, countdown)
+    await page.waitForFunction(
+      (first) => document.getElementById('countdown')!.textContent !== first,
+      countdown,
+    )
 
     // Choose the stablecoin.
     await page.getByRole('button', { name: 'TUSD on devnet' }).click()
@@ -121,8 +152,12 @@ describeWithBrowser('pay page in Chromium on the devnet', () => {
     expect(await page.locator('#pay-amount').textContent()).toBe('12.5 TUSD')
     expect(await page.locator('#pay-address').textContent()).toBe(s.quote!.deposit_address)
     expect(await tokenButton(page, 'TUSD').getAttribute('aria-pressed')).toBe('true')
-    expect(await page.getByRole('link', { name: PAY_TEXT.openWallet }).getAttribute('href')).toBe(s.quote!.payment_uri)
-    expect(s.quote!.payment_uri).toBe(`ethereum:${t.server.devnet!.stablecoin}@31337/transfer?address=${s.quote!.deposit_address}&uint256=12500000`)
+    expect(await page.getByRole('link', { name: PAY_TEXT.openWallet }).getAttribute('href')).toBe(
+      s.quote!.payment_uri,
+    )
+    expect(s.quote!.payment_uri).toBe(
+      `ethereum:${t.server.devnet!.stablecoin}@31337/transfer?address=${s.quote!.deposit_address}&uint256=12500000`,
+    )
     expect(await decodeQr(page)).toBe(s.quote!.payment_uri)
     // Copy buttons give the exact values.
     await page.getByRole('button', { name: PAY_TEXT.copyAmount }).click()
@@ -141,28 +176,58 @@ describeWithBrowser('pay page in Chromium on the devnet', () => {
     try {
       await page.getByRole('button', { name: PAY_TEXT.testWallet }).click()
       const from = t.server.devnet!.wallet.address
-      await waitUntil('the payment in the mempool', async () => [await rpc('eth_getTransactionCount', [from, 'pending']), await rpc('eth_getTransactionCount', [from, 'latest'])], ([pending, mined]) => pending !== mined)
+      await waitUntil(
+        'the payment in the mempool',
+        async () => [
+          await rpc('eth_getTransactionCount', [from, 'pending']),
+          await rpc('eth_getTransactionCount', [from, 'latest']),
+        ],
+        ([pending, mined]) => pending !== mined,
+      )
       await rpc('evm_mine')
       await waitForStatus(page, 'Payment confirming: 1 of 2 confirmations.')
       expect(await page.locator('#step-detected').getAttribute('data-step')).toBe('done')
       expect(await page.locator('#step-block').textContent()).toMatch(/^Included in block \d+$/)
       expect(await page.locator('#step-confirmations').textContent()).toBe('Confirmations: 1 of 2')
       expect(await page.locator('#progress').getAttribute('value')).toBe('1')
-      await page.screenshot({ path: browser.artifact('pay-page-confirming-desktop'), fullPage: true })
+      await page.screenshot({
+        path: browser.artifact('pay-page-confirming-desktop'),
+        fullPage: true,
+      })
       await rpc('evm_mine')
       await waitForStatus(page, PAY_TEXT.statusCompleted)
     } finally {
       await rpc('evm_setIntervalMining', [1])
     }
-    expect(await page.locator('#status-detail').textContent()).toBe('Taking you back to Acme Coffee…')
+    expect(await page.locator('#status-detail').textContent()).toBe(
+      'Taking you back to Acme Coffee…',
+    )
     // Every state is pushed as it is committed. Stages the follower passes within one block scan
     // (detected, 0 confirmations) may show for a moment or fold into the next; nothing else may appear, and the order holds.
-    const stages = [PAY_TEXT.statusCreated, PAY_TEXT.statusPrepared, PAY_TEXT.statusPending, PAY_TEXT.statusProcessing, 'Payment confirming: 0 of 2 confirmations.', 'Payment confirming: 1 of 2 confirmations.', PAY_TEXT.statusCompleted]
+    const stages = [
+      PAY_TEXT.statusCreated,
+      PAY_TEXT.statusPrepared,
+      PAY_TEXT.statusPending,
+      PAY_TEXT.statusProcessing,
+      'Payment confirming: 0 of 2 confirmations.',
+      'Payment confirming: 1 of 2 confirmations.',
+      PAY_TEXT.statusCompleted,
+    ]
     const shown = await seen()
     expect(shown).toEqual(stages.filter((s) => shown.includes(s)))
-    expect(shown).toEqual(expect.arrayContaining([PAY_TEXT.statusCreated, PAY_TEXT.statusPrepared, PAY_TEXT.statusPending, 'Payment confirming: 1 of 2 confirmations.', PAY_TEXT.statusCompleted]))
+    expect(shown).toEqual(
+      expect.arrayContaining([
+        PAY_TEXT.statusCreated,
+        PAY_TEXT.statusPrepared,
+        PAY_TEXT.statusPending,
+        'Payment confirming: 1 of 2 confirmations.',
+        PAY_TEXT.statusCompleted,
+      ]),
+    )
     // No reload happened: the page's own marker survived every change.
-    expect(await page.evaluate(() => (window as unknown as { loadedOnce?: boolean }).loadedOnce)).toBe(true)
+    expect(
+      await page.evaluate(() => (window as unknown as { loadedOnce?: boolean }).loadedOnce),
+    ).toBe(true)
 
     // Then back to the shop after a short pause.
     await page.waitForURL(merchantUrl('/thanks?order=1'), { timeout: 15_000 })
@@ -182,7 +247,9 @@ describeWithBrowser('pay page in Chromium on the devnet', () => {
     await page.locator('#choose').waitFor({ state: 'visible' })
     expect(await page.locator('#pay').isHidden()).toBe(true)
     // Focus goes to the token chosen so far.
-    expect(await page.evaluate(() => document.activeElement?.textContent?.replace(/\s+/g, ' ').trim())).toBe('TUSD on devnet')
+    expect(
+      await page.evaluate(() => document.activeElement?.textContent?.replace(/\s+/g, ' ').trim()),
+    ).toBe('TUSD on devnet')
     await page.getByRole('button', { name: 'ETH on devnet' }).click()
     await page.locator('#pay-amount').filter({ hasText: 'ETH' }).waitFor()
 
@@ -192,9 +259,13 @@ describeWithBrowser('pay page in Chromium on the devnet', () => {
     // $12.50 at the devnet's $3,000 feed, rounded up to the wei.
     expect(BigInt(s.quote!.token_amount)).toBe(4166666666666667n)
     expect(await page.locator('#pay-amount').textContent()).toBe('0.004166666666666667 ETH')
-    expect(s.quote!.payment_uri).toBe(`ethereum:${s.quote!.deposit_address}@31337?value=4166666666666667`)
+    expect(s.quote!.payment_uri).toBe(
+      `ethereum:${s.quote!.deposit_address}@31337?value=4166666666666667`,
+    )
     expect(await decodeQr(page)).toBe(s.quote!.payment_uri)
-    expect(await page.locator('#pay-contract-value').textContent()).toBe("ETH, the network's own coin")
+    expect(await page.locator('#pay-contract-value').textContent()).toBe(
+      "ETH, the network's own coin",
+    )
     expect(await tokenButton(page, 'ETH').getAttribute('aria-pressed')).toBe('true')
     expect(await tokenButton(page, 'TUSD').getAttribute('aria-pressed')).toBe('false')
     expect(browser.failures).toEqual([])
@@ -227,13 +298,18 @@ describeWithBrowser('pay page in Chromium on the devnet', () => {
     const s = await stateOf(t, tx.id)
 
     await payToken(wallet, t.server.devnet!.stablecoin, s.quote!.deposit_address, 5_000_000n)
-    await page.locator('#partial').filter({ hasText: 'Received 5 TUSD of 12.5 TUSD. Still due: 7.5 TUSD.' }).waitFor({ timeout: 30_000 })
+    await page
+      .locator('#partial')
+      .filter({ hasText: 'Received 5 TUSD of 12.5 TUSD. Still due: 7.5 TUSD.' })
+      .waitFor({ timeout: 30_000 })
     expect(await statusTitle(page).textContent()).toBe(PAY_TEXT.statusPartial)
     expect(await page.locator('#pay-heading').textContent()).toBe(PAY_TEXT.payHeadingRest)
     expect(await page.locator('#pay-amount').textContent()).toBe('7.5 TUSD')
     const rest = await stateOf(t, tx.id)
     expect(rest.amount_due).toBe('7500000')
-    expect(await decodeQr(page)).toBe(`ethereum:${t.server.devnet!.stablecoin}@31337/transfer?address=${s.quote!.deposit_address}&uint256=7500000`)
+    expect(await decodeQr(page)).toBe(
+      `ethereum:${t.server.devnet!.stablecoin}@31337/transfer?address=${s.quote!.deposit_address}&uint256=7500000`,
+    )
     await page.screenshot({ path: browser.artifact('pay-page-partial-desktop'), fullPage: true })
 
     // The test wallet pays exactly the rest.
@@ -258,11 +334,16 @@ describeWithBrowser('pay page in Chromium on the devnet', () => {
     // A little ETH to the TUSD address: recorded, named, and the page still asks for TUSD.
     await payNative(wallet, s.quote!.deposit_address, 10n ** 15n)
     await page.locator('#wrong-asset').waitFor({ state: 'visible', timeout: 30_000 })
-    expect(await page.locator('#wrong-asset').textContent()).toBe(fill(PAY_TEXT.wrongAsset, { token: 'TUSD', network: 'devnet', project: 'Acme Coffee' }))
+    expect(await page.locator('#wrong-asset').textContent()).toBe(
+      fill(PAY_TEXT.wrongAsset, { token: 'TUSD', network: 'devnet', project: 'Acme Coffee' }),
+    )
     expect(await statusTitle(page).textContent()).toBe(PAY_TEXT.statusPrepared)
     expect(await page.locator('#pay-amount').textContent()).toBe('12.5 TUSD')
     expect(await page.locator('#cancel-area').isVisible()).toBe(true)
-    await page.screenshot({ path: browser.artifact('pay-page-wrong-asset-desktop'), fullPage: true })
+    await page.screenshot({
+      path: browser.artifact('pay-page-wrong-asset-desktop'),
+      fullPage: true,
+    })
 
     await page.getByRole('button', { name: PAY_TEXT.testWallet }).click()
     await waitForStatus(page, PAY_TEXT.statusCompleted)
@@ -271,22 +352,32 @@ describeWithBrowser('pay page in Chromium on the devnet', () => {
   })
 
   test('merchant text with markup is shown as text and never runs', async () => {
-    const evil = '<script>window.pwned = 1</script><img src=x onerror="window.pwned = 2"><b>bold</b>'
+    const evil =
+      '<script>window.pwned = 1</script><img src=x onerror="window.pwned = 2"><b>bold</b>'
     const tx = await createTx({ order_description: evil })
     const page = await browser.newPage()
     await page.goto(tx.url)
     expect(await page.locator('.description').textContent()).toBe(`Order: ${evil}`)
-    expect(await page.locator('.description img, .description script, .description b').count()).toBe(0)
-    expect(await page.evaluate(() => (window as unknown as { pwned?: number }).pwned)).toBeUndefined()
+    expect(
+      await page.locator('.description img, .description script, .description b').count(),
+    ).toBe(0)
+    expect(
+      await page.evaluate(() => (window as unknown as { pwned?: number }).pwned),
+    ).toBeUndefined()
     // The page keeps the description as text through a live update too.
     await page.getByRole('button', { name: 'TUSD on devnet' }).click()
     await page.locator('#pay').waitFor({ state: 'visible' })
-    expect(await page.evaluate(() => (window as unknown as { pwned?: number }).pwned)).toBeUndefined()
+    expect(
+      await page.evaluate(() => (window as unknown as { pwned?: number }).pwned),
+    ).toBeUndefined()
     expect(browser.failures).toEqual([])
   })
 
   test('at 360 px wide everything fits without sideways scrolling', async () => {
-    const tx = await createTx({ order_description: 'A very long order description that has to wrap on a small phone screen without pushing anything sideways: 2 × flat white, 1 × croissant' })
+    const tx = await createTx({
+      order_description:
+        'A very long order description that has to wrap on a small phone screen without pushing anything sideways: 2 × flat white, 1 × croissant',
+    })
     const page = await browser.newPage({ width: 360, height: 740 })
     await page.goto(tx.url)
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(360)
@@ -307,10 +398,11 @@ describeWithBrowser('pay page in Chromium on the devnet', () => {
     const tx = await createTx()
     const page = await browser.newPage()
     await page.goto(tx.url)
-    const focused = () => page.evaluate(() => {
-      const el = document.activeElement as HTMLElement | null
-      return el?.id || el?.textContent?.replace(/\s+/g, ' ').trim() || ''
-    })
+    const focused = () =>
+      page.evaluate(() => {
+        const el = document.activeElement as HTMLElement | null
+        return el?.id || el?.textContent?.replace(/\s+/g, ' ').trim() || ''
+      })
     await page.keyboard.press('Tab')
     expect(await focused()).toBe('TUSD on devnet')
     await page.keyboard.press('Tab')
@@ -325,7 +417,14 @@ describeWithBrowser('pay page in Chromium on the devnet', () => {
       await page.keyboard.press('Tab')
       order.push(await focused())
     }
-    expect(order).toEqual(['pay-amount-copy', 'pay-address-copy', 'open-wallet', 'test-wallet', 'confirm', 'change-token'])
+    expect(order).toEqual([
+      'pay-amount-copy',
+      'pay-address-copy',
+      'open-wallet',
+      'test-wallet',
+      'confirm',
+      'change-token',
+    ])
     // Back to "I have sent the payment" and press it with the space bar.
     await page.keyboard.press('Shift+Tab')
     await page.keyboard.press(' ')
@@ -349,7 +448,8 @@ describeWithBrowser('pay page in Chromium on the devnet', () => {
     // anvil's unlocked account, sending everything else to the devnet, as a real wallet would.
     await page.exposeFunction('walletRpc', async (method: string, params: unknown[]) => {
       calls.push(method)
-      if (method === 'eth_requestAccounts' || method === 'eth_accounts') return { result: [account] }
+      if (method === 'eth_requestAccounts' || method === 'eth_accounts')
+        return { result: [account] }
       if (method === 'eth_chainId') return { result: chainId }
       if (method === 'wallet_switchEthereumChain') {
         chainId = (params[0] as { chainId: string }).chainId
@@ -362,7 +462,13 @@ describeWithBrowser('pay page in Chromium on the devnet', () => {
       }
     })
     await page.addInitScript(() => {
-      const w = window as unknown as { walletRpc(m: string, p: unknown): Promise<{ result?: unknown; error?: { code: number; message: string } }>; ethereum: unknown }
+      const w = window as unknown as {
+        walletRpc(
+          m: string,
+          p: unknown,
+        ): Promise<{ result?: unknown; error?: { code: number; message: string } }>
+        ethereum: unknown
+      }
       w.ethereum = {
         async request({ method, params }: { method: string; params?: unknown[] }) {
           const r = await w.walletRpc(method, params ?? [])
@@ -379,7 +485,10 @@ describeWithBrowser('pay page in Chromium on the devnet', () => {
     await rpc('evm_setIntervalMining', [0])
     try {
       await page.getByRole('button', { name: PAY_TEXT.browserWallet }).click()
-      await page.locator('#wallet-message').filter({ hasText: /^Sent from your wallet\. Transaction 0x[0-9a-f]{64}$/ }).waitFor()
+      await page
+        .locator('#wallet-message')
+        .filter({ hasText: /^Sent from your wallet\. Transaction 0x[0-9a-f]{64}$/ })
+        .waitFor()
       await waitForStatus(page, PAY_TEXT.statusPending)
       expect(await page.locator('#browser-wallet').isHidden()).toBe(true)
       expect(await page.locator('#test-wallet').isHidden()).toBe(true)
@@ -407,7 +516,9 @@ describeWithBrowser('pay page in Chromium on the devnet', () => {
     await page.locator('#pay').waitFor({ state: 'visible' })
     expect(await page.locator('#browser-wallet').isHidden()).toBe(true)
     // And the wallet bundle is never downloaded.
-    expect(browser.requests.filter((u) => u.includes('browser-wallet.js') && u.includes(tx.id))).toEqual([])
+    expect(
+      browser.requests.filter((u) => u.includes('browser-wallet.js') && u.includes(tx.id)),
+    ).toEqual([])
   })
 
   test('when the event stream is unavailable the page polls and still shows the change', async () => {
@@ -438,7 +549,13 @@ describeWithBrowser('pay page in Chromium, expiry', () => {
   })
 
   test('the page counts down and turns into the expired page at the deadline, without a reload', async () => {
-    const r = await (await api(ts, keyOf).create({ amount: 5, expires_in_minutes: 1, cancel_url: 'https://shop.example/cart' })).json()
+    const r = await (
+      await api(ts, keyOf).create({
+        amount: 5,
+        expires_in_minutes: 1,
+        cancel_url: 'https://shop.example/cart',
+      })
+    ).json()
     const page = await browser.newPage()
     await page.goto(r.transaction.payment_url)
     const countdown = await page.locator('#countdown').textContent()
@@ -452,7 +569,9 @@ describeWithBrowser('pay page in Chromium, expiry', () => {
     expect(await page.locator('#status-detail').textContent()).toBe(PAY_TEXT.statusExpiredDetail)
     expect(await page.locator('#countdown').isHidden()).toBe(true)
     expect(await page.locator('#cancel-area').isHidden()).toBe(true)
-    expect(await page.getByRole('link', { name: 'Return to Acme Coffee' }).getAttribute('href')).toBe('https://shop.example/cart')
+    expect(
+      await page.getByRole('link', { name: 'Return to Acme Coffee' }).getAttribute('href'),
+    ).toBe('https://shop.example/cart')
     expect((await stateOf(ts, r.transaction.id)).status).toBe('expired')
     await page.screenshot({ path: browser.artifact('pay-page-expired-desktop'), fullPage: true })
   })

@@ -54,11 +54,20 @@ describeWithBrowser('Swagger UI at /swagger', () => {
 
     await page.locator('.opblock').first().waitFor({ state: 'visible', timeout: 30_000 })
     // Every operation, and every webhook the service sends (OpenAPI 3.1's webhooks section).
-    expect(await page.locator('.opblock').count()).toBe(OPERATIONS.length + WEBHOOK_EVENT_TYPES.length)
+    expect(await page.locator('.opblock').count()).toBe(
+      OPERATIONS.length + WEBHOOK_EVENT_TYPES.length,
+    )
     for (const [method, path] of OPERATIONS) {
       // One path can have two operations (GET and POST): the block is the one of this method.
-      const block = page.locator('.opblock', { has: page.locator('.opblock-summary-path', { hasText: new RegExp(`^${path.replace(/[{}]/g, '\\$&')}$`) }) })
-        .filter({ has: page.locator('.opblock-summary-method', { hasText: new RegExp(`^${method}$`) }) })
+      const block = page
+        .locator('.opblock', {
+          has: page.locator('.opblock-summary-path', {
+            hasText: new RegExp(`^${path.replace(/[{}]/g, '\\$&')}$`),
+          }),
+        })
+        .filter({
+          has: page.locator('.opblock-summary-method', { hasText: new RegExp(`^${method}$`) }),
+        })
       expect(await block.count(), `${method} ${path}`).toBe(1)
       expect(await block.isVisible(), `${method} ${path}`).toBe(true)
       expect(await block.locator('.opblock-summary-method').textContent()).toBe(method)
@@ -74,12 +83,16 @@ describeWithBrowser('Swagger UI at /swagger', () => {
     // The body appears before Swagger UI has rendered its responses table: wait for the table.
     await create.locator('.responses-table tr.response').first().waitFor({ state: 'visible' })
     for (const status of ['200', '400', '401', '429', '500']) {
-      expect(await create.locator(`.responses-table tr.response[data-code="${status}"]`).count()).toBe(1)
+      expect(
+        await create.locator(`.responses-table tr.response[data-code="${status}"]`).count(),
+      ).toBe(1)
     }
     expect(await create.locator('.opblock-section-request-body').isVisible()).toBe(true)
 
     // A webhook expands to its body and signed headers.
-    const completed = page.locator('.opblock', { has: page.locator('.opblock-summary-path', { hasText: /^transaction\.completed$/ }) })
+    const completed = page.locator('.opblock', {
+      has: page.locator('.opblock-summary-path', { hasText: /^transaction\.completed$/ }),
+    })
     expect(await completed.count()).toBe(1)
     await completed.locator('.opblock-summary').click()
     await completed.locator('.opblock-section-request-body').waitFor({ state: 'visible' })
@@ -101,7 +114,13 @@ describeWithBrowser('Swagger UI at /swagger', () => {
     expect(http.length).toBeGreaterThan(0)
     expect(http.filter((u) => new URL(u).origin !== origin)).toEqual([])
     expect(requests.filter((u) => !/^(https?|data):/.test(u))).toEqual([])
-    for (const asset of ['/swagger', '/swagger/assets/swagger-ui.css', '/swagger/assets/swagger-ui-bundle.js', '/swagger/assets/init.js', '/swagger/json']) {
+    for (const asset of [
+      '/swagger',
+      '/swagger/assets/swagger-ui.css',
+      '/swagger/assets/swagger-ui-bundle.js',
+      '/swagger/assets/init.js',
+      '/swagger/json',
+    ]) {
       expect(http.map((u) => new URL(u).pathname)).toContain(asset)
     }
     expect(failures).toEqual([])

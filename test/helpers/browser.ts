@@ -6,8 +6,13 @@ import { chromium, type BrowserContext, type Page } from 'playwright-core'
 
 /** Where Chromium (or Chrome) usually is on Debian/Ubuntu, Fedora, snap, and macOS. */
 const USUAL_PATHS = [
-  '/usr/bin/chromium', '/usr/bin/chromium-browser', '/snap/bin/chromium', '/usr/bin/google-chrome', '/usr/bin/google-chrome-stable',
-  '/Applications/Chromium.app/Contents/MacOS/Chromium', '/Applications/Google Chrome.app/Contents/MacOS/Google Chrome',
+  '/usr/bin/chromium',
+  '/usr/bin/chromium-browser',
+  '/snap/bin/chromium',
+  '/usr/bin/google-chrome',
+  '/usr/bin/google-chrome-stable',
+  '/Applications/Chromium.app/Contents/MacOS/Chromium',
+  '/Applications/Google Chrome.app/Contents/MacOS/Google Chrome',
 ]
 /** CI=true (or 1): browser tests never skip; a missing browser fails them. */
 export const IN_CI = ['1', 'true'].includes((process.env.CI ?? '').toLowerCase())
@@ -20,7 +25,8 @@ export function findChromium(env: Record<string, string | undefined> = process.e
 }
 
 const CHROMIUM = findChromium()
-const MISSING = `No Chromium found (${process.env.CHROMIUM_PATH ? `CHROMIUM_PATH=${process.env.CHROMIUM_PATH} does not exist` : `looked in ${USUAL_PATHS.join(', ')}`}). ` +
+const MISSING =
+  `No Chromium found (${process.env.CHROMIUM_PATH ? `CHROMIUM_PATH=${process.env.CHROMIUM_PATH} does not exist` : `looked in ${USUAL_PATHS.join(', ')}`}). ` +
   'Install it (Debian/Ubuntu: sudo apt-get install -y chromium; macOS: brew install --cask chromium) or set CHROMIUM_PATH to a Chromium or Chrome binary.'
 
 /** Whether suites declared with `describeWithBrowser` run here (a browser was found, or CI=true). */
@@ -31,7 +37,9 @@ export const BROWSER_SUITES_RUN = !!CHROMIUM || IN_CI
  * top-level `beforeAll` even when every suite in the file is skipped, and opening the browser
  * there would fail a machine that has none.
  */
-export function whenBrowser<A extends unknown[]>(hook: (...args: A) => unknown): (...args: A) => unknown {
+export function whenBrowser<A extends unknown[]>(
+  hook: (...args: A) => unknown,
+): (...args: A) => unknown {
   return (...args: A) => (BROWSER_SUITES_RUN ? hook(...args) : undefined)
 }
 
@@ -53,7 +61,8 @@ export function describeWithBrowser(name: string, body: () => void) {
 export const ARTIFACTS = new URL('../../test-artifacts/', import.meta.url).pathname
 
 /** Playwright leaves /tmp/playwright-* directories behind; only ours are removed. */
-const playwrightLeftovers = () => new Set(readdirSync('/tmp').filter((f) => f.startsWith('playwright-')))
+const playwrightLeftovers = () =>
+  new Set(readdirSync('/tmp').filter((f) => f.startsWith('playwright-')))
 
 export interface Browser {
   context: BrowserContext
@@ -72,7 +81,12 @@ export interface Browser {
  * refuses its calls home). Suites use `describeWithBrowser`, so this runs only when a browser
  * was found or under CI, where a missing one is an error.
  */
-export async function openBrowser(opts: { viewport?: { width: number; height: number }; ignoreHttpStatus?: (url: string, status: number) => boolean } = {}): Promise<Browser> {
+export async function openBrowser(
+  opts: {
+    viewport?: { width: number; height: number }
+    ignoreHttpStatus?: (url: string, status: number) => boolean
+  } = {},
+): Promise<Browser> {
   if (!CHROMIUM) throw new Error(MISSING)
   const leftoversBefore = playwrightLeftovers()
   const profile = mkdtempSync(join(tmpdir(), 'crypto-pay-chromium-'))
@@ -80,17 +94,28 @@ export async function openBrowser(opts: { viewport?: { width: number; height: nu
     executablePath: CHROMIUM,
     ignoreHTTPSErrors: true,
     viewport: opts.viewport ?? { width: 1280, height: 900 },
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   })
   const requests: string[] = []
   const failures: string[] = []
   context.on('request', (r) => requests.push(r.url()))
   context.on('requestfailed', (r) => {
     // A page navigating away cancels its open event stream: that is not a failure.
-    if (r.failure()?.errorText !== 'net::ERR_ABORTED') failures.push(`${r.method()} ${r.url()}: ${r.failure()?.errorText}`)
+    if (r.failure()?.errorText !== 'net::ERR_ABORTED')
+      failures.push(`${r.method()} ${r.url()}: ${r.failure()?.errorText}`)
   })
   context.on('response', (r) => {
-    if (r.status() >= 400 && !opts.ignoreHttpStatus?.(r.url(), r.status())) failures.push(`${r.request().method()} ${r.url()}: HTTP ${r.status()}`)
+    if (r.status() >= 400 && !opts.ignoreHttpStatus?.(r.url(), r.status()))
+      failures.push(`${r.request().method()} ${r.url()}: HTTP ${r.status()}`)
   })
   const watch = (page: Page) => {
     page.on('pageerror', (e) => failures.push(`page error: ${e.message}`))
@@ -114,7 +139,8 @@ export async function openBrowser(opts: { viewport?: { width: number; height: nu
     async close() {
       await context.close()
       rmSync(profile, { recursive: true, force: true })
-      for (const f of playwrightLeftovers()) if (!leftoversBefore.has(f)) rmSync(join('/tmp', f), { recursive: true, force: true })
+      for (const f of playwrightLeftovers())
+        if (!leftoversBefore.has(f)) rmSync(join('/tmp', f), { recursive: true, force: true })
     },
   }
 }

@@ -4,7 +4,11 @@ import { bytesToHex, encodeFunctionData, type Address, type Hex } from 'viem'
 import { mnemonicToAccount } from 'viem/accounts'
 import { startAnvil, type AnvilNode } from '../../src/chain/anvil.ts'
 import { TestStablecoin } from '../../src/chain/artifacts/index.ts'
-import { ANVIL_DEFAULT_MNEMONIC, createDevnetClient, type DevnetClient } from '../../src/chain/devnet.ts'
+import {
+  ANVIL_DEFAULT_MNEMONIC,
+  createDevnetClient,
+  type DevnetClient,
+} from '../../src/chain/devnet.ts'
 import type { NetworkConfig } from '../../src/chain/networks-config.ts'
 
 /** Writes networks as an R16 NETWORKS_CONFIG file, as an operator would, and returns its path. */
@@ -24,10 +28,17 @@ export function writeNetworksFile(dir: string, networks: NetworkConfig[]): strin
     tokens: n.tokens.map((t) => ({
       symbol: t.symbol,
       decimals: t.decimals,
-      ...(t.kind === 'erc20' ? { address: t.address, ...(t.onchainSymbols ? { onchainSymbols: t.onchainSymbols } : {}) } : { native: true }),
-      price: t.price.kind === 'fixedUsd'
-        ? { fixedUsd: t.price.usd }
-        : { chainlinkFeed: t.price.feed, maxAgeSeconds: t.price.maxAgeSeconds, ...(t.price.descriptions ? { descriptions: t.price.descriptions } : {}) },
+      ...(t.kind === 'erc20'
+        ? { address: t.address, ...(t.onchainSymbols ? { onchainSymbols: t.onchainSymbols } : {}) }
+        : { native: true }),
+      price:
+        t.price.kind === 'fixedUsd'
+          ? { fixedUsd: t.price.usd }
+          : {
+              chainlinkFeed: t.price.feed,
+              maxAgeSeconds: t.price.maxAgeSeconds,
+              ...(t.price.descriptions ? { descriptions: t.price.descriptions } : {}),
+            },
     })),
   }))
   const path = join(dir, `networks-${Math.random().toString(36).slice(2)}.json`)
@@ -36,8 +47,18 @@ export function writeNetworksFile(dir: string, networks: NetworkConfig[]): strin
 }
 
 /** Sends `amount` smallest units of an ERC-20 and waits for its receipt. */
-export async function payToken(client: DevnetClient, token: Address, to: string, amount: bigint): Promise<Hex> {
-  const hash = await client.writeContract({ address: token, abi: TestStablecoin.abi, functionName: 'transfer', args: [to as Address, amount] })
+export async function payToken(
+  client: DevnetClient,
+  token: Address,
+  to: string,
+  amount: bigint,
+): Promise<Hex> {
+  const hash = await client.writeContract({
+    address: token,
+    abi: TestStablecoin.abi,
+    functionName: 'transfer',
+    args: [to as Address, amount],
+  })
   await client.waitForTransactionReceipt({ hash })
   return hash
 }
@@ -53,12 +74,21 @@ export async function payNative(client: DevnetClient, to: string, amount: bigint
  * Polls `read` until `pred` holds; throws after `timeoutMs` with `what` and the last value.
  * Every wait in the chain tests goes through this: no fixed sleeps.
  */
-export async function waitUntil<T>(what: string, read: () => Promise<T>, pred: (v: T) => boolean, timeoutMs = 20_000, everyMs = 50): Promise<T> {
+export async function waitUntil<T>(
+  what: string,
+  read: () => Promise<T>,
+  pred: (v: T) => boolean,
+  timeoutMs = 20_000,
+  everyMs = 50,
+): Promise<T> {
   const end = Date.now() + timeoutMs
   for (;;) {
     const v = await read()
     if (pred(v)) return v
-    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}; last: ${JSON.stringify(v, (_, x) => (typeof x === 'bigint' ? x.toString() : x))}`)
+    if (Date.now() > end)
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}; last: ${JSON.stringify(v, (_, x) => (typeof x === 'bigint' ? x.toString() : x))}`,
+      )
     await new Promise((r) => setTimeout(r, everyMs))
   }
 }
@@ -97,10 +127,20 @@ export interface ManualChain {
  * twice that many (default 32). `historyStates` (default 256): past states kept, the deepest
  * reorg `reorg()` can make.
  */
-export async function startManualChain(options: { slotsInAnEpoch?: number; historyStates?: number } = {}): Promise<ManualChain> {
-  const node = await startAnvil({ noMining: true, historyStates: options.historyStates ?? 256, extraArgs: options.slotsInAnEpoch ? ['--slots-in-an-epoch', String(options.slotsInAnEpoch)] : [] })
+export async function startManualChain(
+  options: { slotsInAnEpoch?: number; historyStates?: number } = {},
+): Promise<ManualChain> {
+  const node = await startAnvil({
+    noMining: true,
+    historyStates: options.historyStates ?? 256,
+    extraArgs: options.slotsInAnEpoch
+      ? ['--slots-in-an-epoch', String(options.slotsInAnEpoch)]
+      : [],
+  })
   try {
-    const key = bytesToHex(mnemonicToAccount(ANVIL_DEFAULT_MNEMONIC, { addressIndex: 0 }).getHdKey().privateKey!)
+    const key = bytesToHex(
+      mnemonicToAccount(ANVIL_DEFAULT_MNEMONIC, { addressIndex: 0 }).getHdKey().privateKey!,
+    )
     const client = createDevnetClient(node.rpcUrl, key)
     const mine = async (n = 1) => {
       await client.request({ method: 'anvil_mine', params: [`0x${n.toString(16)}`] } as never)
@@ -110,22 +150,42 @@ export async function startManualChain(options: { slotsInAnEpoch?: number; histo
       const request = await client.prepareTransactionRequest({ ...tx, gas: 100_000n })
       return client.signTransaction(request as Parameters<typeof client.signTransaction>[0])
     }
-    const sendRaw = (raw: Hex) => client.request({ method: 'eth_sendRawTransaction', params: [raw] })
+    const sendRaw = (raw: Hex) =>
+      client.request({ method: 'eth_sendRawTransaction', params: [raw] })
     const settle = async (hash: Hex) => {
       await mine()
       const receipt = await client.getTransactionReceipt({ hash })
       if (receipt.status !== 'success') throw new Error(`${hash} reverted`)
       return receipt
     }
-    const deploy = await client.deployContract({ abi: TestStablecoin.abi, bytecode: TestStablecoin.bytecode, args: ['Test USD', 'TUSD'] })
+    const deploy = await client.deployContract({
+      abi: TestStablecoin.abi,
+      bytecode: TestStablecoin.bytecode,
+      args: ['Test USD', 'TUSD'],
+    })
     const token = (await settle(deploy)).contractAddress! as Address
-    await settle(await client.writeContract({ address: token, abi: TestStablecoin.abi, functionName: 'mint', args: [client.account.address, 10n ** 15n] }))
+    await settle(
+      await client.writeContract({
+        address: token,
+        abi: TestStablecoin.abi,
+        functionName: 'mint',
+        args: [client.account.address, 10n ** 15n],
+      }),
+    )
     return {
       node,
       rpcUrl: node.rpcUrl,
       client,
       token,
-      signTokenTransfer: (to, amount) => sign({ to: token, data: encodeFunctionData({ abi: TestStablecoin.abi, functionName: 'transfer', args: [to as Address, amount] }) }),
+      signTokenTransfer: (to, amount) =>
+        sign({
+          to: token,
+          data: encodeFunctionData({
+            abi: TestStablecoin.abi,
+            functionName: 'transfer',
+            args: [to as Address, amount],
+          }),
+        }),
       signNativeTransfer: (to, amount) => sign({ to: to as Address, value: amount }),
       sendRaw,
       mine,
@@ -146,7 +206,15 @@ export async function startManualChain(options: { slotsInAnEpoch?: number; histo
         maxLogRange: 1000,
         maxRequestsPerSecond: null,
         testnet: true,
-        tokens: [{ kind: 'erc20', symbol: 'TUSD', decimals: 6, address: token, price: { kind: 'fixedUsd', usd: '1' } }],
+        tokens: [
+          {
+            kind: 'erc20',
+            symbol: 'TUSD',
+            decimals: 6,
+            address: token,
+            price: { kind: 'fixedUsd', usd: '1' },
+          },
+        ],
         ...overrides,
       }),
       stop: () => node.stop(),

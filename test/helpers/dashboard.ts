@@ -2,7 +2,12 @@ import type { TestServer } from './server.ts'
 
 /** The text of an attribute value or element content as a browser reads it. */
 export const unescapeHtml = (s: string) =>
-  s.replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&')
+  s
+    .replace(/&quot;/g, '"')
+    .replace(/&#39;/g, "'")
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&amp;/g, '&')
 
 /** The first CSRF token in a page's forms. */
 export function csrfOf(page: string): string {
@@ -46,18 +51,32 @@ export function dashboardClient(t: Pick<TestServer, 'fetch' | 'url'>) {
       else jar.set(name, value)
     }
     const location = res.headers.get('location')
-    return { status: res.status, headers: res.headers, text: await res.text(), location: location ? location.replace(t.url, '') : null }
+    return {
+      status: res.status,
+      headers: res.headers,
+      text: await res.text(),
+      location: location ? location.replace(t.url, '') : null,
+    }
   }
 
   const client = {
     jar,
     get: (path: string, headers: Record<string, string> = {}) => send(path, { headers }),
     /** Posts `fields` (and the CSRF token unless given) as a form. */
-    post(path: string, fields: Record<string, string | string[]>, opts: { csrf?: string | null; headers?: Record<string, string> } = {}) {
+    post(
+      path: string,
+      fields: Record<string, string | string[]>,
+      opts: { csrf?: string | null; headers?: Record<string, string> } = {},
+    ) {
       const body = new URLSearchParams()
       for (const [k, v] of Object.entries(fields)) for (const one of [v].flat()) body.append(k, one)
-      if (opts.csrf !== null && !('csrf' in fields)) body.set('csrf', opts.csrf ?? client.csrf ?? '')
-      return send(path, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', ...opts.headers }, body })
+      if (opts.csrf !== null && !('csrf' in fields))
+        body.set('csrf', opts.csrf ?? client.csrf ?? '')
+      return send(path, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', ...opts.headers },
+        body,
+      })
     },
     /** The CSRF token of the last signed-in page read with `page`. */
     csrf: null as string | null,
@@ -76,7 +95,10 @@ export function dashboardClient(t: Pick<TestServer, 'fetch' | 'url'>) {
 }
 
 /** A project member who can sign in: the project, its test key and the user's credentials. */
-export async function memberOf(t: TestServer, opts: { email?: string; password?: string; projectName?: string } = {}) {
+export async function memberOf(
+  t: TestServer,
+  opts: { email?: string; password?: string; projectName?: string } = {},
+) {
   const project = await t.project({ name: opts.projectName ?? 'Dashboard shop' })
   const email = opts.email ?? `owner-${project.id.slice(-6).toLowerCase()}@example.com`
   const password = opts.password ?? 'correct horse battery staple'

@@ -1,5 +1,13 @@
 import { createHash, randomBytes } from 'node:crypto'
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs'
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import postgres from 'postgres'
@@ -17,7 +25,8 @@ const MIGRATIONS = new URL('../../drizzle', import.meta.url).pathname
 
 function migrationsHash() {
   const h = createHash('sha256')
-  for (const f of readdirSync(MIGRATIONS).sort()) if (f.endsWith('.sql')) h.update(f).update(readFileSync(join(MIGRATIONS, f)))
+  for (const f of readdirSync(MIGRATIONS).sort())
+    if (f.endsWith('.sql')) h.update(f).update(readFileSync(join(MIGRATIONS, f)))
   return h.digest('hex').slice(0, 16)
 }
 
@@ -74,7 +83,11 @@ function administration(): Promise<string> {
 }
 
 /** A new, empty PostgreSQL database on the DATABASE_URL server; `drop` removes it. */
-export async function freshPostgres(): Promise<{ url: string; env: { DATABASE_URL: string; SECRET_KEY: string; WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS: string }; drop(): Promise<void> }> {
+export async function freshPostgres(): Promise<{
+  url: string
+  env: { DATABASE_URL: string; SECRET_KEY: string; WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS: string }
+  drop(): Promise<void>
+}> {
   const base = await administration()
   const name = `crypto_pay_test_${randomString(10).toLowerCase()}`
   const admin = postgres(base, { max: 1, onnotice: () => {} })
@@ -86,7 +99,11 @@ export async function freshPostgres(): Promise<{ url: string; env: { DATABASE_UR
     url: url.toString(),
     // Instances on one PostgreSQL database share one SECRET_KEY (config requires it). Test
     // receivers listen on this machine, and DATABASE_URL turns private test endpoints off by default.
-    env: { DATABASE_URL: url.toString(), SECRET_KEY: randomBytes(32).toString('hex'), WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS: '1' },
+    env: {
+      DATABASE_URL: url.toString(),
+      SECRET_KEY: randomBytes(32).toString('hex'),
+      WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS: '1',
+    },
     async drop() {
       const a = postgres(base, { max: 1, onnotice: () => {} })
       await a.unsafe(`drop database if exists ${name} with (force)`)

@@ -11,10 +11,16 @@ export async function expectStatus(res: Response, status: number): Promise<void>
  * Its Remaining is one less than before's, or, when the window ended in between (their reset
  * times differ), the window's limit less one.
  */
-export function expectCountedOnceSince(before: Response, after: Response, window: 'minute' | 'hour' | 'day' = 'minute'): void {
+export function expectCountedOnceSince(
+  before: Response,
+  after: Response,
+  window: 'minute' | 'hour' | 'day' = 'minute',
+): void {
   const header = (res: Response, name: string) => res.headers.get(`x-ratelimit-${name}-${window}`)
   const sameWindow = header(after, 'reset') === header(before, 'reset')
-  const expected = sameWindow ? Number(header(before, 'remaining')) - 1 : Number(header(after, 'limit')) - 1
+  const expected = sameWindow
+    ? Number(header(before, 'remaining')) - 1
+    : Number(header(after, 'limit')) - 1
   expect(Number(header(after, 'remaining'))).toBe(expected)
 }
 

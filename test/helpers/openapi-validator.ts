@@ -33,10 +33,13 @@ export function schemaProblems(name: string, value: unknown): string[] {
   return v(value) ? [] : (v.errors ?? []).map((e) => `${e.instancePath || '(root)'} ${e.message}`)
 }
 
-const EVENT_SCHEMAS: Record<string, string> = document.components.schemas.WebhookEvent.discriminator.mapping
+const EVENT_SCHEMAS: Record<string, string> =
+  document.components.schemas.WebhookEvent.discriminator.mapping
 
 /** The headers the document declares for every delivery (`components.parameters`). */
-const DELIVERY_HEADERS = Object.values<{ name: string; required: boolean }>(document.components.parameters)
+const DELIVERY_HEADERS = Object.values<{ name: string; required: boolean }>(
+  document.components.parameters,
+)
 
 /**
  * Throws, naming the problems, unless a delivery is what the document says: its body conforms
@@ -49,8 +52,14 @@ export function assertDelivery(body: string, headers: Record<string, string>): v
   const ref = EVENT_SCHEMAS[value?.event]
   const problems = schemaProblems(ref ? ref.split('/').pop()! : 'WebhookEvent', value)
   for (const h of Object.keys(headers)) {
-    if (/^(x-service-|webhook-)/.test(h) && !DELIVERY_HEADERS.some((d) => d.name === h)) problems.push(`header ${h} is sent but not declared`)
+    if (/^(x-service-|webhook-)/.test(h) && !DELIVERY_HEADERS.some((d) => d.name === h))
+      problems.push(`header ${h} is sent but not declared`)
   }
-  for (const d of DELIVERY_HEADERS) if (d.required && headers[d.name] === undefined) problems.push(`required header ${d.name} is missing`)
-  if (problems.length) throw new Error(`a delivery does not match openapi/openapi.json's webhooks: ${problems.join('; ')}\n${body}`)
+  for (const d of DELIVERY_HEADERS)
+    if (d.required && headers[d.name] === undefined)
+      problems.push(`required header ${d.name} is missing`)
+  if (problems.length)
+    throw new Error(
+      `a delivery does not match openapi/openapi.json's webhooks: ${problems.join('; ')}\n${body}`,
+    )
 }

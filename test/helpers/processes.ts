@@ -17,19 +17,40 @@ export type Runtime = 'bun' | 'deno'
  * runner's environment: a PGlite test must not inherit the DATABASE_URL of a PostgreSQL run.
  */
 const CONFIG_VARS = [
-  'PORT', 'HTTP_PORT', 'HOST', 'BASE_URL', 'DATABASE_URL', 'DATA_DIR', 'TLS_CERT_FILE', 'TLS_KEY_FILE', 'TRUST_PROXY',
-  'NETWORKS_CONFIG', 'SECRET_KEY', 'WEBHOOK_RETRY_SCHEDULE', 'LOG_LEVEL', 'ACTOR_LEASE_MS', 'WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS',
-  'PAY_RATE_LIMITS', 'METRICS', 'METRICS_TOKEN', 'WEBHOOK_DISABLE_AFTER', 'READY_CHAIN_MAX_LAG', 'SHUTDOWN_DRAIN',
+  'PORT',
+  'HTTP_PORT',
+  'HOST',
+  'BASE_URL',
+  'DATABASE_URL',
+  'DATA_DIR',
+  'TLS_CERT_FILE',
+  'TLS_KEY_FILE',
+  'TRUST_PROXY',
+  'NETWORKS_CONFIG',
+  'SECRET_KEY',
+  'WEBHOOK_RETRY_SCHEDULE',
+  'LOG_LEVEL',
+  'ACTOR_LEASE_MS',
+  'WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS',
+  'PAY_RATE_LIMITS',
+  'METRICS',
+  'METRICS_TOKEN',
+  'WEBHOOK_DISABLE_AFTER',
+  'READY_CHAIN_MAX_LAG',
+  'SHUTDOWN_DRAIN',
 ]
 
 function childEnv(env: Record<string, string>): Record<string, string> {
   const out: Record<string, string> = {}
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !CONFIG_VARS.includes(k)) out[k] = v
+  for (const [k, v] of Object.entries(process.env))
+    if (v !== undefined && !CONFIG_VARS.includes(k)) out[k] = v
   return { ...out, ...env }
 }
 
 function argv(runtime: Runtime, script: string, args: string[]): [string, string[]] {
-  return runtime === 'bun' ? [BUN, [script, ...args]] : [DENO, ['run', '--allow-all', script, ...args]]
+  return runtime === 'bun'
+    ? [BUN, [script, ...args]]
+    : [DENO, ['run', '--allow-all', script, ...args]]
 }
 
 /** Everything this module started and that has not exited yet; `killAllProcesses` ends them. */
@@ -69,9 +90,16 @@ export interface Proc {
 }
 
 /** Starts `script` (relative to the repository root) under Bun or Deno. */
-export function startProcess(script: string, opts: { env?: Record<string, string>; runtime?: Runtime; args?: string[] } = {}): Proc {
+export function startProcess(
+  script: string,
+  opts: { env?: Record<string, string>; runtime?: Runtime; args?: string[] } = {},
+): Proc {
   const [cmd, args] = argv(opts.runtime ?? 'bun', script, opts.args ?? [])
-  const child = spawn(cmd, args, { cwd: ROOT, env: childEnv(opts.env ?? {}), stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(cmd, args, {
+    cwd: ROOT,
+    env: childEnv(opts.env ?? {}),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
   live.add(child)
   const out = { stdout: new Output(), stderr: new Output() }
   child.stdout!.setEncoding('utf8').on('data', (c: string) => out.stdout.push(c))
@@ -101,7 +129,11 @@ export function startProcess(script: string, opts: { env?: Record<string, string
             resolve(m)
           } else if (done) {
             off()
-            reject(new Error(`process ${child.pid} exited (${done.code ?? done.signal}) before ${stream} matched ${pattern}\n--- stdout ---\n${out.stdout.text}\n--- stderr ---\n${out.stderr.text}`))
+            reject(
+              new Error(
+                `process ${child.pid} exited (${done.code ?? done.signal}) before ${stream} matched ${pattern}\n--- stdout ---\n${out.stdout.text}\n--- stderr ---\n${out.stderr.text}`,
+              ),
+            )
           }
         }
         const off = o.onChange(check)
@@ -141,9 +173,15 @@ const LISTENING_RE = /^\{.*"msg":"listening".*\}$/m
  * `bun src/main.ts` (or Deno) with `env`, resolved once it logs `{"msg":"listening",...}` on
  * stderr, so LOG_LEVEL must let info through. Throws with the output when it exits first.
  */
-export async function spawnServer(env: Record<string, string>, opts: { runtime?: Runtime } = {}): Promise<ServerProcess> {
+export async function spawnServer(
+  env: Record<string, string>,
+  opts: { runtime?: Runtime } = {},
+): Promise<ServerProcess> {
   // No chain unless the test asks for one (NETWORKS_CONFIG: '' runs the real devnet).
-  const proc = startProcess('src/main.ts', { env: { NETWORKS_CONFIG: NO_NETWORKS, ...env }, runtime: opts.runtime })
+  const proc = startProcess('src/main.ts', {
+    env: { NETWORKS_CONFIG: NO_NETWORKS, ...env },
+    runtime: opts.runtime,
+  })
   let listening: Record<string, unknown>
   try {
     listening = JSON.parse((await proc.waitFor('stderr', LISTENING_RE))[0])
@@ -163,7 +201,12 @@ export async function spawnServer(env: Record<string, string>, opts: { runtime?:
     url,
     ca,
     listening,
-    fetch: (path, init = {}) => fetch(url + path, { redirect: 'manual', ...init, ...(ca ? { tls: { ca } } : {}) } as RequestInit),
+    fetch: (path, init = {}) =>
+      fetch(url + path, {
+        redirect: 'manual',
+        ...init,
+        ...(ca ? { tls: { ca } } : {}),
+      } as RequestInit),
     stop: (graceMs = 15_000) => stopProcess(proc, graceMs),
   }
 }
@@ -198,18 +241,33 @@ export interface CliResult {
 }
 
 /** `bun src/cli/main.ts ...args` (or under Deno) to completion. */
-export const runCli = (args: string[], opts: { env?: Record<string, string>; runtime?: Runtime } = {}) => runScript('src/cli/main.ts', args, opts)
+export const runCli = (
+  args: string[],
+  opts: { env?: Record<string, string>; runtime?: Runtime } = {},
+) => runScript('src/cli/main.ts', args, opts)
 
 /** `bun src/treasury/main.ts ...args` (or under Deno) to completion: the merchant's treasury tool. */
-export const runTreasuryTool = (args: string[], opts: { env?: Record<string, string>; runtime?: Runtime } = {}) => runScript('src/treasury/main.ts', args, opts)
+export const runTreasuryTool = (
+  args: string[],
+  opts: { env?: Record<string, string>; runtime?: Runtime } = {},
+) => runScript('src/treasury/main.ts', args, opts)
 
 /** A command-line script to completion, with what it printed. */
-export async function runScript(script: string, args: string[], opts: { env?: Record<string, string>; runtime?: Runtime } = {}): Promise<CliResult> {
+export async function runScript(
+  script: string,
+  args: string[],
+  opts: { env?: Record<string, string>; runtime?: Runtime } = {},
+): Promise<CliResult> {
   const proc = startProcess(script, { env: opts.env, runtime: opts.runtime, args })
   const { code } = await proc.exited
   const stdout = proc.stdout()
   const stderr = proc.stderr()
-  return { code, stdout, stderr, json: parseJson(code === 0 ? stdout : stderr) ?? parseJson(stdout) ?? parseJson(stderr) }
+  return {
+    code,
+    stdout,
+    stderr,
+    json: parseJson(code === 0 ? stdout : stderr) ?? parseJson(stdout) ?? parseJson(stderr),
+  }
 }
 
 function parseJson(text: string): any {

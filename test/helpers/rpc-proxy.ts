@@ -93,7 +93,15 @@ export async function startRpcProxy(target: string): Promise<RpcProxy> {
     if (state.rateLimitNext > 0) {
       state.rateLimitNext--
       state.rateLimited++
-      res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '1' }).end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32005, message: 'Too Many Requests' } }))
+      res
+        .writeHead(429, { 'content-type': 'application/json', 'retry-after': '1' })
+        .end(
+          JSON.stringify({
+            jsonrpc: '2.0',
+            id: null,
+            error: { code: -32005, message: 'Too Many Requests' },
+          }),
+        )
       return
     }
     let body = Buffer.concat(chunks).toString()
@@ -101,36 +109,79 @@ export async function startRpcProxy(target: string): Promise<RpcProxy> {
     if (state.rateLimitJsonNext > 0) {
       state.rateLimitJsonNext--
       state.rateLimited++
-      const refuse = (c: RpcCall) => ({ jsonrpc: '2.0', id: c.id, error: { code: -32005, message: 'Your app has exceeded its compute units per second capacity (rate limited)' } })
-      return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(Array.isArray(parsed) ? parsed.map(refuse) : refuse(parsed)))
+      const refuse = (c: RpcCall) => ({
+        jsonrpc: '2.0',
+        id: c.id,
+        error: {
+          code: -32005,
+          message: 'Your app has exceeded its compute units per second capacity (rate limited)',
+        },
+      })
+      return res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify(Array.isArray(parsed) ? parsed.map(refuse) : refuse(parsed)))
     }
-    let calls = (Array.isArray(parsed) ? parsed : [parsed]).map((c) => Object.assign(c, { path: req.url ?? '/' }))
+    let calls = (Array.isArray(parsed) ? parsed : [parsed]).map((c) =>
+      Object.assign(c, { path: req.url ?? '/' }),
+    )
     // Refused ranges and erring calls are answered here, in the shape of a node's error; the rest go on.
     const answeredHere = new Map<RpcCall, { code: number; message: string }>()
     for (const c of calls) {
-      if (state.maxLogRange !== null && c.method === 'eth_getLogs' && logSpan(c) > state.maxLogRange) {
+      if (
+        state.maxLogRange !== null &&
+        c.method === 'eth_getLogs' &&
+        logSpan(c) > state.maxLogRange
+      ) {
         state.rangeRefusals.push(c)
-        answeredHere.set(c, { code: -32600, message: `exceed maximum block range: ${state.maxLogRange}` })
+        answeredHere.set(c, {
+          code: -32600,
+          message: `exceed maximum block range: ${state.maxLogRange}`,
+        })
       } else if (state.refuseMethods.has(c.method)) {
-        answeredHere.set(c, { code: -32601, message: `the method ${c.method} does not exist/is not available` })
+        answeredHere.set(c, {
+          code: -32601,
+          message: `the method ${c.method} does not exist/is not available`,
+        })
       } else if (state.callErrorNext > 0 && c.method === 'eth_call') {
         state.callErrorNext--
         state.callErrors.push(c)
-        answeredHere.set(c, { code: -32602, message: 'BlockOutOfRangeError: block height is 15 but requested was 14' })
+        answeredHere.set(c, {
+          code: -32602,
+          message: 'BlockOutOfRangeError: block height is 15 but requested was 14',
+        })
       }
     }
     if (answeredHere.size) {
       calls = calls.filter((c) => !answeredHere.has(c))
       const errors = [...answeredHere].map(([c, error]) => ({ jsonrpc: '2.0', id: c.id, error }))
-      if (calls.length === 0) return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(Array.isArray(parsed) ? errors : errors[0]))
-      const answered = JSON.parse((await fetch(state.target, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(calls.map(({ path: _, ...c }) => c)) }).then((r) => r.text())))
+      if (calls.length === 0)
+        return res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(JSON.stringify(Array.isArray(parsed) ? errors : errors[0]))
+      const answered = JSON.parse(
+        await fetch(state.target, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(calls.map(({ path: _, ...c }) => c)),
+        }).then((r) => r.text()),
+      )
       state.calls.push(...calls)
-      return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify([...errors, ...answered]))
+      return res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify([...errors, ...answered]))
     }
-    body = JSON.stringify(Array.isArray(parsed) ? calls.map(({ path: _, ...c }) => c) : (({ path: _, ...c }) => c)(calls[0]!))
+    body = JSON.stringify(
+      Array.isArray(parsed)
+        ? calls.map(({ path: _, ...c }) => c)
+        : (({ path: _, ...c }) => c)(calls[0]!),
+    )
     state.calls.push(...calls)
     const forward = async (payload: string) => {
-      const upstream = await fetch(state.target, { method: 'POST', headers: { 'content-type': 'application/json' }, body: payload })
+      const upstream = await fetch(state.target, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: payload,
+      })
       return { status: upstream.status, text: await upstream.text() }
     }
     let { status, text } = state.beforeCall ? { status: 200, text: '' } : await forward(body)
@@ -144,10 +195,13 @@ export async function startRpcProxy(target: string): Promise<RpcProxy> {
       text = JSON.stringify(Array.isArray(parsed) ? answers : answers[0])
     }
     if (state.blockNumberOffset !== 0n) {
-      const answers = JSON.parse(text) as Array<{ id: unknown; result?: unknown }> | { id: unknown; result?: unknown }
+      const answers = JSON.parse(text) as
+        | Array<{ id: unknown; result?: unknown }>
+        | { id: unknown; result?: unknown }
       for (const answer of Array.isArray(answers) ? answers : [answers]) {
         const call = calls.find((c) => c.id === answer.id)
-        if (call?.method === 'eth_blockNumber') answer.result = `0x${(BigInt(answer.result as string) + state.blockNumberOffset).toString(16)}`
+        if (call?.method === 'eth_blockNumber')
+          answer.result = `0x${(BigInt(answer.result as string) + state.blockNumberOffset).toString(16)}`
       }
       text = JSON.stringify(answers)
     }
@@ -162,6 +216,12 @@ export async function startRpcProxy(target: string): Promise<RpcProxy> {
 /** Blocks an eth_getLogs call spans (0 for a call by block hash). */
 function logSpan(call: RpcCall): number {
   const filter = (call.params as Array<{ fromBlock?: string; toBlock?: string }> | undefined)?.[0]
-  if (!filter?.fromBlock || !filter.toBlock || !filter.fromBlock.startsWith('0x') || !filter.toBlock.startsWith('0x')) return 0
+  if (
+    !filter?.fromBlock ||
+    !filter.toBlock ||
+    !filter.fromBlock.startsWith('0x') ||
+    !filter.toBlock.startsWith('0x')
+  )
+    return 0
   return Number(BigInt(filter.toBlock) - BigInt(filter.fromBlock)) + 1
 }

@@ -11,7 +11,13 @@ import { bytesToHex, type Address, type Hex } from 'viem'
 import { mnemonicToAccount } from 'viem/accounts'
 import { startAnvil, type AnvilNode } from '../../src/chain/anvil.ts'
 import { TestStablecoin } from '../../src/chain/artifacts/index.ts'
-import { ANVIL_DEFAULT_MNEMONIC, createDevnetClient, deployTestStablecoin, installMulticall3, type DevnetClient } from '../../src/chain/devnet.ts'
+import {
+  ANVIL_DEFAULT_MNEMONIC,
+  createDevnetClient,
+  deployTestStablecoin,
+  installMulticall3,
+  type DevnetClient,
+} from '../../src/chain/devnet.ts'
 import { ETHEREUM_ACCOUNT_PATH } from '../../src/chain/deposit-addresses.ts'
 import { TREASURY_SCOPES } from '../../src/keys/api-key.ts'
 import { mnemonicToSeed } from '../../src/lib/bip39.ts'
@@ -22,11 +28,13 @@ import { startRpcProxy } from './rpc-proxy.ts'
 import { api, type TestServer } from './server.ts'
 
 /** The merchant's deposit mnemonic in these tests (BIP-39's "legal winner" test vector). */
-export const MERCHANT_MNEMONIC = 'legal winner thank year wave sausage worth useful legal winner thank yellow'
+export const MERCHANT_MNEMONIC =
+  'legal winner thank year wave sausage worth useful legal winner thank yellow'
 export const MERCHANT_PASSPHRASE = 'correct horse battery staple'
 export const ETH_USD = '3000'
 
-const anvilKey = (i: number): Hex => bytesToHex(mnemonicToAccount(ANVIL_DEFAULT_MNEMONIC, { addressIndex: i }).getHdKey().privateKey!)
+const anvilKey = (i: number): Hex =>
+  bytesToHex(mnemonicToAccount(ANVIL_DEFAULT_MNEMONIC, { addressIndex: i }).getHdKey().privateKey!)
 
 export interface TreasuryChain {
   node: AnvilNode
@@ -51,21 +59,39 @@ export interface TreasuryChain {
  * anvil mining a block per transaction (and on `mine()`), with 256 past states kept for reorgs.
  * Prague by default (EIP-7702); `cancun` is a chain without it, as Avalanche's C-Chain is.
  */
-export async function startTreasuryChain(o: { hardfork?: 'prague' | 'cancun' } = {}): Promise<TreasuryChain> {
+export async function startTreasuryChain(
+  o: { hardfork?: 'prague' | 'cancun' } = {},
+): Promise<TreasuryChain> {
   const node = await startAnvil({ hardfork: o.hardfork ?? 'prague', historyStates: 256 })
   try {
     const customer = createDevnetClient(node.rpcUrl, anvilKey(0))
     const token = await deployTestStablecoin(customer)
-    await customer.waitForTransactionReceipt({ hash: await customer.writeContract({ address: token, abi: TestStablecoin.abi, functionName: 'mint', args: [customer.account.address, 10n ** 15n] }) })
+    await customer.waitForTransactionReceipt({
+      hash: await customer.writeContract({
+        address: token,
+        abi: TestStablecoin.abi,
+        functionName: 'mint',
+        args: [customer.account.address, 10n ** 15n],
+      }),
+    })
     await installMulticall3(customer)
     const gasKey = anvilKey(5)
     return {
       node,
       rpcUrl: node.rpcUrl,
       customer,
-      gas: { key: gasKey, address: mnemonicToAccount(ANVIL_DEFAULT_MNEMONIC, { addressIndex: 5 }).address },
+      gas: {
+        key: gasKey,
+        address: mnemonicToAccount(ANVIL_DEFAULT_MNEMONIC, { addressIndex: 5 }).address,
+      },
       token,
-      tokenBalance: (address) => customer.readContract({ address: token, abi: TestStablecoin.abi, functionName: 'balanceOf', args: [address as Address] }),
+      tokenBalance: (address) =>
+        customer.readContract({
+          address: token,
+          abi: TestStablecoin.abi,
+          functionName: 'balanceOf',
+          args: [address as Address],
+        }),
       ethBalance: (address) => customer.getBalance({ address: address as Address }),
       async mine(n = 1) {
         await customer.request({ method: 'anvil_mine', params: [`0x${n.toString(16)}`] } as never)
@@ -76,11 +102,31 @@ export async function startTreasuryChain(o: { hardfork?: 'prague' | 'cancun' } =
         await customer.request({ method: 'anvil_reorg', params: [depth, []] } as never)
       },
       network: (overrides = {}) => ({
-        name: 'localchain', chainId: 31337, rpcUrl: node.rpcUrl, fallbackRpcUrls: [], wsUrl: null, confirmations: 2, finality: 'confirmations',
-        pollIntervalMs: 100, maxLogRange: 1000, maxRequestsPerSecond: null, testnet: true,
+        name: 'localchain',
+        chainId: 31337,
+        rpcUrl: node.rpcUrl,
+        fallbackRpcUrls: [],
+        wsUrl: null,
+        confirmations: 2,
+        finality: 'confirmations',
+        pollIntervalMs: 100,
+        maxLogRange: 1000,
+        maxRequestsPerSecond: null,
+        testnet: true,
         tokens: [
-          { kind: 'erc20', symbol: 'TUSD', decimals: 6, address: token, price: { kind: 'fixedUsd', usd: '1' } },
-          { kind: 'native', symbol: 'ETH', decimals: 18, price: { kind: 'fixedUsd', usd: ETH_USD } },
+          {
+            kind: 'erc20',
+            symbol: 'TUSD',
+            decimals: 6,
+            address: token,
+            price: { kind: 'fixedUsd', usd: '1' },
+          },
+          {
+            kind: 'native',
+            symbol: 'ETH',
+            decimals: 18,
+            price: { kind: 'fixedUsd', usd: ETH_USD },
+          },
         ],
         ...overrides,
       }),
@@ -93,7 +139,10 @@ export async function startTreasuryChain(o: { hardfork?: 'prague' | 'cancun' } =
 }
 
 /** The merchant's files: the deposit mnemonic (and passphrase), the gas account's key, and the service's certificate. */
-export function writeMerchantFiles(dir: string, o: { mnemonic?: string; passphrase?: string; gasKey: Hex; ca: string }) {
+export function writeMerchantFiles(
+  dir: string,
+  o: { mnemonic?: string; passphrase?: string; gasKey: Hex; ca: string },
+) {
   const file = (name: string, text: string) => {
     const path = join(dir, name)
     writeFileSync(path, text, { mode: 0o600 })
@@ -101,7 +150,9 @@ export function writeMerchantFiles(dir: string, o: { mnemonic?: string; passphra
   }
   return {
     mnemonic: file('deposit-mnemonic.txt', `${o.mnemonic ?? MERCHANT_MNEMONIC}\n`),
-    ...(o.passphrase === undefined ? {} : { passphrase: file('deposit-passphrase.txt', `${o.passphrase}\n`) }),
+    ...(o.passphrase === undefined
+      ? {}
+      : { passphrase: file('deposit-passphrase.txt', `${o.passphrase}\n`) }),
     gasKey: file('gas-key.txt', `${o.gasKey}\n`),
     ca: file('service-ca.pem', o.ca),
   }
@@ -114,7 +165,9 @@ export async function toolKey(t: TestServer, projectId: string): Promise<string>
 
 /** The project's test-mode deposit key: the xpub of the merchant's mnemonic (with `passphrase`). */
 export async function useMerchantKey(t: TestServer, projectId: string, passphrase = '') {
-  const xpub = HDKey.fromMasterSeed(mnemonicToSeed(MERCHANT_MNEMONIC, passphrase)).derive(ETHEREUM_ACCOUNT_PATH).publicExtendedKey
+  const xpub = HDKey.fromMasterSeed(mnemonicToSeed(MERCHANT_MNEMONIC, passphrase)).derive(
+    ETHEREUM_ACCOUNT_PATH,
+  ).publicExtendedKey
   const r = await t.server.services.deposits.setXpub(projectId, 'test', xpub)
   if (!r.ok) throw new Error(r.message)
 }
@@ -123,7 +176,14 @@ export async function useMerchantKey(t: TestServer, projectId: string, passphras
  * `count` transactions whose customers paid their quote in full (`token` on the chain) and that
  * completed: each one's id, deposit address and what it received.
  */
-export async function paidTransactions(t: TestServer, key: string, chain: TreasuryChain, count: number, token: 'TUSD' | 'ETH', usd = 10) {
+export async function paidTransactions(
+  t: TestServer,
+  key: string,
+  chain: TreasuryChain,
+  count: number,
+  token: 'TUSD' | 'ETH',
+  usd = 10,
+) {
   const a = api(t, key)
   const paid: { id: string; address: string; units: bigint }[] = []
   for (let i = 0; i < count; i++) {
@@ -134,20 +194,46 @@ export async function paidTransactions(t: TestServer, key: string, chain: Treasu
   }
   // Automine makes a block per payment: the last ones need blocks after them for their confirmations.
   await chain.mine(3)
-  for (const p of paid) await waitUntil(`transaction ${p.id} completed`, () => a.transaction(p.id), (x) => x.status === 'completed', 60_000)
+  for (const p of paid)
+    await waitUntil(
+      `transaction ${p.id} completed`,
+      () => a.transaction(p.id),
+      (x) => x.status === 'completed',
+      60_000,
+    )
   return paid
 }
 
 /** The tool's connection flags against a test server and the chain. */
-export const toolArgs = (t: TestServer, key: string, chain: TreasuryChain, files: { ca: string }, rpcUrl = chain.rpcUrl) =>
-  ['--api-url', t.url, '--api-key', key, '--ca-file', files.ca, '--network', 'localchain', '--rpc-url', rpcUrl]
+export const toolArgs = (
+  t: TestServer,
+  key: string,
+  chain: TreasuryChain,
+  files: { ca: string },
+  rpcUrl = chain.rpcUrl,
+) => [
+  '--api-url',
+  t.url,
+  '--api-key',
+  key,
+  '--ca-file',
+  files.ca,
+  '--network',
+  'localchain',
+  '--rpc-url',
+  rpcUrl,
+]
 
 /**
  * Runs the treasury tool with `args` (its RPC through a proxy in front of `rpcUrl`) and SIGKILLs
  * it at its `nth` eth_sendRawTransaction, which never reaches the chain: a run that recorded a
  * transaction and died before sending it.
  */
-export async function killedAtSend(rpcUrl: string, args: (rpcUrl: string) => string[], nth = 1): Promise<void> {
+export async function killedAtSend(
+  rpcUrl: string,
+  args: (rpcUrl: string) => string[],
+  nth = 1,
+): Promise<void> {
   const proxy = await startRpcProxy(rpcUrl)
   let sends = 0
   let reached!: () => void
@@ -159,7 +245,14 @@ export async function killedAtSend(rpcUrl: string, args: (rpcUrl: string) => str
   }
   const run = startProcess('src/treasury/main.ts', { args: args(proxy.url) })
   try {
-    await Promise.race([held, run.exited.then((e) => { throw new Error(`the tool ended (${e.code}) before its send #${nth}: ${run.stdout()} ${run.stderr()}`) })])
+    await Promise.race([
+      held,
+      run.exited.then((e) => {
+        throw new Error(
+          `the tool ended (${e.code}) before its send #${nth}: ${run.stdout()} ${run.stderr()}`,
+        )
+      }),
+    ])
     run.kill('SIGKILL')
     if ((await run.exited).signal !== 'SIGKILL') throw new Error('the tool was not killed')
   } finally {

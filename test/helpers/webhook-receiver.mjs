@@ -33,11 +33,22 @@ const server = createServer((req, res) => {
     if (url.pathname === '/_received') {
       const path = url.searchParams.get('path')
       res.setHeader('content-type', 'application/json')
-      return res.end(JSON.stringify({ received: received.filter((r) => !path || r.path === path), hanging: hanging.size }))
+      return res.end(
+        JSON.stringify({
+          received: received.filter((r) => !path || r.path === path),
+          hanging: hanging.size,
+        }),
+      )
     }
     const ep = endpoints.get(url.pathname)
     const verified = ep ? verify(raw, req.headers['x-service-signature'], ep.secret) : false
-    received.push({ path: url.pathname, at: Date.now(), headers: req.headers, body: raw.toString(), verified })
+    received.push({
+      path: url.pathname,
+      at: Date.now(),
+      headers: req.headers,
+      body: raw.toString(),
+      verified,
+    })
     if (!ep) return res.writeHead(404).end('unknown endpoint')
     if (!verified) return res.writeHead(401).end('invalid signature')
     ep.seen++
@@ -46,10 +57,13 @@ const server = createServer((req, res) => {
       res.on('close', () => hanging.delete(res))
       return
     }
-    if (ep.mode === 'slow') return setTimeout(() => res.writeHead(200).end('ok, slowly'), ep.delayMs ?? 500)
+    if (ep.mode === 'slow')
+      return setTimeout(() => res.writeHead(200).end('ok, slowly'), ep.delayMs ?? 500)
     if (ep.mode === 'redirect') return res.writeHead(302, { location: ep.location }).end('moved')
-    if (ep.mode === 'answer') return res.writeHead(ep.status ?? 200, ep.headers ?? {}).end(`answered ${ep.status}`)
-    if (ep.mode === 'fail' || (ep.mode === 'fail-then-ok' && ep.seen <= (ep.failures ?? 2))) return res.writeHead(500).end('please retry')
+    if (ep.mode === 'answer')
+      return res.writeHead(ep.status ?? 200, ep.headers ?? {}).end(`answered ${ep.status}`)
+    if (ep.mode === 'fail' || (ep.mode === 'fail-then-ok' && ep.seen <= (ep.failures ?? 2)))
+      return res.writeHead(500).end('please retry')
     res.writeHead(200, { 'content-type': 'text/plain' }).end('ok')
   })
 })

@@ -18,7 +18,18 @@ export type ReceiverMode = 'ok' | 'fail' | 'fail-then-ok' | 'hang' | 'redirect' 
 export interface WebhookSink {
   url(path: string): string
   /** Sets what `path` does and which secret it verifies with. */
-  configure(path: string, opts: { secret: string; mode: ReceiverMode; failures?: number; location?: string; delayMs?: number; status?: number; headers?: Record<string, string> }): Promise<void>
+  configure(
+    path: string,
+    opts: {
+      secret: string
+      mode: ReceiverMode
+      failures?: number
+      location?: string
+      delayMs?: number
+      status?: number
+      headers?: Record<string, string>
+    },
+  ): Promise<void>
   received(path?: string): Promise<Received[]>
   /** Requests held open right now by `hang` endpoints. */
   hanging(): Promise<number>
@@ -28,7 +39,9 @@ export interface WebhookSink {
 }
 
 export async function startWebhookSink(): Promise<WebhookSink> {
-  const child: ChildProcess = spawn(process.env.NODE_BIN ?? 'node', [SCRIPT], { stdio: ['ignore', 'pipe', 'inherit'] })
+  const child: ChildProcess = spawn(process.env.NODE_BIN ?? 'node', [SCRIPT], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
   const port = await new Promise<number>((resolve, reject) => {
     let out = ''
     child.stdout!.on('data', (c) => {
@@ -40,10 +53,13 @@ export async function startWebhookSink(): Promise<WebhookSink> {
   })
   const base = `http://127.0.0.1:${port}`
   const get = async (path?: string) => {
-    const got = (await (await fetch(`${base}/_received${path ? `?path=${encodeURIComponent(path)}` : ''}`)).json()) as { received: Received[]; hanging: number }
+    const got = (await (
+      await fetch(`${base}/_received${path ? `?path=${encodeURIComponent(path)}` : ''}`)
+    ).json()) as { received: Received[]; hanging: number }
     // Every delivery the service sent, in every test that receives one, is what the document says:
     // its body and its headers.
-    for (const r of got.received) if (r.headers['x-service-signature']) assertDelivery(r.body, r.headers)
+    for (const r of got.received)
+      if (r.headers['x-service-signature']) assertDelivery(r.body, r.headers)
     return got
   }
   const sink: WebhookSink = {
@@ -58,7 +74,10 @@ export async function startWebhookSink(): Promise<WebhookSink> {
       for (;;) {
         const r = await sink.received(path)
         if (pred(r)) return r
-        if (Date.now() > end) throw new Error(`waitFor ${path}: condition not met; received ${r.length}: ${r.map((x) => `${x.headers['x-service-attempt']}:${JSON.parse(x.body).event}`).join(', ')}`)
+        if (Date.now() > end)
+          throw new Error(
+            `waitFor ${path}: condition not met; received ${r.length}: ${r.map((x) => `${x.headers['x-service-attempt']}:${JSON.parse(x.body).event}`).join(', ')}`,
+          )
         await new Promise((res) => setTimeout(res, 25))
       }
     },

@@ -36,7 +36,14 @@ for (const backend of backends()) {
       cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }))
       const pg = backend === 'postgres' ? await freshPostgres() : null
       if (pg) cleanups.push(() => pg.drop())
-      const all = { DATA_DIR: dataDir, PORT: '0', HTTP_PORT: '0', LOG_LEVEL: 'info', ...(pg ? pg.env : {}), ...env }
+      const all = {
+        DATA_DIR: dataDir,
+        PORT: '0',
+        HTTP_PORT: '0',
+        LOG_LEVEL: 'info',
+        ...(pg ? pg.env : {}),
+        ...env,
+      }
       const server = await spawnServer(all)
       const cli = cliWith(all)
       const project = await cliProject(cli, 'Restart on a virtual clock')
@@ -46,7 +53,10 @@ for (const backend of backends()) {
     /** The same DATA_DIR and database restored in this process, on a clock the test moves. */
     async function restoreInProcess(env: Record<string, string>, startAt: number) {
       const clock = manualClock(startAt)
-      const server: RunningServer = await startServer(loadConfig({ NETWORKS_CONFIG: NO_NETWORKS, ...env, LOG_LEVEL: 'silent' }), { clock, logger: createLogger('silent') })
+      const server: RunningServer = await startServer(
+        loadConfig({ NETWORKS_CONFIG: NO_NETWORKS, ...env, LOG_LEVEL: 'silent' }),
+        { clock, logger: createLogger('silent') },
+      )
       cleanups.push(() => server.stop())
       return { clock, server, services: server.services }
     }
@@ -54,10 +64,24 @@ for (const backend of backends()) {
     test('a transaction actor restored after SIGKILL expires at its original deadline, not a millisecond before; an overdue one at once', async () => {
       const p = await processServer()
       const key = p.project.key
-      const waiting = await createTransaction(p.server.fetch, key, { amount: 25, expires_in_minutes: 30 })
-      const overdue = await createTransaction(p.server.fetch, key, { amount: 25, expires_in_minutes: 1 })
-      for (const e of PATH_TO.pending) await p.cli.ok('transaction', 'event', '--id', waiting, '--event', JSON.stringify(e))
-      const read = async (fetchFn: typeof p.server.fetch, id: string) => (await (await fetchFn(`/api/transactions/${id}`, { headers: { authorization: `Bearer ${key}` } })).json()).transaction
+      const waiting = await createTransaction(p.server.fetch, key, {
+        amount: 25,
+        expires_in_minutes: 30,
+      })
+      const overdue = await createTransaction(p.server.fetch, key, {
+        amount: 25,
+        expires_in_minutes: 1,
+      })
+      for (const e of PATH_TO.pending)
+        await p.cli.ok('transaction', 'event', '--id', waiting, '--event', JSON.stringify(e))
+      const read = async (fetchFn: typeof p.server.fetch, id: string) =>
+        (
+          await (
+            await fetchFn(`/api/transactions/${id}`, {
+              headers: { authorization: `Bearer ${key}` },
+            })
+          ).json()
+        ).transaction
       const deadline = Date.parse((await read(p.server.fetch, waiting)).expires_at)
       const overdueDeadline = Date.parse((await read(p.server.fetch, overdue)).expires_at)
 
@@ -66,14 +90,24 @@ for (const backend of backends()) {
 
       // Two minutes pass while the server is down: one deadline is now behind, the other 28 minutes ahead.
       const r = await restoreInProcess(p.env, overdueDeadline + MIN)
-      const api = async (id: string) => (await r.services.transactions.get({ projectId: p.project.id, mode: 'test' }, id))
+      const api = async (id: string) =>
+        await r.services.transactions.get({ projectId: p.project.id, mode: 'test' }, id)
       const status = async (id: string) => {
         const t = await api(id)
         return t.ok ? t.value.status : null
       }
       await waitUntil(async () => (await status(overdue)) === 'expired', 10_000)
-      const [expiry] = (await r.services.transactions.timeline({ projectId: p.project.id, mode: 'test' }, overdue) as any).value.slice(-1)
-      expect(expiry).toMatchObject({ from_status: 'created', to_status: 'expired', cause: 'expiry.reached' })
+      const [expiry] = (
+        (await r.services.transactions.timeline(
+          { projectId: p.project.id, mode: 'test' },
+          overdue,
+        )) as any
+      ).value.slice(-1)
+      expect(expiry).toMatchObject({
+        from_status: 'created',
+        to_status: 'expired',
+        cause: 'expiry.reached',
+      })
 
       // The waiting one runs as an actor again, in its status, with its original deadline.
       const actor = r.services.lifecycle.actorOf(waiting)!
@@ -90,8 +124,19 @@ for (const backend of backends()) {
       const final = await waitFor(actor, (s) => s.status === 'done', { timeout: 10_000 })
       expect(final.value).toBe('expired')
       expect(await status(waiting)).toBe('expired')
-      const timeline = (await r.services.transactions.timeline({ projectId: p.project.id, mode: 'test' }, waiting) as any).value
-      expect(timeline.at(-1)).toMatchObject({ from_status: 'pending', to_status: 'expired', cause: 'expiry.reached', details: { at: deadline }, at: new Date(deadline).toISOString() })
+      const timeline = (
+        (await r.services.transactions.timeline(
+          { projectId: p.project.id, mode: 'test' },
+          waiting,
+        )) as any
+      ).value
+      expect(timeline.at(-1)).toMatchObject({
+        from_status: 'pending',
+        to_status: 'expired',
+        cause: 'expiry.reached',
+        details: { at: deadline },
+        at: new Date(deadline).toISOString(),
+      })
       expect(r.services.lifecycle.statusOf(waiting)).toBeNull()
     })
 
@@ -99,22 +144,41 @@ for (const backend of backends()) {
       sink ??= await startWebhookSink()
       const path = `/actors-restart-${backend}`
       const p = await processServer()
-      const ep = await p.cli.ok('endpoint', 'create', '--project', p.project.id, '--mode', 'test', '--url', sink.url(path), '--events', 'transaction.created')
+      const ep = await p.cli.ok(
+        'endpoint',
+        'create',
+        '--project',
+        p.project.id,
+        '--mode',
+        'test',
+        '--url',
+        sink.url(path),
+        '--events',
+        'transaction.created',
+      )
       await sink.configure(path, { secret: ep.secret, mode: 'fail' })
       await createTransaction(p.server.fetch, p.project.key)
       // Attempt 1 fails on the default schedule (R19): the next one is due a minute after it.
       let listed: any
-      await waitUntil(async () => {
-        listed = (await p.cli.ok('delivery', 'list', '--project', p.project.id)).deliveries[0]
-        return listed?.attempts === 1
-      }, 15_000, () => JSON.stringify(listed))
+      await waitUntil(
+        async () => {
+          listed = (await p.cli.ok('delivery', 'list', '--project', p.project.id)).deliveries[0]
+          return listed?.attempts === 1
+        },
+        15_000,
+        () => JSON.stringify(listed),
+      )
       const due2 = Date.parse(listed.next_retry_at)
       p.server.kill('SIGKILL')
       await p.server.exited
       expect((await sink.received(path)).length).toBe(1)
 
       const r = await restoreInProcess(p.env, due2 - 30_000)
-      const attempts = async () => (await sink!.received(path)).map((x) => ({ n: Number(x.headers['x-service-attempt']), event: x.headers['x-service-event-id'] }))
+      const attempts = async () =>
+        (await sink!.received(path)).map((x) => ({
+          n: Number(x.headers['x-service-attempt']),
+          event: x.headers['x-service-event-id'],
+        }))
       await r.services.dispatcher.runOnce()
       expect(r.services.deliveries.runningIds()).toEqual([listed.id])
       r.clock.set(due2 - 1)
@@ -137,12 +201,21 @@ for (const backend of backends()) {
       expect(new Set(got.map((a) => a.event)).size).toBe(1)
       const shown = await r.services.webhooks.getDelivery(listed.id)
       if (!shown.ok) throw new Error(shown.message)
-      expect(shown.value.delivery).toMatchObject({ status: 'failed', attempts: 6, failedBecause: 'exhausted', nextAttemptAt: null })
+      expect(shown.value.delivery).toMatchObject({
+        status: 'failed',
+        attempts: 6,
+        failedBecause: 'exhausted',
+        nextAttemptAt: null,
+      })
       const a = shown.value.attempts
       expect(a.map((x) => x.number)).toEqual([1, 2, 3, 4, 5, 6])
       expect(a[1].scheduledFor!.getTime()).toBe(due2)
-      for (let i = 1; i < 6; i++) expect(a[i].startedAt.getTime()).toBe(a[i].scheduledFor!.getTime())
-      for (let i = 2; i < 6; i++) expect(a[i].scheduledFor!.getTime() - a[i - 1].startedAt.getTime()).toBe(DEFAULT_OFFSETS[i - 1])
+      for (let i = 1; i < 6; i++)
+        expect(a[i].startedAt.getTime()).toBe(a[i].scheduledFor!.getTime())
+      for (let i = 2; i < 6; i++)
+        expect(a[i].scheduledFor!.getTime() - a[i - 1].startedAt.getTime()).toBe(
+          DEFAULT_OFFSETS[i - 1],
+        )
       expect(r.services.deliveries.runningIds()).toEqual([])
     })
   })

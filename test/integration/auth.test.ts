@@ -25,10 +25,28 @@ for (const backend of backends()) {
     afterAll(() => t?.stop())
 
     const routes = () => [
-      { name: 'create', call: (h: Record<string, string>) => t.fetch('/api/transactions/create', { method: 'POST', headers: { 'content-type': 'application/json', ...h }, body: '{"amount":1}' }) },
-      { name: 'get', call: (h: Record<string, string>) => t.fetch(`/api/transactions/${txId}`, { headers: h }) },
-      { name: 'list', call: (h: Record<string, string>) => t.fetch(`/api/transactions/project/${own.id}`, { headers: h }) },
-      { name: 'stats', call: (h: Record<string, string>) => t.fetch('/api/transactions/stats', { headers: h }) },
+      {
+        name: 'create',
+        call: (h: Record<string, string>) =>
+          t.fetch('/api/transactions/create', {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', ...h },
+            body: '{"amount":1}',
+          }),
+      },
+      {
+        name: 'get',
+        call: (h: Record<string, string>) => t.fetch(`/api/transactions/${txId}`, { headers: h }),
+      },
+      {
+        name: 'list',
+        call: (h: Record<string, string>) =>
+          t.fetch(`/api/transactions/project/${own.id}`, { headers: h }),
+      },
+      {
+        name: 'stats',
+        call: (h: Record<string, string>) => t.fetch('/api/transactions/stats', { headers: h }),
+      },
     ]
 
     const expectError = async (res: Response, status: number, type: string) => {
@@ -49,11 +67,17 @@ for (const backend of backends()) {
       ['a pk_ key', () => ({ authorization: `Bearer pk_test_${'a'.repeat(40)}` })],
       ['an unknown well-formed key', () => ({ authorization: `Bearer sk_test_${'A'.repeat(40)}` })],
       ['a truncated key', () => ({ authorization: `Bearer ${own.key.slice(0, -1)}` })],
-      ['a key with one character changed', () => ({ authorization: `Bearer ${own.key.slice(0, -1)}${own.key.endsWith('a') ? 'b' : 'a'}` })],
+      [
+        'a key with one character changed',
+        () => ({
+          authorization: `Bearer ${own.key.slice(0, -1)}${own.key.endsWith('a') ? 'b' : 'a'}`,
+        }),
+      ],
     ]
     for (const [name, headers] of bad) {
       test(`401 authentication_error for ${name}, on every route`, async () => {
-        for (const r of routes()) await expectError(await r.call(headers()), 401, 'authentication_error')
+        for (const r of routes())
+          await expectError(await r.call(headers()), 401, 'authentication_error')
       })
     }
 
@@ -62,7 +86,12 @@ for (const backend of backends()) {
       expect((await api(t, k.key).get(`/api/transactions/${txId}`)).status).toBe(200)
       const revoked = await t.server.services.keys.revoke(k.keyId)
       expect(revoked.ok).toBe(true)
-      for (const r of routes()) await expectError(await r.call({ authorization: `Bearer ${k.key}` }), 401, 'authentication_error')
+      for (const r of routes())
+        await expectError(
+          await r.call({ authorization: `Bearer ${k.key}` }),
+          401,
+          'authentication_error',
+        )
     })
 
     test('a key without the scope a route needs is refused with 403 permission_error', async () => {
@@ -70,11 +99,31 @@ for (const backend of backends()) {
       const writeOnly = await t.key(own.id, 'test', ['transactions:write'])
       const statsOnly = await t.key(own.id, 'test', ['stats:read'])
       const [create, get, list, stats] = routes()
-      await expectError(await create.call({ authorization: `Bearer ${readOnly.key}` }), 403, 'permission_error')
-      await expectError(await stats.call({ authorization: `Bearer ${readOnly.key}` }), 403, 'permission_error')
-      await expectError(await get.call({ authorization: `Bearer ${writeOnly.key}` }), 403, 'permission_error')
-      await expectError(await list.call({ authorization: `Bearer ${writeOnly.key}` }), 403, 'permission_error')
-      await expectError(await get.call({ authorization: `Bearer ${statsOnly.key}` }), 403, 'permission_error')
+      await expectError(
+        await create.call({ authorization: `Bearer ${readOnly.key}` }),
+        403,
+        'permission_error',
+      )
+      await expectError(
+        await stats.call({ authorization: `Bearer ${readOnly.key}` }),
+        403,
+        'permission_error',
+      )
+      await expectError(
+        await get.call({ authorization: `Bearer ${writeOnly.key}` }),
+        403,
+        'permission_error',
+      )
+      await expectError(
+        await list.call({ authorization: `Bearer ${writeOnly.key}` }),
+        403,
+        'permission_error',
+      )
+      await expectError(
+        await get.call({ authorization: `Bearer ${statsOnly.key}` }),
+        403,
+        'permission_error',
+      )
       expect((await get.call({ authorization: `Bearer ${readOnly.key}` })).status).toBe(200)
       expect((await create.call({ authorization: `Bearer ${writeOnly.key}` })).status).toBe(200)
       expect((await stats.call({ authorization: `Bearer ${statsOnly.key}` })).status).toBe(200)
@@ -82,12 +131,20 @@ for (const backend of backends()) {
 
     test('the scope check comes before body validation: no scope, bad body -> 403', async () => {
       const readOnly = await t.key(own.id, 'test', ['transactions:read'])
-      const res = await t.fetch('/api/transactions/create', { method: 'POST', headers: { authorization: `Bearer ${readOnly.key}`, 'content-type': 'application/json' }, body: '{not json' })
+      const res = await t.fetch('/api/transactions/create', {
+        method: 'POST',
+        headers: { authorization: `Bearer ${readOnly.key}`, 'content-type': 'application/json' },
+        body: '{not json',
+      })
       await expectError(res, 403, 'permission_error')
     })
 
     test('authentication comes before validation: no key, bad body -> 401', async () => {
-      const res = await t.fetch('/api/transactions/create', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"amount":-1}' })
+      const res = await t.fetch('/api/transactions/create', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{"amount":-1}',
+      })
       await expectError(res, 401, 'authentication_error')
     })
 
@@ -98,7 +155,8 @@ for (const backend of backends()) {
         () => api(t, p.key).create({ amount: 1 }),
         () => api(t, p.key).get('/api/transactions/stats'),
         () => api(t, p.key).get(`/api/transactions/project/${p.id}`),
-      ]) await expectError(await r(), 403, 'permission_error')
+      ])
+        await expectError(await r(), 403, 'permission_error')
       await t.server.services.projects.setStatus(p.id, 'active')
       expect((await api(t, p.key).create({ amount: 1 })).status).toBe(200)
     })
@@ -107,7 +165,11 @@ for (const backend of backends()) {
       const p = await t.project({ name: 'Fenced' })
       await t.server.services.projects.setIpAllowlist(p.id, ['203.0.113.0/24'])
       await expectError(await api(t, p.key).get('/api/transactions/stats'), 403, 'permission_error')
-      await t.server.services.projects.setIpAllowlist(p.id, ['203.0.113.0/24', '127.0.0.0/8', '::1/128'])
+      await t.server.services.projects.setIpAllowlist(p.id, [
+        '203.0.113.0/24',
+        '127.0.0.0/8',
+        '::1/128',
+      ])
       expect((await api(t, p.key).get('/api/transactions/stats')).status).toBe(200)
       await t.server.services.projects.setIpAllowlist(p.id, [])
       expect((await api(t, p.key).get('/api/transactions/stats')).status).toBe(200)
@@ -131,22 +193,48 @@ for (const backend of backends()) {
     test("another project's transaction is 404, exactly like one that does not exist", async () => {
       const res = await api(t, own.key).get(`/api/transactions/${otherTxId}`)
       await expectError(res, 404, 'not_found_error')
-      const none = await api(t, own.key).get('/api/transactions/00000000-0000-4000-8000-000000000000')
+      const none = await api(t, own.key).get(
+        '/api/transactions/00000000-0000-4000-8000-000000000000',
+      )
       expect(none.status).toBe(404)
-      expect((await none.json()).error.message.replace(/[0-9a-f-]{36}/, 'ID')).toBe((await (await api(t, own.key).get(`/api/transactions/${otherTxId}`)).json()).error.message.replace(/[0-9a-f-]{36}/, 'ID'))
+      expect((await none.json()).error.message.replace(/[0-9a-f-]{36}/, 'ID')).toBe(
+        (
+          await (await api(t, own.key).get(`/api/transactions/${otherTxId}`)).json()
+        ).error.message.replace(/[0-9a-f-]{36}/, 'ID'),
+      )
     })
 
     test("another project's list is 403", async () => {
-      await expectError(await api(t, own.key).get(`/api/transactions/project/${other.id}`), 403, 'permission_error')
+      await expectError(
+        await api(t, own.key).get(`/api/transactions/project/${other.id}`),
+        403,
+        'permission_error',
+      )
     })
 
     test('a test key does not see live transactions and a live key does not see test ones (R9)', async () => {
-      await expectError(await api(t, own.key).get(`/api/transactions/${liveTxId}`), 404, 'not_found_error')
-      await expectError(await api(t, liveKey).get(`/api/transactions/${txId}`), 404, 'not_found_error')
-      const testList = await (await api(t, own.key).get(`/api/transactions/project/${own.id}?limit=100`)).json()
-      const liveList = await (await api(t, liveKey).get(`/api/transactions/project/${own.id}?limit=100`)).json()
-      expect(testList.transactions.every((x: { testing_mode: boolean }) => x.testing_mode)).toBe(true)
-      expect(liveList.transactions.every((x: { testing_mode: boolean }) => !x.testing_mode)).toBe(true)
+      await expectError(
+        await api(t, own.key).get(`/api/transactions/${liveTxId}`),
+        404,
+        'not_found_error',
+      )
+      await expectError(
+        await api(t, liveKey).get(`/api/transactions/${txId}`),
+        404,
+        'not_found_error',
+      )
+      const testList = await (
+        await api(t, own.key).get(`/api/transactions/project/${own.id}?limit=100`)
+      ).json()
+      const liveList = await (
+        await api(t, liveKey).get(`/api/transactions/project/${own.id}?limit=100`)
+      ).json()
+      expect(testList.transactions.every((x: { testing_mode: boolean }) => x.testing_mode)).toBe(
+        true,
+      )
+      expect(liveList.transactions.every((x: { testing_mode: boolean }) => !x.testing_mode)).toBe(
+        true,
+      )
       expect(liveList.transactions.map((x: { id: string }) => x.id)).toContain(liveTxId)
     })
 
@@ -159,7 +247,7 @@ for (const backend of backends()) {
 
     test('the key never appears in any response', async () => {
       const res = await api(t, own.key).create({ amount: 2, order_id: 'leak-check' })
-      let headers = ""
+      let headers = ''
       res.headers.forEach((v, k) => (headers += `${k}: ${v}\n`))
       expect((await res.text()) + headers).not.toContain(own.key)
     })

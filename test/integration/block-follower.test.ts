@@ -9,8 +9,18 @@ import { createWalletClient, encodeFunctionData, http, type Address, type Hex } 
 import { privateKeyToAccount } from 'viem/accounts'
 import { startAnvil } from '../../src/chain/anvil.ts'
 import { TestStablecoin } from '../../src/chain/artifacts/index.ts'
-import { createBlockFollower, type BlockFollowerDeps, type FollowerEvent } from '../../src/chain/block-follower.ts'
-import { memoryCursorStore, resumeCursor, type BlockRef, type CursorStore, type Halt } from '../../src/chain/follower-cursor.ts'
+import {
+  createBlockFollower,
+  type BlockFollowerDeps,
+  type FollowerEvent,
+} from '../../src/chain/block-follower.ts'
+import {
+  memoryCursorStore,
+  resumeCursor,
+  type BlockRef,
+  type CursorStore,
+  type Halt,
+} from '../../src/chain/follower-cursor.ts'
 import { createChainClient } from '../../src/chain/rpc.ts'
 import type { Finding } from '../../src/chain/transfer-scan.ts'
 import { manualClock } from '../../src/lib/clock.ts'
@@ -19,7 +29,9 @@ import { startRpcProxy } from '../helpers/rpc-proxy.ts'
 
 // anvil's first default account (mnemonic "test test ... junk"): signs raw transactions that a
 // reorg can put back into a replacement block.
-const PAYER = privateKeyToAccount('0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80')
+const PAYER = privateKeyToAccount(
+  '0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80',
+)
 const payer = PAYER.address.toLowerCase() as Address
 
 let node: { rpcUrl: string; stop(): Promise<void> }
@@ -32,11 +44,23 @@ beforeAll(async () => {
   node = await startReorgableAnvil()
   chain = createChainClient({ rpcUrl: node.rpcUrl, retryCount: 0 })
   const wallet = walletClient(node.rpcUrl)
-  const deploy = await wallet.deployContract({ abi: TestStablecoin.abi, bytecode: TestStablecoin.bytecode, args: ['Test USD', 'TUSD'], chain: null })
+  const deploy = await wallet.deployContract({
+    abi: TestStablecoin.abi,
+    bytecode: TestStablecoin.bytecode,
+    args: ['Test USD', 'TUSD'],
+    chain: null,
+  })
   await mine()
   const receipt = await chain.getTransactionReceipt({ hash: deploy })
   token = receipt.contractAddress!.toLowerCase() as Address
-  await send({ to: token, data: encodeFunctionData({ abi: TestStablecoin.abi, functionName: 'mint', args: [PAYER.address, 10n ** 15n] }) })
+  await send({
+    to: token,
+    data: encodeFunctionData({
+      abi: TestStablecoin.abi,
+      functionName: 'mint',
+      args: [PAYER.address, 10n ** 15n],
+    }),
+  })
   await mine()
 })
 
@@ -58,10 +82,21 @@ describe('createBlockFollower() on anvil', () => {
     await f.waitForHeight(block.number)
 
     expect(f.findings()).toEqual([
-      { kind: 'native', from: payer, to: watched, amount: 1234n, txHash: paid, blockNumber: block.number, blockHash: block.hash },
+      {
+        kind: 'native',
+        from: payer,
+        to: watched,
+        amount: 1234n,
+        txHash: paid,
+        blockNumber: block.number,
+        blockHash: block.hash,
+      },
     ])
     expect(f.findings().some((x) => x.txHash === ignored)).toBe(false)
-    await f.waitFor(() => f.events.some((e) => e.type === 'head' && e.number === block.number), 'the head event')
+    await f.waitFor(
+      () => f.events.some((e) => e.type === 'head' && e.number === block.number),
+      'the head event',
+    )
   })
 
   test('reports an ERC-20 Transfer to a watched address, by token, amount and logIndex', async () => {
@@ -73,7 +108,17 @@ describe('createBlockFollower() on anvil', () => {
     await f.waitForHeight(block.number)
 
     expect(f.findings()).toEqual([
-      { kind: 'erc20', token, from: payer, to: watched, amount: 5_000_000n, txHash: paid, logIndex: 0, blockNumber: block.number, blockHash: block.hash },
+      {
+        kind: 'erc20',
+        token,
+        from: payer,
+        to: watched,
+        amount: 5_000_000n,
+        txHash: paid,
+        logIndex: 0,
+        blockNumber: block.number,
+        blockHash: block.hash,
+      },
     ])
   })
 
@@ -112,14 +157,19 @@ describe('createBlockFollower() on anvil', () => {
     expect(reorg).toEqual({
       type: 'reorg',
       forkPoint: paymentBlock.number - 1n,
-      removed: [{ number: paymentBlock.number, hash: paymentBlock.hash }, { number: after.number, hash: after.hash }],
+      removed: [
+        { number: paymentBlock.number, hash: paymentBlock.hash },
+        { number: after.number, hash: after.hash },
+      ],
     })
     await f.waitFor(() => f.blocksAfter(reorg).length === 2, 'replacement blocks')
     const replacements = f.blocksAfter(reorg)
     expect(replacements.map((b) => b.block.number)).toEqual([paymentBlock.number, after.number])
     expect(replacements[0]!.block.hash).not.toBe(paymentBlock.hash)
     expect(replacements.flatMap((b) => b.findings)).toEqual([])
-    expect((await chain.getBlock({ blockNumber: paymentBlock.number })).hash).toBe(replacements[0]!.block.hash)
+    expect((await chain.getBlock({ blockNumber: paymentBlock.number })).hash).toBe(
+      replacements[0]!.block.hash,
+    )
   })
 
   test('a reorg that re-includes the same transaction reports it again with the new block hash', async () => {
@@ -132,12 +182,23 @@ describe('createBlockFollower() on anvil', () => {
 
     await anvilReorg(1, [[raw, 0]])
     const reorg = await f.waitForEvent('reorg')
-    expect(reorg).toMatchObject({ forkPoint: old.number - 1n, removed: [{ number: old.number, hash: old.hash }] })
+    expect(reorg).toMatchObject({
+      forkPoint: old.number - 1n,
+      removed: [{ number: old.number, hash: old.hash }],
+    })
     await f.waitFor(() => f.blocksAfter(reorg).length === 1, 'replacement block')
     const [replacement] = f.blocksAfter(reorg)
     expect(replacement!.block.hash).not.toBe(old.hash)
     expect(replacement!.findings).toEqual([
-      { kind: 'native', from: payer, to: watched, amount: 77n, txHash: paid, blockNumber: old.number, blockHash: replacement!.block.hash },
+      {
+        kind: 'native',
+        from: payer,
+        to: watched,
+        amount: 77n,
+        txHash: paid,
+        blockNumber: old.number,
+        blockHash: replacement!.block.hash,
+      },
     ])
   })
 
@@ -195,7 +256,12 @@ describe('createBlockFollower() on anvil', () => {
 
     await reorgAnew(4)
     await f.waitFor(() => f.follower.status().halted !== null, 'the halt')
-    const expected = { windowFrom: blocks[2]!.number, windowTo: blocks[3]!.number, head: blocks[3]!.number, resumeFrom: blocks[0]!.number }
+    const expected = {
+      windowFrom: blocks[2]!.number,
+      windowTo: blocks[3]!.number,
+      head: blocks[3]!.number,
+      resumeFrom: blocks[0]!.number,
+    }
     expect(f.follower.status().halted).toMatchObject(expected)
     expect(store.current()?.halted).toMatchObject(expected)
     expect(halts).toEqual([expect.objectContaining(expected)])
@@ -210,7 +276,15 @@ describe('createBlockFollower() on anvil', () => {
     expect(f.follower.syncedHeight()).toBe(blocks[3]!.number)
     const said = f.logs.filter((l) => l.msg.startsWith('reorg deeper than the remembered window'))
     expect(said).toHaveLength(1)
-    expect(said[0]).toMatchObject({ level: 'error', fields: expect.objectContaining({ network: 'anvil', windowFrom: String(expected.windowFrom), windowTo: String(expected.windowTo), fix: expect.stringContaining('npm run cli -- network resume --network anvil') }) })
+    expect(said[0]).toMatchObject({
+      level: 'error',
+      fields: expect.objectContaining({
+        network: 'anvil',
+        windowFrom: String(expected.windowFrom),
+        windowTo: String(expected.windowTo),
+        fix: expect.stringContaining('npm run cli -- network resume --network anvil'),
+      }),
+    })
   })
 
   test('a follower started on a halted cursor (a restart, another instance) stays halted: it emits nothing and says so once', async () => {
@@ -230,7 +304,12 @@ describe('createBlockFollower() on anvil', () => {
     expect(second.events).toEqual([])
     expect(second.follower.status().halted).toEqual(store.current()!.halted!)
     expect(second.logs.filter((l) => l.msg.startsWith('this network is halted'))).toEqual([
-      expect.objectContaining({ level: 'warn', fields: expect.objectContaining({ fix: expect.stringContaining('network resume --network anvil') }) }),
+      expect.objectContaining({
+        level: 'warn',
+        fields: expect.objectContaining({
+          fix: expect.stringContaining('network resume --network anvil'),
+        }),
+      }),
     ])
   })
 
@@ -240,10 +319,14 @@ describe('createBlockFollower() on anvil', () => {
     // What the handler recorded: the blocks of its findings, as the chain watcher reads them from the database.
     const recorded = new Map<string, BlockRef>()
     const f = await follow({
-      watch: [watched], windowSize: 2, store,
+      watch: [watched],
+      windowSize: 2,
+      store,
       recorded: async (from) => [...recorded.values()].filter((b) => b.number >= from),
       onEvent: (e) => {
-        if (e.type === 'block') for (const x of e.findings) recorded.set(x.blockHash, { number: x.blockNumber, hash: x.blockHash })
+        if (e.type === 'block')
+          for (const x of e.findings)
+            recorded.set(x.blockHash, { number: x.blockNumber, hash: x.blockHash })
       },
     })
     await send({ to: watched, value: 1n })
@@ -254,7 +337,10 @@ describe('createBlockFollower() on anvil', () => {
     const top = await anvilMine(3)
     await f.waitForHeight(top.number)
     const belowTop = await chain.getBlock({ blockNumber: top.number - 1n })
-    expect(f.findings().map((x) => [x.amount, x.blockHash])).toEqual([[1n, kept.hash], [2n, lost.hash]])
+    expect(f.findings().map((x) => [x.amount, x.blockHash])).toEqual([
+      [1n, kept.hash],
+      [2n, lost.hash],
+    ])
 
     // Replaces `lost` and everything above it, far below the 2-block window.
     await reorgAnew(Number(top.number - lost.number) + 1)
@@ -270,13 +356,22 @@ describe('createBlockFollower() on anvil', () => {
     const after = f.events.slice(before)
     // The lost payment's block, and the window remembered at the halt; not the block of the payment that stayed.
     expect(after[0]).toEqual({
-      type: 'reorg', forkPoint: lost.number - 1n,
-      removed: [{ number: lost.number, hash: lost.hash }, { number: belowTop.number, hash: belowTop.hash }, { number: top.number, hash: top.hash }],
+      type: 'reorg',
+      forkPoint: lost.number - 1n,
+      removed: [
+        { number: lost.number, hash: lost.hash },
+        { number: belowTop.number, hash: belowTop.hash },
+        { number: top.number, hash: top.hash },
+      ],
     })
-    const rescanned = after.filter((e): e is Extract<FollowerEvent, { type: 'block' }> => e.type === 'block')
+    const rescanned = after.filter(
+      (e): e is Extract<FollowerEvent, { type: 'block' }> => e.type === 'block',
+    )
     expect(rescanned.map((b) => b.block.number)).toEqual(range(kept.number, head))
     // The payment still on the chain is found again in the same block (the handler keeps it once); the lost one is gone.
-    expect(rescanned.flatMap((b) => b.findings).map((x) => [x.amount, x.blockHash])).toEqual([[1n, kept.hash]])
+    expect(rescanned.flatMap((b) => b.findings).map((x) => [x.amount, x.blockHash])).toEqual([
+      [1n, kept.hash],
+    ])
     expect(f.follower.status().halted).toBeNull()
     expect(store.current()).not.toHaveProperty('halted')
     expect(store.current()).not.toHaveProperty('recheckFrom')
@@ -285,8 +380,15 @@ describe('createBlockFollower() on anvil', () => {
     const next = await mine()
     await f.waitForHeight(next.number)
     await reorgAnew(1)
-    await f.waitFor(() => f.events.slice(before + 1).some((e) => e.type === 'reorg'), 'a shallow reorg')
-    expect(f.events.slice(before + 1).find((e) => e.type === 'reorg')).toEqual({ type: 'reorg', forkPoint: next.number - 1n, removed: [{ number: next.number, hash: next.hash }] })
+    await f.waitFor(
+      () => f.events.slice(before + 1).some((e) => e.type === 'reorg'),
+      'a shallow reorg',
+    )
+    expect(f.events.slice(before + 1).find((e) => e.type === 'reorg')).toEqual({
+      type: 'reorg',
+      forkPoint: next.number - 1n,
+      removed: [{ number: next.number, hash: next.hash }],
+    })
   })
 
   test('a reorg reaching below the first block followed is no halt: nothing below it was scanned, and what was followed is reported removed', async () => {
@@ -299,7 +401,14 @@ describe('createBlockFollower() on anvil', () => {
 
     await reorgAnew(3)
     const reorg = await f.waitForEvent('reorg')
-    expect(reorg).toEqual({ type: 'reorg', forkPoint: first.number - 1n, removed: [{ number: first.number, hash: first.hash }, { number: next.number, hash: next.hash }] })
+    expect(reorg).toEqual({
+      type: 'reorg',
+      forkPoint: first.number - 1n,
+      removed: [
+        { number: first.number, hash: first.hash },
+        { number: next.number, hash: next.hash },
+      ],
+    })
     expect(f.follower.status().halted).toBeNull()
     await f.waitFor(() => f.blocksAfter(reorg).length === 2, 'replacement blocks')
   })
@@ -343,7 +452,10 @@ describe('createBlockFollower() on anvil', () => {
     await after.waitForHeight(head)
     const numbers = after.blocks().map((b) => b.block.number)
     expect(numbers).toEqual(range(start.number + 1n, head))
-    expect(after.findings().map((x) => [x.amount, x.blockNumber])).toEqual([[1n, paidA.number], [2n, paidB.number]])
+    expect(after.findings().map((x) => [x.amount, x.blockNumber])).toEqual([
+      [1n, paidA.number],
+      [2n, paidB.number],
+    ])
   })
 
   test('a reorg that happened while stopped is found after a restart from the stored hashes', async () => {
@@ -360,7 +472,11 @@ describe('createBlockFollower() on anvil', () => {
     const after = await follow({ watch: [watched], store })
     await after.waitForHeight(head)
     expect(after.events.filter((e) => e.type === 'reorg')).toEqual([
-      { type: 'reorg', forkPoint: paid.number - 1n, removed: [{ number: paid.number, hash: paid.hash }] },
+      {
+        type: 'reorg',
+        forkPoint: paid.number - 1n,
+        removed: [{ number: paid.number, hash: paid.hash }],
+      },
     ])
     expect(after.blocks().map((b) => b.block.number)).toEqual(range(paid.number, head))
     expect(after.findings()).toEqual([])
@@ -380,11 +496,18 @@ describe('createBlockFollower() on anvil', () => {
     const head = (await anvilMine(3)).number
     await f.waitFor(() => proxy.refused >= refusedBefore + 3, 'retries during the outage')
     expect(f.follower.syncedHeight()).toBe(start.number)
-    expect(f.logs.some((l) => l.level === 'warn' && l.msg === 'chain follower tick failed')).toBe(true)
+    expect(f.logs.some((l) => l.level === 'warn' && l.msg === 'chain follower tick failed')).toBe(
+      true,
+    )
 
     proxy.mode = 'pass'
     await f.waitForHeight(head)
-    expect(f.blocks().map((b) => b.block.number).filter((n) => n > start.number)).toEqual(range(start.number + 1n, head))
+    expect(
+      f
+        .blocks()
+        .map((b) => b.block.number)
+        .filter((n) => n > start.number),
+    ).toEqual(range(start.number + 1n, head))
     expect(f.findings().map((x) => [x.amount, x.blockNumber])).toEqual([[5n, paid.number]])
   })
 
@@ -392,7 +515,11 @@ describe('createBlockFollower() on anvil', () => {
     const watched = randomAddress()
     const primary = await startProxy(node.rpcUrl)
     primary.mode = 'refuse'
-    const f = await follow({ watch: [watched], rpcUrl: primary.url, fallbackRpcUrls: [node.rpcUrl] })
+    const f = await follow({
+      watch: [watched],
+      rpcUrl: primary.url,
+      fallbackRpcUrls: [node.rpcUrl],
+    })
     await send({ to: watched, value: 8n })
     const paid = await mine()
     await f.waitForHeight(paid.number)
@@ -404,13 +531,22 @@ describe('createBlockFollower() on anvil', () => {
     const watched = randomAddress()
     const proxy = await startProxy(node.rpcUrl)
     const start = await mine()
-    const store = memoryCursorStore({ height: start.number, recent: [{ number: start.number, hash: start.hash }] })
+    const store = memoryCursorStore({
+      height: start.number,
+      recent: [{ number: start.number, hash: start.hash }],
+    })
     await anvilMine(11)
     await send(transferCall(watched, 9n))
     const paid = await mine()
     const head = (await anvilMine(11)).number
 
-    const f = await follow({ watch: [watched], store, rpcUrl: proxy.url, maxLogRange: 4, batchSize: 10 })
+    const f = await follow({
+      watch: [watched],
+      store,
+      rpcUrl: proxy.url,
+      maxLogRange: 4,
+      batchSize: 10,
+    })
     await f.waitForHeight(head)
     const ranges = proxy.calls
       .filter((c) => c.method === 'eth_getLogs')
@@ -430,7 +566,10 @@ describe('createBlockFollower() on anvil', () => {
     await f.waitForHeight(top.number)
     proxy.blockNumberOffset = -2n
     const heads = f.events.filter((e) => e.type === 'head').length
-    await f.waitFor(() => f.events.filter((e) => e.type === 'head').length >= heads + 3, 'three ticks')
+    await f.waitFor(
+      () => f.events.filter((e) => e.type === 'head').length >= heads + 3,
+      'three ticks',
+    )
     expect(f.events.filter((e) => e.type === 'reorg')).toEqual([])
     expect(f.follower.syncedHeight()).toBe(top.number)
   })
@@ -452,7 +591,10 @@ describe('createBlockFollower() on anvil', () => {
     const block = await mine()
     await witness.waitForHeight(block.number)
     const heads = witness.events.filter((e) => e.type === 'head').length
-    await witness.waitFor(() => witness.events.filter((e) => e.type === 'head').length >= heads + 3, 'three ticks')
+    await witness.waitFor(
+      () => witness.events.filter((e) => e.type === 'head').length >= heads + 3,
+      'three ticks',
+    )
     expect(f.events.length).toBe(count)
     expect(proxy.calls.length).toBe(calls)
   })
@@ -460,14 +602,30 @@ describe('createBlockFollower() on anvil', () => {
 
 describe('createBlockFollower() timing (scripted node, injected clock and sleep: no wall time)', () => {
   const HASH = `0x${'11'.repeat(32)}`
-  const scriptedBlock = { number: '0x5', hash: HASH, parentHash: `0x${'22'.repeat(32)}`, timestamp: '0x1', transactions: [] }
-  const network = { name: 'scripted', pollIntervalMs: 100, maxLogRange: 10, erc20Tokens: [], scanNative: false }
+  const scriptedBlock = {
+    number: '0x5',
+    hash: HASH,
+    parentHash: `0x${'22'.repeat(32)}`,
+    timestamp: '0x1',
+    transactions: [],
+  }
+  const network = {
+    name: 'scripted',
+    pollIntervalMs: 100,
+    maxLogRange: 10,
+    erc20Tokens: [],
+    scanNative: false,
+  }
 
   test('a failing node is retried with exponential backoff, capped', async () => {
     const delays: number[] = []
     const follower = createBlockFollower({
       network,
-      client: { request: async () => { throw new Error('connection refused') } },
+      client: {
+        request: async () => {
+          throw new Error('connection refused')
+        },
+      },
       store: memoryCursorStore(),
       watch: new Set(),
       handler: () => {},
@@ -494,7 +652,9 @@ describe('createBlockFollower() timing (scripted node, injected clock and sleep:
           clock.advance(30) // each call "takes" 30 ms
           if (failNext) throw new Error('timeout')
           if (method === 'eth_blockNumber') return '0x5'
-          return (params as unknown[])?.[0] === '0x0' ? { ...scriptedBlock, number: '0x0', hash: `0x${'33'.repeat(32)}` } : scriptedBlock
+          return (params as unknown[])?.[0] === '0x0'
+            ? { ...scriptedBlock, number: '0x0', hash: `0x${'33'.repeat(32)}` }
+            : scriptedBlock
         },
       },
       store: memoryCursorStore(),
@@ -540,14 +700,26 @@ async function follow(options: FollowOptions) {
   const events: FollowerEvent[] = []
   const logs: Array<{ level: string; msg: string; fields?: Record<string, unknown> }> = []
   const logger = Object.fromEntries(
-    (['debug', 'info', 'warn', 'error'] as const).map((level) => [level, (msg: string, fields?: Record<string, unknown>) => logs.push({ level, msg, fields })]),
+    (['debug', 'info', 'warn', 'error'] as const).map((level) => [
+      level,
+      (msg: string, fields?: Record<string, unknown>) => logs.push({ level, msg, fields }),
+    ]),
   ) as unknown as Logger
   const deps: BlockFollowerDeps = {
     network: {
-      name: 'anvil', pollIntervalMs: 25, maxLogRange: options.maxLogRange ?? 1000, erc20Tokens: [token], scanNative: options.scanNative ?? true,
+      name: 'anvil',
+      pollIntervalMs: 25,
+      maxLogRange: options.maxLogRange ?? 1000,
+      erc20Tokens: [token],
+      scanNative: options.scanNative ?? true,
       ...(options.finalityTag ? { finalityTag: options.finalityTag } : {}),
     },
-    client: createChainClient({ rpcUrl: options.rpcUrl ?? node.rpcUrl, fallbackRpcUrls: options.fallbackRpcUrls, retryCount: 0, timeoutMs: 5000 }),
+    client: createChainClient({
+      rpcUrl: options.rpcUrl ?? node.rpcUrl,
+      fallbackRpcUrls: options.fallbackRpcUrls,
+      retryCount: 0,
+      timeoutMs: 5000,
+    }),
     store: options.store ?? memoryCursorStore(),
     watch: new Set(options.watch.map((a) => a.toLowerCase())),
     handler: (event) => {
@@ -557,22 +729,30 @@ async function follow(options: FollowOptions) {
     logger,
     ...(options.recorded ? { recorded: options.recorded } : {}),
     ...(options.onHalt ? { onHalt: options.onHalt } : {}),
-    tuning: { batchSize: options.batchSize, windowSize: options.windowSize, backoff: { baseMs: 25, maxMs: 100 } },
+    tuning: {
+      batchSize: options.batchSize,
+      windowSize: options.windowSize,
+      backoff: { baseMs: 25, maxMs: 100 },
+    },
   }
   const follower = createBlockFollower(deps)
   follower.start()
   cleanups.push(() => follower.stop())
-  const blocks = () => events.filter((e): e is Extract<FollowerEvent, { type: 'block' }> => e.type === 'block')
-  const waitFor = (predicate: () => boolean, what: string) => until(predicate, what, () => JSON.stringify(logs.slice(-3)))
+  const blocks = () =>
+    events.filter((e): e is Extract<FollowerEvent, { type: 'block' }> => e.type === 'block')
+  const waitFor = (predicate: () => boolean, what: string) =>
+    until(predicate, what, () => JSON.stringify(logs.slice(-3)))
   const harness = {
     follower,
     events,
     logs,
     blocks,
     findings: (): Finding[] => blocks().flatMap((b) => b.findings),
-    blocksAfter: (event: FollowerEvent) => blocks().filter((b) => events.indexOf(b) > events.indexOf(event)),
+    blocksAfter: (event: FollowerEvent) =>
+      blocks().filter((b) => events.indexOf(b) > events.indexOf(event)),
     waitFor,
-    waitForHeight: (n: bigint) => waitFor(() => (follower.syncedHeight() ?? -1n) >= n, `synced height ${n}`),
+    waitForHeight: (n: bigint) =>
+      waitFor(() => (follower.syncedHeight() ?? -1n) >= n, `synced height ${n}`),
     async waitForEvent<T extends FollowerEvent['type']>(type: T) {
       await waitFor(() => events.some((e) => e.type === type), `a ${type} event`)
       return events.find((e) => e.type === type) as Extract<FollowerEvent, { type: T }>
@@ -599,7 +779,12 @@ function countingStore() {
 }
 
 /** Polls until `predicate` holds; fails with `what` after a deadline. */
-async function until(predicate: () => boolean, what: string, context = () => '', timeoutMs = 4_000) {
+async function until(
+  predicate: () => boolean,
+  what: string,
+  context = () => '',
+  timeoutMs = 4_000,
+) {
   const deadline = performance.now() + timeoutMs
   while (!predicate()) {
     if (performance.now() > deadline) throw new Error(`timed out waiting for ${what} ${context()}`)
@@ -619,11 +804,20 @@ async function send(tx: { to: Address; value?: bigint; data?: Hex }): Promise<He
 async function signedTransfer(tx: { to: Address; value?: bigint; data?: Hex }): Promise<Hex> {
   const wallet = walletClient(node.rpcUrl)
   const request = await wallet.prepareTransactionRequest({ ...tx, gas: 100_000n, chain: null })
-  return wallet.signTransaction({ ...request, chain: null } as Parameters<typeof wallet.signTransaction>[0])
+  return wallet.signTransaction({ ...request, chain: null } as Parameters<
+    typeof wallet.signTransaction
+  >[0])
 }
 
 function transferCall(to: Address, amount: bigint) {
-  return { to: token, data: encodeFunctionData({ abi: TestStablecoin.abi, functionName: 'transfer', args: [to, amount] }) }
+  return {
+    to: token,
+    data: encodeFunctionData({
+      abi: TestStablecoin.abi,
+      functionName: 'transfer',
+      args: [to, amount],
+    }),
+  }
 }
 
 async function mine() {

@@ -10,7 +10,12 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { backends } from '../helpers/databases.ts'
-import { startManualChain, waitUntil, writeNetworksFile, type ManualChain } from '../helpers/chain.ts'
+import {
+  startManualChain,
+  waitUntil,
+  writeNetworksFile,
+  type ManualChain,
+} from '../helpers/chain.ts'
 import { api, startTestServer, type TestServer } from '../helpers/server.ts'
 
 const SLOTS = 4 // finalized = head - 8
@@ -25,7 +30,9 @@ for (const backend of backends()) {
     beforeAll(async () => {
       chain = await startManualChain({ slotsInAnEpoch: SLOTS })
       dir = mkdtempSync(join(tmpdir(), 'chain-finality-'))
-      const file = writeNetworksFile(dir, [chain.network({ confirmations: 1, finality: 'finalized', pollIntervalMs: 100 })])
+      const file = writeNetworksFile(dir, [
+        chain.network({ confirmations: 1, finality: 'finalized', pollIntervalMs: 100 }),
+      ])
       t = await startTestServer(backend, { NETWORKS_CONFIG: file })
       key = (await t.project()).key
     })
@@ -37,26 +44,52 @@ for (const backend of backends()) {
 
     const tx = (id: string) => api(t, key).transaction(id)
 
-    test('confirming until the finalized block reaches the payment\'s block, then completed', async () => {
+    test("confirming until the finalized block reaches the payment's block, then completed", async () => {
       const { id, quote } = await api(t, key).quoted(10)
       expect(quote).toMatchObject({ finality: 'finalized' })
-      expect(await tx(id)).toMatchObject({ status: 'prepared', finality: 'finalized', required_confirmations: null })
+      expect(await tx(id)).toMatchObject({
+        status: 'prepared',
+        finality: 'finalized',
+        required_confirmations: null,
+      })
 
-      await chain.sendRaw(await chain.signTokenTransfer(quote.deposit_address, BigInt(quote.token_amount)))
+      await chain.sendRaw(
+        await chain.signTokenTransfer(quote.deposit_address, BigInt(quote.token_amount)),
+      )
       const block = Number(await chain.mine())
       // 8 blocks on top: 8 confirmations (far past the 1 configured), finalized still at block - 1.
       await chain.mine(SLOTS * 2 - 1)
-      const waiting = await waitUntil('8 confirmations', () => tx(id), (x) => x.confirmations === SLOTS * 2)
-      expect(waiting).toMatchObject({ status: 'confirming', block_number: block, finality: 'finalized' })
+      const waiting = await waitUntil(
+        '8 confirmations',
+        () => tx(id),
+        (x) => x.confirmations === SLOTS * 2,
+      )
+      expect(waiting).toMatchObject({
+        status: 'confirming',
+        block_number: block,
+        finality: 'finalized',
+      })
       const finalized = await chain.client.getBlock({ blockTag: 'finalized' })
       expect(finalized.number).toBe(BigInt(block - 1))
-      const page = await (await t.fetch(`/pay/${id}/state`)).json() as any
-      expect(page).toMatchObject({ status: 'confirming', confirmations: SLOTS * 2, quote: { finality: 'finalized' } })
+      const page = (await (await t.fetch(`/pay/${id}/state`)).json()) as any
+      expect(page).toMatchObject({
+        status: 'confirming',
+        confirmations: SLOTS * 2,
+        quote: { finality: 'finalized' },
+      })
 
       // One more block: the finalized block is the payment's.
       await chain.mine()
-      const done = await waitUntil('completed', () => tx(id), (x) => x.status === 'completed')
-      expect(done).toMatchObject({ block_number: block, finality: 'finalized', required_confirmations: null })
+      const done = await waitUntil(
+        'completed',
+        () => tx(id),
+        (x) => x.status === 'completed',
+      )
+      expect(done).toMatchObject({
+        block_number: block,
+        finality: 'finalized',
+        required_confirmations: null,
+      })
       // Its count is the follower's head when it read the finalized block: the new head, or (when the
       // block was mined between the follower's two reads) the one before it. Either is right.
       expect([SLOTS * 2, SLOTS * 2 + 1]).toContain(done.confirmations)

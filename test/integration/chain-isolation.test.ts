@@ -29,7 +29,12 @@ import { manualClock, type Clock } from '../../src/lib/clock.ts'
 import { createLogger } from '../../src/lib/logger.ts'
 import { startServer, type RunningServer } from '../../src/server/start.ts'
 import { verifyWebhookSignature } from '../../src/webhooks/verify-webhook/index.mjs'
-import { startManualChain, waitUntil, writeNetworksFile, type ManualChain } from '../helpers/chain.ts'
+import {
+  startManualChain,
+  waitUntil,
+  writeNetworksFile,
+  type ManualChain,
+} from '../helpers/chain.ts'
 import { backends, freshDataDir, freshPostgres, type Backend } from '../helpers/databases.ts'
 import { expectStatus } from '../helpers/expect.ts'
 import { startWebhookSink, type Received, type WebhookSink } from '../helpers/webhook-sink.ts'
@@ -62,9 +67,29 @@ interface Instance {
   stop(): Promise<void>
 }
 
-async function startInstance(name: string, o: { dataDir: string; networksFile: string; env: Record<string, string>; logs: LogEntry[]; clock?: Clock; cleanups: Cleanups }): Promise<Instance> {
-  const config = loadConfig({ DATA_DIR: o.dataDir, PORT: '0', HTTP_PORT: '0', LOG_LEVEL: 'silent', NETWORKS_CONFIG: o.networksFile, ...o.env })
-  const server = await startServer(config, { clock: o.clock, logger: createLogger('debug', (line) => o.logs.push({ from: name, ...JSON.parse(line) })) })
+async function startInstance(
+  name: string,
+  o: {
+    dataDir: string
+    networksFile: string
+    env: Record<string, string>
+    logs: LogEntry[]
+    clock?: Clock
+    cleanups: Cleanups
+  },
+): Promise<Instance> {
+  const config = loadConfig({
+    DATA_DIR: o.dataDir,
+    PORT: '0',
+    HTTP_PORT: '0',
+    LOG_LEVEL: 'silent',
+    NETWORKS_CONFIG: o.networksFile,
+    ...o.env,
+  })
+  const server = await startServer(config, {
+    clock: o.clock,
+    logger: createLogger('debug', (line) => o.logs.push({ from: name, ...JSON.parse(line) })),
+  })
   // stop() is idempotent: a test may stop it earlier; this one runs before the database is dropped.
   o.cleanups.push(() => server.stop())
   const ca = readFileSync(join(o.dataDir, 'tls', 'cert.pem'), 'utf8')
@@ -72,7 +97,8 @@ async function startInstance(name: string, o: { dataDir: string; networksFile: s
   return {
     name,
     server,
-    fetch: (path, init = {}) => fetch(url + path, { ...init, tls: { ca }, redirect: 'manual' } as RequestInit),
+    fetch: (path, init = {}) =>
+      fetch(url + path, { ...init, tls: { ca }, redirect: 'manual' } as RequestInit),
     following: () => server.services.chain.following(),
     synced: () => server.services.chain.syncedHeights()[NETWORK] ?? -1n,
     stop: () => server.stop(),
@@ -83,7 +109,11 @@ async function startInstance(name: string, o: { dataDir: string; networksFile: s
 async function merchant(s: RunningServer) {
   const p = await s.services.projects.create('Chain isolation')
   if (!p.ok) throw new Error(p.message)
-  const limits = await s.services.projects.setLimits(p.value.id, { minute: 100_000, hour: 1_000_000, day: 10_000_000 })
+  const limits = await s.services.projects.setLimits(p.value.id, {
+    minute: 100_000,
+    hour: 1_000_000,
+    day: 10_000_000,
+  })
   if (!limits.ok) throw new Error(limits.message)
   const k = await s.services.keys.create({ projectId: p.value.id, mode: 'test', name: 'test key' })
   if (!k.ok) throw new Error(k.message)
@@ -95,13 +125,21 @@ function client(i: () => Instance, key: string) {
   const auth = { authorization: `Bearer ${key}` }
   return {
     async create(amount = 25): Promise<string> {
-      const r = await i().fetch('/api/transactions/create', { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ amount }) })
+      const r = await i().fetch('/api/transactions/create', {
+        method: 'POST',
+        headers: { ...auth, 'content-type': 'application/json' },
+        body: JSON.stringify({ amount }),
+      })
       await expectStatus(r, 200)
       return ((await r.json()) as any).transaction.id
     },
     /** The customer selects TUSD on the pay page; returns the deposit address and the amount due. */
     async select(id: string): Promise<{ address: string; units: bigint }> {
-      const r = await i().fetch(`/pay/${id}/select`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token_symbol: 'TUSD', blockchain_network: NETWORK }) })
+      const r = await i().fetch(`/pay/${id}/select`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ token_symbol: 'TUSD', blockchain_network: NETWORK }),
+      })
       await expectStatus(r, 200)
       const s = (await r.json()) as any
       expect(s.status).toBe('prepared')
@@ -140,14 +178,22 @@ async function transfersOf(database: Database, transactionId: string): Promise<T
       (extract(epoch FROM retry_at) * 1000)::float8 AS retry_ms, last_error
     FROM chain_transfers WHERE transaction_id = ${transactionId} ORDER BY id`)
   return rows.map((r) => ({
-    id: Number(r.id), tx_hash: String(r.tx_hash), block_number: Number(r.block_number), block_hash: String(r.block_hash), kind: String(r.kind),
-    applied: r.applied === true, reorged: r.reorged === true, attempts: Number(r.attempts),
-    retry_ms: r.retry_ms === null ? null : Math.round(Number(r.retry_ms)), last_error: (r.last_error as string | null) ?? null,
+    id: Number(r.id),
+    tx_hash: String(r.tx_hash),
+    block_number: Number(r.block_number),
+    block_hash: String(r.block_hash),
+    kind: String(r.kind),
+    applied: r.applied === true,
+    reorged: r.reorged === true,
+    attempts: Number(r.attempts),
+    retry_ms: r.retry_ms === null ? null : Math.round(Number(r.retry_ms)),
+    last_error: (r.last_error as string | null) ?? null,
   }))
 }
 
 /** Timeline entries as `cause:from->to`, the form the sequences below are written in. */
-const moves = (timeline: any[]) => timeline.map((e) => `${e.cause}:${e.from_status ?? '-'}->${e.to_status}`)
+const moves = (timeline: any[]) =>
+  timeline.map((e) => `${e.cause}:${e.from_status ?? '-'}->${e.to_status}`)
 
 /** A database of the backend: a DATA_DIR (PGlite in it), plus a PostgreSQL database when asked. */
 async function storage(backend: Backend, cleanups: Cleanups) {
@@ -155,7 +201,7 @@ async function storage(backend: Backend, cleanups: Cleanups) {
   cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }))
   const pg = backend === 'postgres' ? await freshPostgres() : null
   if (pg) cleanups.push(() => pg.drop())
-  return { dataDir, pg, env: pg ? pg.env : {} as Record<string, string> }
+  return { dataDir, pg, env: pg ? pg.env : ({} as Record<string, string>) }
 }
 
 async function manualChainWithFile(cleanups: Cleanups) {
@@ -163,14 +209,20 @@ async function manualChainWithFile(cleanups: Cleanups) {
   cleanups.push(() => chain.stop())
   const dir = mkdtempSync(join(tmpdir(), 'chain-isolation-'))
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }))
-  const networksFile = writeNetworksFile(dir, [chain.network({ confirmations: CONFIRMATIONS, pollIntervalMs: 100 })])
+  const networksFile = writeNetworksFile(dir, [
+    chain.network({ confirmations: CONFIRMATIONS, pollIntervalMs: 100 }),
+  ])
   return { chain, networksFile }
 }
 
 /** Until the instance's follower has processed the chain up to its current head. */
 async function caughtUp(chain: ManualChain, i: Instance) {
   const head = await chain.head()
-  await waitUntil(`${i.name}'s follower to reach block ${head}`, async () => i.synced(), (h) => h >= head)
+  await waitUntil(
+    `${i.name}'s follower to reach block ${head}`,
+    async () => i.synced(),
+    (h) => h >= head,
+  )
   return head
 }
 
@@ -196,35 +248,57 @@ for (const backend of backends()) {
       await s.stop()
 
       // The bad one's actor now claims to be from a machine version this build does not know.
-      const db = await openDatabase({ databaseUrl: pg?.url ?? null, pgliteDir: pg ? null : pgliteDirOf(dataDir) })
+      const db = await openDatabase({
+        databaseUrl: pg?.url ?? null,
+        pgliteDir: pg ? null : pgliteDirOf(dataDir),
+      })
       try {
-        const changed = await db.rows(sql`UPDATE transaction_actors SET machine_version = 99 WHERE transaction_id = ${bad} RETURNING transaction_id`)
+        const changed = await db.rows(
+          sql`UPDATE transaction_actors SET machine_version = 99 WHERE transaction_id = ${bad} RETURNING transaction_id`,
+        )
         expect(changed).toHaveLength(1)
       } finally {
         await db.close()
       }
 
       s = await startInstance('second', { dataDir, networksFile, env, logs, clock, cleanups })
-      const errors = (msg: string) => logs.filter((l) => l.from === 'second' && l.level === 'error' && l.msg === msg)
+      const errors = (msg: string) =>
+        logs.filter((l) => l.from === 'second' && l.level === 'error' && l.msg === msg)
       // Not restored, loudly; the other one runs as before.
       expect(s.server.services.lifecycle.statusOf(bad)).toBeNull()
       expect(s.server.services.lifecycle.statusOf(good)).toBe('prepared')
-      expect(errors('stored actor from another machine version; not run')).toEqual([expect.objectContaining({ transactionId: bad, machineVersion: 99 })])
+      expect(errors('stored actor from another machine version; not run')).toEqual([
+        expect.objectContaining({ transactionId: bad, machineVersion: 99 }),
+      ])
       expect(s.following()).toEqual([NETWORK])
       await caughtUp(chain, s)
 
       // The bad one is paid first, the good one in a later block.
       const badHash = await chain.sendRaw(await chain.signTokenTransfer(badQ.address, badQ.units))
       const badBlock = await chain.mine()
-      const [failed] = await waitUntil('the bad transfer to fail once', () => transfersOf(s.server.services.database, bad), (r) => r.length === 1 && r[0]!.attempts >= 1)
-      const goodHash = await chain.sendRaw(await chain.signTokenTransfer(goodQ.address, goodQ.units))
+      const [failed] = await waitUntil(
+        'the bad transfer to fail once',
+        () => transfersOf(s.server.services.database, bad),
+        (r) => r.length === 1 && r[0]!.attempts >= 1,
+      )
+      const goodHash = await chain.sendRaw(
+        await chain.signTokenTransfer(goodQ.address, goodQ.units),
+      )
       const goodBlock = await chain.mine()
       expect(goodBlock).toBe(badBlock + 1n)
       await chain.mine(CONFIRMATIONS)
 
       // The network went on: the good one completes on its later block...
-      const done = await waitUntil('the good transaction to complete', () => api.tx(good), (x) => x.status === 'completed')
-      expect(done).toMatchObject({ transaction_hash: goodHash, block_number: Number(goodBlock), amount_received: goodQ.units.toString() })
+      const done = await waitUntil(
+        'the good transaction to complete',
+        () => api.tx(good),
+        (x) => x.status === 'completed',
+      )
+      expect(done).toMatchObject({
+        transaction_hash: goodHash,
+        block_number: Number(goodBlock),
+        amount_received: goodQ.units.toString(),
+      })
       // ...and the follower processed past both blocks.
       const head = await caughtUp(chain, s)
       expect(s.synced()).toBeGreaterThan(goodBlock)
@@ -232,46 +306,113 @@ for (const backend of backends()) {
 
       // The bad transfer waits, recorded; with the clock standing still it was tried exactly once.
       const frozenAt = clock.now()
-      expect(await transfersOf(s.server.services.database, bad)).toEqual([{
-        id: failed!.id, tx_hash: badHash.toLowerCase(), block_number: Number(badBlock), block_hash: (await chain.blockHash(badBlock)).toLowerCase(), kind: 'pending',
-        applied: false, reorged: false, attempts: 1, retry_ms: frozenAt + retryDelayMs(1), last_error: expect.stringContaining(`payment.detected for ${bad}`),
-      }])
+      expect(await transfersOf(s.server.services.database, bad)).toEqual([
+        {
+          id: failed!.id,
+          tx_hash: badHash.toLowerCase(),
+          block_number: Number(badBlock),
+          block_hash: (await chain.blockHash(badBlock)).toLowerCase(),
+          kind: 'pending',
+          applied: false,
+          reorged: false,
+          attempts: 1,
+          retry_ms: frozenAt + retryDelayMs(1),
+          last_error: expect.stringContaining(`payment.detected for ${bad}`),
+        },
+      ])
       expect(retryDelayMs(1)).toBe(5_000)
       expect(failed!.last_error).toContain('cannot be changed by this version of the service')
-      expect(await api.tx(bad)).toMatchObject({ status: 'prepared', amount_received: '0', transaction_hash: null, block_number: null })
-      expect(moves(await api.timeline(bad))).toEqual(['transaction.created:-->created', 'token.selected:created->prepared'])
+      expect(await api.tx(bad)).toMatchObject({
+        status: 'prepared',
+        amount_received: '0',
+        transaction_hash: null,
+        block_number: null,
+      })
+      expect(moves(await api.timeline(bad))).toEqual([
+        'transaction.created:-->created',
+        'token.selected:created->prepared',
+      ])
       // Logged at error level with the transfer's and the transaction's ids, once per failed try.
-      expect(errors('transfer not applied; tried again later')).toEqual([expect.objectContaining({
-        network: NETWORK, transferId: failed!.id, transactionId: bad, txHash: badHash.toLowerCase(), attempts: 1, retryAt: new Date(frozenAt + retryDelayMs(1)).toISOString(),
-      })])
-      expect(errors('event refused: stored actor from another machine version')).toEqual([expect.objectContaining({ transactionId: bad, machineVersion: 99, event: 'payment.detected' })])
+      expect(errors('transfer not applied; tried again later')).toEqual([
+        expect.objectContaining({
+          network: NETWORK,
+          transferId: failed!.id,
+          transactionId: bad,
+          txHash: badHash.toLowerCase(),
+          attempts: 1,
+          retryAt: new Date(frozenAt + retryDelayMs(1)).toISOString(),
+        }),
+      ])
+      expect(errors('event refused: stored actor from another machine version')).toEqual([
+        expect.objectContaining({
+          transactionId: bad,
+          machineVersion: 99,
+          event: 'payment.detected',
+        }),
+      ])
 
       // "Migrate": the stored actor is of a version this build runs again. No restart: every event
       // to an actor not running here is judged on the snapshot stored at that moment (the
       // registry's remote path), so the retry alone must carry the transaction on.
-      const migrated = await s.server.services.database.rows(sql`UPDATE transaction_actors SET machine_version = 1 WHERE transaction_id = ${bad} RETURNING transaction_id`)
+      const migrated = await s.server.services.database.rows(
+        sql`UPDATE transaction_actors SET machine_version = 1 WHERE transaction_id = ${bad} RETURNING transaction_id`,
+      )
       expect(migrated).toHaveLength(1)
       // Before retry_at, later heads leave it alone (the back-off holds).
       await chain.mine()
       await caughtUp(chain, s)
-      expect(await transfersOf(s.server.services.database, bad)).toEqual([expect.objectContaining({ applied: false, attempts: 1 })])
+      expect(await transfersOf(s.server.services.database, bad)).toEqual([
+        expect.objectContaining({ applied: false, attempts: 1 }),
+      ])
 
       // Past retry_at, a later head (no new block needed) judges it: applied, and the transaction proceeds.
       clock.set(frozenAt + retryDelayMs(1))
-      const [applied] = await waitUntil('the bad transfer to be applied', () => transfersOf(s.server.services.database, bad), (r) => r[0]?.applied === true)
-      expect(applied).toMatchObject({ kind: 'payment', applied: true, reorged: false, attempts: 1, retry_ms: null, last_error: null })
-      const completed = await waitUntil('the once-bad transaction to complete', () => api.tx(bad), (x) => x.status === 'completed')
-      expect(completed).toMatchObject({ transaction_hash: badHash.toLowerCase(), block_number: Number(badBlock), amount_received: badQ.units.toString() })
+      const [applied] = await waitUntil(
+        'the bad transfer to be applied',
+        () => transfersOf(s.server.services.database, bad),
+        (r) => r[0]?.applied === true,
+      )
+      expect(applied).toMatchObject({
+        kind: 'payment',
+        applied: true,
+        reorged: false,
+        attempts: 1,
+        retry_ms: null,
+        last_error: null,
+      })
+      const completed = await waitUntil(
+        'the once-bad transaction to complete',
+        () => api.tx(bad),
+        (x) => x.status === 'completed',
+      )
+      expect(completed).toMatchObject({
+        transaction_hash: badHash.toLowerCase(),
+        block_number: Number(badBlock),
+        amount_received: badQ.units.toString(),
+      })
       // Exactly once: detected, included, and (the head is far past its block) completed at once.
       const tl = await api.timeline(bad)
       expect(moves(tl)).toEqual([
-        'transaction.created:-->created', 'token.selected:created->prepared',
-        'payment.detected:prepared->processing', 'payment.included:processing->confirming', 'confirmations.updated:confirming->completed',
+        'transaction.created:-->created',
+        'token.selected:created->prepared',
+        'payment.detected:prepared->processing',
+        'payment.included:processing->confirming',
+        'confirmations.updated:confirming->completed',
       ])
-      expect(tl[2].details).toMatchObject({ txHash: badHash.toLowerCase(), amount: badQ.units.toString(), blockNumber: Number(badBlock) })
+      expect(tl[2].details).toMatchObject({
+        txHash: badHash.toLowerCase(),
+        amount: badQ.units.toString(),
+        blockNumber: Number(badBlock),
+      })
       // The failure was logged once; nothing else failed meanwhile.
       expect(errors('transfer not applied; tried again later')).toHaveLength(1)
-      expect(logs.filter((l) => l.level === 'error' && l.msg === 'confirmations not applied; tried again on the next head')).toEqual([])
+      expect(
+        logs.filter(
+          (l) =>
+            l.level === 'error' &&
+            l.msg === 'confirmations not applied; tried again on the next head',
+        ),
+      ).toEqual([])
     }, 90_000)
 
     test('a reorg after payment_received tells the merchant; one after completion is recorded for the operator', async () => {
@@ -284,88 +425,210 @@ for (const backend of backends()) {
       const { projectId, key } = await merchant(s.server)
       const api = client(() => s, key)
       const path = `/reversed-${backend}`
-      const ep = await s.server.services.endpoints.create({ projectId, mode: 'test', url: sink.url(path), eventTypes: ['transaction.payment_received', 'transaction.payment_reversed'] })
+      const ep = await s.server.services.endpoints.create({
+        projectId,
+        mode: 'test',
+        url: sink.url(path),
+        eventTypes: ['transaction.payment_received', 'transaction.payment_reversed'],
+      })
       if (!ep.ok) throw new Error(ep.message)
       await sink.configure(path, { secret: ep.value.secret, mode: 'ok' })
-      const payload = (r: Received) => JSON.parse(r.body) as { event: string; timestamp: string; data: Record<string, any> }
-      const of = async (id: string) => (await sink.received(path)).filter((r) => payload(r).data.transaction_id === id)
+      const payload = (r: Received) =>
+        JSON.parse(r.body) as { event: string; timestamp: string; data: Record<string, any> }
+      const of = async (id: string) =>
+        (await sink.received(path)).filter((r) => payload(r).data.transaction_id === id)
       await caughtUp(chain, s)
 
       // 1. Paid and included (processing, then confirming in the same block), then the block is reorged away.
       const first = await api.create(25)
       const q1 = await api.select(first)
-      const hash1 = (await chain.sendRaw(await chain.signTokenTransfer(q1.address, q1.units))).toLowerCase()
+      const hash1 = (
+        await chain.sendRaw(await chain.signTokenTransfer(q1.address, q1.units))
+      ).toLowerCase()
       const block1 = await chain.mine()
-      await waitUntil('confirming', () => api.tx(first), (x) => x.status === 'confirming' && x.confirmations === 1)
-      await sink.waitFor(path, (r) => r.some((x) => payload(x).data.transaction_id === first && payload(x).event === 'transaction.payment_received'))
+      await waitUntil(
+        'confirming',
+        () => api.tx(first),
+        (x) => x.status === 'confirming' && x.confirmations === 1,
+      )
+      await sink.waitFor(path, (r) =>
+        r.some(
+          (x) =>
+            payload(x).data.transaction_id === first &&
+            payload(x).event === 'transaction.payment_received',
+        ),
+      )
       const oldHash = await chain.blockHash(block1)
       await chain.reorg(1)
       expect(await chain.blockHash(block1)).not.toBe(oldHash)
-      await waitUntil('pending after the reorg', () => api.tx(first), (x) => x.status === 'pending')
-      await sink.waitFor(path, (r) => r.some((x) => payload(x).data.transaction_id === first && payload(x).event === 'transaction.payment_reversed'))
+      await waitUntil(
+        'pending after the reorg',
+        () => api.tx(first),
+        (x) => x.status === 'pending',
+      )
+      await sink.waitFor(path, (r) =>
+        r.some(
+          (x) =>
+            payload(x).data.transaction_id === first &&
+            payload(x).event === 'transaction.payment_reversed',
+        ),
+      )
       const got1 = await of(first)
-      expect(got1.map((r) => payload(r).event)).toEqual(['transaction.payment_received', 'transaction.payment_reversed'])
+      expect(got1.map((r) => payload(r).event)).toEqual([
+        'transaction.payment_received',
+        'transaction.payment_reversed',
+      ])
       const secret = ep.value.secret
       for (const r of got1) {
         expect(r.verified).toBe(true)
         expect(verifyWebhookSignature(r.body, r.headers['x-service-signature'], secret)).toBe(true)
       }
       const [received, reversed] = got1.map(payload)
-      expect(received!.data).toMatchObject({ status: 'processing', transaction_hash: hash1, token_symbol: 'TUSD', blockchain_network: NETWORK })
+      expect(received!.data).toMatchObject({
+        status: 'processing',
+        transaction_hash: hash1,
+        token_symbol: 'TUSD',
+        blockchain_network: NETWORK,
+      })
       // The status the reorg returned it to, and no payment any more.
       expect(reversed!.data).toMatchObject({
-        transaction_id: first, status: 'pending', transaction_hash: null, block_number: null, confirmed_at: null,
-        token_symbol: 'TUSD', token_amount: q1.units.toString(), blockchain_network: NETWORK,
+        transaction_id: first,
+        status: 'pending',
+        transaction_hash: null,
+        block_number: null,
+        confirmed_at: null,
+        token_symbol: 'TUSD',
+        token_amount: q1.units.toString(),
+        blockchain_network: NETWORK,
       })
-      expect(got1[1]!.headers['x-service-event-id']).not.toBe(got1[0]!.headers['x-service-event-id'])
+      expect(got1[1]!.headers['x-service-event-id']).not.toBe(
+        got1[0]!.headers['x-service-event-id'],
+      )
       expect((await api.timeline(first)).filter((e) => e.cause === 'payment.reorged')).toEqual([
-        expect.objectContaining({ from_status: 'confirming', to_status: 'pending', details: { txHash: hash1, logIndex: 0, received: '0' } }),
+        expect.objectContaining({
+          from_status: 'confirming',
+          to_status: 'pending',
+          details: { txHash: hash1, logIndex: 0, received: '0' },
+        }),
       ])
 
       // 2. Completed (confirmations reached), then a reorg deep enough to take its payment block away.
       const second = await api.create(40)
       const q2 = await api.select(second)
-      const hash2 = (await chain.sendRaw(await chain.signTokenTransfer(q2.address, q2.units))).toLowerCase()
+      const hash2 = (
+        await chain.sendRaw(await chain.signTokenTransfer(q2.address, q2.units))
+      ).toLowerCase()
       const block2 = await chain.mine()
-      await waitUntil('confirming', () => api.tx(second), (x) => x.status === 'confirming' && x.confirmations === 1)
+      await waitUntil(
+        'confirming',
+        () => api.tx(second),
+        (x) => x.status === 'confirming' && x.confirmations === 1,
+      )
       await chain.mine(CONFIRMATIONS - 1)
-      const done = await waitUntil('completed', () => api.tx(second), (x) => x.status === 'completed')
-      expect(done).toMatchObject({ transaction_hash: hash2, block_number: Number(block2), confirmations: CONFIRMATIONS })
+      const done = await waitUntil(
+        'completed',
+        () => api.tx(second),
+        (x) => x.status === 'completed',
+      )
+      expect(done).toMatchObject({
+        transaction_hash: hash2,
+        block_number: Number(block2),
+        confirmations: CONFIRMATIONS,
+      })
       const beforeReorg = await api.timeline(second)
-      await sink.waitFor(path, (r) => r.some((x) => payload(x).data.transaction_id === second && payload(x).event === 'transaction.payment_received'))
+      await sink.waitFor(path, (r) =>
+        r.some(
+          (x) =>
+            payload(x).data.transaction_id === second &&
+            payload(x).event === 'transaction.payment_received',
+        ),
+      )
 
       await chain.reorg(CONFIRMATIONS)
-      const noted = await waitUntil('the reorg noted after the final status', () => api.timeline(second), (tl) => tl.length > beforeReorg.length)
+      const noted = await waitUntil(
+        'the reorg noted after the final status',
+        () => api.timeline(second),
+        (tl) => tl.length > beforeReorg.length,
+      )
       expect(noted.slice(0, beforeReorg.length)).toEqual(beforeReorg)
       expect(noted.slice(beforeReorg.length)).toEqual([expect.anything()])
       expect(noted.at(-1)).toEqual({
-        from_status: 'completed', to_status: 'completed', cause: 'payment.reorged_after_final',
-        details: { txHash: hash2, blockNumber: Number(block2), network: NETWORK }, at: expect.any(String),
+        from_status: 'completed',
+        to_status: 'completed',
+        cause: 'payment.reorged_after_final',
+        details: { txHash: hash2, blockNumber: Number(block2), network: NETWORK },
+        at: expect.any(String),
       })
       // Nothing moved: still completed on the payment the operator must now look at.
-      expect(await api.tx(second)).toMatchObject({ status: 'completed', transaction_hash: hash2, block_number: Number(block2), confirmed_at: expect.any(String) })
-      expect(logs.filter((l) => l.level === 'error' && l.msg === 'a reorg took back a payment of a transaction in a final status')).toEqual([
-        expect.objectContaining({ network: NETWORK, transactionId: second, status: 'completed', txHash: hash2, blockNumber: Number(block2) }),
+      expect(await api.tx(second)).toMatchObject({
+        status: 'completed',
+        transaction_hash: hash2,
+        block_number: Number(block2),
+        confirmed_at: expect.any(String),
+      })
+      expect(
+        logs.filter(
+          (l) =>
+            l.level === 'error' &&
+            l.msg === 'a reorg took back a payment of a transaction in a final status',
+        ),
+      ).toEqual([
+        expect.objectContaining({
+          network: NETWORK,
+          transactionId: second,
+          status: 'completed',
+          txHash: hash2,
+          blockNumber: Number(block2),
+        }),
       ])
       // ...and counted, for an alert (issue 15's metrics).
       const scraped = (await s.server.services.metrics.scrape()).body
       expect(scraped).toContain(`cryptopay_reorgs_after_final_total{network="${NETWORK}"} 1`)
       const transfers = await transfersOf(s.server.services.database, second)
-      expect(transfers).toEqual([expect.objectContaining({ tx_hash: hash2, block_number: Number(block2), kind: 'payment', applied: true, reorged: true, attempts: 0 })])
+      expect(transfers).toEqual([
+        expect.objectContaining({
+          tx_hash: hash2,
+          block_number: Number(block2),
+          kind: 'payment',
+          applied: true,
+          reorged: true,
+          attempts: 0,
+        }),
+      ])
 
       // No payment_reversed for it: none in the outbox (written with any transition, atomically)...
-      const outbox = await s.server.services.database.rows<{ event_type: string }>(sql`SELECT event_type FROM outbox WHERE transaction_id = ${second} ORDER BY id`)
-      expect(outbox.map((o) => o.event_type)).toEqual(['transaction.created', 'transaction.payment_received', 'transaction.confirming', 'transaction.completed'])
+      const outbox = await s.server.services.database.rows<{ event_type: string }>(
+        sql`SELECT event_type FROM outbox WHERE transaction_id = ${second} ORDER BY id`,
+      )
+      expect(outbox.map((o) => o.event_type)).toEqual([
+        'transaction.created',
+        'transaction.payment_received',
+        'transaction.confirming',
+        'transaction.completed',
+      ])
       // ...and, once a later block is through and every delivery of the project is final, none received.
       await chain.mine()
       await caughtUp(chain, s)
-      await waitUntil('every delivery final', async () => {
-        const l = await s.server.services.webhooks.listDeliveries({ projectId })
-        return l.ok ? l.value.map((d) => d.status) : ['?']
-      }, (st) => st.length === 3 && st.every((x) => x === 'success'))
-      expect((await of(second)).map((r) => payload(r).event)).toEqual(['transaction.payment_received'])
-      expect((await sink.received(path)).map((r) => `${payload(r).data.transaction_id === first ? 'first' : 'second'}:${payload(r).event}`)).toEqual([
-        'first:transaction.payment_received', 'first:transaction.payment_reversed', 'second:transaction.payment_received',
+      await waitUntil(
+        'every delivery final',
+        async () => {
+          const l = await s.server.services.webhooks.listDeliveries({ projectId })
+          return l.ok ? l.value.map((d) => d.status) : ['?']
+        },
+        (st) => st.length === 3 && st.every((x) => x === 'success'),
+      )
+      expect((await of(second)).map((r) => payload(r).event)).toEqual([
+        'transaction.payment_received',
+      ])
+      expect(
+        (await sink.received(path)).map(
+          (r) =>
+            `${payload(r).data.transaction_id === first ? 'first' : 'second'}:${payload(r).event}`,
+        ),
+      ).toEqual([
+        'first:transaction.payment_received',
+        'first:transaction.payment_reversed',
+        'second:transaction.payment_received',
       ])
     }, 90_000)
   })
@@ -381,7 +644,10 @@ describeIfPg('chain following on two instances sharing one PostgreSQL', () => {
     cleanups.push(() => pg.drop())
     const dirA = await freshDataDir()
     const dirB = await freshDataDir()
-    cleanups.push(() => rmSync(dirA, { recursive: true, force: true }), () => rmSync(dirB, { recursive: true, force: true }))
+    cleanups.push(
+      () => rmSync(dirA, { recursive: true, force: true }),
+      () => rmSync(dirB, { recursive: true, force: true }),
+    )
     const logs: LogEntry[] = []
     const env = { ...pg.env, ACTOR_LEASE_MS: '1000' }
     const A = await startInstance('A', { dataDir: dirA, networksFile, env, logs, cleanups })
@@ -396,17 +662,23 @@ describeIfPg('chain following on two instances sharing one PostgreSQL', () => {
     const sample = () => {
       samples++
       const who = instances.filter((i) => i.following().includes(NETWORK)).map((i) => i.name)
-      if (who.length > 1) overlaps.push(`sample ${samples} at ${new Date().toISOString()}: ${who.join(' and ')}`)
+      if (who.length > 1)
+        overlaps.push(`sample ${samples} at ${new Date().toISOString()}: ${who.join(' and ')}`)
       const now = who.length === 0 ? 'none' : who.join('+')
       if (changes.at(-1) !== now) changes.push(now)
     }
     sample()
     const sampler = setInterval(sample, 3)
     cleanups.push(() => clearInterval(sampler))
-    const context = () => `changes: ${changes.join(' -> ')}; overlaps: ${JSON.stringify(overlaps.slice(0, 10))}; warnings: ${JSON.stringify(logs.filter((l) => l.level === 'warn' || l.level === 'error').slice(-20))}`
+    const context = () =>
+      `changes: ${changes.join(' -> ')}; overlaps: ${JSON.stringify(overlaps.slice(0, 10))}; warnings: ${JSON.stringify(logs.filter((l) => l.level === 'warn' || l.level === 'error').slice(-20))}`
     const followerNow = () => instances.filter((i) => i.following().includes(NETWORK))
 
-    const [X] = await waitUntil('one instance to follow the network', async () => followerNow(), (f) => f.length === 1)
+    const [X] = await waitUntil(
+      'one instance to follow the network',
+      async () => followerNow(),
+      (f) => f.length === 1,
+    )
     const Y = X === A ? B : A
     await caughtUp(chain, X!)
 
@@ -420,9 +692,17 @@ describeIfPg('chain following on two instances sharing one PostgreSQL', () => {
     const raw = await chain.signTokenTransfer(q.address, q.units)
     const hash = (await chain.sendRaw(raw)).toLowerCase()
     const block = await chain.mine()
-    await waitUntil('confirming with 1 confirmation', () => onY.tx(id), (x) => x.status === 'confirming' && x.confirmations === 1)
+    await waitUntil(
+      'confirming with 1 confirmation',
+      () => onY.tx(id),
+      (x) => x.status === 'confirming' && x.confirmations === 1,
+    )
     await chain.mine()
-    await waitUntil('2 confirmations', () => onY.tx(id), (x) => x.confirmations === 2)
+    await waitUntil(
+      '2 confirmations',
+      () => onY.tx(id),
+      (x) => x.confirmations === 2,
+    )
     const oldHash = (await chain.blockHash(block)).toLowerCase()
 
     // Both blocks replaced; the same signed transfer goes into the second replacement, one block later.
@@ -432,39 +712,87 @@ describeIfPg('chain following on two instances sharing one PostgreSQL', () => {
     const receipt = await chain.client.getTransactionReceipt({ hash: hash as `0x${string}` })
     expect(receipt.blockNumber).toBe(newBlock)
     const newHash = (await chain.blockHash(newBlock)).toLowerCase()
-    await waitUntil('confirming in the new block', () => onY.tx(id), (x) => x.status === 'confirming' && x.block_number === Number(newBlock) && x.confirmations === 1)
+    await waitUntil(
+      'confirming in the new block',
+      () => onY.tx(id),
+      (x) =>
+        x.status === 'confirming' && x.block_number === Number(newBlock) && x.confirmations === 1,
+    )
     await chain.mine()
-    await waitUntil('2 confirmations in the new block', () => onY.tx(id), (x) => x.confirmations === 2)
+    await waitUntil(
+      '2 confirmations in the new block',
+      () => onY.tx(id),
+      (x) => x.confirmations === 2,
+    )
     await chain.mine()
-    const done = await waitUntil('completed', () => onY.tx(id), (x) => x.status === 'completed')
-    expect(done).toMatchObject({ transaction_hash: hash, block_number: Number(newBlock), confirmations: CONFIRMATIONS, amount_received: q.units.toString() })
+    const done = await waitUntil(
+      'completed',
+      () => onY.tx(id),
+      (x) => x.status === 'completed',
+    )
+    expect(done).toMatchObject({
+      transaction_hash: hash,
+      block_number: Number(newBlock),
+      confirmations: CONFIRMATIONS,
+      amount_received: q.units.toString(),
+    })
 
     // The exact timeline: each confirmation count is waited for before the next block, so each
     // is one entry; the reorg takes the payment back once (confirming -> pending), the transfer
     // is found again in its new block (detected, included), confirmations count from there.
     const tl = await onY.timeline(id)
     expect(moves(tl)).toEqual([
-      'transaction.created:-->created', 'token.selected:created->prepared',
-      'payment.detected:prepared->processing', 'payment.included:processing->confirming',
-      'confirmations.updated:confirming->confirming', 'confirmations.updated:confirming->confirming',
+      'transaction.created:-->created',
+      'token.selected:created->prepared',
+      'payment.detected:prepared->processing',
+      'payment.included:processing->confirming',
+      'confirmations.updated:confirming->confirming',
+      'confirmations.updated:confirming->confirming',
       'payment.reorged:confirming->pending',
-      'payment.detected:pending->processing', 'payment.included:processing->confirming',
-      'confirmations.updated:confirming->confirming', 'confirmations.updated:confirming->confirming',
+      'payment.detected:pending->processing',
+      'payment.included:processing->confirming',
+      'confirmations.updated:confirming->confirming',
+      'confirmations.updated:confirming->confirming',
       'confirmations.updated:confirming->completed',
     ])
     expect(tl.map((e) => e.to_status)).not.toContain('expired')
-    expect(tl.filter((e) => e.cause === 'payment.detected').map((e) => e.details.blockNumber)).toEqual([Number(block), Number(newBlock)])
-    expect(tl.filter((e) => e.cause === 'payment.included').map((e) => e.details.blockNumber)).toEqual([Number(block), Number(newBlock)])
-    expect(tl.filter((e) => e.cause === 'confirmations.updated').map((e) => e.details.confirmations)).toEqual([1, 2, 1, 2, 3])
+    expect(
+      tl.filter((e) => e.cause === 'payment.detected').map((e) => e.details.blockNumber),
+    ).toEqual([Number(block), Number(newBlock)])
+    expect(
+      tl.filter((e) => e.cause === 'payment.included').map((e) => e.details.blockNumber),
+    ).toEqual([Number(block), Number(newBlock)])
+    expect(
+      tl.filter((e) => e.cause === 'confirmations.updated').map((e) => e.details.confirmations),
+    ).toEqual([1, 2, 1, 2, 3])
     expect(tl[6].details).toEqual({ txHash: hash, logIndex: 0, received: '0' })
 
     // The old row taken back (and judged: the reorg applied), the new one applied, each once.
     expect(await transfersOf(A.server.services.database, id)).toEqual([
-      expect.objectContaining({ tx_hash: hash, block_number: Number(block), block_hash: oldHash, kind: 'payment', applied: true, reorged: true, attempts: 0 }),
-      expect.objectContaining({ tx_hash: hash, block_number: Number(newBlock), block_hash: newHash, kind: 'payment', applied: true, reorged: false, attempts: 0 }),
+      expect.objectContaining({
+        tx_hash: hash,
+        block_number: Number(block),
+        block_hash: oldHash,
+        kind: 'payment',
+        applied: true,
+        reorged: true,
+        attempts: 0,
+      }),
+      expect.objectContaining({
+        tx_hash: hash,
+        block_number: Number(newBlock),
+        block_hash: newHash,
+        kind: 'payment',
+        applied: true,
+        reorged: false,
+        attempts: 0,
+      }),
     ])
     expect(overlaps, context()).toEqual([])
-    expect(followerNow().map((i) => i.name), context()).toEqual([X!.name])
+    expect(
+      followerNow().map((i) => i.name),
+      context(),
+    ).toEqual([X!.name])
 
     // A graceful stop of the follower: the other takes the network over and finds a new payment.
     // Created and selected on the instance about to stop: the other hears of its address by NOTIFY,
@@ -474,16 +802,42 @@ describeIfPg('chain following on two instances sharing one PostgreSQL', () => {
     const onlyY = client(() => Y, key)
     await X!.stop()
     expect(X!.following()).toEqual([])
-    await waitUntil(`${Y.name} to follow the network`, async () => Y.following(), (f) => f.includes(NETWORK), 10_000)
-    const hash2 = (await chain.sendRaw(await chain.signTokenTransfer(q2.address, q2.units))).toLowerCase()
+    await waitUntil(
+      `${Y.name} to follow the network`,
+      async () => Y.following(),
+      (f) => f.includes(NETWORK),
+      10_000,
+    )
+    const hash2 = (
+      await chain.sendRaw(await chain.signTokenTransfer(q2.address, q2.units))
+    ).toLowerCase()
     const block2 = await chain.mine()
-    await waitUntil('the new payment detected by the new follower', () => onlyY.tx(other), (x) => x.status === 'confirming')
+    await waitUntil(
+      'the new payment detected by the new follower',
+      () => onlyY.tx(other),
+      (x) => x.status === 'confirming',
+    )
     await chain.mine(CONFIRMATIONS - 1)
-    const done2 = await waitUntil('the new payment completed', () => onlyY.tx(other), (x) => x.status === 'completed')
-    expect(done2).toMatchObject({ transaction_hash: hash2, block_number: Number(block2), amount_received: q2.units.toString() })
-    expect(moves(await onlyY.timeline(other)).filter((m) => !m.startsWith('confirmations.updated:confirming->confirming'))).toEqual([
-      'transaction.created:-->created', 'token.selected:created->prepared',
-      'payment.detected:prepared->processing', 'payment.included:processing->confirming', 'confirmations.updated:confirming->completed',
+    const done2 = await waitUntil(
+      'the new payment completed',
+      () => onlyY.tx(other),
+      (x) => x.status === 'completed',
+    )
+    expect(done2).toMatchObject({
+      transaction_hash: hash2,
+      block_number: Number(block2),
+      amount_received: q2.units.toString(),
+    })
+    expect(
+      moves(await onlyY.timeline(other)).filter(
+        (m) => !m.startsWith('confirmations.updated:confirming->confirming'),
+      ),
+    ).toEqual([
+      'transaction.created:-->created',
+      'token.selected:created->prepared',
+      'payment.detected:prepared->processing',
+      'payment.included:processing->confirming',
+      'confirmations.updated:confirming->completed',
     ])
     await caughtUp(chain, Y)
 
@@ -492,8 +846,16 @@ describeIfPg('chain following on two instances sharing one PostgreSQL', () => {
     expect(overlaps, context()).toEqual([])
     expect(samples).toBeGreaterThan(100)
     // One follower at a time: first X alone, then nobody for the moment of the hand-over, then Y alone.
-    expect(changes, context()).toEqual(['none', X!.name, 'none', Y.name].slice(changes[0] === 'none' ? 0 : 1))
-    expect(logs.filter((l) => l.msg === 'following network').map((l) => l.from)).toEqual([X!.name, Y.name])
-    expect(logs.filter((l) => l.level === 'error'), context()).toEqual([])
+    expect(changes, context()).toEqual(
+      ['none', X!.name, 'none', Y.name].slice(changes[0] === 'none' ? 0 : 1),
+    )
+    expect(logs.filter((l) => l.msg === 'following network').map((l) => l.from)).toEqual([
+      X!.name,
+      Y.name,
+    ])
+    expect(
+      logs.filter((l) => l.level === 'error'),
+      context(),
+    ).toEqual([])
   }, 90_000)
 })

@@ -10,7 +10,12 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { backends } from '../helpers/databases.ts'
-import { startManualChain, waitUntil, writeNetworksFile, type ManualChain } from '../helpers/chain.ts'
+import {
+  startManualChain,
+  waitUntil,
+  writeNetworksFile,
+  type ManualChain,
+} from '../helpers/chain.ts'
 import { startRpcProxy, type RpcProxy } from '../helpers/rpc-proxy.ts'
 import { api, startTestServer, type TestServer } from '../helpers/server.ts'
 
@@ -28,7 +33,14 @@ for (const backend of backends()) {
       chain = await startManualChain()
       proxy = await startRpcProxy(chain.rpcUrl)
       dir = mkdtempSync(join(tmpdir(), 'provider-limits-'))
-      const file = writeNetworksFile(dir, [chain.network({ rpcUrl: proxy.url, confirmations: 2, pollIntervalMs: 100, maxRequestsPerSecond: 500 })])
+      const file = writeNetworksFile(dir, [
+        chain.network({
+          rpcUrl: proxy.url,
+          confirmations: 2,
+          pollIntervalMs: 100,
+          maxRequestsPerSecond: 500,
+        }),
+      ])
       t = await startTestServer(backend, { NETWORKS_CONFIG: file, READY_CHAIN_MAX_LAG: '1h' })
       key = (await t.project()).key
     })
@@ -47,7 +59,11 @@ for (const backend of backends()) {
       const a = await selected(5)
       const b = await selected(7)
       const from = await chain.head()
-      await waitUntil('the follower at the head', async () => synced(), (h) => h >= from)
+      await waitUntil(
+        'the follower at the head',
+        async () => synced(),
+        (h) => h >= from,
+      )
 
       // The follower cannot reach the node while the blocks are mined: it must catch up after.
       proxy.mode = 'refuse'
@@ -61,12 +77,30 @@ for (const backend of backends()) {
       proxy.mode = 'pass'
 
       const [doneA, doneB] = await Promise.all([
-        waitUntil('a completed', () => tx(a.id), (x) => x.status === 'completed', 60_000),
-        waitUntil('b completed', () => tx(b.id), (x) => x.status === 'completed', 60_000),
+        waitUntil(
+          'a completed',
+          () => tx(a.id),
+          (x) => x.status === 'completed',
+          60_000,
+        ),
+        waitUntil(
+          'b completed',
+          () => tx(b.id),
+          (x) => x.status === 'completed',
+          60_000,
+        ),
       ])
-      expect(doneA).toMatchObject({ amount_received: a.units.toString(), block_number: Number(from) + 1 })
-      expect(doneB).toMatchObject({ amount_received: b.units.toString(), block_number: Number(from) + 7 })
-      const timeline = ((await (await api(t, key).get(`/api/transactions/${a.id}/timeline`)).json()) as any).timeline as any[]
+      expect(doneA).toMatchObject({
+        amount_received: a.units.toString(),
+        block_number: Number(from) + 1,
+      })
+      expect(doneB).toMatchObject({
+        amount_received: b.units.toString(),
+        block_number: Number(from) + 7,
+      })
+      const timeline = (
+        (await (await api(t, key).get(`/api/transactions/${a.id}/timeline`)).json()) as any
+      ).timeline as any[]
       expect(timeline.filter((e) => e.cause === 'payment.detected')).toHaveLength(1)
 
       // The provider answered four 429s and two JSON-RPC rate-limit errors, and refused the wide
@@ -75,16 +109,32 @@ for (const backend of backends()) {
       expect(proxy.rangeRefusals).toHaveLength(3)
 
       // The span that worked is kept: the next catch-up asks ranges of 3 at once, and nothing is refused.
-      const rangedBefore = proxy.calls.filter((c) => c.method === 'eth_getLogs' && (c.params as any)[0].fromBlock).length
+      const rangedBefore = proxy.calls.filter(
+        (c) => c.method === 'eth_getLogs' && (c.params as any)[0].fromBlock,
+      ).length
       proxy.mode = 'refuse'
       const head = await chain.mine(9)
       proxy.mode = 'pass'
-      await waitUntil('caught up again', async () => synced(), (h) => h >= head)
+      await waitUntil(
+        'caught up again',
+        async () => synced(),
+        (h) => h >= head,
+      )
       expect(proxy.rangeRefusals).toHaveLength(3)
-      expect(proxy.calls.filter((c) => c.method === 'eth_getLogs' && (c.params as any)[0].fromBlock).length - rangedBefore).toBe(3)
+      expect(
+        proxy.calls.filter((c) => c.method === 'eth_getLogs' && (c.params as any)[0].fromBlock)
+          .length - rangedBefore,
+      ).toBe(3)
 
       const metrics = await (await t.fetch('/metrics')).text()
-      const count = (kind: string) => Number(metrics.match(new RegExp(`cryptopay_rpc_errors_total\\{network="localchain",kind="${kind}"\\} (\\d+)`))?.[1] ?? 0)
+      const count = (kind: string) =>
+        Number(
+          metrics.match(
+            new RegExp(
+              `cryptopay_rpc_errors_total\\{network="localchain",kind="${kind}"\\} (\\d+)`,
+            ),
+          )?.[1] ?? 0,
+        )
       expect(count('log_range')).toBe(proxy.rangeRefusals.length)
       expect(count('rate_limited')).toBe(6)
     })

@@ -10,7 +10,12 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Hex } from 'viem'
 import { backends } from '../helpers/databases.ts'
-import { startManualChain, waitUntil, writeNetworksFile, type ManualChain } from '../helpers/chain.ts'
+import {
+  startManualChain,
+  waitUntil,
+  writeNetworksFile,
+  type ManualChain,
+} from '../helpers/chain.ts'
 import { api, startTestServer, type TestServer } from '../helpers/server.ts'
 
 const CONFIRMATIONS = 3
@@ -25,7 +30,9 @@ for (const backend of backends()) {
     beforeAll(async () => {
       chain = await startManualChain()
       dir = mkdtempSync(join(tmpdir(), 'chain-reorg-'))
-      const file = writeNetworksFile(dir, [chain.network({ confirmations: CONFIRMATIONS, pollIntervalMs: 100 })])
+      const file = writeNetworksFile(dir, [
+        chain.network({ confirmations: CONFIRMATIONS, pollIntervalMs: 100 }),
+      ])
       t = await startTestServer(backend, { NETWORKS_CONFIG: file })
       key = (await t.project()).key
     })
@@ -36,12 +43,18 @@ for (const backend of backends()) {
     })
 
     const tx = (id: string) => api(t, key).transaction(id)
-    const timeline = async (id: string) => ((await (await api(t, key).get(`/api/transactions/${id}/timeline`)).json()) as any).timeline as any[]
+    const timeline = async (id: string) =>
+      ((await (await api(t, key).get(`/api/transactions/${id}/timeline`)).json()) as any)
+        .timeline as any[]
     const synced = () => t.server.services.chain.syncedHeights().localchain ?? -1n
     /** Until the follower has processed the chain up to the current head. */
     const caughtUp = async () => {
       const head = await chain.head()
-      await waitUntil(`the follower to reach block ${head}`, async () => synced(), (h) => h >= head)
+      await waitUntil(
+        `the follower to reach block ${head}`,
+        async () => synced(),
+        (h) => h >= head,
+      )
     }
 
     /** A transaction with TUSD selected; returns its id, deposit address and quote. */
@@ -52,10 +65,22 @@ for (const backend of backends()) {
       const raw = await chain.signTokenTransfer(address, units)
       const hash = await chain.sendRaw(raw)
       const block = await chain.mine()
-      const confirming = await waitUntil('confirming', () => tx(id), (x) => x.status === 'confirming' && x.confirmations === 1)
-      expect(confirming).toMatchObject({ transaction_hash: hash, block_number: Number(block), amount_received: units.toString() })
+      const confirming = await waitUntil(
+        'confirming',
+        () => tx(id),
+        (x) => x.status === 'confirming' && x.confirmations === 1,
+      )
+      expect(confirming).toMatchObject({
+        transaction_hash: hash,
+        block_number: Number(block),
+        amount_received: units.toString(),
+      })
       await chain.mine()
-      await waitUntil('2 confirmations', () => tx(id), (x) => x.confirmations === 2)
+      await waitUntil(
+        '2 confirmations',
+        () => tx(id),
+        (x) => x.confirmations === 2,
+      )
       expect((await tx(id)).status).toBe('confirming')
       return { raw, hash: hash as Hex, block }
     }
@@ -68,32 +93,71 @@ for (const backend of backends()) {
       // Replace the payment's block and the one after it with empty blocks at the same heights.
       await chain.reorg(2)
       expect(await chain.blockHash(block)).not.toBe(oldHash)
-      const back = await waitUntil('pending after the reorg', () => tx(id), (x) => x.status !== 'confirming')
-      expect(back).toMatchObject({ status: 'pending', amount_received: '0', block_number: null, confirmations: null })
+      const back = await waitUntil(
+        'pending after the reorg',
+        () => tx(id),
+        (x) => x.status !== 'confirming',
+      )
+      expect(back).toMatchObject({
+        status: 'pending',
+        amount_received: '0',
+        block_number: null,
+        confirmations: null,
+      })
       const reorged = (await timeline(id)).filter((e) => e.cause === 'payment.reorged')
-      expect(reorged).toEqual([expect.objectContaining({ from_status: 'confirming', to_status: 'pending', details: expect.objectContaining({ txHash: hash, received: '0' }) })])
+      expect(reorged).toEqual([
+        expect.objectContaining({
+          from_status: 'confirming',
+          to_status: 'pending',
+          details: expect.objectContaining({ txHash: hash, received: '0' }),
+        }),
+      ])
 
       // Far more blocks than the confirmations needed: the payment is gone, so nothing completes.
       await chain.mine(CONFIRMATIONS + 3)
       await caughtUp()
       expect((await tx(id)).status).toBe('pending')
-      const state = await (await t.fetch(`/pay/${id}/state`)).json() as any
-      expect(state).toMatchObject({ status: 'pending', amount_received: '0', amount_due: units.toString() })
+      const state = (await (await t.fetch(`/pay/${id}/state`)).json()) as any
+      expect(state).toMatchObject({
+        status: 'pending',
+        amount_received: '0',
+        amount_due: units.toString(),
+      })
       expect((await timeline(id)).map((e) => e.to_status)).not.toContain('completed')
 
       // The very same signed transfer lands in a new block: paid again, and it completes there.
       expect(await chain.sendRaw(raw)).toBe(hash)
       const again = await chain.mine()
-      await waitUntil('confirming in the new block', () => tx(id), (x) => x.status === 'confirming')
+      await waitUntil(
+        'confirming in the new block',
+        () => tx(id),
+        (x) => x.status === 'confirming',
+      )
       await chain.mine(CONFIRMATIONS - 1)
-      const done = await waitUntil('completed', () => tx(id), (x) => x.status === 'completed')
-      expect(done).toMatchObject({ transaction_hash: hash, block_number: Number(again), amount_received: units.toString(), confirmations: CONFIRMATIONS })
+      const done = await waitUntil(
+        'completed',
+        () => tx(id),
+        (x) => x.status === 'completed',
+      )
+      expect(done).toMatchObject({
+        transaction_hash: hash,
+        block_number: Number(again),
+        amount_received: units.toString(),
+        confirmations: CONFIRMATIONS,
+      })
       // How many intermediate confirmation counts a poll sees depends on timing; the moves do not.
-      const moves = (await timeline(id)).filter((e) => e.from_status !== e.to_status).map((e) => `${e.cause}:${e.to_status}`)
+      const moves = (await timeline(id))
+        .filter((e) => e.from_status !== e.to_status)
+        .map((e) => `${e.cause}:${e.to_status}`)
       expect(moves).toEqual([
-        'transaction.created:created', 'token.selected:prepared', 'payment.detected:processing', 'payment.included:confirming',
+        'transaction.created:created',
+        'token.selected:prepared',
+        'payment.detected:processing',
+        'payment.included:confirming',
         'payment.reorged:pending',
-        'payment.detected:processing', 'payment.included:confirming', 'confirmations.updated:completed',
+        'payment.detected:processing',
+        'payment.included:confirming',
+        'confirmations.updated:completed',
       ])
     })
 
@@ -105,15 +169,29 @@ for (const backend of backends()) {
       // Two blocks replaced; the transfer goes into the first replacement, at the same height.
       await chain.reorg(2, [[raw, 0]])
       expect(await chain.blockHash(block)).not.toBe(oldHash)
-      await waitUntil('the reorg to be recorded', () => timeline(id), (tl) => tl.some((e) => e.cause === 'payment.reorged'))
+      await waitUntil(
+        'the reorg to be recorded',
+        () => timeline(id),
+        (tl) => tl.some((e) => e.cause === 'payment.reorged'),
+      )
       await chain.mine()
-      const done = await waitUntil('completed', () => tx(id), (x) => x.status === 'completed')
-      expect(done).toMatchObject({ transaction_hash: hash, block_number: Number(block), amount_received: units.toString() })
+      const done = await waitUntil(
+        'completed',
+        () => tx(id),
+        (x) => x.status === 'completed',
+      )
+      expect(done).toMatchObject({
+        transaction_hash: hash,
+        block_number: Number(block),
+        amount_received: units.toString(),
+      })
       const entries = await timeline(id)
       const reorgAt = entries.findIndex((e) => e.cause === 'payment.reorged')
       expect(entries[reorgAt]).toMatchObject({ from_status: 'confirming', to_status: 'pending' })
       // Completion counts from the new block: found again after the reorg, then confirmed.
-      expect(entries.slice(reorgAt + 1).map((e) => e.to_status)).toEqual(expect.arrayContaining(['processing', 'confirming', 'completed']))
+      expect(entries.slice(reorgAt + 1).map((e) => e.to_status)).toEqual(
+        expect.arrayContaining(['processing', 'confirming', 'completed']),
+      )
       expect(entries.findIndex((e) => e.to_status === 'completed')).toBeGreaterThan(reorgAt)
     })
 
@@ -121,23 +199,46 @@ for (const backend of backends()) {
       const { id, address, units } = await selected(20)
       const hash = await chain.sendRaw(await chain.signTokenTransfer(address, units))
       const block = await chain.mine()
-      await waitUntil('confirming', () => tx(id), (x) => x.status === 'confirming' && x.confirmations === 1)
+      await waitUntil(
+        'confirming',
+        () => tx(id),
+        (x) => x.status === 'confirming' && x.confirmations === 1,
+      )
       // A second, extra transfer in the next block: recorded as an overpayment while confirming.
       const extra = await chain.sendRaw(await chain.signTokenTransfer(address, 5n * 10n ** 6n))
       await chain.mine()
-      await waitUntil('the extra transfer counted', () => tx(id), (x) => x.amount_received === (units + 5n * 10n ** 6n).toString() && x.confirmations === 2)
+      await waitUntil(
+        'the extra transfer counted',
+        () => tx(id),
+        (x) => x.amount_received === (units + 5n * 10n ** 6n).toString() && x.confirmations === 2,
+      )
       expect((await tx(id)).status).toBe('confirming')
 
       // Only the extra transfer's block is replaced; the covering payment's block stays canonical.
       await chain.reorg(1)
-      await waitUntil('the reorg recorded', () => timeline(id), (tl) => tl.some((e) => e.cause === 'payment.reorged'))
+      await waitUntil(
+        'the reorg recorded',
+        () => timeline(id),
+        (tl) => tl.some((e) => e.cause === 'payment.reorged'),
+      )
       // The payment that stayed still covers the quote and is in a block: it keeps confirming.
       expect((await timeline(id)).find((e) => e.cause === 'payment.reorged')).toMatchObject({
-        from_status: 'confirming', to_status: 'confirming', details: expect.objectContaining({ txHash: extra, received: units.toString() }),
+        from_status: 'confirming',
+        to_status: 'confirming',
+        details: expect.objectContaining({ txHash: extra, received: units.toString() }),
       })
       await chain.mine()
-      const done = await waitUntil('completed on the payment that stayed', () => tx(id), (x) => x.status === 'completed', 10_000)
-      expect(done).toMatchObject({ transaction_hash: hash, block_number: Number(block), amount_received: units.toString() })
+      const done = await waitUntil(
+        'completed on the payment that stayed',
+        () => tx(id),
+        (x) => x.status === 'completed',
+        10_000,
+      )
+      expect(done).toMatchObject({
+        transaction_hash: hash,
+        block_number: Number(block),
+        amount_received: units.toString(),
+      })
     })
   })
 }

@@ -33,8 +33,14 @@ for (const backend of backends()) {
       const pg = backend === 'postgres' ? await freshPostgres() : null
       if (pg) cleanups.push(() => pg.drop())
       const env = {
-        DATA_DIR: dataDir, PORT: '0', HTTP_PORT: '0', LOG_LEVEL: 'info', ACTOR_LEASE_MS: '1000',
-        NETWORKS_CONFIG: writeNetworksFile(dir, [chain.network({ confirmations: CONFIRMATIONS, pollIntervalMs: 100 })]),
+        DATA_DIR: dataDir,
+        PORT: '0',
+        HTTP_PORT: '0',
+        LOG_LEVEL: 'info',
+        ACTOR_LEASE_MS: '1000',
+        NETWORKS_CONFIG: writeNetworksFile(dir, [
+          chain.network({ confirmations: CONFIRMATIONS, pollIntervalMs: 100 }),
+        ]),
         ...(pg ? pg.env : {}),
       }
       const cli = async (...args: string[]) => {
@@ -46,25 +52,57 @@ for (const backend of backends()) {
       let server: ServerProcess = await spawnServer(env)
       cleanups.push(() => server.stop())
       const project = await cli('project', 'create', '--name', 'Chain restart')
-      const { key } = await cli('key', 'create', '--project', project.id, '--mode', 'test', '--name', 'k')
+      const { key } = await cli(
+        'key',
+        'create',
+        '--project',
+        project.id,
+        '--mode',
+        'test',
+        '--name',
+        'k',
+      )
       const auth = { authorization: `Bearer ${key}` }
-      const tx = async (id: string) => ((await (await server.fetch(`/api/transactions/${id}`, { headers: auth })).json()) as any).transaction
-      const timeline = async (id: string) => ((await (await server.fetch(`/api/transactions/${id}/timeline`, { headers: auth })).json()) as any).timeline as any[]
+      const tx = async (id: string) =>
+        ((await (await server.fetch(`/api/transactions/${id}`, { headers: auth })).json()) as any)
+          .transaction
+      const timeline = async (id: string) =>
+        (
+          (await (
+            await server.fetch(`/api/transactions/${id}/timeline`, { headers: auth })
+          ).json()) as any
+        ).timeline as any[]
       async function selected() {
-        const created = await server.fetch('/api/transactions/create', { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: '{"amount": 25}' })
+        const created = await server.fetch('/api/transactions/create', {
+          method: 'POST',
+          headers: { ...auth, 'content-type': 'application/json' },
+          body: '{"amount": 25}',
+        })
         await expectStatus(created, 200)
         const id = ((await created.json()) as any).transaction.id as string
-        const r = await server.fetch(`/pay/${id}/select`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"token_symbol":"TUSD","blockchain_network":"localchain"}' })
+        const r = await server.fetch(`/pay/${id}/select`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: '{"token_symbol":"TUSD","blockchain_network":"localchain"}',
+        })
         await expectStatus(r, 200)
         const s = (await r.json()) as any
-        return { id, address: s.quote.deposit_address as string, units: BigInt(s.quote.token_amount) }
+        return {
+          id,
+          address: s.quote.deposit_address as string,
+          units: BigInt(s.quote.token_amount),
+        }
       }
 
       const a = await selected()
       const b = await selected()
       const hashA = await chain.sendRaw(await chain.signTokenTransfer(a.address, a.units))
       const blockA = await chain.mine()
-      await waitUntil('A confirming', () => tx(a.id), (x) => x.status === 'confirming' && x.confirmations === 1)
+      await waitUntil(
+        'A confirming',
+        () => tx(a.id),
+        (x) => x.status === 'confirming' && x.confirmations === 1,
+      )
 
       server.kill('SIGKILL')
       await server.exited
@@ -75,15 +113,33 @@ for (const backend of backends()) {
       await chain.mine(CONFIRMATIONS + 2)
 
       server = await spawnServer(env)
-      const doneA = await waitUntil('A completed', () => tx(a.id), (x) => x.status === 'completed')
-      const doneB = await waitUntil('B completed', () => tx(b.id), (x) => x.status === 'completed')
-      expect(doneA).toMatchObject({ transaction_hash: hashA, block_number: Number(blockA), amount_received: a.units.toString() })
-      expect(doneB).toMatchObject({ transaction_hash: hashB, block_number: Number(blockB), amount_received: b.units.toString() })
+      const doneA = await waitUntil(
+        'A completed',
+        () => tx(a.id),
+        (x) => x.status === 'completed',
+      )
+      const doneB = await waitUntil(
+        'B completed',
+        () => tx(b.id),
+        (x) => x.status === 'completed',
+      )
+      expect(doneA).toMatchObject({
+        transaction_hash: hashA,
+        block_number: Number(blockA),
+        amount_received: a.units.toString(),
+      })
+      expect(doneB).toMatchObject({
+        transaction_hash: hashB,
+        block_number: Number(blockB),
+        amount_received: b.units.toString(),
+      })
       expect(doneB.confirmations).toBeGreaterThanOrEqual(CONFIRMATIONS)
 
       // Each transfer counted once, each transaction completed once, across the crash.
       for (const id of [a.id, b.id]) {
-        const moves = (await timeline(id)).filter((e) => e.from_status !== e.to_status).map((e) => e.to_status)
+        const moves = (await timeline(id))
+          .filter((e) => e.from_status !== e.to_status)
+          .map((e) => e.to_status)
         expect(moves).toEqual(['created', 'prepared', 'processing', 'confirming', 'completed'])
       }
     })

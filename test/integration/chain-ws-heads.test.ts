@@ -12,7 +12,12 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { backends, type Backend } from '../helpers/databases.ts'
-import { startManualChain, waitUntil, writeNetworksFile, type ManualChain } from '../helpers/chain.ts'
+import {
+  startManualChain,
+  waitUntil,
+  writeNetworksFile,
+  type ManualChain,
+} from '../helpers/chain.ts'
 import { api, startTestServer, type TestServer } from '../helpers/server.ts'
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.ts'
 
@@ -23,10 +28,20 @@ function chainWithSocket(backend: Backend, pollIntervalMs: number) {
     c.chain = await startManualChain()
     c.socket = await startTcpProxy({ host: '127.0.0.1', port: c.chain.node.port })
     c.dir = mkdtempSync(join(tmpdir(), 'ws-heads-'))
-    const file = writeNetworksFile(c.dir, [c.chain.network({ wsUrl: `ws://127.0.0.1:${c.socket.port}`, confirmations: 2, pollIntervalMs })])
+    const file = writeNetworksFile(c.dir, [
+      c.chain.network({
+        wsUrl: `ws://127.0.0.1:${c.socket.port}`,
+        confirmations: 2,
+        pollIntervalMs,
+      }),
+    ])
     c.t = await startTestServer(backend, { NETWORKS_CONFIG: file, READY_CHAIN_MAX_LAG: '1h' })
     c.key = (await c.t.project()).key
-    await waitUntil('the subscription live', async () => c.t.server.services.chain.pushing(), (p) => p.includes('localchain'))
+    await waitUntil(
+      'the subscription live',
+      async () => c.t.server.services.chain.pushing(),
+      (p) => p.includes('localchain'),
+    )
   })
   afterAll(async () => {
     await c.t?.stop()
@@ -62,7 +77,11 @@ for (const backend of backends()) {
       const first = await s.paid(3)
       await s.chain.mine()
       await s.chain.mine()
-      await waitUntil('completed by pushes', () => s.tx(first.id), (x) => x.status === 'completed')
+      await waitUntil(
+        'completed by pushes',
+        () => s.tx(first.id),
+        (x) => x.status === 'completed',
+      )
 
       s.socket.cut()
       const second = await s.paid(4)
@@ -70,8 +89,16 @@ for (const backend of backends()) {
       await s.chain.mine(2)
       s.socket.restore()
       // On reconnecting the follower looks at once (a head may have come meanwhile) and catches up.
-      const done = await waitUntil('completed after the reconnect', () => s.tx(second.id), (x) => x.status === 'completed', 30_000)
-      expect(done).toMatchObject({ block_number: Number(paidIn), amount_received: second.units.toString() })
+      const done = await waitUntil(
+        'completed after the reconnect',
+        () => s.tx(second.id),
+        (x) => x.status === 'completed',
+        30_000,
+      )
+      expect(done).toMatchObject({
+        block_number: Number(paidIn),
+        amount_received: second.units.toString(),
+      })
     })
   })
 
@@ -80,10 +107,19 @@ for (const backend of backends()) {
 
     test('with the socket cut for good, the follower polls at its own pace again and the payment completes', async () => {
       s.socket.cut()
-      await waitUntil('the drop noticed', async () => s.pushing(), (p) => p.length === 0)
+      await waitUntil(
+        'the drop noticed',
+        async () => s.pushing(),
+        (p) => p.length === 0,
+      )
       const q = await s.paid(6)
       await s.chain.mine(3)
-      const done = await waitUntil('completed by polling', () => s.tx(q.id), (x) => x.status === 'completed', 20_000)
+      const done = await waitUntil(
+        'completed by polling',
+        () => s.tx(q.id),
+        (x) => x.status === 'completed',
+        20_000,
+      )
       expect(done.amount_received).toBe(q.quote.token_amount)
     })
   })

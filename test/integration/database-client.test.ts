@@ -45,8 +45,13 @@ for (const backend of backends()) {
     test('raw statements read timestamps, dates and intervals as text, in and out of a transaction', async () => {
       const d = await open()
       const read = `SELECT $1::timestamptz AS at, $1::timestamptz::date AS day, interval '90 minutes' AS span, ARRAY[$1::timestamptz] AS ats`
-      const [row] = await d.query<{ at: unknown; day: unknown; span: unknown; ats: unknown }>(read, [AT])
-      const [inTx] = await d.transaction((q) => q<{ at: unknown; day: unknown; span: unknown; ats: unknown }>(read, [AT]))
+      const [row] = await d.query<{ at: unknown; day: unknown; span: unknown; ats: unknown }>(
+        read,
+        [AT],
+      )
+      const [inTx] = await d.transaction((q) =>
+        q<{ at: unknown; day: unknown; span: unknown; ats: unknown }>(read, [AT]),
+      )
       for (const r of [row!, inTx!]) {
         expect(typeof r.at).toBe('string')
         expect(new Date(r.at as string).toISOString()).toBe(AT)
@@ -58,9 +63,20 @@ for (const backend of backends()) {
 
     test("drizzle's builder still maps timestamp columns to Date, in and out of a transaction", async () => {
       const d = await open()
-      await d.query(`INSERT INTO projects (id, name, created_at) VALUES ('proj_client_test', 'Client test', $1::timestamptz)`, [AT])
-      const [p] = await d.db.select({ createdAt: projects.createdAt }).from(projects).where(eq(projects.id, 'proj_client_test'))
-      const [q] = await d.db.transaction((tx) => tx.select({ createdAt: projects.createdAt }).from(projects).where(eq(projects.id, 'proj_client_test')))
+      await d.query(
+        `INSERT INTO projects (id, name, created_at) VALUES ('proj_client_test', 'Client test', $1::timestamptz)`,
+        [AT],
+      )
+      const [p] = await d.db
+        .select({ createdAt: projects.createdAt })
+        .from(projects)
+        .where(eq(projects.id, 'proj_client_test'))
+      const [q] = await d.db.transaction((tx) =>
+        tx
+          .select({ createdAt: projects.createdAt })
+          .from(projects)
+          .where(eq(projects.id, 'proj_client_test')),
+      )
       for (const r of [p!, q!]) {
         expect(r.createdAt).toBeInstanceOf(Date)
         expect(r.createdAt.toISOString()).toBe(AT)
@@ -70,11 +86,15 @@ for (const backend of backends()) {
     test('a statement that failed is the same statement next time: its error as PostgreSQL gave it, then its result', async () => {
       const d = await open()
       const insert = 'INSERT INTO projects (id, name) VALUES ($1, $2) RETURNING id, name'
-      expect(await d.query(insert, ['proj_client_twice', 'First'])).toEqual([{ id: 'proj_client_twice', name: 'First' }])
+      expect(await d.query(insert, ['proj_client_twice', 'First'])).toEqual([
+        { id: 'proj_client_twice', name: 'First' },
+      ])
       const failed = await d.query(insert, ['proj_client_twice', 'Again']).catch((e) => e)
       expect(failed.code).toBe('23505')
       expect(isUniqueViolation(failed, 'projects_pkey')).toBe(true)
-      expect(await d.query(insert, ['proj_client_other', 'Other'])).toEqual([{ id: 'proj_client_other', name: 'Other' }])
+      expect(await d.query(insert, ['proj_client_other', 'Other'])).toEqual([
+        { id: 'proj_client_other', name: 'Other' },
+      ])
     })
 
     test('a table changed under a statement used before: the statement reads the table as it is now', async () => {
@@ -85,21 +105,28 @@ for (const backend of backends()) {
       // Used enough times for PostgreSQL to keep a generic plan, on every connection of the pool.
       for (let i = 0; i < 30; i++) expect(await d.query(read, [1])).toEqual([{ id: 1, a: 'x' }])
       await d.query(`ALTER TABLE client_changes ADD COLUMN b text NOT NULL DEFAULT 'y'`, [])
-      for (let i = 0; i < 30; i++) expect(await d.query(read, [1])).toEqual([{ id: 1, a: 'x', b: 'y' }])
+      for (let i = 0; i < 30; i++)
+        expect(await d.query(read, [1])).toEqual([{ id: 1, a: 'x', b: 'y' }])
       await d.query(`ALTER TABLE client_changes ALTER COLUMN a TYPE int USING length(a)`, [])
-      expect(await d.query('UPDATE client_changes SET a = $1 WHERE id = 1 RETURNING a', [7])).toEqual([{ a: 7 }])
-      for (let i = 0; i < 30; i++) expect(await d.query(read, [1])).toEqual([{ id: 1, a: 7, b: 'y' }])
+      expect(
+        await d.query('UPDATE client_changes SET a = $1 WHERE id = 1 RETURNING a', [7]),
+      ).toEqual([{ a: 7 }])
+      for (let i = 0; i < 30; i++)
+        expect(await d.query(read, [1])).toEqual([{ id: 1, a: 7, b: 'y' }])
     })
   })
 }
 
 describe('the embedded database', () => {
-  test('does not write a new WAL segment full of zeros before using it (16 MB, a ~50 ms stop of the server\'s thread)', async () => {
+  test("does not write a new WAL segment full of zeros before using it (16 MB, a ~50 ms stop of the server's thread)", async () => {
     const dataDir = await freshDataDir()
     const database = await openDatabase({ databaseUrl: null, pgliteDir: pgliteDirOf(dataDir) })
     try {
       const wal = join(pgliteDirOf(dataDir), 'pg_wal')
-      const segments = () => readdirSync(wal).filter((f) => /^[0-9A-F]{24}$/.test(f)).sort()
+      const segments = () =>
+        readdirSync(wal)
+          .filter((f) => /^[0-9A-F]{24}$/.test(f))
+          .sort()
       const before = segments()
       await database.query('SELECT pg_switch_wal()', [])
       await database.query('CREATE TABLE after_the_switch (a int)', [])
@@ -119,12 +146,18 @@ describe('the embedded database', () => {
 describe('PGlite statements with parameters', () => {
   let client: PGlite
   afterAll(() => client?.close())
-  const kept = async () => (await client.query<{ statement: string }>('SELECT statement FROM pg_prepared_statements ORDER BY prepare_time')).rows.map((r) => r.statement)
+  const kept = async () =>
+    (
+      await client.query<{ statement: string }>(
+        'SELECT statement FROM pg_prepared_statements ORDER BY prepare_time',
+      )
+    ).rows.map((r) => r.statement)
 
   test('are parsed once, then only bound and run: one prepared statement however often used', async () => {
     client = withNamedStatements(new PGlite(), 2)
     const add = 'SELECT $1::int + $2::int AS sum'
-    for (let i = 0; i < 5; i++) expect((await client.query<{ sum: number }>(add, [i, 1])).rows).toEqual([{ sum: i + 1 }])
+    for (let i = 0; i < 5; i++)
+      expect((await client.query<{ sum: number }>(add, [i, 1])).rows).toEqual([{ sum: i + 1 }])
     expect(await kept()).toEqual([add])
   })
 
@@ -150,7 +183,11 @@ describe('PGlite statements with parameters', () => {
       await tx.query(insert, [4])
       await tx.rollback()
     })
-    expect((await client.query('SELECT v FROM tx_rows ORDER BY v')).rows).toEqual([{ v: 1 }, { v: 2 }, { v: 3 }])
+    expect((await client.query('SELECT v FROM tx_rows ORDER BY v')).rows).toEqual([
+      { v: 1 },
+      { v: 2 },
+      { v: 3 },
+    ])
     expect((await kept()).filter((s) => s === insert)).toEqual([insert])
   })
 

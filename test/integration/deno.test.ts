@@ -17,7 +17,10 @@ describe('the server under Deno', () => {
   let key: string
   beforeAll(async () => {
     dataDir = await freshDataDir()
-    server = await spawnServer({ DATA_DIR: dataDir, PORT: '0', HTTP_PORT: '0' }, { runtime: 'deno' })
+    server = await spawnServer(
+      { DATA_DIR: dataDir, PORT: '0', HTTP_PORT: '0' },
+      { runtime: 'deno' },
+    )
     key = (await server.waitFor('stdout', /sk_test_[A-Za-z0-9]{32,}/))[0]
   })
   afterAll(async () => {
@@ -27,7 +30,11 @@ describe('the server under Deno', () => {
 
   const auth = (k: string) => ({ authorization: `Bearer ${k}` })
 
-  function expectApiHeaders(res: Response, limits: { minute: number; hour: number; day: number }, notBefore: number) {
+  function expectApiHeaders(
+    res: Response,
+    limits: { minute: number; hour: number; day: number },
+    notBefore: number,
+  ) {
     expect(res.headers.get('x-request-id')).toMatch(/^req_[A-Za-z0-9]+$/)
     for (const w of ['minute', 'hour', 'day'] as const) {
       expect(res.headers.get(`x-ratelimit-limit-${w}`)).toBe(String(limits[w]))
@@ -58,10 +65,18 @@ describe('the server under Deno', () => {
     expectApiHeaders(created, { minute: 60, hour: 1000, day: 10_000 }, t0)
     const body = await created.json()
     expect(body.success).toBe(true)
-    expect(body.transaction).toMatchObject({ status: 'created', amount_usd: 12.34, order_id: 'deno-1', metadata: { runtime: 'deno' }, testing_mode: true })
+    expect(body.transaction).toMatchObject({
+      status: 'created',
+      amount_usd: 12.34,
+      order_id: 'deno-1',
+      metadata: { runtime: 'deno' },
+      testing_mode: true,
+    })
     expect(body.payment_url).toBe(`https://localhost:${server.port}/pay/${body.transaction.id}`)
 
-    const got = await server.fetch(`/api/transactions/${body.transaction.id}`, { headers: auth(key) })
+    const got = await server.fetch(`/api/transactions/${body.transaction.id}`, {
+      headers: auth(key),
+    })
     expect(got.status).toBe(200)
     expectApiHeaders(got, { minute: 60, hour: 1000, day: 10_000 }, t0)
     expect(got.headers.get('x-request-id')).not.toBe(created.headers.get('x-request-id'))
@@ -70,9 +85,13 @@ describe('the server under Deno', () => {
   })
 
   test('serves the pay page and its assets under Deno', async () => {
-    const created = await (await server.fetch('/api/transactions/create', {
-      method: 'POST', headers: { ...auth(key), 'content-type': 'application/json' }, body: JSON.stringify({ amount: 3, order_description: 'Deno <tea>' }),
-    })).json()
+    const created = await (
+      await server.fetch('/api/transactions/create', {
+        method: 'POST',
+        headers: { ...auth(key), 'content-type': 'application/json' },
+        body: JSON.stringify({ amount: 3, order_description: 'Deno <tea>' }),
+      })
+    ).json()
     const page = await server.fetch(`/pay/${created.transaction.id}`)
     expect(page.status).toBe(200)
     expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8')
@@ -88,7 +107,9 @@ describe('the server under Deno', () => {
   })
 
   test('the dashboard signs in with the printed demo user and shows its pages under Deno (scrypt and sessions run there too)', async () => {
-    const [, email, password] = server.stdout().match(/Dashboard sign-in \(shown once; keep it\): (\S+) \/ (\S+)/)!
+    const [, email, password] = server
+      .stdout()
+      .match(/Dashboard sign-in \(shown once; keep it\): (\S+) \/ (\S+)/)!
     const browser = dashboardClient(server)
     const wrong = await browser.signIn(email!, 'not the password at all')
     expect(wrong.status).toBe(401)
@@ -101,12 +122,16 @@ describe('the server under Deno', () => {
     const created = await browser.post(`${home}/keys`, { name: 'From Deno', scopes: 'stats:read' })
     expect(created.status).toBe(201)
     const made = /id="revealed-value">(sk_test_[A-Za-z0-9]+)</.exec(created.text)![1]!
-    expect((await server.fetch('/api/transactions/stats', { headers: auth(made) })).status).toBe(200)
+    expect((await server.fetch('/api/transactions/stats', { headers: auth(made) })).status).toBe(
+      200,
+    )
   })
 
   test('errors carry the R4 body and the same headers', async () => {
     const t0 = Date.now()
-    const res = await server.fetch('/api/transactions/00000000-0000-4000-8000-000000000000', { headers: auth(key) })
+    const res = await server.fetch('/api/transactions/00000000-0000-4000-8000-000000000000', {
+      headers: auth(key),
+    })
     expect(res.status).toBe(404)
     expectApiHeaders(res, { minute: 60, hour: 1000, day: 10_000 }, t0)
     const err = await res.json()
@@ -116,15 +141,39 @@ describe('the server under Deno', () => {
 
   test('the CLI runs under Deno against the running server (through its admin socket)', async () => {
     const env = { DATA_DIR: dataDir }
-    const project = await runCli(['project', 'create', '--name', 'From Deno', '--json'], { env, runtime: 'deno' })
+    const project = await runCli(['project', 'create', '--name', 'From Deno', '--json'], {
+      env,
+      runtime: 'deno',
+    })
     expect({ code: project.code, stderr: project.stderr }).toEqual({ code: 0, stderr: '' })
-    expect(project.json).toEqual({ id: expect.stringMatching(/^proj_/), name: 'From Deno', status: 'active' })
+    expect(project.json).toEqual({
+      id: expect.stringMatching(/^proj_/),
+      name: 'From Deno',
+      status: 'active',
+    })
     // The server still holds the database, so the project reached it through the socket:
     // a key for it works against the server at once.
     expect(JSON.parse(readFileSync(join(dataDir, 'pglite.lock'), 'utf8')).pid).toBe(server.pid)
-    const k = await runCli(['key', 'create', '--project', project.json.id, '--mode', 'live', '--name', 'Deno key', '--json'], { env, runtime: 'deno' })
+    const k = await runCli(
+      [
+        'key',
+        'create',
+        '--project',
+        project.json.id,
+        '--mode',
+        'live',
+        '--name',
+        'Deno key',
+        '--json',
+      ],
+      { env, runtime: 'deno' },
+    )
     expect(k.code).toBe(0)
-    const res = await server.fetch('/api/transactions/create', { method: 'POST', headers: { ...auth(k.json.key), 'content-type': 'application/json' }, body: JSON.stringify({ amount: 1 }) })
+    const res = await server.fetch('/api/transactions/create', {
+      method: 'POST',
+      headers: { ...auth(k.json.key), 'content-type': 'application/json' },
+      body: JSON.stringify({ amount: 1 }),
+    })
     expect(res.status).toBe(200)
     expect((await res.json()).transaction.testing_mode).toBe(false)
   })

@@ -24,12 +24,36 @@ for (const backend of backends()) {
       // contract anvil's first account deploys sits at TOKEN. The network must check out before
       // anything on it is quoted.
       node = await startAnvil({ chainId: 1 })
-      const deployer = createDevnetClient(node.rpcUrl, '0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80', 1)
+      const deployer = createDevnetClient(
+        node.rpcUrl,
+        '0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80',
+        1,
+      )
       expect(await deployTestStablecoin(deployer, 'USD Coin', 'USDC')).toBe(TOKEN)
-      const file = writeNetworksFile(mkdtempSync(join(tmpdir(), 'nets-')), [{
-        name: 'mainnet-ish', chainId: 1, rpcUrl: node.rpcUrl, fallbackRpcUrls: [], wsUrl: null, confirmations: 12, finality: 'confirmations', pollIntervalMs: 60_000, maxLogRange: 1000, maxRequestsPerSecond: null, testnet: false,
-        tokens: [{ kind: 'erc20', symbol: 'USDC', decimals: 6, address: TOKEN, price: { kind: 'fixedUsd', usd: '1' } }],
-      }])
+      const file = writeNetworksFile(mkdtempSync(join(tmpdir(), 'nets-')), [
+        {
+          name: 'mainnet-ish',
+          chainId: 1,
+          rpcUrl: node.rpcUrl,
+          fallbackRpcUrls: [],
+          wsUrl: null,
+          confirmations: 12,
+          finality: 'confirmations',
+          pollIntervalMs: 60_000,
+          maxLogRange: 1000,
+          maxRequestsPerSecond: null,
+          testnet: false,
+          tokens: [
+            {
+              kind: 'erc20',
+              symbol: 'USDC',
+              decimals: 6,
+              address: TOKEN,
+              price: { kind: 'fixedUsd', usd: '1' },
+            },
+          ],
+        },
+      ])
       t = await startTestServer(backend, { NETWORKS_CONFIG: file })
     })
     afterAll(async () => {
@@ -37,45 +61,68 @@ for (const backend of backends()) {
       await node?.stop()
     })
 
-    const select = (id: string) => t.fetch(`/pay/${id}/select`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token_symbol: 'USDC', blockchain_network: 'mainnet-ish' }) })
+    const select = (id: string) =>
+      t.fetch(`/pay/${id}/select`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ token_symbol: 'USDC', blockchain_network: 'mainnet-ish' }),
+      })
 
     test('live payments are refused with a clear 503 until the operator sets an xpub', async () => {
       const p = await t.project({ mode: 'live' })
-      const created = await (await api(t, p.key).create({ amount: 10 })).json() as any
+      const created = (await (await api(t, p.key).create({ amount: 10 })).json()) as any
       const r = await select(created.transaction.id)
       expect(r.status).toBe(503)
       expect((await r.json()).error.message).toContain('not set up live payments')
-      expect((await (await t.fetch(`/pay/${created.transaction.id}/state`)).json() as any).status).toBe('created')
+      expect(
+        ((await (await t.fetch(`/pay/${created.transaction.id}/state`)).json()) as any).status,
+      ).toBe('created')
     })
 
-    test('addresses are the xpub\'s children in order, equal to mnemonicToAccount for the same seed, one per transaction', async () => {
+    test("addresses are the xpub's children in order, equal to mnemonicToAccount for the same seed, one per transaction", async () => {
       const p = await t.project({ mode: 'live' })
       const xpub = xpubFromMnemonic(MNEMONIC)
       const env = t.cliEnv
-      const set = await runCli(['project', 'set-xpub', '--project', p.id, '--mode', 'live', '--xpub', xpub, '--json'], { env })
+      const set = await runCli(
+        ['project', 'set-xpub', '--project', p.id, '--mode', 'live', '--xpub', xpub, '--json'],
+        { env },
+      )
       expect(set.code).toBe(0)
-      const expected = [0, 1, 2].map((i) => mnemonicToAccount(MNEMONIC, { addressIndex: i }).address)
+      const expected = [0, 1, 2].map(
+        (i) => mnemonicToAccount(MNEMONIC, { addressIndex: i }).address,
+      )
       expect(JSON.parse(set.stdout).first_addresses).toEqual(expected)
       const addresses: string[] = []
       for (let i = 0; i < 2; i++) {
-        const created = await (await api(t, p.key).create({ amount: 10 + i })).json() as any
-        const s = await (await select(created.transaction.id)).json() as any
+        const created = (await (await api(t, p.key).create({ amount: 10 + i })).json()) as any
+        const s = (await (await select(created.transaction.id)).json()) as any
         expect(s.status).toBe('prepared')
         addresses.push(s.quote.deposit_address)
         // Selecting again keeps the address (the quote is replaced, R12).
-        expect(((await (await select(created.transaction.id)).json()) as any).quote.deposit_address).toBe(s.quote.deposit_address)
+        expect(
+          ((await (await select(created.transaction.id)).json()) as any).quote.deposit_address,
+        ).toBe(s.quote.deposit_address)
       }
       expect(addresses).toEqual(expected.slice(0, 2))
       // Setting the same xpub again keeps counting; nothing is ever handed out twice.
-      expect((await runCli(['project', 'set-xpub', '--project', p.id, '--mode', 'live', '--xpub', xpub], { env })).code).toBe(0)
-      const third = await (await api(t, p.key).create({ amount: 13 })).json() as any
-      expect(((await (await select(third.transaction.id)).json()) as any).quote.deposit_address).toBe(expected[2])
+      expect(
+        (
+          await runCli(
+            ['project', 'set-xpub', '--project', p.id, '--mode', 'live', '--xpub', xpub],
+            { env },
+          )
+        ).code,
+      ).toBe(0)
+      const third = (await (await api(t, p.key).create({ amount: 13 })).json()) as any
+      expect(
+        ((await (await select(third.transaction.id)).json()) as any).quote.deposit_address,
+      ).toBe(expected[2])
     })
 
     test('a test transaction is not offered a live network', async () => {
       const p = await t.project({ mode: 'test' })
-      const created = await (await api(t, p.key).create({ amount: 10 })).json() as any
-      const state = await (await t.fetch(`/pay/${created.transaction.id}/state`)).json() as any
+      const created = (await (await api(t, p.key).create({ amount: 10 })).json()) as any
+      const state = (await (await t.fetch(`/pay/${created.transaction.id}/state`)).json()) as any
       expect(state.tokens).toEqual([])
       expect((await select(created.transaction.id)).status).toBe(400)
     })
@@ -103,4 +150,3 @@ for (const backend of backends()) {
     })
   })
 }
-

@@ -2,13 +2,22 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { existsSync, readFileSync } from 'node:fs'
 import { erc20Abi, parseEther } from 'viem'
 import { deriveAddress, generateDevnetXpub } from '../../src/chain/deposit-addresses.ts'
-import { createDevnetClient, startDevnet, type Devnet, type DevnetClient } from '../../src/chain/devnet.ts'
+import {
+  createDevnetClient,
+  startDevnet,
+  type Devnet,
+  type DevnetClient,
+} from '../../src/chain/devnet.ts'
 import { parseNetworksConfig, type TokenConfig } from '../../src/chain/networks-config.ts'
 import { createPriceReader } from '../../src/chain/prices.ts'
 import { manualClock } from '../../src/lib/clock.ts'
 
 /** Polls `check` until it returns a value other than undefined, or fails at the deadline. */
-async function eventually<T>(check: () => Promise<T | undefined>, what: string, timeoutMs = 10_000): Promise<T> {
+async function eventually<T>(
+  check: () => Promise<T | undefined>,
+  what: string,
+  timeoutMs = 10_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs
   for (;;) {
     const value = await check()
@@ -36,15 +45,32 @@ afterAll(async () => {
   await devnet?.stop()
 })
 
-const token = (symbol: string): TokenConfig => devnet.networks[0]!.tokens.find((t) => t.symbol === symbol)!
+const token = (symbol: string): TokenConfig =>
+  devnet.networks[0]!.tokens.find((t) => t.symbol === symbol)!
 
 describe('startDevnet()', () => {
   test('describes one valid testnet network with TUSD and ETH', () => {
     expect(devnet.networks).toHaveLength(1)
     const network = devnet.networks[0]!
-    expect(network).toMatchObject({ name: 'devnet', chainId: 31337, rpcUrl: devnet.rpcUrl, testnet: true })
-    expect(token('TUSD')).toEqual({ kind: 'erc20', symbol: 'TUSD', decimals: 6, address: devnet.stablecoin, price: { kind: 'fixedUsd', usd: '1' } })
-    expect(token('ETH')).toEqual({ kind: 'native', symbol: 'ETH', decimals: 18, price: { kind: 'chainlink', feed: devnet.feed, maxAgeSeconds: 3600 } })
+    expect(network).toMatchObject({
+      name: 'devnet',
+      chainId: 31337,
+      rpcUrl: devnet.rpcUrl,
+      testnet: true,
+    })
+    expect(token('TUSD')).toEqual({
+      kind: 'erc20',
+      symbol: 'TUSD',
+      decimals: 6,
+      address: devnet.stablecoin,
+      price: { kind: 'fixedUsd', usd: '1' },
+    })
+    expect(token('ETH')).toEqual({
+      kind: 'native',
+      symbol: 'ETH',
+      decimals: 18,
+      price: { kind: 'chainlink', feed: devnet.feed, maxAgeSeconds: 3600 },
+    })
     // The same network written as R16 JSON passes the config validator.
     // (No call limit and no WebSocket are the fields left out.)
     const { tokens, maxRequestsPerSecond, wsUrl, ...rest } = network
@@ -53,17 +79,35 @@ describe('startDevnet()', () => {
       ...rest,
       tokens: [
         { symbol: 'TUSD', decimals: 6, address: devnet.stablecoin, price: { fixedUsd: '1' } },
-        { symbol: 'ETH', decimals: 18, native: true, price: { chainlinkFeed: devnet.feed, maxAgeSeconds: 3600 } },
+        {
+          symbol: 'ETH',
+          decimals: 18,
+          native: true,
+          price: { chainlinkFeed: devnet.feed, maxAgeSeconds: 3600 },
+        },
       ],
     }
     expect(parseNetworksConfig([asJson])).toEqual(devnet.networks)
   })
 
   test('funds the wallet with TUSD and ETH', async () => {
-    const tusd = await client.readContract({ address: devnet.stablecoin, abi: erc20Abi, functionName: 'balanceOf', args: [devnet.wallet.address] })
+    const tusd = await client.readContract({
+      address: devnet.stablecoin,
+      abi: erc20Abi,
+      functionName: 'balanceOf',
+      args: [devnet.wallet.address],
+    })
     expect(tusd).toBe(1_000_000n * 10n ** 6n)
-    expect(await client.readContract({ address: devnet.stablecoin, abi: erc20Abi, functionName: 'decimals' })).toBe(6)
-    expect(await client.getBalance({ address: devnet.wallet.address })).toBeGreaterThan(parseEther('1000'))
+    expect(
+      await client.readContract({
+        address: devnet.stablecoin,
+        abi: erc20Abi,
+        functionName: 'decimals',
+      }),
+    ).toBe(6)
+    expect(await client.getBalance({ address: devnet.wallet.address })).toBeGreaterThan(
+      parseEther('1000'),
+    )
   })
 
   test('serves a fresh ETH price through the price reader', async () => {
@@ -74,17 +118,33 @@ describe('startDevnet()', () => {
 
   test('lands a TUSD and an ETH transfer from the wallet to a derived deposit address', async () => {
     const deposit = deriveAddress(generateDevnetXpub().xpub, 0)
-    const tusd = await client.writeContract({ address: devnet.stablecoin, abi: erc20Abi, functionName: 'transfer', args: [deposit, 25_000_000n] })
+    const tusd = await client.writeContract({
+      address: devnet.stablecoin,
+      abi: erc20Abi,
+      functionName: 'transfer',
+      args: [deposit, 25_000_000n],
+    })
     expect((await client.waitForTransactionReceipt({ hash: tusd })).status).toBe('success')
     const eth = await client.sendTransaction({ to: deposit, value: parseEther('0.01') })
     expect((await client.waitForTransactionReceipt({ hash: eth })).status).toBe('success')
-    expect(await client.readContract({ address: devnet.stablecoin, abi: erc20Abi, functionName: 'balanceOf', args: [deposit] })).toBe(25_000_000n)
+    expect(
+      await client.readContract({
+        address: devnet.stablecoin,
+        abi: erc20Abi,
+        functionName: 'balanceOf',
+        args: [deposit],
+      }),
+    ).toBe(25_000_000n)
     expect(await client.getBalance({ address: deposit })).toBe(parseEther('0.01'))
   })
 
   test('mines blocks while idle, so a payment gains confirmations', async () => {
     const start = await client.getBlockNumber()
-    await eventually(async () => ((await client.getBlockNumber()) >= start + 2n ? true : undefined), 'two idle blocks', 5_000)
+    await eventually(
+      async () => ((await client.getBlockNumber()) >= start + 2n ? true : undefined),
+      'two idle blocks',
+      5_000,
+    )
   })
 
   // Last: it stops the devnet.
@@ -100,7 +160,12 @@ describe('startDevnet()', () => {
 describe('startDevnet() feed refresher', () => {
   const refreshClock = manualClock(Date.now())
   const warnings: string[] = []
-  const logger = { debug() {}, info() {}, warn: (msg: string) => void warnings.push(msg), error: (msg: string) => void warnings.push(msg) }
+  const logger = {
+    debug() {},
+    info() {},
+    warn: (msg: string) => void warnings.push(msg),
+    error: (msg: string) => void warnings.push(msg),
+  }
   let fast: Devnet
   beforeAll(async () => {
     fast = await startDevnet({ clock: refreshClock, feedRefreshMs: 100, logger })

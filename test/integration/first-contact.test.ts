@@ -17,15 +17,25 @@ import { BUN, ROOT } from '../helpers/processes.ts'
 import { run } from '../helpers/run.ts'
 
 /** `env` over the runner's environment, with CI and DATABASE_URL unset (empty is unset for both). */
-const cleanEnv = (env: Record<string, string>): Record<string, string> => ({ CI: '', DATABASE_URL: '', ...env })
+const cleanEnv = (env: Record<string, string>): Record<string, string> => ({
+  CI: '',
+  DATABASE_URL: '',
+  ...env,
+})
 
 describe('browser tests without a browser', () => {
   const SUITE = 'test/e2e/swagger-ui.test.ts'
   test('outside CI every browser test file is skipped (its hooks too), with a message naming what to install or set', async () => {
-    const r = await run([BUN, 'test', 'test/e2e'], { cwd: ROOT, env: cleanEnv({ CHROMIUM_PATH: '/nonexistent/chromium' }), timeoutMs: 60_000 })
+    const r = await run([BUN, 'test', 'test/e2e'], {
+      cwd: ROOT,
+      env: cleanEnv({ CHROMIUM_PATH: '/nonexistent/chromium' }),
+      timeoutMs: 60_000,
+    })
     const out = r.stdout + r.stderr
     expect({ code: r.code, out }).toMatchObject({ code: 0 })
-    expect(out).toContain('Browser tests skipped: No Chromium found (CHROMIUM_PATH=/nonexistent/chromium does not exist)')
+    expect(out).toContain(
+      'Browser tests skipped: No Chromium found (CHROMIUM_PATH=/nonexistent/chromium does not exist)',
+    )
     expect(out).toContain('sudo apt-get install -y chromium')
     expect(out).toMatch(/\b0 pass\b/)
     expect(out).toMatch(/\b[1-9]\d* skip\b/)
@@ -33,7 +43,11 @@ describe('browser tests without a browser', () => {
   })
 
   test('under CI=true they run, and a missing browser fails them with the same message', async () => {
-    const r = await run([BUN, 'test', SUITE], { cwd: ROOT, env: cleanEnv({ CHROMIUM_PATH: '/nonexistent/chromium', CI: 'true' }), timeoutMs: 60_000 })
+    const r = await run([BUN, 'test', SUITE], {
+      cwd: ROOT,
+      env: cleanEnv({ CHROMIUM_PATH: '/nonexistent/chromium', CI: 'true' }),
+      timeoutMs: 60_000,
+    })
     const out = r.stdout + r.stderr
     expect(r.code).not.toBe(0)
     expect(out).toContain('No Chromium found (CHROMIUM_PATH=/nonexistent/chromium does not exist)')
@@ -46,20 +60,50 @@ describe('the CLI pipes', () => {
     const dataDir = await freshDataDir()
     try {
       const env = cleanEnv({ DATA_DIR: dataDir })
-      const created = await run(['npm', 'run', '-s', 'cli', '--', 'project', 'create', '--name', 'Piped shop', '--json'], { cwd: ROOT, env })
+      const created = await run(
+        ['npm', 'run', '-s', 'cli', '--', 'project', 'create', '--name', 'Piped shop', '--json'],
+        { cwd: ROOT, env },
+      )
       expect(created.code).toBe(0)
       const project = JSON.parse(created.stdout) as { id: string; name: string; status: string }
-      expect([project.id.startsWith('proj_'), project.name, project.status]).toEqual([true, 'Piped shop', 'active'])
+      expect([project.id.startsWith('proj_'), project.name, project.status]).toEqual([
+        true,
+        'Piped shop',
+        'active',
+      ])
       for (const name of ['first key', 'second']) {
-        const k = await run(['npm', 'run', '-s', 'cli', '--', 'key', 'create', '--project', project.id, '--mode', 'test', '--name', name, '--json'], { cwd: ROOT, env })
+        const k = await run(
+          [
+            'npm',
+            'run',
+            '-s',
+            'cli',
+            '--',
+            'key',
+            'create',
+            '--project',
+            project.id,
+            '--mode',
+            'test',
+            '--name',
+            name,
+            '--json',
+          ],
+          { cwd: ROOT, env },
+        )
         expect({ code: k.code, stderr: k.stderr }).toEqual({ code: 0, stderr: '' })
         expect((JSON.parse(k.stdout) as { key: string }).key).toStartWith('sk_test_')
       }
-      const listed = await run(['npm', 'run', '-s', 'cli', '--', 'key', 'list', '--project', project.id], { cwd: ROOT, env })
+      const listed = await run(
+        ['npm', 'run', '-s', 'cli', '--', 'key', 'list', '--project', project.id],
+        { cwd: ROOT, env },
+      )
       expect(listed.code).toBe(0)
       const lines = listed.stdout.trimEnd().split('\n')
       expect(lines[0]).toBe('keys:')
-      expect(lines[1]).toMatch(/^id +name +mode +prefix +scopes +created_at +last_used_at +revoked_at$/)
+      expect(lines[1]).toMatch(
+        /^id +name +mode +prefix +scopes +created_at +last_used_at +revoked_at$/,
+      )
       expect(lines[2]).toMatch(/^-+( +-+)+$/)
       expect(lines.slice(3).map((l) => l.split(/ {2,}/)[1])).toEqual(['first key', 'second'])
       // Columns line up: each header starts where its values start.
@@ -85,15 +129,28 @@ for (const backend of backends()) {
         }
         const c = dashboardClient(t)
         await c.signIn(m.email, m.password)
-        const page = async () => (await c.page(`/dashboard/${m.project.id}/test/transactions/${id}`)).text
+        const page = async () =>
+          (await c.page(`/dashboard/${m.project.id}/test/transactions/${id}`)).text
         const BUTTON = '>Send transaction.completed again</button>'
         expect(await page()).not.toContain(BUTTON)
-        expect(await page()).toContain('No enabled test endpoint receives <code>transaction.completed</code>')
+        expect(await page()).toContain(
+          'No enabled test endpoint receives <code>transaction.completed</code>',
+        )
         // An endpoint for other events changes nothing; one for transaction.completed brings the button.
-        const other = await t.server.services.endpoints.create({ projectId: m.project.id, mode: 'test', url: 'https://receiver.example/other', eventTypes: ['transaction.created'] })
+        const other = await t.server.services.endpoints.create({
+          projectId: m.project.id,
+          mode: 'test',
+          url: 'https://receiver.example/other',
+          eventTypes: ['transaction.created'],
+        })
         if (!other.ok) throw new Error(other.message)
         expect(await page()).not.toContain(BUTTON)
-        const ep = await t.server.services.endpoints.create({ projectId: m.project.id, mode: 'test', url: 'https://receiver.example/hooks', eventTypes: ['transaction.completed'] })
+        const ep = await t.server.services.endpoints.create({
+          projectId: m.project.id,
+          mode: 'test',
+          url: 'https://receiver.example/hooks',
+          eventTypes: ['transaction.completed'],
+        })
         if (!ep.ok) throw new Error(ep.message)
         expect(await page()).toContain(BUTTON)
         await t.server.services.endpoints.setEnabled(ep.value.endpoint.id, false)
@@ -107,10 +164,14 @@ for (const backend of backends()) {
 
 if (process.env.DATABASE_URL) {
   describe('the PostgreSQL variant on a fresh server', () => {
-    test('passes with a DATABASE_URL naming a database that does not exist (tests create theirs from the server\'s default database)', async () => {
+    test("passes with a DATABASE_URL naming a database that does not exist (tests create theirs from the server's default database)", async () => {
       const url = new URL(process.env.DATABASE_URL!)
       url.pathname = `/no_such_database_${Date.now()}`
-      const r = await run([BUN, 'test', '--timeout', '120000', 'test/integration/stats.test.ts'], { cwd: ROOT, env: { ...cleanEnv({}), DATABASE_URL: url.toString() }, timeoutMs: 300_000 })
+      const r = await run([BUN, 'test', '--timeout', '120000', 'test/integration/stats.test.ts'], {
+        cwd: ROOT,
+        env: { ...cleanEnv({}), DATABASE_URL: url.toString() },
+        timeoutMs: 300_000,
+      })
       const out = r.stdout + r.stderr
       expect({ code: r.code, tail: out.slice(-600) }).toMatchObject({ code: 0 })
       expect(out).toMatch(/\[postgres\]/)

@@ -15,14 +15,25 @@ for (const backend of backends()) {
   describe(`graceful stop [${backend}]`, () => {
     test('SIGTERM: /readyz turns 503 naming "stopping", an open event stream ends cleanly, then the process exits 0', async () => {
       const pg = backend === 'postgres' ? await freshPostgres() : null
-      const env = { DATA_DIR: await freshDataDir(), PORT: '0', HTTP_PORT: '0', LOG_LEVEL: 'info', SHUTDOWN_DRAIN: '2s', ...(pg?.env ?? {}) }
+      const env = {
+        DATA_DIR: await freshDataDir(),
+        PORT: '0',
+        HTTP_PORT: '0',
+        LOG_LEVEL: 'info',
+        SHUTDOWN_DRAIN: '2s',
+        ...(pg?.env ?? {}),
+      }
       const server = await spawnServer(env)
       try {
         const cli = cliWith(env)
         const status = await cli.run('status')
         expect(status.code).toBe(0)
         expect(status.json).toMatchObject({ status: 'ready', failed: [] })
-        expect(status.json.checks.map((c: { name: string }) => c.name)).toEqual(['database', 'migrations', 'data_dir'])
+        expect(status.json.checks.map((c: { name: string }) => c.name)).toEqual([
+          'database',
+          'migrations',
+          'data_dir',
+        ])
 
         const { key } = await cliProject(cli, 'Draining shop')
         const id = await createTransaction(server.fetch, key)

@@ -7,7 +7,13 @@ import { connect } from 'node:tls'
 import { generate } from 'selfsigned'
 import { backends, freshDataDir, freshPostgres } from '../helpers/databases.ts'
 import { expectCountedOnceSince, expectStatus } from '../helpers/expect.ts'
-import { freePort, killAllProcesses, runCli, spawnServer, type ServerProcess } from '../helpers/processes.ts'
+import {
+  freePort,
+  killAllProcesses,
+  runCli,
+  spawnServer,
+  type ServerProcess,
+} from '../helpers/processes.ts'
 import { api, startTestServer, type TestServer } from '../helpers/server.ts'
 
 // R3: TLS on PORT, a plain-HTTP listener that refuses /api and redirects the rest, the
@@ -18,11 +24,14 @@ afterAll(killAllProcesses)
 /** SHA-256 fingerprint of the certificate a TLS listener presents (verification off: we only look). */
 function servedFingerprint(port: number): Promise<string> {
   return new Promise((resolve, reject) => {
-    const socket = connect({ host: '127.0.0.1', port, servername: 'localhost', rejectUnauthorized: false }, () => {
-      const fp = socket.getPeerCertificate().fingerprint256
-      socket.end()
-      resolve(fp)
-    })
+    const socket = connect(
+      { host: '127.0.0.1', port, servername: 'localhost', rejectUnauthorized: false },
+      () => {
+        const fp = socket.getPeerCertificate().fingerprint256
+        socket.end()
+        resolve(fp)
+      },
+    )
     socket.on('error', reject)
   })
 }
@@ -57,7 +66,8 @@ for (const backend of backends()) {
     })
     afterAll(() => t?.stop())
 
-    const plainFetch = (path: string, init: RequestInit = {}) => fetch(plain + path, { redirect: 'manual', ...init })
+    const plainFetch = (path: string, init: RequestInit = {}) =>
+      fetch(plain + path, { redirect: 'manual', ...init })
 
     test('listens on both ports', () => {
       expect(t.httpPort).toBe(Number(new URL(plain).port))
@@ -71,8 +81,14 @@ for (const backend of backends()) {
     })
 
     test('/api over plain HTTP is a 403 with the R4 body and X-Request-Id, whatever the route', async () => {
-      await expectHttpsRequired(await plainFetch('/api/transactions/stats', { headers: { authorization: `Bearer ${key}` } }))
-      await expectHttpsRequired(await plainFetch('/api/transactions/00000000-0000-4000-8000-000000000000'))
+      await expectHttpsRequired(
+        await plainFetch('/api/transactions/stats', {
+          headers: { authorization: `Bearer ${key}` },
+        }),
+      )
+      await expectHttpsRequired(
+        await plainFetch('/api/transactions/00000000-0000-4000-8000-000000000000'),
+      )
       await expectHttpsRequired(await plainFetch('/api/no-such-route', { method: 'DELETE' }))
       await expectHttpsRequired(await plainFetch('/api'))
     })
@@ -92,13 +108,21 @@ for (const backend of backends()) {
     })
 
     test('everything else is redirected with 308 to the HTTPS URL, path and query kept', async () => {
-      for (const path of ['/swagger?x=1&y=two%20words', '/swagger/json', '/pay/0b7c2a34-0000-4000-8000-000000000000?lang=en', '/dashboard', '/']) {
+      for (const path of [
+        '/swagger?x=1&y=two%20words',
+        '/swagger/json',
+        '/pay/0b7c2a34-0000-4000-8000-000000000000?lang=en',
+        '/dashboard',
+        '/',
+      ]) {
         const res = await plainFetch(path)
         expect(res.status).toBe(308)
         expect(res.headers.get('location')).toBe(`https://localhost:${t.port}${path}`)
         expect(res.headers.get('x-request-id')).toMatch(/^req_/)
       }
-      const post = await plainFetch('/pay/0b7c2a34-0000-4000-8000-000000000000/cancel', { method: 'POST' })
+      const post = await plainFetch('/pay/0b7c2a34-0000-4000-8000-000000000000/cancel', {
+        method: 'POST',
+      })
       expect(post.status).toBe(308)
     })
 
@@ -106,11 +130,16 @@ for (const backend of backends()) {
       const p = await t.project()
       const set = await t.server.services.projects.setIpAllowlist(p.id, ['10.0.0.0/8'])
       expect(set.ok).toBe(true)
-      const spoofed = await api(t, p.key).get('/api/transactions/stats', { 'x-forwarded-for': '10.1.2.3' })
+      const spoofed = await api(t, p.key).get('/api/transactions/stats', {
+        'x-forwarded-for': '10.1.2.3',
+      })
       await expectStatus(spoofed, 403)
       expect((await spoofed.json()).error.type).toBe('permission_error')
       // HTTPS is HTTPS, whatever a client claims.
-      await expectStatus(await api(t, key).get('/api/transactions/stats', { 'x-forwarded-proto': 'http' }), 200)
+      await expectStatus(
+        await api(t, key).get('/api/transactions/stats', { 'x-forwarded-proto': 'http' }),
+        200,
+      )
     })
   })
 
@@ -123,12 +152,23 @@ for (const backend of backends()) {
         keyType: 'ec',
         algorithm: 'sha256',
         days: 30,
-        extensions: [{ name: 'subjectAltName', altNames: [{ type: 2, value: 'localhost' }, { type: 7, ip: '127.0.0.1' }] }],
+        extensions: [
+          {
+            name: 'subjectAltName',
+            altNames: [
+              { type: 2, value: 'localhost' },
+              { type: 7, ip: '127.0.0.1' },
+            ],
+          },
+        ],
       } as any)
       certPem = pems.cert
       writeFileSync(join(dir, 'cert.pem'), pems.cert)
       writeFileSync(join(dir, 'key.pem'), pems.private, { mode: 0o600 })
-      t = await startTestServer(backend, { TLS_CERT_FILE: join(dir, 'cert.pem'), TLS_KEY_FILE: join(dir, 'key.pem') })
+      t = await startTestServer(backend, {
+        TLS_CERT_FILE: join(dir, 'cert.pem'),
+        TLS_KEY_FILE: join(dir, 'key.pem'),
+      })
     })
     afterAll(async () => {
       await t?.stop()
@@ -161,14 +201,35 @@ for (const backend of backends()) {
     /** A project with a test key and limits no test reaches. */
     const project = async () => {
       const p = await cli('project', 'create', '--name', 'Behind a proxy')
-      await cli('project', 'set-limits', '--project', p.id, '--minute', '100000', '--hour', '1000000', '--day', '10000000')
-      return { id: p.id as string, key: (await cli('key', 'create', '--project', p.id, '--mode', 'test', '--name', 'k')).key as string }
+      await cli(
+        'project',
+        'set-limits',
+        '--project',
+        p.id,
+        '--minute',
+        '100000',
+        '--hour',
+        '1000000',
+        '--day',
+        '10000000',
+      )
+      return {
+        id: p.id as string,
+        key: (await cli('key', 'create', '--project', p.id, '--mode', 'test', '--name', 'k'))
+          .key as string,
+      }
     }
     beforeAll(async () => {
       dataDir = await freshDataDir()
       pg = backend === 'postgres' ? await freshPostgres() : null
       cliEnv = { DATA_DIR: dataDir, ...(pg ? pg.env : {}) }
-      server = await spawnServer({ ...cliEnv, TRUST_PROXY: '1', BASE_URL: 'https://pay.example.com', PORT: '0', HTTP_PORT: '0' })
+      server = await spawnServer({
+        ...cliEnv,
+        TRUST_PROXY: '1',
+        BASE_URL: 'https://pay.example.com',
+        PORT: '0',
+        HTTP_PORT: '0',
+      })
       key = (await project()).key
     })
     afterAll(async () => {
@@ -177,10 +238,18 @@ for (const backend of backends()) {
       rmSync(dataDir, { recursive: true, force: true })
     })
 
-    const viaProxy = (path: string, headers: Record<string, string>, init: RequestInit = {}, apiKey = key) =>
-      server.fetch(path, { ...init, headers: { authorization: `Bearer ${apiKey}`, ...headers } })
+    const viaProxy = (
+      path: string,
+      headers: Record<string, string>,
+      init: RequestInit = {},
+      apiKey = key,
+    ) => server.fetch(path, { ...init, headers: { authorization: `Bearer ${apiKey}`, ...headers } })
     const createVia = (headers: Record<string, string>) =>
-      viaProxy('/api/transactions/create', { 'content-type': 'application/json', ...headers }, { method: 'POST', body: JSON.stringify({ amount: 2 }) })
+      viaProxy(
+        '/api/transactions/create',
+        { 'content-type': 'application/json', ...headers },
+        { method: 'POST', body: JSON.stringify({ amount: 2 }) },
+      )
     const proxiedStats = async () => {
       const res = await viaProxy('/api/transactions/stats', { 'x-forwarded-proto': 'https' })
       await expectStatus(res, 200)
@@ -204,7 +273,9 @@ for (const backend of backends()) {
       const before = await proxiedStats()
       await expectHttpsRequired(await createVia({ 'x-forwarded-proto': 'http' }))
       await expectHttpsRequired(await createVia({}))
-      await expectHttpsRequired(await viaProxy('/api/transactions/stats', { 'x-forwarded-proto': 'ws' }))
+      await expectHttpsRequired(
+        await viaProxy('/api/transactions/stats', { 'x-forwarded-proto': 'ws' }),
+      )
       const after = await proxiedStats()
       expect(after.total).toBe(before.total)
       expectCountedOnceSince(before.res, after.res)
@@ -222,7 +293,16 @@ for (const backend of backends()) {
     test("the last X-Forwarded-For hop is the client IP the project's allow-list checks", async () => {
       const p = await project()
       await cli('project', 'set-ip-allowlist', '--project', p.id, '--cidrs', '10.0.0.0/8')
-      const call = (xff?: string) => viaProxy('/api/transactions/stats', { 'x-forwarded-proto': 'https', ...(xff === undefined ? {} : { 'x-forwarded-for': xff }) }, {}, p.key)
+      const call = (xff?: string) =>
+        viaProxy(
+          '/api/transactions/stats',
+          {
+            'x-forwarded-proto': 'https',
+            ...(xff === undefined ? {} : { 'x-forwarded-for': xff }),
+          },
+          {},
+          p.key,
+        )
       await expectStatus(await call('1.2.3.4, 10.1.2.3'), 200)
       await expectStatus(await call('10.9.9.9'), 200)
       const refused = await call('10.1.2.3, 1.2.3.4')
@@ -234,7 +314,9 @@ for (const backend of backends()) {
 
     test('requests without a key are counted per forwarded client IP (the last hop)', async () => {
       const anonymous = async (xff: string) => {
-        const res = await server.fetch('/api/transactions/stats', { headers: { 'x-forwarded-proto': 'https', 'x-forwarded-for': xff } })
+        const res = await server.fetch('/api/transactions/stats', {
+          headers: { 'x-forwarded-proto': 'https', 'x-forwarded-for': xff },
+        })
         await expectStatus(res, 401)
         return res
       }
@@ -270,7 +352,9 @@ for (const backend of backends()) {
     afterAll(() => t?.stop())
 
     test('a request the proxy forwarded as http is redirected to an https:// URL', async () => {
-      const res = await t.fetch('/swagger?x=1', { headers: { 'x-forwarded-proto': 'http', host: 'pay.example.com' } })
+      const res = await t.fetch('/swagger?x=1', {
+        headers: { 'x-forwarded-proto': 'http', host: 'pay.example.com' },
+      })
       expect(res.status).toBe(308)
       expect(res.headers.get('location')).toBe('https://pay.example.com/swagger?x=1')
     })

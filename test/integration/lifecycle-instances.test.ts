@@ -20,14 +20,23 @@ for (const count of [2, 3]) {
       for (const c of cleanups.reverse()) await c()
     })
 
-    test('a killed instance\'s actors are taken over and every event applies exactly once', async () => {
+    test("a killed instance's actors are taken over and every event applies exactly once", async () => {
       const pg = await freshPostgres()
       cleanups.push(() => pg.drop())
       const servers: ServerProcess[] = []
       for (let i = 0; i < count; i++) {
         const dataDir = await freshDataDir()
         cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }))
-        servers.push(await spawnServer({ DATA_DIR: dataDir, PORT: '0', HTTP_PORT: '0', LOG_LEVEL: 'info', ACTOR_LEASE_MS: '1000', ...pg.env }))
+        servers.push(
+          await spawnServer({
+            DATA_DIR: dataDir,
+            PORT: '0',
+            HTTP_PORT: '0',
+            LOG_LEVEL: 'info',
+            ACTOR_LEASE_MS: '1000',
+            ...pg.env,
+          }),
+        )
       }
       const env = { ...pg.env, DATA_DIR: '/nonexistent' }
       const cli = async (...args: string[]) => {
@@ -35,8 +44,21 @@ for (const count of [2, 3]) {
         return { code: r.code, json: r.json }
       }
       const project = (await cli('project', 'create', '--name', 'Instances')).json
-      await cli('project', 'set-limits', '--project', project.id, '--minute', '100000', '--hour', '100000', '--day', '100000')
-      const { key } = (await cli('key', 'create', '--project', project.id, '--mode', 'test', '--name', 'k')).json
+      await cli(
+        'project',
+        'set-limits',
+        '--project',
+        project.id,
+        '--minute',
+        '100000',
+        '--hour',
+        '100000',
+        '--day',
+        '100000',
+      )
+      const { key } = (
+        await cli('key', 'create', '--project', project.id, '--mode', 'test', '--name', 'k')
+      ).json
       const auth = { authorization: `Bearer ${key}` }
       const [a, ...survivors] = servers
 
@@ -44,16 +66,29 @@ for (const count of [2, 3]) {
       // through the database by the CLI, a non-owner whose change reaches A by NOTIFY.
       const ids: string[] = []
       for (let i = 0; i < 8; i++) {
-        const res = await a.fetch('/api/transactions/create', { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: '{"amount": 25}' })
+        const res = await a.fetch('/api/transactions/create', {
+          method: 'POST',
+          headers: { ...auth, 'content-type': 'application/json' },
+          body: '{"amount": 25}',
+        })
         ids.push((await res.json()).transaction.id)
       }
       const pendingIds = ids.slice(0, 4)
       const createdIds = ids.slice(4)
-      for (const id of pendingIds) for (const e of PATH_TO.pending) expect((await cli('transaction', 'event', '--id', id, '--event', JSON.stringify(e))).code).toBe(0)
+      for (const id of pendingIds)
+        for (const e of PATH_TO.pending)
+          expect(
+            (await cli('transaction', 'event', '--id', id, '--event', JSON.stringify(e))).code,
+          ).toBe(0)
 
       const sql = postgres(pg.url, { max: 1, onnotice: () => {} })
       cleanups.push(() => sql.end())
-      const owners = async () => (await sql`select a.transaction_id, a.owner, coalesce(i.lease_until > now(), false) as live from transaction_actors a left join instances i on i.id = a.owner order by a.transaction_id`) as unknown as { transaction_id: string; owner: string | null; live: boolean }[]
+      const owners = async () =>
+        (await sql`select a.transaction_id, a.owner, coalesce(i.lease_until > now(), false) as live from transaction_actors a left join instances i on i.id = a.owner order by a.transaction_id`) as unknown as {
+          transaction_id: string
+          owner: string | null
+          live: boolean
+        }[]
       const initial = await owners()
       expect(initial).toHaveLength(8)
       const ownerA = initial[0].owner
@@ -62,7 +97,11 @@ for (const count of [2, 3]) {
       a.kill('SIGKILL')
       await a.exited
       let taken = await owners()
-      for (let i = 0; i < 200 && !taken.every((r) => r.owner !== ownerA && r.owner !== null && r.live); i++) {
+      for (
+        let i = 0;
+        i < 200 && !taken.every((r) => r.owner !== ownerA && r.owner !== null && r.live);
+        i++
+      ) {
         await Bun.sleep(50)
         taken = await owners()
       }
@@ -73,14 +112,36 @@ for (const count of [2, 3]) {
       await Promise.all(
         pendingIds.map((id, i) =>
           Promise.all([
-            ...survivors.map((s) => s.fetch(`/api/transactions/${id}/cancel`, { method: 'POST', headers: auth })),
-            cli('transaction', 'event', '--id', id, '--event', JSON.stringify({ type: 'payment.detected', txHash: `0x${i}`, amount: '25000000' })),
+            ...survivors.map((s) =>
+              s.fetch(`/api/transactions/${id}/cancel`, { method: 'POST', headers: auth }),
+            ),
+            cli(
+              'transaction',
+              'event',
+              '--id',
+              id,
+              '--event',
+              JSON.stringify({ type: 'payment.detected', txHash: `0x${i}`, amount: '25000000' }),
+            ),
           ]),
         ),
       )
-      await Promise.all(createdIds.map((id) => Promise.all(survivors.map((s) => s.fetch(`/api/transactions/${id}/cancel`, { method: 'POST', headers: auth })))))
+      await Promise.all(
+        createdIds.map((id) =>
+          Promise.all(
+            survivors.map((s) =>
+              s.fetch(`/api/transactions/${id}/cancel`, { method: 'POST', headers: auth }),
+            ),
+          ),
+        ),
+      )
 
-      const history = async (id: string) => (await (await survivors[0].fetch(`/api/transactions/${id}/timeline`, { headers: auth })).json()).timeline as { from_status: string | null; to_status: string }[]
+      const history = async (id: string) =>
+        (
+          await (
+            await survivors[0].fetch(`/api/transactions/${id}/timeline`, { headers: auth })
+          ).json()
+        ).timeline as { from_status: string | null; to_status: string }[]
       for (const id of pendingIds) {
         const h = await history(id)
         expect(h.filter((e) => e.from_status === 'pending')).toHaveLength(1)
@@ -90,7 +151,8 @@ for (const count of [2, 3]) {
         const h = await history(id)
         expect(h.map((e) => e.to_status)).toEqual(['created', 'cancelled'])
       }
-      const outbox = (await sql`select transaction_id, event_type, count(*)::int as n from outbox group by 1, 2 having count(*) > 1`) as unknown as unknown[]
+      const outbox =
+        (await sql`select transaction_id, event_type, count(*)::int as n from outbox group by 1, 2 having count(*) > 1`) as unknown as unknown[]
       expect(outbox).toEqual([])
     })
   })

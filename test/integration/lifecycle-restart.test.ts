@@ -26,7 +26,14 @@ for (const backend of backends()) {
       cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }))
       const pg = backend === 'postgres' ? await freshPostgres() : null
       if (pg) cleanups.push(() => pg.drop())
-      const env = { DATA_DIR: dataDir, PORT: '0', HTTP_PORT: '0', LOG_LEVEL: 'info', ACTOR_LEASE_MS: '1000', ...(pg ? pg.env : {}) }
+      const env = {
+        DATA_DIR: dataDir,
+        PORT: '0',
+        HTTP_PORT: '0',
+        LOG_LEVEL: 'info',
+        ACTOR_LEASE_MS: '1000',
+        ...(pg ? pg.env : {}),
+      }
       const cli = async (...args: string[]) => {
         const r = await runCli([...args, '--json'], { env })
         if (r.code !== 0) throw new Error(`cli ${args.join(' ')}: ${r.stderr}`)
@@ -35,22 +42,67 @@ for (const backend of backends()) {
 
       let server: ServerProcess = await spawnServer(env)
       const project = await cli('project', 'create', '--name', 'Restart')
-      await cli('project', 'set-limits', '--project', project.id, '--minute', '100000', '--hour', '100000', '--day', '100000')
-      const { key } = await cli('key', 'create', '--project', project.id, '--mode', 'test', '--name', 'k')
+      await cli(
+        'project',
+        'set-limits',
+        '--project',
+        project.id,
+        '--minute',
+        '100000',
+        '--hour',
+        '100000',
+        '--day',
+        '100000',
+      )
+      const { key } = await cli(
+        'key',
+        'create',
+        '--project',
+        project.id,
+        '--mode',
+        'test',
+        '--name',
+        'k',
+      )
       const create = async () => {
-        const res = await server.fetch('/api/transactions/create', { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: '{"amount": 25, "expires_in_minutes": 30}' })
+        const res = await server.fetch('/api/transactions/create', {
+          method: 'POST',
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+          body: '{"amount": 25, "expires_in_minutes": 30}',
+        })
         return (await res.json()).transaction as { id: string; expires_at: string }
       }
       const ids: Record<Status, string> = {} as never
       for (const status of NON_FINAL) {
         ids[status] = (await create()).id
-        if (status !== 'created') for (const e of PATH_TO[status]) await cli('transaction', 'event', '--id', ids[status], '--event', JSON.stringify(e))
+        if (status !== 'created')
+          for (const e of PATH_TO[status])
+            await cli('transaction', 'event', '--id', ids[status], '--event', JSON.stringify(e))
       }
 
-      const read = async (id: string) => (await (await server.fetch(`/api/transactions/${id}`, { headers: { authorization: `Bearer ${key}` } })).json()).transaction
-      const history = async (id: string) => (await (await server.fetch(`/api/transactions/${id}/timeline`, { headers: { authorization: `Bearer ${key}` } })).json()).timeline
+      const read = async (id: string) =>
+        (
+          await (
+            await server.fetch(`/api/transactions/${id}`, {
+              headers: { authorization: `Bearer ${key}` },
+            })
+          ).json()
+        ).transaction
+      const history = async (id: string) =>
+        (
+          await (
+            await server.fetch(`/api/transactions/${id}/timeline`, {
+              headers: { authorization: `Bearer ${key}` },
+            })
+          ).json()
+        ).timeline
       const before: Record<string, { status: string; expires_at: string; timeline: unknown[] }> = {}
-      for (const [name, id] of Object.entries(ids)) before[name] = { status: (await read(id)).status, expires_at: (await read(id)).expires_at, timeline: await history(id) }
+      for (const [name, id] of Object.entries(ids))
+        before[name] = {
+          status: (await read(id)).status,
+          expires_at: (await read(id)).expires_at,
+          timeline: await history(id),
+        }
       expect(NON_FINAL.map((s) => before[s].status)).toEqual(NON_FINAL)
 
       server.kill('SIGKILL')
@@ -67,12 +119,33 @@ for (const backend of backends()) {
       }
 
       // The restored actors carry on: a confirmation completes, a cancel cancels, and only once.
-      const done = await cli('transaction', 'event', '--id', ids.confirming, '--event', JSON.stringify({ type: 'confirmations.updated', confirmations: 3, at: Date.now() }))
+      const done = await cli(
+        'transaction',
+        'event',
+        '--id',
+        ids.confirming,
+        '--event',
+        JSON.stringify({ type: 'confirmations.updated', confirmations: 3, at: Date.now() }),
+      )
       expect(done.status).toBe('completed')
-      const cancel = await server.fetch(`/api/transactions/${ids.pending}/cancel`, { method: 'POST', headers: { authorization: `Bearer ${key}` } })
+      const cancel = await server.fetch(`/api/transactions/${ids.pending}/cancel`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}` },
+      })
       expect(cancel.status).toBe(200)
-      expect((await server.fetch(`/api/transactions/${ids.pending}/cancel`, { method: 'POST', headers: { authorization: `Bearer ${key}` } })).status).toBe(409)
-      expect((await history(ids.pending)).filter((e: { to_status: string }) => e.to_status === 'cancelled')).toHaveLength(1)
+      expect(
+        (
+          await server.fetch(`/api/transactions/${ids.pending}/cancel`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${key}` },
+          })
+        ).status,
+      ).toBe(409)
+      expect(
+        (await history(ids.pending)).filter(
+          (e: { to_status: string }) => e.to_status === 'cancelled',
+        ),
+      ).toHaveLength(1)
     })
   })
 }

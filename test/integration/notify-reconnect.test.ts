@@ -30,10 +30,11 @@ async function cuttableProxy(target: URL) {
   const listen = (port: number) => new Promise<void>((r) => server.listen(port, '127.0.0.1', r))
   await listen(0)
   const port = (server.address() as { port: number }).port
-  const closeAll = () => new Promise<void>((r) => {
-    for (const s of sockets) s.destroy()
-    server.close(() => r())
-  })
+  const closeAll = () =>
+    new Promise<void>((r) => {
+      for (const s of sockets) s.destroy()
+      server.close(() => r())
+    })
   return {
     url: (u: string) => {
       const url = new URL(u)
@@ -59,7 +60,10 @@ describeIfPg('LISTEN after the database was unreachable', () => {
     cleanups.push(() => proxy.close())
     // A short connect timeout stands for a long outage: postgres.js retries a refused connection
     // for that long (30 s by default), then gives up; the outage below outlasts it.
-    const database: Database = await openDatabase({ databaseUrl: `${proxy.url(pg.url)}?connect_timeout=2`, pgliteDir: null })
+    const database: Database = await openDatabase({
+      databaseUrl: `${proxy.url(pg.url)}?connect_timeout=2`,
+      pgliteDir: null,
+    })
     cleanups.push(() => database.close())
     // Notifications are sent on a direct connection, around the proxy.
     const direct = postgres(pg.url, { max: 1, onnotice: () => {} })
@@ -67,20 +71,38 @@ describeIfPg('LISTEN after the database was unreachable', () => {
 
     const heard: string[] = []
     let reconnects = 0
-    await database.listen('reconnect_probe', (p) => heard.push(p), () => reconnects++)
+    await database.listen(
+      'reconnect_probe',
+      (p) => heard.push(p),
+      () => reconnects++,
+    )
     await direct`select pg_notify('reconnect_probe', 'before')`
     await waitUntil(() => heard.includes('before'), 5_000)
 
     await proxy.cut()
     // Refused for longer than the connect timeout: postgres.js's own re-listen gives up here.
-    await waitUntil(async () => (await direct`select count(*)::int as n from pg_stat_activity where datname = current_database() and query ilike 'listen%'`)[0].n === 0, 5_000)
+    await waitUntil(
+      async () =>
+        (
+          await direct`select count(*)::int as n from pg_stat_activity where datname = current_database() and query ilike 'listen%'`
+        )[0].n === 0,
+      5_000,
+    )
     await new Promise((r) => setTimeout(r, 4_000))
     await direct`select pg_notify('reconnect_probe', 'while cut')`
     await proxy.restore()
 
-    await waitUntil(() => reconnects > 0, 15_000, () => `reconnects: ${reconnects}`)
+    await waitUntil(
+      () => reconnects > 0,
+      15_000,
+      () => `reconnects: ${reconnects}`,
+    )
     await direct`select pg_notify('reconnect_probe', 'after')`
-    await waitUntil(() => heard.includes('after'), 5_000, () => JSON.stringify(heard))
+    await waitUntil(
+      () => heard.includes('after'),
+      5_000,
+      () => JSON.stringify(heard),
+    )
     expect(heard).toEqual(['before', 'after'])
     expect(reconnects).toBe(1)
   }, 60_000)

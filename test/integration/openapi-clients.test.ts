@@ -145,14 +145,28 @@ let installed: Promise<string> | undefined
 function integratorProject(): Promise<string> {
   installed ??= (async () => {
     const dir = mkdtempSync(join(tmpdir(), 'crypto-pay-integrator-'))
-    writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'shop', private: true, type: 'module' }))
-    const pack = await run(['npm', 'pack', '--silent', '--pack-destination', dir, PACKAGE_DIR], { cwd: dir })
+    writeFileSync(
+      join(dir, 'package.json'),
+      JSON.stringify({ name: 'shop', private: true, type: 'module' }),
+    )
+    const pack = await run(['npm', 'pack', '--silent', '--pack-destination', dir, PACKAGE_DIR], {
+      cwd: dir,
+    })
     if (pack.code !== 0) throw new Error(`npm pack: ${pack.stderr}`)
     const tarball = readdirSync(dir).find((f) => f.endsWith('.tgz'))!
-    const install = await run(['npm', 'install', '--offline', '--no-audit', '--no-fund', `./${tarball}`], { cwd: dir })
+    const install = await run(
+      ['npm', 'install', '--offline', '--no-audit', '--no-fund', `./${tarball}`],
+      { cwd: dir },
+    )
     if (install.code !== 0) throw new Error(`npm install: ${install.stderr}`)
     // The type and fetch libraries the programs use, from this project's install.
-    for (const name of ['openapi-fetch', 'openapi-typescript-helpers', 'bun-types', '@types/node', 'undici-types']) {
+    for (const name of [
+      'openapi-fetch',
+      'openapi-typescript-helpers',
+      'bun-types',
+      '@types/node',
+      'undici-types',
+    ]) {
       mkdirSync(join(dir, 'node_modules', name, '..'), { recursive: true })
       symlinkSync(join(ROOT, 'node_modules', name), join(dir, 'node_modules', name), 'dir')
     }
@@ -167,7 +181,20 @@ afterAll(async () => {
   if (installed) rmSync(await installed, { recursive: true, force: true })
 })
 
-const TSC = [join(ROOT, 'node_modules/.bin/tsc'), '--noEmit', '--strict', '--target', 'es2022', '--module', 'esnext', '--moduleResolution', 'bundler', '--types', 'bun-types', '--skipLibCheck']
+const TSC = [
+  join(ROOT, 'node_modules/.bin/tsc'),
+  '--noEmit',
+  '--strict',
+  '--target',
+  'es2022',
+  '--module',
+  'esnext',
+  '--moduleResolution',
+  'bundler',
+  '--types',
+  'bun-types',
+  '--skipLibCheck',
+]
 
 for (const backend of backends()) {
   describe(`an integrator's generated client and webhook handler against a running server [${backend}]`, () => {
@@ -175,11 +202,22 @@ for (const backend of backends()) {
     let sink: WebhookSink
     let dir: string
     beforeAll(async () => {
-      ;[t, sink, dir] = await Promise.all([startTestServer(backend), startWebhookSink(), integratorProject()])
+      ;[t, sink, dir] = await Promise.all([
+        startTestServer(backend),
+        startWebhookSink(),
+        integratorProject(),
+      ])
       // Generated from what this server serves: its servers name its own base URL.
       const generated = join(dir, `generated-${backend}`)
-      writeFileSync(join(dir, `served-${backend}.json`), await (await t.fetch('/swagger/json')).text())
-      await createClient({ input: join(dir, `served-${backend}.json`), output: generated, logs: { level: 'silent' } })
+      writeFileSync(
+        join(dir, `served-${backend}.json`),
+        await (await t.fetch('/swagger/json')).text(),
+      )
+      await createClient({
+        input: join(dir, `served-${backend}.json`),
+        output: generated,
+        logs: { level: 'silent' },
+      })
       rmSync(join(dir, 'generated'), { force: true, recursive: true })
       symlinkSync(generated, join(dir, 'generated'), 'dir')
     })
@@ -196,54 +234,98 @@ for (const backend of backends()) {
 
     test('the generated client creates, reads, lists, counts, cancels and reads the timeline; the handler verifies and types the deliveries', async () => {
       const project = await t.project()
-      const endpoint = await t.server.services.endpoints.create({ projectId: project.id, mode: 'test', url: sink.url('/shop'), eventTypes: ['transaction.created', 'transaction.cancelled'] })
+      const endpoint = await t.server.services.endpoints.create({
+        projectId: project.id,
+        mode: 'test',
+        url: sink.url('/shop'),
+        eventTypes: ['transaction.created', 'transaction.cancelled'],
+      })
       if (!endpoint.ok) throw new Error(endpoint.message)
       await sink.configure('/shop', { secret: endpoint.value.secret, mode: 'ok' })
       const caFile = join(dir, `ca-${backend}.pem`)
       writeFileSync(caFile, t.ca)
 
-      const out = await run([process.execPath, 'hey-api.ts'], { cwd: dir, env: { API_KEY: project.key, PROJECT_ID: project.id, API_CA_FILE: caFile } })
+      const out = await run([process.execPath, 'hey-api.ts'], {
+        cwd: dir,
+        env: { API_KEY: project.key, PROJECT_ID: project.id, API_CA_FILE: caFile },
+      })
       expect(out.stderr).toBe('')
       expect(out.code).toBe(0)
       const r = JSON.parse(out.stdout)
       expect(r.base_url).toBe(t.url)
-      expect(r.created).toEqual({ status: 200, id: expect.stringMatching(/^[0-9a-f-]{36}$/), order_id: 'hey-api', payment_url: `${t.url}/pay/${r.created.id}` })
+      expect(r.created).toEqual({
+        status: 200,
+        id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+        order_id: 'hey-api',
+        payment_url: `${t.url}/pay/${r.created.id}`,
+      })
       expect(r.fetched).toEqual({ status: 200, transaction_status: 'created' })
       expect(r.listed.status).toBe(200)
       expect(r.listed.ids).toContain(r.created.id)
       expect(r.listed.has_more).toBe(false)
       expect(r.stats).toEqual({ status: 200, total: 1, created: 1 })
       expect(r.cancelled).toEqual({ status: 200, transaction_status: 'cancelled' })
-      expect(r.timeline).toEqual({ status: 200, entries: [[null, 'created'], ['CREATED', 'cancelled']] })
+      expect(r.timeline).toEqual({
+        status: 200,
+        entries: [
+          [null, 'created'],
+          ['CREATED', 'cancelled'],
+        ],
+      })
       expect(r.invalid).toEqual({ status: 400, type: 'invalid_request_error', paths: ['amount'] })
 
       const got = await sink.waitFor('/shop', (rs) => rs.length >= 2)
       const deliveriesFile = join(dir, `deliveries-${backend}.json`)
-      writeFileSync(deliveriesFile, JSON.stringify({ secret: endpoint.value.secret, deliveries: got.map((d) => ({ body: d.body, headers: d.headers })) }))
-      const handled = await run([process.execPath, 'webhook.ts'], { cwd: dir, env: { DELIVERIES_FILE: deliveriesFile } })
+      writeFileSync(
+        deliveriesFile,
+        JSON.stringify({
+          secret: endpoint.value.secret,
+          deliveries: got.map((d) => ({ body: d.body, headers: d.headers })),
+        }),
+      )
+      const handled = await run([process.execPath, 'webhook.ts'], {
+        cwd: dir,
+        env: { DELIVERIES_FILE: deliveriesFile },
+      })
       expect(handled.stderr).toBe('')
       expect(handled.code).toBe(0)
       const h = JSON.parse(handled.stdout)
-      expect(h.seen).toContainEqual({ event: 'transaction.created', id: r.created.id, order: 'HEY-API', token: null })
+      expect(h.seen).toContainEqual({
+        event: 'transaction.created',
+        id: r.created.id,
+        order: 'HEY-API',
+        token: null,
+      })
       expect(h.seen).toContainEqual({ event: 'transaction.cancelled', status: 'cancelled' })
       expect(h.refused).toContain('x-service-signature')
 
       // The same package under Node, as plain JavaScript.
-      const node = await run([process.env.NODE_BIN ?? 'node', '--input-type=module', '-e', `
+      const node = await run(
+        [
+          process.env.NODE_BIN ?? 'node',
+          '--input-type=module',
+          '-e',
+          `
         import { readFileSync } from 'node:fs'
         import { constructEvent } from '@crypto-pay/verify-webhook'
         const { deliveries, secret } = JSON.parse(readFileSync(${JSON.stringify(deliveriesFile)}, 'utf8'))
         console.log(JSON.stringify(deliveries.map((d) => constructEvent(d.body, d.headers, secret).event).sort()))
-      `], { cwd: dir })
+      `,
+        ],
+        { cwd: dir },
+      )
       expect(node.stderr).toBe('')
       expect(JSON.parse(node.stdout)).toEqual(['transaction.cancelled', 'transaction.created'])
     })
 
-    test('openapi-fetch typed by the package\'s paths drives the same server', async () => {
+    test("openapi-fetch typed by the package's paths drives the same server", async () => {
       const project = await t.project()
       const caFile = join(dir, `ca-${backend}.pem`)
       writeFileSync(caFile, t.ca)
-      const out = await run([process.execPath, 'openapi-fetch.ts'], { cwd: dir, env: { API_URL: t.url, API_KEY: project.key, API_CA_FILE: caFile } })
+      const out = await run([process.execPath, 'openapi-fetch.ts'], {
+        cwd: dir,
+        env: { API_URL: t.url, API_KEY: project.key, API_CA_FILE: caFile },
+      })
       expect(out.stderr).toBe('')
       expect(JSON.parse(out.stdout)).toEqual({ created: 200, fetched: true, stats: 1 })
     })

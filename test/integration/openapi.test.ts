@@ -2,7 +2,12 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { randomUUID } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { createConfig, lintDocument, makeDocumentFromString, BaseResolver } from '@redocly/openapi-core'
+import {
+  createConfig,
+  lintDocument,
+  makeDocumentFromString,
+  BaseResolver,
+} from '@redocly/openapi-core'
 import { Document, Spectral } from '@stoplight/spectral-core'
 import * as Parsers from '@stoplight/spectral-parsers'
 import { oas } from '@stoplight/spectral-rulesets'
@@ -26,12 +31,22 @@ const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'tr
 const ERROR_REF = '#/components/schemas/ErrorResponse'
 
 type Json = Record<string, any>
-type OpenApi = { openapi: string; info: Json; servers: Json[]; paths: Record<string, Record<string, Json>>; webhooks: Record<string, Record<string, Json>>; components: Json; security?: Json[] }
+type OpenApi = {
+  openapi: string
+  info: Json
+  servers: Json[]
+  paths: Record<string, Record<string, Json>>
+  webhooks: Record<string, Record<string, Json>>
+  components: Json
+  security?: Json[]
+}
 
 /** Every operation of the document (or of its webhooks) with its path and method. */
 function operations(doc: OpenApi, section: 'paths' | 'webhooks' = 'paths') {
   return Object.entries(doc[section]).flatMap(([path, item]) =>
-    Object.entries(item).filter(([method]) => METHODS.includes(method)).map(([method, op]) => ({ path, method, op, name: `${method.toUpperCase()} ${path}` })),
+    Object.entries(item)
+      .filter(([method]) => METHODS.includes(method))
+      .map(([method, op]) => ({ path, method, op, name: `${method.toUpperCase()} ${path}` })),
   )
 }
 const operation = (id: string) => operations(committed).find((o) => o.op.operationId === id)!.op
@@ -39,12 +54,18 @@ const operation = (id: string) => operations(committed).find((o) => o.op.operati
 /** Every `$ref` string anywhere in the document. */
 function refs(node: unknown, found: string[] = []): string[] {
   if (Array.isArray(node)) for (const v of node) refs(v, found)
-  else if (node && typeof node === 'object') for (const [k, v] of Object.entries(node)) k === '$ref' && typeof v === 'string' ? found.push(v) : refs(v, found)
+  else if (node && typeof node === 'object')
+    for (const [k, v] of Object.entries(node))
+      k === '$ref' && typeof v === 'string' ? found.push(v) : refs(v, found)
   return found
 }
 
 const resolvePointer = (doc: unknown, ref: string) =>
-  ref.slice(2).split('/').map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~')).reduce<any>((node, key) => node?.[key], doc)
+  ref
+    .slice(2)
+    .split('/')
+    .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
+    .reduce<any>((node, key) => node?.[key], doc)
 const deref = (node: Json): Json => (node?.$ref ? resolvePointer(committed, node.$ref) : node)
 
 /**
@@ -56,8 +77,10 @@ const deref = (node: Json): Json => (node?.$ref ? resolvePointer(committed, node
  */
 const JUSTIFIED = {
   redocly: [
-    'no-unused-components #/components/schemas/WebhookEvent', 'no-ambiguous-paths #/paths/~1api~1transactions~1project~1{projectId}',
-    'no-ambiguous-paths #/paths/~1api~1transactions~1{id}~1refunds', 'info-license #/info',
+    'no-unused-components #/components/schemas/WebhookEvent',
+    'no-ambiguous-paths #/paths/~1api~1transactions~1project~1{projectId}',
+    'no-ambiguous-paths #/paths/~1api~1transactions~1{id}~1refunds',
+    'info-license #/info',
   ],
   spectral: ['oas3-unused-component components.schemas.WebhookEvent', 'info-contact info'],
 }
@@ -65,7 +88,14 @@ const JUSTIFIED = {
 describe('openapi/openapi.json', () => {
   test('the committed openapi/openapi.json is what the app produces', async () => {
     // In a fresh process, exactly as `npm run openapi` runs, whatever else this test process did.
-    const child = await run([process.execPath, '-e', "import { formatDocument, openapiDocument } from './src/http/openapi-document.ts'; process.stdout.write(formatDocument(await openapiDocument()))"], { cwd: ROOT })
+    const child = await run(
+      [
+        process.execPath,
+        '-e',
+        "import { formatDocument, openapiDocument } from './src/http/openapi-document.ts'; process.stdout.write(formatDocument(await openapiDocument()))",
+      ],
+      { cwd: ROOT },
+    )
     expect(child.stderr).toBe('')
     expect(child.code).toBe(0)
     const produced = child.stdout
@@ -84,7 +114,9 @@ describe('openapi/openapi.json', () => {
 
   test('the types @crypto-pay/verify-webhook ships are generated from the committed document', async () => {
     if (readFileSync(TYPES_PATH, 'utf8') !== (await apiTypes(committedText))) {
-      throw new Error('src/webhooks/verify-webhook/api.d.mts is stale: run `npm run openapi` and commit it.')
+      throw new Error(
+        'src/webhooks/verify-webhook/api.d.mts is stale: run `npm run openapi` and commit it.',
+      )
     }
   })
 
@@ -92,7 +124,11 @@ describe('openapi/openapi.json', () => {
     expect(committed.openapi).toBe('3.1.0')
     expect(committed.info.title).toBeTruthy()
     expect(committed.info.version).toBeTruthy()
-    expect(operations(committed).map((o) => o.name).sort()).toEqual([
+    expect(
+      operations(committed)
+        .map((o) => o.name)
+        .sort(),
+    ).toEqual([
       'GET /api/deposit-addresses',
       'GET /api/deposit-key',
       'GET /api/networks',
@@ -126,56 +162,82 @@ describe('openapi/openapi.json', () => {
   })
 
   test('every operation and webhook has a unique operationId, a summary and a tag', () => {
-    const ids = [...operations(committed), ...operations(committed, 'webhooks')].map(({ name, op }) => {
-      expect(op.operationId, `${name} has no operationId`).toMatch(/^[A-Za-z][A-Za-z0-9]*$/)
-      expect(op.summary, `${name} has no summary`).toBeTruthy()
-      expect(op.tags?.length, `${name} has no tag`).toBeGreaterThan(0)
-      return op.operationId
-    })
+    const ids = [...operations(committed), ...operations(committed, 'webhooks')].map(
+      ({ name, op }) => {
+        expect(op.operationId, `${name} has no operationId`).toMatch(/^[A-Za-z][A-Za-z0-9]*$/)
+        expect(op.summary, `${name} has no summary`).toBeTruthy()
+        expect(op.tags?.length, `${name} has no tag`).toBeGreaterThan(0)
+        return op.operationId
+      },
+    )
     expect(new Set(ids).size).toBe(ids.length)
   })
 
   test('a bearer security requirement applies to every operation; webhooks are signed instead', () => {
     const schemes = committed.components.securitySchemes ?? {}
-    const bearer = Object.keys(schemes).filter((n) => schemes[n].type === 'http' && schemes[n].scheme === 'bearer')
+    const bearer = Object.keys(schemes).filter(
+      (n) => schemes[n].type === 'http' && schemes[n].scheme === 'bearer',
+    )
     expect(bearer.length).toBeGreaterThan(0)
-    expect(committed.security?.some((req) => Object.keys(req).some((n) => bearer.includes(n)))).toBe(true)
+    expect(
+      committed.security?.some((req) => Object.keys(req).some((n) => bearer.includes(n))),
+    ).toBe(true)
     for (const { name, op } of operations(committed)) {
       // An operation-level `security` replaces the global one; `[]` would make it public.
-      if (op.security !== undefined) expect(op.security.some((req: Json) => Object.keys(req).some((n) => bearer.includes(n))), `${name} overrides security`).toBe(true)
+      if (op.security !== undefined)
+        expect(
+          op.security.some((req: Json) => Object.keys(req).some((n) => bearer.includes(n))),
+          `${name} overrides security`,
+        ).toBe(true)
     }
-    for (const { name, op } of operations(committed, 'webhooks')) expect(op.security, name).toEqual([])
+    for (const { name, op } of operations(committed, 'webhooks'))
+      expect(op.security, name).toEqual([])
   })
 
   test('every operation documents 400, 401, 403, 413, 429 and 500 with the ErrorResponse schema, whose type is the list of error types', () => {
     for (const { name, op } of operations(committed)) {
-      for (const status of ['200', '400', '401', '403', '413', '429', '500']) expect(Object.keys(op.responses), `${name} does not document ${status}`).toContain(status)
+      for (const status of ['200', '400', '401', '403', '413', '429', '500'])
+        expect(Object.keys(op.responses), `${name} does not document ${status}`).toContain(status)
       for (const [status, res] of Object.entries<Json>(op.responses)) {
         if (Number(status) < 400) continue
-        expect(res.content?.['application/json']?.schema?.$ref, `${name} ${status} is not the ErrorResponse schema`).toBe(ERROR_REF)
+        expect(
+          res.content?.['application/json']?.schema?.$ref,
+          `${name} ${status} is not the ErrorResponse schema`,
+        ).toBe(ERROR_REF)
       }
     }
     expect(committed.components.schemas.Error).toBeUndefined()
-    expect([...committed.components.schemas.ErrorResponse.properties.error.properties.type.enum].sort()).toEqual([...ERROR_TYPES].sort())
+    expect(
+      [...committed.components.schemas.ErrorResponse.properties.error.properties.type.enum].sort(),
+    ).toEqual([...ERROR_TYPES].sort())
   })
 
   test('every response has a description, a JSON body and declared headers: X-Request-Id always, the rate limits, Retry-After on 429', () => {
     for (const { name, op } of operations(committed)) {
       for (const [status, res] of Object.entries<Json>(op.responses)) {
-        expect(typeof res.description === 'string' && res.description.length > 0, `${name} ${status} has no description`).toBe(true)
+        expect(
+          typeof res.description === 'string' && res.description.length > 0,
+          `${name} ${status} has no description`,
+        ).toBe(true)
         expect(Object.keys(res.content ?? {}), `${name} ${status}`).toEqual(['application/json'])
-        const headers = Object.fromEntries(Object.entries<Json>(res.headers ?? {}).map(([h, v]) => [h.toLowerCase(), v]))
+        const headers = Object.fromEntries(
+          Object.entries<Json>(res.headers ?? {}).map(([h, v]) => [h.toLowerCase(), v]),
+        )
         expect(headers['x-request-id']?.required, `${name} ${status} X-Request-Id`).toBe(true)
         for (const w of ['minute', 'hour', 'day']) {
           for (const kind of ['limit', 'remaining', 'reset']) {
             const h = headers[`x-ratelimit-${kind}-${w}`]
             expect(h, `${name} ${status} x-ratelimit-${kind}-${w}`).toBeDefined()
             // Refused before the limiter: no Host (400), plain HTTP (403).
-            expect(h.required ?? false, `${name} ${status} x-ratelimit-${kind}-${w} required`).toBe(status !== '400' && status !== '403')
+            expect(h.required ?? false, `${name} ${status} x-ratelimit-${kind}-${w} required`).toBe(
+              status !== '400' && status !== '403',
+            )
           }
         }
-        if (status === '429') expect(headers['retry-after']?.required, `${name} 429 Retry-After`).toBe(true)
-        for (const h of Object.values(headers)) expect(deref(h).schema, `${name} ${status}`).toBeDefined()
+        if (status === '429')
+          expect(headers['retry-after']?.required, `${name} 429 Retry-After`).toBe(true)
+        for (const h of Object.values(headers))
+          expect(deref(h).schema, `${name} ${status}`).toBeDefined()
       }
     }
   })
@@ -189,35 +251,78 @@ describe('openapi/openapi.json', () => {
     }
     const all = refs(committed)
     expect(all).toContain(ERROR_REF)
-    for (const ref of all) expect(resolvePointer(committed, ref), `${ref} does not resolve`).toBeDefined()
+    for (const ref of all)
+      expect(resolvePointer(committed, ref), `${ref} does not resolve`).toBeDefined()
   })
 
   test('Transaction, TransactionStatus, Pagination and Stats are each written once and referenced', () => {
     const all = refs(committed)
-    for (const name of ['Transaction', 'TransactionStatus', 'Pagination', 'Stats', 'TimelineEntry']) {
+    for (const name of [
+      'Transaction',
+      'TransactionStatus',
+      'Pagination',
+      'Stats',
+      'TimelineEntry',
+    ]) {
       expect(committed.components.schemas[name], name).toBeDefined()
-      expect(all.filter((r) => r === `#/components/schemas/${name}`).length, `${name} is referenced`).toBeGreaterThan(0)
+      expect(
+        all.filter((r) => r === `#/components/schemas/${name}`).length,
+        `${name} is referenced`,
+      ).toBeGreaterThan(0)
     }
     // No copies: the list of statuses appears once in the whole document, and so does a transaction's field list.
-    const objects = (node: unknown): Json[] => (Array.isArray(node) ? node.flatMap(objects) : node && typeof node === 'object' ? [node as Json, ...Object.values(node).flatMap(objects)] : [])
-    expect(objects(committed).filter((o) => JSON.stringify(o.enum) === JSON.stringify(STATUSES))).toHaveLength(1)
+    const objects = (node: unknown): Json[] =>
+      Array.isArray(node)
+        ? node.flatMap(objects)
+        : node && typeof node === 'object'
+          ? [node as Json, ...Object.values(node).flatMap(objects)]
+          : []
+    expect(
+      objects(committed).filter((o) => JSON.stringify(o.enum) === JSON.stringify(STATUSES)),
+    ).toHaveLength(1)
     const fields = (schema: Json) => JSON.stringify(Object.keys(schema.properties ?? {}).sort())
     const transactionFields = fields(committed.components.schemas.Transaction)
-    expect(objects(committed).filter((o) => o.properties && fields(o) === transactionFields)).toHaveLength(1)
-    expect(committed.components.schemas.TransactionResult.properties.transaction).toEqual({ $ref: '#/components/schemas/Transaction' })
-    expect(committed.components.schemas.TransactionList.properties.pagination).toEqual({ $ref: '#/components/schemas/Pagination' })
-    expect(committed.components.schemas.StatsResult.properties.stats).toEqual({ $ref: '#/components/schemas/Stats' })
+    expect(
+      objects(committed).filter((o) => o.properties && fields(o) === transactionFields),
+    ).toHaveLength(1)
+    expect(committed.components.schemas.TransactionResult.properties.transaction).toEqual({
+      $ref: '#/components/schemas/Transaction',
+    })
+    expect(committed.components.schemas.TransactionList.properties.pagination).toEqual({
+      $ref: '#/components/schemas/Pagination',
+    })
+    expect(committed.components.schemas.StatsResult.properties.stats).toEqual({
+      $ref: '#/components/schemas/Stats',
+    })
     // Not <OperationId>Response: generators give their own aliases those names and would append a 2.
-    for (const { op } of operations(committed)) expect(committed.components.schemas[`${op.operationId[0].toUpperCase()}${op.operationId.slice(1)}Response`]).toBeUndefined()
+    for (const { op } of operations(committed))
+      expect(
+        committed.components.schemas[
+          `${op.operationId[0].toUpperCase()}${op.operationId.slice(1)}Response`
+        ],
+      ).toBeUndefined()
   })
 
   test('types tell the truth: a nullable status admits null, and request rules are as strict as the server', () => {
-    const entry = { from_status: null, to_status: 'created', cause: 'transaction.created', details: {}, at: '2026-01-01T00:00:00.000Z' }
+    const entry = {
+      from_status: null,
+      to_status: 'created',
+      cause: 'transaction.created',
+      details: {},
+      at: '2026-01-01T00:00:00.000Z',
+    }
     expect(schemaProblems('TimelineEntry', entry)).toEqual([])
     expect(schemaProblems('TimelineEntry', { ...entry, from_status: 'paid' })).not.toEqual([])
 
     const create = (body: Json) => schemaProblems('CreateTransactionRequest', body)
-    expect(create({ amount: 49.99, success_url: 'https://shop.example/ok', metadata: { cart: 'c-1' }, expires_in_minutes: null })).toEqual([])
+    expect(
+      create({
+        amount: 49.99,
+        success_url: 'https://shop.example/ok',
+        metadata: { cart: 'c-1' },
+        expires_in_minutes: null,
+      }),
+    ).toEqual([])
     expect(create({ amount: 1.234 })).not.toEqual([])
     expect(create({ amount: 0 })).not.toEqual([])
     expect(create({ amount: 10, success_url: 'ftp://shop.example/ok' })).not.toEqual([])
@@ -227,12 +332,27 @@ describe('openapi/openapi.json', () => {
     expect(create({ amount: 10, metadata: { k: 'v'.repeat(501) } })).not.toEqual([])
     expect(create({ amount: 10, surprise: true })).not.toEqual([])
 
-    const idempotencyKey = operation('createTransaction').parameters.find((p: Json) => p.name.toLowerCase() === 'idempotency-key')
+    const idempotencyKey = operation('createTransaction').parameters.find(
+      (p: Json) => p.name.toLowerCase() === 'idempotency-key',
+    )
     expect(idempotencyKey.schema.minLength).toBe(1)
     for (const name of ['start_date', 'end_date']) {
-      const pattern = new RegExp(operation('getTransactionStats').parameters.find((p: Json) => p.name === name).schema.pattern)
-      expect(['2026-01-01', '2026-01-01T10:00:00Z', '2026-01-01T10:00:00.123+02:00'].every((v) => pattern.test(v)), name).toBe(true)
-      expect(['tomorrow', '2026-1-1', '2026-01-01 10:00', '2026-01-01T10:00:00'].some((v) => pattern.test(v)), name).toBe(false)
+      const pattern = new RegExp(
+        operation('getTransactionStats').parameters.find((p: Json) => p.name === name).schema
+          .pattern,
+      )
+      expect(
+        ['2026-01-01', '2026-01-01T10:00:00Z', '2026-01-01T10:00:00.123+02:00'].every((v) =>
+          pattern.test(v),
+        ),
+        name,
+      ).toBe(true)
+      expect(
+        ['tomorrow', '2026-1-1', '2026-01-01 10:00', '2026-01-01T10:00:00'].some((v) =>
+          pattern.test(v),
+        ),
+        name,
+      ).toBe(false)
     }
   })
 
@@ -243,7 +363,7 @@ describe('openapi/openapi.json', () => {
     }
   })
 
-  test('every webhook: its body schema, the stage table\'s nullability (keys always present) and its signed headers', () => {
+  test("every webhook: its body schema, the stage table's nullability (keys always present) and its signed headers", () => {
     const mapping = committed.components.schemas.WebhookEvent.discriminator.mapping
     expect(Object.keys(mapping).sort()).toEqual([...WEBHOOK_EVENT_TYPES].sort())
     for (const [event, item] of Object.entries(committed.webhooks)) {
@@ -253,44 +373,106 @@ describe('openapi/openapi.json', () => {
       expect(schema.required, event).toEqual(['event', 'timestamp', 'data'])
       expect(schema.properties.event.const).toBe(event)
       const data = deref(schema.properties.data)
-      expect([...data.required].sort(), `${event}: every key of data is always present`).toEqual(Object.keys(data.properties).sort())
+      expect([...data.required].sort(), `${event}: every key of data is always present`).toEqual(
+        Object.keys(data.properties).sort(),
+      )
       const headers = item.post.parameters.map((p: Json) => deref(p))
-      for (const h of ['x-service-signature', 'x-service-event-id', 'x-service-sequence', 'webhook-id', 'webhook-timestamp', 'webhook-signature']) {
-        expect(headers.find((p: Json) => p.name === h), `${event} ${h}`).toMatchObject({ in: 'header', required: true })
+      for (const h of [
+        'x-service-signature',
+        'x-service-event-id',
+        'x-service-sequence',
+        'webhook-id',
+        'webhook-timestamp',
+        'webhook-signature',
+      ]) {
+        expect(
+          headers.find((p: Json) => p.name === h),
+          `${event} ${h}`,
+        ).toMatchObject({ in: 'header', required: true })
       }
     }
-    const at = (event: string) => deref(deref(committed.webhooks[event].post.requestBody.content['application/json'].schema).properties.data).properties
-    const nullable = (s: Json) => s.type === 'null' || (s.anyOf ?? []).some((v: Json) => v.type === 'null')
+    const at = (event: string) =>
+      deref(
+        deref(committed.webhooks[event].post.requestBody.content['application/json'].schema)
+          .properties.data,
+      ).properties
+    const nullable = (s: Json) =>
+      s.type === 'null' || (s.anyOf ?? []).some((v: Json) => v.type === 'null')
     const onlyNull = (s: Json) => s.type === 'null'
     // The stage table: token fields null at creation; set from payment_received; all set at completion.
-    for (const f of ['token_symbol', 'token_amount', 'blockchain_network', 'transaction_hash', 'block_number', 'confirmed_at']) expect(onlyNull(at('transaction.created')[f]), `created ${f}`).toBe(true)
-    for (const f of ['token_symbol', 'token_amount', 'blockchain_network', 'transaction_hash']) expect(nullable(at('transaction.payment_received')[f]), `payment_received ${f}`).toBe(false)
+    for (const f of [
+      'token_symbol',
+      'token_amount',
+      'blockchain_network',
+      'transaction_hash',
+      'block_number',
+      'confirmed_at',
+    ])
+      expect(onlyNull(at('transaction.created')[f]), `created ${f}`).toBe(true)
+    for (const f of ['token_symbol', 'token_amount', 'blockchain_network', 'transaction_hash'])
+      expect(nullable(at('transaction.payment_received')[f]), `payment_received ${f}`).toBe(false)
     expect(nullable(at('transaction.payment_received').block_number)).toBe(true)
     expect(onlyNull(at('transaction.confirming').confirmed_at)).toBe(true)
-    for (const f of ['token_symbol', 'token_amount', 'blockchain_network', 'transaction_hash', 'block_number', 'confirmed_at']) expect(nullable(at('transaction.completed')[f]), `completed ${f}`).toBe(false)
-    for (const f of ['customer_ip_address', 'order_id', 'metadata']) expect(nullable(at('transaction.completed')[f]), `completed ${f}`).toBe(true)
-    expect(at('transaction.failed').failure_reason.enum).toEqual(['underpaid', 'reverted', 'wrong_asset'])
+    for (const f of [
+      'token_symbol',
+      'token_amount',
+      'blockchain_network',
+      'transaction_hash',
+      'block_number',
+      'confirmed_at',
+    ])
+      expect(nullable(at('transaction.completed')[f]), `completed ${f}`).toBe(false)
+    for (const f of ['customer_ip_address', 'order_id', 'metadata'])
+      expect(nullable(at('transaction.completed')[f]), `completed ${f}`).toBe(true)
+    expect(at('transaction.failed').failure_reason.enum).toEqual([
+      'underpaid',
+      'reverted',
+      'wrong_asset',
+    ])
   })
 
-  test('Redocly\'s recommended rules: no error, and only the justified warnings', async () => {
+  test("Redocly's recommended rules: no error, and only the justified warnings", async () => {
     const config = await createConfig({ extends: ['recommended'] })
-    const problems = await lintDocument({ document: makeDocumentFromString(committedText, COMMITTED_PATH), config: config.styleguide, externalRefResolver: new BaseResolver() })
-    expect(problems.filter((p) => p.severity === 'error').map((p) => `${p.ruleId} ${p.location?.[0]?.pointer}: ${p.message}`)).toEqual([])
-    expect(problems.map((p) => `${p.ruleId} ${p.location?.[0]?.pointer}`).sort()).toEqual([...JUSTIFIED.redocly].sort())
+    const problems = await lintDocument({
+      document: makeDocumentFromString(committedText, COMMITTED_PATH),
+      config: config.styleguide,
+      externalRefResolver: new BaseResolver(),
+    })
+    expect(
+      problems
+        .filter((p) => p.severity === 'error')
+        .map((p) => `${p.ruleId} ${p.location?.[0]?.pointer}: ${p.message}`),
+    ).toEqual([])
+    expect(problems.map((p) => `${p.ruleId} ${p.location?.[0]?.pointer}`).sort()).toEqual(
+      [...JUSTIFIED.redocly].sort(),
+    )
   })
 
-  test('Spectral\'s spectral:oas rules: no error, and only the justified warnings', async () => {
+  test("Spectral's spectral:oas rules: no error, and only the justified warnings", async () => {
     const spectral = new Spectral()
     spectral.setRuleset({ extends: [[oas as never, 'recommended']] } as never)
     const results = await spectral.run(new Document(committedText, Parsers.Json, COMMITTED_PATH))
     // Severity 0 is an error.
-    expect(results.filter((r) => r.severity === 0).map((r) => `${r.code} ${r.path.join('.')}: ${r.message}`)).toEqual([])
-    expect(results.map((r) => `${r.code} ${r.path.join('.')}`).sort()).toEqual([...JUSTIFIED.spectral].sort())
+    expect(
+      results
+        .filter((r) => r.severity === 0)
+        .map((r) => `${r.code} ${r.path.join('.')}: ${r.message}`),
+    ).toEqual([])
+    expect(results.map((r) => `${r.code} ${r.path.join('.')}`).sort()).toEqual(
+      [...JUSTIFIED.spectral].sort(),
+    )
   })
 })
 
 /** Headers of the HTTP exchange itself, which OpenAPI leaves out (and says to ignore for Content-Type). */
-const FRAMING = new Set(['content-type', 'content-length', 'date', 'connection', 'keep-alive', 'transfer-encoding'])
+const FRAMING = new Set([
+  'content-type',
+  'content-length',
+  'date',
+  'connection',
+  'keep-alive',
+  'transfer-encoding',
+])
 
 for (const backend of backends()) {
   describe(`the committed OpenAPI document against a running server [${backend}]`, () => {
@@ -309,7 +491,10 @@ for (const backend of backends()) {
       expect(served).toEqual(rest)
       expect(servers).toEqual([
         { url: t.url, description: 'This service (BASE_URL)' },
-        { url: 'https://api.shop.example', description: 'The alternative API address (API_URL): the same paths' },
+        {
+          url: 'https://api.shop.example',
+          description: 'The alternative API address (API_URL): the same paths',
+        },
       ])
     })
 
@@ -321,7 +506,12 @@ for (const backend of backends()) {
       const project = await t.project()
       const a = api(t, project.key)
       const created = await (await a.create({ amount: 1 })).json()
-      for (const path of [`/api/transactions/${created.transaction.id}`, `/api/transactions/project/${project.id}`, '/api/transactions/stats']) await (await a.get(path)).text()
+      for (const path of [
+        `/api/transactions/${created.transaction.id}`,
+        `/api/transactions/project/${project.id}`,
+        '/api/transactions/stats',
+      ])
+        await (await a.get(path)).text()
       await (await a.create({ amount: -1 })).text()
       expect(await served()).toEqual(before)
     })
@@ -336,18 +526,32 @@ for (const backend of backends()) {
       const l = api(t, limited.key)
       const id = (await (await a.create({ amount: 5 })).json()).transaction.id as string
       const completed = (await (await a.create({ amount: 6 })).json()).transaction.id as string
-      for (const e of PATH_TO.completed) if (!(await t.server.services.lifecycle.apply(completed, e)).ok) throw new Error('could not complete')
+      for (const e of PATH_TO.completed)
+        if (!(await t.server.services.lifecycle.apply(completed, e)).ok)
+          throw new Error('could not complete')
       const big = JSON.stringify({ amount: 1, order_description: 'x'.repeat(70_000) })
       const post = (client: ReturnType<typeof api>, path: string) => client.post(path, '')
       const unknown = randomUUID()
 
       const cases: [string, number, () => Promise<Response>][] = [
-        ['createTransaction', 200, () => a.create({ amount: 7 }, { 'idempotency-key': 'headers-1' })],
-        ['createTransaction', 200, () => a.create({ amount: 7 }, { 'idempotency-key': 'headers-1' })], // a replay
+        [
+          'createTransaction',
+          200,
+          () => a.create({ amount: 7 }, { 'idempotency-key': 'headers-1' }),
+        ],
+        [
+          'createTransaction',
+          200,
+          () => a.create({ amount: 7 }, { 'idempotency-key': 'headers-1' }),
+        ], // a replay
         ['createTransaction', 400, () => a.create({ amount: 1.234 })],
         ['createTransaction', 401, () => none.create({ amount: 1 })],
         ['createTransaction', 403, () => r.create({ amount: 1 })],
-        ['createTransaction', 409, () => a.create({ amount: 8 }, { 'idempotency-key': 'headers-1' })],
+        [
+          'createTransaction',
+          409,
+          () => a.create({ amount: 8 }, { 'idempotency-key': 'headers-1' }),
+        ],
         ['createTransaction', 413, () => a.post('/api/transactions/create', big)],
         ['getTransaction', 200, () => a.get(`/api/transactions/${id}`)],
         ['getTransaction', 400, () => a.get('/api/transactions/not-a-uuid')],
@@ -366,7 +570,12 @@ for (const backend of backends()) {
         ['retryWebhook', 409, () => post(a, `/api/transactions/${id}/retry-webhook`)],
         ['retryWebhook', 403, () => post(r, `/api/transactions/${completed}/retry-webhook`)],
         // The second request of a project allowed one a minute.
-        ['getTransaction', 429, () => l.get(`/api/transactions/${unknown}`).then(() => l.get(`/api/transactions/${unknown}`))],
+        [
+          'getTransaction',
+          429,
+          () =>
+            l.get(`/api/transactions/${unknown}`).then(() => l.get(`/api/transactions/${unknown}`)),
+        ],
       ]
 
       const problems: string[] = []
@@ -381,11 +590,16 @@ for (const backend of backends()) {
         }
         const declared = operation(operationId).responses[String(status)]
         const names = Object.keys(declared.headers ?? {}).map((h) => h.toLowerCase())
-        for (const h of res.headers.keys()) if (!FRAMING.has(h) && !names.includes(h)) problems.push(`${label}: header ${h} is sent but not declared`)
-        for (const [h, v] of Object.entries<Json>(declared.headers)) if (v.required && !res.headers.has(h)) problems.push(`${label}: required header ${h} is missing`)
+        for (const h of res.headers.keys())
+          if (!FRAMING.has(h) && !names.includes(h))
+            problems.push(`${label}: header ${h} is sent but not declared`)
+        for (const [h, v] of Object.entries<Json>(declared.headers))
+          if (v.required && !res.headers.has(h))
+            problems.push(`${label}: required header ${h} is missing`)
         const schema = declared.content['application/json'].schema.$ref.split('/').pop()
         for (const p of schemaProblems(schema, body)) problems.push(`${label}: body ${p}`)
-        if (operationId === 'createTransaction' && status === 200) replayed.push(res.headers.get('idempotent-replayed'))
+        if (operationId === 'createTransaction' && status === 200)
+          replayed.push(res.headers.get('idempotent-replayed'))
       }
       expect(problems).toEqual([])
       expect(replayed).toEqual([null, 'true'])

@@ -12,16 +12,33 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import parsePrometheusTextFormat from 'parse-prometheus-text-format'
 import { backends, freshPostgres } from '../helpers/databases.ts'
-import { startManualChain, waitUntil, writeNetworksFile, type ManualChain } from '../helpers/chain.ts'
+import {
+  startManualChain,
+  waitUntil,
+  writeNetworksFile,
+  type ManualChain,
+} from '../helpers/chain.ts'
 import { awayFromMinuteEnd, expectStatus } from '../helpers/expect.ts'
 import { startRpcProxy, type RpcProxy } from '../helpers/rpc-proxy.ts'
 import { api, startTestServer, type TestServer } from '../helpers/server.ts'
 import { startTcpProxy } from '../helpers/tcp-proxy.ts'
 import { startWebhookSink, type WebhookSink } from '../helpers/webhook-sink.ts'
 
-type Family = { name: string; type: string; metrics: { value?: string; labels?: Record<string, string>; count?: string; buckets?: Record<string, string> }[] }
+type Family = {
+  name: string
+  type: string
+  metrics: {
+    value?: string
+    labels?: Record<string, string>
+    count?: string
+    buckets?: Record<string, string>
+  }[]
+}
 
-async function scrape(fetchFn: (path: string, init?: RequestInit) => Promise<Response>, headers: Record<string, string> = {}) {
+async function scrape(
+  fetchFn: (path: string, init?: RequestInit) => Promise<Response>,
+  headers: Record<string, string> = {},
+) {
   const r = await fetchFn('/metrics', { headers })
   await expectStatus(r, 200)
   expect(r.headers.get('content-type')).toStartWith('text/plain; version=0.0.4')
@@ -39,7 +56,13 @@ async function scrape(fetchFn: (path: string, init?: RequestInit) => Promise<Res
    * but drops its labels, `_count` and `_sum`, so this one reads the `_count` sample's line.
    */
   const observed = (name: string, labels: Record<string, string> = {}) => {
-    const line = text.split('\n').find((l) => l.startsWith(`${name}_count`) && Object.entries(labels).every(([k, v]) => l.includes(`${k}="${v}"`)))
+    const line = text
+      .split('\n')
+      .find(
+        (l) =>
+          l.startsWith(`${name}_count`) &&
+          Object.entries(labels).every(([k, v]) => l.includes(`${k}="${v}"`)),
+      )
     return line ? Number(line.slice(line.lastIndexOf(' ') + 1)) : 0
   }
   return { families, family, value, observed }
@@ -60,8 +83,14 @@ for (const backend of backends()) {
       proxy = await startRpcProxy(chain.rpcUrl)
       sink = await startWebhookSink()
       dir = mkdtempSync(join(tmpdir(), 'operations-'))
-      const file = writeNetworksFile(dir, [chain.network({ rpcUrl: proxy.url, confirmations: 2, pollIntervalMs: 100 })])
-      t = await startTestServer(backend, { NETWORKS_CONFIG: file, READY_CHAIN_MAX_LAG: READY_LAG, WEBHOOK_RETRY_SCHEDULE: '1h' })
+      const file = writeNetworksFile(dir, [
+        chain.network({ rpcUrl: proxy.url, confirmations: 2, pollIntervalMs: 100 }),
+      ])
+      t = await startTestServer(backend, {
+        NETWORKS_CONFIG: file,
+        READY_CHAIN_MAX_LAG: READY_LAG,
+        WEBHOOK_RETRY_SCHEDULE: '1h',
+      })
     })
     afterAll(async () => {
       await t?.stop()
@@ -73,8 +102,16 @@ for (const backend of backends()) {
 
     test('counters move with real traffic: a create, a payment on anvil, a webhook success and a failure, a 429', async () => {
       const p = await t.project({ limits: { minute: 3, hour: 1000, day: 10_000 } })
-      for (const [path, mode] of [['/ops-ok', 'ok'], ['/ops-fail', 'fail']] as const) {
-        const ep = await t.server.services.endpoints.create({ projectId: p.id, mode: 'test', url: sink.url(path), eventTypes: ['transaction.created', 'transaction.completed'] })
+      for (const [path, mode] of [
+        ['/ops-ok', 'ok'],
+        ['/ops-fail', 'fail'],
+      ] as const) {
+        const ep = await t.server.services.endpoints.create({
+          projectId: p.id,
+          mode: 'test',
+          url: sink.url(path),
+          eventTypes: ['transaction.created', 'transaction.completed'],
+        })
         if (!ep.ok) throw new Error(ep.message)
         await sink.configure(path, { secret: ep.value.secret, mode })
       }
@@ -87,12 +124,19 @@ for (const backend of backends()) {
       await expectStatus(created, 200)
       const id = ((await created.json()) as any).transaction.id as string
       const statuses: number[] = []
-      for (let i = 0; i < 3; i++) statuses.push((await api(t, p.key).get(`/api/transactions/${id}`)).status)
+      for (let i = 0; i < 3; i++)
+        statuses.push((await api(t, p.key).get(`/api/transactions/${id}`)).status)
       expect(statuses).toEqual([200, 200, 429])
-      const sel = await t.fetch(`/pay/${id}/select`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"token_symbol":"TUSD","blockchain_network":"localchain"}' })
+      const sel = await t.fetch(`/pay/${id}/select`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{"token_symbol":"TUSD","blockchain_network":"localchain"}',
+      })
       await expectStatus(sel, 200)
       const quote = ((await sel.json()) as any).quote
-      await chain.sendRaw(await chain.signTokenTransfer(quote.deposit_address, BigInt(quote.token_amount)))
+      await chain.sendRaw(
+        await chain.signTokenTransfer(quote.deposit_address, BigInt(quote.token_amount)),
+      )
       await chain.mine(3)
       // transaction.created and transaction.completed, each to both endpoints: two successes and two failures.
       await sink.waitFor('/ops-ok', (r) => r.length === 2)
@@ -100,11 +144,30 @@ for (const backend of backends()) {
       await t.server.services.deliveries.settled()
 
       const after = await scrape(t.fetch)
-      const moved = (name: string, labels: Record<string, string> = {}) => after.value(name, labels) - before.value(name, labels)
-      const observedMore = (name: string, labels: Record<string, string> = {}) => after.observed(name, labels) - before.observed(name, labels)
-      expect(moved('cryptopay_http_requests_total', { route: '/api/transactions/create', method: 'POST', status: '200' })).toBe(1)
-      expect(moved('cryptopay_http_requests_total', { route: '/api/transactions/:id', method: 'GET', status: '429' })).toBeGreaterThanOrEqual(1)
-      expect(observedMore('cryptopay_http_request_duration_seconds', { route: '/api/transactions/create', method: 'POST' })).toBe(1)
+      const moved = (name: string, labels: Record<string, string> = {}) =>
+        after.value(name, labels) - before.value(name, labels)
+      const observedMore = (name: string, labels: Record<string, string> = {}) =>
+        after.observed(name, labels) - before.observed(name, labels)
+      expect(
+        moved('cryptopay_http_requests_total', {
+          route: '/api/transactions/create',
+          method: 'POST',
+          status: '200',
+        }),
+      ).toBe(1)
+      expect(
+        moved('cryptopay_http_requests_total', {
+          route: '/api/transactions/:id',
+          method: 'GET',
+          status: '429',
+        }),
+      ).toBeGreaterThanOrEqual(1)
+      expect(
+        observedMore('cryptopay_http_request_duration_seconds', {
+          route: '/api/transactions/create',
+          method: 'POST',
+        }),
+      ).toBe(1)
       expect(after.family('cryptopay_http_request_duration_seconds')?.type).toBe('HISTOGRAM')
       expect(moved('cryptopay_rate_limited_total', { surface: 'api' })).toBeGreaterThanOrEqual(1)
       expect(moved('cryptopay_transactions_total', { status: 'created' })).toBe(1)
@@ -115,12 +178,16 @@ for (const backend of backends()) {
       // The failed deliveries wait for their retry (in an hour) on this instance.
       expect(after.value('cryptopay_webhook_pending')).toBeGreaterThanOrEqual(2)
       const head = await chain.head()
-      expect(after.value('cryptopay_chain_head_block', { network: 'localchain' })).toBe(Number(head))
+      expect(after.value('cryptopay_chain_head_block', { network: 'localchain' })).toBe(
+        Number(head),
+      )
       expect(after.value('cryptopay_chain_follower_lag_blocks', { network: 'localchain' })).toBe(0)
       // The runtime's process metrics are there too.
       expect(after.family('cryptopay_process_resident_memory_bytes')?.type).toBe('GAUGE')
       // Label values are bounded: route templates, never a raw path with an id.
-      const routes = after.family('cryptopay_http_requests_total')!.metrics.map((m) => m.labels!.route)
+      const routes = after
+        .family('cryptopay_http_requests_total')!
+        .metrics.map((m) => m.labels!.route)
       expect(routes.some((r) => r.includes(id))).toBe(false)
     })
 
@@ -134,33 +201,61 @@ for (const backend of backends()) {
       expect(body.status).toBe('ready')
       expect(body.failed).toEqual([])
       expect(body.checks.map((c: { name: string; ok: boolean }) => [c.name, c.ok])).toEqual([
-        ['database', true], ['migrations', true], ['data_dir', true], ['chain:localchain', true],
+        ['database', true],
+        ['migrations', true],
+        ['data_dir', true],
+        ['chain:localchain', true],
       ])
     })
 
     test('/readyz turns 503 naming the chain when the RPC stays unreachable beyond READY_CHAIN_MAX_LAG, and 200 once it answers again', async () => {
       proxy.mode = 'refuse'
-      const down = await waitUntil('not ready', async () => (await t.fetch('/readyz')).json() as Promise<any>, (b) => b.status === 'not_ready', 30_000, 200)
+      const down = await waitUntil(
+        'not ready',
+        async () => (await t.fetch('/readyz')).json() as Promise<any>,
+        (b) => b.status === 'not_ready',
+        30_000,
+        200,
+      )
       expect(down.failed).toEqual(['chain:localchain'])
-      expect(down.checks.find((c: any) => c.name === 'chain:localchain').detail).toContain('the RPC fails')
+      expect(down.checks.find((c: any) => c.name === 'chain:localchain').detail).toContain(
+        'the RPC fails',
+      )
       expect((await t.fetch('/readyz')).status).toBe(503)
       const refused = await scrape(t.fetch)
-      expect(refused.value('cryptopay_rpc_errors_total', { network: 'localchain' })).toBeGreaterThanOrEqual(1)
+      expect(
+        refused.value('cryptopay_rpc_errors_total', { network: 'localchain' }),
+      ).toBeGreaterThanOrEqual(1)
       proxy.mode = 'pass'
-      const up = await waitUntil('ready again', async () => t.fetch('/readyz'), (r) => r.status === 200, 30_000, 200)
+      const up = await waitUntil(
+        'ready again',
+        async () => t.fetch('/readyz'),
+        (r) => r.status === 200,
+        30_000,
+        200,
+      )
       expect(((await up.json()) as any).status).toBe('ready')
     })
 
     test('an unauthenticated scrape from a non-loopback client is refused (TRUST_PROXY forwarded address); with METRICS_TOKEN the token is required', async () => {
       const proxied = await startTestServer(backend, { TRUST_PROXY: '1' })
       try {
-        const from = (ip: string) => proxied.fetch('/metrics', { headers: { 'x-forwarded-proto': 'https', 'x-forwarded-for': ip } })
+        const from = (ip: string) =>
+          proxied.fetch('/metrics', {
+            headers: { 'x-forwarded-proto': 'https', 'x-forwarded-for': ip },
+          })
         const outside = await from('203.0.113.7')
         expect(outside.status).toBe(403)
         expect(await outside.text()).not.toContain('cryptopay_')
         expect((await from('127.0.0.1')).status).toBe(200)
         // The probes stay open to anyone, with nothing secret in them.
-        expect((await proxied.fetch('/readyz', { headers: { 'x-forwarded-proto': 'https', 'x-forwarded-for': '203.0.113.7' } })).status).toBe(200)
+        expect(
+          (
+            await proxied.fetch('/readyz', {
+              headers: { 'x-forwarded-proto': 'https', 'x-forwarded-for': '203.0.113.7' },
+            })
+          ).status,
+        ).toBe(200)
       } finally {
         await proxied.stop()
       }
@@ -168,7 +263,13 @@ for (const backend of backends()) {
       const guarded = await startTestServer(backend, { METRICS_TOKEN: token })
       try {
         expect((await guarded.fetch('/metrics')).status).toBe(401)
-        expect((await guarded.fetch('/metrics', { headers: { authorization: 'Bearer wrong-token-0123456789abcdef' } })).status).toBe(401)
+        expect(
+          (
+            await guarded.fetch('/metrics', {
+              headers: { authorization: 'Bearer wrong-token-0123456789abcdef' },
+            })
+          ).status,
+        ).toBe(401)
         const ok = await scrape(guarded.fetch, { authorization: `Bearer ${token}` })
         expect(ok.family('cryptopay_http_requests_total')).toBeDefined()
       } finally {
@@ -186,13 +287,25 @@ for (const backend of backends()) {
         try {
           await expectStatus(await s.fetch('/readyz'), 200)
           tcp.cut()
-          const down = await waitUntil('not ready', async () => (await s.fetch('/readyz')).json() as Promise<any>, (b) => b.status === 'not_ready', 30_000, 200)
+          const down = await waitUntil(
+            'not ready',
+            async () => (await s.fetch('/readyz')).json() as Promise<any>,
+            (b) => b.status === 'not_ready',
+            30_000,
+            200,
+          )
           expect(down.failed).toContain('database')
           expect(down.failed).toContain('migrations')
           // Liveness is not readiness: the process still serves.
           await expectStatus(await s.fetch('/healthz'), 200)
           tcp.restore()
-          await waitUntil('ready again', async () => (await s.fetch('/readyz')).status, (st) => st === 200, 30_000, 200)
+          await waitUntil(
+            'ready again',
+            async () => (await s.fetch('/readyz')).status,
+            (st) => st === 200,
+            30_000,
+            200,
+          )
         } finally {
           await s.stop()
           await tcp.close()

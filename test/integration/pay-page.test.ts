@@ -20,7 +20,12 @@ const DESCRIPTION_ATTACK = '<script>alert(1)</script><img src=x onerror=alert(2)
 
 /** The text of an attribute value as the browser reads it. */
 const unescape = (s: string) =>
-  s.replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&')
+  s
+    .replace(/&quot;/g, '"')
+    .replace(/&#39;/g, "'")
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&amp;/g, '&')
 
 /** The opening tag of the element with `id`, e.g. `<button type="button" id="x" …>`. */
 function openTag(html: string, id: string): string {
@@ -108,7 +113,7 @@ for (const backend of backends()) {
       return (await res.json()) as any
     }
 
-    test('a fresh test transaction\'s page is strict-CSP HTML with the merchant, amount, test banner, token choices and its state embedded', async () => {
+    test("a fresh test transaction's page is strict-CSP HTML with the merchant, amount, test banner, token choices and its state embedded", async () => {
       const id = await create(project.key, { amount: 12.5, order_description: 'Two flat whites' })
       const { res, html } = await page(id)
       expect(res.status).toBe(200)
@@ -126,7 +131,14 @@ for (const backend of backends()) {
       const { server_time: embeddedTime, ...embedded } = embeddedState(html)
       const { server_time: polledTime, ...polled } = await state(id)
       expect(embedded).toEqual(polled)
-      expect(embedded).toMatchObject({ id, status: 'created', project_name: 'Corner Coffee', amount_usd: 12.5, testing_mode: true, quote: null })
+      expect(embedded).toMatchObject({
+        id,
+        status: 'created',
+        project_name: 'Corner Coffee',
+        amount_usd: 12.5,
+        testing_mode: true,
+        quote: null,
+      })
       expect(Number.isNaN(Date.parse(embeddedTime))).toBe(false)
       expect(Number.isNaN(Date.parse(polledTime))).toBe(false)
     })
@@ -153,7 +165,9 @@ for (const backend of backends()) {
         expect(current.status).toBe(200)
         expect(current.headers.get('content-type')).toBe(types[name.split('.').pop()!]!)
         expect(current.headers.get('cache-control')).toBe('public, max-age=31536000, immutable')
-        expect(new Uint8Array(await current.arrayBuffer())).toEqual(new Uint8Array(readFileSync(join(PAY_ASSETS_DIR, name))))
+        expect(new Uint8Array(await current.arrayBuffer())).toEqual(
+          new Uint8Array(readFileSync(join(PAY_ASSETS_DIR, name))),
+        )
 
         for (const other of [`/assets/${name}?v=000000000000`, `/assets/${name}`]) {
           const stale = await t.fetch(other)
@@ -173,16 +187,22 @@ for (const backend of backends()) {
       }
     })
 
-    test('a merchant\'s order description and project name are shown as text, never as markup', async () => {
+    test("a merchant's order description and project name are shown as text, never as markup", async () => {
       const name = 'Acme <b>Coffee</b> & "Sons"'
       const hostile = await t.project({ name })
       const id = await create(hostile.key, { amount: 5, order_description: DESCRIPTION_ATTACK })
       const { res, html } = await page(id)
       expect(res.status).toBe(200)
 
-      expect(html).toContain('&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=alert(2)&gt;')
-      expect(html).toContain('<h1 class="merchant">Acme &lt;b&gt;Coffee&lt;/b&gt; &amp; &quot;Sons&quot;</h1>')
-      expect(html).toContain('<title>Pay Acme &lt;b&gt;Coffee&lt;/b&gt; &amp; &quot;Sons&quot;</title>')
+      expect(html).toContain(
+        '&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=alert(2)&gt;',
+      )
+      expect(html).toContain(
+        '<h1 class="merchant">Acme &lt;b&gt;Coffee&lt;/b&gt; &amp; &quot;Sons&quot;</h1>',
+      )
+      expect(html).toContain(
+        '<title>Pay Acme &lt;b&gt;Coffee&lt;/b&gt; &amp; &quot;Sons&quot;</title>',
+      )
       expect(html).not.toContain('<b>')
       expect(html).not.toContain('<img src=x')
       // The page's own two scripts (the bundle and the embedded state) and its own QR image only.
@@ -191,12 +211,17 @@ for (const backend of backends()) {
       expect(openTag(html, 'qr')).toStartWith('<img id="qr"')
 
       // The embedded state carries the strings unchanged, with nothing that could end its script element.
-      const raw = /<script type="application\/json" id="pay-state">([\s\S]*?)<\/script>/.exec(html)![1]!
+      const raw = /<script type="application\/json" id="pay-state">([\s\S]*?)<\/script>/.exec(
+        html,
+      )![1]!
       expect(raw).not.toContain('<')
-      expect(embeddedState(html)).toMatchObject({ project_name: name, order_description: DESCRIPTION_ATTACK })
+      expect(embeddedState(html)).toMatchObject({
+        project_name: name,
+        order_description: DESCRIPTION_ATTACK,
+      })
     })
 
-    test('a live transaction\'s page has no test banner', async () => {
+    test("a live transaction's page has no test banner", async () => {
       const live = await t.key(project.id, 'live')
       const id = await create(live.key, { amount: 12.5 })
       const { res, html } = await page(id)
@@ -234,7 +259,9 @@ for (const backend of backends()) {
       expect(s.quote).toEqual(chosen.quote)
       const token = getAddress(t.server.devnet!.stablecoin)
       expect(s.quote.token_amount).toBe('12500000')
-      expect(s.quote.payment_uri).toBe(`ethereum:${token}@31337/transfer?address=${s.quote.deposit_address}&uint256=12500000`)
+      expect(s.quote.payment_uri).toBe(
+        `ethereum:${token}@31337/transfer?address=${s.quote.deposit_address}&uint256=12500000`,
+      )
 
       // The page points its QR image at this URL.
       const src = attr(openTag((await page(id)).html, 'qr'), 'src')!
@@ -288,7 +315,8 @@ for (const backend of backends()) {
 
     test('loading the page counts toward the per-IP pay limit (PAY_RATE_LIMITS): past it the page is 429 with Retry-After until the window ends', async () => {
       const p = await t.project()
-      const id = ((await (await api(t, p.key).create({ amount: 1 })).json()) as any).transaction.id as string
+      const id = ((await (await api(t, p.key).create({ amount: 1 })).json()) as any).transaction
+        .id as string
       const statuses: number[] = []
       for (let i = 0; i < PAY_LIMITS.minute; i++) {
         const res = await t.fetch(`/pay/${id}`)

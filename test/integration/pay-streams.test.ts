@@ -16,7 +16,11 @@ const STREAMS = 200
  * query/exec, postgres.js's unsafe, which drizzle and the prepared statements all go through).
  */
 function countStatements(t: TestServer) {
-  const client = (t.server.services.database.db as unknown as { $client: Record<string, (...a: unknown[]) => unknown> }).$client
+  const client = (
+    t.server.services.database.db as unknown as {
+      $client: Record<string, (...a: unknown[]) => unknown>
+    }
+  ).$client
   const seen: string[] = []
   for (const method of t.backend === 'pglite' ? ['query', 'exec'] : ['unsafe']) {
     const original = client[method]!.bind(client)
@@ -36,7 +40,13 @@ function countStatements(t: TestServer) {
 function follow(res: Response) {
   const reader = res.body!.getReader()
   const decoder = new TextDecoder()
-  const s = { statuses: [] as string[], versions: [] as number[], keepAlives: 0, ended: false, error: null as unknown }
+  const s = {
+    statuses: [] as string[],
+    versions: [] as number[],
+    keepAlives: 0,
+    ended: false,
+    error: null as unknown,
+  }
   let buffer = ''
   void (async () => {
     for (;;) {
@@ -82,12 +92,16 @@ for (const backend of backends()) {
       const id = ((await created.json()) as { transaction: { id: string } }).transaction.id
       const counted = countStatements(t)
 
-      const streams = await Promise.all(Array.from({ length: STREAMS }, async () => {
-        const res = await t.fetch(`/pay/${id}/events`)
-        expect(res.status).toBe(200)
-        return follow(res)
-      }))
-      await until('every stream has the first state', () => streams.every((s) => s.statuses.length === 1))
+      const streams = await Promise.all(
+        Array.from({ length: STREAMS }, async () => {
+          const res = await t.fetch(`/pay/${id}/events`)
+          expect(res.status).toBe(200)
+          return follow(res)
+        }),
+      )
+      await until('every stream has the first state', () =>
+        streams.every((s) => s.statuses.length === 1),
+      )
       expect(t.server.services.payStreams.size).toBe(STREAMS)
       // What an operator sees of them.
       const metrics = await (await t.fetch('/metrics')).text()
@@ -97,7 +111,11 @@ for (const backend of backends()) {
 
       // Idle for a keep-alive period: every stream hears a comment, and no stream reads anything.
       const before = { total: counted.total(), stateReads: counted.stateReads() }
-      await until('every stream got a keep-alive', () => streams.every((s) => s.keepAlives >= 1), KEEPALIVE_MS * 6)
+      await until(
+        'every stream got a keep-alive',
+        () => streams.every((s) => s.keepAlives >= 1),
+        KEEPALIVE_MS * 6,
+      )
       expect(counted.stateReads() - before.stateReads).toBe(0)
       // Only the server's own background work (lease, webhook dispatcher) ran meanwhile: far fewer
       // statements than streams, where polling would have cost one per stream per second.
@@ -106,13 +124,18 @@ for (const backend of backends()) {
       const moves = [
         { event: { type: 'token.selected' as const, quote }, status: 'prepared' },
         { event: { type: 'customer.confirmed' as const }, status: 'pending' },
-        { event: { type: 'cancel.requested' as const, by: 'customer' as const }, status: 'cancelled' },
+        {
+          event: { type: 'cancel.requested' as const, by: 'customer' as const },
+          status: 'cancelled',
+        },
       ]
       for (const [i, move] of moves.entries()) {
         const reads = counted.stateReads()
         const r = await t.server.services.driveTestTransaction(id, move.event)
         expect(r.ok).toBe(true)
-        await until(`every stream has ${move.status}`, () => streams.every((s) => s.statuses.length === i + 2))
+        await until(`every stream has ${move.status}`, () =>
+          streams.every((s) => s.statuses.length === i + 2),
+        )
         expect(counted.stateReads() - reads).toBe(1)
       }
       await until('every stream ended at the final status', () => streams.every((s) => s.ended))
@@ -145,31 +168,58 @@ for (const backend of backends()) {
   })
 }
 
-describe.skipIf(!process.env.DATABASE_URL)('pay page event streams across instances [postgres]', () => {
-  test('a change committed on another instance reaches the streams here by NOTIFY, without polling', async () => {
-    const a = await startTestServer('postgres')
-    const dataDir = await freshDataDir()
-    const b = await startServer(loadConfig({ PORT: '0', HTTP_PORT: '0', DATA_DIR: dataDir, LOG_LEVEL: 'silent', NETWORKS_CONFIG: NO_NETWORKS, DATABASE_URL: a.databaseUrl!, SECRET_KEY: a.cliEnv.SECRET_KEY! }), { logger: createLogger('silent') })
-    try {
-      const p = await a.project()
-      const created = await api(a, p.key).create({ amount: 25 })
-      const id = ((await created.json()) as { transaction: { id: string } }).transaction.id
-      // Opened on B; the transaction's actor runs on A, which created it.
-      const res = await fetch(`https://localhost:${b.port}/pay/${id}/events`, { tls: { rejectUnauthorized: false } } as RequestInit)
-      const s = follow(res)
-      await until('the first state', () => s.statuses.length === 1)
-      expect((await a.server.services.driveTestTransaction(id, { type: 'token.selected', quote })).ok).toBe(true)
-      await until('B\'s stream shows prepared', () => s.statuses.at(-1) === 'prepared')
-      // And a change committed on B (not the owner) reaches B's stream too.
-      expect((await b.services.driveTestTransaction(id, { type: 'customer.confirmed' })).ok).toBe(true)
-      await until('B\'s stream shows pending', () => s.statuses.at(-1) === 'pending')
-      expect((await a.server.services.driveTestTransaction(id, { type: 'cancel.requested', by: 'customer' })).ok).toBe(true)
-      await until('the stream ended', () => s.ended)
-      expect(s.statuses).toEqual(['created', 'prepared', 'pending', 'cancelled'])
-    } finally {
-      await b.stop()
-      await a.stop()
-      rmSync(dataDir, { recursive: true, force: true })
-    }
-  }, 60_000)
-})
+describe.skipIf(!process.env.DATABASE_URL)(
+  'pay page event streams across instances [postgres]',
+  () => {
+    test('a change committed on another instance reaches the streams here by NOTIFY, without polling', async () => {
+      const a = await startTestServer('postgres')
+      const dataDir = await freshDataDir()
+      const b = await startServer(
+        loadConfig({
+          PORT: '0',
+          HTTP_PORT: '0',
+          DATA_DIR: dataDir,
+          LOG_LEVEL: 'silent',
+          NETWORKS_CONFIG: NO_NETWORKS,
+          DATABASE_URL: a.databaseUrl!,
+          SECRET_KEY: a.cliEnv.SECRET_KEY!,
+        }),
+        { logger: createLogger('silent') },
+      )
+      try {
+        const p = await a.project()
+        const created = await api(a, p.key).create({ amount: 25 })
+        const id = ((await created.json()) as { transaction: { id: string } }).transaction.id
+        // Opened on B; the transaction's actor runs on A, which created it.
+        const res = await fetch(`https://localhost:${b.port}/pay/${id}/events`, {
+          tls: { rejectUnauthorized: false },
+        } as RequestInit)
+        const s = follow(res)
+        await until('the first state', () => s.statuses.length === 1)
+        expect(
+          (await a.server.services.driveTestTransaction(id, { type: 'token.selected', quote })).ok,
+        ).toBe(true)
+        await until("B's stream shows prepared", () => s.statuses.at(-1) === 'prepared')
+        // And a change committed on B (not the owner) reaches B's stream too.
+        expect((await b.services.driveTestTransaction(id, { type: 'customer.confirmed' })).ok).toBe(
+          true,
+        )
+        await until("B's stream shows pending", () => s.statuses.at(-1) === 'pending')
+        expect(
+          (
+            await a.server.services.driveTestTransaction(id, {
+              type: 'cancel.requested',
+              by: 'customer',
+            })
+          ).ok,
+        ).toBe(true)
+        await until('the stream ended', () => s.ended)
+        expect(s.statuses).toEqual(['created', 'prepared', 'pending', 'cancelled'])
+      } finally {
+        await b.stop()
+        await a.stop()
+        rmSync(dataDir, { recursive: true, force: true })
+      }
+    }, 60_000)
+  },
+)

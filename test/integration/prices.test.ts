@@ -2,7 +2,12 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Address } from 'viem'
 import { startAnvil, type AnvilNode } from '../../src/chain/anvil.ts'
 import { MockAggregatorV3 } from '../../src/chain/artifacts/index.ts'
-import { ANVIL_DEFAULT_MNEMONIC, createDevnetClient, deployMockAggregator, type DevnetClient } from '../../src/chain/devnet.ts'
+import {
+  ANVIL_DEFAULT_MNEMONIC,
+  createDevnetClient,
+  deployMockAggregator,
+  type DevnetClient,
+} from '../../src/chain/devnet.ts'
 import type { PriceSource } from '../../src/chain/networks-config.ts'
 import { createPriceReader } from '../../src/chain/prices.ts'
 import { quoteTokenUnits } from '../../src/chain/quote.ts'
@@ -26,17 +31,30 @@ afterAll(async () => {
 })
 
 const nowSeconds = () => BigInt(Math.floor(Date.now() / 1000))
-const chainlink = (feed: Address, maxAgeSeconds = HOUR): { price: PriceSource } => ({ price: { kind: 'chainlink', feed, maxAgeSeconds } })
+const chainlink = (feed: Address, maxAgeSeconds = HOUR): { price: PriceSource } => ({
+  price: { kind: 'chainlink', feed, maxAgeSeconds },
+})
 
 /** A fresh feed whose latest round is written verbatim. */
-async function feedWithRound(round: { roundId?: bigint; answer?: bigint; updatedAt: bigint; answeredInRound?: bigint }): Promise<Address> {
+async function feedWithRound(round: {
+  roundId?: bigint
+  answer?: bigint
+  updatedAt: bigint
+  answeredInRound?: bigint
+}): Promise<Address> {
   const feed = await deployMockAggregator(client, { answer: ETH_3000 })
   const roundId = round.roundId ?? 7n
   const hash = await client.writeContract({
     address: feed,
     abi: MockAggregatorV3.abi,
     functionName: 'setRoundData',
-    args: [roundId, round.answer ?? ETH_3000, round.updatedAt, round.updatedAt, round.answeredInRound ?? roundId],
+    args: [
+      roundId,
+      round.answer ?? ETH_3000,
+      round.updatedAt,
+      round.updatedAt,
+      round.answeredInRound ?? roundId,
+    ],
   })
   await client.waitForTransactionReceipt({ hash })
   return feed
@@ -60,7 +78,12 @@ describe('createPriceReader() against a real anvil feed', () => {
     const reader = createPriceReader({ client, clock: systemClock })
     expect((await reader.read(chainlink(feed))).ok).toBe(true)
     await client.waitForTransactionReceipt({
-      hash: await client.writeContract({ address: feed, abi: MockAggregatorV3.abi, functionName: 'updateAnswer', args: [2500_00000000n] }),
+      hash: await client.writeContract({
+        address: feed,
+        abi: MockAggregatorV3.abi,
+        functionName: 'updateAnswer',
+        args: [2500_00000000n],
+      }),
     })
     const result = await reader.read(chainlink(feed))
     expect(result.ok && [result.answer, result.roundId]).toEqual([2500_00000000n, 2n])
@@ -84,7 +107,9 @@ describe('createPriceReader() against a real anvil feed', () => {
 
   test('read() calls an answer carried over from an older round stale', async () => {
     const feed = await feedWithRound({ roundId: 9n, answeredInRound: 8n, updatedAt: nowSeconds() })
-    expect(await createPriceReader({ client, clock: systemClock }).read(chainlink(feed))).toMatchObject({ ok: false, reason: 'stale' })
+    expect(
+      await createPriceReader({ client, clock: systemClock }).read(chainlink(feed)),
+    ).toMatchObject({ ok: false, reason: 'stale' })
   })
 
   test('read() refuses a negative or zero answer as invalid', async () => {
@@ -97,7 +122,9 @@ describe('createPriceReader() against a real anvil feed', () => {
 
   test('read() refuses an incomplete round (updatedAt 0) as invalid', async () => {
     const feed = await feedWithRound({ updatedAt: 0n })
-    expect(await createPriceReader({ client, clock: systemClock }).read(chainlink(feed))).toMatchObject({ ok: false, reason: 'invalid' })
+    expect(
+      await createPriceReader({ client, clock: systemClock }).read(chainlink(feed)),
+    ).toMatchObject({ ok: false, reason: 'invalid' })
   })
 
   test('read() refuses a round dated more than a minute ahead as invalid, and tolerates small skew', async () => {
@@ -109,12 +136,16 @@ describe('createPriceReader() against a real anvil feed', () => {
   })
 
   test('read() reports a feed address without a contract as unavailable', async () => {
-    const result = await createPriceReader({ client, clock: systemClock }).read(chainlink('0x000000000000000000000000000000000000dEaD'))
+    const result = await createPriceReader({ client, clock: systemClock }).read(
+      chainlink('0x000000000000000000000000000000000000dEaD'),
+    )
     expect(result).toMatchObject({ ok: false, reason: 'unavailable' })
   })
 
   test('read() gives a fixed USD price exactly, without a client', async () => {
-    const result = await createPriceReader({ clock: manualClock(1_000) }).read({ price: { kind: 'fixedUsd', usd: '0.9998' } })
+    const result = await createPriceReader({ clock: manualClock(1_000) }).read({
+      price: { kind: 'fixedUsd', usd: '0.9998' },
+    })
     expect(result).toEqual({ ok: true, answer: 9998n, decimals: 4, updatedAt: new Date(1_000) })
   })
 

@@ -26,15 +26,30 @@ if (!process.env.DATABASE_URL) {
     beforeAll(async () => {
       pg = await freshPostgres()
       // Both start at once on the empty database, so they also race to migrate it.
-      servers = await Promise.all(dirs.map((d) => spawnServer({ ...pg.env, DATA_DIR: d, PORT: '0', HTTP_PORT: '0' })))
+      servers = await Promise.all(
+        dirs.map((d) => spawnServer({ ...pg.env, DATA_DIR: d, PORT: '0', HTTP_PORT: '0' })),
+      )
       const cli = async (...args: string[]) => {
         const r = await runCli([...args, '--json'], { env: { ...pg.env, DATA_DIR: dirs[0] } })
         expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' })
         return r.json
       }
       projectId = (await cli('project', 'create', '--name', 'Two instances')).id
-      await cli('project', 'set-limits', '--project', projectId, '--minute', String(LIMITS.minute), '--hour', String(LIMITS.hour), '--day', String(LIMITS.day))
-      key = (await cli('key', 'create', '--project', projectId, '--mode', 'test', '--name', 'Burst')).key
+      await cli(
+        'project',
+        'set-limits',
+        '--project',
+        projectId,
+        '--minute',
+        String(LIMITS.minute),
+        '--hour',
+        String(LIMITS.hour),
+        '--day',
+        String(LIMITS.day),
+      )
+      key = (
+        await cli('key', 'create', '--project', projectId, '--mode', 'test', '--name', 'Burst')
+      ).key
     })
     afterAll(async () => {
       await Promise.all((servers ?? []).map((s) => s.stop()))
@@ -52,7 +67,9 @@ if (!process.env.DATABASE_URL) {
 
     test(`${REQUESTS} concurrent creates split between the two: exactly ${LIMITS.minute} admitted, the rest 429 with Retry-After`, async () => {
       await awayFromMinuteEnd()
-      const responses = await Promise.all(Array.from({ length: REQUESTS }, (_, i) => create(servers[i % 2], i)))
+      const responses = await Promise.all(
+        Array.from({ length: REQUESTS }, (_, i) => create(servers[i % 2], i)),
+      )
       const admitted = responses.filter((r) => r.status === 200)
       const refused = responses.filter((r) => r.status === 429)
       expect(responses.map((r) => r.status).filter((s) => s !== 200 && s !== 429)).toEqual([])
@@ -60,7 +77,9 @@ if (!process.env.DATABASE_URL) {
       expect(refused).toHaveLength(REQUESTS - LIMITS.minute)
 
       // Each admitted request got its own place in the window: Remaining is 49, 48, ... 0, each once.
-      const remaining = admitted.map((r) => Number(r.headers.get('x-ratelimit-remaining-minute'))).sort((x, y) => x - y)
+      const remaining = admitted
+        .map((r) => Number(r.headers.get('x-ratelimit-remaining-minute')))
+        .sort((x, y) => x - y)
       expect(remaining).toEqual(Array.from({ length: LIMITS.minute }, (_, i) => i))
 
       const resets = new Set(responses.map((r) => r.headers.get('x-ratelimit-reset-minute')))
@@ -82,13 +101,17 @@ if (!process.env.DATABASE_URL) {
         expect(body).toMatchObject({ success: false, error: { type: 'rate_limit_error' } })
       }
       // Hour and day windows counted the same 50 admissions.
-      const minHour = Math.min(...responses.map((r) => Number(r.headers.get('x-ratelimit-remaining-hour'))))
+      const minHour = Math.min(
+        ...responses.map((r) => Number(r.headers.get('x-ratelimit-remaining-hour'))),
+      )
       expect(minHour).toBe(LIMITS.hour - LIMITS.minute)
 
       // The refused requests created nothing.
       const sql = postgres(pg.url, { max: 1, onnotice: () => {} })
       try {
-        const [{ n }] = await sql<{ n: number }[]>`select count(*)::int as n from transactions where project_id = ${projectId}`
+        const [{ n }] = await sql<
+          { n: number }[]
+        >`select count(*)::int as n from transactions where project_id = ${projectId}`
         expect(n).toBe(LIMITS.minute)
       } finally {
         await sql.end()
@@ -107,7 +130,9 @@ if (!process.env.DATABASE_URL) {
       const first = await anonymous(servers[0])
       expect(first).toBe(59)
       expect(await anonymous(servers[1])).toBe(58)
-      expect(await anonymous(servers[0], { authorization: 'Bearer sk_test_' + 'x'.repeat(40) })).toBe(57)
+      expect(
+        await anonymous(servers[0], { authorization: 'Bearer sk_test_' + 'x'.repeat(40) }),
+      ).toBe(57)
     })
   })
 }

@@ -4,7 +4,13 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { dashboardClient } from '../helpers/dashboard.ts'
-import { freePort, killAllProcesses, spawnServer, startProcess, type ServerProcess } from '../helpers/processes.ts'
+import {
+  freePort,
+  killAllProcesses,
+  spawnServer,
+  startProcess,
+  type ServerProcess,
+} from '../helpers/processes.ts'
 
 // R24: `npm start` (= `bun src/main.ts`) as an operator meets it: first start on an empty
 // DATA_DIR, restarts, SIGTERM, a second instance on a held DATA_DIR, bad configuration.
@@ -24,9 +30,14 @@ async function bannerOf(server: ServerProcess) {
   return server.stdout()
 }
 
-function run(cmd: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+function run(
+  cmd: string,
+  args: string[],
+): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(cmd, args, { encoding: 'utf8' }, (err, stdout, stderr) => resolve({ code: err ? Number((err as any).code ?? 1) : 0, stdout, stderr }))
+    execFile(cmd, args, { encoding: 'utf8' }, (err, stdout, stderr) =>
+      resolve({ code: err ? Number((err as any).code ?? 1) : 0, stdout, stderr }),
+    )
   })
 }
 const hasCurl = (await run('sh', ['-c', 'command -v curl'])).code === 0
@@ -55,9 +66,16 @@ describe('npm start on a fresh, empty DATA_DIR', () => {
 
   test('the first start logs where it listens and prints the demo test key, the URLs and a curl example', () => {
     expect(first.port).toBeGreaterThan(0)
-    expect(first.listening).toMatchObject({ level: 'info', msg: 'listening', port: first.port, httpPort, database: 'pglite' })
+    expect(first.listening).toMatchObject({
+      level: 'info',
+      msg: 'listening',
+      port: first.port,
+      httpPort,
+      database: 'pglite',
+    })
     const base = `https://localhost:${first.port}`
-    for (const url of [`${base}/api`, `${base}/swagger`, `${base}/pay/`, `${base}/dashboard`]) expect(banner).toContain(url)
+    for (const url of [`${base}/api`, `${base}/swagger`, `${base}/pay/`, `${base}/dashboard`])
+      expect(banner).toContain(url)
     expect(banner).toContain(`port ${httpPort}`)
     const m = banner.match(KEY_RE)
     expect(m?.[1]).toBe('test')
@@ -79,7 +97,9 @@ describe('npm start on a fresh, empty DATA_DIR', () => {
     const { transaction } = await res.json()
     expect(transaction.testing_mode).toBe(true)
     expect(transaction.payment_url).toBe(`https://localhost:${first.port}/pay/${transaction.id}`)
-    const got = await first.fetch(`/api/transactions/${transaction.id}`, { headers: { authorization: `Bearer ${key}` } })
+    const got = await first.fetch(`/api/transactions/${transaction.id}`, {
+      headers: { authorization: `Bearer ${key}` },
+    })
     expect(got.status).toBe(200)
     expect((await got.json()).transaction.id).toBe(transaction.id)
   })
@@ -98,14 +118,17 @@ describe('npm start on a fresh, empty DATA_DIR', () => {
     expect(body.transaction.order_id).toBe('order-1001')
   })
 
-  test('the printed dashboard sign-in opens the demo project\'s dashboard; the password never reaches the log', async () => {
+  test("the printed dashboard sign-in opens the demo project's dashboard; the password never reaches the log", async () => {
     const m = banner.match(/Dashboard sign-in \(shown once; keep it\): (\S+) \/ (\S+)/)
     expect(m).not.toBeNull()
     const [, email, password] = m!
     expect(first.stderr()).not.toContain(password)
     const browser = dashboardClient(first)
     const signedIn = await browser.signIn(email!, password!)
-    expect({ status: signedIn.status, location: signedIn.location }).toEqual({ status: 303, location: '/dashboard' })
+    expect({ status: signedIn.status, location: signedIn.location }).toEqual({
+      status: 303,
+      location: '/dashboard',
+    })
     expect((await browser.get('/dashboard')).location).toBe(`/dashboard/${projectId}/test`)
     const overview = await browser.get(`/dashboard/${projectId}/test`)
     expect(overview.status).toBe(200)
@@ -113,11 +136,15 @@ describe('npm start on a fresh, empty DATA_DIR', () => {
   })
 
   test('a second server on the same DATA_DIR exits non-zero with a clear message; the first keeps serving', async () => {
-    const second = startProcess('src/main.ts', { env: { DATA_DIR: dataDir, PORT: '0', HTTP_PORT: '0' } })
+    const second = startProcess('src/main.ts', {
+      env: { DATA_DIR: dataDir, PORT: '0', HTTP_PORT: '0' },
+    })
     const exit = await second.exited
     expect(exit.code).not.toBe(0)
     expect(exit.code).not.toBeNull()
-    expect(second.stderr()).toContain(`The embedded database in ${dataDir} is in use by server (pid ${first.pid})`)
+    expect(second.stderr()).toContain(
+      `The embedded database in ${dataDir} is in use by server (pid ${first.pid})`,
+    )
     expect(second.stdout()).not.toMatch(KEY_RE)
     expect(JSON.parse(readFileSync(join(dataDir, 'pglite.lock'), 'utf8')).pid).toBe(first.pid)
     expect((await create(first, key)).status).toBe(200)
@@ -138,7 +165,9 @@ describe('npm start on a fresh, empty DATA_DIR', () => {
       expect(text).not.toMatch(KEY_RE)
       expect(text).toContain(projectId)
       expect(text).toContain(`npm run cli -- key create --project ${projectId} --mode test`)
-      expect(text).toContain(`npm run cli -- user create --email you@example.com --password '<12+ characters>' --project ${projectId}`)
+      expect(text).toContain(
+        `npm run cli -- user create --email you@example.com --password '<12+ characters>' --project ${projectId}`,
+      )
       expect((await create(second, key)).status).toBe(200)
       // The certificate was made once and kept (R3).
       expect(second.ca).toBe(first.ca)
@@ -174,7 +203,9 @@ describe('npm start with bad configuration exits non-zero naming the variable', 
   cases.forEach(([what, bad, variable], i) => {
     test(`${what}: names ${variable}, starts nothing`, async () => {
       const dataDir = join(root, `bad-config-${i}`)
-      const proc = startProcess('src/main.ts', { env: { DATA_DIR: dataDir, PORT: '0', HTTP_PORT: '0', ...bad } })
+      const proc = startProcess('src/main.ts', {
+        env: { DATA_DIR: dataDir, PORT: '0', HTTP_PORT: '0', ...bad },
+      })
       const exit = await proc.exited
       expect(exit.code).toBe(1)
       expect(proc.stderr()).toMatch(new RegExp(`^Configuration error: ${variable}: `, 'm'))
@@ -184,12 +215,19 @@ describe('npm start with bad configuration exits non-zero naming the variable', 
     })
   })
 
-  for (const [i, [what, files]] of ([
-    ['a TLS_CERT_FILE that does not exist', { TLS_CERT_FILE: join(root, 'missing.pem'), TLS_KEY_FILE: join(root, 'missing-key.pem') }],
-    ['a TLS_CERT_FILE that is not a certificate', { TLS_CERT_FILE: cert, TLS_KEY_FILE: cert }],
-  ] as const).entries()) {
+  for (const [i, [what, files]] of (
+    [
+      [
+        'a TLS_CERT_FILE that does not exist',
+        { TLS_CERT_FILE: join(root, 'missing.pem'), TLS_KEY_FILE: join(root, 'missing-key.pem') },
+      ],
+      ['a TLS_CERT_FILE that is not a certificate', { TLS_CERT_FILE: cert, TLS_KEY_FILE: cert }],
+    ] as const
+  ).entries()) {
     test(`${what}: names TLS_CERT_FILE`, async () => {
-      const proc = startProcess('src/main.ts', { env: { DATA_DIR: join(root, `bad-tls-${i}`), PORT: '0', HTTP_PORT: '0', ...files } })
+      const proc = startProcess('src/main.ts', {
+        env: { DATA_DIR: join(root, `bad-tls-${i}`), PORT: '0', HTTP_PORT: '0', ...files },
+      })
       expect((await proc.exited).code).toBe(1)
       expect(proc.stderr()).toContain('TLS_CERT_FILE')
     })

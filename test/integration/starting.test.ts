@@ -28,7 +28,8 @@ test('a request during start-up gets 503 in the error shape with Retry-After; af
   let asked!: () => void
   const checking = new Promise<void>((r) => (asked = r))
   const rpc = Bun.serve({
-    hostname: '127.0.0.1', port: 0,
+    hostname: '127.0.0.1',
+    port: 0,
     fetch: async () => {
       asked()
       await released
@@ -36,16 +37,41 @@ test('a request during start-up gets 503 in the error shape with Retry-After; af
     },
   })
   const port = await freePort()
-  const networks = writeNetworksFile(dataDir, [{
-    name: 'held', chainId: 31337, rpcUrl: `http://127.0.0.1:${rpc.port}`, fallbackRpcUrls: [], wsUrl: null, confirmations: 1, finality: 'confirmations',
-    pollIntervalMs: 1000, maxLogRange: 1000, maxRequestsPerSecond: null, testnet: true,
-    tokens: [{ kind: 'native', symbol: 'ETH', decimals: 18, price: { kind: 'fixedUsd', usd: '3000' } }],
-  }])
-  const starting = startServer(loadConfig({ PORT: String(port), HTTP_PORT: '0', DATA_DIR: dataDir, LOG_LEVEL: 'silent', NETWORKS_CONFIG: networks }), { logger: createLogger('silent') })
+  const networks = writeNetworksFile(dataDir, [
+    {
+      name: 'held',
+      chainId: 31337,
+      rpcUrl: `http://127.0.0.1:${rpc.port}`,
+      fallbackRpcUrls: [],
+      wsUrl: null,
+      confirmations: 1,
+      finality: 'confirmations',
+      pollIntervalMs: 1000,
+      maxLogRange: 1000,
+      maxRequestsPerSecond: null,
+      testnet: true,
+      tokens: [
+        { kind: 'native', symbol: 'ETH', decimals: 18, price: { kind: 'fixedUsd', usd: '3000' } },
+      ],
+    },
+  ])
+  const starting = startServer(
+    loadConfig({
+      PORT: String(port),
+      HTTP_PORT: '0',
+      DATA_DIR: dataDir,
+      LOG_LEVEL: 'silent',
+      NETWORKS_CONFIG: networks,
+    }),
+    { logger: createLogger('silent') },
+  )
   try {
     await checking
     const ca = readFileSync(join(dataDir, 'tls', 'cert.pem'), 'utf8')
-    const ask = () => fetch(`https://localhost:${port}/api/transactions/00000000-0000-4000-8000-000000000000`, { tls: { ca } } as RequestInit)
+    const ask = () =>
+      fetch(`https://localhost:${port}/api/transactions/00000000-0000-4000-8000-000000000000`, {
+        tls: { ca },
+      } as RequestInit)
     const early = await ask()
     expect(early.status).toBe(503)
     expect(early.headers.get('retry-after')).toBe('1')
@@ -55,16 +81,25 @@ test('a request during start-up gets 503 in the error shape with Retry-After; af
     expect(await early.json()).toEqual({
       success: false,
       message: 'The service is starting; try again in a moment.',
-      error: { type: 'service_unavailable_error', message: 'The service is starting; try again in a moment.', request_id: requestId },
+      error: {
+        type: 'service_unavailable_error',
+        message: 'The service is starting; try again in a moment.',
+        request_id: requestId,
+      },
     })
     release()
     await starting
     const later = await ask()
     expect(later.status).toBe(401)
-    expect(((await later.json()) as { error: { type: string } }).error.type).toBe('authentication_error')
+    expect(((await later.json()) as { error: { type: string } }).error.type).toBe(
+      'authentication_error',
+    )
   } finally {
     release()
-    await starting.then((s) => s.stop(), () => {})
+    await starting.then(
+      (s) => s.stop(),
+      () => {},
+    )
     rpc.stop(true)
   }
 })

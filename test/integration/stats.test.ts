@@ -5,7 +5,17 @@ import { manualClock } from '../../src/lib/clock.ts'
 import { backends } from '../helpers/databases.ts'
 import { api, startTestServer, type TestServer } from '../helpers/server.ts'
 
-const STATUSES = ['created', 'prepared', 'pending', 'processing', 'confirming', 'completed', 'failed', 'expired', 'cancelled']
+const STATUSES = [
+  'created',
+  'prepared',
+  'pending',
+  'processing',
+  'confirming',
+  'completed',
+  'failed',
+  'expired',
+  'cancelled',
+]
 
 for (const backend of backends()) {
   describe(`GET /api/transactions/stats [${backend}]`, () => {
@@ -20,7 +30,11 @@ for (const backend of backends()) {
     const at = async (iso: string, key: string, amount: number, status?: string) => {
       clock.set(Date.parse(iso))
       const tx = (await (await api(t, key).create({ amount })).json()).transaction
-      if (status) await t.server.services.database.db.update(transactions).set({ status }).where(inArray(transactions.id, [tx.id]))
+      if (status)
+        await t.server.services.database.db
+          .update(transactions)
+          .set({ status })
+          .where(inArray(transactions.id, [tx.id]))
       return tx
     }
 
@@ -52,21 +66,66 @@ for (const backend of backends()) {
           total_volume_usd: 30.31,
           completed_transactions: 3,
           conversion_rate: 50,
-          by_status: Object.fromEntries(STATUSES.map((s) => [s, { created: 2, completed: 3, failed: 1 }[s] ?? 0])),
+          by_status: Object.fromEntries(
+            STATUSES.map((s) => [s, { created: 2, completed: 3, failed: 1 }[s] ?? 0]),
+          ),
         },
       })
     })
 
     test('the daily series (the dashboard chart) splits the same selection by UTC day, each mode apart', async () => {
-      const daily = await t.server.services.stats.daily({ projectId: p.id, mode: 'test' }, { start_date: '2030-05-01', end_date: '2030-05-03' })
-      expect(daily).toEqual({ ok: true, value: [
-        { date: '2030-05-01', total_transactions: 2, completed_transactions: 2, total_volume_usd: 30.3, conversion_rate: 100 },
-        { date: '2030-05-02', total_transactions: 2, completed_transactions: 1, total_volume_usd: 0.01, conversion_rate: 50 },
-        { date: '2030-05-03', total_transactions: 2, completed_transactions: 0, total_volume_usd: 0, conversion_rate: 0 },
-      ] })
-      const live = await t.server.services.stats.daily({ projectId: p.id, mode: 'live' }, { start_date: '2030-05-02', end_date: '2030-05-02' })
-      expect(live).toEqual({ ok: true, value: [{ date: '2030-05-02', total_transactions: 2, completed_transactions: 0, total_volume_usd: 0, conversion_rate: 0 }] })
-      expect(await t.server.services.stats.daily({ projectId: p.id, mode: 'test' }, { start_date: '2030-05-03', end_date: '2030-05-01' })).toMatchObject({ ok: false, code: 'invalid_request' })
+      const daily = await t.server.services.stats.daily(
+        { projectId: p.id, mode: 'test' },
+        { start_date: '2030-05-01', end_date: '2030-05-03' },
+      )
+      expect(daily).toEqual({
+        ok: true,
+        value: [
+          {
+            date: '2030-05-01',
+            total_transactions: 2,
+            completed_transactions: 2,
+            total_volume_usd: 30.3,
+            conversion_rate: 100,
+          },
+          {
+            date: '2030-05-02',
+            total_transactions: 2,
+            completed_transactions: 1,
+            total_volume_usd: 0.01,
+            conversion_rate: 50,
+          },
+          {
+            date: '2030-05-03',
+            total_transactions: 2,
+            completed_transactions: 0,
+            total_volume_usd: 0,
+            conversion_rate: 0,
+          },
+        ],
+      })
+      const live = await t.server.services.stats.daily(
+        { projectId: p.id, mode: 'live' },
+        { start_date: '2030-05-02', end_date: '2030-05-02' },
+      )
+      expect(live).toEqual({
+        ok: true,
+        value: [
+          {
+            date: '2030-05-02',
+            total_transactions: 2,
+            completed_transactions: 0,
+            total_volume_usd: 0,
+            conversion_rate: 0,
+          },
+        ],
+      })
+      expect(
+        await t.server.services.stats.daily(
+          { projectId: p.id, mode: 'test' },
+          { start_date: '2030-05-03', end_date: '2030-05-01' },
+        ),
+      ).toMatchObject({ ok: false, code: 'invalid_request' })
     })
 
     test('a test key ignores testing_mode=false: it never sees live data', async () => {
@@ -75,27 +134,66 @@ for (const backend of backends()) {
 
     test('a live key counts live transactions; with testing_mode=true test ones as well', async () => {
       const live = (await stats(liveKey)).body.stats
-      expect(live).toMatchObject({ total_transactions: 3, total_volume_usd: 1000, completed_transactions: 1, conversion_rate: 33.33 })
+      expect(live).toMatchObject({
+        total_transactions: 3,
+        total_volume_usd: 1000,
+        completed_transactions: 1,
+        conversion_rate: 33.33,
+      })
       expect(live.by_status.expired).toBe(2)
       const both = (await stats(liveKey, '?testing_mode=true')).body.stats
-      expect(both).toMatchObject({ total_transactions: 9, total_volume_usd: 1030.31, completed_transactions: 4, conversion_rate: 44.44 })
+      expect(both).toMatchObject({
+        total_transactions: 9,
+        total_volume_usd: 1030.31,
+        completed_transactions: 4,
+        conversion_rate: 44.44,
+      })
     })
 
     test('a date-only end_date covers that whole UTC day; start_date is inclusive', async () => {
-      expect((await stats(p.key, '?start_date=2030-05-01&end_date=2030-05-01')).body.stats).toMatchObject({ total_transactions: 2, total_volume_usd: 30.3 })
+      expect(
+        (await stats(p.key, '?start_date=2030-05-01&end_date=2030-05-01')).body.stats,
+      ).toMatchObject({ total_transactions: 2, total_volume_usd: 30.3 })
       expect((await stats(p.key, '?start_date=2030-05-02')).body.stats.total_transactions).toBe(4)
       expect((await stats(p.key, '?end_date=2030-05-02')).body.stats.total_transactions).toBe(4)
     })
 
     test('timestamps bound exactly, inclusive at both ends, with offsets understood', async () => {
-      expect((await stats(p.key, '?start_date=2030-05-01T23:59:59.999Z&end_date=2030-05-02T08:00:00.000Z')).body.stats.total_transactions).toBe(2)
-      expect((await stats(p.key, '?start_date=2030-05-02T10:00:00%2B02:00&end_date=2030-05-02T09:00:00Z')).body.stats.total_transactions).toBe(2)
-      expect((await stats(p.key, '?start_date=2030-05-02T10:00:00.001%2B02:00&end_date=2030-05-02T09:00:00Z')).body.stats.total_transactions).toBe(1)
+      expect(
+        (
+          await stats(
+            p.key,
+            '?start_date=2030-05-01T23:59:59.999Z&end_date=2030-05-02T08:00:00.000Z',
+          )
+        ).body.stats.total_transactions,
+      ).toBe(2)
+      expect(
+        (
+          await stats(
+            p.key,
+            '?start_date=2030-05-02T10:00:00%2B02:00&end_date=2030-05-02T09:00:00Z',
+          )
+        ).body.stats.total_transactions,
+      ).toBe(2)
+      expect(
+        (
+          await stats(
+            p.key,
+            '?start_date=2030-05-02T10:00:00.001%2B02:00&end_date=2030-05-02T09:00:00Z',
+          )
+        ).body.stats.total_transactions,
+      ).toBe(1)
     })
 
     test('an empty range gives zeros and a conversion rate of 0', async () => {
       const { body } = await stats(p.key, '?start_date=2031-01-01')
-      expect(body.stats).toEqual({ total_transactions: 0, total_volume_usd: 0, completed_transactions: 0, conversion_rate: 0, by_status: Object.fromEntries(STATUSES.map((s) => [s, 0])) })
+      expect(body.stats).toEqual({
+        total_transactions: 0,
+        total_volume_usd: 0,
+        completed_transactions: 0,
+        conversion_rate: 0,
+        by_status: Object.fromEntries(STATUSES.map((s) => [s, 0])),
+      })
     })
 
     test("another project's transactions are never counted", async () => {
@@ -106,7 +204,10 @@ for (const backend of backends()) {
     })
 
     test('the widest ranges work: year 0001 to 9999-12-31, offsets at the edges included', async () => {
-      for (const q of ['?start_date=0001-01-01&end_date=9999-12-31', '?start_date=0001-01-01T00:00:00%2B01:00&end_date=9999-12-31T23:59:59-01:00']) {
+      for (const q of [
+        '?start_date=0001-01-01&end_date=9999-12-31',
+        '?start_date=0001-01-01T00:00:00%2B01:00&end_date=9999-12-31T23:59:59-01:00',
+      ]) {
         const { status, body } = await stats(p.key, q)
         expect(status).toBe(200)
         expect(body.stats.total_transactions).toBe(6)

@@ -18,13 +18,25 @@ for (const backend of backends()) {
       // 12 transactions a second apart, then 3 in the same millisecond (ties).
       for (let i = 0; i < 12; i++) {
         clock.advance(1000)
-        created.push((await (await api(t, p.key).create({ amount: i + 1, order_id: `o-${i}` })).json()).transaction)
+        created.push(
+          (await (await api(t, p.key).create({ amount: i + 1, order_id: `o-${i}` })).json())
+            .transaction,
+        )
       }
       clock.advance(1000)
-      for (let i = 0; i < 3; i++) created.push((await (await api(t, p.key).create({ amount: 100 + i })).json()).transaction)
+      for (let i = 0; i < 3; i++)
+        created.push((await (await api(t, p.key).create({ amount: 100 + i })).json()).transaction)
       // Give a few of them other statuses, as the lifecycle will.
-      for (const [i, status] of [[0, 'completed'], [1, 'completed'], [2, 'expired'], [3, 'pending']] as const) {
-        await t.server.services.database.db.update(transactions).set({ status }).where(eq(transactions.id, created[i].id))
+      for (const [i, status] of [
+        [0, 'completed'],
+        [1, 'completed'],
+        [2, 'expired'],
+        [3, 'pending'],
+      ] as const) {
+        await t.server.services.database.db
+          .update(transactions)
+          .set({ status })
+          .where(eq(transactions.id, created[i].id))
         created[i].status = status
       }
     })
@@ -32,7 +44,11 @@ for (const backend of backends()) {
 
     describe('get', () => {
       test('returns the same full object create returned', async () => {
-        const first = (await (await api(t, p.key).create({ amount: 9.99, order_id: 'same', metadata: { a: 1 } })).json()).transaction
+        const first = (
+          await (
+            await api(t, p.key).create({ amount: 9.99, order_id: 'same', metadata: { a: 1 } })
+          ).json()
+        ).transaction
         const res = await api(t, p.key).get(`/api/transactions/${first.id}`)
         expect(res.status).toBe(200)
         expect(await res.json()).toEqual({ success: true, transaction: first })
@@ -41,8 +57,13 @@ for (const backend of backends()) {
       test('400 for an id that is not a UUID, 404 for an unknown one', async () => {
         const bad = await api(t, p.key).get('/api/transactions/12345')
         expect(bad.status).toBe(400)
-        expect((await bad.json()).error.details).toEqual([{ path: 'id', message: 'must be a UUID' }])
-        expect((await api(t, p.key).get('/api/transactions/00000000-0000-4000-8000-000000000000')).status).toBe(404)
+        expect((await bad.json()).error.details).toEqual([
+          { path: 'id', message: 'must be a UUID' },
+        ])
+        expect(
+          (await api(t, p.key).get('/api/transactions/00000000-0000-4000-8000-000000000000'))
+            .status,
+        ).toBe(404)
       })
     })
 
@@ -52,13 +73,25 @@ for (const backend of backends()) {
         return { status: res.status, body: await res.json() }
       }
       const expectedOrder = () =>
-        [...created].sort((a, b) => (a.created_at === b.created_at ? (a.id < b.id ? 1 : -1) : a.created_at < b.created_at ? 1 : -1)).map((x) => x.id)
+        [...created]
+          .sort((a, b) =>
+            a.created_at === b.created_at
+              ? a.id < b.id
+                ? 1
+                : -1
+              : a.created_at < b.created_at
+                ? 1
+                : -1,
+          )
+          .map((x) => x.id)
 
       test('newest first, ties broken by id descending, default limit 50', async () => {
         const { status, body } = await list()
         expect(status).toBe(200)
         expect(body.success).toBe(true)
-        const ids = body.transactions.map((x: { id: string }) => x.id).filter((id: string) => created.some((c) => c.id === id))
+        const ids = body.transactions
+          .map((x: { id: string }) => x.id)
+          .filter((id: string) => created.some((c) => c.id === id))
         expect(ids).toEqual(expectedOrder())
         expect(body.pagination.limit).toBe(50)
         expect(body.pagination.offset).toBe(0)
@@ -81,7 +114,9 @@ for (const backend of backends()) {
 
       test('filters by status', async () => {
         const { body } = await list('?status=completed')
-        expect(body.transactions.map((x: { id: string }) => x.id).sort()).toEqual([created[0].id, created[1].id].sort())
+        expect(body.transactions.map((x: { id: string }) => x.id).sort()).toEqual(
+          [created[0].id, created[1].id].sort(),
+        )
         expect(body.pagination.total).toBe(2)
         expect((await list('?status=cancelled')).body.pagination.total).toBe(0)
       })

@@ -36,12 +36,18 @@ for (const backend of backends()) {
     })
 
     const pass = () => t.server.services.dispatcher.runOnce()
-    const received = async (path: string) => (await sink.received(path)).map((r) => Number(r.headers['x-service-attempt']))
+    const received = async (path: string) =>
+      (await sink.received(path)).map((r) => Number(r.headers['x-service-attempt']))
 
     /** A project whose only endpoint always answers 500 to transaction.created, and one such event: its delivery after attempt 1. */
     async function failingDelivery(path: string) {
       const p = await t.project()
-      const ep = await t.server.services.endpoints.create({ projectId: p.id, mode: 'test', url: sink.url(path), eventTypes: ['transaction.created'] })
+      const ep = await t.server.services.endpoints.create({
+        projectId: p.id,
+        mode: 'test',
+        url: sink.url(path),
+        eventTypes: ['transaction.created'],
+      })
       if (!ep.ok) throw new Error(ep.message)
       await sink.configure(path, { secret: ep.value.secret, mode: 'fail' })
       const createdAt = clock.now()
@@ -65,20 +71,35 @@ for (const backend of backends()) {
       for (const [i, offset] of DEFAULT_OFFSETS.entries()) {
         clock.advance(offset - 1000)
         await pass()
-        expect({ offset, received: await received(path) }).toEqual({ offset, received: [1, 2, 3, 4, 5, 6].slice(0, i + 1) })
+        expect({ offset, received: await received(path) }).toEqual({
+          offset,
+          received: [1, 2, 3, 4, 5, 6].slice(0, i + 1),
+        })
         expect((await delivery(id)).delivery).toMatchObject({ status: 'retrying', attempts: i + 1 })
         clock.advance(1000)
         await pass()
-        expect({ offset, received: await received(path) }).toEqual({ offset, received: [1, 2, 3, 4, 5, 6].slice(0, i + 2) })
+        expect({ offset, received: await received(path) }).toEqual({
+          offset,
+          received: [1, 2, 3, 4, 5, 6].slice(0, i + 2),
+        })
       }
 
       const d = await delivery(id)
-      expect(d.delivery).toMatchObject({ status: 'failed', attempts: 6, retryCount: 5, nextAttemptAt: null })
+      expect(d.delivery).toMatchObject({
+        status: 'failed',
+        attempts: 6,
+        retryCount: 5,
+        nextAttemptAt: null,
+      })
       const a = d.attempts
-      expect(a.map((x) => [x.number, x.trigger, x.statusCode])).toEqual([1, 2, 3, 4, 5, 6].map((n) => [n, 'scheduled', 500]))
+      expect(a.map((x) => [x.number, x.trigger, x.statusCode])).toEqual(
+        [1, 2, 3, 4, 5, 6].map((n) => [n, 'scheduled', 500]),
+      )
       expect(a[0].scheduledFor!.getTime()).toBe(createdAt)
       for (let i = 1; i < a.length; i++) {
-        expect(a[i].scheduledFor!.getTime() - a[i - 1].startedAt.getTime()).toBe(DEFAULT_OFFSETS[i - 1])
+        expect(a[i].scheduledFor!.getTime() - a[i - 1].startedAt.getTime()).toBe(
+          DEFAULT_OFFSETS[i - 1],
+        )
         expect(a[i].startedAt.getTime()).toBe(a[i].scheduledFor!.getTime())
       }
 
@@ -94,13 +115,22 @@ for (const backend of backends()) {
     test('the outbox is pruned a week after its events were fanned out; events not fanned out yet stay, and delivery logs keep everything', async () => {
       const path = `/clock-prune-${backend}`
       const p = await t.project()
-      const ep = await t.server.services.endpoints.create({ projectId: p.id, mode: 'test', url: sink.url(path), eventTypes: ['transaction.created'] })
+      const ep = await t.server.services.endpoints.create({
+        projectId: p.id,
+        mode: 'test',
+        url: sink.url(path),
+        eventTypes: ['transaction.created'],
+      })
       if (!ep.ok) throw new Error(ep.message)
       await sink.configure(path, { secret: ep.value.secret, mode: 'ok' })
       const id = await createTransaction(t.fetch, p.key)
       await pass()
       const db = t.server.services.database.db
-      const rows = async () => db.select({ id: outbox.id, dispatchedAt: outbox.dispatchedAt }).from(outbox).where(eq(outbox.transactionId, id))
+      const rows = async () =>
+        db
+          .select({ id: outbox.id, dispatchedAt: outbox.dispatchedAt })
+          .from(outbox)
+          .where(eq(outbox.transactionId, id))
       expect((await rows()).every((r) => r.dispatchedAt !== null)).toBe(true)
       await t.server.services.prune()
       expect((await rows()).length).toBe(1)
@@ -111,12 +141,38 @@ for (const backend of backends()) {
       await t.server.services.prune()
       expect(await rows()).toEqual([])
       // An event not fanned out yet is never pruned, however old (checked on the repository: a running dispatcher fans out at once).
-      const [waiting] = await db.insert(outbox).values({ transactionId: id, projectId: p.id, testingMode: true, eventType: 'transaction.created', data: {}, createdAt: new Date(clock.now() - 30 * DAY) }).returning({ id: outbox.id })
-      const [dispatched] = await db.insert(outbox).values({ transactionId: id, projectId: p.id, testingMode: true, eventType: 'transaction.created', data: {}, createdAt: new Date(clock.now() - 30 * DAY), dispatchedAt: new Date(clock.now() - 8 * DAY) }).returning({ id: outbox.id })
+      const [waiting] = await db
+        .insert(outbox)
+        .values({
+          transactionId: id,
+          projectId: p.id,
+          testingMode: true,
+          eventType: 'transaction.created',
+          data: {},
+          createdAt: new Date(clock.now() - 30 * DAY),
+        })
+        .returning({ id: outbox.id })
+      const [dispatched] = await db
+        .insert(outbox)
+        .values({
+          transactionId: id,
+          projectId: p.id,
+          testingMode: true,
+          eventType: 'transaction.created',
+          data: {},
+          createdAt: new Date(clock.now() - 30 * DAY),
+          dispatchedAt: new Date(clock.now() - 8 * DAY),
+        })
+        .returning({ id: outbox.id })
       const repo = createDeliveryRepo(t.server.services.database)
       await db.update(outbox).set({ dispatchedAt: null }).where(eq(outbox.id, waiting.id))
       await repo.pruneOutbox(new Date(clock.now() - OUTBOX_KEPT_MS))
-      const left = (await db.select({ id: outbox.id }).from(outbox).where(inArray(outbox.id, [waiting.id, dispatched.id]))).map((r) => r.id)
+      const left = (
+        await db
+          .select({ id: outbox.id })
+          .from(outbox)
+          .where(inArray(outbox.id, [waiting.id, dispatched.id]))
+      ).map((r) => r.id)
       expect(left).not.toContain(dispatched.id)
       // Unless the dispatcher fanned it out in the meantime (then it was dispatched just now, and is kept too).
       expect(left).toContain(waiting.id)
@@ -155,7 +211,11 @@ for (const backend of backends()) {
         await pass()
       }
       expect(await received(path)).toEqual([1, 2, 3, 4, 5, 6])
-      expect((await delivery(id)).delivery).toMatchObject({ status: 'failed', attempts: 6, failedBecause: 'exhausted' })
+      expect((await delivery(id)).delivery).toMatchObject({
+        status: 'failed',
+        attempts: 6,
+        failedBecause: 'exhausted',
+      })
     })
 
     test('7-day rule: a retry that falls due after 8 days of downtime ends the delivery as failed without a request; a manual redelivery then makes exactly one attempt', async () => {
@@ -182,7 +242,10 @@ for (const backend of backends()) {
       expect(await received(path)).toEqual([1, 2])
       const after = await delivery(id)
       expect(after.delivery).toMatchObject({ status: 'failed', attempts: 2, nextAttemptAt: null })
-      expect(after.attempts.map((x) => [x.number, x.trigger, x.statusCode])).toEqual([[1, 'scheduled', 500], [2, 'manual', 500]])
+      expect(after.attempts.map((x) => [x.number, x.trigger, x.statusCode])).toEqual([
+        [1, 'scheduled', 500],
+        [2, 'manual', 500],
+      ])
       const got = await sink.received(path)
       expect(got[1].headers['x-service-event-id']).toBe(got[0].headers['x-service-event-id'])
     })

@@ -2,7 +2,13 @@ import { afterAll, describe, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
 import { backends, freshDataDir, freshPostgres } from '../helpers/databases.ts'
 import { killAllProcesses, spawnServer, type ServerProcess } from '../helpers/processes.ts'
-import { cliProject, cliWith, createTransaction, waitUntil, type Cli } from '../helpers/webhook-cli.ts'
+import {
+  cliProject,
+  cliWith,
+  createTransaction,
+  waitUntil,
+  type Cli,
+} from '../helpers/webhook-cli.ts'
 import { startWebhookSink, type Received, type WebhookSink } from '../helpers/webhook-sink.ts'
 
 /**
@@ -29,12 +35,30 @@ for (const backend of backends()) {
       cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }))
       const pg = backend === 'postgres' ? await freshPostgres() : null
       if (pg) cleanups.push(() => pg.drop())
-      const env = { DATA_DIR: dataDir, PORT: '0', HTTP_PORT: '0', LOG_LEVEL: 'info', WEBHOOK_RETRY_SCHEDULE: schedule, ...(pg ? pg.env : {}) }
+      const env = {
+        DATA_DIR: dataDir,
+        PORT: '0',
+        HTTP_PORT: '0',
+        LOG_LEVEL: 'info',
+        WEBHOOK_RETRY_SCHEDULE: schedule,
+        ...(pg ? pg.env : {}),
+      }
       const server = await spawnServer(env)
       cleanups.push(async () => void (await server.stop()))
       const cli = cliWith(env)
       const project = await cliProject(cli, `Restart ${path}`)
-      const ep = await cli.ok('endpoint', 'create', '--project', project.id, '--mode', 'test', '--url', sink.url(path), '--events', 'transaction.created')
+      const ep = await cli.ok(
+        'endpoint',
+        'create',
+        '--project',
+        project.id,
+        '--mode',
+        'test',
+        '--url',
+        sink.url(path),
+        '--events',
+        'transaction.created',
+      )
       await sink.configure(path, { secret: ep.secret, mode: 'fail' })
       return { env, server, cli, project, endpointId: ep.id as string }
     }
@@ -50,10 +74,14 @@ for (const backend of backends()) {
     async function killDuringRetryWait(s: Awaited<ReturnType<typeof setup>>, path: string) {
       await sink.waitFor(path, (r) => r.length >= 1, 15_000)
       let d: any
-      await waitUntil(async () => {
-        d = await onlyDelivery(s.cli, s.project.id)
-        return d.attempts === 1
-      }, 15_000, () => JSON.stringify(d))
+      await waitUntil(
+        async () => {
+          d = await onlyDelivery(s.cli, s.project.id)
+          return d.attempts === 1
+        },
+        15_000,
+        () => JSON.stringify(d),
+      )
       expect(d).toMatchObject({ status: 'retrying', attempts: 1, endpoint: s.endpointId })
       const due = Date.parse(d.next_retry_at)
       // The kill lands inside the wait for attempt 2 (otherwise this test would prove nothing).
@@ -65,22 +93,43 @@ for (const backend of backends()) {
     }
 
     /** After the restart: the delivery ends failed with six attempts, each received exactly once, for one event id. */
-    async function expectSixAttemptsExactlyOnce(cli: Cli, projectId: string, path: string, deliveryId: string) {
+    async function expectSixAttemptsExactlyOnce(
+      cli: Cli,
+      projectId: string,
+      path: string,
+      deliveryId: string,
+    ) {
       let shown: any
-      await waitUntil(async () => {
-        shown = await cli.ok('delivery', 'show', '--delivery', deliveryId)
-        return shown.status !== 'retrying'
-      }, 30_000, () => JSON.stringify({ status: shown?.status, attempts: shown?.attempts?.length }))
+      await waitUntil(
+        async () => {
+          shown = await cli.ok('delivery', 'show', '--delivery', deliveryId)
+          return shown.status !== 'retrying'
+        },
+        30_000,
+        () => JSON.stringify({ status: shown?.status, attempts: shown?.attempts?.length }),
+      )
       const got = await sink.received(path)
       expect(attemptsOf(got)).toEqual([1, 2, 3, 4, 5, 6])
       expect(new Set(got.map((r) => r.headers['x-service-event-id'])).size).toBe(1)
       expect(got.every((r) => r.verified)).toBe(true)
       // (No expect.any(Array) inside toMatchObject: Bun 1.4.5 replaces the matched array with {}.)
-      expect({ id: shown.id, status: shown.status, retry_count: shown.retry_count, next_retry_at: shown.next_retry_at }).toEqual({ id: deliveryId, status: 'failed', retry_count: 5, next_retry_at: null })
-      expect(shown.attempts.map((a: any) => [a.number, a.trigger, a.status_code])).toEqual([1, 2, 3, 4, 5, 6].map((n) => [n, 'scheduled', 500]))
+      expect({
+        id: shown.id,
+        status: shown.status,
+        retry_count: shown.retry_count,
+        next_retry_at: shown.next_retry_at,
+      }).toEqual({ id: deliveryId, status: 'failed', retry_count: 5, next_retry_at: null })
+      expect(shown.attempts.map((a: any) => [a.number, a.trigger, a.status_code])).toEqual(
+        [1, 2, 3, 4, 5, 6].map((n) => [n, 'scheduled', 500]),
+      )
       expect(shown.event_id).toBe(got[0].headers['x-service-event-id'])
       const listed = await onlyDelivery(cli, projectId)
-      expect(listed).toMatchObject({ id: deliveryId, status: 'failed', attempts: 6, next_retry_at: null })
+      expect(listed).toMatchObject({
+        id: deliveryId,
+        status: 'failed',
+        attempts: 6,
+        next_retry_at: null,
+      })
       return shown
     }
 
@@ -113,13 +162,18 @@ for (const backend of backends()) {
       const server = await spawnServer(s.env)
       cleanups.push(async () => void (await server.stop()))
       const listeningAt = Date.now()
-      const [second] = await sink.waitFor(path, (r) => r.length >= 2, 10_000).then((r) => r.slice(1))
+      const [second] = await sink
+        .waitFor(path, (r) => r.length >= 2, 10_000)
+        .then((r) => r.slice(1))
       // Right after the restart: the overdue attempt runs at start-up, not a whole delay later.
       expect(second.at).toBeGreaterThanOrEqual(restartedAt)
       expect(second.at - listeningAt).toBeLessThan(1500)
 
       const shown = await expectSixAttemptsExactlyOnce(s.cli, s.project.id, path, delivery.id)
-      const a = shown.attempts.map((x: any) => ({ scheduledFor: Date.parse(x.scheduled_for), startedAt: Date.parse(x.started_at) }))
+      const a = shown.attempts.map((x: any) => ({
+        scheduledFor: Date.parse(x.scheduled_for),
+        startedAt: Date.parse(x.started_at),
+      }))
       // Not lost: attempt 2 still records the deadline it missed, and ran after the downtime.
       expect(a[1].scheduledFor).toBe(due)
       expect(a[1].startedAt).toBeGreaterThanOrEqual(due + 1500)

@@ -7,7 +7,13 @@ import { backends } from '../helpers/databases.ts'
 import { csrfOf, dashboardClient, memberOf, unescapeHtml } from '../helpers/dashboard.ts'
 import { killAllProcesses, NO_NETWORKS } from '../helpers/processes.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
-import { cliProject, cliWith, createTransaction, waitUntil, type Cli } from '../helpers/webhook-cli.ts'
+import {
+  cliProject,
+  cliWith,
+  createTransaction,
+  waitUntil,
+  type Cli,
+} from '../helpers/webhook-cli.ts'
 import { startWebhookSink, type WebhookSink } from '../helpers/webhook-sink.ts'
 import type { Services } from '../../src/services.ts'
 import { systemResolver, type Resolver } from '../../src/webhooks/url-guard.ts'
@@ -51,7 +57,12 @@ function startInternalService() {
       return new Response(INTERNAL_ANSWER, { status: path.startsWith('/fail') ? 503 : 200 })
     },
   })
-  return { port: server.port, url: (path: string) => `http://127.0.0.1:${server.port}${path}`, seen, stop: () => server.stop(true) }
+  return {
+    port: server.port,
+    url: (path: string) => `http://127.0.0.1:${server.port}${path}`,
+    seen,
+    stop: () => server.stop(true),
+  }
 }
 
 function must<T>(r: { ok: true; value: T } | { ok: false; message: string }): T {
@@ -62,10 +73,14 @@ function must<T>(r: { ok: true; value: T } | { ok: false; message: string }): T 
 /** The attempts of a delivery once it has made `n`. */
 async function attemptsOf(services: Services, deliveryId: string, n = 1) {
   let attempts: Awaited<ReturnType<Services['webhooks']['getDelivery']>> | null = null
-  await waitUntil(async () => {
-    attempts = await services.webhooks.getDelivery(deliveryId)
-    return attempts.ok && attempts.value.attempts.length >= n
-  }, 20_000, () => JSON.stringify(attempts))
+  await waitUntil(
+    async () => {
+      attempts = await services.webhooks.getDelivery(deliveryId)
+      return attempts.ok && attempts.value.attempts.length >= n
+    },
+    20_000,
+    () => JSON.stringify(attempts),
+  )
   return must(attempts!).attempts
 }
 
@@ -86,7 +101,16 @@ for (const backend of backends()) {
       // The CLI reaches the server's database: through the admin socket (PGlite) or directly (PostgreSQL, same SECRET_KEY).
       const secretKey = randomBytes(32).toString('hex')
       t = await startTestServer(backend, { SECRET_KEY: secretKey, [ALLOW]: '1' }, { resolver })
-      cli = cliWith(t.databaseUrl ? { DATABASE_URL: t.databaseUrl, SECRET_KEY: secretKey, DATA_DIR: '/nonexistent', [ALLOW]: '1' } : { DATA_DIR: t.dataDir })
+      cli = cliWith(
+        t.databaseUrl
+          ? {
+              DATABASE_URL: t.databaseUrl,
+              SECRET_KEY: secretKey,
+              DATA_DIR: '/nonexistent',
+              [ALLOW]: '1',
+            }
+          : { DATA_DIR: t.dataDir },
+      )
       project = await cliProject(cli, 'SSRF')
     })
     afterAll(async () => {
@@ -97,26 +121,63 @@ for (const backend of backends()) {
 
     const refused: [string, string][] = [
       ['http://hooks.example.com/webhooks', 'live endpoints must use https'],
-      ['https://127.0.0.1/webhooks', 'loopback, private, link-local or metadata address (127.0.0.1)'],
+      [
+        'https://127.0.0.1/webhooks',
+        'loopback, private, link-local or metadata address (127.0.0.1)',
+      ],
       ['https://[::1]/webhooks', 'loopback, private, link-local or metadata address (::1)'],
-      ['https://169.254.169.254/latest/meta-data', 'loopback, private, link-local or metadata address (169.254.169.254)'],
+      [
+        'https://169.254.169.254/latest/meta-data',
+        'loopback, private, link-local or metadata address (169.254.169.254)',
+      ],
       ['https://10.1.2.3/webhooks', 'loopback, private, link-local or metadata address (10.1.2.3)'],
       ['https://localhost/webhooks', 'public host name (localhost)'],
     ]
     for (const [url, reason] of refused) {
       test(`a live endpoint to ${url} is refused at creation: exit 1, "${reason}"`, async () => {
-        const r = await cli.run('endpoint', 'create', '--project', project.id, '--mode', 'live', '--url', url, '--events', 'transaction.created')
+        const r = await cli.run(
+          'endpoint',
+          'create',
+          '--project',
+          project.id,
+          '--mode',
+          'live',
+          '--url',
+          url,
+          '--events',
+          'transaction.created',
+        )
         expect(r.code).toBe(1)
         expect(r.stdout).toBe('')
         expect(r.json.error.message).toContain(reason)
-        expect(r.json.error.details).toEqual([{ path: 'url', message: expect.stringContaining(reason) }])
+        expect(r.json.error.details).toEqual([
+          { path: 'url', message: expect.stringContaining(reason) },
+        ])
       })
     }
 
     test('refused live endpoints were not saved; a test endpoint may use http://127.0.0.1', async () => {
-      const ep = await cli.ok('endpoint', 'create', '--project', project.id, '--mode', 'test', '--url', 'http://127.0.0.1:9/webhooks', '--events', 'transaction.created')
+      const ep = await cli.ok(
+        'endpoint',
+        'create',
+        '--project',
+        project.id,
+        '--mode',
+        'test',
+        '--url',
+        'http://127.0.0.1:9/webhooks',
+        '--events',
+        'transaction.created',
+      )
       expect(ep).toMatchObject({ mode: 'test', url: 'http://127.0.0.1:9/webhooks' })
-      const { endpoints } = await cli.ok('endpoint', 'list', '--project', project.id, '--mode', 'live')
+      const { endpoints } = await cli.ok(
+        'endpoint',
+        'list',
+        '--project',
+        project.id,
+        '--mode',
+        'live',
+      )
       expect(endpoints).toEqual([])
     })
 
@@ -124,20 +185,57 @@ for (const backend of backends()) {
       const p = await cliProject(cli, 'SSRF rebinding', 'live')
       const path = `/ssrf-rebound-${backend}`
       const port = new URL(sink.url('/')).port
-      const rebound = await cli.ok('endpoint', 'create', '--project', p.id, '--mode', 'live', '--url', `https://${REBOUND}:${port}${path}`, '--events', 'transaction.created')
+      const rebound = await cli.ok(
+        'endpoint',
+        'create',
+        '--project',
+        p.id,
+        '--mode',
+        'live',
+        '--url',
+        `https://${REBOUND}:${port}${path}`,
+        '--events',
+        'transaction.created',
+      )
       await sink.configure(path, { secret: rebound.secret, mode: 'ok' })
       // Control: a name resolving to a public address passes the check (and then fails on its own, in DNS).
-      const control = await cli.ok('endpoint', 'create', '--project', p.id, '--mode', 'live', '--url', `https://${PUBLIC}/hooks`, '--events', 'transaction.created')
+      const control = await cli.ok(
+        'endpoint',
+        'create',
+        '--project',
+        p.id,
+        '--mode',
+        'live',
+        '--url',
+        `https://${PUBLIC}/hooks`,
+        '--events',
+        'transaction.created',
+      )
 
       const id = await createTransaction(t.fetch, p.key)
       let deliveries: any[] = []
-      await waitUntil(async () => {
-        deliveries = (await cli.ok('delivery', 'list', '--project', p.id, '--mode', 'live')).deliveries
-        return deliveries.length === 2 && deliveries.every((d) => d.attempts === 1)
-      }, 20_000, () => JSON.stringify(deliveries))
-      expect(deliveries.every((d) => d.transaction_id === id && d.mode === 'live' && d.status === 'retrying')).toBe(true)
+      await waitUntil(
+        async () => {
+          deliveries = (await cli.ok('delivery', 'list', '--project', p.id, '--mode', 'live'))
+            .deliveries
+          return deliveries.length === 2 && deliveries.every((d) => d.attempts === 1)
+        },
+        20_000,
+        () => JSON.stringify(deliveries),
+      )
+      expect(
+        deliveries.every(
+          (d) => d.transaction_id === id && d.mode === 'live' && d.status === 'retrying',
+        ),
+      ).toBe(true)
 
-      const show = async (endpointId: string) => cli.ok('delivery', 'show', '--delivery', deliveries.find((d) => d.endpoint === endpointId).id)
+      const show = async (endpointId: string) =>
+        cli.ok(
+          'delivery',
+          'show',
+          '--delivery',
+          deliveries.find((d) => d.endpoint === endpointId).id,
+        )
       const [attempt] = (await show(rebound.id)).attempts
       expect(attempt.error).toContain('refused')
       expect(attempt.error).toContain(`${REBOUND} resolves to 127.0.0.1`)
@@ -154,17 +252,36 @@ for (const backend of backends()) {
       const p = await cliProject(cli, 'SSRF redirect')
       const from = `/redirect-from-${backend}`
       const target = `/redirect-target-${backend}`
-      const ep = await cli.ok('endpoint', 'create', '--project', p.id, '--mode', 'test', '--url', sink.url(from), '--events', 'transaction.created')
-      await sink.configure(from, { secret: ep.secret, mode: 'redirect', location: sink.url(target) })
+      const ep = await cli.ok(
+        'endpoint',
+        'create',
+        '--project',
+        p.id,
+        '--mode',
+        'test',
+        '--url',
+        sink.url(from),
+        '--events',
+        'transaction.created',
+      )
+      await sink.configure(from, {
+        secret: ep.secret,
+        mode: 'redirect',
+        location: sink.url(target),
+      })
       await sink.configure(target, { secret: ep.secret, mode: 'ok' })
 
       await createTransaction(t.fetch, p.key)
       await sink.waitFor(from, (r) => r.length >= 1, 15_000)
       let d: any
-      await waitUntil(async () => {
-        ;[d] = (await cli.ok('delivery', 'list', '--project', p.id)).deliveries
-        return d?.attempts === 1
-      }, 15_000, () => JSON.stringify(d))
+      await waitUntil(
+        async () => {
+          ;[d] = (await cli.ok('delivery', 'list', '--project', p.id)).deliveries
+          return d?.attempts === 1
+        },
+        15_000,
+        () => JSON.stringify(d),
+      )
       expect(d).toMatchObject({ status: 'retrying', last_status_code: 302 })
       const [attempt] = (await cli.ok('delivery', 'show', '--delivery', d.id)).attempts
       expect(attempt.status_code).toBe(302)
@@ -179,15 +296,37 @@ for (const backend of backends()) {
       try {
         const m = await memberOf(t, { projectName: 'Private receiver' })
         const services = t.server.services
-        const endpoint = async (path: string) => must(await services.endpoints.create({ projectId: m.project.id, mode: 'test', url: internal.url(path), eventTypes: ['transaction.completed'] }))
-        const ok = must(await services.webhooks.sendTest((await endpoint('/ok')).endpoint.id, 'transaction.completed'))
-        const failing = must(await services.webhooks.sendTest((await endpoint('/fail')).endpoint.id, 'transaction.completed'))
+        const endpoint = async (path: string) =>
+          must(
+            await services.endpoints.create({
+              projectId: m.project.id,
+              mode: 'test',
+              url: internal.url(path),
+              eventTypes: ['transaction.completed'],
+            }),
+          )
+        const ok = must(
+          await services.webhooks.sendTest(
+            (await endpoint('/ok')).endpoint.id,
+            'transaction.completed',
+          ),
+        )
+        const failing = must(
+          await services.webhooks.sendTest(
+            (await endpoint('/fail')).endpoint.id,
+            'transaction.completed',
+          ),
+        )
         const [okAttempt] = await attemptsOf(services, ok.id)
         const [failedAttempt] = await attemptsOf(services, failing.id)
         // The requests were made and answered.
         expect(internal.seen.sort()).toEqual(['/fail', '/ok'])
         expect(okAttempt).toMatchObject({ statusCode: 200, error: null, responseBody: null })
-        expect(failedAttempt).toMatchObject({ statusCode: 503, error: 'HTTP 503', responseBody: null })
+        expect(failedAttempt).toMatchObject({
+          statusCode: 503,
+          error: 'HTTP 503',
+          responseBody: null,
+        })
         expect(okAttempt!.durationMs).toBeGreaterThanOrEqual(0)
 
         const [shown] = (await cli.ok('delivery', 'show', '--delivery', failing.id)).attempts
@@ -228,22 +367,41 @@ for (const backend of backends()) {
     })
 
     const refused: [string, string][] = [
-      ['http://127.0.0.1:PORT/hooks', 'loopback, private, link-local or metadata address (127.0.0.1)'],
+      [
+        'http://127.0.0.1:PORT/hooks',
+        'loopback, private, link-local or metadata address (127.0.0.1)',
+      ],
       ['http://[::1]:PORT/hooks', 'loopback, private, link-local or metadata address (::1)'],
       ['http://10.1.2.3/hooks', 'loopback, private, link-local or metadata address (10.1.2.3)'],
-      ['http://169.254.169.254/latest/meta-data', 'loopback, private, link-local or metadata address (169.254.169.254)'],
+      [
+        'http://169.254.169.254/latest/meta-data',
+        'loopback, private, link-local or metadata address (169.254.169.254)',
+      ],
       ['http://localhost:PORT/hooks', 'public host name (localhost)'],
     ]
     for (const [template, reason] of refused) {
       test(`a test endpoint to ${template} is refused at creation with the CLI: exit 1, "${reason}", naming ${ALLOW}`, async () => {
         const url = template.replace('PORT', String(internal.port))
-        const r = await cli.run('endpoint', 'create', '--project', project.id, '--mode', 'test', '--url', url, '--events', 'transaction.created')
+        const r = await cli.run(
+          'endpoint',
+          'create',
+          '--project',
+          project.id,
+          '--mode',
+          'test',
+          '--url',
+          url,
+          '--events',
+          'transaction.created',
+        )
         expect(r.code).toBe(1)
         expect(r.stdout).toBe('')
         expect(r.json.error.message).toStartWith('url test endpoints must')
         expect(r.json.error.message).toContain(reason)
         expect(r.json.error.message).toContain(ALLOW)
-        expect(r.json.error.details).toEqual([{ path: 'url', message: expect.stringContaining(reason) }])
+        expect(r.json.error.details).toEqual([
+          { path: 'url', message: expect.stringContaining(reason) },
+        ])
       })
     }
 
@@ -253,23 +411,53 @@ for (const backend of backends()) {
       expect((await c.signIn(m.email, m.password)).status).toBe(303)
       const form = await c.page(`/dashboard/${m.project.id}/test/endpoints`)
       expect(form.status).toBe(200)
-      const res = await c.post(`/dashboard/${m.project.id}/test/endpoints`, { url: internal.url('/from-dashboard'), events: ['transaction.completed'] }, { csrf: csrfOf(form.text) })
+      const res = await c.post(
+        `/dashboard/${m.project.id}/test/endpoints`,
+        { url: internal.url('/from-dashboard'), events: ['transaction.completed'] },
+        { csrf: csrfOf(form.text) },
+      )
       expect(res.status).toBe(400)
-      expect(errorOf(res.text)).toBe(`url test endpoints must not target a loopback, private, link-local or metadata address (127.0.0.1) while ${ALLOW} is off`)
+      expect(errorOf(res.text)).toBe(
+        `url test endpoints must not target a loopback, private, link-local or metadata address (127.0.0.1) while ${ALLOW} is off`,
+      )
       expect(await t.server.services.endpoints.list(m.project.id)).toEqual([])
     })
 
     test('a test endpoint may still use plain http to a public host', async () => {
-      const ep = await cli.ok('endpoint', 'create', '--project', project.id, '--mode', 'test', '--url', `http://${PUBLIC}/hooks`, '--events', 'transaction.created')
+      const ep = await cli.ok(
+        'endpoint',
+        'create',
+        '--project',
+        project.id,
+        '--mode',
+        'test',
+        '--url',
+        `http://${PUBLIC}/hooks`,
+        '--events',
+        'transaction.created',
+      )
       expect(ep).toMatchObject({ mode: 'test', url: `http://${PUBLIC}/hooks` })
     })
 
     test(`a test endpoint whose name resolves to a private address (${LAN} -> 10.1.2.3) is refused before every delivery: the attempt logs the refusal and no request is made`, async () => {
-      const ep = await cli.ok('endpoint', 'create', '--project', project.id, '--mode', 'test', '--url', `http://${LAN}:${internal.port}/lan`, '--events', 'transaction.created')
+      const ep = await cli.ok(
+        'endpoint',
+        'create',
+        '--project',
+        project.id,
+        '--mode',
+        'test',
+        '--url',
+        `http://${LAN}:${internal.port}/lan`,
+        '--events',
+        'transaction.created',
+      )
       const d = must(await t.server.services.webhooks.sendTest(ep.id, 'transaction.completed'))
       const [attempt] = await attemptsOf(t.server.services, d.id)
       expect(attempt).toMatchObject({ statusCode: null, durationMs: 0, responseBody: null })
-      expect(attempt!.error).toBe(`refused: url ${LAN} resolves to 10.1.2.3, a loopback, private, link-local or metadata address, while ${ALLOW} is off`)
+      expect(attempt!.error).toBe(
+        `refused: url ${LAN} resolves to 10.1.2.3, a loopback, private, link-local or metadata address, while ${ALLOW} is off`,
+      )
       const [shown] = (await cli.ok('delivery', 'show', '--delivery', d.id)).attempts
       expect(shown.error).toBe(attempt!.error)
       expect(internal.seen).toEqual([])
@@ -286,12 +474,30 @@ for (const backend of backends()) {
       internal = startInternalService()
       first = await startTestServer(backend, { [ALLOW]: '1' }, { resolver })
       const project = must(await first.server.services.projects.create('Saved while allowed'))
-      for (const [name, url] of [['loopback', internal.url('/stored')], ['localhost', `http://localhost:${internal.port}/stored-name`], ['lan', `http://${LAN}:${internal.port}/stored-lan`]]) {
-        stored[name!] = must(await first.server.services.endpoints.create({ projectId: project.id, mode: 'test', url: url!, eventTypes: ['transaction.completed'] })).endpoint.id
+      for (const [name, url] of [
+        ['loopback', internal.url('/stored')],
+        ['localhost', `http://localhost:${internal.port}/stored-name`],
+        ['lan', `http://${LAN}:${internal.port}/stored-lan`],
+      ]) {
+        stored[name!] = must(
+          await first.server.services.endpoints.create({
+            projectId: project.id,
+            mode: 'test',
+            url: url!,
+            eventTypes: ['transaction.completed'],
+          }),
+        ).endpoint.id
       }
       // The operator turns the setting off and restarts on the same data.
       await first.server.stop()
-      const config = loadConfig({ PORT: '0', HTTP_PORT: '0', LOG_LEVEL: 'silent', NETWORKS_CONFIG: NO_NETWORKS, ...first.cliEnv, [ALLOW]: '0' })
+      const config = loadConfig({
+        PORT: '0',
+        HTTP_PORT: '0',
+        LOG_LEVEL: 'silent',
+        NETWORKS_CONFIG: NO_NETWORKS,
+        ...first.cliEnv,
+        [ALLOW]: '0',
+      })
       server = await startServer(config, { logger: createLogger('silent'), resolver })
       cli = cliWith({ ...first.cliEnv, [ALLOW]: '0' })
     })
@@ -302,16 +508,26 @@ for (const backend of backends()) {
       await killAllProcesses()
     })
 
-    for (const [name, why] of [['loopback', 'loopback, private, link-local or metadata address (127.0.0.1)'], ['localhost', 'public host name (localhost)'], ['lan', `${LAN} resolves to 10.1.2.3`]]) {
+    for (const [name, why] of [
+      ['loopback', 'loopback, private, link-local or metadata address (127.0.0.1)'],
+      ['localhost', 'public host name (localhost)'],
+      ['lan', `${LAN} resolves to 10.1.2.3`],
+    ]) {
       test(`the stored ${name} endpoint is refused before delivery ("${why}"): the attempt is logged with the refusal and the receiver hears nothing`, async () => {
-        const d = must(await server.services.webhooks.sendTest(stored[name!]!, 'transaction.completed'))
+        const d = must(
+          await server.services.webhooks.sendTest(stored[name!]!, 'transaction.completed'),
+        )
         const [attempt] = await attemptsOf(server.services, d.id)
         expect(attempt).toMatchObject({ statusCode: null, durationMs: 0, responseBody: null })
         expect(attempt!.error).toStartWith('refused: url ')
         expect(attempt!.error).toContain(why!)
         expect(attempt!.error).toContain(ALLOW)
         const [shown] = (await cli.ok('delivery', 'show', '--delivery', d.id)).attempts
-        expect(shown).toMatchObject({ status_code: null, response_body: null, error: attempt!.error })
+        expect(shown).toMatchObject({
+          status_code: null,
+          response_body: null,
+          error: attempt!.error,
+        })
         expect(internal.seen).toEqual([])
       })
     }

@@ -6,12 +6,32 @@ import { startWebhookSink, type Received, type WebhookSink } from '../helpers/we
 import { verifyWebhookSignature } from '../../src/webhooks/verify-webhook/index.mjs'
 import { waitUntil } from '../helpers/webhook-cli.ts'
 
-const ALL_EVENTS = 'transaction.created,transaction.payment_received,transaction.confirming,transaction.completed,transaction.failed,transaction.expired,transaction.cancelled'
-const NULLABLE = ['token_symbol', 'token_amount', 'blockchain_network', 'transaction_hash', 'block_number', 'customer_ip_address', 'order_id', 'metadata', 'confirmed_at']
-const ALWAYS = ['transaction_id', 'transaction_number', 'status', 'amount_in_currency', 'currency', 'created_at', 'testing_mode']
+const ALL_EVENTS =
+  'transaction.created,transaction.payment_received,transaction.confirming,transaction.completed,transaction.failed,transaction.expired,transaction.cancelled'
+const NULLABLE = [
+  'token_symbol',
+  'token_amount',
+  'blockchain_network',
+  'transaction_hash',
+  'block_number',
+  'customer_ip_address',
+  'order_id',
+  'metadata',
+  'confirmed_at',
+]
+const ALWAYS = [
+  'transaction_id',
+  'transaction_number',
+  'status',
+  'amount_in_currency',
+  'currency',
+  'created_at',
+  'testing_mode',
+]
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 
-const payload = (r: Received) => JSON.parse(r.body) as { event: string; timestamp: string; data: Record<string, unknown> }
+const payload = (r: Received) =>
+  JSON.parse(r.body) as { event: string; timestamp: string; data: Record<string, unknown> }
 
 for (const backend of backends()) {
   describe(`webhooks [${backend}]`, () => {
@@ -26,14 +46,34 @@ for (const backend of backends()) {
       await sink?.stop()
     })
 
-    async function endpoint(path: string, mode: 'ok' | 'fail' | 'fail-then-ok' | 'hang', projectId: string, events = ALL_EVENTS, failures?: number) {
-      const r = await t.server.services.endpoints.create({ projectId, mode: 'test', url: sink.url(path), eventTypes: events.split(',') })
+    async function endpoint(
+      path: string,
+      mode: 'ok' | 'fail' | 'fail-then-ok' | 'hang',
+      projectId: string,
+      events = ALL_EVENTS,
+      failures?: number,
+    ) {
+      const r = await t.server.services.endpoints.create({
+        projectId,
+        mode: 'test',
+        url: sink.url(path),
+        eventTypes: events.split(','),
+      })
       if (!r.ok) throw new Error(r.message)
       await sink.configure(path, { secret: r.value.secret, mode, failures })
       return r.value
     }
-    async function completedTransaction(key: string, body: Record<string, unknown> = { amount: 25, order_id: 'order-77', metadata: { cart: 'c-1' } }) {
-      const created = await (await api(t, key).create(body)).json() as { transaction: { id: string } }
+    async function completedTransaction(
+      key: string,
+      body: Record<string, unknown> = {
+        amount: 25,
+        order_id: 'order-77',
+        metadata: { cart: 'c-1' },
+      },
+    ) {
+      const created = (await (await api(t, key).create(body)).json()) as {
+        transaction: { id: string }
+      }
       const id = created.transaction.id
       for (const e of PATH_TO.completed) {
         const r = await t.server.services.lifecycle.apply(id, e)
@@ -49,13 +89,24 @@ for (const backend of backends()) {
       const got = await sink.waitFor('/stages', (r) => r.length >= 4)
       expect(got.every((r) => r.verified)).toBe(true)
       const events = got.map(payload)
-      expect(events.map((e) => e.event).sort()).toEqual(['transaction.completed', 'transaction.confirming', 'transaction.created', 'transaction.payment_received'])
+      expect(events.map((e) => e.event).sort()).toEqual([
+        'transaction.completed',
+        'transaction.confirming',
+        'transaction.created',
+        'transaction.payment_received',
+      ])
       for (const r of got) {
         const e = payload(r)
         expect(Object.keys(e)).toEqual(['event', 'timestamp', 'data'])
         expect(e.timestamp).toMatch(ISO_MS)
         expect(r.headers['x-service-signature']).toMatch(/^[0-9a-f]{64}$/)
-        expect(verifyWebhookSignature(r.body, r.headers['x-service-signature'], (await t.server.services.endpoints.revealSecret(ep.endpoint.id) as any).value.secret)).toBe(true)
+        expect(
+          verifyWebhookSignature(
+            r.body,
+            r.headers['x-service-signature'],
+            ((await t.server.services.endpoints.revealSecret(ep.endpoint.id)) as any).value.secret,
+          ),
+        ).toBe(true)
         expect(r.headers['x-service-event-id']).toMatch(/^evt_/)
         expect(r.headers['x-service-attempt']).toBe('1')
         expect(r.headers['x-service-timestamp']).toBe(e.timestamp)
@@ -69,34 +120,74 @@ for (const backend of backends()) {
         expect(e.data.amount_in_currency).toBe(25)
       }
       const by = Object.fromEntries(events.map((e) => [e.event, e.data]))
-      const nonNull = (d: Record<string, unknown>, keys: string[]) => keys.forEach((k) => expect(d[k]).not.toBeNull())
-      const isNull = (d: Record<string, unknown>, keys: string[]) => keys.forEach((k) => expect(d[k]).toBeNull())
+      const nonNull = (d: Record<string, unknown>, keys: string[]) =>
+        keys.forEach((k) => expect(d[k]).not.toBeNull())
+      const isNull = (d: Record<string, unknown>, keys: string[]) =>
+        keys.forEach((k) => expect(d[k]).toBeNull())
       // Stage 1
       expect(by['transaction.created'].status).toBe('created')
-      isNull(by['transaction.created'], ['token_symbol', 'token_amount', 'blockchain_network', 'transaction_hash', 'block_number', 'confirmed_at'])
+      isNull(by['transaction.created'], [
+        'token_symbol',
+        'token_amount',
+        'blockchain_network',
+        'transaction_hash',
+        'block_number',
+        'confirmed_at',
+      ])
       // Stage 2: block_number may still be null
       expect(by['transaction.payment_received'].status).toBe('processing')
-      nonNull(by['transaction.payment_received'], ['token_symbol', 'token_amount', 'blockchain_network', 'transaction_hash'])
+      nonNull(by['transaction.payment_received'], [
+        'token_symbol',
+        'token_amount',
+        'blockchain_network',
+        'transaction_hash',
+      ])
       isNull(by['transaction.payment_received'], ['confirmed_at'])
       expect(typeof by['transaction.payment_received'].token_amount).toBe('string')
       // Stage 3
       expect(by['transaction.confirming'].status).toBe('confirming')
-      nonNull(by['transaction.confirming'], ['token_symbol', 'token_amount', 'blockchain_network', 'transaction_hash', 'block_number'])
+      nonNull(by['transaction.confirming'], [
+        'token_symbol',
+        'token_amount',
+        'blockchain_network',
+        'transaction_hash',
+        'block_number',
+      ])
       isNull(by['transaction.confirming'], ['confirmed_at'])
       // Stage 4: all critical fields
       expect(by['transaction.completed'].status).toBe('completed')
-      nonNull(by['transaction.completed'], ['token_symbol', 'token_amount', 'blockchain_network', 'transaction_hash', 'block_number', 'confirmed_at'])
+      nonNull(by['transaction.completed'], [
+        'token_symbol',
+        'token_amount',
+        'blockchain_network',
+        'transaction_hash',
+        'block_number',
+        'confirmed_at',
+      ])
       expect(by['transaction.completed'].token_amount).toBe('25000000')
       // Each event has its own id; every delivery is logged as success.
       expect(new Set(got.map((r) => r.headers['x-service-event-id'])).size).toBe(4)
-      const log = await t.server.services.webhooks.listDeliveries({ projectId: p.id }, { endpointId: ep.endpoint.id })
-      expect(log.ok && log.value.map((d) => d.status)).toEqual(['success', 'success', 'success', 'success'])
+      const log = await t.server.services.webhooks.listDeliveries(
+        { projectId: p.id },
+        { endpointId: ep.endpoint.id },
+      )
+      expect(log.ok && log.value.map((d) => d.status)).toEqual([
+        'success',
+        'success',
+        'success',
+        'success',
+      ])
     })
 
     test('only selected event types are delivered, only to endpoints of the same mode', async () => {
       const p = await t.project()
       await endpoint('/selected', 'ok', p.id, 'transaction.completed')
-      const live = await t.server.services.endpoints.create({ projectId: p.id, mode: 'live', url: 'https://hooks.example.com/x', eventTypes: ['transaction.completed'] })
+      const live = await t.server.services.endpoints.create({
+        projectId: p.id,
+        mode: 'live',
+        url: 'https://hooks.example.com/x',
+        eventTypes: ['transaction.completed'],
+      })
       expect(live.ok).toBe(true)
       await completedTransaction(p.key)
       const got = await sink.waitFor('/selected', (r) => r.length >= 1)
@@ -106,8 +197,12 @@ for (const backend of backends()) {
         return l.ok && l.value.every((d) => d.status === 'success')
       })
       const log = await t.server.services.webhooks.listDeliveries({ projectId: p.id })
-      expect(log.ok && log.value.map((d) => [d.eventType, d.mode])).toEqual([['transaction.completed', 'test']])
-      expect((await sink.received('/selected')).map((r) => payload(r).event)).toEqual(['transaction.completed'])
+      expect(log.ok && log.value.map((d) => [d.eventType, d.mode])).toEqual([
+        ['transaction.completed', 'test'],
+      ])
+      expect((await sink.received('/selected')).map((r) => payload(r).event)).toEqual([
+        'transaction.completed',
+      ])
       expect(got.length).toBe(1)
     })
 
@@ -126,7 +221,11 @@ for (const backend of backends()) {
       expect(d.nextAttemptAt).toBeNull()
       const detail = await t.server.services.webhooks.getDelivery(d.id)
       if (!detail.ok) throw new Error(detail.message)
-      expect(detail.value.attempts.map((a) => [a.number, a.statusCode, a.trigger])).toEqual([[1, 500, 'scheduled'], [2, 500, 'scheduled'], [3, 200, 'scheduled']])
+      expect(detail.value.attempts.map((a) => [a.number, a.statusCode, a.trigger])).toEqual([
+        [1, 500, 'scheduled'],
+        [2, 500, 'scheduled'],
+        [3, 200, 'scheduled'],
+      ])
       // The receiver is on this machine: its status is kept, what it said is not (R21).
       expect(detail.value.attempts[0].responseBody).toBeNull()
       expect(detail.value.attempts[0].error).toBe('HTTP 500')
@@ -147,32 +246,66 @@ for (const backend of backends()) {
       const a = detail.value.attempts
       for (let i = 1; i < a.length; i++) {
         // Due 1 s after the previous failure (WEBHOOK_RETRY_SCHEDULE), and not made before it was due.
-        expect(a[i].scheduledFor!.getTime() - a[i - 1].startedAt.getTime()).toBeGreaterThanOrEqual(1000)
+        expect(a[i].scheduledFor!.getTime() - a[i - 1].startedAt.getTime()).toBeGreaterThanOrEqual(
+          1000,
+        )
         expect(a[i].startedAt.getTime()).toBeGreaterThanOrEqual(a[i].scheduledFor!.getTime())
       }
       // R20: the manual retry works after exhaustion and sends a fresh transaction.completed.
-      await sink.configure('/always', { secret: (await t.server.services.endpoints.revealSecret(ep.endpoint.id) as any).value.secret, mode: 'ok' })
+      await sink.configure('/always', {
+        secret: ((await t.server.services.endpoints.revealSecret(ep.endpoint.id)) as any).value
+          .secret,
+        mode: 'ok',
+      })
       const r = await api(t, p.key).post(`/api/transactions/${id}/retry-webhook`, '')
       expect(r.status).toBe(200)
-      expect(await r.json()).toEqual({ success: true, message: 'transaction.completed queued for 1 endpoint', transaction_id: id, event_type: 'transaction.completed' })
+      expect(await r.json()).toEqual({
+        success: true,
+        message: 'transaction.completed queued for 1 endpoint',
+        transaction_id: id,
+        event_type: 'transaction.completed',
+      })
       const after = await sink.waitFor('/always', (x) => x.length === 7)
       const last = payload(after[6])
       expect(last.event).toBe('transaction.completed')
       expect(last.data.transaction_id).toBe(id)
-      expect(after[6].headers['x-service-event-id']).not.toBe(after[0].headers['x-service-event-id'])
+      expect(after[6].headers['x-service-event-id']).not.toBe(
+        after[0].headers['x-service-event-id'],
+      )
     })
 
     test('retry-webhook: 409 unless completed, 404 for another project, 403 without webhooks:write', async () => {
       const p = await t.project()
-      const created = await (await api(t, p.key).create({ amount: 3 })).json() as { transaction: { id: string } }
-      const r = await api(t, p.key).post(`/api/transactions/${created.transaction.id}/retry-webhook`, '')
+      const created = (await (await api(t, p.key).create({ amount: 3 })).json()) as {
+        transaction: { id: string }
+      }
+      const r = await api(t, p.key).post(
+        `/api/transactions/${created.transaction.id}/retry-webhook`,
+        '',
+      )
       expect(r.status).toBe(409)
       expect((await r.json()).error.type).toBe('conflict_error')
       const other = await t.project()
-      expect((await api(t, other.key).post(`/api/transactions/${created.transaction.id}/retry-webhook`, '')).status).toBe(404)
+      expect(
+        (
+          await api(t, other.key).post(
+            `/api/transactions/${created.transaction.id}/retry-webhook`,
+            '',
+          )
+        ).status,
+      ).toBe(404)
       const readOnly = await t.key(p.id, 'test', ['transactions:read'])
-      expect((await api(t, readOnly.key).post(`/api/transactions/${created.transaction.id}/retry-webhook`, '')).status).toBe(403)
-      expect((await api(t, p.key).post('/api/transactions/not-a-uuid/retry-webhook', '')).status).toBe(400)
+      expect(
+        (
+          await api(t, readOnly.key).post(
+            `/api/transactions/${created.transaction.id}/retry-webhook`,
+            '',
+          )
+        ).status,
+      ).toBe(403)
+      expect(
+        (await api(t, p.key).post('/api/transactions/not-a-uuid/retry-webhook', '')).status,
+      ).toBe(400)
     })
 
     test('a hanging endpoint does not delay deliveries to a healthy one', async () => {
@@ -199,17 +332,35 @@ for (const backend of backends()) {
       expect(body.test).toBe(true)
       expect(body.event).toBe('transaction.completed')
       expect(body.data.status).toBe('completed')
-      for (const k of ['token_symbol', 'token_amount', 'blockchain_network', 'transaction_hash', 'block_number', 'confirmed_at']) expect(body.data[k]).not.toBeNull()
-      expect((await t.server.services.webhooks.sendTest(ep.endpoint.id, 'payout.completed')).ok).toBe(false)
+      for (const k of [
+        'token_symbol',
+        'token_amount',
+        'blockchain_network',
+        'transaction_hash',
+        'block_number',
+        'confirmed_at',
+      ])
+        expect(body.data[k]).not.toBeNull()
+      expect(
+        (await t.server.services.webhooks.sendTest(ep.endpoint.id, 'payout.completed')).ok,
+      ).toBe(false)
     })
 
-    async function waitForDelivery(endpointId: string, pred: (d: import('../../src/webhooks/webhook.service.ts').DeliveryView) => boolean, timeoutMs = 20_000) {
+    async function waitForDelivery(
+      endpointId: string,
+      pred: (d: import('../../src/webhooks/webhook.service.ts').DeliveryView) => boolean,
+      timeoutMs = 20_000,
+    ) {
       let last: unknown
-      await waitUntil(async () => {
-        const l = await t.server.services.webhooks.listDeliveries({}, { endpointId })
-        last = l.ok ? l.value : l
-        return l.ok && l.value.length > 0 && pred(l.value[0])
-      }, timeoutMs, () => JSON.stringify(last))
+      await waitUntil(
+        async () => {
+          const l = await t.server.services.webhooks.listDeliveries({}, { endpointId })
+          last = l.ok ? l.value : l
+          return l.ok && l.value.length > 0 && pred(l.value[0])
+        },
+        timeoutMs,
+        () => JSON.stringify(last),
+      )
       const l = await t.server.services.webhooks.listDeliveries({}, { endpointId })
       if (!l.ok) throw new Error(l.message)
       return l.value[0]

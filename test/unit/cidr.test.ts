@@ -8,12 +8,14 @@ describe('cidr', () => {
     expect(parseIp('::')).toBe(0n)
     expect(parseIp('2001:db8::1')!.toString(16)).toBe('20010db8000000000000000000000001')
     expect(parseIp('[::1]')).toBe(1n)
-    for (const bad of ['', 'localhost', '1.2.3', '1.2.3.256', '1::2::3', 'g::1']) expect(parseIp(bad)).toBeNull()
+    for (const bad of ['', 'localhost', '1.2.3', '1.2.3.256', '1::2::3', 'g::1'])
+      expect(parseIp(bad)).toBeNull()
   })
   test('parseCidr() refuses bad prefixes', () => {
     expect(parseCidr('10.0.0.0/8')).not.toBeNull()
     expect(parseCidr('10.0.0.1')).not.toBeNull()
-    for (const bad of ['10.0.0.0/33', '::/129', '10.0.0.0/x', '10.0.0.0/8/1', 'nope']) expect(parseCidr(bad)).toBeNull()
+    for (const bad of ['10.0.0.0/33', '::/129', '10.0.0.0/x', '10.0.0.0/8/1', 'nope'])
+      expect(parseCidr(bad)).toBeNull()
   })
   test('ipAllowed() checks v4 and v6 ranges; an empty list allows all; no address is refused by a list', () => {
     expect(ipAllowed([], '8.8.8.8')).toBe(true)

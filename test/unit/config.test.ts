@@ -4,12 +4,24 @@ import { ConfigError, loadConfig } from '../../src/config.ts'
 describe('loadConfig()', () => {
   test('defaults follow R24: PGlite under ./.data, TLS on 3000, plain HTTP on 3080', () => {
     const c = loadConfig({})
-    expect(c).toMatchObject({ port: 3000, httpPort: 3080, databaseUrl: null, trustProxy: false, baseUrl: null, logLevel: 'info', actorLeaseMs: 10_000 })
+    expect(c).toMatchObject({
+      port: 3000,
+      httpPort: 3080,
+      databaseUrl: null,
+      trustProxy: false,
+      baseUrl: null,
+      logLevel: 'info',
+      actorLeaseMs: 10_000,
+    })
     expect(c.dataDir.endsWith('/.data')).toBe(true)
     expect(c.payRateLimits).toBeNull()
   })
-  test('PAY_RATE_LIMITS sets the pay routes\' per-IP minute/hour/day limits', () => {
-    expect(loadConfig({ PAY_RATE_LIMITS: '600/10000/100000' }).payRateLimits).toEqual({ minute: 600, hour: 10_000, day: 100_000 })
+  test("PAY_RATE_LIMITS sets the pay routes' per-IP minute/hour/day limits", () => {
+    expect(loadConfig({ PAY_RATE_LIMITS: '600/10000/100000' }).payRateLimits).toEqual({
+      minute: 600,
+      hour: 10_000,
+      day: 100_000,
+    })
   })
   test('every bad variable is named in the error', () => {
     const cases: [Record<string, string>, string][] = [
@@ -53,37 +65,85 @@ describe('loadConfig()', () => {
     }
   })
   test('issue 15: metrics on by default and open to loopback only; endpoints disabled after 5 days of failures; readiness allows 120 s of chain lag; no drain', () => {
-    expect(loadConfig({})).toMatchObject({ metricsEnabled: true, metricsToken: null, webhookDisableAfterMs: 5 * 86_400_000, readyChainMaxLagMs: 120_000, shutdownDrainMs: 0 })
-    expect(loadConfig({ METRICS: '0', METRICS_TOKEN: 'abcdefghijklmnop0123', WEBHOOK_DISABLE_AFTER: '36h', READY_CHAIN_MAX_LAG: '5m', SHUTDOWN_DRAIN: '15s' })).toMatchObject({
-      metricsEnabled: false, metricsToken: 'abcdefghijklmnop0123', webhookDisableAfterMs: 36 * 3_600_000, readyChainMaxLagMs: 300_000, shutdownDrainMs: 15_000,
+    expect(loadConfig({})).toMatchObject({
+      metricsEnabled: true,
+      metricsToken: null,
+      webhookDisableAfterMs: 5 * 86_400_000,
+      readyChainMaxLagMs: 120_000,
+      shutdownDrainMs: 0,
+    })
+    expect(
+      loadConfig({
+        METRICS: '0',
+        METRICS_TOKEN: 'abcdefghijklmnop0123',
+        WEBHOOK_DISABLE_AFTER: '36h',
+        READY_CHAIN_MAX_LAG: '5m',
+        SHUTDOWN_DRAIN: '15s',
+      }),
+    ).toMatchObject({
+      metricsEnabled: false,
+      metricsToken: 'abcdefghijklmnop0123',
+      webhookDisableAfterMs: 36 * 3_600_000,
+      readyChainMaxLagMs: 300_000,
+      shutdownDrainMs: 15_000,
     })
   })
   test('R19: the webhook retry schedule defaults to variant B and takes s, m, h', () => {
-    expect(loadConfig({}).webhookRetryScheduleMs).toEqual([60_000, 300_000, 1_800_000, 7_200_000, 28_800_000])
-    expect(loadConfig({ WEBHOOK_RETRY_SCHEDULE: '1s, 2s,3m,1h' }).webhookRetryScheduleMs).toEqual([1000, 2000, 180_000, 3_600_000])
+    expect(loadConfig({}).webhookRetryScheduleMs).toEqual([
+      60_000, 300_000, 1_800_000, 7_200_000, 28_800_000,
+    ])
+    expect(loadConfig({ WEBHOOK_RETRY_SCHEDULE: '1s, 2s,3m,1h' }).webhookRetryScheduleMs).toEqual([
+      1000, 2000, 180_000, 3_600_000,
+    ])
   })
   test('SECRET_KEY is 32 bytes in hex; with DATABASE_URL it is required', () => {
     expect(loadConfig({ SECRET_KEY: 'ab'.repeat(32) }).secretKey?.length).toBe(32)
     expect(loadConfig({}).secretKey).toBeNull()
-    expect(loadConfig({ DATABASE_URL: 'postgres://x/y', SECRET_KEY: 'ab'.repeat(32) }).databaseUrl).toBe('postgres://x/y')
+    expect(
+      loadConfig({ DATABASE_URL: 'postgres://x/y', SECRET_KEY: 'ab'.repeat(32) }).databaseUrl,
+    ).toBe('postgres://x/y')
   })
   test('R21: WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS defaults to on with the embedded database and off with DATABASE_URL', () => {
     const postgres = { DATABASE_URL: 'postgres://x/y', SECRET_KEY: 'ab'.repeat(32) }
     expect(loadConfig({}).allowPrivateTestEndpoints).toBe(true)
     expect(loadConfig(postgres).allowPrivateTestEndpoints).toBe(false)
     // Empty counts as unset, so the default applies.
-    expect(loadConfig({ WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS: '' }).allowPrivateTestEndpoints).toBe(true)
-    expect(loadConfig({ ...postgres, WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS: '' }).allowPrivateTestEndpoints).toBe(false)
+    expect(loadConfig({ WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS: '' }).allowPrivateTestEndpoints).toBe(
+      true,
+    )
+    expect(
+      loadConfig({ ...postgres, WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS: '' })
+        .allowPrivateTestEndpoints,
+    ).toBe(false)
   })
   test('R21: WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS=1 or 0 overrides the default either way, and says what was wrong otherwise', () => {
     const postgres = { DATABASE_URL: 'postgres://x/y', SECRET_KEY: 'ab'.repeat(32) }
-    for (const [raw, allowed] of [['1', true], ['true', true], ['yes', true], ['0', false], ['false', false], ['no', false]] as const) {
-      expect({ raw, embedded: loadConfig({ WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS: raw }).allowPrivateTestEndpoints }).toEqual({ raw, embedded: allowed })
-      expect({ raw, postgres: loadConfig({ ...postgres, WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS: raw }).allowPrivateTestEndpoints }).toEqual({ raw, postgres: allowed })
+    for (const [raw, allowed] of [
+      ['1', true],
+      ['true', true],
+      ['yes', true],
+      ['0', false],
+      ['false', false],
+      ['no', false],
+    ] as const) {
+      expect({
+        raw,
+        embedded: loadConfig({ WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS: raw })
+          .allowPrivateTestEndpoints,
+      }).toEqual({ raw, embedded: allowed })
+      expect({
+        raw,
+        postgres: loadConfig({ ...postgres, WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS: raw })
+          .allowPrivateTestEndpoints,
+      }).toEqual({ raw, postgres: allowed })
     }
-    expect(() => loadConfig({ WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS: 'on' })).toThrow('WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS: must be 1 or 0, got "on"')
+    expect(() => loadConfig({ WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS: 'on' })).toThrow(
+      'WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS: must be 1 or 0, got "on"',
+    )
   })
   test('BASE_URL loses a trailing slash', () => {
-    expect(loadConfig({ BASE_URL: 'https://pay.example.com/' }).baseUrl).toBe('https://pay.example.com')
+    expect(loadConfig({ BASE_URL: 'https://pay.example.com/' }).baseUrl).toBe(
+      'https://pay.example.com',
+    )
   })
 })

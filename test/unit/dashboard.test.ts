@@ -5,11 +5,28 @@ import { fillDays } from '../../src/modules/dashboard/pages/overview.ts'
 import { layout, type Frame } from '../../src/modules/dashboard/layout.ts'
 
 describe('safeNext() keeps a sign-in on this dashboard', () => {
-  for (const ok of ['/dashboard', '/dashboard/proj_1/test/keys', '/dashboard/proj_1/live/transactions?status=failed', '/dashboard?x=1']) {
+  for (const ok of [
+    '/dashboard',
+    '/dashboard/proj_1/test/keys',
+    '/dashboard/proj_1/live/transactions?status=failed',
+    '/dashboard?x=1',
+  ]) {
     test(`keeps ${ok}`, () => expect(safeNext(ok)).toBe(ok))
   }
-  for (const bad of [null, '', '//evil.example', 'https://evil.example/dashboard', '/dashboardx', '/dashboard//evil.example', '/dashboard/\\evil', '/dashboard/%2F%2Fevil', '/api/transactions', `/dashboard/${'a'.repeat(2001)}`]) {
-    test(`sends ${JSON.stringify(bad)?.slice(0, 40)} to /dashboard`, () => expect(safeNext(bad)).toBe('/dashboard'))
+  for (const bad of [
+    null,
+    '',
+    '//evil.example',
+    'https://evil.example/dashboard',
+    '/dashboardx',
+    '/dashboard//evil.example',
+    '/dashboard/\\evil',
+    '/dashboard/%2F%2Fevil',
+    '/api/transactions',
+    `/dashboard/${'a'.repeat(2001)}`,
+  ]) {
+    test(`sends ${JSON.stringify(bad)?.slice(0, 40)} to /dashboard`, () =>
+      expect(safeNext(bad)).toBe('/dashboard'))
   }
 })
 
@@ -19,21 +36,39 @@ describe('readCookie()', () => {
     expect(readCookie(req('a=1; __Host-cp_session=tok; b=2'), '__Host-cp_session')).toBe('tok')
     expect(readCookie(req('x__Host-cp_session=nope'), '__Host-cp_session')).toBeUndefined()
   })
-  test('an empty value is no cookie', () => expect(readCookie(req('__Host-cp_session='), '__Host-cp_session')).toBeUndefined())
+  test('an empty value is no cookie', () =>
+    expect(readCookie(req('__Host-cp_session='), '__Host-cp_session')).toBeUndefined())
 })
 
 describe('fillDays() makes a continuous daily series for the chart', () => {
-  const day = (date: string, n: number) => ({ date, total_transactions: n, completed_transactions: n, total_volume_usd: n * 10, conversion_rate: 100 })
+  const day = (date: string, n: number) => ({
+    date,
+    total_transactions: n,
+    completed_transactions: n,
+    total_volume_usd: n * 10,
+    conversion_rate: 100,
+  })
   test('every day of the range, both ends included, zeros where nothing happened', () => {
     const out = fillDays('2026-02-27', '2026-03-02', [day('2026-02-28', 2), day('2026-03-02', 1)])
-    expect(out.map((d) => [d.date, d.total_transactions])).toEqual([['2026-02-27', 0], ['2026-02-28', 2], ['2026-03-01', 0], ['2026-03-02', 1]])
+    expect(out.map((d) => [d.date, d.total_transactions])).toEqual([
+      ['2026-02-27', 0],
+      ['2026-02-28', 2],
+      ['2026-03-01', 0],
+      ['2026-03-02', 1],
+    ])
   })
-  test('an inverted range is empty', () => expect(fillDays('2026-03-02', '2026-03-01', [])).toEqual([]))
+  test('an inverted range is empty', () =>
+    expect(fillDays('2026-03-02', '2026-03-01', [])).toEqual([]))
 })
 
 describe('layout()', () => {
   const frame = (mode: 'test' | 'live', name = 'Shop'): Frame => ({
-    asset: (n) => `/assets/${n}`, email: 'a@example.com', project: { id: 'proj_1', name, status: 'active' }, projects: [{ id: 'proj_1', name, status: 'active' }], mode, csrf: 'tok',
+    asset: (n) => `/assets/${n}`,
+    email: 'a@example.com',
+    project: { id: 'proj_1', name, status: 'active' },
+    projects: [{ id: 'proj_1', name, status: 'active' }],
+    mode,
+    csrf: 'tok',
   })
   test('test mode has its banner and the switch leads to the same section in live mode', () => {
     const page = layout(frame('test'), 'keys', 'API keys', html``)
@@ -46,7 +81,12 @@ describe('layout()', () => {
     expect(page).toContain('href="/dashboard/proj_1/test"')
   })
   test('a project name is text, never markup', () => {
-    const page = layout(frame('test', '<img src=x onerror=alert(1)>'), 'overview', 'Overview', html``)
+    const page = layout(
+      frame('test', '<img src=x onerror=alert(1)>'),
+      'overview',
+      'Overview',
+      html``,
+    )
     expect(page).not.toContain('<img src=x')
     expect(page).toContain('&lt;img src=x onerror=alert(1)&gt;')
   })

@@ -14,7 +14,8 @@ import {
 // The well-known test mnemonic (anvil's and hardhat's default accounts): public knowledge.
 const MNEMONIC = 'test test test test test test test test test test test junk'
 
-const masterOf = (mnemonic: string) => HDKey.fromMasterSeed(new Uint8Array(pbkdf2Sync(mnemonic, 'mnemonic', 2048, 64, 'sha512')))
+const masterOf = (mnemonic: string) =>
+  HDKey.fromMasterSeed(new Uint8Array(pbkdf2Sync(mnemonic, 'mnemonic', 2048, 64, 'sha512')))
 
 describe('deriveAddress()', () => {
   test("addresses from the xpub at m/44'/60'/0'/0 equal the mnemonic's accounts 0..4", () => {
@@ -43,7 +44,8 @@ describe('deriveAddress()', () => {
 
   test('refuses hardened, negative and fractional indices', () => {
     const xpub = xpubFromMnemonic(MNEMONIC)
-    for (const i of [-1, MAX_CHILD_INDEX + 1, 1.5, NaN]) expect(() => deriveAddress(xpub, i)).toThrow(RangeError)
+    for (const i of [-1, MAX_CHILD_INDEX + 1, 1.5, NaN])
+      expect(() => deriveAddress(xpub, i)).toThrow(RangeError)
   })
 
   test('throws on a string that is not an xpub', () => {
@@ -77,8 +79,20 @@ describe('parseXpub()', () => {
     const xpub = xpubFromMnemonic(MNEMONIC)
     const corrupted = xpub.slice(0, -1) + (xpub.endsWith('a') ? 'b' : 'a')
     const tpub = masterOf(MNEMONIC).derive("m/44'/60'/0'/0")
-    const testnet = new HDKey({ versions: { private: 0x04358394, public: 0x043587cf }, publicKey: tpub.publicKey!, chainCode: tpub.chainCode!, depth: 4 })
-    for (const bad of ['', 'hello', '0x1234', corrupted, xpub.slice(0, 60), testnet.publicExtendedKey]) {
+    const testnet = new HDKey({
+      versions: { private: 0x04358394, public: 0x043587cf },
+      publicKey: tpub.publicKey!,
+      chainCode: tpub.chainCode!,
+      depth: 4,
+    })
+    for (const bad of [
+      '',
+      'hello',
+      '0x1234',
+      corrupted,
+      xpub.slice(0, 60),
+      testnet.publicExtendedKey,
+    ]) {
       const result = parseXpub(bad)
       expect(!result.ok && result.message).toContain('not a valid extended public key')
     }
@@ -92,6 +106,8 @@ describe('generateDevnetXpub()', () => {
     expect(a.mnemonic).not.toBe(b.mnemonic)
     expect(a.mnemonic.split(' ')).toHaveLength(12)
     expect(parseXpub(a.xpub).ok).toBe(true)
-    expect(deriveAddress(a.xpub, 3)).toBe(mnemonicToAccount(a.mnemonic, { addressIndex: 3 }).address)
+    expect(deriveAddress(a.xpub, 3)).toBe(
+      mnemonicToAccount(a.mnemonic, { addressIndex: 3 }).address,
+    )
   })
 })

@@ -17,7 +17,9 @@ function recording(opts: { failInTransaction?: string } = {}) {
       log.push([text])
       return [{ text }]
     },
-    async transaction<T>(fn: (q: (t: string, p: unknown[]) => Promise<unknown[]>) => Promise<T>): Promise<T> {
+    async transaction<T>(
+      fn: (q: (t: string, p: unknown[]) => Promise<unknown[]>) => Promise<T>,
+    ): Promise<T> {
       const inTx: string[] = []
       const r = await fn(async (text) => {
         if (text === 'bad' || text === opts.failInTransaction) throw new Error('unique violation')
@@ -47,7 +49,12 @@ describe('createGroupCommit()', () => {
     const r = recording()
     const g = createGroupCommit(r.db, 0)
     const first = g.query('a', [])
-    const rest = ['b', 'bad', 'c'].map((t) => g.query(t, []).then((x) => x, (e: Error) => e.message))
+    const rest = ['b', 'bad', 'c'].map((t) =>
+      g.query(t, []).then(
+        (x) => x,
+        (e: Error) => e.message,
+      ),
+    )
     r.release()
     await first
     expect(await Promise.all(rest)).toEqual([[{ text: 'b' }], 'unique violation', [{ text: 'c' }]])

@@ -7,13 +7,23 @@ import { createLogger } from '../../src/lib/logger.ts'
 /** A database whose first renewal answers and every later one hangs (a stalled connection, a starved process). */
 function stallingRepo(): InstanceRepo {
   let calls = 0
-  return { renew: () => (calls++ === 0 ? Promise.resolve() : new Promise<void>(() => {})), prune: async () => {} } as unknown as InstanceRepo
+  return {
+    renew: () => (calls++ === 0 ? Promise.resolve() : new Promise<void>(() => {})),
+    prune: async () => {},
+  } as unknown as InstanceRepo
 }
 
-test('a lease that is not renewed in time stops its actors, unless the database is this process\'s alone (the embedded one: nobody can take over)', async () => {
+test("a lease that is not renewed in time stops its actors, unless the database is this process's alone (the embedded one: nobody can take over)", async () => {
   const lost: string[] = []
   const leases = (['shared', 'exclusive'] as const).map((kind) => {
-    const lease = createInstanceLease({ repo: stallingRepo(), clock: systemClock, logger: createLogger('silent'), instanceId: `inst_${kind}`, leaseMs: 300, exclusive: kind === 'exclusive' })
+    const lease = createInstanceLease({
+      repo: stallingRepo(),
+      clock: systemClock,
+      logger: createLogger('silent'),
+      instanceId: `inst_${kind}`,
+      leaseMs: 300,
+      exclusive: kind === 'exclusive',
+    })
     lease.listen({ lost: () => void lost.push(kind) })
     return lease
   })

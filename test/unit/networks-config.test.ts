@@ -40,12 +40,19 @@ function problems(value: unknown): string[] {
 
 function problemAt(value: unknown, path: string): string {
   const found = problems(value).filter((p) => p.startsWith(`${path}: `))
-  if (found.length === 0) throw new Error(`no problem at ${path}; got:\n${problems(value).join('\n')}`)
+  if (found.length === 0)
+    throw new Error(`no problem at ${path}; got:\n${problems(value).join('\n')}`)
   return found[0]!
 }
 
 const withToken = (token: Record<string, unknown>) => [network({ tokens: [token] })]
-const erc20 = (overrides: Record<string, unknown> = {}) => ({ symbol: 'USDC', decimals: 6, address: USDC, price: { fixedUsd: '1' }, ...overrides })
+const erc20 = (overrides: Record<string, unknown> = {}) => ({
+  symbol: 'USDC',
+  decimals: 6,
+  address: USDC,
+  price: { fixedUsd: '1' },
+  ...overrides,
+})
 
 describe('parseNetworksConfig()', () => {
   test('parses a valid config into typed networks with defaults filled in', () => {
@@ -63,8 +70,19 @@ describe('parseNetworksConfig()', () => {
       maxRequestsPerSecond: null,
       testnet: true,
       tokens: [
-        { kind: 'erc20', symbol: 'USDC', decimals: 6, address: USDC, price: { kind: 'fixedUsd', usd: '1' } },
-        { kind: 'native', symbol: 'ETH', decimals: 18, price: { kind: 'chainlink', feed: FEED, maxAgeSeconds: 3600 } },
+        {
+          kind: 'erc20',
+          symbol: 'USDC',
+          decimals: 6,
+          address: USDC,
+          price: { kind: 'fixedUsd', usd: '1' },
+        },
+        {
+          kind: 'native',
+          symbol: 'ETH',
+          decimals: 18,
+          price: { kind: 'chainlink', feed: FEED, maxAgeSeconds: 3600 },
+        },
       ],
     })
   })
@@ -74,7 +92,14 @@ describe('parseNetworksConfig()', () => {
       network({
         fallbackRpcUrls: ['http://127.0.0.1:8545'],
         maxLogRange: 500,
-        tokens: [{ symbol: 'ETH', decimals: 18, native: true, price: { chainlinkFeed: FEED, maxAgeSeconds: 90 } }],
+        tokens: [
+          {
+            symbol: 'ETH',
+            decimals: 18,
+            native: true,
+            price: { chainlinkFeed: FEED, maxAgeSeconds: 90 },
+          },
+        ],
       }),
     ])
     expect(n!.fallbackRpcUrls).toEqual(['http://127.0.0.1:8545'])
@@ -83,7 +108,13 @@ describe('parseNetworksConfig()', () => {
   })
 
   test('checksums lower-case addresses', () => {
-    const [n] = parseNetworksConfig([network({ tokens: [erc20({ address: USDC.toLowerCase(), price: { chainlinkFeed: FEED.toLowerCase() } })] })])
+    const [n] = parseNetworksConfig([
+      network({
+        tokens: [
+          erc20({ address: USDC.toLowerCase(), price: { chainlinkFeed: FEED.toLowerCase() } }),
+        ],
+      }),
+    ])
     const token = n!.tokens[0]!
     expect(token.kind === 'erc20' && token.address).toBe(USDC)
     expect(token.price).toEqual({ kind: 'chainlink', feed: FEED, maxAgeSeconds: 3600 })
@@ -96,7 +127,10 @@ describe('parseNetworksConfig()', () => {
     } catch (error) {
       expect(error).toBeInstanceOf(NetworksConfigError)
       const e = error as NetworksConfigError
-      expect(e.problems.map((p) => p.path)).toEqual(['networks[0].chainId', 'networks[0].confirmations'])
+      expect(e.problems.map((p) => p.path)).toEqual([
+        'networks[0].chainId',
+        'networks[0].confirmations',
+      ])
       expect(e.message).toContain('networks[0].chainId: must be a positive integer')
       expect(e.message).toContain('networks[0].confirmations: must be an integer from 1 to 1000 (')
     }
@@ -112,21 +146,38 @@ describe('validateNetworksConfig() refuses', () => {
   })
 
   test('a bad chainlink feed address, naming the full path', () => {
-    const config = [network(), network({ name: 'other', chainId: 1, tokens: [erc20({ price: { chainlinkFeed: '0x1234' } })] })]
+    const config = [
+      network(),
+      network({
+        name: 'other',
+        chainId: 1,
+        tokens: [erc20({ price: { chainlinkFeed: '0x1234' } })],
+      }),
+    ]
     expect(problemAt(config, 'networks[1].tokens[0].price.chainlinkFeed')).toBe(
       'networks[1].tokens[0].price.chainlinkFeed: must be a 0x-prefixed 20-byte address',
     )
   })
 
   test('unknown keys at every level (typos must not fall back to defaults)', () => {
-    expect(problemAt([network({ confirmation: 3 })], 'networks[0].confirmation')).toContain('unknown field')
-    expect(problemAt(withToken(erc20({ decimal: 6 })), 'networks[0].tokens[0].decimal')).toContain('unknown field')
-    expect(problemAt(withToken(erc20({ price: { chainlinkFeed: FEED, maxAgeSecond: 60 } })), 'networks[0].tokens[0].price.maxAgeSecond')).toContain(
+    expect(problemAt([network({ confirmation: 3 })], 'networks[0].confirmation')).toContain(
       'unknown field',
     )
-    expect(problemAt(withToken(erc20({ price: { fixedUsd: '1', maxAgeSeconds: 60 } })), 'networks[0].tokens[0].price.maxAgeSeconds')).toContain(
+    expect(problemAt(withToken(erc20({ decimal: 6 })), 'networks[0].tokens[0].decimal')).toContain(
       'unknown field',
     )
+    expect(
+      problemAt(
+        withToken(erc20({ price: { chainlinkFeed: FEED, maxAgeSecond: 60 } })),
+        'networks[0].tokens[0].price.maxAgeSecond',
+      ),
+    ).toContain('unknown field')
+    expect(
+      problemAt(
+        withToken(erc20({ price: { fixedUsd: '1', maxAgeSeconds: 60 } })),
+        'networks[0].tokens[0].price.maxAgeSeconds',
+      ),
+    ).toContain('unknown field')
   })
 
   test('missing required fields', () => {
@@ -138,11 +189,15 @@ describe('validateNetworksConfig() refuses', () => {
   })
 
   test('duplicate network names and chain ids', () => {
-    expect(problemAt([network(), network({ name: 'SEPOLIA', chainId: 1 })], 'networks[1].name')).toContain('duplicate network name')
-    expect(problemAt([network(), network({ name: 'other' })], 'networks[1].chainId')).toContain('duplicate chain id 11155111')
+    expect(
+      problemAt([network(), network({ name: 'SEPOLIA', chainId: 1 })], 'networks[1].name'),
+    ).toContain('duplicate network name')
+    expect(problemAt([network(), network({ name: 'other' })], 'networks[1].chainId')).toContain(
+      'duplicate chain id 11155111',
+    )
   })
 
-  test('confirmations above the bound the follower\'s remembered window is sized for, naming the field, the bound and why', () => {
+  test("confirmations above the bound the follower's remembered window is sized for, naming the field, the bound and why", () => {
     expect(MAX_CONFIRMATIONS).toBe(1000)
     expect(validateNetworksConfig([network({ confirmations: 1000 })]).ok).toBe(true)
     for (const confirmations of [1001, 10_000]) {
@@ -151,66 +206,123 @@ describe('validateNetworksConfig() refuses', () => {
       )
     }
     // A preset's confirmations overridden past the bound is refused like any other.
-    expect(problemAt([{ preset: 'polygon', rpcUrl: 'https://rpc.example/node', confirmations: 5000 }], 'networks[0].confirmations')).toContain('from 1 to 1000')
+    expect(
+      problemAt(
+        [{ preset: 'polygon', rpcUrl: 'https://rpc.example/node', confirmations: 5000 }],
+        'networks[0].confirmations',
+      ),
+    ).toContain('from 1 to 1000')
   })
 
-  test('the window remembered: confirmations + 64, never fewer than 128, at most the bound\'s', () => {
+  test("the window remembered: confirmations + 64, never fewer than 128, at most the bound's", () => {
     expect([1, 64, 65, 200, 256, 1000].map(windowFor)).toEqual([128, 128, 129, 264, 320, 1064])
     expect(MAX_WINDOW).toBe(1064)
   })
 
   test('bad numbers', () => {
-    for (const chainId of [0, -1, 1.5, '1', null]) expect(problemAt([network({ chainId })], 'networks[0].chainId')).toContain('positive integer')
-    for (const confirmations of [0, 2.5, '3']) expect(problemAt([network({ confirmations })], 'networks[0].confirmations')).toBeString()
-    for (const pollIntervalMs of [99, 0, 1000.5]) expect(problemAt([network({ pollIntervalMs })], 'networks[0].pollIntervalMs')).toContain('at least 100')
+    for (const chainId of [0, -1, 1.5, '1', null])
+      expect(problemAt([network({ chainId })], 'networks[0].chainId')).toContain('positive integer')
+    for (const confirmations of [0, 2.5, '3'])
+      expect(problemAt([network({ confirmations })], 'networks[0].confirmations')).toBeString()
+    for (const pollIntervalMs of [99, 0, 1000.5])
+      expect(problemAt([network({ pollIntervalMs })], 'networks[0].pollIntervalMs')).toContain(
+        'at least 100',
+      )
     expect(problemAt([network({ maxLogRange: 0 })], 'networks[0].maxLogRange')).toBeString()
-    for (const decimals of [-1, 37, 6.5, '6']) expect(problemAt(withToken(erc20({ decimals })), 'networks[0].tokens[0].decimals')).toContain('0 to 36')
+    for (const decimals of [-1, 37, 6.5, '6'])
+      expect(problemAt(withToken(erc20({ decimals })), 'networks[0].tokens[0].decimals')).toContain(
+        '0 to 36',
+      )
   })
 
   test('non-http(s) urls', () => {
-    expect(problemAt([network({ rpcUrl: 'wss://rpc.example' })], 'networks[0].rpcUrl')).toContain('not wss:')
-    expect(problemAt([network({ rpcUrl: 'not a url' })], 'networks[0].rpcUrl')).toContain('http(s) URL')
-    expect(problemAt([network({ fallbackRpcUrls: ['https://ok.example', 'ftp://x'] })], 'networks[0].fallbackRpcUrls[1]')).toContain('http(s)')
-    expect(problemAt([network({ fallbackRpcUrls: 'https://a.example' })], 'networks[0].fallbackRpcUrls')).toContain('list')
+    expect(problemAt([network({ rpcUrl: 'wss://rpc.example' })], 'networks[0].rpcUrl')).toContain(
+      'not wss:',
+    )
+    expect(problemAt([network({ rpcUrl: 'not a url' })], 'networks[0].rpcUrl')).toContain(
+      'http(s) URL',
+    )
+    expect(
+      problemAt(
+        [network({ fallbackRpcUrls: ['https://ok.example', 'ftp://x'] })],
+        'networks[0].fallbackRpcUrls[1]',
+      ),
+    ).toContain('http(s)')
+    expect(
+      problemAt([network({ fallbackRpcUrls: 'https://a.example' })], 'networks[0].fallbackRpcUrls'),
+    ).toContain('list')
   })
 
   test('testnet that is not a boolean', () => {
-    expect(problemAt([network({ testnet: 'yes' })], 'networks[0].testnet')).toContain('true or false')
+    expect(problemAt([network({ testnet: 'yes' })], 'networks[0].testnet')).toContain(
+      'true or false',
+    )
   })
 
   test('duplicate symbols in a network, case-insensitively', () => {
-    expect(problemAt([network({ tokens: [erc20(), erc20({ symbol: 'usdc' })] })], 'networks[0].tokens[1].symbol')).toContain('duplicate symbol')
+    expect(
+      problemAt(
+        [network({ tokens: [erc20(), erc20({ symbol: 'usdc' })] })],
+        'networks[0].tokens[1].symbol',
+      ),
+    ).toContain('duplicate symbol')
   })
 
   test('a second native token', () => {
     const eth = { symbol: 'ETH', decimals: 18, native: true, price: { fixedUsd: '3000' } }
-    expect(problemAt([network({ tokens: [eth, { ...eth, symbol: 'WEI' }] })], 'networks[0].tokens[1].native')).toContain('at most one native')
+    expect(
+      problemAt(
+        [network({ tokens: [eth, { ...eth, symbol: 'WEI' }] })],
+        'networks[0].tokens[1].native',
+      ),
+    ).toContain('at most one native')
   })
 
   test('a token that is neither or both ERC-20 and native', () => {
     const { address: _, ...noAddress } = erc20()
     expect(problemAt(withToken(noAddress), 'networks[0].tokens[0]')).toContain('needs "address"')
-    expect(problemAt(withToken(erc20({ native: true })), 'networks[0].tokens[0]')).toContain('not both')
-    expect(problemAt(withToken({ ...noAddress, native: false }), 'networks[0].tokens[0].native')).toContain('must be true')
+    expect(problemAt(withToken(erc20({ native: true })), 'networks[0].tokens[0]')).toContain(
+      'not both',
+    )
+    expect(
+      problemAt(withToken({ ...noAddress, native: false }), 'networks[0].tokens[0].native'),
+    ).toContain('must be true')
   })
 
   test('bad addresses: malformed, wrong checksum, zero', () => {
     const path = 'networks[0].tokens[0].address'
-    expect(problemAt(withToken(erc20({ address: USDC.slice(0, 40) })), path)).toContain('20-byte address')
-    expect(problemAt(withToken(erc20({ address: 'x' + USDC.slice(1) })), path)).toContain('20-byte address')
+    expect(problemAt(withToken(erc20({ address: USDC.slice(0, 40) })), path)).toContain(
+      '20-byte address',
+    )
+    expect(problemAt(withToken(erc20({ address: 'x' + USDC.slice(1) })), path)).toContain(
+      '20-byte address',
+    )
     const badChecksum = USDC.replace('D4B', 'd4B')
     expect(problemAt(withToken(erc20({ address: badChecksum })), path)).toContain('checksum')
-    expect(problemAt(withToken(erc20({ address: '0x' + '0'.repeat(40) })), path)).toContain('zero address')
+    expect(problemAt(withToken(erc20({ address: '0x' + '0'.repeat(40) })), path)).toContain(
+      'zero address',
+    )
   })
 
   test('prices: not exactly one source, or a fixedUsd that is not a positive decimal string', () => {
     const path = 'networks[0].tokens[0].price'
     expect(problemAt(withToken(erc20({ price: undefined })), path)).toContain('is required')
-    expect(problemAt(withToken(erc20({ price: {} })), path)).toContain('needs "fixedUsd" or "chainlinkFeed"')
-    expect(problemAt(withToken(erc20({ price: { fixedUsd: '1', chainlinkFeed: FEED } })), path)).toContain('not both')
+    expect(problemAt(withToken(erc20({ price: {} })), path)).toContain(
+      'needs "fixedUsd" or "chainlinkFeed"',
+    )
+    expect(
+      problemAt(withToken(erc20({ price: { fixedUsd: '1', chainlinkFeed: FEED } })), path),
+    ).toContain('not both')
     for (const fixedUsd of [1, '0', '0.00', '-1', '1.', '.5', '1e3', ' 1', '1.0000000000000000001'])
-      expect(problemAt(withToken(erc20({ price: { fixedUsd } })), `${path}.fixedUsd`)).toContain('positive decimal string')
-    expect(problemAt(withToken(erc20({ price: { chainlinkFeed: FEED, maxAgeSeconds: 0 } })), `${path}.maxAgeSeconds`)).toBeString()
+      expect(problemAt(withToken(erc20({ price: { fixedUsd } })), `${path}.fixedUsd`)).toContain(
+        'positive decimal string',
+      )
+    expect(
+      problemAt(
+        withToken(erc20({ price: { chainlinkFeed: FEED, maxAgeSeconds: 0 } })),
+        `${path}.maxAgeSeconds`,
+      ),
+    ).toBeString()
   })
 
   test('accepts fixedUsd written with decimals', () => {
@@ -243,20 +355,32 @@ describe('loadNetworksConfig()', () => {
   test('names the file and the field of a validation problem', () => {
     const path = join(dir, 'invalid.json')
     writeFileSync(path, JSON.stringify([network({ pollIntervalMs: 5 })]))
-    expect(() => loadNetworksConfig(path)).toThrow(`invalid networks config ${path}:\n  networks[0].pollIntervalMs: must be`)
+    expect(() => loadNetworksConfig(path)).toThrow(
+      `invalid networks config ${path}:\n  networks[0].pollIntervalMs: must be`,
+    )
   })
 })
 
 describe('presets', () => {
   const RPC = 'https://rpc.example/node'
 
-  test('every preset, given only an RPC URL, is a valid network whose addresses are the table\'s, checksummed', () => {
+  test("every preset, given only an RPC URL, is a valid network whose addresses are the table's, checksummed", () => {
     for (const [name, preset] of Object.entries(NETWORK_PRESETS)) {
       const [n] = parseNetworksConfig([{ preset: name, rpcUrl: RPC }])
-      expect(n).toMatchObject({ name, chainId: preset.chainId, testnet: preset.testnet, confirmations: preset.confirmations, finality: preset.finality, rpcUrl: RPC })
+      expect(n).toMatchObject({
+        name,
+        chainId: preset.chainId,
+        testnet: preset.testnet,
+        confirmations: preset.confirmations,
+        finality: preset.finality,
+        rpcUrl: RPC,
+      })
       expect(n!.tokens.map((t) => t.symbol)).toEqual(preset.tokens.map((t) => t.symbol))
       for (const t of n!.tokens) {
-        if (t.kind === 'erc20') expect(isAddress(t.address, { strict: true }) && t.address === getAddress(t.address)).toBe(true)
+        if (t.kind === 'erc20')
+          expect(
+            isAddress(t.address, { strict: true }) && t.address === getAddress(t.address),
+          ).toBe(true)
         if (t.price.kind === 'chainlink') expect(t.price.feed).toBe(getAddress(t.price.feed))
       }
       expect(n!.pollIntervalMs).toBeGreaterThanOrEqual(1000)
@@ -268,53 +392,152 @@ describe('presets', () => {
   test('the labels customers see and the on-chain answers are kept apart (USDT0, USDt, MATIC/POL, 18-decimal pegs)', () => {
     const tokens = (preset: string) => parseNetworksConfig([{ preset, rpcUrl: RPC }])[0]!.tokens
     const usdt = (preset: string) => tokens(preset).find((t) => t.symbol === 'USDT')!
-    expect(usdt('arbitrum')).toMatchObject({ kind: 'erc20', decimals: 6, onchainSymbols: ['USDT0', 'USD₮0'] })
+    expect(usdt('arbitrum')).toMatchObject({
+      kind: 'erc20',
+      decimals: 6,
+      onchainSymbols: ['USDT0', 'USD₮0'],
+    })
     expect(usdt('avalanche')).toMatchObject({ onchainSymbols: ['USDt'] })
     expect(usdt('ethereum')).not.toHaveProperty('onchainSymbols')
     expect(usdt('bsc').decimals).toBe(18)
     expect(tokens('bsc').find((t) => t.symbol === 'USDC')!.decimals).toBe(18)
     const pol = tokens('polygon').find((t) => t.kind === 'native')!
     expect(pol.symbol).toBe('POL')
-    expect(pol.price).toMatchObject({ kind: 'chainlink', descriptions: ['POL / USD', 'MATIC / USD'] })
+    expect(pol.price).toMatchObject({
+      kind: 'chainlink',
+      descriptions: ['POL / USD', 'MATIC / USD'],
+    })
     expect(tokens('base').map((t) => t.symbol)).toEqual(['USDC', 'USDT', 'ETH'])
   })
 
   test('where two contracts circulate as USDT, each has a label of its own and is checked against its own symbol()', () => {
-    const token = (preset: string, symbol: string) => parseNetworksConfig([{ preset, rpcUrl: RPC }])[0]!.tokens.find((t) => t.symbol === symbol)
+    const token = (preset: string, symbol: string) =>
+      parseNetworksConfig([{ preset, rpcUrl: RPC }])[0]!.tokens.find((t) => t.symbol === symbol)
     // Base: only the bridged Tether USD, whose contract says USDT.
-    expect(token('base', 'USDT')).toEqual({ kind: 'erc20', symbol: 'USDT', decimals: 6, address: '0xfde4C96c8593536E31F229EA8f37b2ADa2699bb2', price: { kind: 'fixedUsd', usd: '1' } })
+    expect(token('base', 'USDT')).toEqual({
+      kind: 'erc20',
+      symbol: 'USDT',
+      decimals: 6,
+      address: '0xfde4C96c8593536E31F229EA8f37b2ADa2699bb2',
+      price: { kind: 'fixedUsd', usd: '1' },
+    })
     // OP Mainnet: the bridged one is USDT (its contract says USDT), Tether's own is USDT0.
-    expect(token('optimism', 'USDT')).toEqual({ kind: 'erc20', symbol: 'USDT', decimals: 6, address: '0x94b008aA00579c1307B0EF2c499aD98a8ce58e58', price: { kind: 'fixedUsd', usd: '1' } })
-    expect(token('optimism', 'USDT0')).toEqual({ kind: 'erc20', symbol: 'USDT0', decimals: 6, address: '0x01bFF41798a0BcF287b996046Ca68b395DbC1071', onchainSymbols: ['USDT0', 'USD₮0'], price: { kind: 'fixedUsd', usd: '1' } })
+    expect(token('optimism', 'USDT')).toEqual({
+      kind: 'erc20',
+      symbol: 'USDT',
+      decimals: 6,
+      address: '0x94b008aA00579c1307B0EF2c499aD98a8ce58e58',
+      price: { kind: 'fixedUsd', usd: '1' },
+    })
+    expect(token('optimism', 'USDT0')).toEqual({
+      kind: 'erc20',
+      symbol: 'USDT0',
+      decimals: 6,
+      address: '0x01bFF41798a0BcF287b996046Ca68b395DbC1071',
+      onchainSymbols: ['USDT0', 'USD₮0'],
+      price: { kind: 'fixedUsd', usd: '1' },
+    })
     // Avalanche: Tether's own is USDT (its contract says USDt), the bridged one USDT.e.
-    expect(token('avalanche', 'USDT')).toEqual({ kind: 'erc20', symbol: 'USDT', decimals: 6, address: '0x9702230A8Ea53601f5cD2dc00fDBc13d4dF4A8c7', onchainSymbols: ['USDt'], price: { kind: 'fixedUsd', usd: '1' } })
-    expect(token('avalanche', 'USDT.e')).toEqual({ kind: 'erc20', symbol: 'USDT.e', decimals: 6, address: '0xc7198437980c041c805A1EDcbA50c1Ce5db95118', price: { kind: 'fixedUsd', usd: '1' } })
+    expect(token('avalanche', 'USDT')).toEqual({
+      kind: 'erc20',
+      symbol: 'USDT',
+      decimals: 6,
+      address: '0x9702230A8Ea53601f5cD2dc00fDBc13d4dF4A8c7',
+      onchainSymbols: ['USDt'],
+      price: { kind: 'fixedUsd', usd: '1' },
+    })
+    expect(token('avalanche', 'USDT.e')).toEqual({
+      kind: 'erc20',
+      symbol: 'USDT.e',
+      decimals: 6,
+      address: '0xc7198437980c041c805A1EDcbA50c1Ce5db95118',
+      price: { kind: 'fixedUsd', usd: '1' },
+    })
   })
 
-  test('tokens named by symbol (any case) take the preset\'s; fields beside the preset override it', () => {
-    const [n] = parseNetworksConfig([{ preset: 'base', rpcUrl: RPC, name: 'base-main', confirmations: 20, finality: 'safe', tokens: ['usdc'] }])
-    expect(n).toMatchObject({ name: 'base-main', chainId: 8453, confirmations: 20, finality: 'safe', pollIntervalMs: 2000 })
-    expect(n!.tokens).toEqual([{ kind: 'erc20', symbol: 'USDC', decimals: 6, address: '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913', price: { kind: 'fixedUsd', usd: '1' } }])
+  test("tokens named by symbol (any case) take the preset's; fields beside the preset override it", () => {
+    const [n] = parseNetworksConfig([
+      {
+        preset: 'base',
+        rpcUrl: RPC,
+        name: 'base-main',
+        confirmations: 20,
+        finality: 'safe',
+        tokens: ['usdc'],
+      },
+    ])
+    expect(n).toMatchObject({
+      name: 'base-main',
+      chainId: 8453,
+      confirmations: 20,
+      finality: 'safe',
+      pollIntervalMs: 2000,
+    })
+    expect(n!.tokens).toEqual([
+      {
+        kind: 'erc20',
+        symbol: 'USDC',
+        decimals: 6,
+        address: '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913',
+        price: { kind: 'fixedUsd', usd: '1' },
+      },
+    ])
   })
 
-  test('a token object over a preset token overrides it field by field; another contract drops the preset\'s on-chain symbols', () => {
-    const [n] = parseNetworksConfig([{ preset: 'arbitrum', rpcUrl: RPC, tokens: [{ symbol: 'USDC', decimals: 18 }, { symbol: 'USDT', address: USDC.toLowerCase() }, erc20({ symbol: 'DAI' })] }])
-    expect(n!.tokens[0]).toMatchObject({ symbol: 'USDC', decimals: 18, address: '0xaf88d065e77c8cC2239327C5EDb3A432268e5831' })
-    expect(n!.tokens[1]).toEqual({ kind: 'erc20', symbol: 'USDT', decimals: 6, address: USDC, price: { kind: 'fixedUsd', usd: '1' } })
+  test("a token object over a preset token overrides it field by field; another contract drops the preset's on-chain symbols", () => {
+    const [n] = parseNetworksConfig([
+      {
+        preset: 'arbitrum',
+        rpcUrl: RPC,
+        tokens: [
+          { symbol: 'USDC', decimals: 18 },
+          { symbol: 'USDT', address: USDC.toLowerCase() },
+          erc20({ symbol: 'DAI' }),
+        ],
+      },
+    ])
+    expect(n!.tokens[0]).toMatchObject({
+      symbol: 'USDC',
+      decimals: 18,
+      address: '0xaf88d065e77c8cC2239327C5EDb3A432268e5831',
+    })
+    expect(n!.tokens[1]).toEqual({
+      kind: 'erc20',
+      symbol: 'USDT',
+      decimals: 6,
+      address: USDC,
+      price: { kind: 'fixedUsd', usd: '1' },
+    })
     expect(n!.tokens[2]).toMatchObject({ symbol: 'DAI', address: USDC })
   })
 
   test('an unknown preset, a symbol the preset lacks and a symbol without a preset are named', () => {
-    expect(problemAt([{ preset: 'basee', rpcUrl: RPC }], 'networks[0].preset')).toStartWith('networks[0].preset: unknown preset "basee" (presets: ethereum, base,')
-    expect(problemAt([{ preset: 'base', rpcUrl: RPC, tokens: ['DAI'] }], 'networks[0].tokens[0]')).toBe(
+    expect(problemAt([{ preset: 'basee', rpcUrl: RPC }], 'networks[0].preset')).toStartWith(
+      'networks[0].preset: unknown preset "basee" (presets: ethereum, base,',
+    )
+    expect(
+      problemAt([{ preset: 'base', rpcUrl: RPC, tokens: ['DAI'] }], 'networks[0].tokens[0]'),
+    ).toBe(
       'networks[0].tokens[0]: preset base has no token "DAI" (its tokens: USDC, USDT, ETH); give the token in full to add one',
     )
-    expect(problemAt([network({ tokens: ['USDC'] })], 'networks[0].tokens[0]')).toContain('needs a "preset"')
+    expect(problemAt([network({ tokens: ['USDC'] })], 'networks[0].tokens[0]')).toContain(
+      'needs a "preset"',
+    )
     expect(problemAt([{ preset: 'base' }], 'networks[0].rpcUrl')).toContain('is required')
-    expect(problemAt([{ preset: 'base', rpcUrl: RPC, finality: 'final' }], 'networks[0].finality')).toBe('networks[0].finality: must be "confirmations", "safe", "finalized"')
+    expect(
+      problemAt([{ preset: 'base', rpcUrl: RPC, finality: 'final' }], 'networks[0].finality'),
+    ).toBe('networks[0].finality: must be "confirmations", "safe", "finalized"')
   })
 
   test('two entries of one preset clash like any two networks', () => {
-    expect(problemAt([{ preset: 'base', rpcUrl: RPC }, { preset: 'base', rpcUrl: RPC }], 'networks[1].name')).toContain('duplicate network name "base"')
+    expect(
+      problemAt(
+        [
+          { preset: 'base', rpcUrl: RPC },
+          { preset: 'base', rpcUrl: RPC },
+        ],
+        'networks[1].name',
+      ),
+    ).toContain('duplicate network name "base"')
   })
 })

@@ -39,12 +39,23 @@ function state(over: Partial<PayState> = {}): PayState {
 }
 
 const quote = {
-  token_symbol: 'TUSD', blockchain_network: 'devnet', chain_id: 31337, decimals: 6, token_address: '0x00000000000000000000000000000000000000aa',
-  token_amount: '12500000', deposit_address: ADDRESS, payment_uri: `ethereum:0x00000000000000000000000000000000000000aa@31337/transfer?address=${ADDRESS}&uint256=12500000`,
-  required_confirmations: 2, finality: 'confirmations' as const,
+  token_symbol: 'TUSD',
+  blockchain_network: 'devnet',
+  chain_id: 31337,
+  decimals: 6,
+  token_address: '0x00000000000000000000000000000000000000aa',
+  token_amount: '12500000',
+  deposit_address: ADDRESS,
+  payment_uri: `ethereum:0x00000000000000000000000000000000000000aa@31337/transfer?address=${ADDRESS}&uint256=12500000`,
+  required_confirmations: 2,
+  finality: 'confirmations' as const,
 }
-const prepared = (over: Partial<PayState> = {}) => state({ status: 'prepared', quote, amount_received: '0', amount_due: '12500000', ...over })
-const shown = (v: ReturnType<typeof payView>) => Object.entries(v).filter(([, p]) => p.hidden === false).map(([id]) => id)
+const prepared = (over: Partial<PayState> = {}) =>
+  state({ status: 'prepared', quote, amount_received: '0', amount_due: '12500000', ...over })
+const shown = (v: ReturnType<typeof payView>) =>
+  Object.entries(v)
+    .filter(([, p]) => p.hidden === false)
+    .map(([id]) => id)
 
 describe('formatUnits() and displayUnits()', () => {
   test('are exact: no rounding, no float, trailing zeros dropped', () => {
@@ -88,7 +99,16 @@ describe('payView()', () => {
     expect(v['pay-address'].text).toBe(ADDRESS)
     expect(v['open-wallet'].attrs!.href).toBe(quote.payment_uri)
     expect(v.qr.attrs!.src).toBe(`/pay/${state().id}/qr.svg?v=1`)
-    expect(shown(v)).toEqual(expect.arrayContaining(['pay', 'confirm', 'change-token', 'test-wallet', 'cancel-area', 'countdown']))
+    expect(shown(v)).toEqual(
+      expect.arrayContaining([
+        'pay',
+        'confirm',
+        'change-token',
+        'test-wallet',
+        'cancel-area',
+        'countdown',
+      ]),
+    )
     expect(v.choose.hidden).toBe(true)
     expect(v.partial.hidden).toBe(true)
   })
@@ -98,9 +118,16 @@ describe('payView()', () => {
   })
 
   test('a partial payment shows what arrived and asks for exactly the rest', () => {
-    const v = payView(prepared({ status: 'pending', amount_received: '5000000', amount_due: '7500000' }), PAY_TEXT, NOW)
+    const v = payView(
+      prepared({ status: 'pending', amount_received: '5000000', amount_due: '7500000' }),
+      PAY_TEXT,
+      NOW,
+    )
     expect(v['status-title'].text).toBe(PAY_TEXT.statusPartial)
-    expect(v.partial).toEqual({ hidden: false, text: 'Received 5 TUSD of 12.5 TUSD. Still due: 7.5 TUSD.' })
+    expect(v.partial).toEqual({
+      hidden: false,
+      text: 'Received 5 TUSD of 12.5 TUSD. Still due: 7.5 TUSD.',
+    })
     expect(v['pay-heading'].text).toBe(PAY_TEXT.payHeadingRest)
     expect(v['pay-amount'].text).toBe('7.5 TUSD')
     expect(v['pay-amount-copy'].attrs).toEqual({ 'data-copy': '7.5' })
@@ -108,16 +135,38 @@ describe('payView()', () => {
   })
 
   test('confirming: n of m in words and on the progress bar; nothing left to pay or cancel', () => {
-    const v = payView(prepared({ status: 'confirming', confirmations: 1, transaction_hash: '0xabc', block_number: 42, amount_due: '0' }), PAY_TEXT, NOW)
+    const v = payView(
+      prepared({
+        status: 'confirming',
+        confirmations: 1,
+        transaction_hash: '0xabc',
+        block_number: 42,
+        amount_due: '0',
+      }),
+      PAY_TEXT,
+      NOW,
+    )
     expect(v.steps.hidden).toBe(false)
-    expect([v['step-detected'], v['step-block'], v['step-confirmations'], v['step-complete']]).toEqual([
+    expect([
+      v['step-detected'],
+      v['step-block'],
+      v['step-confirmations'],
+      v['step-complete'],
+    ]).toEqual([
       { text: 'Payment detected', attrs: { 'data-step': 'done' } },
       { text: 'Included in block 42', attrs: { 'data-step': 'done' } },
       { text: 'Confirmations: 1 of 2', attrs: { 'data-step': 'current' } },
       { text: 'Complete', attrs: { 'data-step': 'todo' } },
     ])
     expect(v['status-title'].text).toBe('Payment confirming: 1 of 2 confirmations.')
-    expect(v.progress).toEqual({ hidden: false, attrs: { value: '1', max: '2', 'aria-valuetext': 'Payment confirming: 1 of 2 confirmations.' } })
+    expect(v.progress).toEqual({
+      hidden: false,
+      attrs: {
+        value: '1',
+        max: '2',
+        'aria-valuetext': 'Payment confirming: 1 of 2 confirmations.',
+      },
+    })
     expect(v.pay.hidden).toBe(true)
     expect(v['cancel-area'].hidden).toBe(true)
     expect(v.countdown.hidden).toBe(true)
@@ -125,17 +174,47 @@ describe('payView()', () => {
   })
 
   test('confirming on a network that waits for finality: the words say so, no bar to fill', () => {
-    const v = payView(prepared({ status: 'confirming', confirmations: 5, transaction_hash: '0xabc', block_number: 42, amount_due: '0', quote: { ...quote, finality: 'finalized' } }), PAY_TEXT, NOW)
-    expect(v['step-confirmations']).toEqual({ text: 'Finalized by the network (5 confirmations so far)', attrs: { 'data-step': 'current' } })
-    expect(v['status-title'].text).toBe('Payment confirming: waiting for the network to finalize its block (5 confirmations so far).')
+    const v = payView(
+      prepared({
+        status: 'confirming',
+        confirmations: 5,
+        transaction_hash: '0xabc',
+        block_number: 42,
+        amount_due: '0',
+        quote: { ...quote, finality: 'finalized' },
+      }),
+      PAY_TEXT,
+      NOW,
+    )
+    expect(v['step-confirmations']).toEqual({
+      text: 'Finalized by the network (5 confirmations so far)',
+      attrs: { 'data-step': 'current' },
+    })
+    expect(v['status-title'].text).toBe(
+      'Payment confirming: waiting for the network to finalize its block (5 confirmations so far).',
+    )
     expect(v.progress?.hidden ?? true).toBe(true)
   })
 
   test('completed with a success_url returns there; without one it shows a receipt', () => {
-    const done = { status: 'completed', confirmations: 2, amount_received: '12500000', amount_due: '0', completed_at: new Date(NOW).toISOString() }
-    const back = payView(prepared({ ...done, success_url: 'https://shop.example/thanks' }), PAY_TEXT, NOW)
+    const done = {
+      status: 'completed',
+      confirmations: 2,
+      amount_received: '12500000',
+      amount_due: '0',
+      completed_at: new Date(NOW).toISOString(),
+    }
+    const back = payView(
+      prepared({ ...done, success_url: 'https://shop.example/thanks' }),
+      PAY_TEXT,
+      NOW,
+    )
     expect(back.receipt.hidden).toBe(true)
-    expect(back.return).toEqual({ hidden: false, text: PAY_TEXT.returnNow, attrs: { href: 'https://shop.example/thanks' } })
+    expect(back.return).toEqual({
+      hidden: false,
+      text: PAY_TEXT.returnNow,
+      attrs: { href: 'https://shop.example/thanks' },
+    })
     expect(back['status-detail'].text).toBe('Taking you back to Acme…')
     expect(back.stay.hidden).toBe(false)
     const receipt = payView(prepared(done), PAY_TEXT, NOW)
@@ -149,16 +228,30 @@ describe('payView()', () => {
   test('R12: another token received while the payment is awaited is named, and the customer told what still counts', () => {
     for (const status of ['prepared', 'pending']) {
       const v = payView(prepared({ status, wrong_asset_received: true }), PAY_TEXT, NOW)
-      expect(v['wrong-asset']).toEqual({ hidden: false, text: fill(PAY_TEXT.wrongAsset, { token: 'TUSD', network: 'devnet', project: 'Acme' }) })
+      expect(v['wrong-asset']).toEqual({
+        hidden: false,
+        text: fill(PAY_TEXT.wrongAsset, { token: 'TUSD', network: 'devnet', project: 'Acme' }),
+      })
       expect(v['pay-amount'].hidden).not.toBe(true)
     }
-    expect(payView(prepared({ status: 'prepared' }), PAY_TEXT, NOW)['wrong-asset'].hidden).toBe(true)
+    expect(payView(prepared({ status: 'prepared' }), PAY_TEXT, NOW)['wrong-asset'].hidden).toBe(
+      true,
+    )
     // Once the payment is in, or the request is over, the note goes.
-    for (const status of ['processing', 'completed', 'failed']) expect(payView(prepared({ status, wrong_asset_received: true }), PAY_TEXT, NOW)['wrong-asset'].hidden).toBe(true)
+    for (const status of ['processing', 'completed', 'failed'])
+      expect(
+        payView(prepared({ status, wrong_asset_received: true }), PAY_TEXT, NOW)['wrong-asset']
+          .hidden,
+      ).toBe(true)
   })
 
   test('failed names its reason; expired and cancelled link back to cancel_url', () => {
-    for (const [reason, text] of [['underpaid', PAY_TEXT.failedUnderpaid], ['wrong_asset', PAY_TEXT.failedWrongAsset], ['reverted', PAY_TEXT.failedReverted], [null, PAY_TEXT.failedOther]] as const) {
+    for (const [reason, text] of [
+      ['underpaid', PAY_TEXT.failedUnderpaid],
+      ['wrong_asset', PAY_TEXT.failedWrongAsset],
+      ['reverted', PAY_TEXT.failedReverted],
+      [null, PAY_TEXT.failedOther],
+    ] as const) {
       const v = payView(prepared({ status: 'failed', failure_reason: reason }), PAY_TEXT, NOW)
       expect(v['status-title'].text).toBe(PAY_TEXT.statusFailed)
       expect(v['status-detail'].text).toBe(fill(text, { project: 'Acme' }))
@@ -175,7 +268,9 @@ describe('payView()', () => {
 describe('HTML rendering', () => {
   test('html`` escapes every interpolated string; jsonForScript cannot close its script element', () => {
     const evil = `</script><img src=x onerror=alert(1)>"'&`
-    expect(html`<p title="${evil}">${evil}</p>`.value).toBe('<p title="&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;&quot;&#39;&amp;">&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;&quot;&#39;&amp;</p>')
+    expect(html`<p title="${evil}">${evil}</p>`.value).toBe(
+      '<p title="&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;&quot;&#39;&amp;">&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;&quot;&#39;&amp;</p>',
+    )
     const json = jsonForScript({ s: evil, u: '\u2028' }).value
     expect(json).not.toContain('<')
     expect(json).not.toContain('\u2028')
@@ -186,21 +281,34 @@ describe('HTML rendering', () => {
     const evil = `</script><img src=x onerror=alert(1)>"'&`
     const escaped = '&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;&quot;&#39;&amp;'
     const inner = template<{ name: string }>`<b>${({ name }) => name}</b>`
-    const page = template<{ name: string; n: number; raw: boolean }>`<p title="${evil}">${inner} ${({ n }) => n} ${({ raw }) => (raw ? html`<i>x</i>` : null)}</p>`
-    expect(page.render({ name: evil, n: 3, raw: true }).value).toBe(`<p title="${escaped}"><b>${escaped}</b> 3 <i>x</i></p>`)
+    const page = template<{
+      name: string
+      n: number
+      raw: boolean
+    }>`<p title="${evil}">${inner} ${({ n }) => n} ${({ raw }) => (raw ? html`<i>x</i>` : null)}</p>`
+    expect(page.render({ name: evil, n: 3, raw: true }).value).toBe(
+      `<p title="${escaped}"><b>${escaped}</b> 3 <i>x</i></p>`,
+    )
     // The same template again, other values: nothing of the first render stays.
-    expect(page.render({ name: 'Acme', n: 0, raw: false }).value).toBe(`<p title="${escaped}"><b>Acme</b> 0 </p>`)
+    expect(page.render({ name: 'Acme', n: 0, raw: false }).value).toBe(
+      `<p title="${escaped}"><b>Acme</b> 0 </p>`,
+    )
   })
 
   test('the page renders merchant text as text, in the markup and in the embedded state', () => {
-    const s = prepared({ project_name: 'Shop <b>bold</b>', order_description: '<script>alert("x")</script>' })
+    const s = prepared({
+      project_name: 'Shop <b>bold</b>',
+      order_description: '<script>alert("x")</script>',
+    })
     const page = renderPayPage(s, (name) => `/assets/${name}`)
     expect(page).not.toContain('<script>alert')
     expect(page).not.toContain('<b>bold')
     expect(page).toContain('&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;')
     // Only our own two script elements: the module and the inert JSON state.
     expect(page.match(/<script\b/g)).toHaveLength(2)
-    const embedded = /<script type="application\/json" id="pay-state">(.*)<\/script>/.exec(page)![1]!
+    const embedded = /<script type="application\/json" id="pay-state">(.*)<\/script>/.exec(
+      page,
+    )![1]!
     expect(JSON.parse(embedded).order_description).toBe('<script>alert("x")</script>')
   })
 
@@ -213,6 +321,8 @@ describe('HTML rendering', () => {
     expect(page).toContain('<h2 id="pay-heading" tabindex="-1">')
     expect(page).toMatch(/<a id="return" hidden href="#" rel="noreferrer"/)
     expect(page).toContain('<div class="test-banner" role="note">')
-    expect(renderPayPage(prepared({ testing_mode: false }), (name) => `/assets/${name}`)).not.toContain('test-banner')
+    expect(
+      renderPayPage(prepared({ testing_mode: false }), (name) => `/assets/${name}`),
+    ).not.toContain('test-banner')
   })
 })

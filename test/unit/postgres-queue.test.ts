@@ -10,7 +10,12 @@ import { readFileSync } from 'node:fs'
  */
 const installed = (copy: string) => new URL(`../../node_modules/postgres/${copy}`, import.meta.url)
 
-interface Queue<T> { readonly length: number; push(x: T): T; shift(): T | undefined; remove(x: T): T | null }
+interface Queue<T> {
+  readonly length: number
+  push(x: T): T
+  shift(): T | undefined
+  remove(x: T): T | null
+}
 
 describe('postgres.js connection queue (as installed)', () => {
   test('the copies Bun and Node load carry the fix from scripts/patch-postgres-queue.mjs', () => {
@@ -20,7 +25,9 @@ describe('postgres.js connection queue (as installed)', () => {
   })
 
   test('it stays a first-in-first-out queue with removal, through many hand-outs while never empty', async () => {
-    const { default: Queue } = (await import(installed('src/queue.js').href)) as { default: <T>(initial?: T[]) => Queue<T> }
+    const { default: Queue } = (await import(installed('src/queue.js').href)) as {
+      default: <T>(initial?: T[]) => Queue<T>
+    }
     const q = Queue<number>()
     const model: number[] = []
     // A fixed pseudo-random walk: pushes outnumber shifts a little, removes hit live items, absent ones and the head.

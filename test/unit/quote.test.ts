@@ -22,7 +22,13 @@ describe('quoteTokenUnits()', () => {
   })
 
   test('every quote covers the amount and is the smallest that does', () => {
-    const prices = [ONE_USD, ETH_3000, usdPriceFromDecimal('0.9998'), { answer: 6_543_210_987n, decimals: 8 }, { answer: 7n, decimals: 18 }]
+    const prices = [
+      ONE_USD,
+      ETH_3000,
+      usdPriceFromDecimal('0.9998'),
+      { answer: 6_543_210_987n, decimals: 8 },
+      { answer: 7n, decimals: 18 },
+    ]
     for (const price of prices) {
       for (const decimals of [0, 2, 6, 8, 18]) {
         for (const cents of [1n, 99n, 1999n, 123_456_789n]) {
@@ -44,8 +50,12 @@ describe('quoteTokenUnits()', () => {
     expect(units).toBe(10n ** 36n)
     expect(units.toString()).toBe('1' + '0'.repeat(36))
     // beyond 2^53 at every step, with and without a remainder (expected values computed in Python)
-    expect(quoteTokenUnits(123_456_789_012_345_678n, 18, ETH_3000)).toBe(411_522_630_041_152_260_000_000_000_000n)
-    expect(quoteTokenUnits(123_456_789_012_345_679n, 18, ETH_3000)).toBe(411_522_630_041_152_263_333_333_333_334n)
+    expect(quoteTokenUnits(123_456_789_012_345_678n, 18, ETH_3000)).toBe(
+      411_522_630_041_152_260_000_000_000_000n,
+    )
+    expect(quoteTokenUnits(123_456_789_012_345_679n, 18, ETH_3000)).toBe(
+      411_522_630_041_152_263_333_333_333_334n,
+    )
   })
 
   test('handles 0-decimal tokens and 0-decimal prices', () => {
@@ -72,6 +82,7 @@ describe('usdPriceFromDecimal()', () => {
   })
 
   test('refuses what is not a positive decimal', () => {
-    for (const s of ['0', '0.0', '-1', '1e3', '', '.5', '1.', 'abc']) expect(() => usdPriceFromDecimal(s)).toThrow(RangeError)
+    for (const s of ['0', '0.0', '-1', '1e3', '', '.5', '1.', 'abc'])
+      expect(() => usdPriceFromDecimal(s)).toThrow(RangeError)
   })
 })

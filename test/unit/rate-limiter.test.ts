@@ -1,7 +1,11 @@
 import { describe, expect, test } from 'bun:test'
 import { manualClock } from '../../src/lib/clock.ts'
 import type { RateLimitRepo, StoredWindows } from '../../src/limits/rate-limit.repo.ts'
-import { createEmbeddedRateLimiter, createRateLimiter, EMBEDDED_FLUSH_MS } from '../../src/limits/rate-limiter.ts'
+import {
+  createEmbeddedRateLimiter,
+  createRateLimiter,
+  EMBEDDED_FLUSH_MS,
+} from '../../src/limits/rate-limiter.ts'
 import type { RateLimits } from '../../src/projects/project.service.ts'
 
 /** An in-memory stand-in for rate_limit_take(): same contract, and it records each round trip. */
@@ -14,8 +18,15 @@ function memoryRepo() {
       calls.push(n)
       if (calls.length === 1) await new Promise<void>((r) => (release = r)) // hold the first round trip
       const u = used.get(subject) ?? { minute: 0, hour: 0, day: 0 }
-      const granted = Math.max(0, Math.min(n, limits.minute - u.minute, limits.hour - u.hour, limits.day - u.day))
-      used.set(subject, { minute: u.minute + granted, hour: u.hour + granted, day: u.day + granted })
+      const granted = Math.max(
+        0,
+        Math.min(n, limits.minute - u.minute, limits.hour - u.hour, limits.day - u.day),
+      )
+      used.set(subject, {
+        minute: u.minute + granted,
+        hour: u.hour + granted,
+        day: u.day + granted,
+      })
       return { granted, used: u }
     },
   }
@@ -27,13 +38,25 @@ describe('createRateLimiter()', () => {
 
   test('requests arriving during a round trip share the next one (group commit)', async () => {
     const m = memoryRepo()
-    const limiter = createRateLimiter({ repo: m.repo, clock: manualClock(Date.parse('2030-01-01T00:00:10Z')) })
+    const limiter = createRateLimiter({
+      repo: m.repo,
+      clock: manualClock(Date.parse('2030-01-01T00:00:10Z')),
+    })
     const first = limiter.check('s', limits)
     const rest = Array.from({ length: 7 }, () => limiter.check('s', limits))
     m.release()
     const decisions = await Promise.all([first, ...rest])
     expect(m.calls).toEqual([1, 7])
-    expect(decisions.map((d) => d.allowed)).toEqual([true, true, true, true, true, false, false, false])
+    expect(decisions.map((d) => d.allowed)).toEqual([
+      true,
+      true,
+      true,
+      true,
+      true,
+      false,
+      false,
+      false,
+    ])
     expect(decisions.map((d) => d.windows.minute.remaining)).toEqual([4, 3, 2, 1, 0, 0, 0, 0])
     expect(decisions.map((d) => d.windows.hour.remaining)).toEqual([99, 98, 97, 96, 95, 95, 95, 95])
     expect(decisions[5].retryAfter).toBe(50)
@@ -52,7 +75,10 @@ describe('createRateLimiter()', () => {
 
   test('Retry-After points at the latest exhausted window', async () => {
     const m = memoryRepo()
-    const limiter = createRateLimiter({ repo: m.repo, clock: manualClock(Date.parse('2030-01-01T23:00:00Z')) })
+    const limiter = createRateLimiter({
+      repo: m.repo,
+      clock: manualClock(Date.parse('2030-01-01T23:00:00Z')),
+    })
     const p = limiter.check('s', { minute: 10, hour: 10, day: 1 })
     m.release()
     await p
@@ -106,7 +132,16 @@ describe('createEmbeddedRateLimiter()', () => {
     const limiter = createEmbeddedRateLimiter({ repo: m.repo, clock: manualClock(at) })
     const decisions = []
     for (let i = 0; i < 8; i++) decisions.push(await limiter.check('s', limits))
-    expect(decisions.map((d) => d.allowed)).toEqual([true, true, true, true, true, false, false, false])
+    expect(decisions.map((d) => d.allowed)).toEqual([
+      true,
+      true,
+      true,
+      true,
+      true,
+      false,
+      false,
+      false,
+    ])
     expect(decisions.map((d) => d.windows.minute.remaining)).toEqual([4, 3, 2, 1, 0, 0, 0, 0])
     expect(decisions.map((d) => d.windows.hour.remaining)).toEqual([99, 98, 97, 96, 95, 95, 95, 95])
     expect(decisions[5].retryAfter).toBe(50)
@@ -121,7 +156,11 @@ describe('createEmbeddedRateLimiter()', () => {
     expect((await limiter.check('s', { minute: 2, hour: 3, day: 10 })).allowed).toBe(false)
     clock.advance(60_000)
     const next = await limiter.check('s', { minute: 2, hour: 3, day: 10 })
-    expect([next.allowed, next.windows.minute.remaining, next.windows.hour.remaining]).toEqual([true, 1, 0])
+    expect([next.allowed, next.windows.minute.remaining, next.windows.hour.remaining]).toEqual([
+      true,
+      1,
+      0,
+    ])
     const over = await limiter.check('s', { minute: 2, hour: 3, day: 10 })
     // 00:01:10 now; the hour window ends at 01:00:00.
     expect([over.allowed, over.retryAfter]).toEqual([false, 3530])
@@ -135,7 +174,11 @@ describe('createEmbeddedRateLimiter()', () => {
     expect(m.stores).toEqual([])
     await limiter.flush()
     expect(m.stores).toEqual([['a', 'b']])
-    expect([m.rows.get('a')!.minuteUsed, m.rows.get('a')!.dayUsed, m.rows.get('b')!.hourUsed]).toEqual([3, 3, 1])
+    expect([
+      m.rows.get('a')!.minuteUsed,
+      m.rows.get('a')!.dayUsed,
+      m.rows.get('b')!.hourUsed,
+    ]).toEqual([3, 3, 1])
     await limiter.flush()
     expect(m.stores).toEqual([['a', 'b']])
     const full = createEmbeddedRateLimiter({ repo: m.repo, clock: manualClock(at) })
@@ -160,7 +203,9 @@ describe('createEmbeddedRateLimiter()', () => {
     await first.flush()
     const second = createEmbeddedRateLimiter({ repo: m.repo, clock: manualClock(at + 5_000) })
     const d = await second.check('s', limits)
-    expect([d.windows.minute.remaining, d.windows.hour.remaining, d.windows.day.remaining]).toEqual([1, 96, 996])
+    expect([d.windows.minute.remaining, d.windows.hour.remaining, d.windows.day.remaining]).toEqual(
+      [1, 96, 996],
+    )
     expect((await second.check('s', limits)).allowed).toBe(true)
     expect((await second.check('s', limits)).allowed).toBe(false)
   })
@@ -168,7 +213,11 @@ describe('createEmbeddedRateLimiter()', () => {
   test('a failed write is carried by the next one', async () => {
     const m = storedRepo()
     const errors: unknown[] = []
-    const limiter = createEmbeddedRateLimiter({ repo: m.repo, clock: manualClock(at), onError: (e) => errors.push(e) })
+    const limiter = createEmbeddedRateLimiter({
+      repo: m.repo,
+      clock: manualClock(at),
+      onError: (e) => errors.push(e),
+    })
     await limiter.check('a', limits)
     m.fail(true)
     await limiter.flush()
@@ -180,7 +229,17 @@ describe('createEmbeddedRateLimiter()', () => {
   })
 
   test('first requests of a subject arriving together read it once', async () => {
-    const m = storedRepo([{ subject: 's', minuteStart: at - 10_000, minuteUsed: 4, hourStart: at - 10_000, hourUsed: 4, dayStart: at - 10_000, dayUsed: 4 }])
+    const m = storedRepo([
+      {
+        subject: 's',
+        minuteStart: at - 10_000,
+        minuteUsed: 4,
+        hourStart: at - 10_000,
+        hourUsed: 4,
+        dayStart: at - 10_000,
+        dayUsed: 4,
+      },
+    ])
     const limiter = createEmbeddedRateLimiter({ repo: m.repo, clock: manualClock(at) })
     const ds = await Promise.all([limiter.check('s', limits), limiter.check('s', limits)])
     expect(m.loads).toEqual([['s']])

@@ -15,11 +15,17 @@ describe('README link check', () => {
     const links = [...README.matchAll(/\]\(([^)\s]+)\)/g)].map((m) => m[1]!)
     expect(links.length).toBeGreaterThan(0)
     const relative = links.filter((l) => !/^(https?:|mailto:|#)/.test(l))
-    expect(relative.filter((l) => l.includes('..') || !existsSync(join(ROOT, l.split('#')[0]!)))).toEqual([])
+    expect(
+      relative.filter((l) => l.includes('..') || !existsSync(join(ROOT, l.split('#')[0]!))),
+    ).toEqual([])
   })
 
   test('every repository path it names in code spans exists', () => {
-    const paths = [...README.matchAll(/`((?:src|test|bench|drizzle|openapi|machines|scripts|docs|\.ci)\/[^`\s<>*{}]*)`/g)].map((m) => m[1]!)
+    const paths = [
+      ...README.matchAll(
+        /`((?:src|test|bench|drizzle|openapi|machines|scripts|docs|\.ci)\/[^`\s<>*{}]*)`/g,
+      ),
+    ].map((m) => m[1]!)
     expect(paths.length).toBeGreaterThan(10)
     expect([...new Set(paths)].filter((p) => !existsSync(join(ROOT, p)))).toEqual([])
   })
@@ -32,7 +38,8 @@ describe('README link check', () => {
 
   test('web addresses are local or reserved example names (RFC 2606), never a real third-party page the reader must open', () => {
     const hosts = [...README.matchAll(/https?:\/\/([^/\s)`'"<>:]+)/g)].map((m) => m[1]!)
-    const allowed = (h: string) => h === 'localhost' || h === '127.0.0.1' || /(^|\.)example(\.|$)/.test(h) || h === 'host'
+    const allowed = (h: string) =>
+      h === 'localhost' || h === '127.0.0.1' || /(^|\.)example(\.|$)/.test(h) || h === 'host'
     expect([...new Set(hosts)].filter((h) => !allowed(h))).toEqual([])
   })
 })

@@ -15,7 +15,8 @@ describe('secret box', () => {
     expect(() => other.open(box.seal('x', 'a'), 'a')).toThrow()
     expect(other.fingerprint).not.toBe(box.fingerprint)
   })
-  test('two seals of one value differ (random IV)', () => expect(box.seal('x', 'a')).not.toBe(box.seal('x', 'a')))
+  test('two seals of one value differ (random IV)', () =>
+    expect(box.seal('x', 'a')).not.toBe(box.seal('x', 'a')))
   test('a tampered value does not open', () => {
     const [v, iv, tag, body] = box.seal('secret', 'a').split(':')
     const flipped = Buffer.from(body, 'base64')

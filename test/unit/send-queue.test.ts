@@ -10,7 +10,12 @@ function deferred() {
 
 describe('send queue', () => {
   test('one endpoint gets at most perEndpoint requests in flight; the rest wait their turn', async () => {
-    const q = createSendQueue({ global: 100, failingGlobal: 10, perEndpoint: 3, perFailingEndpoint: 1 })
+    const q = createSendQueue({
+      global: 100,
+      failingGlobal: 10,
+      perEndpoint: 3,
+      perFailingEndpoint: 1,
+    })
     const jobs = Array.from({ length: 5 }, () => deferred())
     let started = 0
     jobs.forEach((j, i) => q.push('ep_a', `k${i}`, () => (started++, j.promise)))
@@ -23,7 +28,12 @@ describe('send queue', () => {
   })
 
   test('a failing endpoint is narrowed to perFailingEndpoint and to the failing pool', async () => {
-    const q = createSendQueue({ global: 100, failingGlobal: 2, perEndpoint: 10, perFailingEndpoint: 1 })
+    const q = createSendQueue({
+      global: 100,
+      failingGlobal: 2,
+      perEndpoint: 10,
+      perFailingEndpoint: 1,
+    })
     // Three endpoints fail once each.
     for (const ep of ['f1', 'f2', 'f3']) {
       q.push(ep, ep, async () => false)
@@ -45,7 +55,12 @@ describe('send queue', () => {
   })
 
   test('clear() drops the queued jobs and returns their keys; idle() waits for those in flight', async () => {
-    const q = createSendQueue({ global: 1, failingGlobal: 1, perEndpoint: 1, perFailingEndpoint: 1 })
+    const q = createSendQueue({
+      global: 1,
+      failingGlobal: 1,
+      perEndpoint: 1,
+      perFailingEndpoint: 1,
+    })
     const first = deferred()
     q.push('a', 'k1', () => first.promise)
     q.push('a', 'k2', async () => true)

@@ -11,7 +11,8 @@ import { ROOT } from '../helpers/processes.ts'
 function sources(dir: string): string[] {
   return readdirSync(join(ROOT, dir)).flatMap((name) => {
     const path = join(dir, name)
-    if (statSync(join(ROOT, path)).isDirectory()) return name === 'assets' || name === 'client' ? [] : sources(path)
+    if (statSync(join(ROOT, path)).isDirectory())
+      return name === 'assets' || name === 'client' ? [] : sources(path)
     return /\.(ts|mjs)$/.test(name) ? [path] : []
   })
 }
@@ -19,9 +20,15 @@ function sources(dir: string): string[] {
 const FILES = [...sources('src'), ...sources('machines')]
 const text = new Map(FILES.map((f) => [f, readFileSync(join(ROOT, f), 'utf8')]))
 /** Every `import ... from '...'` and `export ... from '...'` of a file, type-only ones included. */
-const specifiers = (file: string) => [...text.get(file)!.matchAll(/^(?:import|export)\b[^'"]*?from\s+['"]([^'"]+)['"]/gm)].map((m) => m[1])
+const specifiers = (file: string) =>
+  [...text.get(file)!.matchAll(/^(?:import|export)\b[^'"]*?from\s+['"]([^'"]+)['"]/gm)].map(
+    (m) => m[1],
+  )
 const localImports = (file: string) =>
-  specifiers(file).filter((s) => s.startsWith('.')).map((s) => normalize(join(dirname(file), s))).filter((p) => existsSync(join(ROOT, p)))
+  specifiers(file)
+    .filter((s) => s.startsWith('.'))
+    .map((s) => normalize(join(dirname(file), s)))
+    .filter((p) => existsSync(join(ROOT, p)))
 
 /** The strongly connected components of more than one module (Tarjan). */
 function cycles(graph: Map<string, string[]>): string[][] {
@@ -62,27 +69,56 @@ describe('structure', () => {
   })
 
   test('the cycle finder finds a circle when there is one', () => {
-    expect(cycles(new Map([['a', ['b']], ['b', ['c']], ['c', ['a']], ['d', ['a']]]))).toEqual([['a', 'b', 'c']])
+    expect(
+      cycles(
+        new Map([
+          ['a', ['b']],
+          ['b', ['c']],
+          ['c', ['a']],
+          ['d', ['a']],
+        ]),
+      ),
+    ).toEqual([['a', 'b', 'c']])
   })
 
   test('machines are pure: they import xstate and each other, nothing else', () => {
     for (const f of FILES.filter((f) => f.startsWith('machines/'))) {
-      for (const s of specifiers(f)) expect({ f, s, ok: s === 'xstate' || (s.startsWith('./') && !s.includes('/src/')) }).toEqual({ f, s, ok: true })
+      for (const s of specifiers(f))
+        expect({
+          f,
+          s,
+          ok: s === 'xstate' || (s.startsWith('./') && !s.includes('/src/')),
+        }).toEqual({ f, s, ok: true })
     }
   })
 
   test('only the HTTP assembly and the controllers (modules/*/index.ts) import Elysia', () => {
-    const users = FILES.filter((f) => specifiers(f).some((s) => s === 'elysia' || s.startsWith('@elysiajs/')))
-    expect(users.filter((f) => !f.startsWith('src/http/') && !/^src\/modules\/[^/]+\/index\.ts$/.test(f))).toEqual([])
+    const users = FILES.filter((f) =>
+      specifiers(f).some((s) => s === 'elysia' || s.startsWith('@elysiajs/')),
+    )
+    expect(
+      users.filter(
+        (f) => !f.startsWith('src/http/') && !/^src\/modules\/[^/]+\/index\.ts$/.test(f),
+      ),
+    ).toEqual([])
   })
 
   test('statements are prepared and run in repositories only (*.repo.ts and src/db/)', () => {
-    const raw = FILES.filter((f) => /\bprepare\(|\bdatabase\.(query|rows)\(|\.prepare\('/.test(text.get(f)!))
-    expect(raw.filter((f) => !f.endsWith('.repo.ts') && !f.startsWith('src/db/')).map((f) => relative('.', f))).toEqual([])
+    const raw = FILES.filter((f) =>
+      /\bprepare\(|\bdatabase\.(query|rows)\(|\.prepare\('/.test(text.get(f)!),
+    )
+    expect(
+      raw
+        .filter((f) => !f.endsWith('.repo.ts') && !f.startsWith('src/db/'))
+        .map((f) => relative('.', f)),
+    ).toEqual([])
   })
 
   test('a production install (npm ci --omit=dev) has what npm start runs: the runtime and every package src/ and machines/ import', () => {
-    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string>; dependencies: Record<string, string> }
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+      scripts: Record<string, string>
+      dependencies: Record<string, string>
+    }
     expect(pkg.scripts.start.split(' ')[0]).toBe('bun')
     const needed = new Set(['bun'])
     for (const f of FILES) {

@@ -18,7 +18,9 @@ const BLOCK_HASH = `0x${'ab'.repeat(32)}` as Hex
 const TX = `0x${'cd'.repeat(32)}` as Hex
 const pad = (a: string) => `0x${'0'.repeat(24)}${a.slice(2)}`
 
-function transferLog(over: Partial<RpcLogLike> & { to?: string; amount?: bigint } = {}): RpcLogLike {
+function transferLog(
+  over: Partial<RpcLogLike> & { to?: string; amount?: bigint } = {},
+): RpcLogLike {
   const { to = DEPOSIT, amount = 1_000_000n, ...rest } = over
   return {
     address: TOKEN,
@@ -34,14 +36,30 @@ function transferLog(over: Partial<RpcLogLike> & { to?: string; amount?: bigint 
 
 describe('decodeTransferLog()', () => {
   test('decodes what viem encodes for Transfer(address,address,uint256)', () => {
-    const topics = encodeEventTopics({ abi: [parseAbiItem('event Transfer(address indexed from, address indexed to, uint256 value)')], args: { from: ALICE, to: DEPOSIT } })
+    const topics = encodeEventTopics({
+      abi: [
+        parseAbiItem('event Transfer(address indexed from, address indexed to, uint256 value)'),
+      ],
+      args: { from: ALICE, to: DEPOSIT },
+    })
     expect(topics[0]).toBe(TRANSFER_TOPIC)
-    const log = transferLog({ topics: topics as string[], data: encodeAbiParameters([{ type: 'uint256' }], [2n ** 256n - 1n]) })
-    expect(decodeTransferLog(log)).toEqual({ token: TOKEN, from: ALICE, to: DEPOSIT, amount: 2n ** 256n - 1n })
+    const log = transferLog({
+      topics: topics as string[],
+      data: encodeAbiParameters([{ type: 'uint256' }], [2n ** 256n - 1n]),
+    })
+    expect(decodeTransferLog(log)).toEqual({
+      token: TOKEN,
+      from: ALICE,
+      to: DEPOSIT,
+      amount: 2n ** 256n - 1n,
+    })
   })
 
   test('lowercases a checksummed token address and mixed-case topics', () => {
-    const log = transferLog({ address: '0x5FbDB2315678afecb367f032d93F642f64180aa3', topics: [TRANSFER_TOPIC, pad(ALICE), pad(DEPOSIT).toUpperCase().replace('0X', '0x')] })
+    const log = transferLog({
+      address: '0x5FbDB2315678afecb367f032d93F642f64180aa3',
+      topics: [TRANSFER_TOPIC, pad(ALICE), pad(DEPOSIT).toUpperCase().replace('0X', '0x')],
+    })
     expect(decodeTransferLog(log)).toMatchObject({ token: TOKEN, to: DEPOSIT })
   })
 
@@ -53,7 +71,9 @@ describe('decodeTransferLog()', () => {
       transferLog({ data: `0x${'0'.repeat(62)}` }),
       transferLog({ data: `0x${'0'.repeat(128)}` }),
       transferLog({ data: `0x${'zz'.repeat(32)}` }),
-      transferLog({ topics: [TRANSFER_TOPIC, pad(ALICE), `0x${'ff'.repeat(12)}${DEPOSIT.slice(2)}`] }),
+      transferLog({
+        topics: [TRANSFER_TOPIC, pad(ALICE), `0x${'ff'.repeat(12)}${DEPOSIT.slice(2)}`],
+      }),
       transferLog({ topics: [TRANSFER_TOPIC, pad(ALICE), DEPOSIT] }),
     ]
     for (const log of bad) expect(decodeTransferLog(log)).toBeNull()
@@ -70,7 +90,17 @@ describe('scanTransferLogs()', () => {
 
   test('reports a Transfer to a watched address with token, amount, tx, logIndex and block', () => {
     expect(scanTransferLogs([transferLog({ amount: 25n })], watch)).toEqual([
-      { kind: 'erc20', token: TOKEN, from: ALICE, to: DEPOSIT, amount: 25n, txHash: TX, logIndex: 3, blockNumber: 16n, blockHash: BLOCK_HASH },
+      {
+        kind: 'erc20',
+        token: TOKEN,
+        from: ALICE,
+        to: DEPOSIT,
+        amount: 25n,
+        txHash: TX,
+        logIndex: 3,
+        blockNumber: 16n,
+        blockHash: BLOCK_HASH,
+      },
     ])
   })
 
@@ -88,8 +118,14 @@ describe('scanTransferLogs()', () => {
   })
 
   test('reports two transfers to one address separately, in log order', () => {
-    const logs = [transferLog({ amount: 1n, logIndex: '0x0' }), transferLog({ amount: 2n, logIndex: '0x1' })]
-    expect(scanTransferLogs(logs, watch).map((f) => [f.amount, f.logIndex])).toEqual([[1n, 0], [2n, 1]])
+    const logs = [
+      transferLog({ amount: 1n, logIndex: '0x0' }),
+      transferLog({ amount: 2n, logIndex: '0x1' }),
+    ]
+    expect(scanTransferLogs(logs, watch).map((f) => [f.amount, f.logIndex])).toEqual([
+      [1n, 0],
+      [2n, 1],
+    ])
   })
 
   test('a zero-amount Transfer (address-poisoning spam) is no finding', () => {
@@ -99,7 +135,12 @@ describe('scanTransferLogs()', () => {
   test('matches 1,000 logs against 100,000 watched addresses in well under a block time', () => {
     const big = new Set<string>()
     for (let i = 0; i < 100_000; i++) big.add(`0x${i.toString(16).padStart(40, '0')}`)
-    const logs = Array.from({ length: 1000 }, (_, i) => transferLog({ to: `0x${(i * 200).toString(16).padStart(40, '0')}`, logIndex: `0x${i.toString(16)}` }))
+    const logs = Array.from({ length: 1000 }, (_, i) =>
+      transferLog({
+        to: `0x${(i * 200).toString(16).padStart(40, '0')}`,
+        logIndex: `0x${i.toString(16)}`,
+      }),
+    )
     const t0 = performance.now()
     const found = scanTransferLogs(logs, big, new Set([TOKEN]))
     const ms = performance.now() - t0
@@ -110,27 +151,65 @@ describe('scanTransferLogs()', () => {
 
 describe('scanNativeTransactions()', () => {
   const block = { number: 7n, hash: BLOCK_HASH }
-  const tx = (to: string | null, value: string, hash = TX) => ({ hash, from: ALICE.toUpperCase().replace('0X', '0x'), to, value })
+  const tx = (to: string | null, value: string, hash = TX) => ({
+    hash,
+    from: ALICE.toUpperCase().replace('0X', '0x'),
+    to,
+    value,
+  })
 
   test('reports top-level transfers with value to a watched address', () => {
-    const found = scanNativeTransactions({ ...block, transactions: [tx(DEPOSIT.toUpperCase().replace('0X', '0x'), '0xde0b6b3a7640000')] }, new Set([DEPOSIT]))
-    expect(found).toEqual([{ kind: 'native', from: ALICE, to: DEPOSIT, amount: 10n ** 18n, txHash: TX, blockNumber: 7n, blockHash: BLOCK_HASH }])
+    const found = scanNativeTransactions(
+      {
+        ...block,
+        transactions: [tx(DEPOSIT.toUpperCase().replace('0X', '0x'), '0xde0b6b3a7640000')],
+      },
+      new Set([DEPOSIT]),
+    )
+    expect(found).toEqual([
+      {
+        kind: 'native',
+        from: ALICE,
+        to: DEPOSIT,
+        amount: 10n ** 18n,
+        txHash: TX,
+        blockNumber: 7n,
+        blockHash: BLOCK_HASH,
+      },
+    ])
   })
 
   test('skips zero value, unwatched recipients, contract creations and hash-only transaction lists', () => {
-    const transactions = [tx(DEPOSIT, '0x0'), tx(ALICE, '0x1'), tx(null, '0x5'), TX, tx(DEPOSIT, 'nonsense')]
+    const transactions = [
+      tx(DEPOSIT, '0x0'),
+      tx(ALICE, '0x1'),
+      tx(null, '0x5'),
+      TX,
+      tx(DEPOSIT, 'nonsense'),
+    ]
     expect(scanNativeTransactions({ ...block, transactions }, new Set([DEPOSIT]))).toEqual([])
   })
 })
 
 describe('cursor persistence', () => {
   test('encodeCursor() / decodeCursor() round-trip heights and hashes', () => {
-    const cursor = { height: 12n, recent: [{ number: 11n, hash: BLOCK_HASH }, { number: 12n, hash: TX }] }
+    const cursor = {
+      height: 12n,
+      recent: [
+        { number: 11n, hash: BLOCK_HASH },
+        { number: 12n, hash: TX },
+      ],
+    }
     expect(decodeCursor(encodeCursor(cursor))).toEqual(cursor)
   })
 
   test('decodeCursor() refuses a malformed cursor rather than follow a wrong chain', () => {
-    for (const bad of ['{}', '{"height":"1","recent":[["1","0x12"]]}', '{"height":1,"recent":[]}', '{"height":"x","recent":[]}']) {
+    for (const bad of [
+      '{}',
+      '{"height":"1","recent":[["1","0x12"]]}',
+      '{"height":1,"recent":[]}',
+      '{"height":"x","recent":[]}',
+    ]) {
       expect(() => decodeCursor(bad)).toThrow()
     }
   })

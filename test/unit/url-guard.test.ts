@@ -1,14 +1,44 @@
 import { describe, expect, test } from 'bun:test'
-import { checkDeliveryTarget, checkEndpointUrl, isBlockedAddress, systemResolver } from '../../src/webhooks/url-guard.ts'
+import {
+  checkDeliveryTarget,
+  checkEndpointUrl,
+  isBlockedAddress,
+  systemResolver,
+} from '../../src/webhooks/url-guard.ts'
 
 describe('isBlockedAddress', () => {
   test.each([
-    '127.0.0.1', '127.8.9.10', '10.1.2.3', '172.16.0.1', '172.31.255.255', '192.168.1.1', '169.254.169.254', '100.100.100.200',
-    '0.0.0.0', '224.0.0.1', '255.255.255.255', '::1', '::', 'fe80::1', 'fd00:ec2::254', 'fc00::1', '::ffff:127.0.0.1',
-    '::ffff:10.0.0.1', '64:ff9b::a9fe:a9fe', '::127.0.0.1', 'ff02::1', 'not-an-ip',
+    '127.0.0.1',
+    '127.8.9.10',
+    '10.1.2.3',
+    '172.16.0.1',
+    '172.31.255.255',
+    '192.168.1.1',
+    '169.254.169.254',
+    '100.100.100.200',
+    '0.0.0.0',
+    '224.0.0.1',
+    '255.255.255.255',
+    '::1',
+    '::',
+    'fe80::1',
+    'fd00:ec2::254',
+    'fc00::1',
+    '::ffff:127.0.0.1',
+    '::ffff:10.0.0.1',
+    '64:ff9b::a9fe:a9fe',
+    '::127.0.0.1',
+    'ff02::1',
+    'not-an-ip',
   ])('%s is blocked', (a) => expect(isBlockedAddress(a)).toBe(true))
-  test.each(['93.184.216.34', '8.8.8.8', '172.32.0.1', '2606:4700:4700::1111', '::ffff:93.184.216.34', '64:ff9b::808:808'])(
-    '%s is public', (a) => expect(isBlockedAddress(a)).toBe(false))
+  test.each([
+    '93.184.216.34',
+    '8.8.8.8',
+    '172.32.0.1',
+    '2606:4700:4700::1111',
+    '::ffff:93.184.216.34',
+    '64:ff9b::808:808',
+  ])('%s is public', (a) => expect(isBlockedAddress(a)).toBe(false))
 })
 
 /** WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS on, and off. */
@@ -60,7 +90,8 @@ describe('checkEndpointUrl', () => {
       if (!r.ok) expect(r.reason).toContain(why)
     }
   })
-  test('a public https URL is accepted for live', () => expect(checkEndpointUrl('https://shop.example.com/webhooks', 'live', ALLOWED).ok).toBe(true))
+  test('a public https URL is accepted for live', () =>
+    expect(checkEndpointUrl('https://shop.example.com/webhooks', 'live', ALLOWED).ok).toBe(true))
 })
 
 describe('checkDeliveryTarget', () => {
@@ -69,27 +100,50 @@ describe('checkDeliveryTarget', () => {
     return map[host]
   }
   test('a live name that resolves to 127.0.0.1 is refused at delivery time', async () => {
-    const r = await checkDeliveryTarget('https://rebind.example.com/hook', 'live', ALLOWED, dns({ 'rebind.example.com': ['127.0.0.1'] }))
+    const r = await checkDeliveryTarget(
+      'https://rebind.example.com/hook',
+      'live',
+      ALLOWED,
+      dns({ 'rebind.example.com': ['127.0.0.1'] }),
+    )
     expect(r).toEqual({ ok: false, reason: expect.stringContaining('resolves to 127.0.0.1') })
   })
   test('one private address among public ones is enough to refuse', async () => {
-    const r = await checkDeliveryTarget('https://mixed.example.com/hook', 'live', ALLOWED, dns({ 'mixed.example.com': ['93.184.216.34', '10.0.0.1'] }))
+    const r = await checkDeliveryTarget(
+      'https://mixed.example.com/hook',
+      'live',
+      ALLOWED,
+      dns({ 'mixed.example.com': ['93.184.216.34', '10.0.0.1'] }),
+    )
     expect(r.ok).toBe(false)
   })
   test('a public answer passes, as a public address; an unresolvable name is refused', async () => {
-    const r = await checkDeliveryTarget('https://ok.example.com/h', 'live', ALLOWED, dns({ 'ok.example.com': ['93.184.216.34'] }))
+    const r = await checkDeliveryTarget(
+      'https://ok.example.com/h',
+      'live',
+      ALLOWED,
+      dns({ 'ok.example.com': ['93.184.216.34'] }),
+    )
     expect(r).toMatchObject({ ok: true, privateAddress: false })
-    expect((await checkDeliveryTarget('https://gone.example.com/h', 'live', ALLOWED, dns({}))).ok).toBe(false)
+    expect(
+      (await checkDeliveryTarget('https://gone.example.com/h', 'live', ALLOWED, dns({}))).ok,
+    ).toBe(false)
   })
   test('with the system resolver, a name whose real answer is 127.0.0.1 is refused', async () => {
     expect(await systemResolver('localhost')).toContain('127.0.0.1')
     // shop.example.com stands for any public-looking name; its answer comes from real DNS (/etc/hosts).
-    const r = await checkDeliveryTarget('https://shop.example.com/h', 'live', ALLOWED, () => systemResolver('localhost'))
+    const r = await checkDeliveryTarget('https://shop.example.com/h', 'live', ALLOWED, () =>
+      systemResolver('localhost'),
+    )
     expect(r.ok).toBe(false)
   })
 
   test('private test endpoints allowed: local targets pass, marked private by what they resolve to', async () => {
-    const resolve = dns({ 'hooks.lan.example': ['10.1.2.3'], 'mixed.example.com': ['93.184.216.34', '192.168.1.9'], 'ok.example.com': ['93.184.216.34'] })
+    const resolve = dns({
+      'hooks.lan.example': ['10.1.2.3'],
+      'mixed.example.com': ['93.184.216.34', '192.168.1.9'],
+      'ok.example.com': ['93.184.216.34'],
+    })
     const cases: [string, boolean][] = [
       ['http://127.0.0.1:9/h', true],
       ['http://[::1]:9/h', true],
@@ -103,16 +157,33 @@ describe('checkDeliveryTarget', () => {
       ['http://93.184.216.34/h', false],
     ]
     for (const [url, privateAddress] of cases) {
-      expect({ url, target: await checkDeliveryTarget(url, 'test', ALLOWED, resolve) }).toEqual({ url, target: { ok: true, url: new URL(url), privateAddress } })
+      expect({ url, target: await checkDeliveryTarget(url, 'test', ALLOWED, resolve) }).toEqual({
+        url,
+        target: { ok: true, url: new URL(url), privateAddress },
+      })
     }
   })
   test('private test endpoints not allowed: a test endpoint is checked like a live one at delivery time, except that http passes', async () => {
     const resolve = dns({ 'hooks.lan.example': ['10.1.2.3'], 'ok.example.com': ['93.184.216.34'] })
-    const lan = await checkDeliveryTarget('http://hooks.lan.example/h', 'test', PUBLIC_ONLY, resolve)
-    expect(lan).toEqual({ ok: false, reason: expect.stringContaining('hooks.lan.example resolves to 10.1.2.3') })
+    const lan = await checkDeliveryTarget(
+      'http://hooks.lan.example/h',
+      'test',
+      PUBLIC_ONLY,
+      resolve,
+    )
+    expect(lan).toEqual({
+      ok: false,
+      reason: expect.stringContaining('hooks.lan.example resolves to 10.1.2.3'),
+    })
     if (!lan.ok) expect(lan.reason).toContain('WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS')
-    expect((await checkDeliveryTarget('http://127.0.0.1:9/h', 'test', PUBLIC_ONLY, resolve)).ok).toBe(false)
-    expect((await checkDeliveryTarget('http://unknown.example.com/h', 'test', PUBLIC_ONLY, resolve)).ok).toBe(false)
-    expect(await checkDeliveryTarget('http://ok.example.com/h', 'test', PUBLIC_ONLY, resolve)).toEqual({ ok: true, url: new URL('http://ok.example.com/h'), privateAddress: false })
+    expect(
+      (await checkDeliveryTarget('http://127.0.0.1:9/h', 'test', PUBLIC_ONLY, resolve)).ok,
+    ).toBe(false)
+    expect(
+      (await checkDeliveryTarget('http://unknown.example.com/h', 'test', PUBLIC_ONLY, resolve)).ok,
+    ).toBe(false)
+    expect(
+      await checkDeliveryTarget('http://ok.example.com/h', 'test', PUBLIC_ONLY, resolve),
+    ).toEqual({ ok: true, url: new URL('http://ok.example.com/h'), privateAddress: false })
   })
 })

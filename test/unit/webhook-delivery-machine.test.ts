@@ -1,8 +1,16 @@
 import { describe, expect, test } from 'bun:test'
 import { createActor, fromPromise, transition, type Actor } from 'xstate'
 import {
-  DEFAULT_RETRY_SCHEDULE_MS, deliveryStatus, MAX_EVENT_AGE_MS, PAUSED_RECHECK_MS, retryDelayMs, webhookDeliveryMachine,
-  type AttemptInput, type AttemptOutput, type DeliveryInput, type DeliveryState,
+  DEFAULT_RETRY_SCHEDULE_MS,
+  deliveryStatus,
+  MAX_EVENT_AGE_MS,
+  PAUSED_RECHECK_MS,
+  retryDelayMs,
+  webhookDeliveryMachine,
+  type AttemptInput,
+  type AttemptOutput,
+  type DeliveryInput,
+  type DeliveryState,
 } from '../../machines/webhook-delivery.machine.ts'
 import { deadlineTimer } from '../../src/actors/deadline-timer.ts'
 import { restoreActor } from '../../src/actors/restore-actor.ts'
@@ -18,7 +26,11 @@ const MIN = 60_000
  * scheduler, and a `sendAttempt` that records each attempt and answers from `answers` (true:
  * the endpoint acknowledged; 'throw': the sender failed unexpectedly).
  */
-function running(answers: (boolean | 'throw' | 'paused')[] | (() => boolean | 'paused'), input: Partial<DeliveryInput> = {}, from?: { snapshot: unknown; now: number }) {
+function running(
+  answers: (boolean | 'throw' | 'paused')[] | (() => boolean | 'paused'),
+  input: Partial<DeliveryInput> = {},
+  from?: { snapshot: unknown; now: number },
+) {
   const clock = manualClock(from?.now ?? T0)
   const scheduler = createScheduler(clock)
   const made: (AttemptInput & { at: number })[] = []
@@ -27,7 +39,7 @@ function running(answers: (boolean | 'throw' | 'paused')[] | (() => boolean | 'p
       backoffTimer: deadlineTimer(scheduler, clock),
       sendAttempt: fromPromise<AttemptOutput, AttemptInput>(async ({ input }) => {
         made.push({ ...input, at: clock.now() })
-        const answer = typeof answers === 'function' ? answers() : answers.shift() ?? false
+        const answer = typeof answers === 'function' ? answers() : (answers.shift() ?? false)
         if (answer === 'throw') throw new Error('sender broke')
         if (answer === 'paused') return { ok: false, at: clock.now(), paused: true }
         return { ok: answer, at: clock.now() }
@@ -36,7 +48,9 @@ function running(answers: (boolean | 'throw' | 'paused')[] | (() => boolean | 'p
   })
   const actor: Actor<typeof machine> = from
     ? restoreActor(machine, from.snapshot)
-    : createActor(machine, { input: { deliveryId: 'dlv_1', eventAt: T0, firstAttemptAt: T0, ...input } })
+    : createActor(machine, {
+        input: { deliveryId: 'dlv_1', eventAt: T0, firstAttemptAt: T0, ...input },
+      })
   actor.start()
   /** Moves the virtual clock to `t`, fires what is due and lets the attempts it starts finish. */
   const at = async (t: number) => {
@@ -47,7 +61,16 @@ function running(answers: (boolean | 'throw' | 'paused')[] | (() => boolean | 'p
   const state = () => actor.getSnapshot().value as DeliveryState
   const context = () => actor.getSnapshot().context
   const status = () => deliveryStatus(state(), context())
-  return { actor, made, at, state, context, status, scheduler, stop: () => (actor.stop(), scheduler.stop()) }
+  return {
+    actor,
+    made,
+    at,
+    state,
+    context,
+    status,
+    scheduler,
+    stop: () => (actor.stop(), scheduler.stop()),
+  }
 }
 
 describe('webhook delivery actor on a virtual clock', () => {
@@ -56,7 +79,9 @@ describe('webhook delivery actor on a virtual clock', () => {
     expect(d.status()).toBe('pending')
     expect(d.made).toEqual([])
     await d.at(T0)
-    expect(d.made.map((a) => [a.number, a.trigger, a.scheduledFor, a.at])).toEqual([[1, 'scheduled', T0, T0]])
+    expect(d.made.map((a) => [a.number, a.trigger, a.scheduledFor, a.at])).toEqual([
+      [1, 'scheduled', T0, T0],
+    ])
     expect(d.status()).toBe('success')
     expect(d.context()).toMatchObject({ attempts: 1, nextAttemptAt: null, failedBecause: null })
     expect(d.scheduler.size).toBe(0)
@@ -77,9 +102,15 @@ describe('webhook delivery actor on a virtual clock', () => {
       expect(d.made.at(-1)!.at).toBe(last)
     }
     expect(d.made.map((a) => a.number)).toEqual([1, 2, 3, 4, 5, 6])
-    expect(d.made.slice(1).map((a, i) => a.at - d.made[i].at)).toEqual([...DEFAULT_RETRY_SCHEDULE_MS])
+    expect(d.made.slice(1).map((a, i) => a.at - d.made[i].at)).toEqual([
+      ...DEFAULT_RETRY_SCHEDULE_MS,
+    ])
     expect(d.status()).toBe('failed')
-    expect(d.context()).toMatchObject({ failedBecause: 'exhausted', attempts: 6, nextAttemptAt: null })
+    expect(d.context()).toMatchObject({
+      failedBecause: 'exhausted',
+      attempts: 6,
+      nextAttemptAt: null,
+    })
     await d.at(last + 30 * 86_400_000)
     expect(d.made).toHaveLength(6)
     d.stop()
@@ -136,8 +167,15 @@ describe('webhook delivery actor on a virtual clock', () => {
     expect(d.status()).toBe('retrying')
     expect(d.context()).toMatchObject({ trigger: 'manual', nextAttemptAt: later })
     await d.at(later)
-    expect(d.made.map((a) => [a.number, a.trigger, a.at])).toEqual([[1, 'scheduled', T0], [2, 'manual', later]])
-    expect(d.context()).toMatchObject({ attempts: 2, failedBecause: 'manual_attempt_failed', nextAttemptAt: null })
+    expect(d.made.map((a) => [a.number, a.trigger, a.at])).toEqual([
+      [1, 'scheduled', T0],
+      [2, 'manual', later],
+    ])
+    expect(d.context()).toMatchObject({
+      attempts: 2,
+      failedBecause: 'manual_attempt_failed',
+      nextAttemptAt: null,
+    })
     await d.at(later + MAX_EVENT_AGE_MS)
     expect(d.made).toHaveLength(2)
     d.stop()
@@ -178,16 +216,31 @@ describe('webhook delivery actor on a virtual clock', () => {
   test('an endpoint found disabled uses up no attempt: the delivery looks again every minute, and the schedule goes on once it is enabled', async () => {
     const d = running([false, 'paused', 'paused', false, true])
     await d.at(T0)
-    expect(d.context()).toMatchObject({ attempts: 1, automaticAttempts: 1, nextAttemptAt: T0 + MIN })
+    expect(d.context()).toMatchObject({
+      attempts: 1,
+      automaticAttempts: 1,
+      nextAttemptAt: T0 + MIN,
+    })
     await d.at(T0 + MIN)
     // Disabled: nothing counted, looked at again a minute later.
     expect(d.status()).toBe('retrying')
-    expect(d.context()).toMatchObject({ attempts: 1, automaticAttempts: 1, nextAttemptAt: T0 + MIN + PAUSED_RECHECK_MS })
+    expect(d.context()).toMatchObject({
+      attempts: 1,
+      automaticAttempts: 1,
+      nextAttemptAt: T0 + MIN + PAUSED_RECHECK_MS,
+    })
     await d.at(T0 + MIN + PAUSED_RECHECK_MS)
-    expect(d.context()).toMatchObject({ attempts: 1, nextAttemptAt: T0 + MIN + 2 * PAUSED_RECHECK_MS })
+    expect(d.context()).toMatchObject({
+      attempts: 1,
+      nextAttemptAt: T0 + MIN + 2 * PAUSED_RECHECK_MS,
+    })
     // Enabled again: the second attempt, then the third 5 minutes after it (the schedule resumes where it was).
     await d.at(T0 + MIN + 2 * PAUSED_RECHECK_MS)
-    expect(d.context()).toMatchObject({ attempts: 2, automaticAttempts: 2, nextAttemptAt: T0 + MIN + 2 * PAUSED_RECHECK_MS + 5 * MIN })
+    expect(d.context()).toMatchObject({
+      attempts: 2,
+      automaticAttempts: 2,
+      nextAttemptAt: T0 + MIN + 2 * PAUSED_RECHECK_MS + 5 * MIN,
+    })
     await d.at(T0 + MIN + 2 * PAUSED_RECHECK_MS + 5 * MIN)
     expect(d.status()).toBe('success')
     expect(d.made.map((a) => a.number)).toEqual([1, 2, 2, 2, 3])
@@ -212,7 +265,12 @@ describe('webhook delivery actor on a virtual clock', () => {
       due += offset
     }
     await second.at(due)
-    expect(second.made.map((a) => [a.number, a.at])).toEqual([[3, T0 + 6 * MIN], [4, T0 + 36 * MIN], [5, T0 + 156 * MIN], [6, T0 + 636 * MIN]])
+    expect(second.made.map((a) => [a.number, a.at])).toEqual([
+      [3, T0 + 6 * MIN],
+      [4, T0 + 36 * MIN],
+      [5, T0 + 156 * MIN],
+      [6, T0 + 636 * MIN],
+    ])
     expect(second.context()).toMatchObject({ attempts: 6, failedBecause: 'exhausted' })
     second.stop()
   })
@@ -224,20 +282,25 @@ describe('webhook delivery actor on a virtual clock', () => {
     first.stop()
     const second = running([true], {}, { snapshot: persisted, now: T0 + 3 * MIN })
     await second.at(T0 + 3 * MIN)
-    expect(second.made.map((a) => [a.number, a.scheduledFor, a.at])).toEqual([[2, T0 + MIN, T0 + 3 * MIN]])
+    expect(second.made.map((a) => [a.number, a.scheduledFor, a.at])).toEqual([
+      [2, T0 + MIN, T0 + 3 * MIN],
+    ])
     expect(second.status()).toBe('success')
     second.stop()
   })
 
   test('a redelivery while an attempt is in flight is refused', () => {
     const d = running(() => true)
-    const snapshot = webhookDeliveryMachine.resolveState({ value: 'attempting', context: d.context() })
+    const snapshot = webhookDeliveryMachine.resolveState({
+      value: 'attempting',
+      context: d.context(),
+    })
     expect(snapshot.can({ type: 'redeliver.requested', at: T0 })).toBe(false)
     d.stop()
   })
 })
 
-describe('retryDelayMs(): a receiver\'s Retry-After within the schedule\'s bounds', () => {
+describe("retryDelayMs(): a receiver's Retry-After within the schedule's bounds", () => {
   const c = { scheduleMs: [...DEFAULT_RETRY_SCHEDULE_MS], automaticAttempts: 0 }
   test('without Retry-After the schedule decides', () => {
     expect(retryDelayMs(c, undefined)).toBe(MIN)
@@ -265,12 +328,25 @@ describe('retryAfterMs(): RFC 9110 Retry-After', () => {
 })
 
 describe('a failed attempt that brought a Retry-After', () => {
-  test('schedules the retry at the receiver\'s time, bounded', () => {
-    const snapshot = webhookDeliveryMachine.resolveState({ value: 'attempting', context: {
-      deliveryId: 'dlv_1', scheduleMs: [...DEFAULT_RETRY_SCHEDULE_MS], maxAgeMs: MAX_EVENT_AGE_MS, eventAt: T0, attempts: 0, automaticAttempts: 0,
-      nextAttemptAt: T0, trigger: 'scheduled', failedBecause: null,
-    } })
-    const [after] = transition(webhookDeliveryMachine, snapshot, { type: 'xstate.done.actor.0.webhookDelivery.attempting', output: { ok: false, at: T0, retryAfterMs: 600_000 } } as never)
+  test("schedules the retry at the receiver's time, bounded", () => {
+    const snapshot = webhookDeliveryMachine.resolveState({
+      value: 'attempting',
+      context: {
+        deliveryId: 'dlv_1',
+        scheduleMs: [...DEFAULT_RETRY_SCHEDULE_MS],
+        maxAgeMs: MAX_EVENT_AGE_MS,
+        eventAt: T0,
+        attempts: 0,
+        automaticAttempts: 0,
+        nextAttemptAt: T0,
+        trigger: 'scheduled',
+        failedBecause: null,
+      },
+    })
+    const [after] = transition(webhookDeliveryMachine, snapshot, {
+      type: 'xstate.done.actor.0.webhookDelivery.attempting',
+      output: { ok: false, at: T0, retryAfterMs: 600_000 },
+    } as never)
     expect(after.value).toBe('scheduled')
     expect(after.context.nextAttemptAt).toBe(T0 + 600_000)
   })

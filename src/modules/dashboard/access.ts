@@ -52,8 +52,13 @@ export function safeNext(raw: string | null | undefined): string {
   // The browser resolves dot segments (`/dashboard/../x`, `%2e%2e`) and `//host`: only a path
   // that stays exactly what it says is kept.
   const resolved = new URL(raw, 'https://dashboard.invalid')
-  if (resolved.origin !== 'https://dashboard.invalid' || resolved.pathname + resolved.search !== raw) return '/dashboard'
-  if (resolved.pathname !== '/dashboard' && !resolved.pathname.startsWith('/dashboard/')) return '/dashboard'
+  if (
+    resolved.origin !== 'https://dashboard.invalid' ||
+    resolved.pathname + resolved.search !== raw
+  )
+    return '/dashboard'
+  if (resolved.pathname !== '/dashboard' && !resolved.pathname.startsWith('/dashboard/'))
+    return '/dashboard'
   if (/\/\/|%2f|%5c|%2e/i.test(raw)) return '/dashboard'
   return raw
 }

@@ -8,10 +8,20 @@ export const DASHBOARD_CSP =
   "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
   "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
-export const DASHBOARD_HEADERS: Record<string, string> = { ...PAY_PAGE_HEADERS, 'content-security-policy': DASHBOARD_CSP }
+export const DASHBOARD_HEADERS: Record<string, string> = {
+  ...PAY_PAGE_HEADERS,
+  'content-security-policy': DASHBOARD_CSP,
+}
 
 export type AssetUrl = (name: string) => string
-export type Section = 'overview' | 'transactions' | 'funds' | 'keys' | 'endpoints' | 'deliveries' | 'settings'
+export type Section =
+  | 'overview'
+  | 'transactions'
+  | 'funds'
+  | 'keys'
+  | 'endpoints'
+  | 'deliveries'
+  | 'settings'
 
 const SECTIONS: [Section, string, string][] = [
   ['overview', 'Overview', ''],
@@ -34,12 +44,14 @@ export interface Frame {
 }
 
 /** `/dashboard/{project}/{mode}` plus `rest`: every signed-in page lives under it. */
-export const base = (f: Pick<Frame, 'project' | 'mode'>, rest = '') => `/dashboard/${encodeURIComponent(f.project.id)}/${f.mode}${rest}`
+export const base = (f: Pick<Frame, 'project' | 'mode'>, rest = '') =>
+  `/dashboard/${encodeURIComponent(f.project.id)}/${f.mode}${rest}`
 
 /** `?a=1&b=2` of the parameters that have a value; empty when none has. */
 export function query(params: Record<string, string | number | null | undefined>): string {
   const p = new URLSearchParams()
-  for (const [k, v] of Object.entries(params)) if (v !== null && v !== undefined && v !== '') p.set(k, String(v))
+  for (const [k, v] of Object.entries(params))
+    if (v !== null && v !== undefined && v !== '') p.set(k, String(v))
   const s = p.toString()
   return s ? `?${s}` : ''
 }
@@ -50,18 +62,23 @@ export const NOTICES = {
   'key-revoked': 'The key is revoked: requests with it now get 401.',
   'key-deleted': 'The key is deleted.',
   'endpoint-enabled': 'The endpoint is enabled.',
-  'endpoint-disabled': 'The endpoint is disabled: no events are sent to it until it is enabled again.',
+  'endpoint-disabled':
+    'The endpoint is disabled: no events are sent to it until it is enabled again.',
   'test-sent': 'A test event is on its way; its delivery is listed below.',
-  'redelivered': 'The delivery is queued to be sent again now.',
-  'cancelled': 'The transaction is cancelled.',
-  'webhook-retried': 'A new transaction.completed delivery is queued for every endpoint that selected it.',
+  redelivered: 'The delivery is queued to be sent again now.',
+  cancelled: 'The transaction is cancelled.',
+  'webhook-retried':
+    'A new transaction.completed delivery is queued for every endpoint that selected it.',
   'session-ended': 'Your session has ended. Sign in again.',
-  'refund-created': 'The refund is recorded, pending. Pay it with the treasury tool on your machine: npm run treasury -- refunds pay.',
+  'refund-created':
+    'The refund is recorded, pending. Pay it with the treasury tool on your machine: npm run treasury -- refunds pay.',
   'refund-cancelled': 'The refund is cancelled: it will not be paid.',
-  'refund-abandoned': 'Its payment can never be mined, so it is given up: the refund is pending again, and the treasury tool pays it anew.',
+  'refund-abandoned':
+    'Its payment can never be mined, so it is given up: the refund is pending again, and the treasury tool pays it anew.',
 } as const
 export type Notice = keyof typeof NOTICES
-export const isNotice = (s: unknown): s is Notice => typeof s === 'string' && Object.hasOwn(NOTICES, s)
+export const isNotice = (s: unknown): s is Notice =>
+  typeof s === 'string' && Object.hasOwn(NOTICES, s)
 
 export function head(title: string, asset: AssetUrl, extra: Html | string = ''): Html {
   return html`<head>
@@ -77,7 +94,12 @@ ${extra}
 export const csrfField = (csrf: string) => html`<input type="hidden" name="csrf" value="${csrf}">`
 
 /** A form with one button that posts to `action`; `confirm` asks first (in the browser script). */
-export function postButton(f: Pick<Frame, 'csrf'>, action: string, label: string, opts: { confirm?: string; danger?: boolean; fields?: Record<string, string> } = {}): Html {
+export function postButton(
+  f: Pick<Frame, 'csrf'>,
+  action: string,
+  label: string,
+  opts: { confirm?: string; danger?: boolean; fields?: Record<string, string> } = {},
+): Html {
   return html`<form method="post" action="${action}" class="inline"${opts.confirm ? html` data-confirm="${opts.confirm}"` : ''}>${csrfField(f.csrf)}${Object.entries(opts.fields ?? {}).map(([k, v]) => html`<input type="hidden" name="${k}" value="${v}">`)}<button type="submit" class="${opts.danger ? 'button danger' : 'button secondary'}">${label}</button></form>`
 }
 
@@ -91,21 +113,35 @@ export function when(d: Date | string | null | undefined): Html {
 
 export function alert(kind: 'notice' | 'error', text: string | null | undefined): Html {
   if (!text) return html``
-  return kind === 'error' ? html`<div class="alert error" role="alert">${text}</div>` : html`<div class="alert notice" role="status">${text}</div>`
+  return kind === 'error'
+    ? html`<div class="alert error" role="alert">${text}</div>`
+    : html`<div class="alert notice" role="status">${text}</div>`
 }
 
 /** A table that scrolls on its own on a narrow screen, never the page. */
-export function table(caption: string, headers: (string | Html)[], rows: Html[], empty: string): Html {
+export function table(
+  caption: string,
+  headers: (string | Html)[],
+  rows: Html[],
+  empty: string,
+): Html {
   if (rows.length === 0) return html`<p class="empty">${empty}</p>`
   return html`<div class="table-wrap" role="region" aria-label="${caption}" tabindex="0"><table><caption class="visually-hidden">${caption}</caption>
 <thead><tr>${headers.map((h) => html`<th scope="col">${h}</th>`)}</tr></thead>
 <tbody>${rows}</tbody></table></div>`
 }
 
-export const badge = (text: string, kind = text) => html`<span class="badge badge-${kind}">${text}</span>`
+export const badge = (text: string, kind = text) =>
+  html`<span class="badge badge-${kind}">${text}</span>`
 
 /** A signed-in page: header with project and mode switch, navigation, and `body`. */
-export function layout(f: Frame, section: Section, title: string, body: Html, opts: { head?: Html; notice?: string | null; error?: string | null } = {}): string {
+export function layout(
+  f: Frame,
+  section: Section,
+  title: string,
+  body: Html,
+  opts: { head?: Html; notice?: string | null; error?: string | null } = {},
+): string {
   const other: Mode = f.mode === 'test' ? 'live' : 'test'
   const sectionPath = SECTIONS.find(([s]) => s === section)![2]
   return html`<!doctype html>
@@ -116,9 +152,11 @@ ${head(`${title} · ${f.project.name}`, f.asset, opts.head ?? '')}
 ${f.mode === 'test' ? html`<div class="test-banner" role="note"><strong>Test mode</strong> — you are viewing test data. Nothing here moves real money.</div>` : ''}
 <header class="top">
   <div class="brand"><a href="${base(f)}">Crypto Pay</a></div>
-  ${f.projects.length > 1
-    ? html`<details class="project-switch"><summary><span class="visually-hidden">Project: </span>${f.project.name}</summary><ul>${f.projects.map((p) => html`<li><a href="${base({ project: p, mode: f.mode })}"${p.id === f.project.id ? html` aria-current="true"` : ''}>${p.name}</a></li>`)}</ul></details>`
-    : html`<span class="project-name">${f.project.name}</span>`}
+  ${
+    f.projects.length > 1
+      ? html`<details class="project-switch"><summary><span class="visually-hidden">Project: </span>${f.project.name}</summary><ul>${f.projects.map((p) => html`<li><a href="${base({ project: p, mode: f.mode })}"${p.id === f.project.id ? html` aria-current="true"` : ''}>${p.name}</a></li>`)}</ul></details>`
+      : html`<span class="project-name">${f.project.name}</span>`
+  }
   <a class="mode-switch" href="${base({ project: f.project, mode: other }, sectionPath)}" data-mode="${f.mode}" aria-label="Viewing ${f.mode} data. Switch to ${other} data">
     <span class="${f.mode === 'test' ? 'on' : ''}">Test</span><span class="${f.mode === 'live' ? 'on' : ''}">Live</span></a>
   <form method="post" action="/dashboard/sign-out" class="sign-out">${csrfField(f.csrf)}<button type="submit" class="link">Sign out<span class="visually-hidden"> ${f.email}</span></button></form>

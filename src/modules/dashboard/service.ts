@@ -15,7 +15,11 @@ import type { RefundFilter } from './pages/funds.ts'
 
 /** The refund statuses each filter of the Funds page shows. */
 const REFUND_STATUS_OF: Record<RefundFilter, RefundStatus[] | null> = {
-  open: ['pending', 'submitted', 'confirming'], completed: ['completed'], failed: ['failed'], cancelled: ['cancelled'], all: null,
+  open: ['pending', 'submitted', 'confirming'],
+  completed: ['completed'],
+  failed: ['failed'],
+  cancelled: ['cancelled'],
+  all: null,
 }
 const FUNDS_ROWS = 50
 
@@ -48,17 +52,24 @@ export function createDashboardService(deps: {
   return {
     /** The spec's stats for a date range, and the same selection per day for the chart. */
     async overview(v: Viewer, range: { start_date: string; end_date: string }) {
-      const [stats, daily] = await Promise.all([deps.stats.stats(v, range), deps.stats.daily(v, range)])
+      const [stats, daily] = await Promise.all([
+        deps.stats.stats(v, range),
+        deps.stats.daily(v, range),
+      ])
       if (!stats.ok) return stats
       if (!daily.ok) return daily
       return ok({ stats: stats.value as OverviewStats, daily: daily.value })
     },
 
     async transactions(v: Viewer, q: { status?: string; orderId?: string; page: number }) {
-      if (q.status && !(STATUSES as readonly string[]).includes(q.status)) return deny('invalid_request', `status must be one of ${STATUSES.join(', ')}`)
+      if (q.status && !(STATUSES as readonly string[]).includes(q.status))
+        return deny('invalid_request', `status must be one of ${STATUSES.join(', ')}`)
       const page = Number.isInteger(q.page) && q.page >= 1 ? q.page : 1
       const r = await deps.transactions.list(v, v.projectId, {
-        status: (q.status || undefined) as Status | undefined, orderIdPrefix: q.orderId?.trim() || undefined, limit: TRANSACTIONS_PER_PAGE, offset: (page - 1) * TRANSACTIONS_PER_PAGE,
+        status: (q.status || undefined) as Status | undefined,
+        orderIdPrefix: q.orderId?.trim() || undefined,
+        limit: TRANSACTIONS_PER_PAGE,
+        offset: (page - 1) * TRANSACTIONS_PER_PAGE,
       })
       return r.ok ? ok({ ...r.value, page }) : r
     },
@@ -77,7 +88,15 @@ export function createDashboardService(deps: {
       if (!timeline.ok) return timeline
       if (!deliveries.ok) return deliveries
       if (!refunds.ok) return refunds
-      return ok({ transaction: tx.value, timeline: timeline.value, deliveries: deliveries.value, endpoints, transfers, refunds: refunds.value.refunds, refundable: refunds.value.refundable })
+      return ok({
+        transaction: tx.value,
+        timeline: timeline.value,
+        deliveries: deliveries.value,
+        endpoints,
+        transfers,
+        refunds: refunds.value.refunds,
+        refundable: refunds.value.refundable,
+      })
     },
 
     /** The Funds page: what waits at deposit addresses, the latest sweeps, and refunds by status. */
@@ -88,8 +107,18 @@ export function createDashboardService(deps: {
         deps.treasury.sweeps(v, { limit: FUNDS_ROWS, offset: 0 }),
         statuses === null
           ? deps.refunds.list(v, { limit: FUNDS_ROWS, offset: 0 }).then((r) => r.refunds)
-          : Promise.all(statuses.map((status) => deps.refunds.list(v, { status, limit: FUNDS_ROWS, offset: 0 }).then((r) => r.refunds)))
-            .then((lists) => lists.flat().sort((a, b) => b.created_at.localeCompare(a.created_at)).slice(0, FUNDS_ROWS)),
+          : Promise.all(
+              statuses.map((status) =>
+                deps.refunds
+                  .list(v, { status, limit: FUNDS_ROWS, offset: 0 })
+                  .then((r) => r.refunds),
+              ),
+            ).then((lists) =>
+              lists
+                .flat()
+                .sort((a, b) => b.created_at.localeCompare(a.created_at))
+                .slice(0, FUNDS_ROWS),
+            ),
       ])
       return { waiting, sweeps: sweeps.sweeps, refunds, filter }
     },
@@ -101,22 +130,44 @@ export function createDashboardService(deps: {
     async endpoint(v: Viewer, id: string, q: { status?: string; before?: string }) {
       const endpoint = await deps.endpoints.get(id, v)
       if (!endpoint.ok) return endpoint
-      const deliveries = await deps.webhooks.listDeliveries(v, { endpointId: id, status: q.status || undefined, before: q.before || undefined, limit: DELIVERIES_PER_PAGE })
-      return deliveries.ok ? ok({ endpoint: endpoint.value, deliveries: deliveries.value }) : deliveries
+      const deliveries = await deps.webhooks.listDeliveries(v, {
+        endpointId: id,
+        status: q.status || undefined,
+        before: q.before || undefined,
+        limit: DELIVERIES_PER_PAGE,
+      })
+      return deliveries.ok
+        ? ok({ endpoint: endpoint.value, deliveries: deliveries.value })
+        : deliveries
     },
 
     async deliveries(v: Viewer, q: { status?: string; endpointId?: string; before?: string }) {
       const [endpoints, deliveries] = await Promise.all([
         deps.endpoints.list(v.projectId, v.mode),
-        deps.webhooks.listDeliveries(v, { status: q.status || undefined, endpointId: q.endpointId || undefined, before: q.before || undefined, limit: DELIVERIES_PER_PAGE }),
+        deps.webhooks.listDeliveries(v, {
+          status: q.status || undefined,
+          endpointId: q.endpointId || undefined,
+          before: q.before || undefined,
+          limit: DELIVERIES_PER_PAGE,
+        }),
       ])
       return deliveries.ok ? ok({ endpoints, deliveries: deliveries.value }) : deliveries
     },
 
     delivery: (v: Viewer, id: string) => deps.webhooks.getDelivery(id, v),
 
-    async settings(v: Viewer): Promise<Outcome<{ project: NonNullable<Awaited<ReturnType<ProjectService['get']>>>; xpubs: Awaited<ReturnType<DepositService['xpubs']>> }>> {
-      const [project, xpubs] = await Promise.all([deps.projects.get(v.projectId), deps.deposits.xpubs(v.projectId)])
+    async settings(
+      v: Viewer,
+    ): Promise<
+      Outcome<{
+        project: NonNullable<Awaited<ReturnType<ProjectService['get']>>>
+        xpubs: Awaited<ReturnType<DepositService['xpubs']>>
+      }>
+    > {
+      const [project, xpubs] = await Promise.all([
+        deps.projects.get(v.projectId),
+        deps.deposits.xpubs(v.projectId),
+      ])
       if (!project) return deny('not_found', `No project ${v.projectId}`)
       return ok({ project, xpubs })
     },

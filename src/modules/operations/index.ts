@@ -15,23 +15,41 @@ import type { Readiness } from '../../operations/readiness.ts'
  *  - GET /metrics: with METRICS_TOKEN set, `Authorization: Bearer <token>` is required;
  *    without it only loopback clients (after TRUST_PROXY's forwarded address) may scrape.
  */
-export function operationsController(deps: { readiness: Readiness; metrics: Metrics | null; metricsToken: string | null }) {
+export function operationsController(deps: {
+  readiness: Readiness
+  metrics: Metrics | null
+  metricsToken: string | null
+}) {
   const token = deps.metricsToken === null ? null : Buffer.from(`Bearer ${deps.metricsToken}`)
   const app = new Elysia({ name: 'operations' })
     .get('/healthz', ({ set }) => json(set, { status: 'ok' }), { detail: { hide: true } })
-    .get('/readyz', async ({ set }) => {
-      const report = await deps.readiness.report()
-      const failed = report.checks.filter((c) => !c.ok).map((c) => c.name)
-      return json(set, { status: report.ready ? 'ready' : 'not_ready', failed, checks: report.checks }, report.ready ? 200 : 503)
-    }, { detail: { hide: true } })
+    .get(
+      '/readyz',
+      async ({ set }) => {
+        const report = await deps.readiness.report()
+        const failed = report.checks.filter((c) => !c.ok).map((c) => c.name)
+        return json(
+          set,
+          { status: report.ready ? 'ready' : 'not_ready', failed, checks: report.checks },
+          report.ready ? 200 : 503,
+        )
+      },
+      { detail: { hide: true } },
+    )
   const metrics = deps.metrics
   if (!metrics) return app
-  return app.get('/metrics', async ({ request }) => {
-    const refusal = scrapeRefusal(request, token)
-    if (refusal) return refusal
-    const { body, contentType } = await metrics.scrape()
-    return new Response(body, { headers: { 'content-type': contentType, 'cache-control': 'no-store' } })
-  }, { detail: { hide: true } })
+  return app.get(
+    '/metrics',
+    async ({ request }) => {
+      const refusal = scrapeRefusal(request, token)
+      if (refusal) return refusal
+      const { body, contentType } = await metrics.scrape()
+      return new Response(body, {
+        headers: { 'content-type': contentType, 'cache-control': 'no-store' },
+      })
+    },
+    { detail: { hide: true } },
+  )
 }
 
 /** The project's error response when this request may not scrape, else null. */
@@ -41,9 +59,17 @@ function scrapeRefusal(request: Request, token: Buffer | null): Response | null 
     const given = Buffer.from(request.headers.get('authorization') ?? '')
     // Constant time whatever the header holds: compared only at equal length, and the length is not the secret.
     if (given.length === token.length && timingSafeEqual(given, token)) return null
-    return errorResponse('unauthenticated', 'GET /metrics needs Authorization: Bearer <METRICS_TOKEN>', { requestId: facts?.requestId, headers: { 'www-authenticate': 'Bearer realm="metrics"' } })
+    return errorResponse(
+      'unauthenticated',
+      'GET /metrics needs Authorization: Bearer <METRICS_TOKEN>',
+      { requestId: facts?.requestId, headers: { 'www-authenticate': 'Bearer realm="metrics"' } },
+    )
   }
   const ip = facts?.clientIp ?? null
   if (ip !== null && isLoopback(ip)) return null
-  return errorResponse('forbidden', 'Without METRICS_TOKEN, GET /metrics answers loopback clients only', { requestId: facts?.requestId })
+  return errorResponse(
+    'forbidden',
+    'Without METRICS_TOKEN, GET /metrics answers loopback clients only',
+    { requestId: facts?.requestId },
+  )
 }

@@ -35,7 +35,13 @@ export function payNotFound(asset: AssetUrl): Response {
  * authorised by the transaction's unguessable id alone and not part of the merchant API (so not
  * in its OpenAPI document).
  */
-export function payController(deps: { pay: PayService; streams: StatusStreams; limiter: RateLimiter; limits: RateLimits; asset: AssetUrl }) {
+export function payController(deps: {
+  pay: PayService
+  streams: StatusStreams
+  limiter: RateLimiter
+  limits: RateLimits
+  asset: AssetUrl
+}) {
   const out = async (set: Gathered, p: Promise<Outcome<PayState>>) => {
     const r = await p
     if (!r.ok) throw ApiError.from(r)
@@ -44,55 +50,112 @@ export function payController(deps: { pay: PayService; streams: StatusStreams; l
   /** Seconds to wait when this client is over the per-IP limit, else null. */
   const overLimit = async (request: Request): Promise<number | null> => {
     // R26: per client IP.
-    const decision = await deps.limiter.check(`pay:${factsOf(request)?.clientIp ?? 'unknown'}`, deps.limits)
+    const decision = await deps.limiter.check(
+      `pay:${factsOf(request)?.clientIp ?? 'unknown'}`,
+      deps.limits,
+    )
     return decision.allowed ? null : decision.retryAfter
   }
-  return new Elysia({ name: 'pay', prefix: '/pay' })
-    .onTransform(async ({ request, set, route }) => {
-      set.headers['cache-control'] = 'no-store'
-      // The page itself answers people, in HTML: it checks the limit in its handler.
-      if (route === PAGE_ROUTE) return
-      const wait = await overLimit(request)
-      if (wait !== null) {
-        set.headers['retry-after'] = String(wait)
-        throw new ApiError('rate_limited', `Too many requests; retry after ${wait} s`)
-      }
-    })
-    .get('/:id', async ({ params, request, set }) => {
-      const wait = await overLimit(request)
-      if (wait !== null) return page(renderMessagePage(deps.asset, PAY_TEXT.tooManyTitle, fill(PAY_TEXT.tooManyBody, { seconds: wait })), 429, set, { 'retry-after': String(wait) })
-      const r = await deps.pay.state(params.id)
-      if (!r.ok) {
-        if (r.code !== 'not_found') throw ApiError.from(r)
-        return payNotFound(deps.asset)
-      }
-      return page(renderPayPage(r.value, deps.asset), 200, set)
-    }, { detail: { hide: true } })
-    .get('/:id/qr.svg', async ({ params }) => {
-      const r = await deps.pay.state(params.id)
-      if (!r.ok) throw ApiError.from(r)
-      if (!r.value.quote) throw new ApiError('not_found', 'No token is chosen yet, so there is no payment request to show')
-      return new Response(qrSvg(r.value.quote.payment_uri), {
-        headers: { 'content-type': 'image/svg+xml', 'cache-control': 'no-store', 'content-security-policy': "default-src 'none'" },
+  return (
+    new Elysia({ name: 'pay', prefix: '/pay' })
+      .onTransform(async ({ request, set, route }) => {
+        set.headers['cache-control'] = 'no-store'
+        // The page itself answers people, in HTML: it checks the limit in its handler.
+        if (route === PAGE_ROUTE) return
+        const wait = await overLimit(request)
+        if (wait !== null) {
+          set.headers['retry-after'] = String(wait)
+          throw new ApiError('rate_limited', `Too many requests; retry after ${wait} s`)
+        }
       })
-    }, { detail: { hide: true } })
-    .get('/:id/state', ({ params, set }) => out(set, deps.pay.state(params.id)), { detail: { hide: true } })
-    .post('/:id/select', ({ params, body, request, set }) => out(set, deps.pay.select(params.id, body as { token_symbol: string; blockchain_network: string }, factsOf(request)?.clientIp ?? null)), {
-      parse: 'none',
-      transform: [strictJsonBody(SelectBody)],
-      detail: { hide: true },
-    })
-    .post('/:id/confirm', ({ params, set }) => out(set, deps.pay.confirm(params.id)), { detail: { hide: true } })
-    .post('/:id/cancel', ({ params, set }) => out(set, deps.pay.cancel(params.id)), { detail: { hide: true } })
-    .post('/:id/test-wallet', async ({ params, set }) => {
-      const r = await deps.pay.payWithTestWallet(params.id)
-      if (!r.ok) throw ApiError.from(r)
-      return json(set, { transaction_hash: r.value.txHash })
-    }, { detail: { hide: true } })
-    // Server-Sent Events: the state now, then after every committed change (./status-streams.ts).
-    .get('/:id/events', async ({ params, request }) => {
-      const r = await deps.streams.open(params.id, request.signal)
-      if (!r.ok) throw ApiError.from(r)
-      return r.value
-    }, { detail: { hide: true } })
+      .get(
+        '/:id',
+        async ({ params, request, set }) => {
+          const wait = await overLimit(request)
+          if (wait !== null)
+            return page(
+              renderMessagePage(
+                deps.asset,
+                PAY_TEXT.tooManyTitle,
+                fill(PAY_TEXT.tooManyBody, { seconds: wait }),
+              ),
+              429,
+              set,
+              { 'retry-after': String(wait) },
+            )
+          const r = await deps.pay.state(params.id)
+          if (!r.ok) {
+            if (r.code !== 'not_found') throw ApiError.from(r)
+            return payNotFound(deps.asset)
+          }
+          return page(renderPayPage(r.value, deps.asset), 200, set)
+        },
+        { detail: { hide: true } },
+      )
+      .get(
+        '/:id/qr.svg',
+        async ({ params }) => {
+          const r = await deps.pay.state(params.id)
+          if (!r.ok) throw ApiError.from(r)
+          if (!r.value.quote)
+            throw new ApiError(
+              'not_found',
+              'No token is chosen yet, so there is no payment request to show',
+            )
+          return new Response(qrSvg(r.value.quote.payment_uri), {
+            headers: {
+              'content-type': 'image/svg+xml',
+              'cache-control': 'no-store',
+              'content-security-policy': "default-src 'none'",
+            },
+          })
+        },
+        { detail: { hide: true } },
+      )
+      .get('/:id/state', ({ params, set }) => out(set, deps.pay.state(params.id)), {
+        detail: { hide: true },
+      })
+      .post(
+        '/:id/select',
+        ({ params, body, request, set }) =>
+          out(
+            set,
+            deps.pay.select(
+              params.id,
+              body as { token_symbol: string; blockchain_network: string },
+              factsOf(request)?.clientIp ?? null,
+            ),
+          ),
+        {
+          parse: 'none',
+          transform: [strictJsonBody(SelectBody)],
+          detail: { hide: true },
+        },
+      )
+      .post('/:id/confirm', ({ params, set }) => out(set, deps.pay.confirm(params.id)), {
+        detail: { hide: true },
+      })
+      .post('/:id/cancel', ({ params, set }) => out(set, deps.pay.cancel(params.id)), {
+        detail: { hide: true },
+      })
+      .post(
+        '/:id/test-wallet',
+        async ({ params, set }) => {
+          const r = await deps.pay.payWithTestWallet(params.id)
+          if (!r.ok) throw ApiError.from(r)
+          return json(set, { transaction_hash: r.value.txHash })
+        },
+        { detail: { hide: true } },
+      )
+      // Server-Sent Events: the state now, then after every committed change (./status-streams.ts).
+      .get(
+        '/:id/events',
+        async ({ params, request }) => {
+          const r = await deps.streams.open(params.id, request.signal)
+          if (!r.ok) throw ApiError.from(r)
+          return r.value
+        },
+        { detail: { hide: true } },
+      )
+  )
 }

@@ -46,7 +46,10 @@ export interface PayState {
 }
 
 /** `POST /pay/{id}/select`. */
-export const SelectBody = Type.Object({
-  token_symbol: Type.String({ minLength: 1, maxLength: 32 }),
-  blockchain_network: Type.String({ minLength: 1, maxLength: 64 }),
-}, { additionalProperties: false })
+export const SelectBody = Type.Object(
+  {
+    token_symbol: Type.String({ minLength: 1, maxLength: 32 }),
+    blockchain_network: Type.String({ minLength: 1, maxLength: 64 }),
+  },
+  { additionalProperties: false },
+)

@@ -4,7 +4,16 @@
  * (`template`): a request only fills its slots, and every value a slot gives is escaped, so no
  * merchant-supplied string can become markup.
  */
-import { escapeHtml, Html, html, jsonForScript, PAGE_META, template, type Slot, type Template } from '../../lib/html.ts'
+import {
+  escapeHtml,
+  Html,
+  html,
+  jsonForScript,
+  PAGE_META,
+  template,
+  type Slot,
+  type Template,
+} from '../../lib/html.ts'
 import type { PayState } from './model.ts'
 import { PAY_TEXT, fill } from './text.ts'
 import { payView, tokenKey, type Part, type PartId, type View } from './view.ts'
@@ -28,7 +37,9 @@ export type AssetUrl = (name: string) => string
 
 const t = PAY_TEXT
 /** The same texts escaped once, for markup: most of the page is these constants. */
-const T = Object.fromEntries(Object.entries(PAY_TEXT).map(([k, v]) => [k, new Html(escapeHtml(v))])) as { readonly [K in keyof typeof PAY_TEXT]: Html }
+const T = Object.fromEntries(
+  Object.entries(PAY_TEXT).map(([k, v]) => [k, new Html(escapeHtml(v))]),
+) as { readonly [K in keyof typeof PAY_TEXT]: Html }
 
 /** The head of our pages, its title a slot; compiled, with the asset URLs as constants. */
 function head<C>(title: Slot<C>, asset: AssetUrl, withScript: boolean): Template<C> {
@@ -77,18 +88,25 @@ function at(id: PartId, extra: Html | null = null): PageSlot {
 }
 
 /** The view's text for that element. */
-const text = (id: PartId): PageSlot => ({ v }) => v[id].text ?? ''
+const text =
+  (id: PartId): PageSlot =>
+  ({ v }) =>
+    v[id].text ?? ''
 
 const TEST_BANNER = html`<div class="test-banner" role="note"><strong>${T.testBanner}</strong></div>`
 
 const DESCRIPTION = template<string>`<p class="description"><span class="visually-hidden">${T.orderLabel}: </span>${(d) => d}</p>`
 
-const TOKEN = template<{ k: PayState['tokens'][number]; selected: string | null }>`<li><button type="button" class="token" data-token="${({ k }) => k.token_symbol}" data-network="${({ k }) => k.blockchain_network}" aria-pressed="${({ k, selected }) => (tokenKey(k.token_symbol, k.blockchain_network) === selected ? 'true' : 'false')}">
+const TOKEN = template<{
+  k: PayState['tokens'][number]
+  selected: string | null
+}>`<li><button type="button" class="token" data-token="${({ k }) => k.token_symbol}" data-network="${({ k }) => k.blockchain_network}" aria-pressed="${({ k, selected }) => (tokenKey(k.token_symbol, k.blockchain_network) === selected ? 'true' : 'false')}">
       <span class="token-symbol">${({ k }) => k.token_symbol}</span> <span class="token-network">${({ k }) => fill(t.tokenNetwork, { network: k.blockchain_network })}</span>
     </button></li>`
 
 /** The page's markup, its constants (texts, asset URLs) joined once. */
-const pageTemplate = perAsset((asset) => template<PageContext>`<!doctype html>
+const pageTemplate = perAsset(
+  (asset) => template<PageContext>`<!doctype html>
 <html lang="en">
 ${head<PageContext>(({ s }) => fill(t.pageTitle, { project: s.project_name }), asset, true)}
 <body data-wallet-script="${asset('browser-wallet.js')}">
@@ -196,18 +214,22 @@ ${({ s }) => (s.testing_mode ? TEST_BANNER : '')}
 <script type="application/json" id="pay-state">${({ s }) => jsonForScript(s)}</script>
 </body>
 </html>
-`)
+`,
+)
 
 /** The page for `state`, counting down from its `server_time`. */
 export function renderPayPage(state: PayState, asset: AssetUrl): string {
   const v = payView(state, t, Date.parse(state.server_time))
   // Shown by the browser script only when the browser has a wallet.
   v['browser-wallet'] = { hidden: true }
-  const selected = state.quote ? tokenKey(state.quote.token_symbol, state.quote.blockchain_network) : null
+  const selected = state.quote
+    ? tokenKey(state.quote.token_symbol, state.quote.blockchain_network)
+    : null
   return pageTemplate(asset).render({ s: state, v, selected }).value
 }
 
-const messageTemplate = perAsset((asset) => template<{ title: string; body: string }>`<!doctype html>
+const messageTemplate = perAsset(
+  (asset) => template<{ title: string; body: string }>`<!doctype html>
 <html lang="en">
 ${head<{ title: string }>(({ title }) => title, asset, false)}
 <body>
@@ -217,7 +239,8 @@ ${head<{ title: string }>(({ title }) => title, asset, false)}
 </main>
 </body>
 </html>
-`)
+`,
+)
 
 /** A page that only says something: an unknown payment, too many requests. */
 export function renderMessagePage(asset: AssetUrl, title: string, body: string): string {

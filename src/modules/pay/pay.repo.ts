@@ -21,21 +21,35 @@ export function createPayRepo(database: Database) {
   // transfer is marked after the commit. A final transaction has no actor row, and its page does
   // not show the notice.
   const wrongAsset = sql<boolean>`coalesce(jsonb_array_length(${transactionActors.snapshot}->'context'->'wrongAssets') > 0, false)`
-  const loadOne = db.select({ tx: transactions, projectName: projects.name, wrongAsset }).from(transactions)
+  const loadOne = db
+    .select({ tx: transactions, projectName: projects.name, wrongAsset })
+    .from(transactions)
     .innerJoin(projects, eq(projects.id, transactions.projectId))
     .leftJoin(transactionActors, eq(transactionActors.transactionId, transactions.id))
-    .where(eq(transactions.id, ph('id'))).prepare('pay_load')
+    .where(eq(transactions.id, ph('id')))
+    .prepare('pay_load')
 
-  const lastFailure = db.select({ reason: sql<string | null>`${transactionEvents.details}->>'reason'` }).from(transactionEvents)
-    .where(and(eq(transactionEvents.transactionId, ph('id')), eq(transactionEvents.toStatus, 'failed')))
-    .orderBy(desc(transactionEvents.id)).limit(1).prepare('pay_failure_reason')
+  const lastFailure = db
+    .select({ reason: sql<string | null>`${transactionEvents.details}->>'reason'` })
+    .from(transactionEvents)
+    .where(
+      and(eq(transactionEvents.transactionId, ph('id')), eq(transactionEvents.toStatus, 'failed')),
+    )
+    .orderBy(desc(transactionEvents.id))
+    .limit(1)
+    .prepare('pay_failure_reason')
 
-  const setIp = db.update(transactions).set({ customerIpAddress: param('ip') })
-    .where(and(eq(transactions.id, ph('id')), isNull(transactions.customerIpAddress))).prepare('pay_customer_ip')
+  const setIp = db
+    .update(transactions)
+    .set({ customerIpAddress: param('ip') })
+    .where(and(eq(transactions.id, ph('id')), isNull(transactions.customerIpAddress)))
+    .prepare('pay_customer_ip')
 
   return {
     /** A transaction with its project's name, and whether another asset than the quoted one arrived for it. */
-    async load(id: string): Promise<{ tx: TransactionRow; projectName: string; wrongAsset: boolean } | null> {
+    async load(
+      id: string,
+    ): Promise<{ tx: TransactionRow; projectName: string; wrongAsset: boolean } | null> {
       const [r] = await loadOne.execute({ id })
       return r ?? null
     },
@@ -48,7 +62,10 @@ export function createPayRepo(database: Database) {
 
     /** The native balance the deposit address held when the native coin was first quoted on `network` (see the column). */
     async setNativeBaseline(id: string, network: string, balance: bigint): Promise<void> {
-      await db.update(transactions).set({ nativeBaseline: balance.toString(), nativeBaselineNetwork: network }).where(eq(transactions.id, id))
+      await db
+        .update(transactions)
+        .set({ nativeBaseline: balance.toString(), nativeBaselineNetwork: network })
+        .where(eq(transactions.id, id))
     },
 
     /** Records the customer's IP address unless one is recorded already. */

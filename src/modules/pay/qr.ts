@@ -8,8 +8,10 @@ import encodeQR from 'qr'
 export function qrSvg(text: string): string {
   const cached = recent.get(text)
   if (cached !== undefined) return cached
-  const svg = encodeQR(text, 'svg', { ecc: 'medium', border: 4, optimize: true })
-    .replace(/^<svg ([^>]*)>/, '<svg $1 shape-rendering="crispEdges"><rect width="100%" height="100%" fill="#fff"/>')
+  const svg = encodeQR(text, 'svg', { ecc: 'medium', border: 4, optimize: true }).replace(
+    /^<svg ([^>]*)>/,
+    '<svg $1 shape-rendering="crispEdges"><rect width="100%" height="100%" fill="#fff"/>',
+  )
   if (recent.size >= CACHE_SIZE) recent.delete(recent.keys().next().value!)
   recent.set(text, svg)
   return svg

@@ -43,7 +43,8 @@ export function createPayService(deps: PayDeps) {
   const repo = createPayRepo(deps.database)
 
   const usable = (n: NetworkConfig) => deps.verified?.(n.name) ?? true
-  const offered = (testingMode: boolean) => deps.networks.filter((n) => n.testnet === testingMode && usable(n))
+  const offered = (testingMode: boolean) =>
+    deps.networks.filter((n) => n.testnet === testingMode && usable(n))
   const tokenOf = (network: string | null, symbol: string | null) => {
     const n = deps.networks.find((x) => x.name === network)
     const t = n?.tokens.find((x) => x.symbol === symbol)
@@ -55,9 +56,14 @@ export function createPayService(deps: PayDeps) {
     return UUID_RE.test(id) ? repo.load(id) : null
   }
 
-  async function view(tx: TransactionRow, projectName: string, wrongAsset: boolean): Promise<PayState> {
+  async function view(
+    tx: TransactionRow,
+    projectName: string,
+    wrongAsset: boolean,
+  ): Promise<PayState> {
     const chosen = tokenOf(tx.blockchainNetwork, tx.tokenSymbol)
-    const short = tx.tokenAmount === null ? null : BigInt(tx.tokenAmount) - BigInt(tx.amountReceived ?? '0')
+    const short =
+      tx.tokenAmount === null ? null : BigInt(tx.tokenAmount) - BigInt(tx.amountReceived ?? '0')
     const due = short === null ? null : short > 0n ? short : 0n
     return {
       id: tx.id,
@@ -71,19 +77,34 @@ export function createPayService(deps: PayDeps) {
       expires_at: tx.expiresAt.toISOString(),
       server_time: new Date(deps.clock.now()).toISOString(),
       completed_at: tx.completedAt?.toISOString() ?? null,
-      tokens: offered(tx.testingMode).flatMap((n) => n.tokens.map((t) => ({ token_symbol: t.symbol, blockchain_network: n.name, decimals: t.decimals, native: t.kind === 'native' }))),
-      quote: tx.tokenAmount !== null && tx.depositAddress && chosen ? {
-        token_symbol: chosen.token.symbol,
-        blockchain_network: chosen.network.name,
-        chain_id: chosen.network.chainId,
-        decimals: chosen.token.decimals,
-        token_address: chosen.token.kind === 'erc20' ? chosen.token.address : null,
-        token_amount: tx.tokenAmount,
-        deposit_address: tx.depositAddress,
-        payment_uri: paymentUri({ chainId: chosen.network.chainId, to: tx.depositAddress as `0x${string}`, amount: due!, token: chosen.token }),
-        required_confirmations: tx.requiredConfirmations ?? chosen.network.confirmations,
-        finality: tx.finality ?? chosen.network.finality,
-      } : null,
+      tokens: offered(tx.testingMode).flatMap((n) =>
+        n.tokens.map((t) => ({
+          token_symbol: t.symbol,
+          blockchain_network: n.name,
+          decimals: t.decimals,
+          native: t.kind === 'native',
+        })),
+      ),
+      quote:
+        tx.tokenAmount !== null && tx.depositAddress && chosen
+          ? {
+              token_symbol: chosen.token.symbol,
+              blockchain_network: chosen.network.name,
+              chain_id: chosen.network.chainId,
+              decimals: chosen.token.decimals,
+              token_address: chosen.token.kind === 'erc20' ? chosen.token.address : null,
+              token_amount: tx.tokenAmount,
+              deposit_address: tx.depositAddress,
+              payment_uri: paymentUri({
+                chainId: chosen.network.chainId,
+                to: tx.depositAddress as `0x${string}`,
+                amount: due!,
+                token: chosen.token,
+              }),
+              required_confirmations: tx.requiredConfirmations ?? chosen.network.confirmations,
+              finality: tx.finality ?? chosen.network.finality,
+            }
+          : null,
       amount_received: tx.amountReceived,
       amount_due: due === null ? null : due.toString(),
       transaction_hash: tx.transactionHash,
@@ -93,49 +114,85 @@ export function createPayService(deps: PayDeps) {
       wrong_asset_received: wrongAsset,
       success_url: tx.successUrl,
       cancel_url: tx.cancelUrl,
-      test_wallet: !!deps.testWallet && tx.testingMode && chosen?.network.name === deps.testWallet.network,
+      test_wallet:
+        !!deps.testWallet && tx.testingMode && chosen?.network.name === deps.testWallet.network,
       version: tx.version,
     }
   }
 
-  async function stateAfter(id: string, applied: Outcome<TransactionRow>): Promise<Outcome<PayState>> {
+  async function stateAfter(
+    id: string,
+    applied: Outcome<TransactionRow>,
+  ): Promise<Outcome<PayState>> {
     if (!applied.ok) return applied
     const r = await load(id)
-    return r ? ok(await view(r.tx, r.projectName, r.wrongAsset)) : deny('not_found', `No transaction ${id}`)
+    return r
+      ? ok(await view(r.tx, r.projectName, r.wrongAsset))
+      : deny('not_found', `No transaction ${id}`)
   }
 
   async function state(id: string): Promise<Outcome<PayState>> {
     const r = await load(id)
-    return r ? ok(await view(r.tx, r.projectName, r.wrongAsset)) : deny('not_found', `No transaction ${id}`)
+    return r
+      ? ok(await view(r.tx, r.projectName, r.wrongAsset))
+      : deny('not_found', `No transaction ${id}`)
   }
 
   return {
     state,
 
     /** Locks a quote for the chosen token and assigns the deposit address (R12, R17). */
-    async select(id: string, choice: { token_symbol: string; blockchain_network: string }, clientIp: string | null): Promise<Outcome<PayState>> {
+    async select(
+      id: string,
+      choice: { token_symbol: string; blockchain_network: string },
+      clientIp: string | null,
+    ): Promise<Outcome<PayState>> {
       const r = await load(id)
       if (!r) return deny('not_found', `No transaction ${id}`)
       const tx = r.tx
-      if (tx.status !== 'created' && tx.status !== 'prepared') return deny('conflict', `A token can no longer be chosen: the transaction is ${tx.status}`)
+      if (tx.status !== 'created' && tx.status !== 'prepared')
+        return deny('conflict', `A token can no longer be chosen: the transaction is ${tx.status}`)
       const found = tokenOf(choice.blockchain_network, choice.token_symbol)
       if (!found || found.network.testnet !== tx.testingMode || !usable(found.network)) {
-        return deny('invalid_request', `${choice.token_symbol} on ${choice.blockchain_network} is not offered for this transaction`, [{ path: 'token_symbol', message: 'one of the offered tokens' }])
+        return deny(
+          'invalid_request',
+          `${choice.token_symbol} on ${choice.blockchain_network} is not offered for this transaction`,
+          [{ path: 'token_symbol', message: 'one of the offered tokens' }],
+        )
       }
       const price = await deps.prices(found.network.name)!.read(found.token)
       if (!price.ok) {
-        return deny('unavailable', `The ${found.token.symbol} price is unavailable right now (${price.reason}); please try again in a moment or choose another token`)
+        return deny(
+          'unavailable',
+          `The ${found.token.symbol} price is unavailable right now (${price.reason}); please try again in a moment or choose another token`,
+        )
       }
-      const units = quoteTokenUnits(usdToCents(tx.amountUsd), found.token.decimals, { answer: price.answer, decimals: price.decimals })
-      const address = await deps.deposits.assign({ id: tx.id, projectId: tx.projectId, mode: modeOf(tx.testingMode) })
+      const units = quoteTokenUnits(usdToCents(tx.amountUsd), found.token.decimals, {
+        answer: price.answer,
+        decimals: price.decimals,
+      })
+      const address = await deps.deposits.assign({
+        id: tx.id,
+        projectId: tx.projectId,
+        mode: modeOf(tx.testingMode),
+      })
       if (!address.ok) return address
       // What the address already held when the native coin was first quoted on this network is not a
       // payment: arrivals by internal call count above it. Chosen again, the baseline stays: what
       // arrived since may be a payment not seen yet.
-      const baselineNetwork = tx.nativeBaselineNetwork ?? (tx.nativeBaseline !== null ? tx.blockchainNetwork : null)
-      if (found.token.kind === 'native' && deps.nativeBalance && !(tx.nativeBaseline !== null && baselineNetwork === found.network.name)) {
+      const baselineNetwork =
+        tx.nativeBaselineNetwork ?? (tx.nativeBaseline !== null ? tx.blockchainNetwork : null)
+      if (
+        found.token.kind === 'native' &&
+        deps.nativeBalance &&
+        !(tx.nativeBaseline !== null && baselineNetwork === found.network.name)
+      ) {
         const held = await deps.nativeBalance(found.network.name, address.value.address)
-        if (held === null) return deny('unavailable', `${found.network.name} cannot be reached right now; please try again in a moment or choose another token`)
+        if (held === null)
+          return deny(
+            'unavailable',
+            `${found.network.name} cannot be reached right now; please try again in a moment or choose another token`,
+          )
         await repo.setNativeBaseline(tx.id, found.network.name, held)
       }
       deps.watch(address.value.address)
@@ -162,7 +219,10 @@ export function createPayService(deps: PayDeps) {
 
     async cancel(id: string): Promise<Outcome<PayState>> {
       if (!(await load(id))) return deny('not_found', `No transaction ${id}`)
-      return stateAfter(id, await deps.lifecycle.apply(id, { type: 'cancel.requested', by: 'customer' }))
+      return stateAfter(
+        id,
+        await deps.lifecycle.apply(id, { type: 'cancel.requested', by: 'customer' }),
+      )
     },
 
     /**
@@ -173,18 +233,27 @@ export function createPayService(deps: PayDeps) {
       const r = await state(id)
       if (!r.ok) return r
       const s = r.value
-      if (!deps.testWallet || !s.test_wallet) return deny('not_found', 'No test wallet for this transaction: it is not a test transaction on this service\'s devnet, or no token is chosen')
-      if (!['prepared', 'pending'].includes(s.status)) return deny('conflict', `Nothing to pay: the transaction is ${s.status}`)
+      if (!deps.testWallet || !s.test_wallet)
+        return deny(
+          'not_found',
+          "No test wallet for this transaction: it is not a test transaction on this service's devnet, or no token is chosen",
+        )
+      if (!['prepared', 'pending'].includes(s.status))
+        return deny('conflict', `Nothing to pay: the transaction is ${s.status}`)
       const due = BigInt(s.amount_due ?? s.quote!.token_amount)
       if (due <= 0n) return deny('conflict', 'Nothing is due')
       try {
-        return ok({ txHash: await deps.testWallet.pay(s.quote!.token_symbol, s.quote!.deposit_address, due) })
+        return ok({
+          txHash: await deps.testWallet.pay(s.quote!.token_symbol, s.quote!.deposit_address, due),
+        })
       } catch (e) {
         // The devnet is down or the wallet cannot pay: the customer gets a reason, not a 500.
-        return deny('unavailable', `The test wallet could not pay: ${(e as { shortMessage?: string }).shortMessage ?? (e as Error).message}`)
+        return deny(
+          'unavailable',
+          `The test wallet could not pay: ${(e as { shortMessage?: string }).shortMessage ?? (e as Error).message}`,
+        )
       }
     },
-
   }
 }
 

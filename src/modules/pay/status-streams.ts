@@ -101,7 +101,11 @@ export function createStatusStreams(deps: StatusStreamDeps) {
 
   function add(id: string, stream: Stream) {
     let w = watches.get(id)
-    if (!w) watches.set(id, (w = { streams: new Set(), heard: -1, busy: false, again: false, retry: null }))
+    if (!w)
+      watches.set(
+        id,
+        (w = { streams: new Set(), heard: -1, busy: false, again: false, retry: null }),
+      )
     w.streams.add(stream)
     if (open++ === 0) {
       keepAliveTimer = setInterval(keepAlive, KEEPALIVE_MS)
@@ -133,7 +137,10 @@ export function createStatusStreams(deps: StatusStreamDeps) {
         version: -1,
         send(s) {
           stream.version = s.version
-          if (!closed) controller.enqueue(encoder.encode(`id: ${s.version}\nevent: state\ndata: ${JSON.stringify(s)}\n\n`))
+          if (!closed)
+            controller.enqueue(
+              encoder.encode(`id: ${s.version}\nevent: state\ndata: ${JSON.stringify(s)}\n\n`),
+            )
         },
         keepAlive() {
           if (!closed) controller.enqueue(KEEPALIVE)
@@ -156,7 +163,13 @@ export function createStatusStreams(deps: StatusStreamDeps) {
         },
         cancel: () => stream.close(),
       })
-      const response = new Response(body, { headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', connection: 'keep-alive' } })
+      const response = new Response(body, {
+        headers: {
+          'content-type': 'text/event-stream; charset=utf-8',
+          'cache-control': 'no-store',
+          connection: 'keep-alive',
+        },
+      })
       add(id, stream)
       const first = await deps.state(id).catch((e) => (stream.close(), Promise.reject(e)))
       if (!first.ok) {

@@ -6,9 +6,11 @@
 export const PAY_TEXT = {
   pageTitle: 'Pay {project}',
   notFoundTitle: 'Payment not found',
-  notFoundBody: 'This payment link is not valid. Check the link you were given, or ask the merchant for a new one.',
+  notFoundBody:
+    'This payment link is not valid. Check the link you were given, or ask the merchant for a new one.',
   tooManyTitle: 'Too many requests',
-  tooManyBody: 'This page was loaded too often from your network. Please wait {seconds} seconds and reload it.',
+  tooManyBody:
+    'This page was loaded too often from your network. Please wait {seconds} seconds and reload it.',
   testBanner: 'TEST MODE: test network only, no real funds move.',
   orderLabel: 'Order',
   amountLabel: 'Amount due',
@@ -20,7 +22,8 @@ export const PAY_TEXT = {
   chooseHeading: 'Choose how to pay',
   chooseHint: 'Pick a token and network your wallet holds. You can change it before you pay.',
   tokenNetwork: 'on {network}',
-  noTokens: 'No payment methods are available for this payment right now. Please contact the merchant.',
+  noTokens:
+    'No payment methods are available for this payment right now. Please contact the merchant.',
 
   payHeading: 'Send exactly this amount',
   payHeadingRest: 'Send the rest',
@@ -29,7 +32,7 @@ export const PAY_TEXT = {
   networkLabel: 'Network',
   networkValue: '{network} (chain id {chainId})',
   tokenContractLabel: 'Token contract',
-  nativeToken: '{token}, the network\'s own coin',
+  nativeToken: "{token}, the network's own coin",
   copy: 'Copy',
   copyAmount: 'Copy amount',
   copyAddress: 'Copy address',
@@ -43,7 +46,8 @@ export const PAY_TEXT = {
   browserWallet: 'Pay with browser wallet',
   browserWalletBusy: 'Confirm the payment in your wallet…',
   browserWalletSent: 'Sent from your wallet. Transaction {hash}',
-  browserWalletWrongChain: 'Your wallet does not know {network} (chain id {chainId}). Add it to your wallet, then try again.',
+  browserWalletWrongChain:
+    'Your wallet does not know {network} (chain id {chainId}). Add it to your wallet, then try again.',
   browserWalletRejected: 'The payment was not sent: it was rejected in the wallet.',
   browserWalletFailed: 'The wallet could not send the payment: {message}',
   testWallet: 'Pay with test wallet',
@@ -56,32 +60,41 @@ export const PAY_TEXT = {
   cancelYes: 'Yes, cancel',
   cancelNo: 'No, keep paying',
   partial: 'Received {received} of {total}. Still due: {due}.',
-  wrongAsset: 'Another token arrived at this address. It does not count toward this payment: send {token} on {network} as shown. Contact {project} with the payment reference to get the other token back.',
-  warnExact: 'Send from a wallet you control, on {network} only. Payments on another network or in another token do not count toward this payment.',
+  wrongAsset:
+    'Another token arrived at this address. It does not count toward this payment: send {token} on {network} as shown. Contact {project} with the payment reference to get the other token back.',
+  warnExact:
+    'Send from a wallet you control, on {network} only. Payments on another network or in another token do not count toward this payment.',
 
   statusCreated: 'Choose a token to see the amount to pay.',
   statusPrepared: 'Waiting for your payment.',
-  statusPreparedDetail: 'Send the amount below, then press "I have sent the payment". Your payment is detected automatically.',
+  statusPreparedDetail:
+    'Send the amount below, then press "I have sent the payment". Your payment is detected automatically.',
   statusPending: 'Waiting for your payment to reach the network.',
-  statusPendingDetail: 'This usually takes under a minute. You can leave this page open; it updates by itself.',
+  statusPendingDetail:
+    'This usually takes under a minute. You can leave this page open; it updates by itself.',
   statusPartial: 'Part of the payment has arrived.',
   statusPartialDetail: 'Send the rest before the request expires.',
   statusProcessing: 'Payment detected.',
   statusProcessingDetail: 'Waiting for it to be included in a block.',
   statusConfirming: 'Payment confirming: {n} of {m} confirmations.',
   statusConfirmingDetail: 'Almost done. The merchant is told as soon as it is confirmed.',
-  statusFinalizing: 'Payment confirming: waiting for the network to finalize its block ({n} confirmations so far).',
+  statusFinalizing:
+    'Payment confirming: waiting for the network to finalize its block ({n} confirmations so far).',
   statusCompleted: 'Payment complete. Thank you!',
   statusCompletedRedirect: 'Taking you back to {project}…',
   statusCompletedReceipt: 'Keep this receipt for your records.',
   statusExpired: 'This payment request has expired.',
-  statusExpiredDetail: 'No payment was received in time. If you still want to pay, ask the merchant for a new payment link.',
+  statusExpiredDetail:
+    'No payment was received in time. If you still want to pay, ask the merchant for a new payment link.',
   statusFailed: 'The payment failed.',
   statusCancelled: 'This payment was cancelled.',
   statusCancelledDetail: 'Nothing will be charged.',
-  failedUnderpaid: 'Not enough arrived before the request expired. Contact {project} with the payment reference to sort out what was received.',
-  failedWrongAsset: 'Only a different token or network than the one chosen arrived before the request expired. Contact {project} with the payment reference to get it back.',
-  failedReverted: 'The transfer was reverted on chain, so nothing arrived. Contact {project} if you need help.',
+  failedUnderpaid:
+    'Not enough arrived before the request expired. Contact {project} with the payment reference to sort out what was received.',
+  failedWrongAsset:
+    'Only a different token or network than the one chosen arrived before the request expired. Contact {project} with the payment reference to get it back.',
+  failedReverted:
+    'The transfer was reverted on chain, so nothing arrived. Contact {project} if you need help.',
   failedOther: 'Contact {project} with the payment reference.',
 
   progressLabel: 'Confirmations',

@@ -14,12 +14,45 @@ export interface Part {
 
 /** Every element the view drives, by id. */
 export const PART_IDS = [
-  'countdown', 'status', 'status-title', 'status-detail', 'progress',
-  'steps', 'step-detected', 'step-block', 'step-confirmations', 'step-complete',
-  'choose', 'pay', 'pay-heading', 'partial', 'wrong-asset', 'pay-amount', 'pay-amount-copy', 'pay-address', 'pay-address-copy',
-  'pay-network', 'pay-contract', 'pay-contract-value', 'pay-warning', 'qr', 'open-wallet', 'wallet-actions', 'browser-wallet', 'test-wallet',
-  'confirm', 'change-token', 'cancel-area', 'chain-tx', 'chain-tx-value',
-  'receipt', 'receipt-paid', 'receipt-amount', 'receipt-completed', 'return', 'stay',
+  'countdown',
+  'status',
+  'status-title',
+  'status-detail',
+  'progress',
+  'steps',
+  'step-detected',
+  'step-block',
+  'step-confirmations',
+  'step-complete',
+  'choose',
+  'pay',
+  'pay-heading',
+  'partial',
+  'wrong-asset',
+  'pay-amount',
+  'pay-amount-copy',
+  'pay-address',
+  'pay-address-copy',
+  'pay-network',
+  'pay-contract',
+  'pay-contract-value',
+  'pay-warning',
+  'qr',
+  'open-wallet',
+  'wallet-actions',
+  'browser-wallet',
+  'test-wallet',
+  'confirm',
+  'change-token',
+  'cancel-area',
+  'chain-tx',
+  'chain-tx-value',
+  'receipt',
+  'receipt-paid',
+  'receipt-amount',
+  'receipt-completed',
+  'return',
+  'stay',
 ] as const
 export type PartId = (typeof PART_IDS)[number]
 export type View = Record<PartId, Part>
@@ -51,7 +84,8 @@ const usdFormats = new Map<string, Intl.NumberFormat>()
 /** "$12.50". Formatters are cached: building one costs more than rendering the whole page. */
 export function formatUsd(amount: number, currency: string): string {
   let f = usdFormats.get(currency)
-  if (!f) usdFormats.set(currency, (f = new Intl.NumberFormat('en-US', { style: 'currency', currency })))
+  if (!f)
+    usdFormats.set(currency, (f = new Intl.NumberFormat('en-US', { style: 'currency', currency })))
   return f.format(amount)
 }
 
@@ -84,9 +118,11 @@ export function payView(s: PayState, t: PayText, serverNow: number): View {
   const partial = q !== null && received > 0n && AWAITING.includes(s.status)
   const wrongAsset = q !== null && s.wrong_asset_received && AWAITING.includes(s.status)
   const due = q ? (s.amount_due ?? q.token_amount) : null
-  const amountOf = (units: string) => (q ? `${displayUnits(units, q.decimals)} ${q.token_symbol}` : '')
+  const amountOf = (units: string) =>
+    q ? `${displayUnits(units, q.decimals)} ${q.token_symbol}` : ''
   const awaiting = AWAITING.includes(s.status) && q !== null
-  const returnTo = s.status === 'completed' ? s.success_url : FINAL.includes(s.status) ? s.cancel_url : null
+  const returnTo =
+    s.status === 'completed' ? s.success_url : FINAL.includes(s.status) ? s.cancel_url : null
 
   const [title, detail] = statusText(s, t, partial)
   const v: View = {
@@ -96,23 +132,55 @@ export function payView(s: PayState, t: PayText, serverNow: number): View {
     'status-detail': { text: detail, hidden: detail === '' },
     progress: { hidden: true, attrs: { value: '0', max: '1' } },
     ...stepParts(s, t),
-    choose: { hidden: !(s.tokens.length > 0 && (s.status === 'created' || (s.status === 'prepared' && q === null))) },
+    choose: {
+      hidden: !(
+        s.tokens.length > 0 &&
+        (s.status === 'created' || (s.status === 'prepared' && q === null))
+      ),
+    },
     pay: { hidden: !awaiting },
     'pay-heading': { text: partial ? t.payHeadingRest : t.payHeading },
-    partial: { hidden: !partial, text: partial && q ? fill(t.partial, { received: amountOf(received.toString()), total: amountOf(q.token_amount), due: amountOf(due!) }) : '' },
-    'wrong-asset': { hidden: !wrongAsset, text: wrongAsset && q ? fill(t.wrongAsset, { token: q.token_symbol, network: q.blockchain_network, project }) : '' },
+    partial: {
+      hidden: !partial,
+      text:
+        partial && q
+          ? fill(t.partial, {
+              received: amountOf(received.toString()),
+              total: amountOf(q.token_amount),
+              due: amountOf(due!),
+            })
+          : '',
+    },
+    'wrong-asset': {
+      hidden: !wrongAsset,
+      text:
+        wrongAsset && q
+          ? fill(t.wrongAsset, { token: q.token_symbol, network: q.blockchain_network, project })
+          : '',
+    },
     'pay-amount': { text: due ? amountOf(due) : '' },
     'pay-amount-copy': { attrs: { 'data-copy': q && due ? formatUnits(due, q.decimals) : '' } },
     'pay-address': { text: q?.deposit_address ?? '' },
     'pay-address-copy': { attrs: { 'data-copy': q?.deposit_address ?? '' } },
-    'pay-network': { text: q ? fill(t.networkValue, { network: q.blockchain_network, chainId: q.chain_id }) : '' },
+    'pay-network': {
+      text: q ? fill(t.networkValue, { network: q.blockchain_network, chainId: q.chain_id }) : '',
+    },
     'pay-contract': { hidden: !q },
-    'pay-contract-value': { text: q ? (q.token_address ?? fill(t.nativeToken, { token: q.token_symbol })) : '' },
+    'pay-contract-value': {
+      text: q ? (q.token_address ?? fill(t.nativeToken, { token: q.token_symbol })) : '',
+    },
     'pay-warning': { text: q ? fill(t.warnExact, { network: q.blockchain_network }) : '' },
     qr: {
       attrs: {
         src: q ? `/pay/${encodeURIComponent(s.id)}/qr.svg?v=${s.version}` : '',
-        alt: q && due ? fill(t.qrAlt, { amount: amountOf(due), address: q.deposit_address, network: q.blockchain_network }) : '',
+        alt:
+          q && due
+            ? fill(t.qrAlt, {
+                amount: amountOf(due),
+                address: q.deposit_address,
+                network: q.blockchain_network,
+              })
+            : '',
       },
     },
     'open-wallet': { attrs: { href: q?.payment_uri ?? '#' } },
@@ -126,9 +194,18 @@ export function payView(s: PayState, t: PayText, serverNow: number): View {
     'chain-tx': { hidden: s.transaction_hash === null || AWAITING.includes(s.status) },
     'chain-tx-value': { text: s.transaction_hash ?? '' },
     receipt: { hidden: s.status !== 'completed' || s.success_url !== null },
-    'receipt-paid': { text: q ? `${amountOf(s.amount_received ?? q.token_amount)} · ${q.blockchain_network}` : '' },
+    'receipt-paid': {
+      text: q ? `${amountOf(s.amount_received ?? q.token_amount)} · ${q.blockchain_network}` : '',
+    },
     'receipt-amount': { text: formatUsd(s.amount_usd, s.currency) },
-    'receipt-completed': { text: s.completed_at ? new Date(s.completed_at).toLocaleString('en-US', { dateStyle: 'medium', timeStyle: 'short' }) : '' },
+    'receipt-completed': {
+      text: s.completed_at
+        ? new Date(s.completed_at).toLocaleString('en-US', {
+            dateStyle: 'medium',
+            timeStyle: 'short',
+          })
+        : '',
+    },
     // The automatic return can be stopped (WCAG 2.2.1, timing adjustable).
     stay: { hidden: !(s.status === 'completed' && s.success_url !== null) },
     return: {
@@ -140,25 +217,46 @@ export function payView(s: PayState, t: PayText, serverNow: number): View {
   // Waiting for finality has no count to fill a bar with: the status line says it.
   if (s.status === 'confirming' && q && q.finality === 'confirmations') {
     const n = Math.min(s.confirmations ?? 0, q.required_confirmations)
-    v.progress = { hidden: false, attrs: { value: String(n), max: String(q.required_confirmations), 'aria-valuetext': fill(t.statusConfirming, { n, m: q.required_confirmations }) } }
+    v.progress = {
+      hidden: false,
+      attrs: {
+        value: String(n),
+        max: String(q.required_confirmations),
+        'aria-valuetext': fill(t.statusConfirming, { n, m: q.required_confirmations }),
+      },
+    }
   }
   return v
 }
 
 /** Once money moves, the steps show everything passed so far, however fast it went by. */
-function stepParts(s: PayState, t: PayText): Pick<View, 'steps' | 'step-detected' | 'step-block' | 'step-confirmations' | 'step-complete'> {
+function stepParts(
+  s: PayState,
+  t: PayText,
+): Pick<View, 'steps' | 'step-detected' | 'step-block' | 'step-confirmations' | 'step-complete'> {
   const reached = ['processing', 'confirming', 'completed'].indexOf(s.status)
-  const step = (done: boolean, current: boolean, text: string): Part => ({ text, attrs: { 'data-step': done ? 'done' : current ? 'current' : 'todo' } })
+  const step = (done: boolean, current: boolean, text: string): Part => ({
+    text,
+    attrs: { 'data-step': done ? 'done' : current ? 'current' : 'todo' },
+  })
   const required = s.quote?.required_confirmations ?? 0
   const inBlock = s.block_number !== null && reached >= 1
   const confirmations = Math.min(s.confirmations ?? (reached === 2 ? required : 0), required)
   return {
     steps: { hidden: reached < 0 },
     'step-detected': step(reached >= 0, false, t.stepDetected),
-    'step-block': step(inBlock, reached === 0, inBlock ? fill(t.stepBlockDone, { block: s.block_number! }) : t.stepBlock),
-    'step-confirmations': step(reached === 2, reached === 1, s.quote && s.quote.finality !== 'confirmations'
-      ? fill(t.stepFinality, { n: s.confirmations ?? 0 })
-      : fill(t.stepConfirmations, { n: confirmations, m: required })),
+    'step-block': step(
+      inBlock,
+      reached === 0,
+      inBlock ? fill(t.stepBlockDone, { block: s.block_number! }) : t.stepBlock,
+    ),
+    'step-confirmations': step(
+      reached === 2,
+      reached === 1,
+      s.quote && s.quote.finality !== 'confirmations'
+        ? fill(t.stepFinality, { n: s.confirmations ?? 0 })
+        : fill(t.stepConfirmations, { n: confirmations, m: required }),
+    ),
     'step-complete': step(reached === 2, false, t.stepComplete),
   }
 }
@@ -169,21 +267,39 @@ function statusText(s: PayState, t: PayText, partial: boolean): [string, string]
     case 'created':
       return [s.tokens.length ? t.statusCreated : t.noTokens, '']
     case 'prepared':
-      return partial ? [t.statusPartial, t.statusPartialDetail] : [t.statusPrepared, t.statusPreparedDetail]
+      return partial
+        ? [t.statusPartial, t.statusPartialDetail]
+        : [t.statusPrepared, t.statusPreparedDetail]
     case 'pending':
-      return partial ? [t.statusPartial, t.statusPartialDetail] : [t.statusPending, t.statusPendingDetail]
+      return partial
+        ? [t.statusPartial, t.statusPartialDetail]
+        : [t.statusPending, t.statusPendingDetail]
     case 'processing':
       return [t.statusProcessing, t.statusProcessingDetail]
     case 'confirming':
       return s.quote && s.quote.finality !== 'confirmations'
         ? [fill(t.statusFinalizing, { n: s.confirmations ?? 0 }), t.statusConfirmingDetail]
-        : [fill(t.statusConfirming, { n: s.confirmations ?? 0, m: s.quote?.required_confirmations ?? '?' }), t.statusConfirmingDetail]
+        : [
+            fill(t.statusConfirming, {
+              n: s.confirmations ?? 0,
+              m: s.quote?.required_confirmations ?? '?',
+            }),
+            t.statusConfirmingDetail,
+          ]
     case 'completed':
-      return [t.statusCompleted, s.success_url ? fill(t.statusCompletedRedirect, { project }) : t.statusCompletedReceipt]
+      return [
+        t.statusCompleted,
+        s.success_url ? fill(t.statusCompletedRedirect, { project }) : t.statusCompletedReceipt,
+      ]
     case 'expired':
       return [t.statusExpired, t.statusExpiredDetail]
     case 'failed': {
-      const reason = { underpaid: t.failedUnderpaid, wrong_asset: t.failedWrongAsset, reverted: t.failedReverted }[s.failure_reason ?? ''] ?? t.failedOther
+      const reason =
+        {
+          underpaid: t.failedUnderpaid,
+          wrong_asset: t.failedWrongAsset,
+          reverted: t.failedReverted,
+        }[s.failure_reason ?? ''] ?? t.failedOther
       return [t.statusFailed, fill(reason, { project })]
     }
     case 'cancelled':

@@ -16,29 +16,49 @@ export interface RefundableLine {
  * refund that has not failed or been cancelled. An arrival not confirmed yet is not refundable
  * yet: a reorg could still take it back, and the merchant would refund money never received.
  */
-export function refundableLines(facts: {
-  arrivals: readonly { network: string; tokenSymbol: string; amount: bigint; blockNumber: number }[]
-  refunds: readonly { network: string; tokenSymbol: string; amount: bigint; status: RefundStatus }[]
-  heights: ReadonlyMap<string, bigint>
-}, confirmationsOf: (network: string) => number | null): RefundableLine[] {
+export function refundableLines(
+  facts: {
+    arrivals: readonly {
+      network: string
+      tokenSymbol: string
+      amount: bigint
+      blockNumber: number
+    }[]
+    refunds: readonly {
+      network: string
+      tokenSymbol: string
+      amount: bigint
+      status: RefundStatus
+    }[]
+    heights: ReadonlyMap<string, bigint>
+  },
+  confirmationsOf: (network: string) => number | null,
+): RefundableLine[] {
   const lines = new Map<string, RefundableLine>()
   const line = (network: string, tokenSymbol: string) => {
     const key = `${network}\u0000${tokenSymbol}`
     let l = lines.get(key)
-    if (!l) lines.set(key, (l = { network, tokenSymbol, received: 0n, refunded: 0n, refundable: 0n }))
+    if (!l)
+      lines.set(key, (l = { network, tokenSymbol, received: 0n, refunded: 0n, refundable: 0n }))
     return l
   }
   for (const a of facts.arrivals) {
     const height = facts.heights.get(a.network)
     const needed = confirmationsOf(a.network)
-    if (height === undefined || needed === null || height - BigInt(a.blockNumber) + 1n < BigInt(needed)) continue
+    if (
+      height === undefined ||
+      needed === null ||
+      height - BigInt(a.blockNumber) + 1n < BigInt(needed)
+    )
+      continue
     line(a.network, a.tokenSymbol).received += a.amount
   }
   for (const r of facts.refunds) {
     if (r.status === 'failed' || r.status === 'cancelled') continue
     line(r.network, r.tokenSymbol).refunded += r.amount
   }
-  for (const l of lines.values()) l.refundable = l.received > l.refunded ? l.received - l.refunded : 0n
+  for (const l of lines.values())
+    l.refundable = l.received > l.refunded ? l.received - l.refunded : 0n
   return [...lines.values()]
 }
 

@@ -2,14 +2,34 @@ import { createHash } from 'node:crypto'
 import { encodeFunctionData, erc20Abi, getAddress, isAddress, type Address, type Hex } from 'viem'
 import { getInitialSnapshot, transition } from 'xstate'
 import { FINAL_STATUSES, type TxStatus } from '../../../machines/transaction.machine.ts'
-import { REFUND_MACHINE_VERSION, refundMachine, type PaymentRoute, type RefundEvent, type RefundStatus, type Submission } from '../../../machines/refund.machine.ts'
+import {
+  REFUND_MACHINE_VERSION,
+  refundMachine,
+  type PaymentRoute,
+  type RefundEvent,
+  type RefundStatus,
+  type Submission,
+} from '../../../machines/refund.machine.ts'
 import { restoreActor } from '../../actors/restore-actor.ts'
 import { isUniqueViolation } from '../../db/errors.ts'
-import { DEPOSIT_ACCOUNT, depositAccountEvents, PAID_TOPIC, paidAnswer, paidData, paymentId } from '../../chain/deposit-account.ts'
+import {
+  DEPOSIT_ACCOUNT,
+  depositAccountEvents,
+  PAID_TOPIC,
+  paidAnswer,
+  paidData,
+  paymentId,
+} from '../../chain/deposit-account.ts'
 import type { NetworkConfig, TokenConfig } from '../../chain/networks-config.ts'
 import type { OutgoingChain, OutgoingLedger, OutgoingNews } from '../../chain/outgoing-tracker.ts'
 import { INTERNAL_TRACED, INTERNAL_TRANSFER } from '../../chain/transfer-scan.ts'
-import { checkAuthorizations, checkChainAndType, checkPaySignature, checkSendable, type ChainReader } from '../../chain/record-checks.ts'
+import {
+  checkAuthorizations,
+  checkChainAndType,
+  checkPaySignature,
+  checkSendable,
+  type ChainReader,
+} from '../../chain/record-checks.ts'
 import { payoutOf, readSignedTransaction } from '../../chain/signed-transaction.ts'
 import { TRANSFER_TOPIC, decodeTransferLog } from '../../chain/transfer-scan.ts'
 import type { Clock } from '../../lib/clock.ts'
@@ -51,7 +71,8 @@ export function createRefundService(deps: {
   const now = () => new Date(deps.clock.now())
   const networkOf = (name: string) => deps.networks.find((n) => n.name === name) ?? null
   const confirmationsOf = (name: string) => networkOf(name)?.confirmations ?? null
-  const tokenOf = (network: string, symbol: string): TokenConfig | null => networkOf(network)?.tokens.find((t) => t.symbol === symbol) ?? null
+  const tokenOf = (network: string, symbol: string): TokenConfig | null =>
+    networkOf(network)?.tokens.find((t) => t.symbol === symbol) ?? null
 
   async function scoped(caller: ProjectMode, id: string): Promise<RefundRow | null> {
     const row = /^rf_[A-Za-z0-9]{20}$/.test(id) ? await deps.repo.find(id) : null
@@ -64,36 +85,72 @@ export function createRefundService(deps: {
    * event; a refused event changes nothing (a conflict). One retry when another writer moved the
    * row meanwhile.
    */
-  async function apply(id: string, event: RefundEvent, extra: (row: RefundRow) => Partial<RefundRow> = () => ({})): Promise<Outcome<RefundRow>> {
+  async function apply(
+    id: string,
+    event: RefundEvent,
+    extra: (row: RefundRow) => Partial<RefundRow> = () => ({}),
+  ): Promise<Outcome<RefundRow>> {
     for (let attempt = 0; attempt < 2; attempt++) {
       const row = await deps.repo.find(id)
       if (!row) return deny('not_found', `No refund ${id}`)
       const before = restoreActor(refundMachine, row.snapshot).getSnapshot()
-      if (!before.can(event)) return deny('conflict', `A refund in status ${row.status} cannot take ${event.type}`)
+      if (!before.can(event))
+        return deny('conflict', `A refund in status ${row.status} cannot take ${event.type}`)
       const [after] = transition(refundMachine, before, event)
       const status = after.value as RefundStatus
       const c = after.context
       const at = now()
       const patch: Partial<RefundRow> = {
-        status, snapshot: refundMachine.getPersistedSnapshot(after) as Record<string, unknown>, machineVersion: REFUND_MACHINE_VERSION,
-        blockNumber: c.blockNumber, blockHash: c.blockHash, confirmations: c.confirmations,
-        failureReason: c.failureReason, failureDetail: c.failureDetail, updatedAt: at,
+        status,
+        snapshot: refundMachine.getPersistedSnapshot(after) as Record<string, unknown>,
+        machineVersion: REFUND_MACHINE_VERSION,
+        blockNumber: c.blockNumber,
+        blockHash: c.blockHash,
+        confirmations: c.confirmations,
+        failureReason: c.failureReason,
+        failureDetail: c.failureDetail,
+        updatedAt: at,
         // The row shows the submission the machine holds: none, the recorded one, or (deposit route) the transaction that paid.
         ...(c.submission === null
-          ? { txHash: null, rawTransaction: null, txNonce: null, sender: null, paidFrom: null, submittedAt: null }
-          : c.submission.txHash !== row.txHash ? { txHash: c.submission.txHash, sender: c.submission.from, txNonce: c.submission.nonce, rawTransaction: null } : {}),
+          ? {
+              txHash: null,
+              rawTransaction: null,
+              txNonce: null,
+              sender: null,
+              paidFrom: null,
+              submittedAt: null,
+            }
+          : c.submission.txHash !== row.txHash
+            ? {
+                txHash: c.submission.txHash,
+                sender: c.submission.from,
+                txNonce: c.submission.nonce,
+                rawTransaction: null,
+              }
+            : {}),
         ...(status === 'completed' ? { completedAt: at } : {}),
         ...extra(row),
       }
       const note = noteOf(event, row.status, status, c)
       const committed = await deps.repo.commit({
-        id, expectedVersion: row.version, patch, note,
-        event: (written, transaction) => (status === row.status || (status !== 'completed' && status !== 'failed') ? null : {
-          eventType: `refund.${status}`, data: refundWebhookData(transaction, eventFields(written)),
-        }),
+        id,
+        expectedVersion: row.version,
+        patch,
+        note,
+        event: (written, transaction) =>
+          status === row.status || (status !== 'completed' && status !== 'failed')
+            ? null
+            : {
+                eventType: `refund.${status}`,
+                data: refundWebhookData(transaction, eventFields(written)),
+              },
       })
       if (!committed) continue
-      if (committed.status !== row.status && (committed.status === 'completed' || committed.status === 'failed')) deps.eventsWritten()
+      if (
+        committed.status !== row.status &&
+        (committed.status === 'completed' || committed.status === 'failed')
+      )
+        deps.eventsWritten()
       return ok(committed)
     }
     return deny('conflict', `Refund ${id} changed while this was being applied; retry`)
@@ -107,29 +164,66 @@ export function createRefundService(deps: {
     let event: RefundEvent | null
     if (news.type === 'included') {
       event = pays(row, submission, news.receipt.logs)
-        ? { type: 'submission.included', txHash, from: submission.from, nonce: submission.nonce, blockNumber: news.blockNumber, blockHash: news.blockHash }
-        // Mined without paying it: judged once that is as final as a payment would be (below).
-        : null
+        ? {
+            type: 'submission.included',
+            txHash,
+            from: submission.from,
+            nonce: submission.nonce,
+            blockNumber: news.blockNumber,
+            blockHash: news.blockHash,
+          }
+        : // Mined without paying it: judged once that is as final as a payment would be (below).
+          null
     } else if (news.type === 'reorged') event = { type: 'submission.reorged', txHash }
     else if (news.type === 'unmined') {
       // A signed payment not mined: delivered by another transaction, lapsed, or still to come. An own transaction waits.
-      event = submission.route === 'deposit' && row.status === 'submitted' ? await depositTruth(row, submission, chain) : null
-    }
-    else if (news.type === 'confirmations') {
-      const enough = news.final === undefined ? news.confirmations >= confirmationsOf(row.network)! : news.final
-      if (row.status === 'confirming') event = { type: 'confirmations.updated', confirmations: news.confirmations, ...(news.final === undefined ? {} : { final: news.final }) }
+      event =
+        submission.route === 'deposit' && row.status === 'submitted'
+          ? await depositTruth(row, submission, chain)
+          : null
+    } else if (news.type === 'confirmations') {
+      const enough =
+        news.final === undefined ? news.confirmations >= confirmationsOf(row.network)! : news.final
+      if (row.status === 'confirming')
+        event = {
+          type: 'confirmations.updated',
+          confirmations: news.confirmations,
+          ...(news.final === undefined ? {} : { final: news.final }),
+        }
       else if (!enough) event = null
-      else if (submission.route !== 'deposit') event = { type: 'submission.reverted', txHash, blockNumber: news.receipt.blockNumber, blockHash: news.receipt.blockHash, detail: 'its transaction was mined but did not pay the refund' }
+      else if (submission.route !== 'deposit')
+        event = {
+          type: 'submission.reverted',
+          txHash,
+          blockNumber: news.receipt.blockNumber,
+          blockHash: news.receipt.blockHash,
+          detail: 'its transaction was mined but did not pay the refund',
+        }
       else event = await depositTruth(row, submission, chain)
     } else if (submission.route !== 'deposit') {
-      event = news.type === 'dropped' ? { type: 'submission.dropped', txHash }
-        : { type: 'submission.reverted', txHash, blockNumber: news.blockNumber, blockHash: news.blockHash, detail: 'its transaction was mined but reverted' }
+      event =
+        news.type === 'dropped'
+          ? { type: 'submission.dropped', txHash }
+          : {
+              type: 'submission.reverted',
+              txHash,
+              blockNumber: news.blockNumber,
+              blockHash: news.blockHash,
+              detail: 'its transaction was mined but reverted',
+            }
     } else event = await depositTruth(row, submission, chain)
     if (!event) return
     const r = await apply(row.id, event)
-    if (!r.ok && r.code !== 'conflict') throw new Error(`${event.type} for refund ${row.id}: ${r.message}`)
+    if (!r.ok && r.code !== 'conflict')
+      throw new Error(`${event.type} for refund ${row.id}: ${r.message}`)
     if (r.ok && r.value.status !== row.status) {
-      deps.logger.info('refund moved', { refundId: row.id, transactionId: row.transactionId, from: row.status, to: r.value.status, txHash: r.value.txHash })
+      deps.logger.info('refund moved', {
+        refundId: row.id,
+        transactionId: row.transactionId,
+        from: row.status,
+        to: r.value.status,
+        txHash: r.value.txHash,
+      })
     }
   }
 
@@ -142,27 +236,55 @@ export function createRefundService(deps: {
    * back, so none was made and none can be. Until then someone may still send it, or a reorg may
    * bring back one that was.
    */
-  async function depositTruth(row: RefundRow, submission: Submission, chain: OutgoingChain): Promise<RefundEvent | null> {
+  async function depositTruth(
+    row: RefundRow,
+    submission: Submission,
+    chain: OutgoingChain,
+  ): Promise<RefundEvent | null> {
     const id = paymentId(row.id)
-    const paid = paidAnswer(await chain.request('eth_call', [{ to: row.depositAddress, data: paidData(id) }, `0x${chain.head.toString(16)}`]))
+    const paid = paidAnswer(
+      await chain.request('eth_call', [
+        { to: row.depositAddress, data: paidData(id) },
+        `0x${chain.head.toString(16)}`,
+      ]),
+    )
     if (!paid) {
-      return (await chain.settledTimestamp()) > BigInt(submission.payUntil ?? 0) ? { type: 'submission.expired', txHash: submission.txHash } : null
+      return (await chain.settledTimestamp()) > BigInt(submission.payUntil ?? 0)
+        ? { type: 'submission.expired', txHash: submission.txHash }
+        : null
     }
     // Paid: find the Paid event of this id at the deposit address, from where the payment could first be mined.
     const start = BigInt(submission.fromBlock ?? 0)
     const span = BigInt(chain.maxLogRange)
     for (let to = chain.head; to >= start; to -= span) {
       const lower = to - span + 1n < start ? start : to - span + 1n
-      const logs = (await chain.request('eth_getLogs', [{ address: row.depositAddress, topics: [PAID_TOPIC, id], fromBlock: `0x${lower.toString(16)}`, toBlock: `0x${to.toString(16)}` }])) as { transactionHash: string; blockNumber: string; blockHash: string }[]
+      const logs = (await chain.request('eth_getLogs', [
+        {
+          address: row.depositAddress,
+          topics: [PAID_TOPIC, id],
+          fromBlock: `0x${lower.toString(16)}`,
+          toBlock: `0x${to.toString(16)}`,
+        },
+      ])) as { transactionHash: string; blockNumber: string; blockHash: string }[]
       const log = logs.at(-1)
       if (!log) continue
-      const tx = (await chain.request('eth_getTransactionByHash', [log.transactionHash])) as { from?: string; nonce?: string } | null
+      const tx = (await chain.request('eth_getTransactionByHash', [log.transactionHash])) as {
+        from?: string
+        nonce?: string
+      } | null
       return {
-        type: 'submission.included', txHash: log.transactionHash.toLowerCase(), from: tx?.from?.toLowerCase() ?? null, nonce: tx?.nonce ? Number(BigInt(tx.nonce)) : null,
-        blockNumber: Number(BigInt(log.blockNumber)), blockHash: log.blockHash.toLowerCase(),
+        type: 'submission.included',
+        txHash: log.transactionHash.toLowerCase(),
+        from: tx?.from?.toLowerCase() ?? null,
+        nonce: tx?.nonce ? Number(BigInt(tx.nonce)) : null,
+        blockNumber: Number(BigInt(log.blockNumber)),
+        blockHash: log.blockHash.toLowerCase(),
       }
     }
-    deps.logger.error('a refund is paid on-chain (its id is marked paid at the deposit address), but its Paid event was not found; it stays submitted', { refundId: row.id, depositAddress: row.depositAddress })
+    deps.logger.error(
+      'a refund is paid on-chain (its id is marked paid at the deposit address), but its Paid event was not found; it stays submitted',
+      { refundId: row.id, depositAddress: row.depositAddress },
+    )
     return null
   }
 
@@ -170,51 +292,148 @@ export function createRefundService(deps: {
    * Whether a recorded payment can no longer be mined (and so may be abandoned), as the chain says
    * now at a depth as final as a payment must be, in words either way.
    */
-  async function abandonable(row: RefundRow, submission: Submission, network: NetworkConfig, reader: ChainReader): Promise<{ abandon: boolean; detail: string }> {
+  async function abandonable(
+    row: RefundRow,
+    submission: Submission,
+    network: NetworkConfig,
+    reader: ChainReader,
+  ): Promise<{ abandon: boolean; detail: string }> {
     const head = BigInt((await reader.request('eth_blockNumber', [])) as string)
-    const settled = network.finality === 'confirmations' ? (head - BigInt(network.confirmations) + 1n > 0n ? head - BigInt(network.confirmations) + 1n : 0n) : null
+    const settled =
+      network.finality === 'confirmations'
+        ? head - BigInt(network.confirmations) + 1n > 0n
+          ? head - BigInt(network.confirmations) + 1n
+          : 0n
+        : null
     const settledTag = settled === null ? network.finality : `0x${settled.toString(16)}`
     // Read before the receipt, so a transaction mined in between is seen mined, not taken for one whose nonce went elsewhere.
-    const nonce = submission.route === 'deposit' ? null : BigInt((await reader.request('eth_getTransactionCount', [submission.from, settledTag])) as string)
-    const receipt = (await reader.request('eth_getTransactionReceipt', [submission.txHash])) as { blockNumber?: string } | null
-    if (receipt?.blockNumber) return { abandon: false, detail: `it is mined, in block ${BigInt(receipt.blockNumber)}; the service settles it from there` }
+    const nonce =
+      submission.route === 'deposit'
+        ? null
+        : BigInt(
+            (await reader.request('eth_getTransactionCount', [
+              submission.from,
+              settledTag,
+            ])) as string,
+          )
+    const receipt = (await reader.request('eth_getTransactionReceipt', [submission.txHash])) as {
+      blockNumber?: string
+    } | null
+    if (receipt?.blockNumber)
+      return {
+        abandon: false,
+        detail: `it is mined, in block ${BigInt(receipt.blockNumber)}; the service settles it from there`,
+      }
     if (submission.route === 'deposit') {
-      const paid = paidAnswer(await reader.request('eth_call', [{ to: row.depositAddress, data: paidData(paymentId(row.id)) }, 'latest']))
-      if (paid) return { abandon: false, detail: 'its id is paid on-chain (another transaction delivered its signature); the service takes that one as its payment' }
-      const block = (await reader.request('eth_getBlockByNumber', [settledTag, false])) as { timestamp?: string } | null
+      const paid = paidAnswer(
+        await reader.request('eth_call', [
+          { to: row.depositAddress, data: paidData(paymentId(row.id)) },
+          'latest',
+        ]),
+      )
+      if (paid)
+        return {
+          abandon: false,
+          detail:
+            'its id is paid on-chain (another transaction delivered its signature); the service takes that one as its payment',
+        }
+      const block = (await reader.request('eth_getBlockByNumber', [settledTag, false])) as {
+        timestamp?: string
+      } | null
       const settledAt = block?.timestamp ? BigInt(block.timestamp) : 0n
       const until = BigInt(submission.payUntil ?? 0)
-      if (settledAt > until) return { abandon: true, detail: `its signature expired at ${new Date(Number(until) * 1000).toISOString()} unpaid, as a block ${network.finality === 'confirmations' ? `${network.confirmations} confirmations deep` : `as ${network.finality} as a payment must be`} shows` }
-      return { abandon: false, detail: `its signature holds until ${new Date(Number(until) * 1000).toISOString()} (chain time), and a block ${network.finality === 'confirmations' ? `${network.confirmations} confirmations deep` : network.finality} must be past that first` }
+      if (settledAt > until)
+        return {
+          abandon: true,
+          detail: `its signature expired at ${new Date(Number(until) * 1000).toISOString()} unpaid, as a block ${network.finality === 'confirmations' ? `${network.confirmations} confirmations deep` : `as ${network.finality} as a payment must be`} shows`,
+        }
+      return {
+        abandon: false,
+        detail: `its signature holds until ${new Date(Number(until) * 1000).toISOString()} (chain time), and a block ${network.finality === 'confirmations' ? `${network.confirmations} confirmations deep` : network.finality} must be past that first`,
+      }
     }
-    if (nonce !== null && submission.nonce !== null && nonce > BigInt(submission.nonce)) return { abandon: true, detail: `its nonce ${submission.nonce} went to another transaction of ${submission.from}, so it can never be mined` }
-    return { abandon: false, detail: `its nonce ${submission.nonce} of ${submission.from} is not taken yet, so it can still be mined: \`treasury refunds pay\` sends it again, or gives its nonce to a zero-value transfer when it can no longer pay` }
+    if (nonce !== null && submission.nonce !== null && nonce > BigInt(submission.nonce))
+      return {
+        abandon: true,
+        detail: `its nonce ${submission.nonce} went to another transaction of ${submission.from}, so it can never be mined`,
+      }
+    return {
+      abandon: false,
+      detail: `its nonce ${submission.nonce} of ${submission.from} is not taken yet, so it can still be mined: \`treasury refunds pay\` sends it again, or gives its nonce to a zero-value transfer when it can no longer pay`,
+    }
   }
 
   /** Null when `holder` holds `amount` of `token` now, else what is wrong. */
-  async function heldBy(reader: ChainReader, token: string, holder: string, amount: bigint, symbol: string): Promise<string | null> {
-    const held = BigInt((await reader.request('eth_call', [{ to: token, data: encodeFunctionData({ abi: erc20Abi, functionName: 'balanceOf', args: [holder as Address] }) }, 'latest'])) as string)
-    return held >= amount ? null : `transfers ${amount} ${symbol} from ${holder}, which holds ${held}`
+  async function heldBy(
+    reader: ChainReader,
+    token: string,
+    holder: string,
+    amount: bigint,
+    symbol: string,
+  ): Promise<string | null> {
+    const held = BigInt(
+      (await reader.request('eth_call', [
+        {
+          to: token,
+          data: encodeFunctionData({
+            abi: erc20Abi,
+            functionName: 'balanceOf',
+            args: [holder as Address],
+          }),
+        },
+        'latest',
+      ])) as string,
+    )
+    return held >= amount
+      ? null
+      : `transfers ${amount} ${symbol} from ${holder}, which holds ${held}`
   }
 
-  const submissionOf = (row: RefundRow) => (restoreActor(refundMachine, row.snapshot).getSnapshot()).context.submission
+  const submissionOf = (row: RefundRow) =>
+    restoreActor(refundMachine, row.snapshot).getSnapshot().context.submission
 
   /** Whether a mined receipt carries the refund's payment: DepositAccount's Paid at the deposit address, or the gas account's transfer. */
-  function pays(row: RefundRow, submission: Submission, logs: readonly { address: string; topics: readonly `0x${string}`[]; data: `0x${string}`; logIndex: number | null }[]): boolean {
+  function pays(
+    row: RefundRow,
+    submission: Submission,
+    logs: readonly {
+      address: string
+      topics: readonly `0x${string}`[]
+      data: `0x${string}`
+      logIndex: number | null
+    }[],
+  ): boolean {
     const token = tokenOf(row.network, row.tokenSymbol)
     if (!token) return false
     const tokenAddress = token.kind === 'erc20' ? token.address.toLowerCase() : null
     const to = row.address.toLowerCase()
     const amount = BigInt(row.amount)
     // A token payment shows as the token contract's own Transfer from the paying account, which no other code can emit.
-    const transferred = (from: string) => logs.some((l) => {
-      if (l.address.toLowerCase() !== tokenAddress || l.topics[0] !== TRANSFER_TOPIC) return false
-      const t = decodeTransferLog({ address: l.address, topics: l.topics, data: l.data, transactionHash: null, logIndex: null, blockNumber: null, blockHash: null })
-      return t !== null && t.from === from && t.to === to && t.amount === amount
-    })
+    const transferred = (from: string) =>
+      logs.some((l) => {
+        if (l.address.toLowerCase() !== tokenAddress || l.topics[0] !== TRANSFER_TOPIC) return false
+        const t = decodeTransferLog({
+          address: l.address,
+          topics: l.topics,
+          data: l.data,
+          transactionHash: null,
+          logIndex: null,
+          blockNumber: null,
+          blockHash: null,
+        })
+        return t !== null && t.from === from && t.to === to && t.amount === amount
+      })
     if (submission.route === 'deposit') {
       const id = paymentId(row.id)
-      const paid = depositAccountEvents(logs).some((e) => e.kind === 'paid' && e.account === row.depositAddress && e.id === id && e.token === tokenAddress && e.to === to && e.amount === amount)
+      const paid = depositAccountEvents(logs).some(
+        (e) =>
+          e.kind === 'paid' &&
+          e.account === row.depositAddress &&
+          e.id === id &&
+          e.token === tokenAddress &&
+          e.to === to &&
+          e.amount === amount,
+      )
       return paid && (tokenAddress === null || transferred(row.depositAddress))
     }
     // A plain transfer (gas account, or the deposit address itself): the native payment's value and target were checked when it was recorded.
@@ -225,43 +444,89 @@ export function createRefundService(deps: {
   const arrivalView = (a: Arrival) => {
     const blockOnly = a.logIndex === INTERNAL_TRANSFER && a.txHash === a.blockHash
     return {
-      kind: a.logIndex >= 0 ? 'token' as const : a.logIndex === INTERNAL_TRANSFER || a.logIndex === INTERNAL_TRACED ? 'internal' as const : 'native' as const,
-      transaction_hash: blockOnly ? null : a.txHash, block_hash: a.blockHash, block_number: a.blockNumber,
+      kind:
+        a.logIndex >= 0
+          ? ('token' as const)
+          : a.logIndex === INTERNAL_TRANSFER || a.logIndex === INTERNAL_TRACED
+            ? ('internal' as const)
+            : ('native' as const),
+      transaction_hash: blockOnly ? null : a.txHash,
+      block_hash: a.blockHash,
+      block_number: a.blockNumber,
       log_index: a.logIndex >= 0 ? a.logIndex : null,
       from_address: blockOnly || /^0x0{40}$/.test(a.fromAddress) ? null : getAddress(a.fromAddress),
       amount: a.amount.toString(),
     }
   }
   /** The refund's own arrivals: its token on its network. */
-  const arrivalsOfRefund = (r: RefundRow, all: readonly Arrival[]) => all.filter((a) => a.network === r.network && a.tokenSymbol === r.tokenSymbol).map(arrivalView)
+  const arrivalsOfRefund = (r: RefundRow, all: readonly Arrival[]) =>
+    all.filter((a) => a.network === r.network && a.tokenSymbol === r.tokenSymbol).map(arrivalView)
 
   const view = (r: RefundRow, arrivals: readonly Arrival[]): RefundView => {
-    const c = (restoreActor(refundMachine, r.snapshot).getSnapshot()).context
+    const c = restoreActor(refundMachine, r.snapshot).getSnapshot().context
     return {
-      id: r.id, transaction_id: r.transactionId, status: r.status, testing_mode: r.mode === 'test', amount: r.amount, token_symbol: r.tokenSymbol,
-      blockchain_network: r.network, address: r.address, reason: r.reason, deposit_address: getAddress(r.depositAddress),
-      paid_from: r.paidFrom ? getAddress(r.paidFrom) : null, transaction_hash: r.txHash, raw_transaction: r.rawTransaction,
-      block_number: r.blockNumber, confirmations: r.confirmations, required_confirmations: c.finality ? null : c.requiredConfirmations,
-      failure_reason: r.failureReason, failure_detail: r.failureDetail, created_at: r.createdAt.toISOString(), updated_at: r.updatedAt.toISOString(),
-      submitted_at: r.submittedAt?.toISOString() ?? null, completed_at: r.completedAt?.toISOString() ?? null,
+      id: r.id,
+      transaction_id: r.transactionId,
+      status: r.status,
+      testing_mode: r.mode === 'test',
+      amount: r.amount,
+      token_symbol: r.tokenSymbol,
+      blockchain_network: r.network,
+      address: r.address,
+      reason: r.reason,
+      deposit_address: getAddress(r.depositAddress),
+      paid_from: r.paidFrom ? getAddress(r.paidFrom) : null,
+      transaction_hash: r.txHash,
+      raw_transaction: r.rawTransaction,
+      block_number: r.blockNumber,
+      confirmations: r.confirmations,
+      required_confirmations: c.finality ? null : c.requiredConfirmations,
+      failure_reason: r.failureReason,
+      failure_detail: r.failureDetail,
+      created_at: r.createdAt.toISOString(),
+      updated_at: r.updatedAt.toISOString(),
+      submitted_at: r.submittedAt?.toISOString() ?? null,
+      completed_at: r.completedAt?.toISOString() ?? null,
       arrivals: arrivalsOfRefund(r, arrivals),
     }
   }
   /** Views of refunds, each with its arrivals (read in one query). */
   const views = async (rows: readonly RefundRow[]): Promise<RefundView[]> => {
     const arrivals = await deps.repo.arrivals(rows.map((r) => r.transactionId))
-    return rows.map((r) => view(r, arrivals.filter((a) => a.transactionId === r.transactionId)))
+    return rows.map((r) =>
+      view(
+        r,
+        arrivals.filter((a) => a.transactionId === r.transactionId),
+      ),
+    )
   }
   const viewWithArrivals = async (r: RefundRow) => (await views([r]))[0]!
   const eventFields = (r: RefundRow) => {
     const v = view(r, [])
     return {
-      id: v.id, status: v.status, amount: v.amount, token_symbol: v.token_symbol, blockchain_network: v.blockchain_network, address: v.address, reason: v.reason,
-      paid_from: v.paid_from, transaction_hash: v.transaction_hash, block_number: v.block_number, failure_reason: v.failure_reason, failure_detail: v.failure_detail,
-      created_at: v.created_at, completed_at: v.completed_at,
+      id: v.id,
+      status: v.status,
+      amount: v.amount,
+      token_symbol: v.token_symbol,
+      blockchain_network: v.blockchain_network,
+      address: v.address,
+      reason: v.reason,
+      paid_from: v.paid_from,
+      transaction_hash: v.transaction_hash,
+      block_number: v.block_number,
+      failure_reason: v.failure_reason,
+      failure_detail: v.failure_detail,
+      created_at: v.created_at,
+      completed_at: v.completed_at,
     }
   }
-  const lineView = (l: RefundableLine) => ({ token_symbol: l.tokenSymbol, blockchain_network: l.network, received: l.received.toString(), refunded: l.refunded.toString(), refundable: l.refundable.toString() })
+  const lineView = (l: RefundableLine) => ({
+    token_symbol: l.tokenSymbol,
+    blockchain_network: l.network,
+    received: l.received.toString(),
+    refunded: l.refunded.toString(),
+    refundable: l.refundable.toString(),
+  })
 
   return {
     views,
@@ -272,35 +537,89 @@ export function createRefundService(deps: {
      * nothing left to refund or more than is left (409). With an Idempotency-Key, the same key and
      * body within 24 hours return the first answer and create nothing.
      */
-    async create(caller: ProjectMode, transactionId: string, input: CreateRefundInput, opts: { idempotencyKey?: string } = {}): Promise<Outcome<StoredResponse>> {
+    async create(
+      caller: ProjectMode,
+      transactionId: string,
+      input: CreateRefundInput,
+      opts: { idempotencyKey?: string } = {},
+    ): Promise<Outcome<StoredResponse>> {
       const transaction = await deps.transactions.find(caller, transactionId)
       if (!transaction) return deny('not_found', `No transaction ${transactionId}`)
       const address = input.address
       if (!isAddress(address, { strict: false }) || !/^0x[0-9a-fA-F]{40}$/.test(address)) {
-        return deny('invalid_request', 'Invalid request body: address must be an EVM address (0x and 40 hex digits)', [{ path: 'address', message: 'must be an EVM address (0x and 40 hex digits)' }])
+        return deny(
+          'invalid_request',
+          'Invalid request body: address must be an EVM address (0x and 40 hex digits)',
+          [{ path: 'address', message: 'must be an EVM address (0x and 40 hex digits)' }],
+        )
       }
-      if (address !== address.toLowerCase() && address !== address.toUpperCase().replace('0X', '0x') && !isAddress(address, { strict: true })) {
-        return deny('invalid_request', 'Invalid request body: address has mixed case that is not a valid EIP-55 checksum (a typo?)', [{ path: 'address', message: 'mixed case that is not a valid EIP-55 checksum' }])
+      if (
+        address !== address.toLowerCase() &&
+        address !== address.toUpperCase().replace('0X', '0x') &&
+        !isAddress(address, { strict: true })
+      ) {
+        return deny(
+          'invalid_request',
+          'Invalid request body: address has mixed case that is not a valid EIP-55 checksum (a typo?)',
+          [{ path: 'address', message: 'mixed case that is not a valid EIP-55 checksum' }],
+        )
       }
-      if (/^0x0{40}$/i.test(address)) return deny('invalid_request', 'Invalid request body: address is the zero address: what is sent there is burnt', [{ path: 'address', message: 'is the zero address' }])
-      if (input.amount === '0' || (input.amount && /^0+$/.test(input.amount))) return deny('invalid_request', 'Invalid request body: amount must be greater than 0', [{ path: 'amount', message: 'must be greater than 0' }])
+      if (/^0x0{40}$/i.test(address))
+        return deny(
+          'invalid_request',
+          'Invalid request body: address is the zero address: what is sent there is burnt',
+          [{ path: 'address', message: 'is the zero address' }],
+        )
+      if (input.amount === '0' || (input.amount && /^0+$/.test(input.amount)))
+        return deny('invalid_request', 'Invalid request body: amount must be greater than 0', [
+          { path: 'amount', message: 'must be greater than 0' },
+        ])
       const network = input.blockchain_network ?? transaction.blockchainNetwork
       const symbol = input.token_symbol ?? transaction.tokenSymbol
-      if (!network || !symbol || !transaction.depositAddress) return deny('conflict', 'Nothing to refund: the customer never chose a token, so no deposit address received anything')
+      if (!network || !symbol || !transaction.depositAddress)
+        return deny(
+          'conflict',
+          'Nothing to refund: the customer never chose a token, so no deposit address received anything',
+        )
       if (!FINAL_STATUSES.includes(transaction.status as TxStatus)) {
-        return deny('conflict', `The transaction is still open (status ${transaction.status}); refund it once it has completed, failed, expired or been cancelled`)
+        return deny(
+          'conflict',
+          `The transaction is still open (status ${transaction.status}); refund it once it has completed, failed, expired or been cancelled`,
+        )
       }
-      if (!networkOf(network)) return deny('conflict', `Network ${network} is not configured on this service, so a refund there cannot be paid or confirmed`)
-      if (!tokenOf(network, symbol)) return deny('conflict', `Network ${network} has no token ${symbol} configured`)
+      if (!networkOf(network))
+        return deny(
+          'conflict',
+          `Network ${network} is not configured on this service, so a refund there cannot be paid or confirmed`,
+        )
+      if (!tokenOf(network, symbol))
+        return deny('conflict', `Network ${network} has no token ${symbol} configured`)
 
       const key = opts.idempotencyKey
-      if (key !== undefined && (key.length === 0 || key.length > 255)) return deny('invalid_request', 'Idempotency-Key must be 1 to 255 characters', [{ path: 'Idempotency-Key', message: 'must be 1 to 255 characters' }])
-      const requestHash = key === undefined ? '' : createHash('sha256').update(canonicalJson({ transactionId, ...input })).digest('hex')
+      if (key !== undefined && (key.length === 0 || key.length > 255))
+        return deny('invalid_request', 'Idempotency-Key must be 1 to 255 characters', [
+          { path: 'Idempotency-Key', message: 'must be 1 to 255 characters' },
+        ])
+      const requestHash =
+        key === undefined
+          ? ''
+          : createHash('sha256')
+              .update(canonicalJson({ transactionId, ...input }))
+              .digest('hex')
       const replay = async (): Promise<Outcome<StoredResponse> | null> => {
         if (key === undefined) return null
-        const prior = await deps.repo.idempotencyRecord({ projectId: caller.projectId, mode: caller.mode, key: KEY_PREFIX + key })
-        if (!prior || prior.createdAt.getTime() < deps.clock.now() - IDEMPOTENCY_WINDOW_MS) return null
-        if (prior.requestHash !== requestHash) return deny('conflict', 'This Idempotency-Key was already used with a different request body')
+        const prior = await deps.repo.idempotencyRecord({
+          projectId: caller.projectId,
+          mode: caller.mode,
+          key: KEY_PREFIX + key,
+        })
+        if (!prior || prior.createdAt.getTime() < deps.clock.now() - IDEMPOTENCY_WINDOW_MS)
+          return null
+        if (prior.requestHash !== requestHash)
+          return deny(
+            'conflict',
+            'This Idempotency-Key was already used with a different request body',
+          )
         return ok({ status: prior.statusCode, body: prior.response, replayed: true })
       }
       const earlier = await replay()
@@ -309,33 +628,94 @@ export function createRefundService(deps: {
       const at = now()
       const id = newId('rf')
       const n = networkOf(network)!
-      const snapshot = refundMachine.getPersistedSnapshot(getInitialSnapshot(refundMachine, {
-        refundId: id, requiredConfirmations: n.confirmations, ...(n.finality === 'confirmations' ? {} : { finality: n.finality }),
-      })) as Record<string, unknown>
+      const snapshot = refundMachine.getPersistedSnapshot(
+        getInitialSnapshot(refundMachine, {
+          refundId: id,
+          requiredConfirmations: n.confirmations,
+          ...(n.finality === 'confirmations' ? {} : { finality: n.finality }),
+        }),
+      ) as Record<string, unknown>
       let response: StoredResponse | null = null
       let created: Outcome<RefundRow>
       try {
         created = await deps.repo.create(transactionId, (facts) => {
-          const line = refundableLines(facts, confirmationsOf).find((l) => l.network === network && l.tokenSymbol === symbol)
+          const line = refundableLines(facts, confirmationsOf).find(
+            (l) => l.network === network && l.tokenSymbol === symbol,
+          )
           const left = line?.refundable ?? 0n
           if (left === 0n) {
-            return deny('conflict', line && line.received > 0n
-              ? `Nothing left to refund in ${symbol} on ${network}: ${line.received} received, all of it refunded`
-              : `Nothing to refund in ${symbol} on ${network}: no confirmed transfer of it arrived at this transaction's deposit address`)
+            return deny(
+              'conflict',
+              line && line.received > 0n
+                ? `Nothing left to refund in ${symbol} on ${network}: ${line.received} received, all of it refunded`
+                : `Nothing to refund in ${symbol} on ${network}: no confirmed transfer of it arrived at this transaction's deposit address`,
+            )
           }
           const amount = input.amount ? BigInt(input.amount) : left
-          if (amount > left) return deny('conflict', `amount ${amount} exceeds what is left to refund in ${symbol} on ${network}: ${left} (smallest units)`)
+          if (amount > left)
+            return deny(
+              'conflict',
+              `amount ${amount} exceeds what is left to refund in ${symbol} on ${network}: ${left} (smallest units)`,
+            )
           const row: RefundRow = {
-            id, transactionId, projectId: caller.projectId, mode: caller.mode, network, tokenSymbol: symbol, amount: amount.toString(),
-            address: getAddress(address as Address), reason: input.reason ?? null, depositAddress: transaction.depositAddress!.toLowerCase(), status: 'pending', snapshot,
-            machineVersion: REFUND_MACHINE_VERSION, paidFrom: null, sender: null, txHash: null, rawTransaction: null, txNonce: null, blockNumber: null,
-            blockHash: null, confirmations: null, failureReason: null, failureDetail: null, version: 0, createdAt: at, updatedAt: at, submittedAt: null, completedAt: null,
+            id,
+            transactionId,
+            projectId: caller.projectId,
+            mode: caller.mode,
+            network,
+            tokenSymbol: symbol,
+            amount: amount.toString(),
+            address: getAddress(address as Address),
+            reason: input.reason ?? null,
+            depositAddress: transaction.depositAddress!.toLowerCase(),
+            status: 'pending',
+            snapshot,
+            machineVersion: REFUND_MACHINE_VERSION,
+            paidFrom: null,
+            sender: null,
+            txHash: null,
+            rawTransaction: null,
+            txNonce: null,
+            blockNumber: null,
+            blockHash: null,
+            confirmations: null,
+            failureReason: null,
+            failureDetail: null,
+            version: 0,
+            createdAt: at,
+            updatedAt: at,
+            submittedAt: null,
+            completedAt: null,
           }
-          response = { status: 200, body: JSON.stringify({ success: true, refund: view(row, facts.arrivals) }) }
+          response = {
+            status: 200,
+            body: JSON.stringify({ success: true, refund: view(row, facts.arrivals) }),
+          }
           return ok({
             row,
-            note: { cause: 'refund.created', details: { refund_id: id, amount: row.amount, token_symbol: symbol, blockchain_network: network, address: row.address } },
-            ...(key === undefined ? {} : { idempotency: { projectId: caller.projectId, mode: caller.mode, key: KEY_PREFIX + key, requestHash, statusCode: 200, response: response.body, createdAt: at } }),
+            note: {
+              cause: 'refund.created',
+              details: {
+                refund_id: id,
+                amount: row.amount,
+                token_symbol: symbol,
+                blockchain_network: network,
+                address: row.address,
+              },
+            },
+            ...(key === undefined
+              ? {}
+              : {
+                  idempotency: {
+                    projectId: caller.projectId,
+                    mode: caller.mode,
+                    key: KEY_PREFIX + key,
+                    requestHash,
+                    statusCode: 200,
+                    response: response.body,
+                    createdAt: at,
+                  },
+                }),
           })
         })
       } catch (e) {
@@ -363,8 +743,14 @@ export function createRefundService(deps: {
     async ofTransaction(caller: ProjectMode, transactionId: string) {
       const transaction = await deps.transactions.find(caller, transactionId)
       if (!transaction) return deny('not_found', `No transaction ${transactionId}`)
-      const [rows, facts] = await Promise.all([deps.repo.ofTransaction(transactionId), deps.repo.facts(transaction)])
-      return ok({ refunds: rows.map((r) => view(r, facts.arrivals)), refundable: refundableLines(facts, confirmationsOf).map(lineView) })
+      const [rows, facts] = await Promise.all([
+        deps.repo.ofTransaction(transactionId),
+        deps.repo.facts(transaction),
+      ])
+      return ok({
+        refunds: rows.map((r) => view(r, facts.arrivals)),
+        refundable: refundableLines(facts, confirmationsOf).map(lineView),
+      })
     },
 
     /** What is left to refund of a transaction, per token and network (the dashboard's refund form). */
@@ -372,9 +758,26 @@ export function createRefundService(deps: {
       return refundableLines(await deps.repo.facts(transaction), confirmationsOf)
     },
 
-    async list(caller: ProjectMode, filter: { status?: RefundStatus; network?: string; depositAddress?: string; limit: number; offset: number }) {
+    async list(
+      caller: ProjectMode,
+      filter: {
+        status?: RefundStatus
+        network?: string
+        depositAddress?: string
+        limit: number
+        offset: number
+      },
+    ) {
       const { rows, total } = await deps.repo.page(caller, filter)
-      return { refunds: await views(rows), pagination: { limit: filter.limit, offset: filter.offset, total, has_more: filter.offset + rows.length < total } }
+      return {
+        refunds: await views(rows),
+        pagination: {
+          limit: filter.limit,
+          offset: filter.offset,
+          total,
+          has_more: filter.offset + rows.length < total,
+        },
+      }
     },
 
     /** The merchant withdraws a refund not paid yet (409 once its payment is recorded). */
@@ -382,7 +785,13 @@ export function createRefundService(deps: {
       const row = await scoped(caller, id)
       if (!row) return deny('not_found', `No refund ${id}`)
       const r = await apply(id, { type: 'cancel.requested' })
-      if (!r.ok) return r.code === 'conflict' ? deny('conflict', `A refund in status ${row.status} cannot be cancelled: only a pending one can`) : r
+      if (!r.ok)
+        return r.code === 'conflict'
+          ? deny(
+              'conflict',
+              `A refund in status ${row.status} cannot be cancelled: only a pending one can`,
+            )
+          : r
       return ok(await viewWithArrivals(r.value))
     },
 
@@ -391,7 +800,13 @@ export function createRefundService(deps: {
       const row = await scoped(caller, id)
       if (!row) return deny('not_found', `No refund ${id}`)
       const r = await apply(id, { type: 'payment.refused', detail: reason })
-      if (!r.ok) return r.code === 'conflict' ? deny('conflict', `A refund in status ${row.status} cannot be marked unpayable: only a pending one can`) : r
+      if (!r.ok)
+        return r.code === 'conflict'
+          ? deny(
+              'conflict',
+              `A refund in status ${row.status} cannot be marked unpayable: only a pending one can`,
+            )
+          : r
       return ok(await viewWithArrivals(r.value))
     },
 
@@ -404,18 +819,37 @@ export function createRefundService(deps: {
      * hold the refund in `submitted` for good. The same payment recorded again is answered as
      * before; another one while the first is in flight is 409.
      */
-    async recordPayment(caller: ProjectMode, id: string, raw: string): Promise<Outcome<RefundView>> {
+    async recordPayment(
+      caller: ProjectMode,
+      id: string,
+      raw: string,
+    ): Promise<Outcome<RefundView>> {
       const row = await scoped(caller, id)
       if (!row) return deny('not_found', `No refund ${id}`)
       const read = await readSignedTransaction(raw)
-      const bad = (message: string) => deny('invalid_request', `Invalid request body: raw_transaction ${message}`, [{ path: 'raw_transaction', message }])
+      const bad = (message: string) =>
+        deny('invalid_request', `Invalid request body: raw_transaction ${message}`, [
+          { path: 'raw_transaction', message },
+        ])
       if (!read.ok) return bad(read.message)
       const tx = read.tx
       if (row.txHash === tx.hash) return ok(await viewWithArrivals(row))
-      if (row.status !== 'pending') return deny('conflict', `This refund is ${row.status}${row.txHash ? ` with payment ${row.txHash}` : ''}; only a pending refund takes a payment`)
+      if (row.status !== 'pending')
+        return deny(
+          'conflict',
+          `This refund is ${row.status}${row.txHash ? ` with payment ${row.txHash}` : ''}; only a pending refund takes a payment`,
+        )
       const network = networkOf(row.network)
-      if (!network) return deny('conflict', `Network ${row.network} is no longer configured here: its payment could not be watched`)
-      const wrongChain = checkChainAndType(tx, { chainId: network.chainId, network: row.network, eip7702: deps.chain.eip7702(row.network) })
+      if (!network)
+        return deny(
+          'conflict',
+          `Network ${row.network} is no longer configured here: its payment could not be watched`,
+        )
+      const wrongChain = checkChainAndType(tx, {
+        chainId: network.chainId,
+        network: row.network,
+        eip7702: deps.chain.eip7702(row.network),
+      })
       if (wrongChain) return bad(wrongChain)
       const token = tokenOf(row.network, row.tokenSymbol)
       const tokenAddress = token?.kind === 'erc20' ? token.address.toLowerCase() : null
@@ -424,29 +858,59 @@ export function createRefundService(deps: {
       const amount = BigInt(row.amount)
       let route: PaymentRoute
       if (payout?.kind === 'deposit-account') {
-        if (payout.account !== row.depositAddress || payout.id !== paymentId(row.id) || payout.token !== tokenAddress || payout.to !== to || payout.amount !== amount) {
-          return bad(`calls pay() for another payment than this refund (${amount} ${row.tokenSymbol} to ${row.address} from ${getAddress(row.depositAddress)})`)
+        if (
+          payout.account !== row.depositAddress ||
+          payout.id !== paymentId(row.id) ||
+          payout.token !== tokenAddress ||
+          payout.to !== to ||
+          payout.amount !== amount
+        ) {
+          return bad(
+            `calls pay() for another payment than this refund (${amount} ${row.tokenSymbol} to ${row.address} from ${getAddress(row.depositAddress)})`,
+          )
         }
         route = 'deposit'
-      } else if ((payout?.kind === 'erc20' && payout.token === tokenAddress) || (payout?.kind === 'native' && tokenAddress === null)) {
-        if (payout.to !== to || payout.amount !== amount) return bad(`pays ${payout.amount} to ${payout.to}; the refund is ${amount} to ${to}`)
-        if (tx.authorizations.length) return bad('is a plain transfer carrying EIP-7702 authorizations; a refund\'s plain transfer carries none')
+      } else if (
+        (payout?.kind === 'erc20' && payout.token === tokenAddress) ||
+        (payout?.kind === 'native' && tokenAddress === null)
+      ) {
+        if (payout.to !== to || payout.amount !== amount)
+          return bad(`pays ${payout.amount} to ${payout.to}; the refund is ${amount} to ${to}`)
+        if (tx.authorizations.length)
+          return bad(
+            "is a plain transfer carrying EIP-7702 authorizations; a refund's plain transfer carries none",
+          )
         route = tx.from === row.depositAddress ? 'direct' : 'gas'
-
       } else {
-        return bad(`does not pay this refund: it must call pay() on the deposit address ${getAddress(row.depositAddress)} for this refund, or transfer ${amount} ${row.tokenSymbol} to ${row.address}`)
+        return bad(
+          `does not pay this refund: it must call pay() on the deposit address ${getAddress(row.depositAddress)} for this refund, or transfer ${amount} ${row.tokenSymbol} to ${row.address}`,
+        )
       }
       const reader = deps.chain.reader(row.network)
       if (!reader) return deny('conflict', `Network ${row.network} is not followed here`)
       let problem: string | null
       try {
-        problem = await checkSendable(tx, raw as Hex, { reader })
-          ?? await checkAuthorizations(tx, { chainId: network.chainId, authorities: new Set([row.depositAddress]) })
-          ?? (payout?.kind === 'deposit-account' ? await checkPaySignature(payout, { chainId: network.chainId, now: await reader.latestTimestamp() }) : null)
+        problem =
+          (await checkSendable(tx, raw as Hex, { reader })) ??
+          (await checkAuthorizations(tx, {
+            chainId: network.chainId,
+            authorities: new Set([row.depositAddress]),
+          })) ??
+          (payout?.kind === 'deposit-account'
+            ? await checkPaySignature(payout, {
+                chainId: network.chainId,
+                now: await reader.latestTimestamp(),
+              })
+            : null) ??
           // A plain token transfer can be mined only while its sender holds the amount (a native one's value is in its balance check).
-          ?? (payout?.kind === 'erc20' ? await heldBy(reader, payout.token, tx.from, amount, row.tokenSymbol) : null)
+          (payout?.kind === 'erc20'
+            ? await heldBy(reader, payout.token, tx.from, amount, row.tokenSymbol)
+            : null)
       } catch (e) {
-        return deny('unavailable', `${row.network}'s node cannot be asked right now, so the payment cannot be verified (${errorSummary(e)}); try again in a moment`)
+        return deny(
+          'unavailable',
+          `${row.network}'s node cannot be asked right now, so the payment cannot be verified (${errorSummary(e)}); try again in a moment`,
+        )
       }
       if (problem) return bad(problem)
       let submission: Submission
@@ -454,16 +918,32 @@ export function createRefundService(deps: {
         // Where its Paid event can first be: the follower's height now (less a margin: it may lag the node a little).
         const height = (await deps.repo.followedHeight(row.network)) ?? 0n
         const fromBlock = Number(height > 64n ? height - 64n : 0n)
-        submission = { txHash: tx.hash, from: tx.from, nonce: tx.nonce, route, payUntil: Number((payout as { deadline: bigint }).deadline), fromBlock }
+        submission = {
+          txHash: tx.hash,
+          from: tx.from,
+          nonce: tx.nonce,
+          route,
+          payUntil: Number((payout as { deadline: bigint }).deadline),
+          fromBlock,
+        }
       } else submission = { txHash: tx.hash, from: tx.from, nonce: tx.nonce, route }
       const paidFrom = route === 'gas' ? tx.from : row.depositAddress
       let r: Outcome<RefundRow>
       try {
         r = await apply(id, { type: 'submission.recorded', submission }, () => ({
-          paidFrom, sender: tx.from, txHash: tx.hash, rawTransaction: raw.toLowerCase(), txNonce: tx.nonce, submittedAt: now(),
+          paidFrom,
+          sender: tx.from,
+          txHash: tx.hash,
+          rawTransaction: raw.toLowerCase(),
+          txNonce: tx.nonce,
+          submittedAt: now(),
         }))
       } catch (e) {
-        if (isUniqueViolation(e, 'refunds_payment_idx')) return deny('conflict', 'This transaction is already recorded as the payment of another refund')
+        if (isUniqueViolation(e, 'refunds_payment_idx'))
+          return deny(
+            'conflict',
+            'This transaction is already recorded as the payment of another refund',
+          )
         throw e
       }
       if (!r.ok) return r
@@ -481,20 +961,40 @@ export function createRefundService(deps: {
       const row = await scoped(caller, id)
       if (!row) return deny('not_found', `No refund ${id}`)
       const submission = submissionOf(row)
-      if (row.status !== 'submitted' || !submission) return deny('conflict', `A refund in status ${row.status} has no payment to abandon: only a submitted one has`)
+      if (row.status !== 'submitted' || !submission)
+        return deny(
+          'conflict',
+          `A refund in status ${row.status} has no payment to abandon: only a submitted one has`,
+        )
       const network = networkOf(row.network)
       const reader = deps.chain.reader(row.network)
-      if (!network || !reader) return deny('conflict', `Network ${row.network} is not followed here`)
+      if (!network || !reader)
+        return deny('conflict', `Network ${row.network} is not followed here`)
       let verdict: { abandon: true; detail: string } | { abandon: false; detail: string }
       try {
         verdict = await abandonable(row, submission, network, reader)
       } catch (e) {
-        return deny('unavailable', `${row.network}'s node cannot be asked right now (${errorSummary(e)}); try again in a moment`)
+        return deny(
+          'unavailable',
+          `${row.network}'s node cannot be asked right now (${errorSummary(e)}); try again in a moment`,
+        )
       }
-      if (!verdict.abandon) return deny('conflict', `Refund ${id}'s payment ${submission.txHash} may still be mined: ${verdict.detail}`)
-      const r = await apply(id, { type: 'submission.abandoned', txHash: submission.txHash, detail: verdict.detail })
+      if (!verdict.abandon)
+        return deny(
+          'conflict',
+          `Refund ${id}'s payment ${submission.txHash} may still be mined: ${verdict.detail}`,
+        )
+      const r = await apply(id, {
+        type: 'submission.abandoned',
+        txHash: submission.txHash,
+        detail: verdict.detail,
+      })
       if (!r.ok) return r
-      deps.logger.info('refund payment abandoned', { refundId: id, txHash: submission.txHash, detail: verdict.detail })
+      deps.logger.info('refund payment abandoned', {
+        refundId: id,
+        txHash: submission.txHash,
+        detail: verdict.detail,
+      })
       return ok(await viewWithArrivals(r.value))
     },
 
@@ -502,7 +1002,12 @@ export function createRefundService(deps: {
     ledger: {
       async inFlight(network: string) {
         return (await deps.repo.inFlight(network)).map((r) => ({
-          id: r.id, txHash: r.txHash!, sender: r.sender, nonce: r.txNonce, blockHash: r.blockHash, confirmations: r.confirmations,
+          id: r.id,
+          txHash: r.txHash!,
+          sender: r.sender,
+          nonce: r.txNonce,
+          blockHash: r.blockHash,
+          confirmations: r.confirmations,
           settle: (news: OutgoingNews, chain: OutgoingChain) => settle(r, news, chain),
         }))
       },
@@ -512,15 +1017,47 @@ export function createRefundService(deps: {
 
 export type RefundService = ReturnType<typeof createRefundService>
 
-function noteOf(event: RefundEvent, from: RefundStatus, to: RefundStatus, c: { blockNumber: number | null; failureDetail: string | null; submission: { txHash: string } | null }) {
+function noteOf(
+  event: RefundEvent,
+  from: RefundStatus,
+  to: RefundStatus,
+  c: {
+    blockNumber: number | null
+    failureDetail: string | null
+    submission: { txHash: string } | null
+  },
+) {
   if (event.type === 'confirmations.updated' && from === to) return null
-  if (event.type === 'submission.included' && from === to) return { cause: 'refund.included', details: { block_number: c.blockNumber, moved: 'into another block after a reorg' } }
+  if (event.type === 'submission.included' && from === to)
+    return {
+      cause: 'refund.included',
+      details: { block_number: c.blockNumber, moved: 'into another block after a reorg' },
+    }
   const cause = {
-    'submission.recorded': 'refund.submitted', 'submission.included': 'refund.included', 'submission.reorged': 'refund.reorged', 'submission.dropped': 'refund.dropped',
-    'submission.expired': 'refund.expired_unpaid', 'submission.abandoned': 'refund.abandoned',
-    'submission.reverted': 'refund.failed', 'confirmations.updated': 'refund.completed', 'payment.refused': 'refund.failed', 'cancel.requested': 'refund.cancelled',
+    'submission.recorded': 'refund.submitted',
+    'submission.included': 'refund.included',
+    'submission.reorged': 'refund.reorged',
+    'submission.dropped': 'refund.dropped',
+    'submission.expired': 'refund.expired_unpaid',
+    'submission.abandoned': 'refund.abandoned',
+    'submission.reverted': 'refund.failed',
+    'confirmations.updated': 'refund.completed',
+    'payment.refused': 'refund.failed',
+    'cancel.requested': 'refund.cancelled',
   }[event.type]
-  const txHash = 'txHash' in event ? event.txHash : event.type === 'submission.recorded' ? event.submission.txHash : c.submission?.txHash ?? null
-  return { cause, details: { refund_status: to, ...(txHash ? { tx_hash: txHash } : {}), ...(c.blockNumber !== null ? { block_number: c.blockNumber } : {}), ...(to === 'failed' ? { failure: c.failureDetail } : {}) } }
+  const txHash =
+    'txHash' in event
+      ? event.txHash
+      : event.type === 'submission.recorded'
+        ? event.submission.txHash
+        : (c.submission?.txHash ?? null)
+  return {
+    cause,
+    details: {
+      refund_status: to,
+      ...(txHash ? { tx_hash: txHash } : {}),
+      ...(c.blockNumber !== null ? { block_number: c.blockNumber } : {}),
+      ...(to === 'failed' ? { failure: c.failureDetail } : {}),
+    },
+  }
 }
-

@@ -9,34 +9,62 @@ import { DATE_BOUND_PATTERN, type StatsService } from './service.ts'
 
 const StatsQuery = Type.Object(
   {
-    start_date: Type.Optional(Type.String({ pattern: DATE_BOUND_PATTERN, description: 'YYYY-MM-DD or ISO 8601 timestamp; inclusive, on created_at.', examples: ['2026-01-01'] })),
-    end_date: Type.Optional(Type.String({ pattern: DATE_BOUND_PATTERN, description: 'YYYY-MM-DD (covers that whole UTC day) or ISO 8601 timestamp; inclusive.', examples: ['2026-01-31'] })),
-    testing_mode: Type.Optional(Type.Boolean({ default: false, description: 'Live keys: also count test transactions. Test keys always count test transactions only.' })),
+    start_date: Type.Optional(
+      Type.String({
+        pattern: DATE_BOUND_PATTERN,
+        description: 'YYYY-MM-DD or ISO 8601 timestamp; inclusive, on created_at.',
+        examples: ['2026-01-01'],
+      }),
+    ),
+    end_date: Type.Optional(
+      Type.String({
+        pattern: DATE_BOUND_PATTERN,
+        description: 'YYYY-MM-DD (covers that whole UTC day) or ISO 8601 timestamp; inclusive.',
+        examples: ['2026-01-31'],
+      }),
+    ),
+    testing_mode: Type.Optional(
+      Type.Boolean({
+        default: false,
+        description:
+          'Live keys: also count test transactions. Test keys always count test transactions only.',
+      }),
+    ),
   },
   { additionalProperties: true },
 )
 
 /** Merchant API: transaction statistics (spec "Transaction statistics"; R9, R10). */
 export function statsController(deps: { stats: StatsService }) {
-  return new Elysia({ name: 'stats' })
-    .model({ ErrorResponse, StatsResult: StatsResponse })
-    .get(
-      '/api/transactions/stats',
-      async ({ request, query, set }) => {
-        const result = await deps.stats.stats(principalOf(request), query as Static<typeof StatsQuery>)
-        if (!result.ok) throw ApiError.from(result)
-        return json(set, { success: true, stats: result.value })
+  return new Elysia({ name: 'stats' }).model({ ErrorResponse, StatsResult: StatsResponse }).get(
+    '/api/transactions/stats',
+    async ({ request, query, set }) => {
+      const result = await deps.stats.stats(
+        principalOf(request),
+        query as Static<typeof StatsQuery>,
+      )
+      if (!result.ok) throw ApiError.from(result)
+      return json(set, { success: true, stats: result.value })
+    },
+    {
+      transform: [requireScope('stats:read'), strictParams('query', StatsQuery)],
+      response: {
+        200: 'StatsResult',
+        400: 'ErrorResponse',
+        401: 'ErrorResponse',
+        403: 'ErrorResponse',
+        413: 'ErrorResponse',
+        429: 'ErrorResponse',
+        500: 'ErrorResponse',
       },
-      {
-        transform: [requireScope('stats:read'), strictParams('query', StatsQuery)],
-        response: { 200: 'StatsResult', 400: 'ErrorResponse', 401: 'ErrorResponse', 403: 'ErrorResponse', 413: 'ErrorResponse', 429: 'ErrorResponse', 500: 'ErrorResponse' },
-        detail: {
-          tags: ['Statistics'],
-          operationId: 'getTransactionStats',
-          parameters: openApiParameters('query', StatsQuery),
-          summary: 'Transaction statistics',
-          description: 'Counts by status, completed volume in USD and conversion rate, over transactions created in the date range. Scope `stats:read`.',
-        },
+      detail: {
+        tags: ['Statistics'],
+        operationId: 'getTransactionStats',
+        parameters: openApiParameters('query', StatsQuery),
+        summary: 'Transaction statistics',
+        description:
+          'Counts by status, completed volume in USD and conversion rate, over transactions created in the date range. Scope `stats:read`.',
       },
-    )
+    },
+  )
 }

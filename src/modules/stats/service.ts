@@ -21,7 +21,8 @@ export function parseBound(raw: string, edge: 'start' | 'end'): Date | null {
   if (!dateOnly && !DATE_TIME.test(raw)) return null
   // Reject calendar dates that Date would silently roll over, such as 2026-02-30.
   const [y, m, day] = raw.slice(0, 10).split('-').map(Number)
-  if (y < 1 || new Date(Date.UTC(y, m - 1, day)).getUTCDate() !== day || m < 1 || m > 12) return null
+  if (y < 1 || new Date(Date.UTC(y, m - 1, day)).getUTCDate() !== day || m < 1 || m > 12)
+    return null
   const d = new Date(dateOnly ? `${raw}T00:00:00Z` : raw)
   if (Number.isNaN(d.getTime())) return null
   const bound = dateOnly && edge === 'end' ? new Date(d.getTime() + 86_400_000) : d
@@ -40,26 +41,43 @@ export interface DailyStats {
   conversion_rate: number
 }
 
-const rate = (completed: number, total: number) => (total === 0 ? 0 : Math.round((completed * 10_000) / total) / 100)
+const rate = (completed: number, total: number) =>
+  total === 0 ? 0 : Math.round((completed * 10_000) / total) / 100
 
 /** R9 and R10: which transactions a caller's stats cover, or why the range is refused. */
 function selection(caller: ProjectMode, q: StatsQuery): Outcome<SQL | undefined> {
   const problems: FieldProblem[] = []
   const start = q.start_date === undefined ? null : parseBound(q.start_date, 'start')
   const end = q.end_date === undefined ? null : parseBound(q.end_date, 'end')
-  if (q.start_date !== undefined && !start) problems.push({ path: 'start_date', message: 'must be YYYY-MM-DD or an ISO 8601 timestamp' })
-  if (q.end_date !== undefined && !end) problems.push({ path: 'end_date', message: 'must be YYYY-MM-DD or an ISO 8601 timestamp' })
+  if (q.start_date !== undefined && !start)
+    problems.push({ path: 'start_date', message: 'must be YYYY-MM-DD or an ISO 8601 timestamp' })
+  if (q.end_date !== undefined && !end)
+    problems.push({ path: 'end_date', message: 'must be YYYY-MM-DD or an ISO 8601 timestamp' })
   // A date-only end is exclusive at the next midnight, so an equal bound is already after it.
   const endDateOnly = q.end_date !== undefined && DATE_ONLY.test(q.end_date)
-  if (start && end && (endDateOnly ? start >= end : start > end)) problems.push({ path: 'start_date', message: 'must not be after end_date' })
-  if (problems.length) return deny('invalid_request', problems.map((p) => `${p.path} ${p.message}`).join('; '), problems)
+  if (start && end && (endDateOnly ? start >= end : start > end))
+    problems.push({ path: 'start_date', message: 'must not be after end_date' })
+  if (problems.length)
+    return deny(
+      'invalid_request',
+      problems.map((p) => `${p.path} ${p.message}`).join('; '),
+      problems,
+    )
 
   // R9: a live key counts live transactions, plus test ones on request; a test key only test ones.
   const modes = caller.mode === 'test' ? [true] : q.testing_mode ? [false, true] : [false]
-  const conditions: (SQL | undefined)[] = [eq(transactions.projectId, caller.projectId), inArray(transactions.testingMode, modes)]
+  const conditions: (SQL | undefined)[] = [
+    eq(transactions.projectId, caller.projectId),
+    inArray(transactions.testingMode, modes),
+  ]
   if (start) conditions.push(gte(transactions.createdAt, start))
   // A date-only end is exclusive at the next midnight; a timestamp end is inclusive.
-  if (end) conditions.push(endDateOnly && end.getTime() !== MAX_BOUND ? lt(transactions.createdAt, end) : lte(transactions.createdAt, end))
+  if (end)
+    conditions.push(
+      endDateOnly && end.getTime() !== MAX_BOUND
+        ? lt(transactions.createdAt, end)
+        : lte(transactions.createdAt, end),
+    )
   return ok(and(...conditions))
 }
 
@@ -69,7 +87,11 @@ export function createStatsService(deps: { db: Db }) {
       const where = selection(caller, q)
       if (!where.ok) return where
       const rows = await deps.db
-        .select({ status: transactions.status, n: count(), volume: sql<string | null>`sum(${transactions.amountUsd})` })
+        .select({
+          status: transactions.status,
+          n: count(),
+          volume: sql<string | null>`sum(${transactions.amountUsd})`,
+        })
         .from(transactions)
         .where(where.value)
         .groupBy(transactions.status)
@@ -102,17 +124,27 @@ export function createStatsService(deps: { db: Db }) {
           day,
           n: count(),
           completed: sql<string>`count(*) FILTER (WHERE ${transactions.status} = 'completed')`,
-          volume: sql<string | null>`sum(${transactions.amountUsd}) FILTER (WHERE ${transactions.status} = 'completed')`,
+          volume: sql<
+            string | null
+          >`sum(${transactions.amountUsd}) FILTER (WHERE ${transactions.status} = 'completed')`,
         })
         .from(transactions)
         .where(where.value)
         .groupBy(day)
         .orderBy(day)
-      return ok(rows.map((r) => {
-        const total = Number(r.n)
-        const completed = Number(r.completed)
-        return { date: r.day, total_transactions: total, completed_transactions: completed, total_volume_usd: r.volume ? decimalToNumber(centsToDecimal(usdToCents(r.volume))) : 0, conversion_rate: rate(completed, total) }
-      }))
+      return ok(
+        rows.map((r) => {
+          const total = Number(r.n)
+          const completed = Number(r.completed)
+          return {
+            date: r.day,
+            total_transactions: total,
+            completed_transactions: completed,
+            total_volume_usd: r.volume ? decimalToNumber(centsToDecimal(usdToCents(r.volume))) : 0,
+            conversion_rate: rate(completed, total),
+          }
+        }),
+      )
     },
   }
 }

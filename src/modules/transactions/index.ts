@@ -5,26 +5,54 @@ import { ApiError, ErrorResponse } from '../../http/errors.ts'
 import { json, storedJson } from '../../http/json-response.ts'
 import { strictJsonBody } from '../../http/json-body.ts'
 import { openApiParameters, strictParams } from '../../http/strict-params.ts'
-import { CreateTransactionBody, CreateTransactionResponse, createTransactionRules, GetTransactionResponse, ListTransactionsResponse, RetryWebhookResponse, STATUSES, TimelineResponse } from './model.ts'
+import {
+  CreateTransactionBody,
+  CreateTransactionResponse,
+  createTransactionRules,
+  GetTransactionResponse,
+  ListTransactionsResponse,
+  RetryWebhookResponse,
+  STATUSES,
+  TimelineResponse,
+} from './model.ts'
 import { StringEnum } from '../../lib/string-enum.ts'
 import type { TransactionService } from './service.ts'
 import type { WebhookService } from '../../webhooks/webhook.service.ts'
 
-const IdParams = Type.Object({ id: Type.String({ format: 'uuid', description: 'Transaction UUID' }) })
-const ProjectParams = Type.Object({ projectId: Type.String({ description: 'The project of the API key.' }) })
+const IdParams = Type.Object({
+  id: Type.String({ format: 'uuid', description: 'Transaction UUID' }),
+})
+const ProjectParams = Type.Object({
+  projectId: Type.String({ description: 'The project of the API key.' }),
+})
 const ListQuery = Type.Object(
   {
-    status: Type.Optional(StringEnum(STATUSES, { description: 'Only transactions in this status.' })),
-    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 50, description: 'Results per page, 1 to 100.' })),
-    offset: Type.Optional(Type.Integer({ minimum: 0, default: 0, description: 'Results to skip.' })),
+    status: Type.Optional(
+      StringEnum(STATUSES, { description: 'Only transactions in this status.' }),
+    ),
+    limit: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 100,
+        default: 50,
+        description: 'Results per page, 1 to 100.',
+      }),
+    ),
+    offset: Type.Optional(
+      Type.Integer({ minimum: 0, default: 0, description: 'Results to skip.' }),
+    ),
   },
   { additionalProperties: true },
 )
 
-const errors = (...codes: number[]) => Object.fromEntries(codes.map((c) => [c, 'ErrorResponse'])) as Record<number, 'ErrorResponse'>
+const errors = (...codes: number[]) =>
+  Object.fromEntries(codes.map((c) => [c, 'ErrorResponse'])) as Record<number, 'ErrorResponse'>
 
 /** Merchant API: create, get and list transactions (spec "Endpoints"; R5-R9). */
-export function transactionsController(deps: { transactions: TransactionService; webhooks: WebhookService }) {
+export function transactionsController(deps: {
+  transactions: TransactionService
+  webhooks: WebhookService
+}) {
   return new Elysia({ name: 'transactions', prefix: '/api/transactions' })
     .model({
       ErrorResponse,
@@ -40,21 +68,39 @@ export function transactionsController(deps: { transactions: TransactionService;
       '/create',
       async ({ request, body, headers, set }) => {
         const caller = principalOf(request)
-        const result = await deps.transactions.create(caller, body, { idempotencyKey: headers['idempotency-key'] })
+        const result = await deps.transactions.create(caller, body, {
+          idempotencyKey: headers['idempotency-key'],
+        })
         if (!result.ok) throw ApiError.from(result)
         return storedJson(set, result.value)
       },
       {
         parse: 'none',
-        transform: [requireScope('transactions:write'), strictJsonBody(CreateTransactionBody, createTransactionRules)],
+        transform: [
+          requireScope('transactions:write'),
+          strictJsonBody(CreateTransactionBody, createTransactionRules),
+        ],
         body: 'CreateTransactionRequest',
-        headers: t.Object({ 'idempotency-key': t.Optional(t.String({ minLength: 1, maxLength: 255, description: 'Retries with the same key and body within 24 h return the first response and create nothing (R6).' })) }, { additionalProperties: true }),
+        headers: t.Object(
+          {
+            'idempotency-key': t.Optional(
+              t.String({
+                minLength: 1,
+                maxLength: 255,
+                description:
+                  'Retries with the same key and body within 24 h return the first response and create nothing (R6).',
+              }),
+            ),
+          },
+          { additionalProperties: true },
+        ),
         response: { 200: 'CreateTransactionResult', ...errors(400, 401, 403, 409, 413, 429, 500) },
         detail: {
           tags: ['Transactions'],
           operationId: 'createTransaction',
           summary: 'Create a transaction',
-          description: 'Creates a transaction in status `created` for a USD amount and returns its `payment_url`, where the customer chooses a token. Scope `transactions:write`. Test keys create test transactions.',
+          description:
+            'Creates a transaction in status `created` for a USD amount and returns its `payment_url`, where the customer chooses a token. Scope `transactions:write`. Test keys create test transactions.',
         },
       },
     )
@@ -73,7 +119,8 @@ export function transactionsController(deps: { transactions: TransactionService;
           operationId: 'getTransaction',
           parameters: openApiParameters('path', IdParams),
           summary: 'Get a transaction',
-          description: "Returns one transaction of the key's project and mode; any other id is 404. Scope `transactions:read`.",
+          description:
+            "Returns one transaction of the key's project and mode; any other id is 404. Scope `transactions:read`.",
         },
       },
     )
@@ -87,13 +134,17 @@ export function transactionsController(deps: { transactions: TransactionService;
       {
         parse: 'none',
         transform: [requireScope('transactions:write'), strictParams('params', IdParams)],
-        response: { 200: 'TransactionResult', ...errors(400, 401, 403, 404, 409, 413, 429, 500, 503) },
+        response: {
+          200: 'TransactionResult',
+          ...errors(400, 401, 403, 404, 409, 413, 429, 500, 503),
+        },
         detail: {
           tags: ['Transactions'],
           operationId: 'cancelTransaction',
           summary: 'Cancel a transaction',
           parameters: openApiParameters('path', IdParams),
-          description: 'Moves a transaction in status `created`, `prepared` or `pending` to `cancelled` (R11); any other status is 409. Subscribed endpoints receive `transaction.cancelled`. Scope `transactions:write`. Takes no body: a body sent anyway is not read (one declared larger than 64 KiB is refused with 413).',
+          description:
+            'Moves a transaction in status `created`, `prepared` or `pending` to `cancelled` (R11); any other status is 409. Subscribed endpoints receive `transaction.cancelled`. Scope `transactions:write`. Takes no body: a body sent anyway is not read (one declared larger than 64 KiB is refused with 413).',
         },
       },
     )
@@ -103,10 +154,16 @@ export function transactionsController(deps: { transactions: TransactionService;
         const result = await deps.webhooks.retryCompleted(principalOf(request), params.id)
         if (!result.ok) throw ApiError.from(result)
         const n = result.value.endpoints
-        const message = n === 0
-          ? 'No enabled webhook endpoint of this project and mode receives transaction.completed; nothing was sent'
-          : `transaction.completed queued for ${n} endpoint${n === 1 ? '' : 's'}`
-        return json(set, { success: true, message, transaction_id: params.id, event_type: 'transaction.completed' })
+        const message =
+          n === 0
+            ? 'No enabled webhook endpoint of this project and mode receives transaction.completed; nothing was sent'
+            : `transaction.completed queued for ${n} endpoint${n === 1 ? '' : 's'}`
+        return json(set, {
+          success: true,
+          message,
+          transaction_id: params.id,
+          event_type: 'transaction.completed',
+        })
       },
       {
         parse: 'none',
@@ -117,7 +174,8 @@ export function transactionsController(deps: { transactions: TransactionService;
           operationId: 'retryWebhook',
           summary: 'Send the transaction.completed webhook again',
           parameters: openApiParameters('path', IdParams),
-          description: 'Sends a fresh `transaction.completed` delivery with the current data to every enabled endpoint of the key\'s project and mode that selected that event (R20), also after automatic retries are exhausted. A transaction that is not `completed` is 409: a false completed signal could make a merchant ship unpaid goods. Scope `webhooks:write`. Takes no body: a body sent anyway is not read (one declared larger than 64 KiB is refused with 413).',
+          description:
+            "Sends a fresh `transaction.completed` delivery with the current data to every enabled endpoint of the key's project and mode that selected that event (R20), also after automatic retries are exhausted. A transaction that is not `completed` is 409: a false completed signal could make a merchant ship unpaid goods. Scope `webhooks:write`. Takes no body: a body sent anyway is not read (one declared larger than 64 KiB is refused with 413).",
         },
       },
     )
@@ -136,7 +194,8 @@ export function transactionsController(deps: { transactions: TransactionService;
           operationId: 'getTransactionTimeline',
           summary: 'Timeline of a transaction',
           parameters: openApiParameters('path', IdParams),
-          description: 'Every status transition of the transaction, oldest first, with its cause and details (R12). Scope `transactions:read`.',
+          description:
+            'Every status transition of the transaction, oldest first, with its cause and details (R12). Scope `transactions:read`.',
         },
       },
     )
@@ -144,7 +203,11 @@ export function transactionsController(deps: { transactions: TransactionService;
       '/project/:projectId',
       async ({ request, params, query, set }) => {
         const q = query as Static<typeof ListQuery>
-        const result = await deps.transactions.list(principalOf(request), params.projectId, { status: q.status, limit: q.limit ?? 50, offset: q.offset ?? 0 })
+        const result = await deps.transactions.list(principalOf(request), params.projectId, {
+          status: q.status,
+          limit: q.limit ?? 50,
+          offset: q.offset ?? 0,
+        })
         if (!result.ok) throw ApiError.from(result)
         return json(set, { success: true, ...result.value })
       },
@@ -154,11 +217,14 @@ export function transactionsController(deps: { transactions: TransactionService;
         detail: {
           tags: ['Transactions'],
           operationId: 'listTransactions',
-          parameters: [...openApiParameters('path', ProjectParams), ...openApiParameters('query', ListQuery)],
+          parameters: [
+            ...openApiParameters('path', ProjectParams),
+            ...openApiParameters('query', ListQuery),
+          ],
           summary: 'List transactions',
-          description: "Transactions of the key's mode, newest first (`created_at` desc, then `id` desc). Another project's id is 403. Scope `transactions:read`.",
+          description:
+            "Transactions of the key's mode, newest first (`created_at` desc, then `id` desc). Another project's id is 403. Scope `transactions:read`.",
         },
       },
     )
 }
-

@@ -28,7 +28,11 @@ export interface StoredResponse {
 export type Lifecycle = Pick<TransactionRegistry, 'create' | 'apply'>
 
 /** The row a new transaction starts as: every column, so response and event need no read-back. */
-export function newTransactionRow(caller: Caller, input: CreateTransactionInput, now: Date): TransactionRow {
+export function newTransactionRow(
+  caller: Caller,
+  input: CreateTransactionInput,
+  now: Date,
+): TransactionRow {
   return {
     id: newTransactionId(),
     projectId: caller.projectId,
@@ -60,14 +64,21 @@ export function newTransactionRow(caller: Caller, input: CreateTransactionInput,
     transactionHashNames: null,
     confirmedAt: null,
     completedAt: null,
-    expiresAt: new Date(now.getTime() + (input.expires_in_minutes ?? DEFAULT_EXPIRY_MINUTES) * 60_000),
+    expiresAt: new Date(
+      now.getTime() + (input.expires_in_minutes ?? DEFAULT_EXPIRY_MINUTES) * 60_000,
+    ),
     createdAt: now,
     updatedAt: now,
     version: 0,
   }
 }
 
-export function createTransactionService(deps: { repo: TransactionRepo; lifecycle: Lifecycle; clock: Clock; baseUrl: string }) {
+export function createTransactionService(deps: {
+  repo: TransactionRepo
+  lifecycle: Lifecycle
+  clock: Clock
+  baseUrl: string
+}) {
   const view = (row: TransactionRow) => toView(row, deps.baseUrl)
 
   return {
@@ -76,31 +87,65 @@ export function createTransactionService(deps: { repo: TransactionRepo; lifecycl
      * record with the response are committed by one statement: two identical concurrent calls
      * create one transaction, and the second replays the first's response.
      */
-    async create(caller: Caller, input: CreateTransactionInput, opts: { idempotencyKey?: string } = {}): Promise<Outcome<StoredResponse>> {
+    async create(
+      caller: Caller,
+      input: CreateTransactionInput,
+      opts: { idempotencyKey?: string } = {},
+    ): Promise<Outcome<StoredResponse>> {
       const now = new Date(deps.clock.now())
       const key = opts.idempotencyKey
       if (key !== undefined && (key.length === 0 || key.length > 255)) {
-        return deny('invalid_request', 'Idempotency-Key must be 1 to 255 characters', [{ path: 'Idempotency-Key', message: 'must be 1 to 255 characters' }])
+        return deny('invalid_request', 'Idempotency-Key must be 1 to 255 characters', [
+          { path: 'Idempotency-Key', message: 'must be 1 to 255 characters' },
+        ])
       }
-      const requestHash = key === undefined ? '' : createHash('sha256').update(canonicalJson(input)).digest('hex')
+      const requestHash =
+        key === undefined ? '' : createHash('sha256').update(canonicalJson(input)).digest('hex')
       for (let attempt = 0; attempt < NUMBER_ATTEMPTS; attempt++) {
         const row = newTransactionRow(caller, input, now)
         const transaction = view(row)
-        const response: StoredResponse = { status: 200, body: JSON.stringify({ success: true, transaction, payment_url: transaction.payment_url }) }
+        const response: StoredResponse = {
+          status: 200,
+          body: JSON.stringify({
+            success: true,
+            transaction,
+            payment_url: transaction.payment_url,
+          }),
+        }
         const outcome = await deps.lifecycle.create({
           row,
           timelineDetails: { amount_usd: row.amountUsd, expires_at: row.expiresAt.toISOString() },
-          idempotency: key === undefined ? undefined : { mode: caller.mode, key, requestHash, statusCode: response.status, response: response.body, expiredBefore: new Date(now.getTime() - IDEMPOTENCY_WINDOW_MS) },
+          idempotency:
+            key === undefined
+              ? undefined
+              : {
+                  mode: caller.mode,
+                  key,
+                  requestHash,
+                  statusCode: response.status,
+                  response: response.body,
+                  expiredBefore: new Date(now.getTime() - IDEMPOTENCY_WINDOW_MS),
+                },
         })
         if (outcome === 'number_taken') continue
         if (outcome === 'key_taken') break
         return ok(response)
       }
-      if (key === undefined) throw new Error(`no free transaction number after ${NUMBER_ATTEMPTS} attempts`)
+      if (key === undefined)
+        throw new Error(`no free transaction number after ${NUMBER_ATTEMPTS} attempts`)
       // The key is taken (and not expired): replay its first response, or refuse another body.
-      const prior = await deps.repo.idempotencyRecord({ projectId: caller.projectId, mode: caller.mode, key: key! })
-      if (!prior) return deny('conflict', 'This Idempotency-Key is being used by a concurrent request; retry')
-      if (prior.requestHash !== requestHash) return deny('conflict', 'This Idempotency-Key was already used with a different request body')
+      const prior = await deps.repo.idempotencyRecord({
+        projectId: caller.projectId,
+        mode: caller.mode,
+        key: key!,
+      })
+      if (!prior)
+        return deny('conflict', 'This Idempotency-Key is being used by a concurrent request; retry')
+      if (prior.requestHash !== requestHash)
+        return deny(
+          'conflict',
+          'This Idempotency-Key was already used with a different request body',
+        )
       return ok({ status: prior.statusCode, body: prior.response, replayed: true })
     },
 
@@ -115,7 +160,13 @@ export function createTransactionService(deps: { repo: TransactionRepo; lifecycl
       const found = await deps.repo.find(caller, id)
       if (!found) return deny('not_found', `No transaction ${id}`)
       const applied = await deps.lifecycle.apply(id, { type: 'cancel.requested', by: 'merchant' })
-      if (!applied.ok) return applied.code === 'conflict' ? deny('conflict', `A transaction in status ${(await deps.repo.find(caller, id))?.status ?? found.status} cannot be cancelled`) : applied
+      if (!applied.ok)
+        return applied.code === 'conflict'
+          ? deny(
+              'conflict',
+              `A transaction in status ${(await deps.repo.find(caller, id))?.status ?? found.status} cannot be cancelled`,
+            )
+          : applied
       return ok(view(applied.value))
     },
 
@@ -124,15 +175,33 @@ export function createTransactionService(deps: { repo: TransactionRepo; lifecycl
       const found = await deps.repo.find(caller, id)
       if (!found) return deny('not_found', `No transaction ${id}`)
       const entries = await deps.repo.timeline(id)
-      return ok(entries.map((e) => ({ from_status: e.fromStatus, to_status: e.toStatus, cause: e.cause, details: e.details, at: e.at.toISOString() })))
+      return ok(
+        entries.map((e) => ({
+          from_status: e.fromStatus,
+          to_status: e.toStatus,
+          cause: e.cause,
+          details: e.details,
+          at: e.at.toISOString(),
+        })),
+      )
     },
 
-    async list(caller: Caller, projectId: string, filter: { status?: Status; orderIdPrefix?: string; limit: number; offset: number }) {
-      if (projectId !== caller.projectId) return deny('forbidden', 'This API key does not belong to that project')
+    async list(
+      caller: Caller,
+      projectId: string,
+      filter: { status?: Status; orderIdPrefix?: string; limit: number; offset: number },
+    ) {
+      if (projectId !== caller.projectId)
+        return deny('forbidden', 'This API key does not belong to that project')
       const { rows, total } = await deps.repo.page(caller, filter)
       return ok({
         transactions: rows.map(view),
-        pagination: { limit: filter.limit, offset: filter.offset, total, has_more: filter.offset + rows.length < total },
+        pagination: {
+          limit: filter.limit,
+          offset: filter.offset,
+          total,
+          has_more: filter.offset + rows.length < total,
+        },
       })
     },
   }
@@ -181,7 +250,10 @@ export function toView(r: TransactionRow, baseUrl: string): TransactionView {
 export function canonicalJson(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(canonicalJson).join(',')}]`
   if (v && typeof v === 'object') {
-    return `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${canonicalJson((v as Record<string, unknown>)[k])}`).join(',')}}`
+    return `{${Object.keys(v)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson((v as Record<string, unknown>)[k])}`)
+      .join(',')}}`
   }
   return JSON.stringify(v) ?? 'null'
 }

@@ -1,13 +1,22 @@
 import { and, asc, count, eq, like, lt, sql, type SQL } from 'drizzle-orm'
 import type { Database } from '../../db/client.ts'
-import { idempotencyKeys, transactionEvents, transactions, type TransactionRow } from '../../db/schema.ts'
+import {
+  idempotencyKeys,
+  transactionEvents,
+  transactions,
+  type TransactionRow,
+} from '../../db/schema.ts'
 import { UUID_RE } from '../../lib/ids.ts'
 import type { ProjectMode } from '../../projects/mode.ts'
 
 export type { TransactionRow } from '../../db/schema.ts'
 
 const inScope = (s: ProjectMode, ...more: (SQL | undefined)[]) =>
-  and(eq(transactions.projectId, s.projectId), eq(transactions.testingMode, s.mode === 'test'), ...more)
+  and(
+    eq(transactions.projectId, s.projectId),
+    eq(transactions.testingMode, s.mode === 'test'),
+    ...more,
+  )
 
 export interface TransactionRepo {
   /** A transaction of this project and mode; null for another's, as for none (R9). */
@@ -15,10 +24,15 @@ export interface TransactionRepo {
   /** Whether a transaction exists and is in test mode (the operator's hand-driving of test transactions); null when there is none. */
   testingModeOf(id: string): Promise<boolean | null>
   /** Newest first; `orderIdPrefix` finds the merchant's order ids starting with it. */
-  page(scope: ProjectMode, filter: { status?: string; orderIdPrefix?: string; limit: number; offset: number }): Promise<{ rows: TransactionRow[]; total: number }>
+  page(
+    scope: ProjectMode,
+    filter: { status?: string; orderIdPrefix?: string; limit: number; offset: number },
+  ): Promise<{ rows: TransactionRow[]; total: number }>
   /** Every recorded transition, oldest first. */
   timeline(id: string): Promise<(typeof transactionEvents.$inferSelect)[]>
-  idempotencyRecord(k: ProjectMode & { key: string }): Promise<typeof idempotencyKeys.$inferSelect | null>
+  idempotencyRecord(
+    k: ProjectMode & { key: string },
+  ): Promise<typeof idempotencyKeys.$inferSelect | null>
   pruneIdempotencyKeys(before: Date): Promise<void>
 }
 
@@ -32,35 +46,64 @@ export function createTransactionRepo(database: Database): TransactionRepo {
   // reads by primary key alone and the scope is checked here: with the project and mode in the
   // WHERE, a plan made while the table was nearly empty walked the project's list index instead,
   // reading every row of the project (13 ms a GET at 10,000 rows; bench/RESULTS.md, issue 16).
-  const findOne = db.select().from(transactions).where(eq(transactions.id, ph('id'))).prepare('transaction_find')
+  const findOne = db
+    .select()
+    .from(transactions)
+    .where(eq(transactions.id, ph('id')))
+    .prepare('transaction_find')
 
   return {
     async find(scope, id) {
       // Not a UUID: no such transaction (the column would refuse the comparison).
       if (!UUID_RE.test(id)) return null
       const [row] = await findOne.execute({ id })
-      return row && row.projectId === scope.projectId && row.testingMode === (scope.mode === 'test') ? row : null
+      return row && row.projectId === scope.projectId && row.testingMode === (scope.mode === 'test')
+        ? row
+        : null
     },
 
     async testingModeOf(id) {
       if (!UUID_RE.test(id)) return null
-      const [row] = await db.select({ testingMode: transactions.testingMode }).from(transactions).where(eq(transactions.id, id))
+      const [row] = await db
+        .select({ testingMode: transactions.testingMode })
+        .from(transactions)
+        .where(eq(transactions.id, id))
       return row?.testingMode ?? null
     },
 
     async timeline(id) {
-      return db.select().from(transactionEvents).where(eq(transactionEvents.transactionId, id)).orderBy(asc(transactionEvents.id))
+      return db
+        .select()
+        .from(transactionEvents)
+        .where(eq(transactionEvents.transactionId, id))
+        .orderBy(asc(transactionEvents.id))
     },
 
     /** Newest first, ties broken by id (R8). */
     async page(scope, filter) {
-      const where = inScope(scope,
+      const where = inScope(
+        scope,
         filter.status ? eq(transactions.status, filter.status) : undefined,
-        filter.orderIdPrefix ? like(transactions.orderId, `${filter.orderIdPrefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`) : undefined)
+        filter.orderIdPrefix
+          ? like(
+              transactions.orderId,
+              `${filter.orderIdPrefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`,
+            )
+          : undefined,
+      )
       const [rows, [{ total }]] = await Promise.all([
         // Spelled as the indexes are (drizzle makes them DESC NULLS LAST): a plain DESC means NULLS
         // FIRST to the planner, which then sorts every row of the project instead of reading the index.
-        db.select().from(transactions).where(where).orderBy(sql`${transactions.createdAt} DESC NULLS LAST`, sql`${transactions.id} DESC NULLS LAST`).limit(filter.limit).offset(filter.offset),
+        db
+          .select()
+          .from(transactions)
+          .where(where)
+          .orderBy(
+            sql`${transactions.createdAt} DESC NULLS LAST`,
+            sql`${transactions.id} DESC NULLS LAST`,
+          )
+          .limit(filter.limit)
+          .offset(filter.offset),
         db.select({ total: count() }).from(transactions).where(where),
       ])
       return { rows, total: Number(total) }
@@ -70,7 +113,13 @@ export function createTransactionRepo(database: Database): TransactionRepo {
       const [row] = await db
         .select()
         .from(idempotencyKeys)
-        .where(and(eq(idempotencyKeys.projectId, k.projectId), eq(idempotencyKeys.mode, k.mode), eq(idempotencyKeys.key, k.key)))
+        .where(
+          and(
+            eq(idempotencyKeys.projectId, k.projectId),
+            eq(idempotencyKeys.mode, k.mode),
+            eq(idempotencyKeys.key, k.key),
+          ),
+        )
       return row ?? null
     },
 

@@ -41,7 +41,10 @@ export function verifyWebhookSignature(rawBody, signature, secret) {
  * @returns {string}
  */
 export function signStandardWebhook(id, timestampSeconds, rawBody, secret) {
-  const key = Buffer.from(secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret, 'base64')
+  const key = Buffer.from(
+    secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret,
+    'base64',
+  )
   const body = typeof rawBody === 'string' ? rawBody : Buffer.from(rawBody).toString('utf8')
   return `v1,${createHmac('sha256', key).update(`${id}.${timestampSeconds}.${body}`).digest('base64')}`
 }
@@ -59,14 +62,23 @@ export const REPLAY_WINDOW_SECONDS = 300
  * @param {number} [nowSeconds]
  * @returns {boolean}
  */
-export function verifyStandardWebhook(rawBody, headers, secret, nowSeconds = Math.floor(Date.now() / 1000)) {
-  const get = (name) => (typeof headers.get === 'function' ? headers.get(name) : headers[name]) ?? null
+export function verifyStandardWebhook(
+  rawBody,
+  headers,
+  secret,
+  nowSeconds = Math.floor(Date.now() / 1000),
+) {
+  const get = (name) =>
+    (typeof headers.get === 'function' ? headers.get(name) : headers[name]) ?? null
   const id = get('webhook-id')
   const timestamp = get('webhook-timestamp')
   const signatures = get('webhook-signature')
   if (!id || !timestamp || !signatures || !/^\d{1,12}$/.test(timestamp)) return false
   if (Math.abs(nowSeconds - Number(timestamp)) > REPLAY_WINDOW_SECONDS) return false
-  const expected = Buffer.from(signStandardWebhook(id, Number(timestamp), rawBody, secret).slice(3), 'base64')
+  const expected = Buffer.from(
+    signStandardWebhook(id, Number(timestamp), rawBody, secret).slice(3),
+    'base64',
+  )
   return signatures.split(' ').some((s) => {
     const [version, value] = s.split(',')
     if (version !== 'v1' || !value) return false
@@ -97,14 +109,22 @@ export class WebhookVerificationError extends Error {
 export function constructEvent(rawBody, headers, secret, options = {}) {
   const get = (name) => {
     if (typeof headers.get === 'function') return headers.get(name)
-    const value = headers[name] ?? headers[Object.keys(headers).find((k) => k.toLowerCase() === name) ?? '']
+    const value =
+      headers[name] ?? headers[Object.keys(headers).find((k) => k.toLowerCase() === name) ?? '']
     return (Array.isArray(value) ? value[0] : value) ?? null
   }
   if (!verifyWebhookSignature(rawBody, get('x-service-signature'), secret)) {
-    throw new WebhookVerificationError('x-service-signature does not sign this body under this secret')
+    throw new WebhookVerificationError(
+      'x-service-signature does not sign this body under this secret',
+    )
   }
-  if (get('webhook-signature') !== null && !verifyStandardWebhook(rawBody, { get }, secret, options.nowSeconds)) {
-    throw new WebhookVerificationError('webhook-signature does not sign this delivery, or webhook-timestamp is more than five minutes away')
+  if (
+    get('webhook-signature') !== null &&
+    !verifyStandardWebhook(rawBody, { get }, secret, options.nowSeconds)
+  ) {
+    throw new WebhookVerificationError(
+      'webhook-signature does not sign this delivery, or webhook-timestamp is more than five minutes away',
+    )
   }
   const text = typeof rawBody === 'string' ? rawBody : new TextDecoder().decode(rawBody)
   let event
@@ -113,7 +133,12 @@ export function constructEvent(rawBody, headers, secret, options = {}) {
   } catch {
     throw new WebhookVerificationError('the signed body is not JSON')
   }
-  if (!event || typeof event.event !== 'string' || typeof event.data !== 'object' || event.data === null) {
+  if (
+    !event ||
+    typeof event.event !== 'string' ||
+    typeof event.data !== 'object' ||
+    event.data === null
+  ) {
     throw new WebhookVerificationError('the signed body is not a webhook event')
   }
   return event

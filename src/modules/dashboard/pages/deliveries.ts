@@ -8,7 +8,17 @@ export const DELIVERY_FILTERS = ['success', 'failed', 'retrying', 'pending'] as 
 
 /** The log's columns; with `endpoints`, which endpoint each delivery went to as well. */
 export function deliveryHeaders(withEndpoint: boolean): string[] {
-  return ['Event', 'Status', 'Next retry', 'Attempts', 'Retries', 'Last HTTP status', 'Last attempt', 'Transaction', ...(withEndpoint ? ['Endpoint'] : [])]
+  return [
+    'Event',
+    'Status',
+    'Next retry',
+    'Attempts',
+    'Retries',
+    'Last HTTP status',
+    'Last attempt',
+    'Transaction',
+    ...(withEndpoint ? ['Endpoint'] : []),
+  ]
 }
 
 /** A response body longer than this is cut in the attempt detail (the database keeps 2 KiB). */
@@ -16,9 +26,14 @@ const SHOWN_RESPONSE_CHARS = 1024
 
 const pending = (d: DeliveryView) => d.status === 'retrying' || d.status === 'pending'
 
-export function deliveryRows(f: Frame, deliveries: DeliveryView[], endpoints?: EndpointView[]): Html[] {
+export function deliveryRows(
+  f: Frame,
+  deliveries: DeliveryView[],
+  endpoints?: EndpointView[],
+): Html[] {
   const urls = endpoints ? new Map(endpoints.map((e) => [e.id, e.url])) : null
-  return deliveries.map((d) => html`<tr data-delivery="${d.id}">
+  return deliveries.map(
+    (d) => html`<tr data-delivery="${d.id}">
     <td class="event"><a href="${base(f, `/deliveries/${d.id}`)}">${d.eventType}</a>${d.test ? html` ${badge('test event', 'test')}` : ''}</td>
     <td data-col="status">${badge(d.status)}</td>
     <td data-col="next-retry">${pending(d) ? when(d.nextAttemptAt) : html`<span class="muted">—</span>`}</td>
@@ -27,7 +42,8 @@ export function deliveryRows(f: Frame, deliveries: DeliveryView[], endpoints?: E
     <td class="num" data-col="last-status">${d.lastStatusCode ?? html`<span class="muted">—</span>`}</td>
     <td data-col="last-attempt">${when(d.lastAttemptAt)}</td>
     <td>${d.transactionId ? html`<a href="${base(f, `/transactions/${d.transactionId}`)}"><code>${d.transactionId.slice(0, 8)}…</code></a>` : html`<span class="muted">—</span>`}</td>
-    ${urls ? html`<td class="url"><a href="${base(f, `/endpoints/${d.endpointId}`)}" title="${urls.get(d.endpointId) ?? d.endpointId}">${urls.get(d.endpointId) ?? d.endpointId}</a></td>` : ''}</tr>`)
+    ${urls ? html`<td class="url"><a href="${base(f, `/endpoints/${d.endpointId}`)}" title="${urls.get(d.endpointId) ?? d.endpointId}">${urls.get(d.endpointId) ?? d.endpointId}</a></td>` : ''}</tr>`,
+  )
 }
 
 /** The status filter as links (works without script), the current one marked. */
@@ -38,18 +54,32 @@ export function statusFilter(current: string, href: (status: string) => string):
 }
 
 /** "Older" link: keyset paging from the last delivery shown. */
-export function olderLink(deliveries: DeliveryView[], limit: number, href: (before: string) => string): Html {
-  return deliveries.length === limit ? html`<nav class="pager" aria-label="Pages"><a href="${href(deliveries.at(-1)!.id)}" rel="next">Older</a></nav>` : html``
+export function olderLink(
+  deliveries: DeliveryView[],
+  limit: number,
+  href: (before: string) => string,
+): Html {
+  return deliveries.length === limit
+    ? html`<nav class="pager" aria-label="Pages"><a href="${href(deliveries.at(-1)!.id)}" rel="next">Older</a></nav>`
+    : html``
 }
 
-export function deliveriesPage(f: Frame, q: { status: string; endpointId: string }, data: { endpoints: EndpointView[]; deliveries: DeliveryView[] } | null, limit: number, opts: { error?: string | null }): string {
-  const link = (status: string, before = '') => base(f, `/deliveries${query({ status, endpoint: q.endpointId, before })}`)
-  const endpointForm = data && data.endpoints.length > 1
-    ? html`<form method="get" action="${base(f, '/deliveries')}" class="filters" aria-label="Filter by endpoint">
+export function deliveriesPage(
+  f: Frame,
+  q: { status: string; endpointId: string },
+  data: { endpoints: EndpointView[]; deliveries: DeliveryView[] } | null,
+  limit: number,
+  opts: { error?: string | null },
+): string {
+  const link = (status: string, before = '') =>
+    base(f, `/deliveries${query({ status, endpoint: q.endpointId, before })}`)
+  const endpointForm =
+    data && data.endpoints.length > 1
+      ? html`<form method="get" action="${base(f, '/deliveries')}" class="filters" aria-label="Filter by endpoint">
       ${q.status ? html`<input type="hidden" name="status" value="${q.status}">` : ''}
       <label>Endpoint <select name="endpoint"><option value="">All endpoints</option>${data.endpoints.map((e) => html`<option value="${e.id}"${e.id === q.endpointId ? html` selected` : ''}>${e.url}</option>`)}</select></label>
       <button type="submit" class="button secondary">Show</button></form>`
-    : ''
+      : ''
   const body = html`${statusFilter(q.status, (s) => link(s))}${endpointForm}
 ${data ? table('Webhook deliveries, newest first', deliveryHeaders(true), deliveryRows(f, data.deliveries, data.endpoints), q.status ? `No ${q.status} deliveries.` : `No ${f.mode} webhook deliveries yet.`) : ''}
 ${data ? olderLink(data.deliveries, limit, (before) => link(q.status, before)) : ''}`
@@ -71,7 +101,11 @@ function attempt(a: AttemptView): Html {
 </li>`
 }
 
-export function deliveryPage(f: Frame, d: { delivery: DeliveryView; data: Record<string, unknown>; attempts: AttemptView[] }, opts: { notice?: string | null; error?: string | null }): string {
+export function deliveryPage(
+  f: Frame,
+  d: { delivery: DeliveryView; data: Record<string, unknown>; attempts: AttemptView[] },
+  opts: { notice?: string | null; error?: string | null },
+): string {
   const v = d.delivery
   const body = html`<p class="lead">${badge(v.status)} <strong>${v.eventType}</strong>${v.test ? html` ${badge('test event', 'test')}` : ''}</p>
 <div class="actions">${postButton(f, base(f, `/deliveries/${v.id}/redeliver`), pending(v) ? 'Send now' : 'Redeliver')}</div>

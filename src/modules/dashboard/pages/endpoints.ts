@@ -2,7 +2,17 @@ import { html, type Html } from '../../../lib/html.ts'
 import { WEBHOOK_EVENT_TYPES } from '../../../db/schema.ts'
 import type { EndpointView } from '../../../webhooks/endpoint.service.ts'
 import type { DeliveryView } from '../../../webhooks/webhook.service.ts'
-import { badge, base, csrfField, layout, postButton, query, table, when, type Frame } from '../layout.ts'
+import {
+  badge,
+  base,
+  csrfField,
+  layout,
+  postButton,
+  query,
+  table,
+  when,
+  type Frame,
+} from '../layout.ts'
 import { deliveryHeaders, deliveryRows, olderLink, statusFilter } from './deliveries.ts'
 
 /** A secret or key shown in full, with a copy button (the browser script wires it). */
@@ -14,7 +24,11 @@ export function revealed(label: string, value: string, note: string): Html {
 </div>`
 }
 
-const REASONS = { manual: 'disabled', gone: 'disabled: 410 Gone', failing: 'disabled: failing' } as const
+const REASONS = {
+  manual: 'disabled',
+  gone: 'disabled: 410 Gone',
+  failing: 'disabled: failing',
+} as const
 
 function stateBadge(e: EndpointView): Html {
   if (e.enabled) return e.failingSince ? badge('failing', 'warning') : badge('enabled', 'success')
@@ -30,19 +44,27 @@ function health(e: EndpointView): Html | string {
     return html`<p class="alert error" role="status">Disabled automatically ${when(e.disabledAt)}: every delivery failed since ${when(e.failingSince)}. Deliveries already queued wait for it; new events are not sent to it until it is enabled again. Once it receives again, enable it and recover what failed.</p>`
   }
   if (!e.enabled) return html`<p class="muted">Disabled by hand ${when(e.disabledAt)}.</p>`
-  if (e.failingSince) return html`<p class="alert warning" role="status">Failing since ${when(e.failingSince)}: no attempt has succeeded since. It is disabled automatically if this goes on.</p>`
+  if (e.failingSince)
+    return html`<p class="alert warning" role="status">Failing since ${when(e.failingSince)}: no attempt has succeeded since. It is disabled automatically if this goes on.</p>`
   return ''
 }
 
 /** A datetime-local input's value (UTC, to the minute). */
 const inputTime = (d: Date) => d.toISOString().slice(0, 16)
 
-export function endpointsPage(f: Frame, endpoints: EndpointView[], form: { url: string; events: string[] }, opts: { error?: string | null }): string {
-  const rows = endpoints.map((e) => html`<tr>
+export function endpointsPage(
+  f: Frame,
+  endpoints: EndpointView[],
+  form: { url: string; events: string[] },
+  opts: { error?: string | null },
+): string {
+  const rows = endpoints.map(
+    (e) => html`<tr>
     <td class="text"><a href="${base(f, `/endpoints/${e.id}`)}">${e.url}</a></td>
     <td>${stateBadge(e)}</td>
     <td class="text">${e.eventTypes.length === WEBHOOK_EVENT_TYPES.length ? 'all events' : e.eventTypes.join(', ')}</td>
-    <td>${when(e.createdAt)}</td></tr>`)
+    <td>${when(e.createdAt)}</td></tr>`,
+  )
   const body = html`${table(`${f.mode} webhook endpoints`, ['URL', 'State', 'Events', 'Created'], rows, `No ${f.mode} webhook endpoints yet.`)}
 <section aria-labelledby="new-endpoint"><h2 id="new-endpoint">Add an endpoint</h2>
 <form method="post" action="${base(f, '/endpoints')}" class="stack">
@@ -62,15 +84,22 @@ export function endpointPage(
   d: { endpoint: EndpointView; deliveries: DeliveryView[] },
   q: { status: string },
   limit: number,
-  opts: { secret?: { value: string; why: 'created' | 'revealed' | 'rotated' }; notice?: string | null; error?: string | null; status?: number },
+  opts: {
+    secret?: { value: string; why: 'created' | 'revealed' | 'rotated' }
+    notice?: string | null
+    error?: string | null
+    status?: number
+  },
 ): string {
   const e = d.endpoint
   const here = (rest = '') => base(f, `/endpoints/${e.id}${rest}`)
   const link = (status: string, before = '') => here(query({ status, before }))
   const secretNote = {
-    created: 'Store it in your server\'s configuration now. You can reveal it again here after entering your password.',
-    revealed: 'Verify each delivery\'s x-service-signature with it (HMAC-SHA-256 of the raw body).',
-    rotated: 'The old secret stopped working: deliveries from now on are signed with this one. Update your server.',
+    created:
+      "Store it in your server's configuration now. You can reveal it again here after entering your password.",
+    revealed: "Verify each delivery's x-service-signature with it (HMAC-SHA-256 of the raw body).",
+    rotated:
+      'The old secret stopped working: deliveries from now on are signed with this one. Update your server.',
   }
   const recoverFrom = inputTime(e.failingSince ?? e.disabledAt ?? new Date(Date.now() - 86_400_000))
   const body = html`<p class="lead"><code class="wrap">${e.url}</code> ${stateBadge(e)}</p>

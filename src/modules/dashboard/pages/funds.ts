@@ -28,7 +28,13 @@ export interface WaitingLine {
   decimals: number | null
 }
 
-export const REFUND_FILTERS = { open: 'Pending and in flight', completed: 'Paid', failed: 'Failed', cancelled: 'Cancelled', all: 'All' } as const
+export const REFUND_FILTERS = {
+  open: 'Pending and in flight',
+  completed: 'Paid',
+  failed: 'Failed',
+  cancelled: 'Cancelled',
+  all: 'All',
+} as const
 export type RefundFilter = keyof typeof REFUND_FILTERS
 
 /**
@@ -38,30 +44,64 @@ export type RefundFilter = keyof typeof REFUND_FILTERS
 /** A network's native coin, for showing fees. */
 export type NativeCoin = (network: string) => { symbol: string; decimals: number } | null
 
-export function fundsPage(f: Frame, d: { waiting: WaitingLine[]; sweeps: SweepRowView[]; refunds: RefundView[]; filter: RefundFilter }, units: { decimals: TokenDecimals; native: NativeCoin }, opts: { notice?: string | null; error?: string | null } = {}): string {
+export function fundsPage(
+  f: Frame,
+  d: {
+    waiting: WaitingLine[]
+    sweeps: SweepRowView[]
+    refunds: RefundView[]
+    filter: RefundFilter
+  },
+  units: { decimals: TokenDecimals; native: NativeCoin },
+  opts: { notice?: string | null; error?: string | null } = {},
+): string {
   const { decimals } = units
-  const waiting = table('What waits at deposit addresses', ['Network', 'Token', 'Arrived', 'Swept', 'Refunded from there', 'Waiting', 'Addresses'], d.waiting.map((w) => {
-    const show = (v: bigint) => (w.decimals === null ? `${v}` : displayUnits(v.toString(), w.decimals))
-    return html`<tr><td>${w.network}</td><td>${w.tokenSymbol}</td><td class="num">${show(w.arrived)}</td><td class="num">${show(w.swept)}</td><td class="num">${show(w.refunded)}</td><td class="num"><strong>${show(w.waiting)}</strong></td><td class="num">${w.addresses}</td></tr>`
-  }), `Nothing has arrived at ${f.mode} deposit addresses yet.`)
+  const waiting = table(
+    'What waits at deposit addresses',
+    ['Network', 'Token', 'Arrived', 'Swept', 'Refunded from there', 'Waiting', 'Addresses'],
+    d.waiting.map((w) => {
+      const show = (v: bigint) =>
+        w.decimals === null ? `${v}` : displayUnits(v.toString(), w.decimals)
+      return html`<tr><td>${w.network}</td><td>${w.tokenSymbol}</td><td class="num">${show(w.arrived)}</td><td class="num">${show(w.swept)}</td><td class="num">${show(w.refunded)}</td><td class="num"><strong>${show(w.waiting)}</strong></td><td class="num">${w.addresses}</td></tr>`
+    }),
+    `Nothing has arrived at ${f.mode} deposit addresses yet.`,
+  )
 
-  const sweeps = table('Sweeps, newest first', ['Created', 'Network', 'Status', 'Addresses', 'Swept', 'Gas paid', 'Transaction'], d.sweeps.map((s) => {
-    const totals = new Map<string, bigint>()
-    for (const i of s.items) totals.set(i.token_symbol, (totals.get(i.token_symbol) ?? 0n) + BigInt(i.swept ?? i.planned))
-    const moved = [...totals].map(([symbol, amount]) => amountOf(amount, symbol, s.blockchain_network, decimals)).join(', ')
-    return html`<tr><td>${when(s.created_at)}</td><td>${s.blockchain_network}</td><td>${badge(s.status, s.status === 'confirmed' ? 'completed' : s.status === 'dropped' ? 'cancelled' : s.status)}</td>
+  const sweeps = table(
+    'Sweeps, newest first',
+    ['Created', 'Network', 'Status', 'Addresses', 'Swept', 'Gas paid', 'Transaction'],
+    d.sweeps.map((s) => {
+      const totals = new Map<string, bigint>()
+      for (const i of s.items)
+        totals.set(
+          i.token_symbol,
+          (totals.get(i.token_symbol) ?? 0n) + BigInt(i.swept ?? i.planned),
+        )
+      const moved = [...totals]
+        .map(([symbol, amount]) => amountOf(amount, symbol, s.blockchain_network, decimals))
+        .join(', ')
+      return html`<tr><td>${when(s.created_at)}</td><td>${s.blockchain_network}</td><td>${badge(s.status, s.status === 'confirmed' ? 'completed' : s.status === 'dropped' ? 'cancelled' : s.status)}</td>
       <td class="num">${new Set(s.items.map((i) => i.address)).size}</td><td class="num">${moved}${s.status !== 'confirmed' ? html` <span class="muted">(planned)</span>` : ''}</td>
       <td class="num">${s.fee === null ? html`<span class="muted">—</span>` : feeOf(s.fee, s.blockchain_network, units.native)}</td><td>${shortHash(s.transaction_hash)}</td></tr>`
-  }), 'No sweep yet.')
+    }),
+    'No sweep yet.',
+  )
 
   const filters = html`<form method="get" action="${base(f, '/funds')}" class="filters" aria-label="Filter refunds">
   <label>Refunds <select name="refunds">${(Object.keys(REFUND_FILTERS) as RefundFilter[]).map((k) => html`<option value="${k}"${k === d.filter ? html` selected` : ''}>${REFUND_FILTERS[k]}</option>`)}</select></label>
   <button type="submit" class="button secondary">Show</button>
 </form>`
-  const refunds = table('Refunds, newest first', ['Created', 'Transaction', 'Amount', 'To', 'Status', 'Paid from', 'Payment'], d.refunds.map((r) => html`<tr>
+  const refunds = table(
+    'Refunds, newest first',
+    ['Created', 'Transaction', 'Amount', 'To', 'Status', 'Paid from', 'Payment'],
+    d.refunds.map(
+      (r) => html`<tr>
     <td>${when(r.created_at)}</td><td><a href="${base(f, `/transactions/${r.transaction_id}`)}#refunds">${r.transaction_id.slice(0, 8)}…</a></td>
     <td class="num">${amountOf(r.amount, r.token_symbol, r.blockchain_network, decimals)}</td><td>${shortHash(r.address)}</td>
-    <td>${badge(r.status, r.status === 'submitted' || r.status === 'confirming' ? 'processing' : r.status)}</td><td>${shortHash(r.paid_from)}</td><td>${shortHash(r.transaction_hash)}</td></tr>`), `No ${REFUND_FILTERS[d.filter].toLowerCase()} refund.`)
+    <td>${badge(r.status, r.status === 'submitted' || r.status === 'confirming' ? 'processing' : r.status)}</td><td>${shortHash(r.paid_from)}</td><td>${shortHash(r.transaction_hash)}</td></tr>`,
+    ),
+    `No ${REFUND_FILTERS[d.filter].toLowerCase()} refund.`,
+  )
 
   const body = html`<section aria-labelledby="waiting"><h2 id="waiting">Waiting at deposit addresses</h2>
 <p class="muted">What customers sent to this mode's deposit addresses, less what confirmed sweeps took and refunds paid from there, as this service has seen it. The treasury tool reads the chain itself: <code>npm run treasury -- balances --network NAME --rpc-url URL</code>.</p>
@@ -77,8 +117,12 @@ ${filters}${refunds}</section>`
 /** A fee in the network's native coin. */
 function feeOf(smallest: string, network: string, native: NativeCoin): string {
   const coin = native(network)
-  return coin ? `${displayUnits(smallest, coin.decimals)} ${coin.symbol}` : `${smallest} (smallest units of the native coin)`
+  return coin
+    ? `${displayUnits(smallest, coin.decimals)} ${coin.symbol}`
+    : `${smallest} (smallest units of the native coin)`
 }
 
-export const refundFilterOf = (raw: string | null): RefundFilter => (raw && Object.hasOwn(REFUND_FILTERS, raw) ? (raw as RefundFilter) : 'open')
-export const refundQuery = (filter: RefundFilter) => query({ refunds: filter === 'open' ? null : filter })
+export const refundFilterOf = (raw: string | null): RefundFilter =>
+  raw && Object.hasOwn(REFUND_FILTERS, raw) ? (raw as RefundFilter) : 'open'
+export const refundQuery = (filter: RefundFilter) =>
+  query({ refunds: filter === 'open' ? null : filter })

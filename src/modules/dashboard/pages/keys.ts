@@ -8,9 +8,19 @@ import { revealed } from './endpoints.ts'
  * API keys of the viewed mode. A new key is shown once, in the response to the form that made
  * it, and never stored: only its hash and display prefix are kept (R22).
  */
-export function keysPage(f: Frame, keys: ApiKeyRecord[], opts: { created?: { key: string; name: string }; form?: { name: string; scopes: string[] }; notice?: string | null; error?: string | null }): string {
+export function keysPage(
+  f: Frame,
+  keys: ApiKeyRecord[],
+  opts: {
+    created?: { key: string; name: string }
+    form?: { name: string; scopes: string[] }
+    notice?: string | null
+    error?: string | null
+  },
+): string {
   const form = opts.form ?? { name: '', scopes: [...DEFAULT_SCOPES] }
-  const rows = keys.map((k) => html`<tr data-key="${k.id}">
+  const rows = keys.map(
+    (k) => html`<tr data-key="${k.id}">
     <td class="text">${k.name}</td>
     <td><code>${k.displayPrefix}</code></td>
     <td>${k.mode}</td>
@@ -21,7 +31,8 @@ export function keysPage(f: Frame, keys: ApiKeyRecord[], opts: { created?: { key
     <td class="row-actions">
       ${k.revokedAt ? '' : postButton(f, base(f, `/keys/${k.id}/revoke`), 'Revoke', { confirm: `Revoke "${k.name}"? Requests with it get 401 from now on.` })}
       ${postButton(f, base(f, `/keys/${k.id}/delete`), 'Delete', { danger: true, confirm: `Delete "${k.name}"? Requests with it get 401 and it leaves this list.` })}
-    </td></tr>`)
+    </td></tr>`,
+  )
   const body = html`${opts.created ? revealed(`Your new key "${opts.created.name}"`, opts.created.key, 'Copy it now: it is shown only this once. Keep it on your server, never in client-side code or version control.') : ''}
 ${table(`${f.mode} API keys`, ['Name', 'Key', 'Mode', 'Scopes', 'Created', 'Last used', 'State', html`<span class="visually-hidden">Actions</span>`], rows, `No ${f.mode} keys yet.`)}
 <p class="muted">To rotate a key: create a new one, switch your application to it, then delete the old one.</p>

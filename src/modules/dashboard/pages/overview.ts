@@ -9,9 +9,21 @@ import type { OverviewStats } from '../service.ts'
 export function fillDays(start: string, end: string, daily: DailyStats[]): DailyStats[] {
   const byDate = new Map(daily.map((d) => [d.date, d]))
   const out: DailyStats[] = []
-  for (let t = Date.parse(`${start}T00:00:00Z`); t <= Date.parse(`${end}T00:00:00Z`) && out.length < 3700; t += 86_400_000) {
+  for (
+    let t = Date.parse(`${start}T00:00:00Z`);
+    t <= Date.parse(`${end}T00:00:00Z`) && out.length < 3700;
+    t += 86_400_000
+  ) {
     const date = new Date(t).toISOString().slice(0, 10)
-    out.push(byDate.get(date) ?? { date, total_transactions: 0, completed_transactions: 0, total_volume_usd: 0, conversion_rate: 0 })
+    out.push(
+      byDate.get(date) ?? {
+        date,
+        total_transactions: 0,
+        completed_transactions: 0,
+        total_volume_usd: 0,
+        conversion_rate: 0,
+      },
+    )
   }
   return out
 }
@@ -19,7 +31,12 @@ export function fillDays(start: string, end: string, daily: DailyStats[]): Daily
 const percent = (n: number) => `${n.toLocaleString('en-US', { maximumFractionDigits: 2 })}%`
 
 /** The spec's statistics for a date range, a chart of daily volume and conversion, and the numbers behind it. */
-export function overviewPage(f: Frame, range: { start: string; end: string }, data: { stats: OverviewStats; daily: DailyStats[] } | null, error: string | null): string {
+export function overviewPage(
+  f: Frame,
+  range: { start: string; end: string },
+  data: { stats: OverviewStats; daily: DailyStats[] } | null,
+  error: string | null,
+): string {
   const form = html`<form method="get" action="${base(f)}" class="filters" aria-label="Date range">
   <label>From <input type="date" name="start_date" value="${range.start}" required></label>
   <label>To <input type="date" name="end_date" value="${range.end}" required></label>
@@ -41,9 +58,17 @@ export function overviewPage(f: Frame, range: { start: string; end: string }, da
   <div id="chart" class="chart" aria-hidden="true"></div>
   <script type="application/json" id="chart-data">${jsonForScript(days)}</script>
   <details class="chart-table"><summary>The numbers by day</summary>
-  ${table('Daily volume and conversion', ['Day', 'Transactions', 'Completed', 'Volume', 'Conversion'],
-    days.filter((d) => d.total_transactions > 0).map((d) => html`<tr><td>${d.date}</td><td>${d.total_transactions}</td><td>${d.completed_transactions}</td><td>${formatUsd(d.total_volume_usd, 'USD')}</td><td>${percent(d.conversion_rate)}</td></tr>`),
-    'No transactions in this range.')}
+  ${table(
+    'Daily volume and conversion',
+    ['Day', 'Transactions', 'Completed', 'Volume', 'Conversion'],
+    days
+      .filter((d) => d.total_transactions > 0)
+      .map(
+        (d) =>
+          html`<tr><td>${d.date}</td><td>${d.total_transactions}</td><td>${d.completed_transactions}</td><td>${formatUsd(d.total_volume_usd, 'USD')}</td><td>${percent(d.conversion_rate)}</td></tr>`,
+      ),
+    'No transactions in this range.',
+  )}
   </details>
 </section>
 <section aria-labelledby="by-status">

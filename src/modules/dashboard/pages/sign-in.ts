@@ -1,8 +1,15 @@
 import { html } from '../../../lib/html.ts'
 import { alert, plainPage, type AssetUrl } from '../layout.ts'
 
-export function signInPage(asset: AssetUrl, form: { email: string; next: string; csrf: string }, opts: { error?: string | null; notice?: string | null } = {}): string {
-  return plainPage(asset, 'Sign in', html`${alert('notice', opts.notice)}${alert('error', opts.error)}
+export function signInPage(
+  asset: AssetUrl,
+  form: { email: string; next: string; csrf: string },
+  opts: { error?: string | null; notice?: string | null } = {},
+): string {
+  return plainPage(
+    asset,
+    'Sign in',
+    html`${alert('notice', opts.notice)}${alert('error', opts.error)}
 <form method="post" action="/dashboard/sign-in" class="stack">
   <input type="hidden" name="csrf" value="${form.csrf}">
   <input type="hidden" name="next" value="${form.next}">
@@ -10,5 +17,6 @@ export function signInPage(asset: AssetUrl, form: { email: string; next: string;
   <label>Password <input type="password" name="password" required autocomplete="current-password"></label>
   <button type="submit" class="button">Sign in</button>
 </form>
-<p class="muted">Accounts are created by the operator: <code>npm run cli -- user create --email … --password … --project …</code></p>`)
+<p class="muted">Accounts are created by the operator: <code>npm run cli -- user create --email … --password … --project …</code></p>`,
+  )
 }

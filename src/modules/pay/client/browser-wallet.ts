@@ -31,16 +31,27 @@ export async function sendWithBrowserWallet(
         throw e
       }
       // Some wallets resolve the switch before they really moved; never pay on the wrong chain.
-      if ((await wallet.getChainId()) !== payment.chainId) return { ok: false, reason: 'unknown_chain', message: 'the wallet stayed on another chain' }
+      if ((await wallet.getChainId()) !== payment.chainId)
+        return { ok: false, reason: 'unknown_chain', message: 'the wallet stayed on another chain' }
     }
     const to = getAddress(payment.to)
     const hash = payment.token
-      ? await wallet.writeContract({ account, chain: null, address: getAddress(payment.token), abi: erc20Abi, functionName: 'transfer', args: [to, payment.amount] })
+      ? await wallet.writeContract({
+          account,
+          chain: null,
+          address: getAddress(payment.token),
+          abi: erc20Abi,
+          functionName: 'transfer',
+          args: [to, payment.amount],
+        })
       : await wallet.sendTransaction({ account, chain: null, to, value: payment.amount })
     return { ok: true, hash }
   } catch (e) {
     if (codeOf(e) === 4001) return { ok: false, reason: 'rejected', message: 'rejected' }
-    const message = (e as { shortMessage?: string; message?: string }).shortMessage ?? (e as Error).message ?? String(e)
+    const message =
+      (e as { shortMessage?: string; message?: string }).shortMessage ??
+      (e as Error).message ??
+      String(e)
     return { ok: false, reason: 'error', message }
   }
 }

@@ -6,7 +6,15 @@
  */
 import type { PayState } from '../model.ts'
 import { PAY_TEXT as t, fill } from '../text.ts'
-import { FINAL, PART_IDS, SUCCESS_REDIRECT_MS, countdownPart, payView, tokenKey, type Part } from '../view.ts'
+import {
+  FINAL,
+  PART_IDS,
+  SUCCESS_REDIRECT_MS,
+  countdownPart,
+  payView,
+  tokenKey,
+  type Part,
+} from '../view.ts'
 
 type Provider = { request(args: { method: string; params?: unknown }): Promise<unknown> }
 declare global {
@@ -17,7 +25,8 @@ declare global {
 
 const POLL_MS = 3000
 
-const byId = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T | null
+const byId = <T extends HTMLElement = HTMLElement>(id: string) =>
+  document.getElementById(id) as T | null
 
 let state: PayState = JSON.parse(byId('pay-state')!.textContent!)
 /** server clock - device clock, so the countdown is right on a phone whose clock is off. */
@@ -60,13 +69,24 @@ function render(): void {
     byId('choose')!.hidden = false
     byId('pay')!.hidden = true
   }
-  const selected = state.quote ? tokenKey(state.quote.token_symbol, state.quote.blockchain_network) : null
+  const selected = state.quote
+    ? tokenKey(state.quote.token_symbol, state.quote.blockchain_network)
+    : null
   for (const b of document.querySelectorAll<HTMLButtonElement>('button.token')) {
-    b.setAttribute('aria-pressed', String(tokenKey(b.dataset.token!, b.dataset.network!) === selected))
+    b.setAttribute(
+      'aria-pressed',
+      String(tokenKey(b.dataset.token!, b.dataset.network!) === selected),
+    )
   }
   if (byId('cancel-area')!.hidden) showCancelQuestion(false)
   if (staying) byId('stay')!.hidden = true
-  if (state.status === 'completed' && state.success_url && safeUrl(state.success_url) && !redirectTimer && !staying) {
+  if (
+    state.status === 'completed' &&
+    state.success_url &&
+    safeUrl(state.success_url) &&
+    !redirectTimer &&
+    !staying
+  ) {
     const to = state.success_url
     redirectTimer = setTimeout(() => location.assign(to), SUCCESS_REDIRECT_MS)
   }
@@ -211,7 +231,12 @@ function safeUrl(url: string): boolean {
 
 async function chooseToken(button: HTMLButtonElement): Promise<void> {
   if (sending) return
-  const r = await withBusy(button, () => post('/select', { token_symbol: button.dataset.token, blockchain_network: button.dataset.network }))
+  const r = await withBusy(button, () =>
+    post('/select', {
+      token_symbol: button.dataset.token,
+      blockchain_network: button.dataset.network,
+    }),
+  )
   if (!r) return
   changingToken = false
   sentWhenReceived = null
@@ -266,7 +291,9 @@ async function payWithTestWallet(button: HTMLButtonElement): Promise<void> {
   walletMessage(t.testWalletBusy)
   sending = true
   try {
-    const r = (await withBusy(button, () => post('/test-wallet'))) as { transaction_hash: string } | null
+    const r = (await withBusy(button, () => post('/test-wallet'))) as {
+      transaction_hash: string
+    } | null
     walletMessage(r ? fill(t.testWalletSent, { hash: r.transaction_hash }) : null)
     if (r) paid()
   } finally {
@@ -293,7 +320,9 @@ async function payWithBrowserWallet(button: HTMLButtonElement): Promise<void> {
   await withBusy(button, async () => {
     // A separate bundle (viem), fetched only now; its URL carries its content hash.
     const walletScript: string = document.body.dataset.walletScript!
-    const { sendWithBrowserWallet }: typeof import('./browser-wallet.ts') = await import(walletScript)
+    const { sendWithBrowserWallet }: typeof import('./browser-wallet.ts') = await import(
+      walletScript
+    )
     const r = await sendWithBrowserWallet(provider, {
       chainId: q.chain_id,
       token: q.token_address,
@@ -311,16 +340,25 @@ async function payWithBrowserWallet(button: HTMLButtonElement): Promise<void> {
       }
     } else {
       walletMessage(null)
-      showError(r.reason === 'rejected' ? t.browserWalletRejected
-        : r.reason === 'unknown_chain' ? fill(t.browserWalletWrongChain, { network: q.blockchain_network, chainId: q.chain_id })
-        : fill(t.browserWalletFailed, { message: r.message }))
+      showError(
+        r.reason === 'rejected'
+          ? t.browserWalletRejected
+          : r.reason === 'unknown_chain'
+            ? fill(t.browserWalletWrongChain, {
+                network: q.blockchain_network,
+                chainId: q.chain_id,
+              })
+            : fill(t.browserWalletFailed, { message: r.message }),
+      )
     }
   }).finally(() => (sending = false))
 }
 
 function wire(): void {
-  for (const b of document.querySelectorAll<HTMLButtonElement>('button.token')) b.addEventListener('click', () => chooseToken(b))
-  for (const b of document.querySelectorAll<HTMLButtonElement>('button.copy')) b.addEventListener('click', () => copy(b))
+  for (const b of document.querySelectorAll<HTMLButtonElement>('button.token'))
+    b.addEventListener('click', () => chooseToken(b))
+  for (const b of document.querySelectorAll<HTMLButtonElement>('button.copy'))
+    b.addEventListener('click', () => copy(b))
   const on = (id: string, fn: (b: HTMLButtonElement) => unknown) => {
     const el = byId<HTMLButtonElement>(id)
     el?.addEventListener('click', () => fn(el))
