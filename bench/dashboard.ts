@@ -382,7 +382,7 @@ async function bench() {
       if (problem) {
         const main = r.body.indexOf('<main')
         throw new Error(
-          `${t.label} (${t.path}) does not show what it should (${problem}): ${r.status} ${r.body.slice(main < 0 ? 0 : main, (main < 0 ? 0 : main) + 1500)}`,
+          `${t.label} (${t.path}) does not show what it should (${problem}): ${r.status} ${r.body.slice(Math.max(main, 0), Math.max(main, 0) + 1500)}`,
         )
       }
       bodies.set(t.label, r.body)

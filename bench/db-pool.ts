@@ -39,7 +39,7 @@ async function run(
   name: string,
   callers: number,
   url: string,
-  options: postgres.Options<{}>,
+  options: postgres.Options<Record<string, never>>,
 ): Promise<Run> {
   const sql = postgres(url, { max: 10, onnotice: () => {}, ...options })
   const send = () => sql.unsafe(READ, ['1'], { prepare: true })
@@ -77,7 +77,7 @@ try {
   )
   await admin.end()
   // The driver reads `max_pipeline`, but its type declarations leave it out.
-  const single = { max_pipeline: 1 } as postgres.Options<{}>
+  const single = { max_pipeline: 1 } as postgres.Options<Record<string, never>>
   const fixed = readFileSync(
     new URL('../node_modules/postgres/src/queue.js', import.meta.url),
     'utf8',

@@ -131,7 +131,7 @@ const report = (l: string) => {
 
   // Bare: sign and POST the same number of bodies, same receiver, same concurrency.
   await reset()
-  const secret = 'whsec_' + 'x'.repeat(40)
+  const secret = `whsec_${'x'.repeat(40)}`
   const concurrency = Math.min(512, 16 * ENDPOINTS)
   let next = 0
   const b0 = performance.now()

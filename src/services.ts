@@ -214,20 +214,18 @@ export async function createServices(deps: {
     webhookPending: () => runner.size,
     payStreams: () => payStreams.size,
     chains: () =>
-      chain
-        .followerStatus()
-        .flatMap(({ network, status }) =>
-          status
-            ? [
-                {
-                  network,
-                  head: status.head,
-                  synced: status.synced,
-                  halted: status.halted !== null,
-                },
-              ]
-            : [],
-        ),
+      chain.followerStatus().flatMap(({ network, status }) =>
+        status
+          ? [
+              {
+                network,
+                head: status.head,
+                synced: status.synced,
+                halted: status.halted !== null,
+              },
+            ]
+          : [],
+      ),
   })
   // R23: exact across instances through one shared statement; on the embedded database one process owns the counts, so they are kept in memory and written behind.
   const limiter = singleInstance

@@ -1,4 +1,4 @@
-import { Type, type Static } from '@sinclair/typebox'
+import { type Static, type TProperties, Type } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import type { TxEvent } from '../../machines/transaction.machine.ts'
 
@@ -10,11 +10,7 @@ const hash = Type.String({ minLength: 1, maxLength: 200 })
 const block = Type.Integer({ minimum: 0 })
 /** The Transfer log's index in its block; -1 for a native transfer, -2 for native coin that arrived by an internal call. */
 const logIndex = Type.Optional(Type.Integer({ minimum: -2 }))
-const obj = <
-  T extends Record<string, ReturnType<typeof Type.String> | ReturnType<typeof Type.Literal> | any>,
->(
-  props: T,
-) => Type.Object(props, { additionalProperties: false })
+const obj = <T extends TProperties>(props: T) => Type.Object(props, { additionalProperties: false })
 
 /** Lifecycle events as data, for events that arrive from outside the process (the CLI). */
 const TxEventSchema = Type.Union([

@@ -122,7 +122,9 @@ export function createTransactionRegistry(deps: RegistryDeps) {
   let stopped = false
   let ticks = 0
   const changeListeners = new Set<(change: TransactionChange) => void>()
-  const announce = (change: TransactionChange) => changeListeners.forEach((fn) => fn(change))
+  const announce = (change: TransactionChange) => {
+    for (const fn of changeListeners) fn(change)
+  }
 
   /** Runs `fn` after every earlier call for the same transaction has finished. */
   function serialize<T>(id: string, fn: () => Promise<T> | T): Promise<T> {

@@ -66,7 +66,7 @@ const DESIGNATOR = '0xef0100'
 
 /** The address an account's code delegates to, or null when it is not a delegation (no code, or a contract). */
 export function delegationOf(code: Hex | undefined): Address | null {
-  if (!code || code.length !== 48 || !code.toLowerCase().startsWith(DESIGNATOR)) return null
+  if (code?.length !== 48 || !code.toLowerCase().startsWith(DESIGNATOR)) return null
   return `0x${code.slice(8)}` as Address
 }
 
@@ -247,7 +247,7 @@ export function depositAccountEvents(
 ): DepositAccountEvent[] {
   const found: DepositAccountEvent[] = []
   for (const log of logs) {
-    let decoded
+    let decoded: ReturnType<typeof decodeEventLog<typeof DepositAccount.abi>>
     try {
       decoded = decodeEventLog({
         abi: DepositAccount.abi,

@@ -35,9 +35,7 @@ export function createDepositService(deps: { database: Database; clock: Clock })
 
   return {
     /** Each mode's xpub with its first derived addresses, for checking it against the wallet that holds the keys. */
-    async xpubs(
-      projectId: string,
-    ): Promise<
+    async xpubs(projectId: string): Promise<
       {
         mode: Mode
         xpub: string

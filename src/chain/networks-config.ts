@@ -358,14 +358,12 @@ function withPresets(value: unknown, problems: Problems): unknown {
     if (!isObject(n)) return n
     if (!has(n, 'preset')) {
       if (Array.isArray(n.tokens))
-        n.tokens.forEach(
-          (t, j) =>
-            typeof t === 'string' &&
+        for (const [j, t] of n.tokens.entries())
+          if (typeof t === 'string')
             problems.add(
               [i, 'tokens', j],
               `names a token by symbol, which needs a "preset" for this network (or give the token in full)`,
-            ),
-        )
+            )
       return n
     }
     const name = n.preset
@@ -553,9 +551,11 @@ function applyRules(value: unknown, problems: Problems) {
     urlRule(n.rpcUrl, [i, 'rpcUrl'], problems)
     urlRule(n.wsUrl, [i, 'wsUrl'], problems, ['ws:', 'wss:'])
     if (Array.isArray(n.fallbackRpcUrls))
-      n.fallbackRpcUrls.forEach((u, j) => urlRule(u, [i, 'fallbackRpcUrls', j], problems))
+      for (const [j, u] of n.fallbackRpcUrls.entries())
+        urlRule(u, [i, 'fallbackRpcUrls', j], problems)
     if (!Array.isArray(n.tokens)) return
-    n.tokens.forEach((t, j) => isObject(t) && tokenRules(t, [i, 'tokens', j], problems))
+    for (const [j, t] of n.tokens.entries())
+      if (isObject(t)) tokenRules(t, [i, 'tokens', j], problems)
     // The pay page selects a token by symbol.
     unique(n.tokens, [i, 'tokens'], problems, [
       [

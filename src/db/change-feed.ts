@@ -13,7 +13,9 @@ export interface ChangeFeed {
 
 export async function createChangeFeed(database: Database): Promise<ChangeFeed> {
   const subscribers = new Set<(c: Change) => void>()
-  const emit = (c: Change) => subscribers.forEach((fn) => fn(c))
+  const emit = (c: Change) => {
+    for (const fn of subscribers) fn(c)
+  }
   const unlisten = await database.listen(
     CHANNELS.cacheChanges,
     (payload) => {

@@ -80,16 +80,16 @@ async function openPostgres(url: string, max: number): Promise<Database> {
   return {
     kind: 'postgres',
     db,
-    rows: async (q) => (await db.execute(q)) as unknown as any[],
+    rows: async (q) => (await db.execute(q)) as unknown as never[],
     query: async (text, params) =>
-      (await client.unsafe(text, params, { prepare: true })) as unknown as any[],
+      (await client.unsafe(text, params, { prepare: true })) as unknown as never[],
     transaction: (fn) =>
       client.begin((tx) =>
         fn(
           async (text, params) =>
-            (await tx.unsafe(text, params, { prepare: true })) as unknown as any[],
+            (await tx.unsafe(text, params, { prepare: true })) as unknown as never[],
         ),
-      ) as Promise<any>,
+      ) as Promise<never>,
     // postgres.js listens again by itself after a lost connection, retrying while the database is
     // unreachable (test/integration/notify-reconnect.test.ts); its `onlisten` runs on every
     // (re)listen, the first one included, which is not a reconnect.
@@ -155,15 +155,17 @@ async function openPglite(dir: string | null): Promise<Database> {
   // Set once started: starting installs PGlite's array parsers over any given at construction.
   for (const type of TEXT_TYPES) client.parsers[type] = (value: string) => value
   const db = drizzlePglite(client, { schema }) as unknown as Db
-  await migratePglite(db as any, { migrationsFolder: MIGRATIONS })
+  await migratePglite(db as unknown as Parameters<typeof migratePglite>[0], {
+    migrationsFolder: MIGRATIONS,
+  })
   return {
     kind: 'pglite',
     db,
-    rows: async (q) => ((await db.execute(q)) as unknown as { rows: any[] }).rows,
-    query: async (text, params) => (await client.query<any>(text, params)).rows,
+    rows: async (q) => ((await db.execute(q)) as unknown as { rows: never[] }).rows,
+    query: async (text, params) => (await client.query<never>(text, params)).rows,
     transaction: (fn) =>
       client.transaction((tx) =>
-        fn(async (text, params) => (await tx.query<any>(text, params)).rows),
+        fn(async (text, params) => (await tx.query<never>(text, params)).rows),
       ),
     listen: async (channel, onPayload) => client.listen(channel, onPayload),
     notify: async (channel, payload) => {

@@ -55,7 +55,7 @@ export function createGroupCommit(
       } catch {
         for (const p of batch) await alone(p)
       }
-      if (results) batch.forEach((p, i) => p.resolve(results![i]!))
+      if (results) for (const [i, p] of batch.entries()) p.resolve(results[i]!)
     }
     writing = false
   }

@@ -53,7 +53,7 @@ export function withNamedStatements(client: PGlite, kept = PGLITE_STATEMENTS_KEP
   /** Text -> its statement; Map order is use order, the least recent first. */
   const statements = new Map<string, Described>()
   /** Close messages of evicted statements, sent with the next batch. */
-  let closing: Uint8Array[] = []
+  const closing: Uint8Array[] = []
   let counter = 0
 
   async function prepared(text: string, options: Options): Promise<Described> {

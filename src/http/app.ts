@@ -1,4 +1,4 @@
-import { Elysia, ValidationError } from 'elysia'
+import { Elysia, type ValidationError } from 'elysia'
 import type { Logger } from '../lib/logger.ts'
 import type { FieldProblem } from '../lib/outcome.ts'
 import { operationsController } from '../modules/operations/index.ts'

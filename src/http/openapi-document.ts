@@ -36,4 +36,4 @@ export async function openapiDocument(): Promise<unknown> {
 }
 
 /** The committed file's exact text: stable key order, two-space indent, final newline. */
-export const formatDocument = (doc: unknown) => JSON.stringify(doc, null, 2) + '\n'
+export const formatDocument = (doc: unknown) => `${JSON.stringify(doc, null, 2)}\n`

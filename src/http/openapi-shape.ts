@@ -25,6 +25,7 @@ import { MAX_BODY_BYTES } from './api-gate.ts'
  * named once and referenced, the webhooks the service sends, and the servers it answers on.
  * Pure: the input is not changed.
  */
+// biome-ignore lint/suspicious/noExplicitAny: the document is walked as untyped JSON, any key at any depth
 export type Json = Record<string, any>
 export interface ServerEntry {
   url: string

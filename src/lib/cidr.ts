@@ -20,7 +20,7 @@ export function parseIp(raw: string): bigint | null {
       ? x
           .split(':')
           .filter(Boolean)
-          .map((h) => BigInt('0x' + h))
+          .map((h) => BigInt(`0x${h}`))
       : []
   const h = parts(head)
   const r = rest === undefined ? [] : parts(rest)

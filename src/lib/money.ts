@@ -15,7 +15,7 @@ export function isUsdAmount(n: number): boolean {
 export function usdToCents(v: number | string): bigint {
   const s = typeof v === 'number' ? String(v) : v
   const [whole, frac = ''] = s.split('.')
-  return BigInt(whole) * 100n + BigInt((frac + '00').slice(0, 2))
+  return BigInt(whole) * 100n + BigInt(`${frac}00`.slice(0, 2))
 }
 
 /** Decimal string with two places, for numeric columns. */

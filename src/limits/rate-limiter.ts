@@ -69,7 +69,7 @@ export function createRateLimiter(deps: {
         w.resolve(decision)
       })
     } catch (e) {
-      batch.forEach((w) => w.reject(e))
+      for (const w of batch) w.reject(e)
     } finally {
       q.busy = false
       if (q.waiting.length) void flush(subject)
@@ -191,7 +191,10 @@ export function createEmbeddedRateLimiter(deps: {
       for (const name of WINDOWS) {
         const start = windowStart(name, now)
         const key = `${name}Start` as const
-        if (start > w[key]) (w[key] = start), (w[`${name}Used`] = 0)
+        if (start > w[key]) {
+          w[key] = start
+          w[`${name}Used`] = 0
+        }
         used[name] = w[`${name}Used`]
       }
       const granted = Math.max(

@@ -77,7 +77,7 @@ export function createHttpRequestMetrics(bounds: readonly number[]) {
           `${DURATION}_count{${labels}} ${s.count}`,
         )
       }
-      return lines.join('\n') + '\n'
+      return `${lines.join('\n')}\n`
     },
   }
 }

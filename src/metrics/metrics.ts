@@ -177,7 +177,7 @@ export function createMetrics() {
     /** The exposition text and its content type. */
     async scrape(): Promise<{ body: string; contentType: string }> {
       return {
-        body: (await registry.metrics()) + '\n' + http.text(),
+        body: `${await registry.metrics()}\n${http.text()}`,
         contentType: registry.contentType,
       }
     },

@@ -41,7 +41,7 @@ export async function listenAdminSocket(
           message: `Admin command failed: ${e instanceof Error ? e.message : String(e)}`,
         }
       }
-      socket.end(JSON.stringify(reply) + '\n')
+      socket.end(`${JSON.stringify(reply)}\n`)
     })
     socket.on('error', () => {})
   })
@@ -75,7 +75,7 @@ export async function sendAdminCommand(
     const socket = createConnection(path)
     let data = ''
     socket.setEncoding('utf8')
-    socket.on('connect', () => socket.write(JSON.stringify({ words, flags }) + '\n'))
+    socket.on('connect', () => socket.write(`${JSON.stringify({ words, flags })}\n`))
     socket.on('data', (c) => (data += c))
     socket.on('end', () => {
       try {
@@ -84,7 +84,7 @@ export async function sendAdminCommand(
         reject(e)
       }
     })
-    socket.on('error', (e: any) =>
+    socket.on('error', (e: NodeJS.ErrnoException) =>
       e.code === 'ECONNREFUSED' || e.code === 'ENOENT' ? resolve(null) : reject(e),
     )
   })

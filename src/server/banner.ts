@@ -73,5 +73,5 @@ export function banner(s: RunningServer): string {
       `  sweeps and refunds: npm run treasury -- ... --network ${n.name} --rpc-url ${s.devnet.rpcUrl} (README, "Money out")`,
     )
   }
-  return lines.join('\n') + '\n'
+  return `${lines.join('\n')}\n`
 }

@@ -26,8 +26,8 @@ export function lockDataDir(
           } catch {}
         },
       }
-    } catch (e: any) {
-      if (e.code !== 'EEXIST') throw e
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e
       let holder: { pid: number; who: string } | null = null
       try {
         holder = JSON.parse(readFileSync(path, 'utf8'))
@@ -46,7 +46,7 @@ function alive(pid: number): boolean {
   try {
     process.kill(pid, 0)
     return true
-  } catch (e: any) {
-    return e.code === 'EPERM'
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM'
   }
 }

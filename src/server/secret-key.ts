@@ -15,7 +15,7 @@ export function resolveSecretKey(config: Pick<Config, 'secretKey' | 'dataDir'>):
   if (!existsSync(file)) {
     // 'wx' fails if another process created it meanwhile; then read theirs.
     try {
-      writeFileSync(file, randomBytes(32).toString('hex') + '\n', { mode: 0o600, flag: 'wx' })
+      writeFileSync(file, `${randomBytes(32).toString('hex')}\n`, { mode: 0o600, flag: 'wx' })
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e
     }

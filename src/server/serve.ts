@@ -13,7 +13,9 @@ export interface ServeOptions {
   fetch: (req: Request) => Response | Promise<Response>
 }
 
+// biome-ignore lint/suspicious/noExplicitAny: the one place that touches both runtimes' globals; bun-types would claim Bun exists under Deno
 declare const Deno: any
+// biome-ignore lint/suspicious/noExplicitAny: as above
 declare const Bun: any
 
 /** R1: the only place that knows Bun.serve from Deno.serve; records the peer address for the app. */
@@ -25,6 +27,7 @@ export async function serve(opts: ServeOptions): Promise<Listener> {
       tls: opts.tls,
       // Our own 64 KiB limit answers 413 first; this only stops runaway uploads early.
       maxRequestBodySize: 1024 * 1024,
+      // biome-ignore lint/suspicious/noExplicitAny: Bun's server object, typed by the untyped global above
       fetch(req: Request, srv: any) {
         const ip = srv.requestIP(req)?.address
         req = withAbsoluteUrl(req)

@@ -181,7 +181,7 @@ export async function startServer(
       () => services.prune().catch((e) => logger.warn('prune failed', { error: String(e) })),
       PRUNE_EVERY_MS,
     )
-    ;(timer as any).unref?.()
+    ;(timer as { unref?: () => void }).unref?.()
     cleanups.unshift(() => clearInterval(timer))
     logger.info('listening', {
       port: main.port,

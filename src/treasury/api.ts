@@ -61,7 +61,7 @@ export function createApiClient(o: {
         )
       }
       const text = await res.text()
-      let json: any
+      let json: unknown
       try {
         json = JSON.parse(text)
       } catch {
@@ -83,7 +83,7 @@ export function createApiClient(o: {
       if (!res.ok)
         throw new ApiRefusal(
           res.status,
-          `${method} ${path}: ${json?.message ?? `HTTP ${res.status}`}`,
+          `${method} ${path}: ${(json as { message?: string } | null)?.message ?? `HTTP ${res.status}`}`,
         )
       return json as T
     }

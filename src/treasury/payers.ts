@@ -61,7 +61,7 @@ export async function payersOf(s: Session, r: ApiRefund): Promise<Payers> {
     seen.add(key)
     const hash = a.transaction_hash.toLowerCase() as Hex
     const receipt = await client.getTransactionReceipt({ hash }).catch(() => null)
-    if (!receipt || receipt.status !== 'success') {
+    if (receipt?.status !== 'success') {
       unverified.push(`${name}: no successful receipt on this chain`)
       continue
     }

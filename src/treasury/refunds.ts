@@ -575,7 +575,7 @@ async function payOne(
   if (source !== 'direct') run.nonce++
   if (source !== 'gas')
     run.returned.set(returnedKey, (run.returned.get(returnedKey) ?? 0n) + amount)
-  let receipt
+  let receipt: Awaited<ReturnType<typeof sendAndWait>>
   try {
     receipt = await sendAndWait(chain, raw, o.receiptTimeoutMs, `refund ${r.id}'s payment`)
   } catch (e) {

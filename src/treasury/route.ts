@@ -12,7 +12,7 @@
  * is used only when both agree it is there: the service refuses to record a type the chain lacks,
  * and a route that works everywhere costs only some gas more.
  */
-import { type Address, type Hex, type LocalAccount } from 'viem'
+import type { Address, Hex, LocalAccount } from 'viem'
 import { probeEip7702 } from '../chain/eip7702-probe.ts'
 import { CREATE2_DEPLOYER, DEPOSIT_ACCOUNT, topUpData } from '../chain/deposit-account.ts'
 import {

@@ -285,7 +285,10 @@ export function createDeliveryRunner(deps: RunnerDeps) {
       const seen = new Set<string>()
       const batch: typeof pending = []
       const later: typeof pending = []
-      for (const p of pending) (seen.has(p.step.id) ? later : batch).push(p), seen.add(p.step.id)
+      for (const p of pending) {
+        ;(seen.has(p.step.id) ? later : batch).push(p)
+        seen.add(p.step.id)
+      }
       pending = later
       try {
         const recorded = await deps.repo.commitSteps(

@@ -178,14 +178,15 @@ export function createWebhookDispatcher(deps: DispatcherDeps) {
      * or an instance without its lease, tells the others after the commit.
      */
     eventsWritten(): void {
-      if (!stopped && deps.lease.held()) return eventsAnnounced()
-      deps.database
-        .notify(CHANNELS.webhookWork, '')
-        .catch((e) =>
-          deps.logger.warn("webhook work not announced; the dispatchers' poll will find it", {
-            error: String(e),
-          }),
-        )
+      if (!stopped && deps.lease.held()) {
+        eventsAnnounced()
+        return
+      }
+      deps.database.notify(CHANNELS.webhookWork, '').catch((e) =>
+        deps.logger.warn("webhook work not announced; the dispatchers' poll will find it", {
+          error: String(e),
+        }),
+      )
     },
 
     /** Tests: one pass, then every attempt due now (on the scheduler's clock) made and committed. */

@@ -1,7 +1,7 @@
 import { Type, type TObject, type TSchema } from '@sinclair/typebox'
 import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../db/schema.ts'
 import { StringEnum } from '../lib/string-enum.ts'
-import { STATUSES, TransactionStatus } from '../modules/transactions/model.ts'
+import { type STATUSES, TransactionStatus } from '../modules/transactions/model.ts'
 
 /**
  * The webhook bodies the service sends, as schemas: the OpenAPI document's `webhooks` are built

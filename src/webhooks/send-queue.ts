@@ -70,7 +70,7 @@ export function createSendQueue(opts: SendQueueOptions = DEFAULT_SEND_LIMITS) {
     if (activeHealthy + activeFailing === 0 && ready.length === 0) {
       const waiters = idleWaiters
       idleWaiters = []
-      waiters.forEach((w) => w())
+      for (const w of waiters) w()
     }
   }
 

@@ -93,15 +93,13 @@ export async function startRpcProxy(target: string): Promise<RpcProxy> {
     if (state.rateLimitNext > 0) {
       state.rateLimitNext--
       state.rateLimited++
-      res
-        .writeHead(429, { 'content-type': 'application/json', 'retry-after': '1' })
-        .end(
-          JSON.stringify({
-            jsonrpc: '2.0',
-            id: null,
-            error: { code: -32005, message: 'Too Many Requests' },
-          }),
-        )
+      res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '1' }).end(
+        JSON.stringify({
+          jsonrpc: '2.0',
+          id: null,
+          error: { code: -32005, message: 'Too Many Requests' },
+        }),
+      )
       return
     }
     let body = Buffer.concat(chunks).toString()

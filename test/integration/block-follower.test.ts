@@ -4,7 +4,6 @@
  * to count calls, fail the node, hang it, or change the chain between two calls of a scan.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
-import { join } from 'node:path'
 import { createWalletClient, encodeFunctionData, http, type Address, type Hex } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
 import { startAnvil } from '../../src/chain/anvil.ts'

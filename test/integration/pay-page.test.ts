@@ -19,7 +19,7 @@ import { api, startTestServer, type TestServer } from '../helpers/server.ts'
 const DESCRIPTION_ATTACK = '<script>alert(1)</script><img src=x onerror=alert(2)>'
 
 /** The text of an attribute value as the browser reads it. */
-const unescape = (s: string) =>
+const unescapeHtml = (s: string) =>
   s
     .replace(/&quot;/g, '"')
     .replace(/&#39;/g, "'")
@@ -37,7 +37,7 @@ function openTag(html: string, id: string): string {
 /** An attribute of a tag, unescaped; null when absent. */
 function attr(tag: string, name: string): string | null {
   const m = new RegExp(`\\s${name}="([^"]*)"`).exec(tag)
-  return m ? unescape(m[1]!) : null
+  return m ? unescapeHtml(m[1]!) : null
 }
 
 const isHidden = (tag: string) => /\shidden[\s>]/.test(tag)
@@ -46,7 +46,7 @@ const isHidden = (tag: string) => /\shidden[\s>]/.test(tag)
 function textOf(html: string, id: string): string {
   const tag = openTag(html, id)
   const start = html.indexOf(tag) + tag.length
-  return unescape(html.slice(start, html.indexOf('<', start)))
+  return unescapeHtml(html.slice(start, html.indexOf('<', start)))
 }
 
 /** The state the server embedded for the browser script. */
@@ -58,7 +58,7 @@ function embeddedState(html: string): any {
 
 /** Every URL the page makes the browser load: scripts, linked files and the wallet script. */
 function loadedUrls(html: string): string[] {
-  const all = (re: RegExp) => [...html.matchAll(re)].map((m) => unescape(m[1]!))
+  const all = (re: RegExp) => [...html.matchAll(re)].map((m) => unescapeHtml(m[1]!))
   return [
     ...all(/<script\b[^>]*\ssrc="([^"]*)"/g),
     ...all(/<link\b[^>]*\shref="([^"]*)"/g),

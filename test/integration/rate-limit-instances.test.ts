@@ -131,7 +131,7 @@ if (!process.env.DATABASE_URL) {
       expect(first).toBe(59)
       expect(await anonymous(servers[1])).toBe(58)
       expect(
-        await anonymous(servers[0], { authorization: 'Bearer sk_test_' + 'x'.repeat(40) }),
+        await anonymous(servers[0], { authorization: `Bearer sk_test_${'x'.repeat(40)}` }),
       ).toBe(57)
     })
   })

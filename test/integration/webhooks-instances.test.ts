@@ -21,7 +21,7 @@ if (!process.env.DATABASE_URL) {
 } else {
   describe('webhook deliveries with two instances on one PostgreSQL', () => {
     let sink: WebhookSink
-    let servers: ServerProcess[] = []
+    const servers: ServerProcess[] = []
     let cli: Cli
     const cleanups: (() => Promise<void> | void)[] = []
     beforeAll(async () => {

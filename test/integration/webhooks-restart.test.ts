@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
 import { backends, freshDataDir, freshPostgres } from '../helpers/databases.ts'
-import { killAllProcesses, spawnServer, type ServerProcess } from '../helpers/processes.ts'
+import { killAllProcesses, spawnServer } from '../helpers/processes.ts'
 import {
   cliProject,
   cliWith,

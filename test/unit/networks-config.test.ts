@@ -294,12 +294,12 @@ describe('validateNetworksConfig() refuses', () => {
     expect(problemAt(withToken(erc20({ address: USDC.slice(0, 40) })), path)).toContain(
       '20-byte address',
     )
-    expect(problemAt(withToken(erc20({ address: 'x' + USDC.slice(1) })), path)).toContain(
+    expect(problemAt(withToken(erc20({ address: `x${USDC.slice(1)}` })), path)).toContain(
       '20-byte address',
     )
     const badChecksum = USDC.replace('D4B', 'd4B')
     expect(problemAt(withToken(erc20({ address: badChecksum })), path)).toContain('checksum')
-    expect(problemAt(withToken(erc20({ address: '0x' + '0'.repeat(40) })), path)).toContain(
+    expect(problemAt(withToken(erc20({ address: `0x${'0'.repeat(40)}` })), path)).toContain(
       'zero address',
     )
   })

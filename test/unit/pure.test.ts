@@ -35,9 +35,9 @@ describe('api keys', () => {
     for (const bad of [
       '',
       'sk_test_',
-      'sk_prod_' + 'a'.repeat(40),
-      'sk_test_' + 'a'.repeat(31),
-      'sk_test_' + 'a'.repeat(40) + '!',
+      `sk_prod_${'a'.repeat(40)}`,
+      `sk_test_${'a'.repeat(31)}`,
+      `sk_test_${'a'.repeat(40)}!`,
     ])
       expect(looksLikeApiKey(bad)).toBe(false)
   })

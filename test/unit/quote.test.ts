@@ -48,7 +48,7 @@ describe('quoteTokenUnits()', () => {
     const cents = 1_000_000_000_000n
     const units = quoteTokenUnits(cents, 18, { answer: 1n, decimals: 8 })
     expect(units).toBe(10n ** 36n)
-    expect(units.toString()).toBe('1' + '0'.repeat(36))
+    expect(units.toString()).toBe(`1${'0'.repeat(36)}`)
     // beyond 2^53 at every step, with and without a remainder (expected values computed in Python)
     expect(quoteTokenUnits(123_456_789_012_345_678n, 18, ETH_3000)).toBe(
       411_522_630_041_152_260_000_000_000_000n,

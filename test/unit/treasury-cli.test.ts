@@ -114,7 +114,7 @@ describe("the treasury tool's command line", () => {
     expect(
       loadDepositKeys({ mnemonicFile: file('m3.txt', mnemonic), path: "m/44'/60'/x" }),
     ).toEqual({ ok: false, message: expect.stringContaining('--path must be a BIP-32 path') })
-    const gas = loadGasAccount(file('g.txt', '0x' + 'ab'.repeat(31)))
+    const gas = loadGasAccount(file('g.txt', `0x${'ab'.repeat(31)}`))
     expect(gas).toEqual({
       ok: false,
       message: 'the gas key file must hold one private key: 64 hex digits (0x optional)',

@@ -481,7 +481,7 @@ export function dashboardController(deps: DashboardDeps) {
           })
           return r.ok
             ? redirect(
-                withNotice(base(v.frame, `/transactions/${p.id}`), 'refund-created') + '#refunds',
+                `${withNotice(base(v.frame, `/transactions/${p.id}`), 'refund-created')}#refunds`,
               )
             : transactionWithError(v, p.id, r, form)
         }),
@@ -493,10 +493,10 @@ export function dashboardController(deps: DashboardDeps) {
           const r = await deps.refunds.cancel(v.viewer, p.id)
           if (!r.ok) return denied(v.frame, 'funds', r)
           return redirect(
-            withNotice(
+            `${withNotice(
               base(v.frame, `/transactions/${r.value.transaction_id}`),
               'refund-cancelled',
-            ) + '#refunds',
+            )}#refunds`,
           )
         }),
         form,
@@ -513,10 +513,10 @@ export function dashboardController(deps: DashboardDeps) {
               : denied(v.frame, 'funds', r)
           }
           return redirect(
-            withNotice(
+            `${withNotice(
               base(v.frame, `/transactions/${r.value.transaction_id}`),
               'refund-abandoned',
-            ) + '#refunds',
+            )}#refunds`,
           )
         }),
         form,

@@ -156,9 +156,7 @@ export function createDashboardService(deps: {
 
     delivery: (v: Viewer, id: string) => deps.webhooks.getDelivery(id, v),
 
-    async settings(
-      v: Viewer,
-    ): Promise<
+    async settings(v: Viewer): Promise<
       Outcome<{
         project: NonNullable<Awaited<ReturnType<ProjectService['get']>>>
         xpubs: Awaited<ReturnType<DepositService['xpubs']>>

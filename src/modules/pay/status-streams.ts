@@ -88,7 +88,10 @@ export function createStatusStreams(deps: StatusStreamDeps) {
     } catch {
       // A database hiccup: read again shortly (the page also polls /state as a fallback).
       if (watches.get(id) === w && w.retry === null) {
-        w.retry = setTimeout(() => ((w.retry = null), void refresh(id)), RETRY_MS)
+        w.retry = setTimeout(() => {
+          w.retry = null
+          void refresh(id)
+        }, RETRY_MS)
       }
     } finally {
       w.busy = false
@@ -171,7 +174,10 @@ export function createStatusStreams(deps: StatusStreamDeps) {
         },
       })
       add(id, stream)
-      const first = await deps.state(id).catch((e) => (stream.close(), Promise.reject(e)))
+      const first = await deps.state(id).catch((e) => {
+        stream.close()
+        throw e
+      })
       if (!first.ok) {
         stream.close()
         return first

@@ -59,7 +59,7 @@ const errors = (...codes: number[]) =>
   Object.fromEntries(codes.map((c) => [c, 'ErrorResponse'])) as Record<number, 'ErrorResponse'>
 const refunded = (
   set: Gathered,
-  r: { ok: true; value: unknown } | { ok: false; code: any; message: string; details?: any },
+  r: { ok: true; value: unknown } | Parameters<typeof ApiError.from>[0],
 ) => {
   if (!r.ok) throw ApiError.from(r)
   return json(set, { success: true, refund: r.value })

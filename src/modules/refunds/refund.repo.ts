@@ -142,9 +142,7 @@ export function createRefundRepo(database: Database) {
      */
     async create(
       transactionId: string,
-      decide: (
-        facts: RefundFacts,
-      ) => Outcome<{
+      decide: (facts: RefundFacts) => Outcome<{
         row: NewRefundRow
         note: RefundNote
         idempotency?: typeof idempotencyKeys.$inferInsert

@@ -13,7 +13,6 @@ import {
 import { restoreActor } from '../../actors/restore-actor.ts'
 import { isUniqueViolation } from '../../db/errors.ts'
 import {
-  DEPOSIT_ACCOUNT,
   depositAccountEvents,
   PAID_TOPIC,
   paidAnswer,

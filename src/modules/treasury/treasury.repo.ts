@@ -215,9 +215,7 @@ export function createTreasuryRepo(database: Database) {
      * seen: arrivals (payments, late payments, other assets; not taken back by a reorg), less what
      * confirmed sweeps took and completed refunds paid from the deposit addresses.
      */
-    async waiting(
-      scope: ProjectMode,
-    ): Promise<
+    async waiting(scope: ProjectMode): Promise<
       {
         network: string
         tokenSymbol: string

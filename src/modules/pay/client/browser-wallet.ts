@@ -11,7 +11,8 @@ export type WalletResult =
 
 /** EIP-1193 4001: the user rejected the request. EIP-3085/3326 4902: unknown chain. */
 const codeOf = (e: unknown): number | undefined => {
-  for (let c: any = e; c; c = c.cause) if (typeof c.code === 'number') return c.code
+  for (let c = e as { code?: unknown; cause?: unknown } | undefined; c; c = c.cause as typeof c)
+    if (typeof c.code === 'number') return c.code
   return undefined
 }
 

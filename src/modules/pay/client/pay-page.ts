@@ -192,7 +192,10 @@ function stopPolling(): void {
 
 function connect(): void {
   if (FINAL.includes(state.status)) return
-  if (typeof EventSource === 'undefined') return startPolling()
+  if (typeof EventSource === 'undefined') {
+    startPolling()
+    return
+  }
   events = new EventSource(`${base}/events`)
   events.addEventListener('state', (e) => setState(JSON.parse((e as MessageEvent).data)))
   events.onopen = () => {
