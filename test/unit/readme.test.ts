@@ -151,7 +151,9 @@ describe('references in the code', () => {
     const found: string[] = []
     for (const f of CODE.filter((f) => f !== 'test/unit/readme.test.ts')) {
       const t = readFileSync(join(ROOT, f), 'utf8')
-      for (const m of t.matchAll(/\bR\d{1,2}\b|\b[Ii]ssues? \d+|\b(TOOLING|STYLE|DEVELOPERS)\.md\b/g))
+      for (const m of t.matchAll(
+        /\bR\d{1,2}\b|\b[Ii]ssues? \d+|\b(TOOLING|STYLE|DEVELOPERS)\.md\b/g,
+      ))
         found.push(`${f}: ${m[0]}`)
     }
     expect(found).toEqual([])
