@@ -756,7 +756,7 @@ async function bench() {
 
   // In-process, nothing else running: one sign-in's hash, and the overview rendered alone.
   const { hashPassword, verifyPassword } = await import('../src/users/user.service.ts')
-  const { overviewPage } = await import('../src/modules/dashboard/pages/overview.ts')
+  const { overviewPage } = await import('../src/modules/dashboard/overview/page.ts')
   const { PAY_ASSETS_DIR } = await import('../src/modules/pay/index.ts')
   const { DASHBOARD_ASSETS_DIR } = await import('../src/modules/dashboard/index.ts')
   const { loadStaticAssets } = await import('../src/http/static-assets.ts')

@@ -2,7 +2,7 @@ import { html } from '../../../lib/html.ts'
 import { DEFAULT_SCOPES, SCOPES } from '../../../keys/api-key.ts'
 import type { ApiKeyRecord } from '../../../keys/key.service.ts'
 import { badge, base, csrfField, layout, postButton, table, when, type Frame } from '../layout.ts'
-import { revealed } from './endpoints.ts'
+import { revealed } from '../webhooks/endpoints-page.ts'
 
 /**
  * API keys of the viewed mode. A new key is shown once, in the response to the form that made
