@@ -90,6 +90,7 @@ export function head(title: string, asset: AssetUrl, extra: Html | string = ''):
 ${PAGE_META}
 <title>${title} · Crypto Pay dashboard</title>
 <link rel="icon" href="${asset('favicon.svg')}" type="image/svg+xml">
+<link rel="stylesheet" href="${asset('base.css')}">
 <link rel="stylesheet" href="${asset('dashboard.css')}">
 <script type="module" src="${asset('dashboard.js')}"></script>
 ${extra}
