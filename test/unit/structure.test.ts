@@ -92,13 +92,13 @@ describe('structure', () => {
     }
   })
 
-  test('only the HTTP assembly and the controllers (modules/*/index.ts) import Elysia', () => {
+  test('only the HTTP assembly and the controllers (modules/*/index.ts, and modules/*/*/index.ts for the sections of a module) import Elysia', () => {
     const users = FILES.filter((f) =>
       specifiers(f).some((s) => s === 'elysia' || s.startsWith('@elysiajs/')),
     )
     expect(
       users.filter(
-        (f) => !f.startsWith('src/http/') && !/^src\/modules\/[^/]+\/index\.ts$/.test(f),
+        (f) => !f.startsWith('src/http/') && !/^src\/modules\/[^/]+\/([^/]+\/)?index\.ts$/.test(f),
       ),
     ).toEqual([])
   })

@@ -2,7 +2,7 @@ import { html } from '../../../lib/html.ts'
 import { displayUnits } from '../../pay/view.ts'
 import type { RefundView } from '../../refunds/model.ts'
 import { badge, base, layout, query, table, when, type Frame } from '../layout.ts'
-import { amountOf, shortHash, type TokenDecimals } from './amounts.ts'
+import { amountOf, shortHash, type TokenDecimals } from '../amounts.ts'
 
 /** A sweep as the Funds page lists it (the API's sweep object). */
 export interface SweepRowView {

@@ -1,5 +1,5 @@
-import { html, type Html } from '../../../lib/html.ts'
-import { displayUnits } from '../../pay/view.ts'
+import { html, type Html } from '../../lib/html.ts'
+import { displayUnits } from '../pay/view.ts'
 
 /** Decimals of a token on a network, for showing smallest units as amounts; null when unknown. */
 export type TokenDecimals = (network: string, symbol: string) => number | null

@@ -13,7 +13,7 @@ import {
   when,
   type Frame,
 } from '../layout.ts'
-import { deliveryHeaders, deliveryRows, olderLink, statusFilter } from './deliveries.ts'
+import { deliveryHeaders, deliveryRows, olderLink, statusFilter } from './deliveries-page.ts'
 
 /** A secret or key shown in full, with a copy button (the browser script wires it). */
 export function revealed(label: string, value: string, note: string): Html {

@@ -16,11 +16,11 @@ import {
   type Frame,
 } from '../layout.ts'
 import type { RefundView } from '../../refunds/model.ts'
-import { amountOf, shortHash, type TokenDecimals } from './amounts.ts'
-import { deliveryHeaders, deliveryRows } from './deliveries.ts'
+import { amountOf, shortHash, type TokenDecimals } from '../amounts.ts'
+import { deliveryHeaders, deliveryRows } from '../webhooks/deliveries-page.ts'
 import { modeOf } from '../../../projects/mode.ts'
 
-export type { TokenDecimals } from './amounts.ts'
+export type { TokenDecimals } from '../amounts.ts'
 
 const CANCELLABLE = ['created', 'prepared', 'pending']
 

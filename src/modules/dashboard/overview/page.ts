@@ -5,7 +5,10 @@ import { formatUsd } from '../../pay/view.ts'
 import { base, layout, table, type Frame } from '../layout.ts'
 import type { OverviewStats } from '../service.ts'
 
-/** Every day from `start` to `end` (YYYY-MM-DD, both included), with zeros where nothing happened. */
+/**
+ * Every day from `start` to `end` (YYYY-MM-DD, both included), with zeros where nothing
+ * happened.
+ */
 export function fillDays(start: string, end: string, daily: DailyStats[]): DailyStats[] {
   const byDate = new Map(daily.map((d) => [d.date, d]))
   const out: DailyStats[] = []
@@ -30,7 +33,10 @@ export function fillDays(start: string, end: string, daily: DailyStats[]): Daily
 
 const percent = (n: number) => `${n.toLocaleString('en-US', { maximumFractionDigits: 2 })}%`
 
-/** The spec's statistics for a date range, a chart of daily volume and conversion, and the numbers behind it. */
+/**
+ * The spec's statistics for a date range, a chart of daily volume and conversion, and the
+ * numbers behind it.
+ */
 export function overviewPage(
   f: Frame,
   range: { start: string; end: string },
@@ -45,13 +51,35 @@ export function overviewPage(
   if (!data) return layout(f, 'overview', 'Overview', form, { error })
   const s = data.stats
   const days = fillDays(range.start, range.end, data.daily)
+  const count = (n: number) => n.toLocaleString('en-US')
+  const dayRows = days
+    .filter((d) => d.total_transactions > 0)
+    .map(
+      (d) =>
+        html`<tr><td>${d.date}</td><td>${d.total_transactions}</td><td>${[
+          html`${d.completed_transactions}</td><td>${formatUsd(d.total_volume_usd, 'USD')}</td>`,
+          html`<td>${percent(d.conversion_rate)}</td></tr>`,
+        ]}`,
+    )
+  const byStatus = STATUSES.map(
+    (st) =>
+      html`<li><a href="${base(f, `/transactions?status=${st}`)}"><span>${st}</span> ${[
+        html`<strong data-status-count="${st}">${s.by_status[st]}</strong></a></li>`,
+      ]}`,
+  )
   const body = html`${form}
 <p class="muted">Transactions created from ${range.start} to ${range.end} (UTC), ${f.mode} mode.</p>
 <dl class="stats">
-  <div><dt>Transactions</dt><dd data-stat="total_transactions">${s.total_transactions.toLocaleString('en-US')}</dd></div>
-  <div><dt>Completed</dt><dd data-stat="completed_transactions">${s.completed_transactions.toLocaleString('en-US')}</dd></div>
-  <div><dt>Volume (completed)</dt><dd data-stat="total_volume_usd" data-value="${s.total_volume_usd}">${formatUsd(s.total_volume_usd, 'USD')}</dd></div>
-  <div><dt>Conversion</dt><dd data-stat="conversion_rate" data-value="${s.conversion_rate}">${percent(s.conversion_rate)}</dd></div>
+  <div><dt>Transactions</dt><dd data-stat="total_transactions">${[
+    count(s.total_transactions),
+  ]}</dd></div>
+  <div><dt>Completed</dt><dd data-stat="completed_transactions">${[
+    count(s.completed_transactions),
+  ]}</dd></div>
+  <div><dt>Volume (completed)</dt><dd data-stat="total_volume_usd"
+    data-value="${s.total_volume_usd}">${formatUsd(s.total_volume_usd, 'USD')}</dd></div>
+  <div><dt>Conversion</dt><dd data-stat="conversion_rate"
+    data-value="${s.conversion_rate}">${percent(s.conversion_rate)}</dd></div>
 </dl>
 <section aria-labelledby="chart-title">
   <h2 id="chart-title">Daily volume and conversion</h2>
@@ -61,22 +89,18 @@ export function overviewPage(
   ${table(
     'Daily volume and conversion',
     ['Day', 'Transactions', 'Completed', 'Volume', 'Conversion'],
-    days
-      .filter((d) => d.total_transactions > 0)
-      .map(
-        (d) =>
-          html`<tr><td>${d.date}</td><td>${d.total_transactions}</td><td>${d.completed_transactions}</td><td>${formatUsd(d.total_volume_usd, 'USD')}</td><td>${percent(d.conversion_rate)}</td></tr>`,
-      ),
+    dayRows,
     'No transactions in this range.',
   )}
   </details>
 </section>
 <section aria-labelledby="by-status">
   <h2 id="by-status">By status</h2>
-  <ul class="by-status">${STATUSES.map((st) => html`<li><a href="${base(f, `/transactions?status=${st}`)}"><span>${st}</span> <strong data-status-count="${st}">${s.by_status[st]}</strong></a></li>`)}</ul>
+  <ul class="by-status">${byStatus}</ul>
 </section>`
   return layout(f, 'overview', 'Overview', body, {
     error,
-    head: html`<link rel="stylesheet" href="${f.asset('overview-chart.css')}"><script type="module" src="${f.asset('overview-chart.js')}"></script>`,
+    head: html`<link rel="stylesheet" href="${f.asset('overview-chart.css')}"><script type="module"
+      src="${f.asset('overview-chart.js')}"></script>`,
   })
 }

@@ -1,6 +1,8 @@
 import { html } from '../../../lib/html.ts'
 import { alert, plainPage, type AssetUrl } from '../layout.ts'
 
+const CREATE_USER = 'npm run cli -- user create --email … --password … --project …'
+
 export function signInPage(
   asset: AssetUrl,
   form: { email: string; next: string; csrf: string },
@@ -13,10 +15,12 @@ export function signInPage(
 <form method="post" action="/dashboard/sign-in" class="stack">
   <input type="hidden" name="csrf" value="${form.csrf}">
   <input type="hidden" name="next" value="${form.next}">
-  <label>E-mail <input type="email" name="email" value="${form.email}" required autocomplete="username" autofocus></label>
-  <label>Password <input type="password" name="password" required autocomplete="current-password"></label>
+  <label>E-mail <input type="email" name="email" value="${form.email}" required
+    autocomplete="username" autofocus></label>
+  <label>Password <input type="password" name="password" required
+    autocomplete="current-password"></label>
   <button type="submit" class="button">Sign in</button>
 </form>
-<p class="muted">Accounts are created by the operator: <code>npm run cli -- user create --email … --password … --project …</code></p>`,
+<p class="muted">Accounts are created by the operator: <code>${CREATE_USER}</code></p>`,
   )
 }
