@@ -18,7 +18,7 @@
  * An address must be in the watch set before anyone can pay to it: a block already passed is
  * not scanned again for an address added later.
  *
- * The window holds at least `confirmations` + 64 hashes (follower-cursor.ts), so every block
+ * The window holds at least `confirmations` + 64 hashes (cursor.ts), so every block
  * that may hold a payment not completed yet is remembered. A reorg deeper than the window halts
  * the network: no event is emitted for it any more (so nothing on it completes, is taken back
  * or settles), the halt is saved in the cursor (a restart, or another instance taking the
@@ -32,11 +32,11 @@
  * the scan and the tick starts over.
  */
 import type { Address, Hex } from 'viem'
-import { systemClock, type Clock } from '../lib/clock.ts'
-import { errorSummary, type Logger } from '../lib/logger.ts'
-import { errorChain, isRateLimit, retryAfterMs } from '../metrics/metrics.ts'
+import { systemClock, type Clock } from '../../lib/clock.ts'
+import { errorSummary, type Logger } from '../../lib/logger.ts'
+import { errorChain, isRateLimit, retryAfterMs } from '../../metrics/metrics.ts'
 import { createTraceReader, type InternalTransfer } from './internal-traces.ts'
-import type { RpcClient } from './rpc.ts'
+import type { RpcClient } from '../rpc.ts'
 import {
   MAX_WINDOW,
   resumeCommand,
@@ -45,7 +45,7 @@ import {
   type Cursor,
   type CursorStore,
   type Halt,
-} from './follower-cursor.ts'
+} from './cursor.ts'
 import {
   TRANSFER_TOPIC,
   scanNativeTransactions,
@@ -55,7 +55,7 @@ import {
   type RpcLogLike,
   type RpcTransactionLike,
   type WatchSet,
-} from './transfer-scan.ts'
+} from '../transfer-scan.ts'
 
 export interface BlockHeader extends BlockRef {
   parentHash: Hex

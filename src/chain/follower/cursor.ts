@@ -10,7 +10,7 @@
  * network (see block-follower.ts) rather than assume the blocks below it are canonical.
  */
 import type { Hex } from 'viem'
-import { deny, ok, type Outcome } from '../lib/outcome.ts'
+import { deny, ok, type Outcome } from '../../lib/outcome.ts'
 
 export interface BlockRef {
   number: bigint
