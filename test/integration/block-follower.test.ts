@@ -11,8 +11,8 @@ import { TestStablecoin } from '../../src/chain/artifacts/index.ts'
 import {
   createBlockFollower,
   type BlockFollowerDeps,
-  type FollowerEvent,
 } from '../../src/chain/follower/block-follower.ts'
+import type { FollowerEvent } from '../../src/chain/follower/events.ts'
 import {
   memoryCursorStore,
   resumeCursor,
