@@ -1,16 +1,14 @@
 import { createHash } from 'node:crypto'
-import { encodeFunctionData, erc20Abi, getAddress, isAddress, type Address, type Hex } from 'viem'
+import { getAddress, isAddress, type Address, type Hex } from 'viem'
 import { getInitialSnapshot } from 'xstate'
 import { FINAL_STATUSES, type TxStatus } from '../../../machines/transaction.machine.ts'
 import {
   REFUND_MACHINE_VERSION,
   refundMachine,
-  type PaymentRoute,
   type RefundStatus,
   type Submission,
 } from '../../../machines/refund.machine.ts'
 import { isUniqueViolation } from '../../db/errors.ts'
-import { paymentId } from '../../chain/deposit-account.ts'
 import type { NetworkConfig, TokenConfig } from '../../chain/networks-config.ts'
 import {
   checkAuthorizations,
@@ -32,6 +30,7 @@ import { submissionOf, type RefundChanges } from './changes.ts'
 import type { CreateRefundInput, RefundView } from './model.ts'
 import { refundableLines } from './refundable.ts'
 import type { RefundRepo, RefundRow } from './refund.repo.ts'
+import { heldBy, paymentRoute } from './payment-checks.ts'
 import { lineView, view, views } from './views.ts'
 
 const IDEMPOTENCY_WINDOW_MS = 24 * 3_600_000
@@ -71,32 +70,6 @@ export function createRefundService(deps: {
     const row = /^rf_[A-Za-z0-9]{20}$/.test(id) ? await deps.repo.find(id) : null
     // Another project's or mode's refund is indistinguishable from none.
     return row && row.projectId === caller.projectId && row.mode === caller.mode ? row : null
-  }
-
-  /** Null when `holder` holds `amount` of `token` now, else what is wrong. */
-  async function heldBy(
-    reader: ChainReader,
-    token: string,
-    holder: string,
-    amount: bigint,
-    symbol: string,
-  ): Promise<string | null> {
-    const held = BigInt(
-      (await reader.request('eth_call', [
-        {
-          to: token,
-          data: encodeFunctionData({
-            abi: erc20Abi,
-            functionName: 'balanceOf',
-            args: [holder as Address],
-          }),
-        },
-        'latest',
-      ])) as string,
-    )
-    return held >= amount
-      ? null
-      : `transfers ${amount} ${symbol} from ${holder}, which holds ${held}`
   }
 
   /** Views of refunds, each with its arrivals (read in one query). */
@@ -429,38 +402,10 @@ export function createRefundService(deps: {
       const token = tokenOf(row.network, row.tokenSymbol)
       const tokenAddress = token?.kind === 'erc20' ? token.address.toLowerCase() : null
       const payout = payoutOf(tx)
-      const to = row.address.toLowerCase()
       const amount = BigInt(row.amount)
-      let route: PaymentRoute
-      if (payout?.kind === 'deposit-account') {
-        if (
-          payout.account !== row.depositAddress ||
-          payout.id !== paymentId(row.id) ||
-          payout.token !== tokenAddress ||
-          payout.to !== to ||
-          payout.amount !== amount
-        ) {
-          return bad(
-            `calls pay() for another payment than this refund (${amount} ${row.tokenSymbol} to ${row.address} from ${getAddress(row.depositAddress)})`,
-          )
-        }
-        route = 'deposit'
-      } else if (
-        (payout?.kind === 'erc20' && payout.token === tokenAddress) ||
-        (payout?.kind === 'native' && tokenAddress === null)
-      ) {
-        if (payout.to !== to || payout.amount !== amount)
-          return bad(`pays ${payout.amount} to ${payout.to}; the refund is ${amount} to ${to}`)
-        if (tx.authorizations.length)
-          return bad(
-            "is a plain transfer carrying EIP-7702 authorizations; a refund's plain transfer carries none",
-          )
-        route = tx.from === row.depositAddress ? 'direct' : 'gas'
-      } else {
-        return bad(
-          `does not pay this refund: it must call pay() on the deposit address ${getAddress(row.depositAddress)} for this refund, or transfer ${amount} ${row.tokenSymbol} to ${row.address}`,
-        )
-      }
+      const routed = paymentRoute(row, tx, payout, tokenAddress)
+      if (!routed.ok) return bad(routed.problem)
+      const route = routed.route
       const reader = deps.chain.reader(row.network)
       if (!reader) return deny('conflict', `Network ${row.network} is not followed here`)
       let problem: string | null
