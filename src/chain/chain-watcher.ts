@@ -3,7 +3,11 @@ import type { InstanceLease } from '../actors/instance-lease.ts'
 import type { Database } from '../db/client.ts'
 import type { Clock } from '../lib/clock.ts'
 import { errorSummary, type Logger } from '../lib/logger.ts'
-import { createBlockFollower, type BlockFollower, type FollowerStatus } from './block-follower.ts'
+import {
+  createBlockFollower,
+  type BlockFollower,
+  type FollowerStatus,
+} from './follower/block-follower.ts'
 import {
   decodeCursor,
   decodeHalt,
@@ -11,7 +15,7 @@ import {
   resumeCursor,
   type CursorStore,
   type Halt,
-} from './follower-cursor.ts'
+} from './follower/cursor.ts'
 import { deny, ok, type Outcome } from '../lib/outcome.ts'
 import { isRateLimit, rpcErrorKind, type Metrics } from '../metrics/metrics.ts'
 import { createChainRepo, type ChainRepo } from './chain.repo.ts'
@@ -20,7 +24,7 @@ import { createPaymentTracker, type Lifecycle } from './payment-tracker.ts'
 import { createOutgoingTracker, type OutgoingLedger } from './outgoing-tracker.ts'
 import { createPriceReader, type PriceReader } from './prices.ts'
 import { createChainClient } from './rpc.ts'
-import { subscribeHeads, type HeadSubscription } from './head-subscription.ts'
+import { subscribeHeads, type HeadSubscription } from './follower/head-subscription.ts'
 import { NetworkMismatchError, verifyNetwork, type Verdict } from './network-verification.ts'
 import type { ChainReader } from './record-checks.ts'
 import { createL1FeeReader } from './l1-fee.ts'

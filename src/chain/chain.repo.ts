@@ -375,7 +375,7 @@ export function createChainRepo(database: Database) {
       }))
     },
 
-    /** The follower cursor of a network, as stored (src/chain/block-follower.ts encodes it). */
+    /** The follower cursor of a network, as stored (src/chain/follower/cursor.ts encodes it). */
     async loadCursor(network: string): Promise<string | null> {
       const [r] = await cursorOf.execute({ network })
       return r?.cursor ?? null

@@ -11,7 +11,7 @@
  * 30 s, for as long as the network is followed. Each drop is logged once with the network.
  */
 import { webSocket } from 'viem'
-import { errorSummary, type Logger } from '../lib/logger.ts'
+import { errorSummary, type Logger } from '../../lib/logger.ts'
 
 const SUBSCRIBE_TIMEOUT_MS = 10_000
 

@@ -11,7 +11,7 @@
  * such a node is not asked again for an hour.
  */
 import type { Hex } from 'viem'
-import { answeredWithError } from './read-again.ts'
+import { answeredWithError } from '../read-again.ts'
 
 export interface InternalTransfer {
   /** Lowercase. */

@@ -7,10 +7,10 @@
  * The window is what finality rests on: a payment completes after `confirmations` blocks, so
  * every block that can still hold an uncompleted payment must be remembered, or a reorg that
  * takes it away cannot be told from one that does not. A reorg deeper than the window stops the
- * network (see block-follower.ts) rather than assume the blocks below it are canonical.
+ * network (see reorgs.ts) rather than assume the blocks below it are canonical.
  */
 import type { Hex } from 'viem'
-import { deny, ok, type Outcome } from '../lib/outcome.ts'
+import { deny, ok, type Outcome } from '../../lib/outcome.ts'
 
 export interface BlockRef {
   number: bigint
