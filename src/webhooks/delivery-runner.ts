@@ -19,6 +19,7 @@ import { deadlineTimer } from '../actors/deadline-timer.ts'
 import { restoreActor } from '../actors/restore-actor.ts'
 import type { Scheduler } from '../actors/scheduler.ts'
 import type { ChangeFeed } from '../db/change-feed.ts'
+import { createWorkLoop } from '../instances/work-loop.ts'
 import type { Clock } from '../lib/clock.ts'
 import type { Logger } from '../lib/logger.ts'
 import type { Metrics } from '../metrics/metrics.ts'
@@ -267,40 +268,40 @@ export function createDeliveryRunner(deps: RunnerDeps) {
     })
   }
 
-  // Group commit: steps arriving while a commit runs go together in the next one, one step per delivery per batch.
+  // Group commit on the shared work loop: steps arriving while a commit runs go together in the
+  // next one, one step per delivery per batch (a second step of one delivery waits for the next).
   let pending: {
     step: DeliveryStep
     done: (recorded: boolean) => void
     fail: (e: unknown) => void
   }[] = []
-  let committing: Promise<void> | null = null
+  const commits = createWorkLoop({ run: commitBatch })
   function persist(step: DeliveryStep): Promise<boolean> {
     return new Promise((done, fail) => {
       pending.push({ step, done, fail })
-      committing ??= flush()
+      void commits.request()
     })
   }
-  async function flush() {
-    while (pending.length > 0) {
-      const seen = new Set<string>()
-      const batch: typeof pending = []
-      const later: typeof pending = []
-      for (const p of pending) {
-        ;(seen.has(p.step.id) ? later : batch).push(p)
-        seen.add(p.step.id)
-      }
-      pending = later
-      try {
-        const recorded = await deps.repo.commitSteps(
-          deps.instanceId,
-          batch.map((b) => b.step),
-        )
-        for (const b of batch) b.done(recorded.has(b.step.id))
-      } catch (e) {
-        for (const b of batch) b.fail(e)
-      }
+  async function commitBatch() {
+    const seen = new Set<string>()
+    const batch: typeof pending = []
+    const later: typeof pending = []
+    for (const p of pending) {
+      ;(seen.has(p.step.id) ? later : batch).push(p)
+      seen.add(p.step.id)
     }
-    committing = null
+    pending = later
+    if (later.length > 0) void commits.request()
+    if (batch.length === 0) return
+    try {
+      const recorded = await deps.repo.commitSteps(
+        deps.instanceId,
+        batch.map((b) => b.step),
+      )
+      for (const b of batch) b.done(recorded.has(b.step.id))
+    } catch (e) {
+      for (const b of batch) b.fail(e)
+    }
   }
 
   /** Persists a step of a running actor; a finished delivery, or one whose claim was lost, stops. */
@@ -395,9 +396,9 @@ export function createDeliveryRunner(deps: RunnerDeps) {
     async settled() {
       for (;;) {
         await queue.idle()
-        await committing
+        await commits.idle()
         await Promise.all([...running.values()].map((r) => r.committed))
-        if (queue.queued === 0 && !committing && pending.length === 0) return
+        if (queue.queued === 0 && !commits.busy && pending.length === 0) return
       }
     },
 
@@ -411,7 +412,7 @@ export function createDeliveryRunner(deps: RunnerDeps) {
     async stop() {
       for (const id of queue.clear()) stop(id)
       await queue.idle()
-      await committing
+      await commits.idle()
       await Promise.all([...running.values()].map((r) => r.committed))
       for (const id of [...running.keys()]) stop(id)
       unsubscribe()
