@@ -1,5 +1,5 @@
-import { createInstanceLease } from './actors/instance-lease.ts'
-import { createInstanceRepo } from './actors/instance.repo.ts'
+import { createInstanceLease } from './instances/lease.ts'
+import { createInstanceRepo } from './instances/instance.repo.ts'
 import { createLifecycleRepo } from './actors/lifecycle.repo.ts'
 import { createScheduler } from './actors/scheduler.ts'
 import { createTransactionRegistry } from './actors/transaction-registry.ts'

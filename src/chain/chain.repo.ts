@@ -16,7 +16,7 @@ import type { PgColumn } from 'drizzle-orm/pg-core'
 import { FINAL_STATUSES, type TxStatus } from '../../machines/transaction.machine.ts'
 import type { Database } from '../db/client.ts'
 import { bare, param, prepare } from '../db/prepared.ts'
-import { liveInstances } from '../actors/instance.repo.ts'
+import { liveInstances } from '../instances/instance.repo.ts'
 import {
   chainCursors,
   chainFollowers,
