@@ -10,6 +10,7 @@ import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
 import postgres from 'postgres'
 import { withNamedStatements } from './pglite-statements.ts'
+import { assertPostgresQueueFixed } from './postgres-queue-check.ts'
 import * as schema from './schema.ts'
 
 export type Schema = typeof schema
@@ -62,6 +63,8 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
 }
 
 async function openPostgres(url: string, max: number): Promise<Database> {
+  // Refuse to run on a driver whose pool slows down under steady load (the fix is applied at install).
+  await assertPostgresQueueFixed()
   // Migrate on a dedicated connection holding an advisory lock, so instances starting together
   // take turns; drizzle's migrator takes no lock of its own (TOOLING.md).
   const lockConn = postgres(url, { max: 1, onnotice: () => {} })
@@ -72,7 +75,7 @@ async function openPostgres(url: string, max: number): Promise<Database> {
   } finally {
     await lockConn.end()
   }
-  // The pool's queue of connections is fixed at install (scripts/patch-postgres-queue.mjs): as
+  // The pool's queue of connections is fixed at install (patches/postgres+3.4.9.patch): as
   // shipped, postgres.js 3.4.9 slowed down the longer steady load lasted, every statement
   // scanning a list of holes that grew by one per statement (bench/db-pool.ts).
   const client = postgres(url, { max, onnotice: () => {} })
