@@ -94,7 +94,7 @@ function overviewStats(page: string) {
     return Number(m[1]!.replace(/,/g, ''))
   }
   const value = (name: string) => {
-    const m = new RegExp(`data-stat="${name}" data-value="([^"]*)"`).exec(page)
+    const m = new RegExp(`data-stat="${name}"\\s+data-value="([^"]*)"`).exec(page)
     if (!m) throw new Error(`no data-value for ${name} in the page`)
     return Number(m[1])
   }

@@ -165,18 +165,18 @@ for (const backend of backends()) {
         'confirmed_at',
       ])
       expect(by['transaction.completed'].token_amount).toBe('25000000')
-      // Each event has its own id; every delivery is logged as success.
+      // Each event has its own id; every delivery is logged as success (recorded once the
+      // receiver's answer is back, so a moment after the receiver saw the request).
       expect(new Set(got.map((r) => r.headers['x-service-event-id'])).size).toBe(4)
-      const log = await t.server.services.webhooks.listDeliveries(
-        { projectId: p.id },
-        { endpointId: ep.endpoint.id },
-      )
-      expect(log.ok && log.value.map((d) => d.status)).toEqual([
-        'success',
-        'success',
-        'success',
-        'success',
-      ])
+      const statuses = async () => {
+        const log = await t.server.services.webhooks.listDeliveries(
+          { projectId: p.id },
+          { endpointId: ep.endpoint.id },
+        )
+        return log.ok ? log.value.map((d) => d.status) : []
+      }
+      await waitUntil(async () => (await statuses()).every((s) => s === 'success'), 10_000)
+      expect(await statuses()).toEqual(['success', 'success', 'success', 'success'])
     })
 
     test('only selected event types are delivered, only to endpoints of the same mode', async () => {
