@@ -10,15 +10,18 @@ import { startManualChain, writeNetworksFile, type ManualChain } from './chain.t
 import type { Backend } from './databases.ts'
 import { startRpcProxy, type RpcProxy } from './rpc-proxy.ts'
 import { api, startTestServer, type TestServer } from './server.ts'
+import { startTreasuryChain, type TreasuryChain } from './treasury.ts'
 
 /**
- * What a test runs against, started in one call: a chain (mined by hand, or the devnet of
- * `npm start`), optionally an RPC proxy between it and the service, the networks file naming
- * them, a server on `backend` following it, and a project with a key.
+ * What a test runs against, started in one call: a chain (mined by hand, the treasury tests'
+ * or the devnet of `npm start`), optionally an RPC proxy between it and the service, the
+ * networks file naming them, a server on `backend` following it, and a project with a key.
  */
 export interface StackOptions {
   /** A chain mined by hand (startManualChain), with these options (true: the defaults). */
   chain?: true | Parameters<typeof startManualChain>[0]
+  /** The treasury tests' chain (a block per transaction, customer and gas wallets), with these options. */
+  treasury?: true | Parameters<typeof startTreasuryChain>[0]
   /** The devnet `npm start` runs (anvil mining on its own, TUSD and ETH priced), with these options. */
   devnet?: DevnetOptions
   /** An RPC proxy between the server and the chain, so a test can hold or break what it sees. */
@@ -31,6 +34,7 @@ export interface StackOptions {
    */
   networks?: (s: {
     chain?: ManualChain
+    treasury?: TreasuryChain
     devnet?: Devnet
     /** The chain's or devnet's RPC URL as the server is to use it (through the proxy if any). */
     rpcUrl?: string
@@ -58,6 +62,8 @@ export interface Stack {
   projectId: string
   /** The NETWORKS_CONFIG file the server was given (null: no networks). */
   networksFile: string | null
+  /** A temporary directory for the test's own files too; stop removes it. */
+  dir: string
   /** JSON helpers for API calls with the project's key. */
   api: ReturnType<typeof api>
   /** Stops everything it started, the server first, and removes its files. */
@@ -67,6 +73,7 @@ export interface Stack {
 /** The parts a stack has, given what it was asked for. */
 export type StackOf<O extends StackOptions> = Stack &
   (O extends { chain: true | object } ? { chain: ManualChain } : unknown) &
+  (O extends { treasury: true | object } ? { treasury: TreasuryChain } : unknown) &
   (O extends { devnet: object } ? { devnet: Devnet } : unknown) &
   (O extends { proxy: true } ? { proxy: RpcProxy } : unknown)
 
@@ -84,22 +91,25 @@ export async function startStack<O extends StackOptions>(
       ? await startManualChain(options.chain === true ? {} : options.chain)
       : undefined
     if (chain) stops.push(() => chain.stop())
+    const treasury = options.treasury
+      ? await startTreasuryChain(options.treasury === true ? {} : options.treasury)
+      : undefined
+    if (treasury) stops.push(() => treasury.stop())
     const devnet = options.devnet ? await startDevnet(options.devnet) : undefined
     if (devnet) stops.push(() => devnet.stop())
-    const upstream = chain?.rpcUrl ?? devnet?.rpcUrl
+    const upstream = (chain ?? treasury ?? devnet)?.rpcUrl
     const proxy = options.proxy && upstream ? await startRpcProxy(upstream) : undefined
     if (proxy) stops.push(() => proxy.close())
     const rpcUrl = proxy?.url ?? upstream
+    const dir = mkdtempSync(join(tmpdir(), 'crypto-pay-stack-'))
+    stops.push(() => rmSync(dir, { recursive: true, force: true }))
+    const defer = (stop: () => unknown) => stops.push(stop)
+    const one = chain ?? treasury
     const networks =
-      (await options.networks?.({ chain, devnet, rpcUrl, defer: (s) => stops.push(s) })) ??
-      (chain ? [chain.network({ rpcUrl, ...options.network })] : undefined) ??
+      (await options.networks?.({ chain, treasury, devnet, rpcUrl, defer })) ??
+      (one ? [one.network({ rpcUrl, ...options.network })] : undefined) ??
       devnet?.networks.map((n) => ({ ...n, rpcUrl: rpcUrl!, ...options.network }))
-    let networksFile: string | null = null
-    if (networks) {
-      const dir = mkdtempSync(join(tmpdir(), 'crypto-pay-stack-'))
-      stops.push(() => rmSync(dir, { recursive: true, force: true }))
-      networksFile = writeNetworksFile(dir, networks)
-    }
+    const networksFile = networks ? writeNetworksFile(dir, networks) : null
     const t = await startTestServer(
       backend,
       { ...(networksFile ? { NETWORKS_CONFIG: networksFile } : {}), ...options.env },
@@ -112,9 +122,11 @@ export async function startStack<O extends StackOptions>(
       key: project?.key ?? '',
       projectId: project?.id ?? '',
       networksFile,
+      dir,
       api: api(t, project?.key ?? null),
       stop,
       ...(chain ? { chain } : {}),
+      ...(treasury ? { treasury } : {}),
       ...(devnet ? { devnet } : {}),
       ...(proxy ? { proxy } : {}),
     } as StackOf<O>
