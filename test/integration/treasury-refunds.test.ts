@@ -23,11 +23,10 @@ import {
   MERCHANT_MNEMONIC,
   MERCHANT_PASSPHRASE,
   paidTransactions,
+  setUpMerchant,
   toolArgs,
-  toolKey,
-  useMerchantKey,
-  writeMerchantFiles,
   type TreasuryChain,
+  type writeMerchantFiles,
 } from '../helpers/treasury.ts'
 import { startWebhookSink, type WebhookSink } from '../helpers/webhook-sink.ts'
 
@@ -63,15 +62,9 @@ for (const backend of backends()) {
         dir = s.dir
         sink = await startWebhookSink()
         project = await t.project()
-        tool = await toolKey(t, project.id)
-        payer = chain.customer.account.address
         // This merchant's deposit key has a BIP-39 passphrase too.
-        await useMerchantKey(t, project.id, MERCHANT_PASSPHRASE)
-        files = writeMerchantFiles(dir, {
-          passphrase: MERCHANT_PASSPHRASE,
-          gasKey: chain.gas.key,
-          ca: t.ca,
-        })
+        ;({ tool, files } = await setUpMerchant(t, project.id, dir, chain, MERCHANT_PASSPHRASE))
+        payer = chain.customer.account.address
         const ep = await t.server.services.endpoints.create({
           projectId: project.id,
           mode: 'test',

@@ -18,11 +18,10 @@ import { useStack } from '../helpers/stack.ts'
 import {
   killedAtSend,
   paidTransactions,
+  setUpMerchant,
   toolArgs,
-  toolKey,
-  useMerchantKey,
-  writeMerchantFiles,
   type TreasuryChain,
+  type writeMerchantFiles,
 } from '../helpers/treasury.ts'
 
 const TREASURY = getAddress('0x7e5f4552091a69125d5dfcb7b8c2659029395bdf')
@@ -46,9 +45,7 @@ for (const backend of backends()) {
       dir = s.dir
       const p = await t.project()
       shopKey = p.key
-      key = await toolKey(t, p.id)
-      await useMerchantKey(t, p.id)
-      files = writeMerchantFiles(dir, { gasKey: chain.gas.key, ca: t.ca })
+      ;({ tool: key, files } = await setUpMerchant(t, p.id, dir, chain))
       tusd = await paidTransactions(t, shopKey, chain, 25, 'TUSD')
       eth = await paidTransactions(t, shopKey, chain, 25, 'ETH')
       paid = [...tusd, ...eth]

@@ -17,11 +17,10 @@ import { api, type TestServer } from '../helpers/server.ts'
 import { useStack } from '../helpers/stack.ts'
 import {
   paidTransactions,
+  setUpMerchant,
   toolArgs,
-  toolKey,
-  useMerchantKey,
-  writeMerchantFiles,
   type TreasuryChain,
+  type writeMerchantFiles,
 } from '../helpers/treasury.ts'
 
 const TREASURY = getAddress('0x6813eb9362372eef6200f3b1dbc3f819671cba69')
@@ -49,9 +48,7 @@ for (const backend of backends()) {
         dir = s.dir
         const p = await t.project()
         shop = p.key
-        tool = await toolKey(t, p.id)
-        await useMerchantKey(t, p.id)
-        files = writeMerchantFiles(dir, { gasKey: chain.gas.key, ca: t.ca })
+        ;({ tool, files } = await setUpMerchant(t, p.id, dir, chain))
       },
     )
 

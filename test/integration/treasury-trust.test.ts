@@ -48,11 +48,10 @@ import {
   killedAtSend,
   MERCHANT_MNEMONIC,
   paidTransactions,
+  setUpMerchant,
   toolArgs,
-  toolKey,
-  useMerchantKey,
-  writeMerchantFiles,
   type TreasuryChain,
+  type writeMerchantFiles,
 } from '../helpers/treasury.ts'
 
 const CONFIRMATIONS = 3
@@ -79,10 +78,8 @@ for (const backend of backends()) {
         dir = s.dir
         networks = s.networksFile!
         project = await t.project()
-        tool = await toolKey(t, project.id)
+        ;({ tool, files } = await setUpMerchant(t, project.id, dir, chain))
         payer = chain.customer.account.address
-        await useMerchantKey(t, project.id)
-        files = writeMerchantFiles(dir, { gasKey: chain.gas.key, ca: t.ca })
       },
     )
 
