@@ -23,8 +23,8 @@ import {
 } from 'viem'
 import { anvilBinary, startAnvil, type AnvilNode } from '../src/chain/anvil.ts'
 import { TestStablecoin } from '../src/chain/artifacts/index.ts'
-import { createBlockFollower } from '../src/chain/block-follower.ts'
-import { memoryCursorStore } from '../src/chain/follower-cursor.ts'
+import { createBlockFollower } from '../src/chain/follower/block-follower.ts'
+import { memoryCursorStore } from '../src/chain/follower/cursor.ts'
 import { createChainClient } from '../src/chain/rpc.ts'
 import { TRANSFER_TOPIC, scanTransferLogs, type RpcLogLike } from '../src/chain/transfer-scan.ts'
 

@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import postgres from 'postgres'
 import type { Hex } from 'viem'
-import { encodeCursor, type Cursor } from '../src/chain/follower-cursor.ts'
+import { encodeCursor, type Cursor } from '../src/chain/follower/cursor.ts'
 import { createChainRepo } from '../src/chain/chain.repo.ts'
 import { openDatabase, type Database } from '../src/db/client.ts'
 

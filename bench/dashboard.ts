@@ -756,10 +756,10 @@ async function bench() {
 
   // In-process, nothing else running: one sign-in's hash, and the overview rendered alone.
   const { hashPassword, verifyPassword } = await import('../src/users/user.service.ts')
-  const { overviewPage } = await import('../src/modules/dashboard/pages/overview.ts')
+  const { overviewPage } = await import('../src/modules/dashboard/overview/page.ts')
   const { PAY_ASSETS_DIR } = await import('../src/modules/pay/index.ts')
   const { DASHBOARD_ASSETS_DIR } = await import('../src/modules/dashboard/index.ts')
-  const { loadStaticAssets } = await import('../src/http/static-assets.ts')
+  const { loadStaticAssets, SHARED_ASSETS_DIR } = await import('../src/http/static-assets.ts')
   const stored = await hashPassword(PASSWORD)
   const verify = await timeCalls(() => verifyPassword(PASSWORD, stored), 20, 2)
   // Four at once: do hashes run in parallel (thread pool), or one after another?
@@ -767,7 +767,7 @@ async function bench() {
   const ok4 = await Promise.all(Array.from({ length: 4 }, () => verifyPassword(PASSWORD, stored)))
   const parallel4Ms = (Bun.nanoseconds() - parallelStart) / 1e6
   if (!ok4.every(Boolean)) throw new Error('verifyPassword refused the right password')
-  const assets = loadStaticAssets([PAY_ASSETS_DIR, DASHBOARD_ASSETS_DIR])
+  const assets = loadStaticAssets([SHARED_ASSETS_DIR, PAY_ASSETS_DIR, DASHBOARD_ASSETS_DIR])
   const ip = pg.inProcess!
   const frame = {
     asset: assets.url,

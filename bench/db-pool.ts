@@ -9,7 +9,7 @@
  * scans them on every removal. A connection that can take more goes straight back on the list,
  * so under steady load it never empties and the rate falls the longer the load lasts (32
  * callers: ~50,000 to ~15,000 statements/s within 10 s). `npm ci` fixes the queue
- * (scripts/patch-postgres-queue.mjs); run this on an unfixed install to see the fall. The
+ * (patches/postgres+3.4.9.patch); run this after `npx patch-package --reverse` to see the fall. The
  * second setting, `max_pipeline: 1`, is the other way around it (a connection handed out is then
  * full and leaves the list): steady too, but a busy connection gets no new statement until it
  * has finished both it holds, which cost ~18% of the actor transitions per second
@@ -19,7 +19,7 @@
  * database is created and dropped).
  */
 import postgres from 'postgres'
-import { readFileSync } from 'node:fs'
+import { installedQueueUrl, queueIsFixed } from '../src/db/postgres-queue-check.ts'
 import { cpus } from 'node:os'
 
 process.env.DATABASE_URL ??= 'postgres://postgres@127.0.0.1:5432/test'
@@ -78,10 +78,7 @@ try {
   await admin.end()
   // The driver reads `max_pipeline`, but its type declarations leave it out.
   const single = { max_pipeline: 1 } as postgres.Options<Record<string, never>>
-  const fixed = readFileSync(
-    new URL('../node_modules/postgres/src/queue.js', import.meta.url),
-    'utf8',
-  ).includes('crypto-pay: queue holes fixed')
+  const fixed = await queueIsFixed(installedQueueUrl())
   const pool = `pool, max_pipeline 100 (default; queue ${fixed ? 'fixed' : 'NOT fixed'})`
   const runs: Run[] = []
   for (const callers of [12, 32, 100]) {

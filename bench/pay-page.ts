@@ -213,8 +213,8 @@ async function bench() {
   const { renderPayPage } = await import('../src/modules/pay/page.ts')
   const { qrSvg } = await import('../src/modules/pay/qr.ts')
   const { PAY_ASSETS_DIR } = await import('../src/modules/pay/index.ts')
-  const { loadStaticAssets } = await import('../src/http/static-assets.ts')
-  const assets = loadStaticAssets([PAY_ASSETS_DIR])
+  const { loadStaticAssets, SHARED_ASSETS_DIR } = await import('../src/http/static-assets.ts')
+  const assets = loadStaticAssets([SHARED_ASSETS_DIR, PAY_ASSETS_DIR])
   const state = pglite.sample.state
   const render = await timeCalls(() => renderPayPage(state, assets.url), 20_000, 2_000)
   const qr = await timeCalls(() => qrSvg(state.quote.payment_uri), 2_000, 200)

@@ -1,5 +1,5 @@
-import { createInstanceLease } from './actors/instance-lease.ts'
-import { createInstanceRepo } from './actors/instance.repo.ts'
+import { createInstanceLease } from './instances/lease.ts'
+import { createInstanceRepo } from './instances/instance.repo.ts'
 import { createLifecycleRepo } from './actors/lifecycle.repo.ts'
 import { createScheduler } from './actors/scheduler.ts'
 import { createTransactionRegistry } from './actors/transaction-registry.ts'
@@ -41,7 +41,9 @@ import { createUserService } from './users/user.service.ts'
 import { createSessionService } from './users/session.service.ts'
 import { createDashboardService } from './modules/dashboard/service.ts'
 import { createRefundRepo } from './modules/refunds/refund.repo.ts'
+import { createRefundChanges } from './modules/refunds/changes.ts'
 import { createRefundService } from './modules/refunds/service.ts'
+import { createRefundSettlement } from './modules/refunds/settlement.ts'
 import { createTreasuryRepo } from './modules/treasury/treasury.repo.ts'
 import { createTreasuryService } from './modules/treasury/service.ts'
 
@@ -169,14 +171,20 @@ export async function createServices(deps: {
   })
   const deposits = createDepositService({ database, clock })
   // Money out (issue 13): refunds and sweeps the merchant's treasury tool pays and records, settled by each network's follower.
+  const refundRepo = createRefundRepo(database)
+  const refundChanges = createRefundChanges({
+    repo: refundRepo,
+    clock,
+    eventsWritten: () => dispatcher.eventsWritten(),
+  })
   const refunds = createRefundService({
-    repo: createRefundRepo(database),
+    repo: refundRepo,
+    changes: refundChanges,
     chain: { eip7702: (n) => chain.eip7702(n), reader: (n) => chain.reader(n) },
     transactions: transactionRepo,
     networks: deps.networks ?? [],
     clock,
     logger,
-    eventsWritten: () => dispatcher.eventsWritten(),
   })
   const treasury = createTreasuryService({
     repo: createTreasuryRepo(database),
@@ -200,7 +208,15 @@ export async function createServices(deps: {
     clock,
     logger,
     metrics,
-    outgoing: [refunds.ledger, treasury.ledger],
+    outgoing: [
+      createRefundSettlement({
+        repo: refundRepo,
+        changes: refundChanges,
+        networks: deps.networks ?? [],
+        logger,
+      }),
+      treasury.ledger,
+    ],
   })
   metrics.setSources({
     activeByStatus: () => {

@@ -13,7 +13,7 @@ import {
   type TransactionRow,
 } from '../db/schema.ts'
 import type { Mode } from '../projects/mode.ts'
-import { liveInstances } from './instance.repo.ts'
+import { liveInstances } from '../instances/instance.repo.ts'
 import type { MachineColumns } from './projection.ts'
 
 export interface TimelineEntry {

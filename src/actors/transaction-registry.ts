@@ -22,7 +22,8 @@ import type { Logger } from '../lib/logger.ts'
 import { deny, ok, type Outcome } from '../lib/outcome.ts'
 import { webhookData, webhookEventOf } from '../webhooks/payload.ts'
 import { deadlineTimer } from './deadline-timer.ts'
-import type { InstanceLease } from './instance-lease.ts'
+import { createClaims, type Claims } from '../instances/claims.ts'
+import type { InstanceLease } from '../instances/lease.ts'
 import type { LifecycleRepo, NewTransaction, StoredActor } from './lifecycle.repo.ts'
 import { projectRow } from './projection.ts'
 import { restoreActor } from './restore-actor.ts'
@@ -99,7 +100,7 @@ const MAX_NOTIFY_BYTES = 7000
  * or fires at once (R13).
  *
  * Several instances: each active transaction's actor runs on the one instance recorded as its
- * owner, while that instance's lease lives (src/actors/instance-lease.ts). An event reaching
+ * owner, while that instance's lease lives (src/instances/lease.ts). An event reaching
  * another instance is judged on the stored snapshot and committed the same way; the owner is
  * told through NOTIFY and sends the same event to its actor (or reloads it when it missed one).
  * Actors of an instance whose lease ended are claimed by the others.
@@ -118,9 +119,7 @@ export function createTransactionRegistry(deps: RegistryDeps) {
   const queues = new Map<string, Promise<unknown>>()
   const me = deps.lease.instanceId
   let unlisten: (() => Promise<void>) | null = null
-  let unlease: (() => void) | null = null
   let stopped = false
-  let ticks = 0
   const changeListeners = new Set<(change: TransactionChange) => void>()
   const announce = (change: TransactionChange) => {
     for (const fn of changeListeners) fn(change)
@@ -394,35 +393,39 @@ export function createTransactionRegistry(deps: RegistryDeps) {
       if (!before.has(id) && !running.has(id) && !queues.has(id)) settle(id)
   }
 
-  async function take(claimed: StoredActor[]) {
-    for (const s of claimed) {
-      if (stopped) return
-      try {
-        if (queues.has(s.transactionId)) await serialize(s.transactionId, () => restore(s))
-        else restore(s)
-      } catch (e) {
-        // One snapshot that cannot be restored must not keep the rest from running: it is left for another try.
-        deps.logger.error('actor could not be restored; released', {
-          transactionId: s.transactionId,
-          error: String(e),
-        })
-        running.delete(s.transactionId)
-        await deps.repo.releaseOne(s.transactionId, me).catch(() => {})
-      }
-    }
-  }
-
-  /** Claims and runs actors nobody runs; with `all`, every actor not ours (a single-instance database). */
-  async function claim(all: boolean) {
-    for (;;) {
-      if (stopped) return
-      const claimed = all
-        ? await deps.repo.claimAll(me, CLAIM_BATCH)
-        : await deps.repo.claimFree(me, new Date(deps.clock.now()), CLAIM_BATCH)
-      await take(claimed)
-      if (claimed.length < CLAIM_BATCH) return
-    }
-  }
+  const claims: Claims = createClaims<StoredActor>({
+    lease: deps.lease,
+    clock: deps.clock,
+    logger: deps.logger,
+    what: 'transaction actor',
+    batchSize: CLAIM_BATCH,
+    reconcileEvery: RECONCILE_EVERY,
+    singleInstance: deps.singleInstance,
+    work: {
+      batch: {
+        claim: ({ all, limit, now }) =>
+          all ? deps.repo.claimAll(me, limit) : deps.repo.claimFree(me, now, limit),
+        take: async (s) => {
+          try {
+            if (queues.has(s.transactionId)) await serialize(s.transactionId, () => restore(s))
+            else restore(s)
+          } catch (e) {
+            running.delete(s.transactionId)
+            throw e
+          }
+        },
+        releaseOne: (s) => deps.repo.releaseOne(s.transactionId, me),
+        describe: (s) => ({ transactionId: s.transactionId }),
+      },
+      // Ours from before a restart on the same DATA_DIR (src/server/instance-id.ts), or from before the lease was lost.
+      resume: async (): Promise<void> => claims.take(await deps.repo.ownedActors(me)),
+      reconcile,
+      drop: () => {
+        for (const id of [...running.keys()]) stopRunning(id)
+      },
+      releaseAll: () => deps.repo.release(me),
+    },
+  })
 
   return {
     apply,
@@ -483,20 +486,7 @@ export function createTransactionRegistry(deps: RegistryDeps) {
         announce({ resync: true })
         void reconcile().catch(() => {})
       })
-      unlease = deps.lease.listen({
-        tick: async () => {
-          if (ticks++ % RECONCILE_EVERY === 0) await reconcile()
-          await claim(false)
-        },
-        lost: () => {
-          for (const id of [...running.keys()]) stopRunning(id)
-        },
-        regained: async () => take(await deps.repo.ownedActors(me)),
-      })
-      await deps.lease.start()
-      // Ours from before a restart on the same DATA_DIR (src/server/instance-id.ts), then everyone else's that nobody runs.
-      await take(await deps.repo.ownedActors(me))
-      await claim(deps.singleInstance)
+      await claims.start()
       // Actors no instance of this version will run: said loudly, one by one (their events are refused the same way).
       for (const o of await deps.repo.otherVersions(100)) {
         deps.logger.error('stored actor from another machine version; not run', {
@@ -509,11 +499,11 @@ export function createTransactionRegistry(deps: RegistryDeps) {
     /** Stops every actor and hands them back, so another instance continues at once. */
     async stop() {
       stopped = true
-      unlease?.()
-      await Promise.all([...queues.values()])
-      for (const id of [...running.keys()]) stopRunning(id)
-      await unlisten?.()
-      await deps.repo.release(me).catch(() => {})
+      await claims.stop(async () => {
+        await Promise.all([...queues.values()])
+        for (const id of [...running.keys()]) stopRunning(id)
+        await unlisten?.()
+      })
     },
 
     /** Number of actors this instance runs. */

@@ -1,9 +1,15 @@
 import { CHANNELS } from '../db/channels.ts'
-import type { InstanceLease } from '../actors/instance-lease.ts'
+import { createClaims } from '../instances/claims.ts'
+import type { InstanceLease } from '../instances/lease.ts'
+import { createWorkLoop } from '../instances/work-loop.ts'
 import type { Database } from '../db/client.ts'
 import type { Clock } from '../lib/clock.ts'
 import { errorSummary, type Logger } from '../lib/logger.ts'
-import { createBlockFollower, type BlockFollower, type FollowerStatus } from './block-follower.ts'
+import {
+  createBlockFollower,
+  type BlockFollower,
+  type FollowerStatus,
+} from './follower/block-follower.ts'
 import {
   decodeCursor,
   decodeHalt,
@@ -11,7 +17,7 @@ import {
   resumeCursor,
   type CursorStore,
   type Halt,
-} from './follower-cursor.ts'
+} from './follower/cursor.ts'
 import { deny, ok, type Outcome } from '../lib/outcome.ts'
 import { isRateLimit, rpcErrorKind, type Metrics } from '../metrics/metrics.ts'
 import { createChainRepo, type ChainRepo } from './chain.repo.ts'
@@ -20,7 +26,7 @@ import { createPaymentTracker, type Lifecycle } from './payment-tracker.ts'
 import { createOutgoingTracker, type OutgoingLedger } from './outgoing-tracker.ts'
 import { createPriceReader, type PriceReader } from './prices.ts'
 import { createChainClient } from './rpc.ts'
-import { subscribeHeads, type HeadSubscription } from './head-subscription.ts'
+import { subscribeHeads, type HeadSubscription } from './follower/head-subscription.ts'
 import { NetworkMismatchError, verifyNetwork, type Verdict } from './network-verification.ts'
 import type { ChainReader } from './record-checks.ts'
 import { createL1FeeReader } from './l1-fee.ts'
@@ -101,7 +107,6 @@ export function createChainWatcher(deps: {
   const verifying = new Map<string, Promise<void>>()
   const me = deps.lease.instanceId
   let unlisten: (() => Promise<void>) | null = null
-  let unlease: (() => void) | null = null
   let stopped = false
 
   async function loadWatched() {
@@ -247,28 +252,33 @@ export function createChainWatcher(deps: {
     )
   }
 
-  let claiming: Promise<void> | null = null
-  let claimAgain = false
   /**
    * Follows every network this instance may follow, and stops following any another instance
    * took. One pass at a time (the lease's tick and a network verified in the background may both
    * ask): a request during a pass runs one more pass after it, so no network is followed twice.
    */
-  function claim(): Promise<void> {
-    if (claiming) {
-      claimAgain = true
-      return claiming
-    }
-    claiming = (async () => {
-      do {
-        claimAgain = false
-        await claimPass()
-      } while (claimAgain && !stopped)
-    })().finally(() => {
-      claiming = null
-    })
-    return claiming
-  }
+  const claimPasses = createWorkLoop({ run: claimPass })
+  const claim = () => claimPasses.request()
+
+  /** A network is claimed and kept by one statement each tick (chain.repo.ts `claimNetwork`), so claiming is the reconcile. */
+  const claims = createClaims<never>({
+    lease: deps.lease,
+    clock: deps.clock,
+    logger: deps.logger,
+    what: 'network',
+    reconcileEvery: 1,
+    singleInstance: false,
+    tick: async () => {},
+    work: {
+      resume: claim,
+      reconcile: claim,
+      // Another instance may take the networks once this lease ends: stop following first.
+      drop: () => {
+        for (const name of [...followers.keys()]) void unfollow(name)
+      },
+      releaseAll: () => repo.releaseNetworks(me),
+    },
+  })
 
   async function claimPass() {
     for (const n of deps.networks) {
@@ -346,16 +356,7 @@ export function createChainWatcher(deps: {
         () => void loadWatched(),
       )
       await loadWatched()
-      unlease = deps.lease.listen({
-        tick: claim,
-        // Another instance may take the networks once this lease ends: stop following first.
-        lost: () => {
-          for (const name of [...followers.keys()]) void unfollow(name)
-        },
-        regained: claim,
-      })
-      await deps.lease.start()
-      await claim()
+      await claims.start()
     },
     /** The networks whose new heads are pushed to this instance now (a live WebSocket subscription). */
     pushing: (): string[] => [...pushes].flatMap(([name, p]) => (p.connected() ? [name] : [])),
@@ -447,10 +448,11 @@ export function createChainWatcher(deps: {
       ),
     async stop() {
       stopped = true
-      unlease?.()
-      await Promise.all([...followers.keys()].map(unfollow))
-      await unlisten?.()
-      await repo.releaseNetworks(me).catch(() => {})
+      await claims.stop(async () => {
+        await claimPasses.stop()
+        await Promise.all([...followers.keys()].map(unfollow))
+        await unlisten?.()
+      })
     },
   }
 }

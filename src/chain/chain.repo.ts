@@ -16,7 +16,7 @@ import type { PgColumn } from 'drizzle-orm/pg-core'
 import { FINAL_STATUSES, type TxStatus } from '../../machines/transaction.machine.ts'
 import type { Database } from '../db/client.ts'
 import { bare, param, prepare } from '../db/prepared.ts'
-import { liveInstances } from '../actors/instance.repo.ts'
+import { liveInstances } from '../instances/instance.repo.ts'
 import {
   chainCursors,
   chainFollowers,
@@ -375,7 +375,7 @@ export function createChainRepo(database: Database) {
       }))
     },
 
-    /** The follower cursor of a network, as stored (src/chain/block-follower.ts encodes it). */
+    /** The follower cursor of a network, as stored (src/chain/follower/cursor.ts encodes it). */
     async loadCursor(network: string): Promise<string | null> {
       const [r] = await cursorOf.execute({ network })
       return r?.cursor ?? null

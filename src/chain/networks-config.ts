@@ -58,7 +58,7 @@ import { TypeCompiler } from '@sinclair/typebox/compiler'
 import type { ValueError } from '@sinclair/typebox/errors'
 import { getAddress, isAddress, zeroAddress, type Address } from 'viem'
 import { explainErrors, type SchemaProblem, type Segment } from '../lib/typebox-errors.ts'
-import { MAX_CONFIRMATIONS, WINDOW_MARGIN } from './follower-cursor.ts'
+import { MAX_CONFIRMATIONS, WINDOW_MARGIN } from './follower/cursor.ts'
 import { NETWORK_PRESETS, PRESET_NAMES, presetPollIntervalMs, type Finality } from './presets.ts'
 
 export type { Finality } from './presets.ts'
@@ -226,7 +226,7 @@ const Network = Type.Object(
     rpcUrl: HttpUrl,
     fallbackRpcUrls: Type.Optional(Type.Array(HttpUrl, say('must be a list of http(s) URLs'))),
     wsUrl: Type.Optional(WsUrl),
-    // The follower remembers this many block hashes and more, saved with every block: the bound keeps that write small (follower-cursor.ts).
+    // The follower remembers this many block hashes and more, saved with every block: the bound keeps that write small (follower/cursor.ts).
     confirmations: integer(
       1,
       MAX_CONFIRMATIONS,

@@ -18,6 +18,7 @@
  */
 import type { Hex } from 'viem'
 import type { RpcClient } from './rpc.ts'
+import { settledBlock } from './settled-block.ts'
 
 export interface OutgoingReceipt {
   blockNumber: number
@@ -118,8 +119,8 @@ export function createOutgoingTracker(deps: {
         if (!items.some((i) => i.txHash === hash)) passedSince.delete(hash)
       if (items.length === 0) return
       // The confirmed depth: where nonces are read, and (or the final block) whose time settles a lapsed signature.
-      const depth = head - BigInt(Math.max(1, deps.confirmations)) + 1n
-      const settledAt = final ?? (depth < 0n ? 0n : depth)
+      const depth = settledBlock(head, deps.confirmations)
+      const settledAt = final ?? depth
       let timestamp: Promise<bigint> | null = null
       const chain: OutgoingChain = {
         request: rpc,
@@ -137,7 +138,7 @@ export function createOutgoingTracker(deps: {
       await Promise.all(
         [...new Set(items.flatMap((i) => (i.sender ? [i.sender] : [])))].map(async (s) => {
           const n = big(
-            await rpc('eth_getTransactionCount', [s, quantity(depth < 0n ? 0n : depth)]).catch(() =>
+            await rpc('eth_getTransactionCount', [s, quantity(depth)]).catch(() =>
               rpc('eth_getTransactionCount', [s, 'latest']),
             ),
           )

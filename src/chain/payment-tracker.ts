@@ -4,7 +4,7 @@ import { FINAL_STATUSES } from '../../machines/transaction.machine.ts'
 import type { Clock } from '../lib/clock.ts'
 import type { Logger } from '../lib/logger.ts'
 import type { Outcome } from '../lib/outcome.ts'
-import type { FollowerEvent, FollowerHandler } from './block-follower.ts'
+import type { FollowerEvent, FollowerHandler } from './follower/events.ts'
 import type { ChainRepo, TransferFinding, TransferKind, UnappliedTransfer } from './chain.repo.ts'
 import { nativeToken, type NetworkConfig } from './networks-config.ts'
 import {

@@ -13,7 +13,7 @@
  * Native ETH: only top-level transactions are visible here. ETH sent by a contract's
  * internal call (a multisig, a smart wallet, an exchange's batch payout) never appears in a
  * block's transaction list; the follower finds it by comparing balances (internalTransfers in
- * block-follower.ts).
+ * follower/findings.ts).
  */
 import type { Address, Hex } from 'viem'
 

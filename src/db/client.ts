@@ -9,7 +9,8 @@ import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
 import postgres from 'postgres'
-import { withNamedStatements } from './pglite-statements.ts'
+import { namedStatementsSupported, withNamedStatements } from './pglite-statements.ts'
+import { assertPostgresQueueFixed } from './postgres-queue-check.ts'
 import * as schema from './schema.ts'
 
 export type Schema = typeof schema
@@ -51,17 +52,21 @@ export interface OpenOptions {
   pgliteDir: string | null
   /** postgres.js pool size. */
   poolSize?: number
+  /** Told when a database runs in a slower way than it should (the service logs it). */
+  warn?: (message: string) => void
 }
 
 /** Opens the configured database and applies pending migrations (R2). */
 export async function openDatabase(opts: OpenOptions): Promise<Database> {
   const database = opts.databaseUrl
     ? await openPostgres(opts.databaseUrl, opts.poolSize ?? 10)
-    : await openPglite(opts.pgliteDir)
+    : await openPglite(opts.pgliteDir, opts.warn)
   return database
 }
 
 async function openPostgres(url: string, max: number): Promise<Database> {
+  // Refuse to run on a driver whose pool slows down under steady load (the fix is applied at install).
+  await assertPostgresQueueFixed()
   // Migrate on a dedicated connection holding an advisory lock, so instances starting together
   // take turns; drizzle's migrator takes no lock of its own (TOOLING.md).
   const lockConn = postgres(url, { max: 1, onnotice: () => {} })
@@ -72,7 +77,7 @@ async function openPostgres(url: string, max: number): Promise<Database> {
   } finally {
     await lockConn.end()
   }
-  // The pool's queue of connections is fixed at install (scripts/patch-postgres-queue.mjs): as
+  // The pool's queue of connections is fixed at install (patches/postgres+3.4.9.patch): as
   // shipped, postgres.js 3.4.9 slowed down the longer steady load lasted, every statement
   // scanning a list of holes that grew by one per statement (bench/db-pool.ts).
   const client = postgres(url, { max, onnotice: () => {} })
@@ -142,9 +147,14 @@ function withoutQueryParsers(client: PGlite): PGlite {
   return client
 }
 
-async function openPglite(dir: string | null): Promise<Database> {
+async function openPglite(dir: string | null, warn?: (message: string) => void): Promise<Database> {
   if (dir) mkdirSync(dir, { recursive: true })
-  const client = withoutQueryParsers(withNamedStatements(new PGlite(dir ?? undefined)))
+  const pglite = new PGlite(dir ?? undefined)
+  if (!namedStatementsSupported(pglite))
+    warn?.(
+      'this PGlite lacks the private methods named statements use: every statement is parsed and planned each time (docs/upstream/pglite.md)',
+    )
+  const client = withoutQueryParsers(withNamedStatements(pglite))
   await client.waitReady
   // PostgreSQL fills every new 16 MB WAL segment with zeros before writing to it. PGlite runs in
   // the server's own thread, so that stopped every request for ~50 ms once per segment: under a

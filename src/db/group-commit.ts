@@ -1,3 +1,4 @@
+import { createWorkLoop } from '../instances/work-loop.ts'
 import type { Database } from './client.ts'
 
 type Params = (string | number | boolean | null)[]
@@ -15,16 +16,14 @@ interface Pending {
  * waits until then, and everything that queued meanwhile is written in one transaction. Each
  * caller gets its own statement's rows after the commit. Should the shared transaction fail,
  * its statements are written again one by one, so only the one at fault fails. For
- * independent statements only (creates of different transactions).
+ * independent statements only (creates of different transactions). The batching is the shared
+ * work loop's (src/instances/work-loop.ts): statements queued during a write go in the next.
  */
 export function createGroupCommit(
   database: Pick<Database, 'query' | 'transaction'>,
   gatherMs: number,
 ): Pick<Database, 'query'> {
   let queue: Pending[] = []
-  let writing = false
-  let lastStart = -Infinity
-  let timer: ReturnType<typeof setTimeout> | null = null
 
   async function alone(p: Pending) {
     try {
@@ -34,40 +33,31 @@ export function createGroupCommit(
     }
   }
 
-  async function drain() {
-    timer = null
-    writing = true
-    while (queue.length > 0) {
-      lastStart = performance.now()
-      const batch = queue
-      queue = []
-      if (batch.length === 1) {
-        await alone(batch[0]!)
-        continue
-      }
-      let results: unknown[][] | null = null
-      try {
-        results = await database.transaction(async (query) => {
-          const out: unknown[][] = []
-          for (const p of batch) out.push(await query(p.text, p.params))
-          return out
-        })
-      } catch {
-        for (const p of batch) await alone(p)
-      }
-      if (results) for (const [i, p] of batch.entries()) p.resolve(results[i]!)
+  async function write() {
+    const batch = queue
+    queue = []
+    if (batch.length === 0) return
+    if (batch.length === 1) return alone(batch[0]!)
+    let results: unknown[][] | null = null
+    try {
+      results = await database.transaction(async (query) => {
+        const out: unknown[][] = []
+        for (const p of batch) out.push(await query(p.text, p.params))
+        return out
+      })
+    } catch {
+      for (const p of batch) await alone(p)
     }
-    writing = false
+    if (results) for (const [i, p] of batch.entries()) p.resolve(results[i]!)
   }
+
+  const loop = createWorkLoop({ run: write, gatherMs })
 
   return {
     query<T>(text: string, params: Params): Promise<T[]> {
       return new Promise<T[]>((resolve, reject) => {
         queue.push({ text, params, resolve: resolve as (rows: unknown[]) => void, reject })
-        if (writing || timer) return
-        const wait = lastStart + gatherMs - performance.now()
-        if (wait <= 0) void drain()
-        else timer = setTimeout(() => void drain(), wait)
+        void loop.request()
       })
     },
   }

@@ -26,6 +26,23 @@ const STALE_ROUTINES = new Set([
 
 const { serialize } = protocol
 
+/**
+ * PGlite's private methods this builds on (0.5.16): its readiness check and the two locks its own
+ * `query` takes. Its public `runExclusive` takes the query lock only, and no public method takes
+ * the transaction lock without opening a transaction (a BEGIN and a COMMIT more per statement):
+ * without that lock a statement could run inside a transaction another caller has open.
+ */
+const PRIVATE_METHODS = ['_checkReady', '_runExclusiveTransaction', '_runExclusiveQuery'] as const
+
+/**
+ * Whether this PGlite has what named statements need; without it (a PGlite that renamed or
+ * dropped those methods) `withNamedStatements` leaves PGlite's own `query` in place
+ * (docs/upstream/pglite.md: the same results, each statement parsed and planned every time).
+ */
+export const namedStatementsSupported = (client: PGlite): boolean =>
+  PRIVATE_METHODS.every((m) => typeof client[m] === 'function') &&
+  typeof client.execProtocolStream === 'function'
+
 function concat(parts: Uint8Array[]): Uint8Array {
   const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0))
   let at = 0
@@ -49,6 +66,7 @@ function concat(parts: Uint8Array[]): Uint8Array {
  * statement that went stale (a table changed under it) is prepared again.
  */
 export function withNamedStatements(client: PGlite, kept = PGLITE_STATEMENTS_KEPT): PGlite {
+  if (!namedStatementsSupported(client)) return client
   const plain = client.query.bind(client) as Query
   /** Text -> its statement; Map order is use order, the least recent first. */
   const statements = new Map<string, Described>()

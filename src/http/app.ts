@@ -21,7 +21,7 @@ import { ApiError, errorResponse } from './errors.ts'
 import { openapi } from './openapi.ts'
 import type { ServerEntry } from './openapi-shape.ts'
 import { checkRequestTarget } from './request-target.ts'
-import { loadStaticAssets, staticAssetsController } from './static-assets.ts'
+import { loadStaticAssets, SHARED_ASSETS_DIR, staticAssetsController } from './static-assets.ts'
 
 export interface AppOptions {
   trustProxy: boolean
@@ -37,7 +37,7 @@ export interface AppOptions {
 
 /** The whole HTTP surface, runtime-neutral: serve it with `app.handle` on Bun or Deno. */
 export function createApp(services: Services, opts: AppOptions) {
-  const assets = loadStaticAssets([PAY_ASSETS_DIR, DASHBOARD_ASSETS_DIR])
+  const assets = loadStaticAssets([SHARED_ASSETS_DIR, PAY_ASSETS_DIR, DASHBOARD_ASSETS_DIR])
   return (
     new Elysia({ normalize: false })
       // Before the gate, so its refusals (401, 413, 429) carry them too.

@@ -104,8 +104,13 @@ const RATE_LIMIT_HEADERS = WINDOWS.flatMap(
     ] as const,
 )
 
-/** Every header an /api response can carry, under `components.headers`. */
-const HEADERS: Record<string, Json> = {
+/**
+ * Every header an /api response can carry, under `components.headers`. A header every response
+ * naming it carries says `required: true` here: OpenAPI 3.1 tools ignore any key beside a `$ref`,
+ * so at the responses each header is a plain `$ref` and whether it is always sent lives in what
+ * it points to.
+ */
+const ALWAYS: Record<string, Json> = {
   'X-Request-Id': {
     description:
       "This request's id; error bodies repeat it as `error.request_id`. Quote it when reporting a problem.",
@@ -115,11 +120,6 @@ const HEADERS: Record<string, Json> = {
   'Retry-After': {
     description: 'Seconds until the exhausted window resets.',
     schema: { type: 'integer', minimum: 1 },
-  },
-  'Idempotent-Replayed': {
-    description:
-      'Present, as `true`, when an Idempotency-Key replayed the response of an earlier request instead of creating a transaction.',
-    schema: { type: 'string', enum: ['true'] },
   },
   'Cache-Control': {
     description: 'Always `no-store`: API responses are not cached.',
@@ -132,6 +132,27 @@ const HEADERS: Record<string, Json> = {
   'X-Content-Type-Options': { description: '`nosniff`.', schema: { type: 'string' } },
   'Referrer-Policy': { description: '`no-referrer`.', schema: { type: 'string' } },
   'X-Frame-Options': { description: '`DENY`.', schema: { type: 'string' } },
+}
+/** Named `<header>.optional`: the rate-limit headers on the answers refused before the limiter. */
+const OPTIONAL_SUFFIX = '.optional'
+const HEADERS: Record<string, Json> = {
+  ...Object.fromEntries(
+    Object.entries(ALWAYS).map(([name, header]) => [name, { ...header, required: true }]),
+  ),
+  ...Object.fromEntries(
+    RATE_LIMIT_HEADERS.map(([name, header]) => [
+      `${name}${OPTIONAL_SUFFIX}`,
+      {
+        ...header,
+        description: `${header.description} Absent when the request was refused before the rate limiter (no Host, plain HTTP).`,
+      },
+    ]),
+  ),
+  'Idempotent-Replayed': {
+    description:
+      'Present, as `true`, when an Idempotency-Key replayed the response of an earlier request instead of creating a transaction.',
+    schema: { type: 'string', enum: ['true'] },
+  },
 }
 const SECURITY_HEADERS = [
   'Cache-Control',
@@ -147,21 +168,19 @@ const SECURITY_HEADERS = [
  * before it, so there they may be absent.
  */
 function responseHeaders(operationId: string, status: string): Json {
-  const ref = (name: string, required: boolean) => [
+  const ref = (name: string, component = name) => [
     name,
-    required
-      ? { $ref: `#/components/headers/${name}`, required: true }
-      : { $ref: `#/components/headers/${name}` },
+    { $ref: `#/components/headers/${component}` },
   ]
   const limited = status !== '400' && status !== '403'
   return Object.fromEntries([
-    ref('X-Request-Id', true),
-    ...RATE_LIMIT_HEADERS.map(([name]) => ref(name, limited)),
-    ...(status === '429' ? [ref('Retry-After', true)] : []),
+    ref('X-Request-Id'),
+    ...RATE_LIMIT_HEADERS.map(([name]) => ref(name, limited ? name : `${name}${OPTIONAL_SUFFIX}`)),
+    ...(status === '429' ? [ref('Retry-After')] : []),
     ...(operationId === 'createTransaction' && status === '200'
-      ? [ref('Idempotent-Replayed', false)]
+      ? [ref('Idempotent-Replayed')]
       : []),
-    ...SECURITY_HEADERS.map((name) => ref(name, true)),
+    ...SECURITY_HEADERS.map((name) => ref(name)),
   ])
 }
 

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto'
 import { readdirSync, readFileSync } from 'node:fs'
 import { extname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { Elysia } from 'elysia'
 
 const TYPES: Record<string, string> = {
@@ -9,6 +10,9 @@ const TYPES: Record<string, string> = {
   '.svg': 'image/svg+xml',
   '.png': 'image/png',
 }
+
+/** What every page shares (base.css: the design tokens and base rules), beside each page's own. */
+export const SHARED_ASSETS_DIR = fileURLToPath(new URL('./assets/', import.meta.url))
 
 interface Asset {
   body: Uint8Array

@@ -1,4 +1,5 @@
 import type { LimitedSurface, Metrics } from '../metrics/metrics.ts'
+import { createWorkLoop } from '../instances/work-loop.ts'
 import type { Clock } from '../lib/clock.ts'
 import type { RateLimits } from '../projects/project.service.ts'
 import type { RateLimitRepo, StoredWindows } from './rate-limit.repo.ts'
@@ -113,8 +114,6 @@ export function createEmbeddedRateLimiter(deps: {
   const known = new Map<string, StoredWindows>()
   const loading = new Map<string, Promise<StoredWindows>>()
   const dirty = new Set<string>()
-  let timer: ReturnType<typeof setTimeout> | null = null
-  let writing: Promise<void> = Promise.resolve()
 
   async function windowsOf(subject: string): Promise<StoredWindows> {
     const hit = known.get(subject)
@@ -156,31 +155,32 @@ export function createEmbeddedRateLimiter(deps: {
     }
   }
 
-  function write(): Promise<void> {
-    timer = null
+  /** Writes every changed subject in one statement; a failed write marks them again and is retried. */
+  async function write() {
     const batch = [...dirty]
       .map((s) => known.get(s)!)
       .filter(Boolean)
       .map((w) => ({ ...w }))
     dirty.clear()
-    if (batch.length === 0) return writing
-    writing = writing
-      .then(() => deps.repo.store(batch))
-      .catch((e) => {
-        // Not lost: marked again, so the next write carries it.
-        for (const w of batch) if (known.has(w.subject)) dirty.add(w.subject)
-        schedule()
-        deps.onError?.(e)
-      })
-    return writing
-  }
-
-  function schedule() {
-    if (timer === null && dirty.size > 0) {
-      timer = setTimeout(() => void write(), EMBEDDED_FLUSH_MS)
-      ;(timer as { unref?: () => void }).unref?.()
+    if (batch.length === 0) return
+    try {
+      await deps.repo.store(batch)
+    } catch (e) {
+      // Not lost: marked again, so the retry (or the next write) carries it.
+      for (const w of batch) if (known.has(w.subject)) dirty.add(w.subject)
+      deps.onError?.(e)
+      throw e
     }
   }
+
+  // Write-behind on the shared work loop: a change is written within EMBEDDED_FLUSH_MS, every
+  // change of that window in the same statement, one write at a time.
+  const writes = createWorkLoop({
+    run: write,
+    gatherMs: EMBEDDED_FLUSH_MS,
+    trailing: true,
+    retryMs: EMBEDDED_FLUSH_MS,
+  })
 
   return {
     async check(subject, limits) {
@@ -204,7 +204,7 @@ export function createEmbeddedRateLimiter(deps: {
       if (granted > 0) {
         for (const name of WINDOWS) w[`${name}Used`] += granted
         dirty.add(subject)
-        schedule()
+        void writes.request()
       }
       const decision = decide(limits, used, granted, 0, now)
       if (!decision.allowed) deps.metrics?.rateLimited(surfaceOf(subject))
@@ -212,8 +212,8 @@ export function createEmbeddedRateLimiter(deps: {
     },
 
     async flush() {
-      if (timer !== null) clearTimeout(timer)
-      await write()
+      if (dirty.size > 0) void writes.request()
+      await writes.flush()
     },
   }
 }

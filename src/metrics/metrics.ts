@@ -42,7 +42,10 @@ export interface MetricSources {
 
 export function createMetrics() {
   const registry = new Registry()
-  collectDefaultMetrics({ register: registry, prefix: 'cryptopay_' })
+  // The runtime's metrics under prom-client's standard names (process_cpu_seconds_total,
+  // nodejs_eventloop_lag_seconds, ...), which stock Node.js dashboards and alerts look for; the
+  // service's own metrics carry the cryptopay_ prefix.
+  collectDefaultMetrics({ register: registry })
   let sources: MetricSources | null = null
   const registers = [registry]
 

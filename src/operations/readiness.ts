@@ -2,7 +2,7 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { migrationState, ping, type Database } from '../db/client.ts'
 import type { ChainWatcher } from '../chain/chain-watcher.ts'
-import { describeHalt } from '../chain/follower-cursor.ts'
+import { describeHalt } from '../chain/follower/cursor.ts'
 import type { Verdict } from '../chain/network-verification.ts'
 import { errorSummary } from '../lib/logger.ts'
 

@@ -85,6 +85,7 @@ export async function startServer(
     const database = await openDatabase({
       databaseUrl: config.databaseUrl,
       pgliteDir: embedded ? pgliteDirOf(config.dataDir) : null,
+      warn: (message) => logger.warn(message),
     })
     cleanups.unshift(() => database.close())
 

@@ -1,6 +1,7 @@
 import {
   createActor,
   fromPromise,
+  transition,
   type Actor,
   type InspectionEvent,
   type SnapshotFrom,
@@ -19,6 +20,7 @@ import { deadlineTimer } from '../actors/deadline-timer.ts'
 import { restoreActor } from '../actors/restore-actor.ts'
 import type { Scheduler } from '../actors/scheduler.ts'
 import type { ChangeFeed } from '../db/change-feed.ts'
+import { createWorkLoop } from '../instances/work-loop.ts'
 import type { Clock } from '../lib/clock.ts'
 import type { Logger } from '../lib/logger.ts'
 import type { Metrics } from '../metrics/metrics.ts'
@@ -74,6 +76,8 @@ interface Running {
   persistedContext: DeliveryContext
   /** The commit of the last step. */
   committed: Promise<unknown>
+  /** The state of a step committed before the actor hears its event: the next snapshot must be it, and is not persisted again. */
+  ahead: DeliveryState | null
 }
 
 /** What asking a delivery to act now came to. */
@@ -155,9 +159,17 @@ export function createDeliveryRunner(deps: RunnerDeps) {
   const machine = webhookDeliveryMachine.provide({
     actors: {
       backoffTimer: deadlineTimer(deps.scheduler, deps.clock),
-      sendAttempt: fromPromise<AttemptOutput, AttemptInput>(({ input, signal }) =>
-        send(input, signal),
-      ),
+      // The outcome reaches the actor only once the step it leads to is committed (commitAhead).
+      sendAttempt: fromPromise<AttemptOutput, AttemptInput>(({ input, signal, self }) => {
+        const judged = send(input, signal).then((output) =>
+          outcomeCommitted(input.deliveryId, self.id, output),
+        )
+        // Settling and stopping wait for the attempt in flight until its step is committed.
+        const entry = running.get(input.deliveryId)
+        if (entry) entry.committed = judged
+        // Not recorded: the actor was stopped and never hears of it.
+        return judged.then((output) => output ?? new Promise<never>(() => {}))
+      }),
     },
   })
 
@@ -267,68 +279,52 @@ export function createDeliveryRunner(deps: RunnerDeps) {
     })
   }
 
-  // Group commit: steps arriving while a commit runs go together in the next one, one step per delivery per batch.
+  // Group commit on the shared work loop: steps arriving while a commit runs go together in the
+  // next one, one step per delivery per batch (a second step of one delivery waits for the next).
   let pending: {
     step: DeliveryStep
     done: (recorded: boolean) => void
     fail: (e: unknown) => void
   }[] = []
-  let committing: Promise<void> | null = null
+  const commits = createWorkLoop({ run: commitBatch })
   function persist(step: DeliveryStep): Promise<boolean> {
     return new Promise((done, fail) => {
       pending.push({ step, done, fail })
-      committing ??= flush()
+      void commits.request()
     })
   }
-  async function flush() {
-    while (pending.length > 0) {
-      const seen = new Set<string>()
-      const batch: typeof pending = []
-      const later: typeof pending = []
-      for (const p of pending) {
-        ;(seen.has(p.step.id) ? later : batch).push(p)
-        seen.add(p.step.id)
-      }
-      pending = later
-      try {
-        const recorded = await deps.repo.commitSteps(
-          deps.instanceId,
-          batch.map((b) => b.step),
-        )
-        for (const b of batch) b.done(recorded.has(b.step.id))
-      } catch (e) {
-        for (const b of batch) b.fail(e)
-      }
+  async function commitBatch() {
+    const seen = new Set<string>()
+    const batch: typeof pending = []
+    const later: typeof pending = []
+    for (const p of pending) {
+      ;(seen.has(p.step.id) ? later : batch).push(p)
+      seen.add(p.step.id)
     }
-    committing = null
+    pending = later
+    if (later.length > 0) void commits.request()
+    if (batch.length === 0) return
+    try {
+      const recorded = await deps.repo.commitSteps(
+        deps.instanceId,
+        batch.map((b) => b.step),
+      )
+      for (const b of batch) b.done(recorded.has(b.step.id))
+    } catch (e) {
+      for (const b of batch) b.fail(e)
+    }
   }
 
-  /** Persists a step of a running actor; a finished delivery, or one whose claim was lost, stops. */
-  function onSnapshot(id: string, entry: Running, snapshot: DeliverySnapshot) {
-    const state = snapshot.value as DeliveryState
-    if (
-      state === 'attempting' ||
-      snapshot.context === entry.persistedContext ||
-      running.get(id) !== entry
-    )
-      return
-    entry.persistedContext = snapshot.context
-    const finished = state === 'succeeded' || state === 'failed'
-    const step: DeliveryStep = {
-      id,
-      ...deliveryProjection(snapshot),
-      snapshot: entry.actor.getPersistedSnapshot(),
-      finished,
-      attempt: entry.attempt,
-    }
-    entry.attempt = null
-    entry.committed = persist(step).then(
+  /** Hands a step to the group commit; a step this instance could not record stops the actor (the delivery runs again from its last recorded step, wherever it is claimed). */
+  function persistStep(id: string, entry: Running, step: DeliveryStep): Promise<boolean> {
+    const committed = persist(step).then(
       (recorded) => {
         if (!recorded)
           deps.logger.warn('webhook delivery step not recorded: this instance no longer holds it', {
             deliveryId: id,
           })
-        if (!recorded || finished) stop(id, entry)
+        if (!recorded) stop(id, entry)
+        return recorded
       },
       (e) => {
         // The database is away: the step is lost, the actor stops, and the delivery runs again from its last persisted step once claimed.
@@ -337,8 +333,91 @@ export function createDeliveryRunner(deps: RunnerDeps) {
           error: String(e),
         })
         stop(id, entry)
+        return false
       },
     )
+    entry.committed = committed
+    return committed
+  }
+
+  /**
+   * The way every hosted machine moves (as the transaction registry does): `event` is judged by
+   * the machine on the actor's snapshot with XState's pure `transition()`, the step it leads to
+   * is committed with its snapshot (and the attempt it reports), and only then may the actor
+   * hear it. A step that is not recorded (the claim went to another instance, the database is
+   * away) never reaches the actor, so it can never go on to another attempt the database does
+   * not know of: a crash or a lost claim between the two loses nothing and doubles nothing.
+   */
+  async function commitAhead(
+    id: string,
+    entry: Running,
+    event: Parameters<typeof machine.transition>[1],
+  ): Promise<DeliveryState | null> {
+    const [after] = transition(machine, entry.actor.getSnapshot(), event)
+    const state = after.value as DeliveryState
+    const step: DeliveryStep = {
+      id,
+      ...deliveryProjection(after),
+      snapshot: machine.getPersistedSnapshot(after),
+      finished: state === 'succeeded' || state === 'failed',
+      attempt: entry.attempt,
+    }
+    entry.attempt = null
+    const recorded = await persistStep(id, entry, step)
+    return recorded && running.get(id) === entry ? state : null
+  }
+
+  /** An attempt's outcome, for the actor once the step it leads to is committed; null when it was not. */
+  async function outcomeCommitted(
+    id: string,
+    childId: string,
+    output: AttemptOutput,
+  ): Promise<AttemptOutput | null> {
+    const entry = running.get(id)
+    // The event XState sends the parent when this promise resolves: judged before it is.
+    const done = { type: `xstate.done.actor.${childId}`, output, actorId: childId }
+    const state = entry ? await commitAhead(id, entry, done as never) : null
+    // Stopped meanwhile, or the step not recorded (the actor was stopped).
+    if (state === null) return null
+    entry!.ahead = state
+    return output
+  }
+
+  /**
+   * After a move: a step committed ahead is checked (a deterministic machine cannot disagree; if
+   * it does, the database is the truth and the actor stops, to be resumed from it); any other
+   * step (the 7-day rule, judged when the actor's own timer fires, with no request made) is
+   * persisted now. A finished delivery, or one whose claim was lost, stops.
+   */
+  function onSnapshot(id: string, entry: Running, snapshot: DeliverySnapshot) {
+    if (running.get(id) !== entry) return
+    const state = snapshot.value as DeliveryState
+    const finished = state === 'succeeded' || state === 'failed'
+    if (entry.ahead !== null) {
+      const expected = entry.ahead
+      entry.ahead = null
+      entry.persistedContext = snapshot.context
+      if (state !== expected) {
+        deps.logger.error('delivery actor and committed step disagree; stopped', {
+          deliveryId: id,
+          actor: state,
+          committed: expected,
+        })
+        stop(id, entry)
+      } else if (finished) stop(id, entry)
+      return
+    }
+    if (state === 'attempting' || snapshot.context === entry.persistedContext) return
+    entry.persistedContext = snapshot.context
+    const step: DeliveryStep = {
+      id,
+      ...deliveryProjection(snapshot),
+      snapshot: entry.actor.getPersistedSnapshot(),
+      finished,
+      attempt: entry.attempt,
+    }
+    entry.attempt = null
+    void persistStep(id, entry, step).then((recorded) => recorded && finished && stop(id, entry))
   }
 
   function stop(id: string, entry?: Running) {
@@ -359,6 +438,7 @@ export function createDeliveryRunner(deps: RunnerDeps) {
         attempt: null,
         persistedContext: actor.getSnapshot().context,
         committed: Promise.resolve(),
+        ahead: null,
       }
       running.set(d.id, entry)
       actor.subscribe((s) => onSnapshot(d.id, entry, s))
@@ -370,9 +450,14 @@ export function createDeliveryRunner(deps: RunnerDeps) {
       const entry = running.get(id)
       if (!entry) return 'not_running'
       const event = { type: 'redeliver.requested' as const, at: deps.clock.now() }
-      if (!entry.actor.getSnapshot().can(event)) return 'busy'
+      const before = entry.actor.getSnapshot()
+      if (!before.can(event)) return 'busy'
+      const state = await commitAhead(id, entry, event)
+      if (state === null) return 'not_running'
+      // Its own timer moved it meanwhile (an attempt began): that attempt's step follows the committed one.
+      if (entry.actor.getSnapshot() !== before) return 'accepted'
+      entry.ahead = state
       entry.actor.send(event)
-      await entry.committed
       return 'accepted'
     },
 
@@ -395,9 +480,9 @@ export function createDeliveryRunner(deps: RunnerDeps) {
     async settled() {
       for (;;) {
         await queue.idle()
-        await committing
+        await commits.idle()
         await Promise.all([...running.values()].map((r) => r.committed))
-        if (queue.queued === 0 && !committing && pending.length === 0) return
+        if (queue.queued === 0 && !commits.busy && pending.length === 0) return
       }
     },
 
@@ -411,7 +496,7 @@ export function createDeliveryRunner(deps: RunnerDeps) {
     async stop() {
       for (const id of queue.clear()) stop(id)
       await queue.idle()
-      await committing
+      await commits.idle()
       await Promise.all([...running.values()].map((r) => r.committed))
       for (const id of [...running.keys()]) stop(id)
       unsubscribe()

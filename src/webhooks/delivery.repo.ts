@@ -7,7 +7,7 @@ import {
 import type { Database } from '../db/client.ts'
 import { bare, param, prepare } from '../db/prepared.ts'
 import { outbox, webhookAttempts, webhookDeliveries, webhookEndpoints } from '../db/schema.ts'
-import { liveInstances } from '../actors/instance.repo.ts'
+import { liveInstances } from '../instances/instance.repo.ts'
 import type { Mode, ProjectFilter } from '../projects/mode.ts'
 
 /** A delivery to run as an actor here: what its attempts send, and where its actor starts from. */

@@ -1,4 +1,6 @@
-import type { InstanceLease } from '../actors/instance-lease.ts'
+import { createClaims, type Claims } from '../instances/claims.ts'
+import type { InstanceLease } from '../instances/lease.ts'
+import { createWorkLoop } from '../instances/work-loop.ts'
 import type { Scheduler } from '../actors/scheduler.ts'
 import { CHANNELS, WEBHOOK_WORK_DELIVERIES } from '../db/channels.ts'
 import type { Database } from '../db/client.ts'
@@ -41,34 +43,9 @@ const ADOPT_EVERY = 10
  * events, on NOTIFY, on each lease renewal and every `pollMs`.
  */
 export function createWebhookDispatcher(deps: DispatcherDeps) {
-  const pollMs = deps.pollMs ?? 1000
-  const gatherMs = deps.eventsGatherMs ?? 0
-  let lastPassAt = -Infinity
-  let gathering: ReturnType<typeof setTimeout> | null = null
   const me = deps.lease.instanceId
   let stopped = true
-  let running: Promise<void> | null = null
-  /** What the pass after the running one must do: nothing, fan out new events only, or also claim. */
-  let again: 'none' | 'events' | 'all' = 'none'
-  let timer: ReturnType<typeof setInterval> | null = null
   const unlisten: (() => Promise<void>)[] = []
-  let unlease: (() => void) | null = null
-
-  /** Runs the actors of deliveries claimed for this instance; one that cannot start gives its claim back. */
-  const start = (ds: RunnableDelivery[]) => {
-    for (const d of ds) {
-      if (stopped || !deps.lease.held()) return
-      try {
-        deps.runner.run(d)
-      } catch (e) {
-        deps.logger.error('webhook delivery could not be started; released', {
-          deliveryId: d.id,
-          error: String(e),
-        })
-        void deps.repo.releaseOne(d.id, me).catch(() => {})
-      }
-    }
-  }
 
   /**
    * Starts what is recorded as ours but does not run here: after a restart on the same DATA_DIR,
@@ -76,64 +53,76 @@ export function createWebhookDispatcher(deps: DispatcherDeps) {
    */
   async function adoptStranded() {
     const stranded = (await deps.repo.ownedIds(me)).filter((id) => !deps.runner.has(id))
-    start(await deps.repo.owned(me, stranded))
+    await claims.take(await deps.repo.owned(me, stranded))
   }
 
-  /** Fans out new outbox events; unless `eventsOnly`, then claims deliveries nobody runs (with `all`, every one not ours). */
-  async function pass(o: { all?: boolean; eventsOnly?: boolean } = {}) {
-    const all = o.all ?? false
-    const now = () => new Date(deps.clock.now())
-    for (;;) {
-      const r = await deps.repo.fanOut({ limit: BATCH, now: now(), owner: me })
-      start(r.deliveries)
-      if (r.events < BATCH) break
-    }
-    // Deliveries made by fan-out are claimed by it: a notice of new events alone has nothing else to claim.
-    if (o.eventsOnly) return
-    for (;;) {
-      const claimed = all
-        ? await deps.repo.claimAll({ owner: me, limit: BATCH })
-        : await deps.repo.claimFree({ owner: me, now: now(), limit: BATCH })
-      start(claimed)
-      if (claimed.length < BATCH) break
+  const claims: Claims = createClaims<RunnableDelivery>({
+    lease: deps.lease,
+    clock: deps.clock,
+    logger: deps.logger,
+    what: 'webhook delivery',
+    batchSize: BATCH,
+    reconcileEvery: ADOPT_EVERY,
+    singleInstance: deps.singleInstance,
+    // Claims run in the dispatch pass, one pass at a time.
+    tick: () => wake(),
+    work: {
+      batch: {
+        claim: ({ all, limit, now }) =>
+          all
+            ? deps.repo.claimAll({ owner: me, limit })
+            : deps.repo.claimFree({ owner: me, now, limit }),
+        take: (d) => deps.runner.run(d),
+        releaseOne: (d) => deps.repo.releaseOne(d.id, me),
+        describe: (d) => ({ deliveryId: d.id }),
+      },
+      resume: adoptStranded,
+      reconcile: adoptStranded,
+      drop: () => deps.runner.stopAll(),
+      releaseAll: () => deps.repo.release(me),
+    },
+  })
+
+  /**
+   * What a pass does: fan out new outbox events only (a notice of new events: the deliveries
+   * fan-out makes are claimed by it, so there is nothing else to claim), or also claim
+   * deliveries nobody runs, or (a database only this instance uses) every one not ours.
+   */
+  type Pass = 'events' | 'all' | 'everything'
+  const RANK: Record<Pass, number> = { events: 0, all: 1, everything: 2 }
+
+  async function pass(what: Pass) {
+    try {
+      for (;;) {
+        const r = await deps.repo.fanOut({
+          limit: BATCH,
+          now: new Date(deps.clock.now()),
+          owner: me,
+        })
+        await claims.take(r.deliveries)
+        if (r.events < BATCH) break
+      }
+      if (what !== 'events') await claims.claimFree({ all: what === 'everything' })
+    } catch (e) {
+      deps.logger.warn('webhook dispatch pass failed; retrying', { error: String(e) })
     }
   }
 
   /**
-   * Runs a pass now, or right after the one in progress: every wake-up during a pass is served
-   * by one next pass. `events`: only new outbox events were announced (one notice per created
-   * transaction or transition), so the pass only fans out.
+   * One pass at a time; every wake-up during a pass is served by one next pass. Notices of new
+   * events are gathered for `eventsGatherMs` after the last pass began (the first at once), so
+   * on the embedded database one fan-out serves many creates.
    */
-  function wake(what: 'events' | 'all' = 'all'): Promise<void> {
-    if (stopped || !deps.lease.held()) return running ?? Promise.resolve()
-    if (running) {
-      if (again !== 'all') again = what
-      return running
-    }
-    running = (async () => {
-      let next: 'none' | 'events' | 'all' = what
-      do {
-        again = 'none'
-        lastPassAt = performance.now()
-        try {
-          await pass({ eventsOnly: next === 'events' })
-        } catch (e) {
-          deps.logger.warn('webhook dispatch pass failed; retrying', { error: String(e) })
-        }
-        next = again
-      } while (next !== 'none' && !stopped)
-    })().finally(() => (running = null))
-    return running
-  }
+  const passes = createWorkLoop<Pass>({
+    run: pass,
+    merge: (a, b) => (RANK[a] >= RANK[b] ? a : b),
+    gatherMs: deps.eventsGatherMs ?? 0,
+  })
 
-  /** A notice of new outbox events: a pass now, or gathered with the next ones (eventsGatherMs). */
-  function eventsAnnounced() {
-    const wait = lastPassAt + gatherMs - performance.now()
-    if (wait <= 0 || running) return void wake('events')
-    gathering ??= setTimeout(() => {
-      gathering = null
-      void wake('events')
-    }, wait)
+  /** Runs a pass now, or right after the one in progress; resolves once the pass serving it ends. */
+  function wake(what: 'events' | 'all' = 'all'): Promise<void> {
+    if (stopped || !deps.lease.held()) return passes.idle()
+    return passes.request(what)
   }
 
   return {
@@ -142,7 +131,7 @@ export function createWebhookDispatcher(deps: DispatcherDeps) {
       unlisten.push(
         await deps.database.listen(
           CHANNELS.webhookWork,
-          (payload) => (payload === WEBHOOK_WORK_DELIVERIES ? void wake() : eventsAnnounced()),
+          (payload) => void wake(payload === WEBHOOK_WORK_DELIVERIES ? 'all' : 'events'),
           () => void wake(),
         ),
       )
@@ -152,22 +141,10 @@ export function createWebhookDispatcher(deps: DispatcherDeps) {
           (id) => void deps.runner.redeliver(id).catch(() => {}),
         ),
       )
-      let ticks = 0
-      unlease = deps.lease.listen({
-        tick: async () => {
-          if (ticks++ % ADOPT_EVERY === 0) await adoptStranded()
-          await wake()
-        },
-        lost: () => deps.runner.stopAll(),
-        regained: adoptStranded,
-      })
-      await deps.lease.start()
-      // Ours from before a restart on the same DATA_DIR (src/server/instance-id.ts), then the rest nobody runs.
-      await adoptStranded()
-      running = pass({ all: deps.singleInstance }).finally(() => (running = null))
-      await running
-      timer = setInterval(() => void wake(), pollMs)
-      ;(timer as { unref?: () => void }).unref?.()
+      await claims.start()
+      // Claimed above; the first pass fans out what was written while no instance ran.
+      await passes.request('events')
+      passes.every(deps.pollMs ?? 1000, 'all')
     },
 
     wake,
@@ -179,7 +156,7 @@ export function createWebhookDispatcher(deps: DispatcherDeps) {
      */
     eventsWritten(): void {
       if (!stopped && deps.lease.held()) {
-        eventsAnnounced()
+        void wake('events')
         return
       }
       deps.database.notify(CHANNELS.webhookWork, '').catch((e) =>
@@ -200,13 +177,11 @@ export function createWebhookDispatcher(deps: DispatcherDeps) {
     async stop() {
       if (stopped) return
       stopped = true
-      if (timer) clearInterval(timer)
-      if (gathering) clearTimeout(gathering)
-      unlease?.()
-      for (const u of unlisten.splice(0)) await u()
-      await running
-      await deps.runner.stop()
-      await deps.repo.release(me).catch(() => {})
+      await claims.stop(async () => {
+        for (const u of unlisten.splice(0)) await u()
+        await passes.stop()
+        await deps.runner.stop()
+      })
     },
   }
 }

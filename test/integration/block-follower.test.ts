@@ -11,15 +11,15 @@ import { TestStablecoin } from '../../src/chain/artifacts/index.ts'
 import {
   createBlockFollower,
   type BlockFollowerDeps,
-  type FollowerEvent,
-} from '../../src/chain/block-follower.ts'
+} from '../../src/chain/follower/block-follower.ts'
+import type { FollowerEvent } from '../../src/chain/follower/events.ts'
 import {
   memoryCursorStore,
   resumeCursor,
   type BlockRef,
   type CursorStore,
   type Halt,
-} from '../../src/chain/follower-cursor.ts'
+} from '../../src/chain/follower/cursor.ts'
 import { createChainClient } from '../../src/chain/rpc.ts'
 import type { Finding } from '../../src/chain/transfer-scan.ts'
 import { manualClock } from '../../src/lib/clock.ts'

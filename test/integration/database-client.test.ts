@@ -13,7 +13,7 @@ import { readdirSync, rmSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { openDatabase, pgliteDirOf, type Database } from '../../src/db/client.ts'
 import { isUniqueViolation } from '../../src/db/errors.ts'
-import { withNamedStatements } from '../../src/db/pglite-statements.ts'
+import { namedStatementsSupported, withNamedStatements } from '../../src/db/pglite-statements.ts'
 import { projects } from '../../src/db/schema.ts'
 import { backends, freshDataDir, freshPostgres } from '../helpers/databases.ts'
 
@@ -155,6 +155,8 @@ describe('PGlite statements with parameters', () => {
 
   test('are parsed once, then only bound and run: one prepared statement however often used', async () => {
     client = withNamedStatements(new PGlite(), 2)
+    // The installed PGlite has the private locks they need (docs/upstream/pglite.md).
+    expect(namedStatementsSupported(client)).toBe(true)
     const add = 'SELECT $1::int + $2::int AS sum'
     for (let i = 0; i < 5; i++)
       expect((await client.query<{ sum: number }>(add, [i, 1])).rows).toEqual([{ sum: i + 1 }])
@@ -210,5 +212,20 @@ describe('PGlite statements with parameters', () => {
     await done
     expect((await outside).rows).toEqual([{ v: 2 }])
     expect((await client.query('SELECT v FROM tx_probe')).rows).toEqual([{ v: 2 }])
+  })
+})
+
+describe('a PGlite without the private methods named statements need', () => {
+  test('is left as it is: its own query and transaction answer, every statement parsed and planned each time', () => {
+    // PGlite's own query calls these very methods, so a working PGlite without them can only be
+    // a later release that renamed them; a stand-in with the public methods plays it here.
+    const query = async () => ({ rows: [] })
+    const transaction = async () => undefined
+    const later = { query, transaction, execProtocolStream: query } as unknown as PGlite
+    expect(namedStatementsSupported(later)).toBe(false)
+    const client = withNamedStatements(later)
+    expect(client).toBe(later)
+    expect(client.query).toBe(query as never)
+    expect(client.transaction).toBe(transaction as never)
   })
 })

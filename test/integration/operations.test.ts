@@ -172,8 +172,11 @@ for (const backend of backends()) {
         Number(head),
       )
       expect(after.value('cryptopay_chain_follower_lag_blocks', { network: 'localchain' })).toBe(0)
-      // The runtime's process metrics are there too.
-      expect(after.family('cryptopay_process_resident_memory_bytes')?.type).toBe('GAUGE')
+      // The runtime's metrics are there too, under the standard names dashboards look for.
+      expect(after.family('process_resident_memory_bytes')?.type).toBe('GAUGE')
+      expect(after.family('process_cpu_seconds_total')?.type).toBe('COUNTER')
+      expect(after.family('nodejs_eventloop_lag_seconds')?.type).toBe('GAUGE')
+      expect(after.family('cryptopay_process_resident_memory_bytes')).toBeUndefined()
       // Label values are bounded: route templates, never a raw path with an id.
       const routes = after
         .family('cryptopay_http_requests_total')!

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { getAddress } from 'viem'
 import { manualClock } from '../../src/lib/clock.ts'
+import { SHARED_ASSETS_DIR } from '../../src/http/static-assets.ts'
 import { PAY_ASSETS_DIR } from '../../src/modules/pay/index.ts'
 import { PAY_PAGE_CSP } from '../../src/modules/pay/page.ts'
 import { qrSvg } from '../../src/modules/pay/qr.ts'
@@ -147,7 +148,13 @@ for (const backend of backends()) {
       const { html } = await page(await create(project.key))
       const urls = loadedUrls(html)
       const names = urls.map((u) => new URL(u, t.url).pathname.replace('/assets/', '')).sort()
-      expect(names).toEqual(['browser-wallet.js', 'favicon.svg', 'pay-page.js', 'pay.css'])
+      expect(names).toEqual([
+        'base.css',
+        'browser-wallet.js',
+        'favicon.svg',
+        'pay-page.js',
+        'pay.css',
+      ])
       const types: Record<string, string> = {
         js: 'text/javascript; charset=utf-8',
         css: 'text/css; charset=utf-8',
@@ -166,7 +173,9 @@ for (const backend of backends()) {
         expect(current.headers.get('content-type')).toBe(types[name.split('.').pop()!]!)
         expect(current.headers.get('cache-control')).toBe('public, max-age=31536000, immutable')
         expect(new Uint8Array(await current.arrayBuffer())).toEqual(
-          new Uint8Array(readFileSync(join(PAY_ASSETS_DIR, name))),
+          new Uint8Array(
+            readFileSync(join(name === 'base.css' ? SHARED_ASSETS_DIR : PAY_ASSETS_DIR, name)),
+          ),
         )
 
         for (const other of [`/assets/${name}?v=000000000000`, `/assets/${name}`]) {

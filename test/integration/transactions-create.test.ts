@@ -146,6 +146,7 @@ for (const backend of backends()) {
         ['amount negative', { amount: -5 }, 'amount'],
         ['amount above 1,000,000', { amount: 1_000_000.01 }, 'amount'],
         ['amount with 3 decimals', { amount: 10.001 }, 'amount'],
+        ['amount 19.999', { amount: 19.999 }, 'amount'],
         ['amount as a string', { amount: '10' }, 'amount'],
         ['amount null', { amount: null }, 'amount'],
         ['customer_email invalid', { amount: 1, customer_email: 'not-an-email' }, 'customer_email'],

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import { html } from '../../src/lib/html.ts'
-import { readCookie, safeNext } from '../../src/modules/dashboard/access.ts'
-import { fillDays } from '../../src/modules/dashboard/pages/overview.ts'
+import { readCookie, safeNext } from '../../src/modules/dashboard/access/cookies.ts'
+import { fillDays } from '../../src/modules/dashboard/overview/page.ts'
 import { layout, type Frame } from '../../src/modules/dashboard/layout.ts'
 
 describe('safeNext() keeps a sign-in on this dashboard', () => {

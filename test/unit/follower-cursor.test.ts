@@ -5,7 +5,7 @@ import {
   encodeCursor,
   resumeCursor,
   type Cursor,
-} from '../../src/chain/follower-cursor.ts'
+} from '../../src/chain/follower/cursor.ts'
 
 const H = (n: number) => `0x${n.toString(16).padStart(64, '0')}` as const
 const halted: Cursor = {

@@ -1,6 +1,6 @@
 import { expect, test } from 'bun:test'
-import { createInstanceLease } from '../../src/actors/instance-lease.ts'
-import type { InstanceRepo } from '../../src/actors/instance.repo.ts'
+import { createInstanceLease } from '../../src/instances/lease.ts'
+import type { InstanceRepo } from '../../src/instances/instance.repo.ts'
 import { systemClock } from '../../src/lib/clock.ts'
 import { createLogger } from '../../src/lib/logger.ts'
 

@@ -6,7 +6,7 @@
  */
 import { describe, expect, test } from 'bun:test'
 import { RpcRequestError } from 'viem'
-import { createTraceReader } from '../../src/chain/internal-traces.ts'
+import { createTraceReader } from '../../src/chain/follower/internal-traces.ts'
 import { manualClock } from '../../src/lib/clock.ts'
 
 const BLOCK = {

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test'
 import type { Address, Hex } from 'viem'
-import { internalTransfers } from '../../src/chain/block-follower.ts'
+import { internalTransfers } from '../../src/chain/follower/findings.ts'
 import type { NativeFinding } from '../../src/chain/transfer-scan.ts'
 
 const A = '0x00000000000000000000000000000000000000aa'

@@ -8,7 +8,7 @@ import {
   parseNetworksConfig,
   validateNetworksConfig,
 } from '../../src/chain/networks-config.ts'
-import { MAX_CONFIRMATIONS, MAX_WINDOW, windowFor } from '../../src/chain/follower-cursor.ts'
+import { MAX_CONFIRMATIONS, MAX_WINDOW, windowFor } from '../../src/chain/follower/cursor.ts'
 import { NETWORK_PRESETS } from '../../src/chain/presets.ts'
 import { getAddress, isAddress } from 'viem'
 

@@ -92,13 +92,30 @@ describe('structure', () => {
     }
   })
 
-  test('only the HTTP assembly and the controllers (modules/*/index.ts) import Elysia', () => {
+  test('the block follower (src/chain/follower/) knows nothing of what it feeds: it reads the chain and reports events, never the trackers, the watcher, modules or the database', () => {
+    const allowed = (p: string) =>
+      p.startsWith('src/chain/follower/') ||
+      p.startsWith('src/lib/') ||
+      p.startsWith('src/metrics/') ||
+      ['src/chain/rpc.ts', 'src/chain/transfer-scan.ts', 'src/chain/read-again.ts'].includes(p)
+    const follower = FILES.filter((f) => f.startsWith('src/chain/follower/'))
+    expect(follower.length).toBeGreaterThan(0)
+    expect(
+      follower.flatMap((f) =>
+        localImports(f)
+          .filter((p) => !allowed(p))
+          .map((p) => `${f} -> ${p}`),
+      ),
+    ).toEqual([])
+  })
+
+  test('only the HTTP assembly and the controllers (modules/*/index.ts, and modules/*/*/index.ts for the sections of a module) import Elysia', () => {
     const users = FILES.filter((f) =>
       specifiers(f).some((s) => s === 'elysia' || s.startsWith('@elysiajs/')),
     )
     expect(
       users.filter(
-        (f) => !f.startsWith('src/http/') && !/^src\/modules\/[^/]+\/index\.ts$/.test(f),
+        (f) => !f.startsWith('src/http/') && !/^src\/modules\/[^/]+\/([^/]+\/)?index\.ts$/.test(f),
       ),
     ).toEqual([])
   })

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test'
-import { createThrottle } from '../../src/chain/block-follower.ts'
+import { createThrottle } from '../../src/chain/follower/pacing.ts'
 import { manualClock } from '../../src/lib/clock.ts'
 
 /** The follower's maxRequestsPerSecond on a virtual clock: its sleeps move the clock, nothing waits. */

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test'
 import { encodeAbiParameters, encodeEventTopics, parseAbiItem, type Address, type Hex } from 'viem'
-import { decodeCursor, encodeCursor, memoryCursorStore } from '../../src/chain/follower-cursor.ts'
+import { decodeCursor, encodeCursor, memoryCursorStore } from '../../src/chain/follower/cursor.ts'
 import {
   TRANSFER_TOPIC,
   decodeTransferLog,

@@ -29,8 +29,10 @@ const CONNECT = [
 ]
 
 describe("the treasury tool's command line", () => {
-  test("the README names DepositAccount's address as its code makes it (a change of the contract changes it)", () => {
-    expect(readFileSync(join(ROOT, 'README.md'), 'utf8')).toContain(`\`${DEPOSIT_ACCOUNT}\``)
+  test("docs/operating/money-out.md names DepositAccount's address as its code makes it (a change of the contract changes it)", () => {
+    expect(readFileSync(join(ROOT, 'docs/operating/money-out.md'), 'utf8')).toContain(
+      `\`${DEPOSIT_ACCOUNT}\``,
+    )
   })
 
   test('bad usage exits 2 with the usage line, before any key file is read or anything is asked', async () => {

@@ -33,7 +33,10 @@ const SECTIONS: [Section, string, string][] = [
   ['settings', 'Settings', '/settings'],
 ]
 
-/** Everything around a signed-in page: who, which project and mode, and the session's CSRF token. */
+/**
+ * Everything around a signed-in page: who, which project and mode, and the session's CSRF
+ * token.
+ */
 export interface Frame {
   asset: AssetUrl
   email: string
@@ -71,10 +74,12 @@ export const NOTICES = {
     'A new transaction.completed delivery is queued for every endpoint that selected it.',
   'session-ended': 'Your session has ended. Sign in again.',
   'refund-created':
-    'The refund is recorded, pending. Pay it with the treasury tool on your machine: npm run treasury -- refunds pay.',
+    'The refund is recorded, pending. Pay it with the treasury tool on your machine: ' +
+    'npm run treasury -- refunds pay.',
   'refund-cancelled': 'The refund is cancelled: it will not be paid.',
   'refund-abandoned':
-    'Its payment can never be mined, so it is given up: the refund is pending again, and the treasury tool pays it anew.',
+    'Its payment can never be mined, so it is given up: the refund is pending again, and the ' +
+    'treasury tool pays it anew.',
 } as const
 export type Notice = keyof typeof NOTICES
 export const isNotice = (s: unknown): s is Notice =>
@@ -85,6 +90,7 @@ export function head(title: string, asset: AssetUrl, extra: Html | string = ''):
 ${PAGE_META}
 <title>${title} · Crypto Pay dashboard</title>
 <link rel="icon" href="${asset('favicon.svg')}" type="image/svg+xml">
+<link rel="stylesheet" href="${asset('base.css')}">
 <link rel="stylesheet" href="${asset('dashboard.css')}">
 <script type="module" src="${asset('dashboard.js')}"></script>
 ${extra}
@@ -100,7 +106,17 @@ export function postButton(
   label: string,
   opts: { confirm?: string; danger?: boolean; fields?: Record<string, string> } = {},
 ): Html {
-  return html`<form method="post" action="${action}" class="inline"${opts.confirm ? html` data-confirm="${opts.confirm}"` : ''}>${csrfField(f.csrf)}${Object.entries(opts.fields ?? {}).map(([k, v]) => html`<input type="hidden" name="${k}" value="${v}">`)}<button type="submit" class="${opts.danger ? 'button danger' : 'button secondary'}">${label}</button></form>`
+  const confirm = opts.confirm ? html` data-confirm="${opts.confirm}"` : ''
+  const fields = Object.entries(opts.fields ?? {}).map(
+    ([k, v]) => html`<input type="hidden" name="${k}" value="${v}">`,
+  )
+  const kind = opts.danger ? 'button danger' : 'button secondary'
+  const button = html`<button type="submit" class="${kind}">${label}</button>`
+  return html`<form method="post" action="${action}" class="inline"${confirm}>${[
+    csrfField(f.csrf),
+    fields,
+    button,
+  ]}</form>`
 }
 
 /** A date as UTC text in a `<time>` (the browser script shows it in the reader's zone too). */
@@ -126,13 +142,57 @@ export function table(
   empty: string,
 ): Html {
   if (rows.length === 0) return html`<p class="empty">${empty}</p>`
-  return html`<div class="table-wrap" role="region" aria-label="${caption}" tabindex="0"><table><caption class="visually-hidden">${caption}</caption>
+  return html`<div class="table-wrap" role="region" aria-label="${caption}"
+tabindex="0"><table><caption class="visually-hidden">${caption}</caption>
 <thead><tr>${headers.map((h) => html`<th scope="col">${h}</th>`)}</tr></thead>
 <tbody>${rows}</tbody></table></div>`
 }
 
 export const badge = (text: string, kind = text) =>
   html`<span class="badge badge-${kind}">${text}</span>`
+
+const TEST_BANNER = html`<div class="test-banner" role="note"><strong>Test mode</strong> — ${[
+  'you are viewing test data. Nothing here moves real money.',
+]}</div>`
+
+/** The project's name, or a menu of the user's projects when there are several. */
+function projectSwitch(f: Frame): Html {
+  if (f.projects.length <= 1) return html`<span class="project-name">${f.project.name}</span>`
+  const items = f.projects.map((p) => {
+    const current = p.id === f.project.id ? html` aria-current="true"` : ''
+    return html`<li><a href="${base({ project: p, mode: f.mode })}"${current}>${p.name}</a></li>`
+  })
+  const name = html`<span class="visually-hidden">Project: </span>${f.project.name}`
+  return html`<details class="project-switch"><summary>${name}</summary><ul>${items}</ul></details>`
+}
+
+/** The same section in the other mode. */
+function modeSwitch(f: Frame, section: Section): Html {
+  const other: Mode = f.mode === 'test' ? 'live' : 'test'
+  const sectionPath = SECTIONS.find(([s]) => s === section)![2]
+  const href = base({ project: f.project, mode: other }, sectionPath)
+  const on = (mode: Mode) => (f.mode === mode ? 'on' : '')
+  return html`<a class="mode-switch" href="${href}" data-mode="${f.mode}"
+    aria-label="Viewing ${f.mode} data. Switch to ${other} data">
+    <span class="${on('test')}">Test</span><span class="${on('live')}">Live</span></a>`
+}
+
+function signOut(f: Frame): Html {
+  const button = html`<button type="submit" class="link">Sign out<span class="visually-hidden"> ${[
+    f.email,
+  ]}</span></button>`
+  return html`<form method="post" action="/dashboard/sign-out" class="sign-out">${[
+    csrfField(f.csrf),
+    button,
+  ]}</form>`
+}
+
+function sections(f: Frame, section: Section): Html {
+  return html`<ul>${SECTIONS.map(([s, label, path]) => {
+    const current = s === section ? html` aria-current="page"` : ''
+    return html`<li><a href="${base(f, path)}"${current}>${label}</a></li>`
+  })}</ul>`
+}
 
 /** A signed-in page: header with project and mode switch, navigation, and `body`. */
 export function layout(
@@ -142,27 +202,20 @@ export function layout(
   body: Html,
   opts: { head?: Html; notice?: string | null; error?: string | null } = {},
 ): string {
-  const other: Mode = f.mode === 'test' ? 'live' : 'test'
-  const sectionPath = SECTIONS.find(([s]) => s === section)![2]
   return html`<!doctype html>
 <html lang="en">
 ${head(`${title} · ${f.project.name}`, f.asset, opts.head ?? '')}
 <body data-mode="${f.mode}">
 <a class="skip" href="#main">Skip to content</a>
-${f.mode === 'test' ? html`<div class="test-banner" role="note"><strong>Test mode</strong> — you are viewing test data. Nothing here moves real money.</div>` : ''}
+${f.mode === 'test' ? TEST_BANNER : ''}
 <header class="top">
   <div class="brand"><a href="${base(f)}">Crypto Pay</a></div>
-  ${
-    f.projects.length > 1
-      ? html`<details class="project-switch"><summary><span class="visually-hidden">Project: </span>${f.project.name}</summary><ul>${f.projects.map((p) => html`<li><a href="${base({ project: p, mode: f.mode })}"${p.id === f.project.id ? html` aria-current="true"` : ''}>${p.name}</a></li>`)}</ul></details>`
-      : html`<span class="project-name">${f.project.name}</span>`
-  }
-  <a class="mode-switch" href="${base({ project: f.project, mode: other }, sectionPath)}" data-mode="${f.mode}" aria-label="Viewing ${f.mode} data. Switch to ${other} data">
-    <span class="${f.mode === 'test' ? 'on' : ''}">Test</span><span class="${f.mode === 'live' ? 'on' : ''}">Live</span></a>
-  <form method="post" action="/dashboard/sign-out" class="sign-out">${csrfField(f.csrf)}<button type="submit" class="link">Sign out<span class="visually-hidden"> ${f.email}</span></button></form>
+  ${projectSwitch(f)}
+  ${modeSwitch(f, section)}
+  ${signOut(f)}
 </header>
 <nav class="sections" aria-label="Dashboard">
-  <ul>${SECTIONS.map(([s, label, path]) => html`<li><a href="${base(f, path)}"${s === section ? html` aria-current="page"` : ''}>${label}</a></li>`)}</ul>
+  ${sections(f, section)}
 </nav>
 <main id="main" tabindex="-1">
 <h1>${title}</h1>

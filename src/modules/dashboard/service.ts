@@ -11,7 +11,7 @@ import type { TransactionService } from '../transactions/service.ts'
 import type { RefundService } from '../refunds/service.ts'
 import type { TreasuryService } from '../treasury/service.ts'
 import type { RefundStatus } from '../../../machines/refund.machine.ts'
-import type { RefundFilter } from './pages/funds.ts'
+import type { RefundFilter } from './funds/page.ts'
 
 /** The refund statuses each filter of the Funds page shows. */
 const REFUND_STATUS_OF: Record<RefundFilter, RefundStatus[] | null> = {

@@ -47,6 +47,7 @@ function head<C>(title: Slot<C>, asset: AssetUrl, withScript: boolean): Template
 ${PAGE_META}
 <title>${title}</title>
 <link rel="icon" href="${asset('favicon.svg')}" type="image/svg+xml">
+<link rel="stylesheet" href="${asset('base.css')}">
 <link rel="stylesheet" href="${asset('pay.css')}">
 ${withScript ? html`<script type="module" src="${asset('pay-page.js')}"></script>` : ''}
 </head>`

@@ -1,6 +1,6 @@
 import { and, asc, count, eq, inArray, isNull, sql, type SQL } from 'drizzle-orm'
 import type { RefundStatus } from '../../../machines/refund.machine.ts'
-import { decodeCursor } from '../../chain/follower-cursor.ts'
+import { decodeCursor } from '../../chain/follower/cursor.ts'
 import type { Database } from '../../db/client.ts'
 import {
   chainCursors,

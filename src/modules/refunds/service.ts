@@ -1,27 +1,15 @@
 import { createHash } from 'node:crypto'
-import { encodeFunctionData, erc20Abi, getAddress, isAddress, type Address, type Hex } from 'viem'
-import { getInitialSnapshot, transition } from 'xstate'
+import { getAddress, isAddress, type Address, type Hex } from 'viem'
+import { getInitialSnapshot } from 'xstate'
 import { FINAL_STATUSES, type TxStatus } from '../../../machines/transaction.machine.ts'
 import {
   REFUND_MACHINE_VERSION,
   refundMachine,
-  type PaymentRoute,
-  type RefundEvent,
   type RefundStatus,
   type Submission,
 } from '../../../machines/refund.machine.ts'
-import { restoreActor } from '../../actors/restore-actor.ts'
 import { isUniqueViolation } from '../../db/errors.ts'
-import {
-  depositAccountEvents,
-  PAID_TOPIC,
-  paidAnswer,
-  paidData,
-  paymentId,
-} from '../../chain/deposit-account.ts'
 import type { NetworkConfig, TokenConfig } from '../../chain/networks-config.ts'
-import type { OutgoingChain, OutgoingLedger, OutgoingNews } from '../../chain/outgoing-tracker.ts'
-import { INTERNAL_TRACED, INTERNAL_TRANSFER } from '../../chain/transfer-scan.ts'
 import {
   checkAuthorizations,
   checkChainAndType,
@@ -30,18 +18,20 @@ import {
   type ChainReader,
 } from '../../chain/record-checks.ts'
 import { payoutOf, readSignedTransaction } from '../../chain/signed-transaction.ts'
-import { TRANSFER_TOPIC, decodeTransferLog } from '../../chain/transfer-scan.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { newId } from '../../lib/ids.ts'
 import { errorSummary, type Logger } from '../../lib/logger.ts'
 import { deny, ok, type Outcome } from '../../lib/outcome.ts'
 import type { ProjectMode } from '../../projects/mode.ts'
-import { refundWebhookData } from '../../webhooks/payload.ts'
 import { canonicalJson, type StoredResponse } from '../transactions/service.ts'
 import type { TransactionRepo, TransactionRow } from '../transactions/transaction.repo.ts'
+import { abandonable } from './abandonable.ts'
+import { submissionOf, type RefundChanges } from './changes.ts'
 import type { CreateRefundInput, RefundView } from './model.ts'
-import { refundableLines, type RefundableLine } from './refundable.ts'
-import type { Arrival, RefundRepo, RefundRow } from './refund.repo.ts'
+import { refundableLines } from './refundable.ts'
+import type { RefundRepo, RefundRow } from './refund.repo.ts'
+import { heldBy, paymentRoute } from './payment-checks.ts'
+import { lineView, view, views } from './views.ts'
 
 const IDEMPOTENCY_WINDOW_MS = 24 * 3_600_000
 /** Refund idempotency keys share the table with creates; the prefix keeps the two apart. */
@@ -52,20 +42,23 @@ const KEY_PREFIX = 'refund:'
  * arrived in, to an address the customer gives. The service records the refund; the merchant's
  * treasury tool pays it (from the deposit address while it holds enough, else from the gas
  * account) after recording the signed payment here; the chain follower watches that payment and
- * completes the refund once it has the network's confirmations, sending `refund.completed`.
- * Every change is judged by the refund machine and committed with its timeline note and webhook
- * event (src/modules/refunds/refund.repo.ts).
+ * completes the refund once it has the network's confirmations, sending `refund.completed`
+ * (settlement.ts).
+ *
+ * This module holds the merchant's commands, the rules the HTTP API, the dashboard and the CLI
+ * answer by: create, read, cancel, record the treasury tool's payment, mark unpayable, abandon a
+ * payment that can no longer be mined. Every change is judged by the refund machine and
+ * committed with its timeline note and webhook event (changes.ts).
  */
 export function createRefundService(deps: {
   repo: RefundRepo
+  changes: RefundChanges
   /** The networks' nodes now: what recorded payments are checked against, and whether each chain runs EIP-7702. */
   chain: { eip7702(network: string): boolean | null; reader(network: string): ChainReader | null }
   transactions: Pick<TransactionRepo, 'find'>
   networks: readonly NetworkConfig[]
   clock: Clock
   logger: Logger
-  /** Webhook events were committed: the dispatcher fans them out. */
-  eventsWritten: () => void
 }) {
   const now = () => new Date(deps.clock.now())
   const networkOf = (name: string) => deps.networks.find((n) => n.name === name) ?? null
@@ -79,456 +72,12 @@ export function createRefundService(deps: {
     return row && row.projectId === caller.projectId && row.mode === caller.mode ? row : null
   }
 
-  /**
-   * Judges `event` on the refund's stored snapshot and commits the result with its note and
-   * event; a refused event changes nothing (a conflict). One retry when another writer moved the
-   * row meanwhile.
-   */
-  async function apply(
-    id: string,
-    event: RefundEvent,
-    extra: (row: RefundRow) => Partial<RefundRow> = () => ({}),
-  ): Promise<Outcome<RefundRow>> {
-    for (let attempt = 0; attempt < 2; attempt++) {
-      const row = await deps.repo.find(id)
-      if (!row) return deny('not_found', `No refund ${id}`)
-      const before = restoreActor(refundMachine, row.snapshot).getSnapshot()
-      if (!before.can(event))
-        return deny('conflict', `A refund in status ${row.status} cannot take ${event.type}`)
-      const [after] = transition(refundMachine, before, event)
-      const status = after.value as RefundStatus
-      const c = after.context
-      const at = now()
-      const patch: Partial<RefundRow> = {
-        status,
-        snapshot: refundMachine.getPersistedSnapshot(after) as Record<string, unknown>,
-        machineVersion: REFUND_MACHINE_VERSION,
-        blockNumber: c.blockNumber,
-        blockHash: c.blockHash,
-        confirmations: c.confirmations,
-        failureReason: c.failureReason,
-        failureDetail: c.failureDetail,
-        updatedAt: at,
-        // The row shows the submission the machine holds: none, the recorded one, or (deposit route) the transaction that paid.
-        ...(c.submission === null
-          ? {
-              txHash: null,
-              rawTransaction: null,
-              txNonce: null,
-              sender: null,
-              paidFrom: null,
-              submittedAt: null,
-            }
-          : c.submission.txHash !== row.txHash
-            ? {
-                txHash: c.submission.txHash,
-                sender: c.submission.from,
-                txNonce: c.submission.nonce,
-                rawTransaction: null,
-              }
-            : {}),
-        ...(status === 'completed' ? { completedAt: at } : {}),
-        ...extra(row),
-      }
-      const note = noteOf(event, row.status, status, c)
-      const committed = await deps.repo.commit({
-        id,
-        expectedVersion: row.version,
-        patch,
-        note,
-        event: (written, transaction) =>
-          status === row.status || (status !== 'completed' && status !== 'failed')
-            ? null
-            : {
-                eventType: `refund.${status}`,
-                data: refundWebhookData(transaction, eventFields(written)),
-              },
-      })
-      if (!committed) continue
-      if (
-        committed.status !== row.status &&
-        (committed.status === 'completed' || committed.status === 'failed')
-      )
-        deps.eventsWritten()
-      return ok(committed)
-    }
-    return deny('conflict', `Refund ${id} changed while this was being applied; retry`)
-  }
-
-  /** What the chain follower says of a refund's payment (see the routes in machines/refund.machine.ts). */
-  async function settle(row: RefundRow, news: OutgoingNews, chain: OutgoingChain) {
-    const submission = submissionOf(row)
-    if (!submission) return
-    const txHash = submission.txHash
-    let event: RefundEvent | null
-    if (news.type === 'included') {
-      event = pays(row, submission, news.receipt.logs)
-        ? {
-            type: 'submission.included',
-            txHash,
-            from: submission.from,
-            nonce: submission.nonce,
-            blockNumber: news.blockNumber,
-            blockHash: news.blockHash,
-          }
-        : // Mined without paying it: judged once that is as final as a payment would be (below).
-          null
-    } else if (news.type === 'reorged') event = { type: 'submission.reorged', txHash }
-    else if (news.type === 'unmined') {
-      // A signed payment not mined: delivered by another transaction, lapsed, or still to come. An own transaction waits.
-      event =
-        submission.route === 'deposit' && row.status === 'submitted'
-          ? await depositTruth(row, submission, chain)
-          : null
-    } else if (news.type === 'confirmations') {
-      const enough =
-        news.final === undefined ? news.confirmations >= confirmationsOf(row.network)! : news.final
-      if (row.status === 'confirming')
-        event = {
-          type: 'confirmations.updated',
-          confirmations: news.confirmations,
-          ...(news.final === undefined ? {} : { final: news.final }),
-        }
-      else if (!enough) event = null
-      else if (submission.route !== 'deposit')
-        event = {
-          type: 'submission.reverted',
-          txHash,
-          blockNumber: news.receipt.blockNumber,
-          blockHash: news.receipt.blockHash,
-          detail: 'its transaction was mined but did not pay the refund',
-        }
-      else event = await depositTruth(row, submission, chain)
-    } else if (submission.route !== 'deposit') {
-      event =
-        news.type === 'dropped'
-          ? { type: 'submission.dropped', txHash }
-          : {
-              type: 'submission.reverted',
-              txHash,
-              blockNumber: news.blockNumber,
-              blockHash: news.blockHash,
-              detail: 'its transaction was mined but reverted',
-            }
-    } else event = await depositTruth(row, submission, chain)
-    if (!event) return
-    const r = await apply(row.id, event)
-    if (!r.ok && r.code !== 'conflict')
-      throw new Error(`${event.type} for refund ${row.id}: ${r.message}`)
-    if (r.ok && r.value.status !== row.status) {
-      deps.logger.info('refund moved', {
-        refundId: row.id,
-        transactionId: row.transactionId,
-        from: row.status,
-        to: r.value.status,
-        txHash: r.value.txHash,
-      })
-    }
-  }
-
-  /**
-   * A deposit-route payment whose recorded transaction did not pay (reverted, dropped, or mined
-   * without paying): the contract says whether the id is paid, at the head the follower processed.
-   * Paid, by whatever transaction delivered the signature first, that transaction is the payment.
-   * Not paid, the refund goes back to pending only once a block as final as a payment must be is
-   * past the signature's deadline: a payment could only be in an earlier block, which no reorg takes
-   * back, so none was made and none can be. Until then someone may still send it, or a reorg may
-   * bring back one that was.
-   */
-  async function depositTruth(
-    row: RefundRow,
-    submission: Submission,
-    chain: OutgoingChain,
-  ): Promise<RefundEvent | null> {
-    const id = paymentId(row.id)
-    const paid = paidAnswer(
-      await chain.request('eth_call', [
-        { to: row.depositAddress, data: paidData(id) },
-        `0x${chain.head.toString(16)}`,
-      ]),
-    )
-    if (!paid) {
-      return (await chain.settledTimestamp()) > BigInt(submission.payUntil ?? 0)
-        ? { type: 'submission.expired', txHash: submission.txHash }
-        : null
-    }
-    // Paid: find the Paid event of this id at the deposit address, from where the payment could first be mined.
-    const start = BigInt(submission.fromBlock ?? 0)
-    const span = BigInt(chain.maxLogRange)
-    for (let to = chain.head; to >= start; to -= span) {
-      const lower = to - span + 1n < start ? start : to - span + 1n
-      const logs = (await chain.request('eth_getLogs', [
-        {
-          address: row.depositAddress,
-          topics: [PAID_TOPIC, id],
-          fromBlock: `0x${lower.toString(16)}`,
-          toBlock: `0x${to.toString(16)}`,
-        },
-      ])) as { transactionHash: string; blockNumber: string; blockHash: string }[]
-      const log = logs.at(-1)
-      if (!log) continue
-      const tx = (await chain.request('eth_getTransactionByHash', [log.transactionHash])) as {
-        from?: string
-        nonce?: string
-      } | null
-      return {
-        type: 'submission.included',
-        txHash: log.transactionHash.toLowerCase(),
-        from: tx?.from?.toLowerCase() ?? null,
-        nonce: tx?.nonce ? Number(BigInt(tx.nonce)) : null,
-        blockNumber: Number(BigInt(log.blockNumber)),
-        blockHash: log.blockHash.toLowerCase(),
-      }
-    }
-    deps.logger.error(
-      'a refund is paid on-chain (its id is marked paid at the deposit address), but its Paid event was not found; it stays submitted',
-      { refundId: row.id, depositAddress: row.depositAddress },
-    )
-    return null
-  }
-
-  /**
-   * Whether a recorded payment can no longer be mined (and so may be abandoned), as the chain says
-   * now at a depth as final as a payment must be, in words either way.
-   */
-  async function abandonable(
-    row: RefundRow,
-    submission: Submission,
-    network: NetworkConfig,
-    reader: ChainReader,
-  ): Promise<{ abandon: boolean; detail: string }> {
-    const head = BigInt((await reader.request('eth_blockNumber', [])) as string)
-    const settled =
-      network.finality === 'confirmations'
-        ? head - BigInt(network.confirmations) + 1n > 0n
-          ? head - BigInt(network.confirmations) + 1n
-          : 0n
-        : null
-    const settledTag = settled === null ? network.finality : `0x${settled.toString(16)}`
-    // Read before the receipt, so a transaction mined in between is seen mined, not taken for one whose nonce went elsewhere.
-    const nonce =
-      submission.route === 'deposit'
-        ? null
-        : BigInt(
-            (await reader.request('eth_getTransactionCount', [
-              submission.from,
-              settledTag,
-            ])) as string,
-          )
-    const receipt = (await reader.request('eth_getTransactionReceipt', [submission.txHash])) as {
-      blockNumber?: string
-    } | null
-    if (receipt?.blockNumber)
-      return {
-        abandon: false,
-        detail: `it is mined, in block ${BigInt(receipt.blockNumber)}; the service settles it from there`,
-      }
-    if (submission.route === 'deposit') {
-      const paid = paidAnswer(
-        await reader.request('eth_call', [
-          { to: row.depositAddress, data: paidData(paymentId(row.id)) },
-          'latest',
-        ]),
-      )
-      if (paid)
-        return {
-          abandon: false,
-          detail:
-            'its id is paid on-chain (another transaction delivered its signature); the service takes that one as its payment',
-        }
-      const block = (await reader.request('eth_getBlockByNumber', [settledTag, false])) as {
-        timestamp?: string
-      } | null
-      const settledAt = block?.timestamp ? BigInt(block.timestamp) : 0n
-      const until = BigInt(submission.payUntil ?? 0)
-      if (settledAt > until)
-        return {
-          abandon: true,
-          detail: `its signature expired at ${new Date(Number(until) * 1000).toISOString()} unpaid, as a block ${network.finality === 'confirmations' ? `${network.confirmations} confirmations deep` : `as ${network.finality} as a payment must be`} shows`,
-        }
-      return {
-        abandon: false,
-        detail: `its signature holds until ${new Date(Number(until) * 1000).toISOString()} (chain time), and a block ${network.finality === 'confirmations' ? `${network.confirmations} confirmations deep` : network.finality} must be past that first`,
-      }
-    }
-    if (nonce !== null && submission.nonce !== null && nonce > BigInt(submission.nonce))
-      return {
-        abandon: true,
-        detail: `its nonce ${submission.nonce} went to another transaction of ${submission.from}, so it can never be mined`,
-      }
-    return {
-      abandon: false,
-      detail: `its nonce ${submission.nonce} of ${submission.from} is not taken yet, so it can still be mined: \`treasury refunds pay\` sends it again, or gives its nonce to a zero-value transfer when it can no longer pay`,
-    }
-  }
-
-  /** Null when `holder` holds `amount` of `token` now, else what is wrong. */
-  async function heldBy(
-    reader: ChainReader,
-    token: string,
-    holder: string,
-    amount: bigint,
-    symbol: string,
-  ): Promise<string | null> {
-    const held = BigInt(
-      (await reader.request('eth_call', [
-        {
-          to: token,
-          data: encodeFunctionData({
-            abi: erc20Abi,
-            functionName: 'balanceOf',
-            args: [holder as Address],
-          }),
-        },
-        'latest',
-      ])) as string,
-    )
-    return held >= amount
-      ? null
-      : `transfers ${amount} ${symbol} from ${holder}, which holds ${held}`
-  }
-
-  const submissionOf = (row: RefundRow) =>
-    restoreActor(refundMachine, row.snapshot).getSnapshot().context.submission
-
-  /** Whether a mined receipt carries the refund's payment: DepositAccount's Paid at the deposit address, or the gas account's transfer. */
-  function pays(
-    row: RefundRow,
-    submission: Submission,
-    logs: readonly {
-      address: string
-      topics: readonly `0x${string}`[]
-      data: `0x${string}`
-      logIndex: number | null
-    }[],
-  ): boolean {
-    const token = tokenOf(row.network, row.tokenSymbol)
-    if (!token) return false
-    const tokenAddress = token.kind === 'erc20' ? token.address.toLowerCase() : null
-    const to = row.address.toLowerCase()
-    const amount = BigInt(row.amount)
-    // A token payment shows as the token contract's own Transfer from the paying account, which no other code can emit.
-    const transferred = (from: string) =>
-      logs.some((l) => {
-        if (l.address.toLowerCase() !== tokenAddress || l.topics[0] !== TRANSFER_TOPIC) return false
-        const t = decodeTransferLog({
-          address: l.address,
-          topics: l.topics,
-          data: l.data,
-          transactionHash: null,
-          logIndex: null,
-          blockNumber: null,
-          blockHash: null,
-        })
-        return t !== null && t.from === from && t.to === to && t.amount === amount
-      })
-    if (submission.route === 'deposit') {
-      const id = paymentId(row.id)
-      const paid = depositAccountEvents(logs).some(
-        (e) =>
-          e.kind === 'paid' &&
-          e.account === row.depositAddress &&
-          e.id === id &&
-          e.token === tokenAddress &&
-          e.to === to &&
-          e.amount === amount,
-      )
-      return paid && (tokenAddress === null || transferred(row.depositAddress))
-    }
-    // A plain transfer (gas account, or the deposit address itself): the native payment's value and target were checked when it was recorded.
-    return tokenAddress === null || transferred(submission.from ?? '')
-  }
-
-  /** One arrival as the API shows it: which transfer, from whom (null where only its block is known), how much. */
-  const arrivalView = (a: Arrival) => {
-    const blockOnly = a.logIndex === INTERNAL_TRANSFER && a.txHash === a.blockHash
-    return {
-      kind:
-        a.logIndex >= 0
-          ? ('token' as const)
-          : a.logIndex === INTERNAL_TRANSFER || a.logIndex === INTERNAL_TRACED
-            ? ('internal' as const)
-            : ('native' as const),
-      transaction_hash: blockOnly ? null : a.txHash,
-      block_hash: a.blockHash,
-      block_number: a.blockNumber,
-      log_index: a.logIndex >= 0 ? a.logIndex : null,
-      from_address: blockOnly || /^0x0{40}$/.test(a.fromAddress) ? null : getAddress(a.fromAddress),
-      amount: a.amount.toString(),
-    }
-  }
-  /** The refund's own arrivals: its token on its network. */
-  const arrivalsOfRefund = (r: RefundRow, all: readonly Arrival[]) =>
-    all.filter((a) => a.network === r.network && a.tokenSymbol === r.tokenSymbol).map(arrivalView)
-
-  const view = (r: RefundRow, arrivals: readonly Arrival[]): RefundView => {
-    const c = restoreActor(refundMachine, r.snapshot).getSnapshot().context
-    return {
-      id: r.id,
-      transaction_id: r.transactionId,
-      status: r.status,
-      testing_mode: r.mode === 'test',
-      amount: r.amount,
-      token_symbol: r.tokenSymbol,
-      blockchain_network: r.network,
-      address: r.address,
-      reason: r.reason,
-      deposit_address: getAddress(r.depositAddress),
-      paid_from: r.paidFrom ? getAddress(r.paidFrom) : null,
-      transaction_hash: r.txHash,
-      raw_transaction: r.rawTransaction,
-      block_number: r.blockNumber,
-      confirmations: r.confirmations,
-      required_confirmations: c.finality ? null : c.requiredConfirmations,
-      failure_reason: r.failureReason,
-      failure_detail: r.failureDetail,
-      created_at: r.createdAt.toISOString(),
-      updated_at: r.updatedAt.toISOString(),
-      submitted_at: r.submittedAt?.toISOString() ?? null,
-      completed_at: r.completedAt?.toISOString() ?? null,
-      arrivals: arrivalsOfRefund(r, arrivals),
-    }
-  }
   /** Views of refunds, each with its arrivals (read in one query). */
-  const views = async (rows: readonly RefundRow[]): Promise<RefundView[]> => {
-    const arrivals = await deps.repo.arrivals(rows.map((r) => r.transactionId))
-    return rows.map((r) =>
-      view(
-        r,
-        arrivals.filter((a) => a.transactionId === r.transactionId),
-      ),
-    )
-  }
-  const viewWithArrivals = async (r: RefundRow) => (await views([r]))[0]!
-  const eventFields = (r: RefundRow) => {
-    const v = view(r, [])
-    return {
-      id: v.id,
-      status: v.status,
-      amount: v.amount,
-      token_symbol: v.token_symbol,
-      blockchain_network: v.blockchain_network,
-      address: v.address,
-      reason: v.reason,
-      paid_from: v.paid_from,
-      transaction_hash: v.transaction_hash,
-      block_number: v.block_number,
-      failure_reason: v.failure_reason,
-      failure_detail: v.failure_detail,
-      created_at: v.created_at,
-      completed_at: v.completed_at,
-    }
-  }
-  const lineView = (l: RefundableLine) => ({
-    token_symbol: l.tokenSymbol,
-    blockchain_network: l.network,
-    received: l.received.toString(),
-    refunded: l.refunded.toString(),
-    refundable: l.refundable.toString(),
-  })
+  const viewsOf = (rows: readonly RefundRow[]) => views(deps.repo, rows)
+  const viewWithArrivals = async (r: RefundRow) => (await viewsOf([r]))[0]!
 
   return {
-    views,
+    views: viewsOf,
 
     /**
      * Creates a pending refund of a finished transaction. Refused: an open transaction (409), an
@@ -769,7 +318,7 @@ export function createRefundService(deps: {
     ) {
       const { rows, total } = await deps.repo.page(caller, filter)
       return {
-        refunds: await views(rows),
+        refunds: await viewsOf(rows),
         pagination: {
           limit: filter.limit,
           offset: filter.offset,
@@ -783,7 +332,7 @@ export function createRefundService(deps: {
     async cancel(caller: ProjectMode, id: string): Promise<Outcome<RefundView>> {
       const row = await scoped(caller, id)
       if (!row) return deny('not_found', `No refund ${id}`)
-      const r = await apply(id, { type: 'cancel.requested' })
+      const r = await deps.changes.apply(id, { type: 'cancel.requested' })
       if (!r.ok)
         return r.code === 'conflict'
           ? deny(
@@ -798,7 +347,7 @@ export function createRefundService(deps: {
     async refuse(caller: ProjectMode, id: string, reason: string): Promise<Outcome<RefundView>> {
       const row = await scoped(caller, id)
       if (!row) return deny('not_found', `No refund ${id}`)
-      const r = await apply(id, { type: 'payment.refused', detail: reason })
+      const r = await deps.changes.apply(id, { type: 'payment.refused', detail: reason })
       if (!r.ok)
         return r.code === 'conflict'
           ? deny(
@@ -853,38 +402,10 @@ export function createRefundService(deps: {
       const token = tokenOf(row.network, row.tokenSymbol)
       const tokenAddress = token?.kind === 'erc20' ? token.address.toLowerCase() : null
       const payout = payoutOf(tx)
-      const to = row.address.toLowerCase()
       const amount = BigInt(row.amount)
-      let route: PaymentRoute
-      if (payout?.kind === 'deposit-account') {
-        if (
-          payout.account !== row.depositAddress ||
-          payout.id !== paymentId(row.id) ||
-          payout.token !== tokenAddress ||
-          payout.to !== to ||
-          payout.amount !== amount
-        ) {
-          return bad(
-            `calls pay() for another payment than this refund (${amount} ${row.tokenSymbol} to ${row.address} from ${getAddress(row.depositAddress)})`,
-          )
-        }
-        route = 'deposit'
-      } else if (
-        (payout?.kind === 'erc20' && payout.token === tokenAddress) ||
-        (payout?.kind === 'native' && tokenAddress === null)
-      ) {
-        if (payout.to !== to || payout.amount !== amount)
-          return bad(`pays ${payout.amount} to ${payout.to}; the refund is ${amount} to ${to}`)
-        if (tx.authorizations.length)
-          return bad(
-            "is a plain transfer carrying EIP-7702 authorizations; a refund's plain transfer carries none",
-          )
-        route = tx.from === row.depositAddress ? 'direct' : 'gas'
-      } else {
-        return bad(
-          `does not pay this refund: it must call pay() on the deposit address ${getAddress(row.depositAddress)} for this refund, or transfer ${amount} ${row.tokenSymbol} to ${row.address}`,
-        )
-      }
+      const routed = paymentRoute(row, tx, payout, tokenAddress)
+      if (!routed.ok) return bad(routed.problem)
+      const route = routed.route
       const reader = deps.chain.reader(row.network)
       if (!reader) return deny('conflict', `Network ${row.network} is not followed here`)
       let problem: string | null
@@ -929,7 +450,7 @@ export function createRefundService(deps: {
       const paidFrom = route === 'gas' ? tx.from : row.depositAddress
       let r: Outcome<RefundRow>
       try {
-        r = await apply(id, { type: 'submission.recorded', submission }, () => ({
+        r = await deps.changes.apply(id, { type: 'submission.recorded', submission }, () => ({
           paidFrom,
           sender: tx.from,
           txHash: tx.hash,
@@ -983,7 +504,7 @@ export function createRefundService(deps: {
           'conflict',
           `Refund ${id}'s payment ${submission.txHash} may still be mined: ${verdict.detail}`,
         )
-      const r = await apply(id, {
+      const r = await deps.changes.apply(id, {
         type: 'submission.abandoned',
         txHash: submission.txHash,
         detail: verdict.detail,
@@ -996,67 +517,7 @@ export function createRefundService(deps: {
       })
       return ok(await viewWithArrivals(r.value))
     },
-
-    /** What the chain follower tracks of refunds: their payments in flight. */
-    ledger: {
-      async inFlight(network: string) {
-        return (await deps.repo.inFlight(network)).map((r) => ({
-          id: r.id,
-          txHash: r.txHash!,
-          sender: r.sender,
-          nonce: r.txNonce,
-          blockHash: r.blockHash,
-          confirmations: r.confirmations,
-          settle: (news: OutgoingNews, chain: OutgoingChain) => settle(r, news, chain),
-        }))
-      },
-    } satisfies OutgoingLedger,
   }
 }
 
 export type RefundService = ReturnType<typeof createRefundService>
-
-function noteOf(
-  event: RefundEvent,
-  from: RefundStatus,
-  to: RefundStatus,
-  c: {
-    blockNumber: number | null
-    failureDetail: string | null
-    submission: { txHash: string } | null
-  },
-) {
-  if (event.type === 'confirmations.updated' && from === to) return null
-  if (event.type === 'submission.included' && from === to)
-    return {
-      cause: 'refund.included',
-      details: { block_number: c.blockNumber, moved: 'into another block after a reorg' },
-    }
-  const cause = {
-    'submission.recorded': 'refund.submitted',
-    'submission.included': 'refund.included',
-    'submission.reorged': 'refund.reorged',
-    'submission.dropped': 'refund.dropped',
-    'submission.expired': 'refund.expired_unpaid',
-    'submission.abandoned': 'refund.abandoned',
-    'submission.reverted': 'refund.failed',
-    'confirmations.updated': 'refund.completed',
-    'payment.refused': 'refund.failed',
-    'cancel.requested': 'refund.cancelled',
-  }[event.type]
-  const txHash =
-    'txHash' in event
-      ? event.txHash
-      : event.type === 'submission.recorded'
-        ? event.submission.txHash
-        : (c.submission?.txHash ?? null)
-  return {
-    cause,
-    details: {
-      refund_status: to,
-      ...(txHash ? { tx_hash: txHash } : {}),
-      ...(c.blockNumber !== null ? { block_number: c.blockNumber } : {}),
-      ...(to === 'failed' ? { failure: c.failureDetail } : {}),
-    },
-  }
-}

@@ -636,7 +636,7 @@ export interface components {
         };
         CreateTransactionRequest: {
             /**
-             * @description USD amount, > 0 and <= 1,000,000, at most 2 decimal places.
+             * @description USD amount, > 0 and <= 1,000,000, at most 2 decimal places (19.99 is taken; 19.999 is refused with 400).
              * @example 49.99
              */
             amount: number;
@@ -2004,8 +2004,6 @@ export interface components {
         "X-RateLimit-Reset-Day": string;
         /** @description Seconds until the exhausted window resets. */
         "Retry-After": number;
-        /** @description Present, as `true`, when an Idempotency-Key replayed the response of an earlier request instead of creating a transaction. */
-        "Idempotent-Replayed": "true";
         /** @description Always `no-store`: API responses are not cached. */
         "Cache-Control": "no-store";
         /** @description HTTPS only, for a year. */
@@ -2016,6 +2014,26 @@ export interface components {
         "Referrer-Policy": string;
         /** @description `DENY`. */
         "X-Frame-Options": string;
+        /** @description Requests allowed in the current minute window (per project; per client IP without a valid key). Absent when the request was refused before the rate limiter (no Host, plain HTTP). */
+        "X-RateLimit-Limit-Minute.optional": number;
+        /** @description Requests left in the current minute window. Absent when the request was refused before the rate limiter (no Host, plain HTTP). */
+        "X-RateLimit-Remaining-Minute.optional": number;
+        /** @description When the current minute window ends (windows are aligned to UTC). Absent when the request was refused before the rate limiter (no Host, plain HTTP). */
+        "X-RateLimit-Reset-Minute.optional": string;
+        /** @description Requests allowed in the current hour window (per project; per client IP without a valid key). Absent when the request was refused before the rate limiter (no Host, plain HTTP). */
+        "X-RateLimit-Limit-Hour.optional": number;
+        /** @description Requests left in the current hour window. Absent when the request was refused before the rate limiter (no Host, plain HTTP). */
+        "X-RateLimit-Remaining-Hour.optional": number;
+        /** @description When the current hour window ends (windows are aligned to UTC). Absent when the request was refused before the rate limiter (no Host, plain HTTP). */
+        "X-RateLimit-Reset-Hour.optional": string;
+        /** @description Requests allowed in the current day window (per project; per client IP without a valid key). Absent when the request was refused before the rate limiter (no Host, plain HTTP). */
+        "X-RateLimit-Limit-Day.optional": number;
+        /** @description Requests left in the current day window. Absent when the request was refused before the rate limiter (no Host, plain HTTP). */
+        "X-RateLimit-Remaining-Day.optional": number;
+        /** @description When the current day window ends (windows are aligned to UTC). Absent when the request was refused before the rate limiter (no Host, plain HTTP). */
+        "X-RateLimit-Reset-Day.optional": string;
+        /** @description Present, as `true`, when an Idempotency-Key replayed the response of an earlier request instead of creating a transaction. */
+        "Idempotent-Replayed": "true";
     };
     pathItems: never;
 }
@@ -2066,15 +2084,15 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
-                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
-                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
-                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
-                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
-                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
-                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
-                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
-                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute.optional"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute.optional"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute.optional"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour.optional"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour.optional"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour.optional"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day.optional"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day.optional"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day.optional"];
                     "Cache-Control": components["headers"]["Cache-Control"];
                     "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
@@ -2114,15 +2132,15 @@ export interface operations {
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
-                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
-                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
-                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
-                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
-                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
-                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
-                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
-                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute.optional"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute.optional"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute.optional"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour.optional"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour.optional"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour.optional"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day.optional"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day.optional"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day.optional"];
                     "Cache-Control": components["headers"]["Cache-Control"];
                     "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
@@ -2273,15 +2291,15 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
-                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
-                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
-                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
-                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
-                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
-                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
-                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
-                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute.optional"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute.optional"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute.optional"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour.optional"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour.optional"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour.optional"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day.optional"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day.optional"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day.optional"];
                     "Cache-Control": components["headers"]["Cache-Control"];
                     "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
@@ -2321,15 +2339,15 @@ export interface operations {
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
-                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
-                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
-                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
-                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
-                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
-                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
-                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
-                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute.optional"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute.optional"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute.optional"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour.optional"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour.optional"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour.optional"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day.optional"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day.optional"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day.optional"];
                     "Cache-Control": components["headers"]["Cache-Control"];
                     "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
@@ -2480,15 +2498,15 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
-                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
-                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
-                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
-                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
-                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
-                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
-                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
-                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute.optional"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute.optional"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute.optional"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour.optional"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour.optional"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour.optional"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day.optional"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day.optional"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day.optional"];
                     "Cache-Control": components["headers"]["Cache-Control"];
                     "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
@@ -2528,15 +2546,15 @@ export interface operations {
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
-                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
-                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
-                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
-                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
-                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
-                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
-                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
-                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute.optional"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute.optional"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute.optional"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour.optional"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour.optional"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour.optional"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day.optional"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day.optional"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day.optional"];
                     "Cache-Control": components["headers"]["Cache-Control"];
                     "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
@@ -2735,15 +2753,15 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
-                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
-                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
-                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
-                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
-                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
-                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
-                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
-                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute.optional"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute.optional"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute.optional"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour.optional"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour.optional"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour.optional"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day.optional"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day.optional"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day.optional"];
                     "Cache-Control": components["headers"]["Cache-Control"];
                     "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
@@ -2783,15 +2801,15 @@ export interface operations {
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
-                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
-                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
-                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
-                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
-                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
-                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
-                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
-                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute.optional"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute.optional"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute.optional"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour.optional"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour.optional"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour.optional"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day.optional"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day.optional"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day.optional"];
                     "Cache-Control": components["headers"]["Cache-Control"];
                     "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
@@ -2966,15 +2984,15 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
-                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
-                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
-                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
-                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
-                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
-                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
-                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
-                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute.optional"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute.optional"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute.optional"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour.optional"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour.optional"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour.optional"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day.optional"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day.optional"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day.optional"];
                     "Cache-Control": components["headers"]["Cache-Control"];
                     "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
@@ -3014,15 +3032,15 @@ export interface operations {
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
-                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
-                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
-                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
-                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
-                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
-                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
-                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
-                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute.optional"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute.optional"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute.optional"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour.optional"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour.optional"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour.optional"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day.optional"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day.optional"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day.optional"];
                     "Cache-Control": components["headers"]["Cache-Control"];
                     "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
@@ -3180,15 +3198,15 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
-                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
-                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
-                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
-                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
-                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
-                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
-                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
-                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute.optional"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute.optional"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute.optional"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour.optional"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour.optional"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour.optional"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day.optional"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day.optional"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day.optional"];
                     "Cache-Control": components["headers"]["Cache-Control"];
                     "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
@@ -3228,15 +3246,15 @@ export interface operations {
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
-                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
-                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
-                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
-                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
-                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
-                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
-                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
-                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute.optional"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute.optional"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute.optional"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour.optional"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour.optional"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour.optional"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day.optional"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day.optional"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day.optional"];
                     "Cache-Control": components["headers"]["Cache-Control"];
                     "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
@@ -3367,15 +3385,15 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
-                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
-                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
-                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
-                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
-                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
-                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
-                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
-                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute.optional"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute.optional"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute.optional"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour.optional"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour.optional"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour.optional"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day.optional"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day.optional"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day.optional"];
                     "Cache-Control": components["headers"]["Cache-Control"];
                     "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
@@ -3415,15 +3433,15 @@ export interface operations {
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
-                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
-                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
-                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
-                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
-                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
-                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
-                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
-                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute.optional"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute.optional"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute.optional"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour.optional"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour.optional"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour.optional"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day.optional"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day.optional"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day.optional"];
                     "Cache-Control": components["headers"]["Cache-Control"];
                     "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
@@ -3550,15 +3568,15 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
-                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
-                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
-                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
-                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
-                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
-                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
-                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
-                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute.optional"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute.optional"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute.optional"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour.optional"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour.optional"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour.optional"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day.optional"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day.optional"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day.optional"];
                     "Cache-Control": components["headers"]["Cache-Control"];
                     "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
@@ -3598,15 +3616,15 @@ export interface operations {
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
-                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
-                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
-                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
-                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
-                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
-                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
-                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
-                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute.optional"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute.optional"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute.optional"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour.optional"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour.optional"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour.optional"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day.optional"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day.optional"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day.optional"];
                     "Cache-Control": components["headers"]["Cache-Control"];
                     "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
@@ -3761,15 +3779,15 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
-                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
-                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
-                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
-                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
-                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
-                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
-                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
-                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute.optional"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute.optional"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute.optional"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour.optional"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour.optional"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour.optional"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day.optional"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day.optional"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day.optional"];
                     "Cache-Control": components["headers"]["Cache-Control"];
                     "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
@@ -3809,15 +3827,15 @@ export interface operations {
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
-                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
-                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
-                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
-                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
-                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
-                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
-                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
-                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute.optional"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute.optional"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute.optional"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour.optional"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour.optional"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour.optional"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day.optional"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day.optional"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day.optional"];
                     "Cache-Control": components["headers"]["Cache-Control"];
                     "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
@@ -4000,15 +4018,15 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
-                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
-                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
-                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
-                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
-                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
-                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
-                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
-                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute.optional"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute.optional"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute.optional"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour.optional"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour.optional"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour.optional"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day.optional"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day.optional"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day.optional"];
                     "Cache-Control": components["headers"]["Cache-Control"];
                     "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
@@ -4048,15 +4066,15 @@ export interface operations {
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
-                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
-                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
-                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
-                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
-                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
-                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
-                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
-                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute.optional"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute.optional"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute.optional"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour.optional"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour.optional"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour.optional"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day.optional"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day.optional"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day.optional"];
                     "Cache-Control": components["headers"]["Cache-Control"];
                     "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
@@ -4183,15 +4201,15 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
-                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
-                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
-                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
-                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
-                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
-                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
-                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
-                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute.optional"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute.optional"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute.optional"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour.optional"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour.optional"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour.optional"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day.optional"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day.optional"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day.optional"];
                     "Cache-Control": components["headers"]["Cache-Control"];
                     "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
@@ -4231,15 +4249,15 @@ export interface operations {
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
-                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
-                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
-                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
-                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
-                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
-                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
-                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
-                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute.optional"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute.optional"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute.optional"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour.optional"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour.optional"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour.optional"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day.optional"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day.optional"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day.optional"];
                     "Cache-Control": components["headers"]["Cache-Control"];
                     "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
@@ -4390,15 +4408,15 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
-                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
-                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
-                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
-                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
-                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
-                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
-                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
-                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute.optional"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute.optional"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute.optional"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour.optional"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour.optional"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour.optional"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day.optional"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day.optional"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day.optional"];
                     "Cache-Control": components["headers"]["Cache-Control"];
                     "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
@@ -4438,15 +4456,15 @@ export interface operations {
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
-                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
-                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
-                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
-                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
-                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
-                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
-                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
-                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute.optional"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute.optional"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute.optional"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour.optional"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour.optional"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour.optional"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day.optional"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day.optional"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day.optional"];
                     "Cache-Control": components["headers"]["Cache-Control"];
                     "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
@@ -4625,15 +4643,15 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
-                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
-                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
-                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
-                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
-                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
-                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
-                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
-                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute.optional"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute.optional"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute.optional"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour.optional"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour.optional"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour.optional"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day.optional"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day.optional"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day.optional"];
                     "Cache-Control": components["headers"]["Cache-Control"];
                     "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
@@ -4673,15 +4691,15 @@ export interface operations {
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
-                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
-                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
-                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
-                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
-                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
-                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
-                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
-                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute.optional"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute.optional"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute.optional"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour.optional"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour.optional"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour.optional"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day.optional"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day.optional"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day.optional"];
                     "Cache-Control": components["headers"]["Cache-Control"];
                     "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
@@ -4884,15 +4902,15 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
-                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
-                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
-                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
-                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
-                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
-                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
-                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
-                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute.optional"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute.optional"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute.optional"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour.optional"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour.optional"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour.optional"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day.optional"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day.optional"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day.optional"];
                     "Cache-Control": components["headers"]["Cache-Control"];
                     "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
@@ -4932,15 +4950,15 @@ export interface operations {
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
-                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
-                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
-                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
-                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
-                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
-                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
-                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
-                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute.optional"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute.optional"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute.optional"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour.optional"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour.optional"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour.optional"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day.optional"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day.optional"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day.optional"];
                     "Cache-Control": components["headers"]["Cache-Control"];
                     "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
@@ -5115,15 +5133,15 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
-                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
-                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
-                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
-                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
-                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
-                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
-                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
-                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute.optional"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute.optional"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute.optional"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour.optional"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour.optional"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour.optional"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day.optional"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day.optional"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day.optional"];
                     "Cache-Control": components["headers"]["Cache-Control"];
                     "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
@@ -5163,15 +5181,15 @@ export interface operations {
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
-                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
-                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
-                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
-                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
-                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
-                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
-                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
-                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute.optional"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute.optional"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute.optional"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour.optional"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour.optional"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour.optional"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day.optional"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day.optional"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day.optional"];
                     "Cache-Control": components["headers"]["Cache-Control"];
                     "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
@@ -5367,15 +5385,15 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
-                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
-                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
-                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
-                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
-                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
-                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
-                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
-                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute.optional"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute.optional"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute.optional"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour.optional"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour.optional"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour.optional"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day.optional"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day.optional"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day.optional"];
                     "Cache-Control": components["headers"]["Cache-Control"];
                     "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
@@ -5415,15 +5433,15 @@ export interface operations {
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
-                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
-                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
-                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
-                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
-                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
-                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
-                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
-                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute.optional"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute.optional"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute.optional"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour.optional"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour.optional"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour.optional"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day.optional"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day.optional"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day.optional"];
                     "Cache-Control": components["headers"]["Cache-Control"];
                     "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
@@ -5547,15 +5565,15 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
-                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
-                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
-                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
-                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
-                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
-                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
-                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
-                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute.optional"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute.optional"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute.optional"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour.optional"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour.optional"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour.optional"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day.optional"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day.optional"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day.optional"];
                     "Cache-Control": components["headers"]["Cache-Control"];
                     "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
@@ -5595,15 +5613,15 @@ export interface operations {
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
-                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
-                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
-                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
-                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
-                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
-                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
-                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
-                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute.optional"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute.optional"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute.optional"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour.optional"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour.optional"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour.optional"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day.optional"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day.optional"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day.optional"];
                     "Cache-Control": components["headers"]["Cache-Control"];
                     "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
@@ -5760,15 +5778,15 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
-                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
-                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
-                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
-                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
-                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
-                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
-                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
-                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute.optional"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute.optional"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute.optional"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour.optional"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour.optional"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour.optional"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day.optional"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day.optional"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day.optional"];
                     "Cache-Control": components["headers"]["Cache-Control"];
                     "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
@@ -5808,15 +5826,15 @@ export interface operations {
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
-                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
-                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
-                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
-                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
-                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
-                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
-                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
-                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute.optional"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute.optional"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute.optional"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour.optional"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour.optional"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour.optional"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day.optional"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day.optional"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day.optional"];
                     "Cache-Control": components["headers"]["Cache-Control"];
                     "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
@@ -5949,15 +5967,15 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
-                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
-                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
-                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
-                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
-                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
-                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
-                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
-                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute.optional"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute.optional"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute.optional"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour.optional"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour.optional"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour.optional"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day.optional"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day.optional"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day.optional"];
                     "Cache-Control": components["headers"]["Cache-Control"];
                     "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
@@ -5997,15 +6015,15 @@ export interface operations {
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
-                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
-                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
-                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
-                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
-                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
-                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
-                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
-                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute.optional"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute.optional"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute.optional"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour.optional"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour.optional"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour.optional"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day.optional"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day.optional"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day.optional"];
                     "Cache-Control": components["headers"]["Cache-Control"];
                     "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
@@ -6133,15 +6151,15 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
-                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
-                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
-                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
-                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
-                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
-                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
-                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
-                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute.optional"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute.optional"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute.optional"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour.optional"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour.optional"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour.optional"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day.optional"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day.optional"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day.optional"];
                     "Cache-Control": components["headers"]["Cache-Control"];
                     "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
@@ -6181,15 +6199,15 @@ export interface operations {
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
-                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
-                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
-                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
-                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
-                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
-                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
-                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
-                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute.optional"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute.optional"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute.optional"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour.optional"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour.optional"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour.optional"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day.optional"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day.optional"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day.optional"];
                     "Cache-Control": components["headers"]["Cache-Control"];
                     "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
@@ -6364,15 +6382,15 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
-                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
-                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
-                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
-                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
-                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
-                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
-                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
-                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute.optional"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute.optional"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute.optional"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour.optional"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour.optional"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour.optional"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day.optional"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day.optional"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day.optional"];
                     "Cache-Control": components["headers"]["Cache-Control"];
                     "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
@@ -6412,15 +6430,15 @@ export interface operations {
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
-                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
-                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
-                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
-                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
-                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
-                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
-                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
-                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute.optional"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute.optional"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute.optional"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour.optional"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour.optional"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour.optional"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day.optional"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day.optional"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day.optional"];
                     "Cache-Control": components["headers"]["Cache-Control"];
                     "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
