@@ -4,8 +4,6 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { NetworkConfig } from '../../src/chain/networks-config.ts'
 import { startDevnet, type Devnet, type DevnetOptions } from '../../src/chain/devnet.ts'
-import type { Scope } from '../../src/keys/api-key.ts'
-import type { Mode } from '../../src/projects/mode.ts'
 import { startManualChain, writeNetworksFile, type ManualChain } from './chain.ts'
 import type { Backend } from './databases.ts'
 import { startRpcProxy, type RpcProxy } from './rpc-proxy.ts'
@@ -45,14 +43,7 @@ export interface StackOptions {
   /** A clock, DNS resolver or logger for the server. */
   server?: Parameters<typeof startTestServer>[2]
   /** The test's project; false: none is made. */
-  project?:
-    | false
-    | {
-        name?: string
-        mode?: Mode
-        scopes?: Scope[]
-        limits?: Record<'minute' | 'hour' | 'day', number>
-      }
+  project?: false | Parameters<TestServer['project']>[0]
 }
 
 export interface Stack {
