@@ -5,6 +5,7 @@ import { ValueErrorType, type ValueError } from '@sinclair/typebox/errors'
 import type { Level } from './lib/logger.ts'
 import { parseSecretKey } from './lib/secret-box.ts'
 import { StringEnum } from './lib/string-enum.ts'
+import { explainErrors } from './lib/typebox-errors.ts'
 
 /** Validated operator configuration (R24). Every variable is listed in the README. */
 export interface Config {
@@ -219,9 +220,12 @@ const RULES: [Variable, (v: Vars) => string | undefined][] = [
 function validated(env: Env): Vars {
   const vars = readEnv(env)
   const problems = new Map<Variable, string>()
-  for (const e of checkEnv.Errors(vars)) {
-    const name = e.path.split('/')[1] as Variable
-    if (!problems.has(name)) problems.set(name, EXPLAIN[name]?.(e, env[name]!) ?? e.message)
+  const explained = explainErrors(checkEnv.Errors(vars), vars, {
+    word: (e, [name]) => EXPLAIN[name as Variable]?.(e, env[name as Variable]!),
+  })
+  for (const { at, message } of explained) {
+    const name = at[0] as Variable
+    if (!problems.has(name)) problems.set(name, message)
   }
   for (const [name, rule] of RULES) {
     const message = problems.has(name) ? undefined : rule(vars as Vars)

@@ -57,9 +57,40 @@ const TxEventSchema = Type.Union([
   }),
 ])
 
+/**
+ * The machine owns the event type (machines import nothing but xstate); this schema must
+ * describe exactly that type, field for field, or the project does not compile: the error then
+ * names each event whose fields drifted apart, or each event only one of them has.
+ */
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false
+/**
+ * A type with every field required and marked as optional or not, all the way down: two types
+ * are then mutually assignable only when they have the same fields, equally optional.
+ */
+type Fields<T> = T extends object
+  ? {
+      [K in keyof T]-?: [
+        Fields<Exclude<T[K], undefined>>,
+        Partial<Pick<T, K>> extends Pick<T, K> ? 'optional' : 'required',
+      ]
+    }
+  : T
+type SchemaEvent = Static<typeof TxEventSchema>
+type Drifted = {
+  [K in TxEvent['type'] | SchemaEvent['type']]: Same<
+    Fields<Extract<TxEvent, { type: K }>>,
+    Fields<Extract<SchemaEvent, { type: K }>>
+  > extends true
+    ? never
+    : K
+}[TxEvent['type'] | SchemaEvent['type']]
+const _schemaMatchesMachine: [Drifted] extends [never]
+  ? true
+  : `the schema and the machine differ on ${Drifted}` = true
+
 const check = TypeCompiler.Compile(TxEventSchema)
 
 /** The event if `value` is a well-formed lifecycle event, else null. */
 export function parseTxEvent(value: unknown): TxEvent | null {
-  return check.Check(value) ? (value as Static<typeof TxEventSchema> as TxEvent) : null
+  return check.Check(value) ? (value as TxEvent) : null
 }

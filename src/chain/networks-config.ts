@@ -53,10 +53,11 @@
  * `native`, http(s) URLs, and EIP-55 checksums. Addresses are returned checksummed.
  */
 import { readFileSync } from 'node:fs'
-import { Type, type Static, type TObject, type TSchema } from '@sinclair/typebox'
+import { Type, type Static, type TObject } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
-import { ValueErrorType, type ValueError } from '@sinclair/typebox/errors'
+import type { ValueError } from '@sinclair/typebox/errors'
 import { getAddress, isAddress, zeroAddress, type Address } from 'viem'
+import { explainErrors, type SchemaProblem, type Segment } from '../lib/typebox-errors.ts'
 import { MAX_CONFIRMATIONS, WINDOW_MARGIN } from './follower/cursor.ts'
 import { NETWORK_PRESETS, PRESET_NAMES, presetPollIntervalMs, type Finality } from './presets.ts'
 
@@ -272,7 +273,7 @@ export function validateNetworksConfig(
 ): { ok: true; networks: NetworkConfig[] } | { ok: false; problems: ConfigProblem[] } {
   const problems = new Problems()
   const value = withPresets(given, problems)
-  if (!checkFile.Check(value)) for (const e of checkFile.Errors(value)) explain(e, value, problems)
+  if (!checkFile.Check(value)) explain(checkFile.Errors(value), value, problems)
   applyRules(value, problems)
   if (problems.size) return { ok: false, problems: problems.list() }
   return { ok: true, networks: (value as Static<typeof NetworksFile>).map(toNetwork) }
@@ -429,15 +430,8 @@ function presetToken(
 }
 
 // ---------------------------------------------------------------------------------------------
-// Problems, kept by path as segments (`[1, 'tokens', 0, 'price']`) until listed.
-
-type Segment = string | number
-interface Problem {
-  at: Segment[]
-  message: string
-  /** An unknown field: reported, but it leaves the values it sits beside sound. */
-  unknown: boolean
-}
+// Problems, kept by path as segments (`[1, 'tokens', 0, 'price']`) until listed. An unknown
+// field is reported, but it leaves the values it sits beside sound.
 
 const pathOf = (at: Segment[]) =>
   `networks${at.map((s) => (typeof s === 'number' ? `[${s}]` : `.${s}`)).join('')}`
@@ -447,7 +441,7 @@ const within = (at: Segment[], node: Segment[]) => node.every((s, i) => at[i] ==
 const FIELD_ORDER = [Network, Token, ...Price.anyOf].flatMap((o) => Object.keys(o.properties))
 
 class Problems {
-  private readonly byPath = new Map<string, Problem>()
+  private readonly byPath = new Map<string, SchemaProblem>()
   get size() {
     return this.byPath.size
   }
@@ -470,7 +464,7 @@ class Problems {
   }
   /** In file order; a node's own problem after its fields', as the fields are read first. */
   list(): ConfigProblem[] {
-    const rank = (p: Problem) =>
+    const rank = (p: SchemaProblem) =>
       p.at.map((s, i) =>
         typeof s === 'number'
           ? s
@@ -494,51 +488,36 @@ const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null &
 const has = (o: Obj, k: string) => Object.hasOwn(o, k) && o[k] !== undefined
 const unknownField = (keys: string[]) => `unknown field (allowed: ${keys.join(', ')})`
 
-/** A JSON pointer as segments; an index is a number only where the value is a list. */
-function segments(root: unknown, pointer: string): Segment[] {
-  const at: Segment[] = []
-  let node = root
-  for (const raw of pointer.split('/').slice(1)) {
-    const key = raw.replace(/~1/g, '/').replace(/~0/g, '~')
-    at.push(Array.isArray(node) ? Number(key) : key)
-    node = (node as Obj | undefined)?.[key]
-  }
-  return at
-}
-
-function explain(e: ValueError, root: unknown, problems: Problems) {
-  const at = segments(root, e.path)
-  const schema: TSchema = e.schema
-  if (e.type === ValueErrorType.ObjectAdditionalProperties)
-    return problems.add(at, unknownField(Object.keys(schema.properties)), true)
-  // A field set to undefined (by a caller building the config in code) is as good as absent.
-  if (e.type === ValueErrorType.ObjectRequiredProperty || (e.value === undefined && schema.missing))
-    return problems.add(at, schema.missing)
-  if (e.type === ValueErrorType.ArrayMinItems) return problems.add(at, schema.tooFew)
-  if (e.type === ValueErrorType.Union) return explainChoice(e, at, root, problems)
-  problems.add(at, schema.message ?? e.message)
+/** The schema's problems, in the words its fields carry. */
+function explain(errors: Iterable<ValueError>, root: unknown, problems: Problems) {
+  for (const p of explainErrors(errors, root, { unknownField, union: explainChoice }))
+    problems.add(p.at, p.message, p.unknown)
 }
 
 /**
- * "Expected union value" says nothing. A variant is chosen by its first key: with exactly one
- * given, its own problems are reported; otherwise which keys to give.
+ * A variant is chosen by its first key: with exactly one given, its own problems are reported;
+ * otherwise which keys to give.
  */
-function explainChoice(e: ValueError, at: Segment[], root: unknown, problems: Problems) {
+function explainChoice(e: ValueError, at: Segment[]): number | SchemaProblem[] {
   const value = e.value
-  if (!isObject(value)) return problems.add(at, e.schema.message)
+  const problem = (message: string, where = at, unknown = false) => ({
+    at: where,
+    message,
+    unknown,
+  })
+  if (!isObject(value)) return [problem(e.schema.message)]
   const variants = e.schema.anyOf as TObject[]
   const keys = variants.map((v) => v.required![0]!)
   const given = keys.flatMap((k, i) => (has(value, k) ? [i] : []))
   const quoted = keys.map((k) => `"${k}"`).join(' or ')
-  if (given.length > 1) return problems.add(at, `give either ${quoted}, not both`)
-  if (given.length === 1) {
-    for (const inner of e.errors[given[0]!]!) explain(inner, root, problems)
-    return
-  }
+  if (given.length > 1) return [problem(`give either ${quoted}, not both`)]
+  if (given.length === 1) return given[0]!
   const allowed = [...new Set(variants.flatMap((v) => Object.keys(v.properties)))]
-  for (const key of Object.keys(value))
-    if (!allowed.includes(key)) problems.add([...at, key], unknownField(allowed), true)
-  problems.add(at, `needs ${quoted}`)
+  const strays = Object.keys(value).filter((key) => !allowed.includes(key))
+  return [
+    ...strays.map((key) => problem(unknownField(allowed), [...at, key], true)),
+    problem(`needs ${quoted}`),
+  ]
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,9 +1,9 @@
 import type { Static, TSchema } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
-import { ValueErrorType, type ValueError } from '@sinclair/typebox/errors'
-import { Value } from '@sinclair/typebox/value'
+import type { ValueError } from '@sinclair/typebox/errors'
 import type { FieldProblem } from '../lib/outcome.ts'
 import { jsonTextProblems } from '../lib/storable-text.ts'
+import { explainErrors } from '../lib/typebox-errors.ts'
 import { MAX_BODY_BYTES } from './api-gate.ts'
 import { ApiError } from './errors.ts'
 
@@ -25,9 +25,6 @@ async function readLimited(request: Request, limit: number): Promise<string> {
   }
   return new TextDecoder('utf-8', { fatal: false }).decode(Buffer.concat(chunks))
 }
-
-/** A JSON pointer (`/metadata/k`) as the dotted field path error details use (`metadata.k`); '' for the root. */
-export const fieldPath = (pointer: string) => pointer.replace(/^\//, '').replace(/\//g, '.')
 
 /**
  * A `transform` hook that parses the JSON body strictly against `schema` (no coercion: "2" is
@@ -54,7 +51,7 @@ export function strictJsonBody<S extends TSchema>(
     }
     const unstorable = jsonTextProblems(body)
     if (unstorable.length) throw invalidBody(unstorable)
-    if (!check.Check(body)) throw invalidBody(explain([...check.Errors(body)]))
+    if (!check.Check(body)) throw invalidBody(explain(check.Errors(body), body))
     const problems = rules(body as Static<S>)
     if (problems.length) throw invalidBody(problems)
     ctx.body = body
@@ -69,28 +66,8 @@ const invalidBody = (details: FieldProblem[]) =>
   )
 
 /** One problem per field, in words a person can act on. */
-function explain(errors: ValueError[]): FieldProblem[] {
-  const byPath = new Map<string, string>()
-  for (const e of errors) {
-    const { path, message } = describe(e)
-    if (!byPath.has(path)) byPath.set(path, message)
-  }
-  return [...byPath].map(([path, message]) => ({ path, message }))
-}
-
-function describe(e: ValueError): FieldProblem {
-  const path = fieldPath(e.path) || '(body)'
-  if (e.type === ValueErrorType.ObjectAdditionalProperties)
-    return { path, message: 'unknown field' }
-  if (e.type === ValueErrorType.ObjectRequiredProperty) return { path, message: 'is required' }
-  // "Expected union value" says nothing: for `X | null`, report why the value is not an X.
-  if (e.type === ValueErrorType.Union) {
-    const variants = (e.schema.anyOf as TSchema[]).filter((v) => v.type !== 'null')
-    const inner = variants.length === 1 ? Value.Errors(variants[0], e.value).First() : undefined
-    if (inner)
-      return inner.path
-        ? { path: `${path}.${fieldPath(inner.path)}`, message: inner.message }
-        : { path, message: inner.message }
-  }
-  return { path, message: e.message }
-}
+const explain = (errors: Iterable<ValueError>, body: unknown): FieldProblem[] =>
+  explainErrors(errors, body).map((p) => ({
+    path: p.at.join('.') || '(body)',
+    message: p.message,
+  }))

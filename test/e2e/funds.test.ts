@@ -5,24 +5,20 @@
  * addresses, the sweep the tool made (with its transaction hash) and the refunds. Screenshots at
  * 360 px and at desktop width.
  */
-import { afterAll, beforeAll, beforeEach, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { afterAll, beforeEach, expect, test } from 'bun:test'
 import type { Page } from 'playwright-core'
 import { describeWithBrowser, openBrowser, type Browser } from '../helpers/browser.ts'
-import { waitUntil, writeNetworksFile } from '../helpers/chain.ts'
+import { waitUntil } from '../helpers/chain.ts'
 import { memberOf } from '../helpers/dashboard.ts'
 import { runTreasuryTool } from '../helpers/processes.ts'
-import { api, startTestServer, type TestServer } from '../helpers/server.ts'
+import { api, type TestServer } from '../helpers/server.ts'
+import { useStack } from '../helpers/stack.ts'
 import {
   killedAtSend,
   paidTransactions,
-  startTreasuryChain,
+  setUpMerchant,
   toolArgs,
-  toolKey,
-  useMerchantKey,
-  writeMerchantFiles,
+  type writeMerchantFiles,
   type TreasuryChain,
 } from '../helpers/treasury.ts'
 
@@ -33,34 +29,23 @@ describeWithBrowser('money out in the dashboard', () => {
   let chain: TreasuryChain
   let t: TestServer
   let browser: Browser
-  let dir: string
   let member: Awaited<ReturnType<typeof memberOf>>
   let files: ReturnType<typeof writeMerchantFiles>
   /** The treasury tool's key: the dashboard member's project key may create refunds, not record their payment. */
   let toolApiKey: string
 
-  beforeAll(async () => {
-    chain = await startTreasuryChain()
-    dir = mkdtempSync(join(tmpdir(), 'funds-e2e-'))
-    t = await startTestServer('pglite', {
-      NETWORKS_CONFIG: writeNetworksFile(dir, [chain.network()]),
-    })
+  useStack('pglite', { treasury: true, project: false }, async (s) => {
+    chain = s.treasury
+    t = s.t
     member = await memberOf(t, { projectName: 'Acme Coffee' })
-    await useMerchantKey(t, member.project.id)
-    toolApiKey = await toolKey(t, member.project.id)
-    files = writeMerchantFiles(dir, { gasKey: chain.gas.key, ca: t.ca })
+    ;({ tool: toolApiKey, files } = await setUpMerchant(t, member.project.id, s.dir, chain))
     browser = await openBrowser()
   })
   // Each test judges only its own pages.
   beforeEach(() => {
     if (browser) browser.failures.length = 0
   })
-  afterAll(async () => {
-    await browser?.close()
-    await t?.stop()
-    await chain?.stop()
-    if (dir) rmSync(dir, { recursive: true, force: true })
-  })
+  afterAll(() => browser?.close())
 
   const dash = (rest = '') => `${t.url}/dashboard/${member.project.id}/test${rest}`
   async function open(path: string, viewport = { width: 1280, height: 900 }): Promise<Page> {

@@ -173,6 +173,23 @@ export async function useMerchantKey(t: TestServer, projectId: string, passphras
 }
 
 /**
+ * The merchant the treasury tests act for, on a project: its deposit key (the merchant's mnemonic,
+ * with `passphrase`), the treasury tool's API key, and the files the tool reads, written to `dir`.
+ */
+export async function setUpMerchant(
+  t: TestServer,
+  projectId: string,
+  dir: string,
+  chain: TreasuryChain,
+  passphrase?: string,
+) {
+  const tool = await toolKey(t, projectId)
+  await useMerchantKey(t, projectId, passphrase)
+  const files = writeMerchantFiles(dir, { passphrase, gasKey: chain.gas.key, ca: t.ca })
+  return { tool, files }
+}
+
+/**
  * `count` transactions whose customers paid their quote in full (`token` on the chain) and that
  * completed: each one's id, deposit address and what it received.
  */

@@ -9,10 +9,7 @@
  *    running) takes the payment back and the network is followed again. The halt outlives a
  *    restart, and the command works with the server stopped too.
  */
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { afterAll, describe, expect, test } from 'bun:test'
 import parsePrometheusTextFormat from 'parse-prometheus-text-format'
 import type { Hex } from 'viem'
 import { mnemonicToAccount } from 'viem/accounts'
@@ -20,14 +17,10 @@ import { startAnvil, type AnvilNode } from '../../src/chain/anvil.ts'
 import { ANVIL_DEFAULT_MNEMONIC } from '../../src/chain/devnet.ts'
 import { createLogger } from '../../src/lib/logger.ts'
 import { backends } from '../helpers/databases.ts'
-import {
-  startManualChain,
-  waitUntil,
-  writeNetworksFile,
-  type ManualChain,
-} from '../helpers/chain.ts'
+import { waitUntil, type ManualChain } from '../helpers/chain.ts'
 import { killAllProcesses, runCli } from '../helpers/processes.ts'
-import { api, startTestServer, type TestServer } from '../helpers/server.ts'
+import { api, type TestServer } from '../helpers/server.ts'
+import { useStack } from '../helpers/stack.ts'
 
 afterAll(killAllProcesses)
 
@@ -44,43 +37,44 @@ for (const backend of backends()) {
     let witness: AnvilNode
     let t: TestServer
     let key: string
-    let dir: string
     let cliEnv: Record<string, string>
     const logs: ({ level: string; msg: string } & Record<string, unknown>)[] = []
 
-    beforeAll(async () => {
-      chain = await startManualChain({ historyStates: 400 })
-      witness = await startAnvil({ noMining: true, chainId: 31338 })
-      dir = mkdtempSync(join(tmpdir(), 'chain-deep-reorg-'))
-      const file = writeNetworksFile(dir, [
-        chain.network({ confirmations: CONFIRMATIONS, pollIntervalMs: 100 }),
-        chain.network({
-          name: 'witness',
-          chainId: 31338,
-          rpcUrl: witness.rpcUrl,
-          confirmations: 1,
-          pollIntervalMs: 100,
-          tokens: [
-            {
-              kind: 'native',
-              symbol: 'ETH',
-              decimals: 18,
-              price: { kind: 'fixedUsd', usd: '3000' },
-            },
-          ],
-        }),
-      ])
-      const logger = createLogger('info', (line) => logs.push(JSON.parse(line)))
-      t = await startTestServer(backend, { NETWORKS_CONFIG: file }, { logger })
-      cliEnv = { ...t.cliEnv, NETWORKS_CONFIG: file }
-      key = (await t.project()).key
-    })
-    afterAll(async () => {
-      await t?.stop()
-      await witness?.stop()
-      await chain?.stop()
-      if (dir) rmSync(dir, { recursive: true, force: true })
-    })
+    useStack(
+      backend,
+      {
+        chain: { historyStates: 400 },
+        networks: async ({ chain, defer }) => {
+          witness = await startAnvil({ noMining: true, chainId: 31338 })
+          defer(() => witness.stop())
+          return [
+            chain!.network({ confirmations: CONFIRMATIONS, pollIntervalMs: 100 }),
+            chain!.network({
+              name: 'witness',
+              chainId: 31338,
+              rpcUrl: witness.rpcUrl,
+              confirmations: 1,
+              pollIntervalMs: 100,
+              tokens: [
+                {
+                  kind: 'native',
+                  symbol: 'ETH',
+                  decimals: 18,
+                  price: { kind: 'fixedUsd', usd: '3000' },
+                },
+              ],
+            }),
+          ]
+        },
+        server: { logger: createLogger('info', (line) => logs.push(JSON.parse(line))) },
+      },
+      (s) => {
+        chain = s.chain
+        t = s.t
+        cliEnv = { ...t.cliEnv, NETWORKS_CONFIG: s.networksFile! }
+        key = s.key
+      },
+    )
 
     const tx = (id: string) => api(t, key).transaction(id)
     const timeline = async (id: string) =>

@@ -5,18 +5,11 @@
  * reached the payment's block, however many confirmations it has before; the API says what it
  * waits for.
  */
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { describe, expect, test } from 'bun:test'
 import { backends } from '../helpers/databases.ts'
-import {
-  startManualChain,
-  waitUntil,
-  writeNetworksFile,
-  type ManualChain,
-} from '../helpers/chain.ts'
-import { api, startTestServer, type TestServer } from '../helpers/server.ts'
+import { waitUntil, type ManualChain } from '../helpers/chain.ts'
+import { api, type TestServer } from '../helpers/server.ts'
+import { useStack } from '../helpers/stack.ts'
 
 const SLOTS = 4 // finalized = head - 8
 
@@ -25,22 +18,18 @@ for (const backend of backends()) {
     let chain: ManualChain
     let t: TestServer
     let key: string
-    let dir: string
-
-    beforeAll(async () => {
-      chain = await startManualChain({ slotsInAnEpoch: SLOTS })
-      dir = mkdtempSync(join(tmpdir(), 'chain-finality-'))
-      const file = writeNetworksFile(dir, [
-        chain.network({ confirmations: 1, finality: 'finalized', pollIntervalMs: 100 }),
-      ])
-      t = await startTestServer(backend, { NETWORKS_CONFIG: file })
-      key = (await t.project()).key
-    })
-    afterAll(async () => {
-      await t?.stop()
-      await chain?.stop()
-      if (dir) rmSync(dir, { recursive: true, force: true })
-    })
+    useStack(
+      backend,
+      {
+        chain: { slotsInAnEpoch: SLOTS },
+        network: { confirmations: 1, finality: 'finalized', pollIntervalMs: 100 },
+      },
+      (s) => {
+        chain = s.chain
+        t = s.t
+        key = s.key
+      },
+    )
 
     const tx = (id: string) => api(t, key).transaction(id)
 

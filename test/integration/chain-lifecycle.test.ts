@@ -8,24 +8,17 @@
  * The merchant API is what the tests poll: the pay endpoints are rate-limited per client IP
  * (R26) on windows of the manual clock, which stands still.
  */
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { describe, expect, test } from 'bun:test'
 import { startAnvil, type AnvilNode } from '../../src/chain/anvil.ts'
 import { MockAggregatorV3, TestStablecoin } from '../../src/chain/artifacts/index.ts'
-import {
-  createDevnetClient,
-  startDevnet,
-  type Devnet,
-  type DevnetClient,
-} from '../../src/chain/devnet.ts'
+import { createDevnetClient, type Devnet, type DevnetClient } from '../../src/chain/devnet.ts'
 import type { NetworkConfig } from '../../src/chain/networks-config.ts'
 import { manualClock } from '../../src/lib/clock.ts'
 import { backends } from '../helpers/databases.ts'
-import { payNative, payToken, waitUntil, writeNetworksFile } from '../helpers/chain.ts'
+import { payNative, payToken, waitUntil } from '../helpers/chain.ts'
 import { expectStatus } from '../helpers/expect.ts'
-import { api, startTestServer, type TestServer } from '../helpers/server.ts'
+import { api, type TestServer } from '../helpers/server.ts'
+import { useStack } from '../helpers/stack.ts'
 
 const TUSD = 10n ** 6n
 
@@ -37,60 +30,54 @@ for (const backend of backends()) {
     let wallet: DevnetClient
     let t: TestServer
     let key: string
-    let dir: string
 
-    beforeAll(async () => {
-      // The feed is stamped with the server's clock and never refreshed on its own during the file.
-      devnet = await startDevnet({
-        clock,
-        confirmations: 2,
-        pollIntervalMs: 100,
-        feedRefreshMs: 3_600_000,
-      })
-      wallet = createDevnetClient(devnet.rpcUrl, devnet.wallet.privateKey)
-      // A live network (testnet: false) on a node of its own, whose token nobody transfers:
-      // test-mode transactions must not be offered it.
-      mainnet = await startAnvil({ chainId: 1 })
-      const deployer = createDevnetClient(mainnet.rpcUrl, devnet.wallet.privateKey, 1)
-      const lusd = (
-        await deployer.waitForTransactionReceipt({
-          hash: await deployer.deployContract({
-            abi: TestStablecoin.abi,
-            bytecode: TestStablecoin.bytecode,
-            args: ['Live USD', 'LUSD'],
-          }),
-        })
-      ).contractAddress!
-      const live: NetworkConfig = {
-        ...devnet.networks[0]!,
-        name: 'livenet',
-        chainId: 1,
-        rpcUrl: mainnet.rpcUrl,
-        testnet: false,
-        tokens: [
-          {
-            kind: 'erc20',
-            symbol: 'LUSD',
-            decimals: 6,
-            address: lusd,
-            price: { kind: 'fixedUsd', usd: '1' },
-          },
-        ],
-      }
-      dir = mkdtempSync(join(tmpdir(), 'chain-lifecycle-'))
-      t = await startTestServer(
-        backend,
-        { NETWORKS_CONFIG: writeNetworksFile(dir, [devnet.networks[0]!, live]) },
-        { clock },
-      )
-      key = (await t.project()).key
-    })
-    afterAll(async () => {
-      await t?.stop()
-      await devnet?.stop()
-      await mainnet?.stop()
-      if (dir) rmSync(dir, { recursive: true, force: true })
-    })
+    useStack(
+      backend,
+      {
+        // The feed is stamped with the server's clock and never refreshed on its own during the file.
+        devnet: { clock, confirmations: 2, pollIntervalMs: 100, feedRefreshMs: 3_600_000 },
+        networks: async ({ devnet, defer }) => {
+          // A live network (testnet: false) on a node of its own, whose token nobody transfers:
+          // test-mode transactions must not be offered it.
+          mainnet = await startAnvil({ chainId: 1 })
+          defer(() => mainnet.stop())
+          const deployer = createDevnetClient(mainnet.rpcUrl, devnet!.wallet.privateKey, 1)
+          const lusd = (
+            await deployer.waitForTransactionReceipt({
+              hash: await deployer.deployContract({
+                abi: TestStablecoin.abi,
+                bytecode: TestStablecoin.bytecode,
+                args: ['Live USD', 'LUSD'],
+              }),
+            })
+          ).contractAddress!
+          const live: NetworkConfig = {
+            ...devnet!.networks[0]!,
+            name: 'livenet',
+            chainId: 1,
+            rpcUrl: mainnet.rpcUrl,
+            testnet: false,
+            tokens: [
+              {
+                kind: 'erc20',
+                symbol: 'LUSD',
+                decimals: 6,
+                address: lusd,
+                price: { kind: 'fixedUsd', usd: '1' },
+              },
+            ],
+          }
+          return [devnet!.networks[0]!, live]
+        },
+        server: { clock },
+      },
+      (s) => {
+        devnet = s.devnet
+        wallet = createDevnetClient(devnet.rpcUrl, devnet.wallet.privateKey)
+        t = s.t
+        key = s.key
+      },
+    )
 
     const create = async (body: Record<string, unknown> = {}) =>
       ((await (await api(t, key).create({ amount: 25, ...body })).json()) as any).transaction as {

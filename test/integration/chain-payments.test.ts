@@ -1,18 +1,11 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { describe, expect, test } from 'bun:test'
 import { TestBatchPayer, TestStablecoin } from '../../src/chain/artifacts/index.ts'
-import {
-  createDevnetClient,
-  startDevnet,
-  type Devnet,
-  type DevnetClient,
-} from '../../src/chain/devnet.ts'
+import { createDevnetClient, type Devnet, type DevnetClient } from '../../src/chain/devnet.ts'
 import { backends } from '../helpers/databases.ts'
-import { payNative, payToken, waitUntil, writeNetworksFile } from '../helpers/chain.ts'
-import { startRpcProxy, type RpcProxy } from '../helpers/rpc-proxy.ts'
-import { api, startTestServer, type TestServer } from '../helpers/server.ts'
+import { payNative, payToken, waitUntil } from '../helpers/chain.ts'
+import type { RpcProxy } from '../helpers/rpc-proxy.ts'
+import { api, type TestServer } from '../helpers/server.ts'
+import { useStack } from '../helpers/stack.ts'
 
 for (const backend of backends()) {
   describe(`payments on a real devnet [${backend}]`, () => {
@@ -20,26 +13,14 @@ for (const backend of backends()) {
     let wallet: DevnetClient
     let t: TestServer
     let key: string
-    let dir: string
     /** Between the service and the devnet: lets a test hold the block follower still. */
     let proxy: RpcProxy
-    beforeAll(async () => {
-      devnet = await startDevnet({ confirmations: 2, pollIntervalMs: 200 })
+    useStack(backend, { devnet: { confirmations: 2, pollIntervalMs: 200 }, proxy: true }, (s) => {
+      devnet = s.devnet
       wallet = createDevnetClient(devnet.rpcUrl, devnet.wallet.privateKey)
-      proxy = await startRpcProxy(devnet.rpcUrl)
-      dir = mkdtempSync(join(tmpdir(), 'chain-payments-'))
-      const file = writeNetworksFile(
-        dir,
-        devnet.networks.map((n) => ({ ...n, rpcUrl: proxy.url })),
-      )
-      t = await startTestServer(backend, { NETWORKS_CONFIG: file })
-      key = (await t.project()).key
-    })
-    afterAll(async () => {
-      await t?.stop()
-      await proxy?.close()
-      await devnet?.stop()
-      if (dir) rmSync(dir, { recursive: true, force: true })
+      proxy = s.proxy
+      t = s.t
+      key = s.key
     })
 
     const state = async (id: string) => (await (await t.fetch(`/pay/${id}/state`)).json()) as any

@@ -5,19 +5,12 @@
  * must split the refused range down to what passes, keep that span, back off on the 429s, and
  * lose no payment; each refusal and each 429 is counted in the metrics by network and kind.
  */
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { describe, expect, test } from 'bun:test'
 import { backends } from '../helpers/databases.ts'
-import {
-  startManualChain,
-  waitUntil,
-  writeNetworksFile,
-  type ManualChain,
-} from '../helpers/chain.ts'
-import { startRpcProxy, type RpcProxy } from '../helpers/rpc-proxy.ts'
-import { api, startTestServer, type TestServer } from '../helpers/server.ts'
+import { waitUntil, type ManualChain } from '../helpers/chain.ts'
+import type { RpcProxy } from '../helpers/rpc-proxy.ts'
+import { api, type TestServer } from '../helpers/server.ts'
+import { useStack } from '../helpers/stack.ts'
 
 const CAP = 3
 
@@ -27,29 +20,21 @@ for (const backend of backends()) {
     let proxy: RpcProxy
     let t: TestServer
     let key: string
-    let dir: string
-
-    beforeAll(async () => {
-      chain = await startManualChain()
-      proxy = await startRpcProxy(chain.rpcUrl)
-      dir = mkdtempSync(join(tmpdir(), 'provider-limits-'))
-      const file = writeNetworksFile(dir, [
-        chain.network({
-          rpcUrl: proxy.url,
-          confirmations: 2,
-          pollIntervalMs: 100,
-          maxRequestsPerSecond: 500,
-        }),
-      ])
-      t = await startTestServer(backend, { NETWORKS_CONFIG: file, READY_CHAIN_MAX_LAG: '1h' })
-      key = (await t.project()).key
-    })
-    afterAll(async () => {
-      await t?.stop()
-      await proxy?.close()
-      await chain?.stop()
-      if (dir) rmSync(dir, { recursive: true, force: true })
-    })
+    useStack(
+      backend,
+      {
+        chain: true,
+        proxy: true,
+        network: { confirmations: 2, pollIntervalMs: 100, maxRequestsPerSecond: 500 },
+        env: { READY_CHAIN_MAX_LAG: '1h' },
+      },
+      (s) => {
+        chain = s.chain
+        proxy = s.proxy
+        t = s.t
+        key = s.key
+      },
+    )
 
     const tx = (id: string) => api(t, key).transaction(id)
     const selected = (amountUsd: number) => api(t, key).quoted(amountUsd)

@@ -4,19 +4,12 @@
  * logs (TOOLING.md): the service must notice the reorg itself, take the payment back, and
  * never complete on it.
  */
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { describe, expect, test } from 'bun:test'
 import type { Hex } from 'viem'
 import { backends } from '../helpers/databases.ts'
-import {
-  startManualChain,
-  waitUntil,
-  writeNetworksFile,
-  type ManualChain,
-} from '../helpers/chain.ts'
-import { api, startTestServer, type TestServer } from '../helpers/server.ts'
+import { waitUntil, type ManualChain } from '../helpers/chain.ts'
+import { api, type TestServer } from '../helpers/server.ts'
+import { useStack } from '../helpers/stack.ts'
 
 const CONFIRMATIONS = 3
 
@@ -25,22 +18,15 @@ for (const backend of backends()) {
     let chain: ManualChain
     let t: TestServer
     let key: string
-    let dir: string
-
-    beforeAll(async () => {
-      chain = await startManualChain()
-      dir = mkdtempSync(join(tmpdir(), 'chain-reorg-'))
-      const file = writeNetworksFile(dir, [
-        chain.network({ confirmations: CONFIRMATIONS, pollIntervalMs: 100 }),
-      ])
-      t = await startTestServer(backend, { NETWORKS_CONFIG: file })
-      key = (await t.project()).key
-    })
-    afterAll(async () => {
-      await t?.stop()
-      await chain?.stop()
-      if (dir) rmSync(dir, { recursive: true, force: true })
-    })
+    useStack(
+      backend,
+      { chain: true, network: { confirmations: CONFIRMATIONS, pollIntervalMs: 100 } },
+      (s) => {
+        chain = s.chain
+        t = s.t
+        key = s.key
+      },
+    )
 
     const tx = (id: string) => api(t, key).transaction(id)
     const timeline = async (id: string) =>

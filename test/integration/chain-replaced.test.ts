@@ -7,18 +7,16 @@
  *    entries on a completed payment; once its position is forgotten, the new chain is followed.
  */
 import { afterAll, describe, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { rmSync } from 'node:fs'
 import { startAnvil } from '../../src/chain/anvil.ts'
 import { runCommand } from '../../src/cli/commands.ts'
 import { createLogger } from '../../src/lib/logger.ts'
 import { backends, freshDataDir } from '../helpers/databases.ts'
-import { startManualChain, waitUntil, writeNetworksFile } from '../helpers/chain.ts'
+import { waitUntil } from '../helpers/chain.ts'
 import { expectStatus } from '../helpers/expect.ts'
 import { killAllProcesses, spawnServer } from '../helpers/processes.ts'
-import { startRpcProxy } from '../helpers/rpc-proxy.ts'
-import { api, startTestServer } from '../helpers/server.ts'
+import { api } from '../helpers/server.ts'
+import { startStack } from '../helpers/stack.ts'
 
 afterAll(killAllProcesses)
 
@@ -110,23 +108,19 @@ describe('the default devnet across a restart', () => {
 for (const backend of backends()) {
   describe(`a chain replaced behind the same RPC URL [${backend}]`, () => {
     test('is named once in the log and in readiness; the completed payment keeps its status and no reorg is recorded; forgetting the position follows the new chain', async () => {
-      const a = await startManualChain()
-      const proxy = await startRpcProxy(a.rpcUrl)
       // Another chain: its genesis block has another timestamp, so another hash.
       const b = await startAnvil({ noMining: true, extraArgs: ['--timestamp', '1000000'] })
-      const dir = mkdtempSync(join(tmpdir(), 'chain-replaced-'))
       const logs: ({ level: string; msg: string } & Record<string, unknown>)[] = []
       const logger = createLogger('info', (line) => logs.push(JSON.parse(line)))
-      const t = await startTestServer(
-        backend,
-        {
-          NETWORKS_CONFIG: writeNetworksFile(dir, [
-            a.network({ rpcUrl: proxy.url, confirmations: 2 }),
-          ]),
-          READY_CHAIN_MAX_LAG: '1h',
-        },
-        { logger },
-      )
+      const stack = await startStack(backend, {
+        chain: true,
+        proxy: true,
+        network: { confirmations: 2 },
+        env: { READY_CHAIN_MAX_LAG: '1h' },
+        server: { logger },
+        project: false,
+      })
+      const { chain: a, proxy, t } = stack
       try {
         const { key } = await t.project()
         const id = ((await (await api(t, key).create({ amount: 10 })).json()) as any).transaction
@@ -214,11 +208,8 @@ for (const backend of backends()) {
           ),
         ).toEqual([])
       } finally {
-        await t.stop()
-        await proxy.close()
+        await stack.stop()
         await b.stop()
-        await a.stop()
-        rmSync(dir, { recursive: true, force: true })
       }
     }, 120_000)
   })

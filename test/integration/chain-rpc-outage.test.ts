@@ -4,20 +4,13 @@
  * the payments complete. The server's rpcUrl points at a JSON-RPC proxy in front of a real
  * anvil that the test switches to refusing and back.
  */
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { describe, expect, test } from 'bun:test'
 import { backends } from '../helpers/databases.ts'
-import {
-  startManualChain,
-  waitUntil,
-  writeNetworksFile,
-  type ManualChain,
-} from '../helpers/chain.ts'
+import { waitUntil, type ManualChain } from '../helpers/chain.ts'
 import { expectStatus } from '../helpers/expect.ts'
-import { startRpcProxy, type RpcProxy } from '../helpers/rpc-proxy.ts'
-import { api, startTestServer, type TestServer } from '../helpers/server.ts'
+import type { RpcProxy } from '../helpers/rpc-proxy.ts'
+import { api, type TestServer } from '../helpers/server.ts'
+import { useStack } from '../helpers/stack.ts'
 
 const CONFIRMATIONS = 3
 
@@ -27,24 +20,20 @@ for (const backend of backends()) {
     let proxy: RpcProxy
     let t: TestServer
     let key: string
-    let dir: string
-
-    beforeAll(async () => {
-      chain = await startManualChain()
-      proxy = await startRpcProxy(chain.rpcUrl)
-      dir = mkdtempSync(join(tmpdir(), 'chain-outage-'))
-      const file = writeNetworksFile(dir, [
-        chain.network({ rpcUrl: proxy.url, confirmations: CONFIRMATIONS, pollIntervalMs: 100 }),
-      ])
-      t = await startTestServer(backend, { NETWORKS_CONFIG: file })
-      key = (await t.project()).key
-    })
-    afterAll(async () => {
-      await t?.stop()
-      await proxy?.close()
-      await chain?.stop()
-      if (dir) rmSync(dir, { recursive: true, force: true })
-    })
+    useStack(
+      backend,
+      {
+        chain: true,
+        proxy: true,
+        network: { confirmations: CONFIRMATIONS, pollIntervalMs: 100 },
+      },
+      (s) => {
+        chain = s.chain
+        proxy = s.proxy
+        t = s.t
+        key = s.key
+      },
+    )
 
     const tx = async (id: string) =>
       ((await (await api(t, key).get(`/api/transactions/${id}`)).json()) as any).transaction

@@ -7,48 +7,44 @@
  * - Polling every 3 s (every 30 s while pushes are live), with the socket cut for good, only the
  *   fallback to the normal pace can complete a payment within the wait.
  */
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { describe, expect, test } from 'bun:test'
 import { backends, type Backend } from '../helpers/databases.ts'
-import {
-  startManualChain,
-  waitUntil,
-  writeNetworksFile,
-  type ManualChain,
-} from '../helpers/chain.ts'
-import { api, startTestServer, type TestServer } from '../helpers/server.ts'
+import { waitUntil, type ManualChain } from '../helpers/chain.ts'
+import { api, type TestServer } from '../helpers/server.ts'
+import { useStack } from '../helpers/stack.ts'
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.ts'
 
 /** A manual chain whose WebSocket goes through a proxy, and a server following it polling every `pollIntervalMs`. */
 function chainWithSocket(backend: Backend, pollIntervalMs: number) {
-  const c = {} as { chain: ManualChain; socket: TcpProxy; t: TestServer; key: string; dir: string }
-  beforeAll(async () => {
-    c.chain = await startManualChain()
-    c.socket = await startTcpProxy({ host: '127.0.0.1', port: c.chain.node.port })
-    c.dir = mkdtempSync(join(tmpdir(), 'ws-heads-'))
-    const file = writeNetworksFile(c.dir, [
-      c.chain.network({
-        wsUrl: `ws://127.0.0.1:${c.socket.port}`,
-        confirmations: 2,
-        pollIntervalMs,
-      }),
-    ])
-    c.t = await startTestServer(backend, { NETWORKS_CONFIG: file, READY_CHAIN_MAX_LAG: '1h' })
-    c.key = (await c.t.project()).key
-    await waitUntil(
-      'the subscription live',
-      async () => c.t.server.services.chain.pushing(),
-      (p) => p.includes('localchain'),
-    )
-  })
-  afterAll(async () => {
-    await c.t?.stop()
-    await c.socket?.close()
-    await c.chain?.stop()
-    if (c.dir) rmSync(c.dir, { recursive: true, force: true })
-  })
+  const c = {} as { chain: ManualChain; socket: TcpProxy; t: TestServer; key: string }
+  useStack(
+    backend,
+    {
+      chain: true,
+      networks: async ({ chain, defer }) => {
+        c.socket = await startTcpProxy({ host: '127.0.0.1', port: chain!.node.port })
+        defer(() => c.socket.close())
+        return [
+          chain!.network({
+            wsUrl: `ws://127.0.0.1:${c.socket.port}`,
+            confirmations: 2,
+            pollIntervalMs,
+          }),
+        ]
+      },
+      env: { READY_CHAIN_MAX_LAG: '1h' },
+    },
+    async (s) => {
+      c.chain = s.chain
+      c.t = s.t
+      c.key = s.key
+      await waitUntil(
+        'the subscription live',
+        async () => c.t.server.services.chain.pushing(),
+        (p) => p.includes('localchain'),
+      )
+    },
+  )
   return {
     get chain() {
       return c.chain

@@ -1,16 +1,13 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { describe, expect, test } from 'bun:test'
 import { mnemonicToAccount } from 'viem/accounts'
 import { startAnvil, type AnvilNode } from '../../src/chain/anvil.ts'
 import { xpubFromMnemonic } from '../../src/chain/deposit-addresses.ts'
 import { createDevnetClient, deployTestStablecoin } from '../../src/chain/devnet.ts'
 import { DEFAULT_PAY_LIMITS as PAY_LIMITS } from '../../src/services.ts'
 import { backends } from '../helpers/databases.ts'
-import { writeNetworksFile } from '../helpers/chain.ts'
 import { runCli } from '../helpers/processes.ts'
-import { api, startTestServer, type TestServer } from '../helpers/server.ts'
+import { api, type TestServer } from '../helpers/server.ts'
+import { useStack } from '../helpers/stack.ts'
 
 const MNEMONIC = 'test test test test test test test test test test test junk'
 const TOKEN = '0x5FbDB2315678afecb367f032d93F642f64180aa3'
@@ -19,47 +16,52 @@ for (const backend of backends()) {
   describe(`deposit addresses (R17) [${backend}]`, () => {
     let t: TestServer
     let node: AnvilNode
-    beforeAll(async () => {
-      // A live network on a node of its own (chain id 1), with a USDC-like token: the first
-      // contract anvil's first account deploys sits at TOKEN. The network must check out before
-      // anything on it is quoted.
-      node = await startAnvil({ chainId: 1 })
-      const deployer = createDevnetClient(
-        node.rpcUrl,
-        '0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80',
-        1,
-      )
-      expect(await deployTestStablecoin(deployer, 'USD Coin', 'USDC')).toBe(TOKEN)
-      const file = writeNetworksFile(mkdtempSync(join(tmpdir(), 'nets-')), [
-        {
-          name: 'mainnet-ish',
-          chainId: 1,
-          rpcUrl: node.rpcUrl,
-          fallbackRpcUrls: [],
-          wsUrl: null,
-          confirmations: 12,
-          finality: 'confirmations',
-          pollIntervalMs: 60_000,
-          maxLogRange: 1000,
-          maxRequestsPerSecond: null,
-          testnet: false,
-          tokens: [
+    useStack(
+      backend,
+      {
+        project: false,
+        networks: async ({ defer }) => {
+          // A live network on a node of its own (chain id 1), with a USDC-like token: the first
+          // contract anvil's first account deploys sits at TOKEN. The network must check out before
+          // anything on it is quoted.
+          node = await startAnvil({ chainId: 1 })
+          defer(() => node.stop())
+          const deployer = createDevnetClient(
+            node.rpcUrl,
+            '0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80',
+            1,
+          )
+          expect(await deployTestStablecoin(deployer, 'USD Coin', 'USDC')).toBe(TOKEN)
+          return [
             {
-              kind: 'erc20',
-              symbol: 'USDC',
-              decimals: 6,
-              address: TOKEN,
-              price: { kind: 'fixedUsd', usd: '1' },
+              name: 'mainnet-ish',
+              chainId: 1,
+              rpcUrl: node.rpcUrl,
+              fallbackRpcUrls: [],
+              wsUrl: null,
+              confirmations: 12,
+              finality: 'confirmations',
+              pollIntervalMs: 60_000,
+              maxLogRange: 1000,
+              maxRequestsPerSecond: null,
+              testnet: false,
+              tokens: [
+                {
+                  kind: 'erc20',
+                  symbol: 'USDC',
+                  decimals: 6,
+                  address: TOKEN,
+                  price: { kind: 'fixedUsd', usd: '1' },
+                },
+              ],
             },
-          ],
+          ]
         },
-      ])
-      t = await startTestServer(backend, { NETWORKS_CONFIG: file })
-    })
-    afterAll(async () => {
-      await t?.stop()
-      await node?.stop()
-    })
+      },
+      (s) => {
+        t = s.t
+      },
+    )
 
     const select = (id: string) =>
       t.fetch(`/pay/${id}/select`, {

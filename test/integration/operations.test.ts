@@ -7,20 +7,13 @@
  * READY_CHAIN_MAX_LAG or PostgreSQL goes away, and 200 again once they are back.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import parsePrometheusTextFormat from 'parse-prometheus-text-format'
 import { backends, freshPostgres } from '../helpers/databases.ts'
-import {
-  startManualChain,
-  waitUntil,
-  writeNetworksFile,
-  type ManualChain,
-} from '../helpers/chain.ts'
+import { waitUntil, type ManualChain } from '../helpers/chain.ts'
 import { awayFromMinuteEnd, expectStatus } from '../helpers/expect.ts'
-import { startRpcProxy, type RpcProxy } from '../helpers/rpc-proxy.ts'
+import type { RpcProxy } from '../helpers/rpc-proxy.ts'
 import { api, startTestServer, type TestServer } from '../helpers/server.ts'
+import { useStack } from '../helpers/stack.ts'
 import { startTcpProxy } from '../helpers/tcp-proxy.ts'
 import { startWebhookSink, type WebhookSink } from '../helpers/webhook-sink.ts'
 
@@ -76,29 +69,26 @@ for (const backend of backends()) {
     let proxy: RpcProxy
     let sink: WebhookSink
     let t: TestServer
-    let dir: string
 
     beforeAll(async () => {
-      chain = await startManualChain()
-      proxy = await startRpcProxy(chain.rpcUrl)
       sink = await startWebhookSink()
-      dir = mkdtempSync(join(tmpdir(), 'operations-'))
-      const file = writeNetworksFile(dir, [
-        chain.network({ rpcUrl: proxy.url, confirmations: 2, pollIntervalMs: 100 }),
-      ])
-      t = await startTestServer(backend, {
-        NETWORKS_CONFIG: file,
-        READY_CHAIN_MAX_LAG: READY_LAG,
-        WEBHOOK_RETRY_SCHEDULE: '1h',
-      })
     })
-    afterAll(async () => {
-      await t?.stop()
-      await sink?.stop()
-      await proxy?.close()
-      await chain?.stop()
-      if (dir) rmSync(dir, { recursive: true, force: true })
-    })
+    afterAll(() => sink?.stop())
+    useStack(
+      backend,
+      {
+        chain: true,
+        proxy: true,
+        network: { confirmations: 2, pollIntervalMs: 100 },
+        env: { READY_CHAIN_MAX_LAG: READY_LAG, WEBHOOK_RETRY_SCHEDULE: '1h' },
+        project: false,
+      },
+      (s) => {
+        chain = s.chain
+        proxy = s.proxy
+        t = s.t
+      },
+    )
 
     test('counters move with real traffic: a create, a payment on anvil, a webhook success and a failure, a 429', async () => {
       const p = await t.project({ limits: { minute: 3, hour: 1000, day: 10_000 } })

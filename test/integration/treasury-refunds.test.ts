@@ -5,10 +5,7 @@
  * confirmations and tells a verifying receiver `refund.completed`. A refund whose payment a reorg
  * takes back never completes on it. The keys never reach the service's database or logs.
  */
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { afterAll, describe, expect, test } from 'bun:test'
 import { HDKey } from '@scure/bip32'
 import { bytesToHex, getAddress, parseTransaction, type Hex } from 'viem'
 import { createDevnetClient, deployTestStablecoin } from '../../src/chain/devnet.ts'
@@ -16,21 +13,20 @@ import { sql } from '../../src/db/client.ts'
 import { mnemonicToSeed } from '../../src/lib/bip39.ts'
 import { createLogger } from '../../src/lib/logger.ts'
 import { backends } from '../helpers/databases.ts'
-import { payToken, waitUntil, writeNetworksFile } from '../helpers/chain.ts'
+import { payToken, waitUntil } from '../helpers/chain.ts'
 import { runTreasuryTool } from '../helpers/processes.ts'
 import { startRpcProxy } from '../helpers/rpc-proxy.ts'
-import { api, startTestServer, type TestServer } from '../helpers/server.ts'
+import { api, type TestServer } from '../helpers/server.ts'
+import { useStack } from '../helpers/stack.ts'
 import {
   killedAtSend,
   MERCHANT_MNEMONIC,
   MERCHANT_PASSPHRASE,
   paidTransactions,
-  startTreasuryChain,
+  setUpMerchant,
   toolArgs,
-  toolKey,
-  useMerchantKey,
-  writeMerchantFiles,
   type TreasuryChain,
+  type writeMerchantFiles,
 } from '../helpers/treasury.ts'
 import { startWebhookSink, type WebhookSink } from '../helpers/webhook-sink.ts'
 
@@ -52,44 +48,34 @@ for (const backend of backends()) {
     let files: ReturnType<typeof writeMerchantFiles>
     const logs: string[] = []
 
-    beforeAll(async () => {
-      chain = await startTreasuryChain()
-      sink = await startWebhookSink()
-      dir = mkdtempSync(join(tmpdir(), 'treasury-refunds-'))
-      t = await startTestServer(
-        backend,
-        {
-          NETWORKS_CONFIG: writeNetworksFile(dir, [
-            chain.network({ confirmations: CONFIRMATIONS }),
-          ]),
-        },
-        { logger: createLogger('debug', (line) => logs.push(line)) },
-      )
-      project = await t.project()
-      tool = await toolKey(t, project.id)
-      payer = chain.customer.account.address
-      // This merchant's deposit key has a BIP-39 passphrase too.
-      await useMerchantKey(t, project.id, MERCHANT_PASSPHRASE)
-      files = writeMerchantFiles(dir, {
-        passphrase: MERCHANT_PASSPHRASE,
-        gasKey: chain.gas.key,
-        ca: t.ca,
-      })
-      const ep = await t.server.services.endpoints.create({
-        projectId: project.id,
-        mode: 'test',
-        url: sink.url('/refunds'),
-        eventTypes: ['refund.completed', 'refund.failed'],
-      })
-      if (!ep.ok) throw new Error(ep.message)
-      await sink.configure('/refunds', { secret: ep.value.secret, mode: 'ok' })
-    })
-    afterAll(async () => {
-      await t?.stop()
-      await sink?.stop()
-      await chain?.stop()
-      if (dir) rmSync(dir, { recursive: true, force: true })
-    })
+    useStack(
+      backend,
+      {
+        treasury: true,
+        network: { confirmations: CONFIRMATIONS },
+        server: { logger: createLogger('debug', (line) => logs.push(line)) },
+        project: false,
+      },
+      async (s) => {
+        chain = s.treasury
+        t = s.t
+        dir = s.dir
+        sink = await startWebhookSink()
+        project = await t.project()
+        // This merchant's deposit key has a BIP-39 passphrase too.
+        ;({ tool, files } = await setUpMerchant(t, project.id, dir, chain, MERCHANT_PASSPHRASE))
+        payer = chain.customer.account.address
+        const ep = await t.server.services.endpoints.create({
+          projectId: project.id,
+          mode: 'test',
+          url: sink.url('/refunds'),
+          eventTypes: ['refund.completed', 'refund.failed'],
+        })
+        if (!ep.ok) throw new Error(ep.message)
+        await sink.configure('/refunds', { secret: ep.value.secret, mode: 'ok' })
+      },
+    )
+    afterAll(() => sink?.stop())
 
     const a = () => api(t, project.key)
     const refund = async (

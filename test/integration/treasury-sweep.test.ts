@@ -4,26 +4,24 @@
  * through EIP-7702 and DepositAccount, with the gas account paying for everything; the service
  * records each sweep and confirms it from the chain.
  */
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { describe, expect, test } from 'bun:test'
+import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { getAddress, parseEventLogs, type Hex } from 'viem'
 import { DepositAccount, TestStablecoin } from '../../src/chain/artifacts/index.ts'
 import { DEPOSIT_ACCOUNT, depositAccountCode } from '../../src/chain/deposit-account.ts'
 import { backends } from '../helpers/databases.ts'
-import { waitUntil, writeNetworksFile } from '../helpers/chain.ts'
+import { waitUntil } from '../helpers/chain.ts'
 import { runTreasuryTool } from '../helpers/processes.ts'
-import { api, startTestServer, type TestServer } from '../helpers/server.ts'
+import { api, type TestServer } from '../helpers/server.ts'
+import { useStack } from '../helpers/stack.ts'
 import {
   killedAtSend,
   paidTransactions,
-  startTreasuryChain,
+  setUpMerchant,
   toolArgs,
-  toolKey,
-  useMerchantKey,
-  writeMerchantFiles,
   type TreasuryChain,
+  type writeMerchantFiles,
 } from '../helpers/treasury.ts'
 
 const TREASURY = getAddress('0x7e5f4552091a69125d5dfcb7b8c2659029395bdf')
@@ -41,25 +39,16 @@ for (const backend of backends()) {
     let tusd: typeof paid
     let eth: typeof paid
 
-    beforeAll(async () => {
-      chain = await startTreasuryChain()
-      dir = mkdtempSync(join(tmpdir(), 'treasury-sweep-'))
-      t = await startTestServer(backend, {
-        NETWORKS_CONFIG: writeNetworksFile(dir, [chain.network()]),
-      })
+    useStack(backend, { treasury: true, project: false }, async (s) => {
+      chain = s.treasury
+      t = s.t
+      dir = s.dir
       const p = await t.project()
       shopKey = p.key
-      key = await toolKey(t, p.id)
-      await useMerchantKey(t, p.id)
-      files = writeMerchantFiles(dir, { gasKey: chain.gas.key, ca: t.ca })
+      ;({ tool: key, files } = await setUpMerchant(t, p.id, dir, chain))
       tusd = await paidTransactions(t, shopKey, chain, 25, 'TUSD')
       eth = await paidTransactions(t, shopKey, chain, 25, 'ETH')
       paid = [...tusd, ...eth]
-    })
-    afterAll(async () => {
-      await t?.stop()
-      await chain?.stop()
-      if (dir) rmSync(dir, { recursive: true, force: true })
     })
 
     const sweepArgs = (extra: string[] = [], rpcUrl?: string) => [

@@ -6,25 +6,21 @@
  * signed on the merchant's machine. No EIP-7702 transaction is ever signed, recorded or sent; the
  * treasury gains exactly what the customers paid; refunds complete.
  */
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { describe, expect, test } from 'bun:test'
 import { getAddress, type Hex } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
 import { DEPOSIT_ACCOUNT } from '../../src/chain/deposit-account.ts'
 import { backends } from '../helpers/databases.ts'
-import { waitUntil, writeNetworksFile } from '../helpers/chain.ts'
+import { waitUntil } from '../helpers/chain.ts'
 import { runTreasuryTool } from '../helpers/processes.ts'
-import { api, startTestServer, type TestServer } from '../helpers/server.ts'
+import { api, type TestServer } from '../helpers/server.ts'
+import { useStack } from '../helpers/stack.ts'
 import {
   paidTransactions,
-  startTreasuryChain,
+  setUpMerchant,
   toolArgs,
-  toolKey,
-  useMerchantKey,
-  writeMerchantFiles,
   type TreasuryChain,
+  type writeMerchantFiles,
 } from '../helpers/treasury.ts'
 
 const TREASURY = getAddress('0x6813eb9362372eef6200f3b1dbc3f819671cba69')
@@ -39,23 +35,22 @@ for (const backend of backends()) {
     let dir: string
     let files: ReturnType<typeof writeMerchantFiles>
 
-    beforeAll(async () => {
-      chain = await startTreasuryChain({ hardfork: 'cancun' })
-      dir = mkdtempSync(join(tmpdir(), 'treasury-top-up-'))
-      t = await startTestServer(backend, {
-        NETWORKS_CONFIG: writeNetworksFile(dir, [chain.network({ confirmations: CONFIRMATIONS })]),
-      })
-      const p = await t.project()
-      shop = p.key
-      tool = await toolKey(t, p.id)
-      await useMerchantKey(t, p.id)
-      files = writeMerchantFiles(dir, { gasKey: chain.gas.key, ca: t.ca })
-    })
-    afterAll(async () => {
-      await t?.stop()
-      await chain?.stop()
-      if (dir) rmSync(dir, { recursive: true, force: true })
-    })
+    useStack(
+      backend,
+      {
+        treasury: { hardfork: 'cancun' },
+        network: { confirmations: CONFIRMATIONS },
+        project: false,
+      },
+      async (s) => {
+        chain = s.treasury
+        t = s.t
+        dir = s.dir
+        const p = await t.project()
+        shop = p.key
+        ;({ tool, files } = await setUpMerchant(t, p.id, dir, chain))
+      },
+    )
 
     const keyArgs = () => ['--mnemonic-file', files.mnemonic, '--gas-key-file', files.gasKey]
     const treasury = (command: string[], extra: string[] = []) =>

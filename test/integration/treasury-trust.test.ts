@@ -15,9 +15,8 @@
  *  - A refund paid in the native coin from the gas account is refused before it is recorded when
  *    the account cannot pay its fee too (an OP Stack chain's L1 data fee included).
  */
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { describe, expect, test } from 'bun:test'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import {
   decodeFunctionData,
@@ -40,20 +39,19 @@ import {
 } from '../../src/chain/deposit-account.ts'
 import { GAS_PRICE_ORACLE } from '../../src/chain/l1-fee.ts'
 import { backends } from '../helpers/databases.ts'
-import { payToken, waitUntil, writeNetworksFile } from '../helpers/chain.ts'
+import { payToken, waitUntil } from '../helpers/chain.ts'
 import { BUN, ROOT, runCli, runTreasuryTool } from '../helpers/processes.ts'
 import { startRpcProxy } from '../helpers/rpc-proxy.ts'
-import { api, startTestServer, type TestServer } from '../helpers/server.ts'
+import { api, type TestServer } from '../helpers/server.ts'
+import { useStack } from '../helpers/stack.ts'
 import {
   killedAtSend,
   MERCHANT_MNEMONIC,
   paidTransactions,
-  startTreasuryChain,
+  setUpMerchant,
   toolArgs,
-  toolKey,
-  useMerchantKey,
-  writeMerchantFiles,
   type TreasuryChain,
+  type writeMerchantFiles,
 } from '../helpers/treasury.ts'
 
 const CONFIRMATIONS = 3
@@ -71,22 +69,19 @@ for (const backend of backends()) {
     let payer: Address
     let files: ReturnType<typeof writeMerchantFiles>
 
-    beforeAll(async () => {
-      chain = await startTreasuryChain()
-      dir = mkdtempSync(join(tmpdir(), 'treasury-trust-'))
-      networks = writeNetworksFile(dir, [chain.network({ confirmations: CONFIRMATIONS })])
-      t = await startTestServer(backend, { NETWORKS_CONFIG: networks })
-      project = await t.project()
-      tool = await toolKey(t, project.id)
-      payer = chain.customer.account.address
-      await useMerchantKey(t, project.id)
-      files = writeMerchantFiles(dir, { gasKey: chain.gas.key, ca: t.ca })
-    })
-    afterAll(async () => {
-      await t?.stop()
-      await chain?.stop()
-      if (dir) rmSync(dir, { recursive: true, force: true })
-    })
+    useStack(
+      backend,
+      { treasury: true, network: { confirmations: CONFIRMATIONS }, project: false },
+      async (s) => {
+        chain = s.treasury
+        t = s.t
+        dir = s.dir
+        networks = s.networksFile!
+        project = await t.project()
+        ;({ tool, files } = await setUpMerchant(t, project.id, dir, chain))
+        payer = chain.customer.account.address
+      },
+    )
 
     const shop = () => api(t, project.key)
     const refund = async (txId: string, body: Record<string, unknown>) =>
