@@ -1,9 +1,10 @@
 /**
  * `bun bench/chain-latency.ts`: latency from a payment's block being mined to the `processing`
- * transition committed (issue 4; target under one poll interval + 100 ms at p99), with the
- * service in-process on PostgreSQL and a real anvil that mines only when told to.
- * Env: BENCH_PAYMENTS (default 100), BENCH_POLL_MS (default 500), DATABASE_URL; BENCH_WS=1 adds
- * anvil's WebSocket as the network's `wsUrl`, so new heads are pushed (issue 14) and polling stays.
+ * transition committed (docs/decisions/0030-block-follower-finds-reorgs-itself.md; target under one
+ * poll interval + 100 ms at p99), with the service in-process on PostgreSQL and a real anvil that
+ * mines only when told to. Env: BENCH_PAYMENTS (default 100), BENCH_POLL_MS (default 500),
+ * DATABASE_URL; BENCH_WS=1 adds anvil's WebSocket as the network's `wsUrl`, so new heads are pushed
+ * (docs/decisions/0044-living-with-provider-limits.md) and polling stays.
  */
 import { randomBytes } from 'node:crypto'
 import { cpus, tmpdir } from 'node:os'

@@ -1,11 +1,11 @@
 /**
- * `bun bench/chain-rpc.ts`: JSON-RPC calls per block followed (issue 14), counted by a proxy in
- * front of anvil, with one instance and with three instances on one PostgreSQL (only one follows
- * the network: the others must add nothing), and with heads pushed over a WebSocket. A block is
- * mined every BENCH_BLOCK_MS (default 1000) for BENCH_BLOCKS blocks (default 30); the follower
- * polls every BENCH_POLL_MS (default 500). Calls made at start-up (the network's verification)
- * are not counted: counting starts once every instance is up and the follower is at the head.
- * Env: DATABASE_URL.
+ * `bun bench/chain-rpc.ts`: JSON-RPC calls per block followed
+ * (docs/decisions/0045-one-follower-per-network.md), counted by a proxy in front of anvil, with one
+ * instance and with three instances on one PostgreSQL (only one follows the network: the others
+ * must add nothing), and with heads pushed over a WebSocket. A block is mined every BENCH_BLOCK_MS
+ * (default 1000) for BENCH_BLOCKS blocks (default 30); the follower polls every BENCH_POLL_MS
+ * (default 500). Calls made at start-up (the network's verification) are not counted: counting
+ * starts once every instance is up and the follower is at the head. Env: DATABASE_URL.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'

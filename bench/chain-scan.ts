@@ -170,7 +170,7 @@ async function catchUp() {
   const payees = [...watched].slice(0, 1000)
 
   // A native payment and a token payment every 100 blocks; mined in chunks (one giant
-  // anvil_mine outlives viem's timeout, TOOLING.md).
+  // anvil_mine outlives viem's timeout, docs/development.md#anvil).
   const t0 = performance.now()
   for (let i = 0; i < CATCH_UP / 100; i++) {
     await rpc(client, 'eth_sendTransaction', [{ from, to: payees[i], value: '0x1' }])

@@ -20,7 +20,7 @@ import { webhookData } from '../src/webhooks/payload.ts'
  * - `GET /floor/:id`: one key read, the transaction row by primary key, returned as JSON.
  * - `POST /floor`: one insert, a transaction row from the JSON body, returned as JSON.
  * - `GET /limited/:id` and `POST /limited`: the same, after counting the request against a
- *   project's limits with the service's own rate limiter (R23: on PostgreSQL one shared
+ *   project's limits with the service's own rate limiter (docs/decisions/0023-rate-limits-exact.md: on PostgreSQL one shared
  *   statement per batch of waiting requests, exact across instances; on PGlite in memory), its
  *   nine headers on the response. What the API's contract asks of every request before any of the
  *   service's own work, so the most the service could reach.

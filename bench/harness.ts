@@ -75,8 +75,9 @@ export interface WrkResult {
 }
 
 /**
- * `wrk -t1 -c<connections> -d<seconds>s --latency [extra] url` (Debian's wrk 4.x; see TOOLING.md
- * for why not autocannon), parsed into req/s, p50/p99 in ms and non-2xx count; logs a line.
+ * `wrk -t1 -c<connections> -d<seconds>s --latency [extra] url` (Debian's wrk 4.x; see
+ * docs/development.md#benchmarks for why not autocannon), parsed into req/s, p50/p99 in ms and
+ * non-2xx count; logs a line.
  */
 export function wrk(
   name: string,

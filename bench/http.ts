@@ -1,14 +1,14 @@
 /**
- * `npm run bench`: throughput and latency of GET /api/transactions/{id} and
- * POST /api/transactions/create over HTTPS on Bun, on PGlite and on PostgreSQL, each against
- * its floor in the same run: a bare Elysia app doing one statement per request on the same
- * database (bench/floor-server.ts: GET one key read, POST one insert), and the same floor after
- * the rate limit every API request must pass (R23, exact across instances: the service's own
- * limiter), the most the service could reach; for create also the rate limit plus the service's
- * own create statement (four rows in one statement). They run side by side and are measured in
- * alternating wrk rounds (the order reverses every round), so the machine's drift falls on all
- * alike; the median round of each is compared.
- * A bare Elysia JSON route with no database is measured too, for scale.
+ * `npm run bench`: throughput and latency of GET /api/transactions/{id} and POST
+ * /api/transactions/create over HTTPS on Bun, on PGlite and on PostgreSQL, each against its floor
+ * in the same run: a bare Elysia app doing one statement per request on the same database
+ * (bench/floor-server.ts: GET one key read, POST one insert), and the same floor after the rate
+ * limit every API request must pass (docs/decisions/0023-rate-limits-exact.md, exact across
+ * instances: the service's own limiter), the most the service could reach; for create also the rate
+ * limit plus the service's own create statement (four rows in one statement). They run side by side
+ * and are measured in alternating wrk rounds (the order reverses every round), so the machine's
+ * drift falls on all alike; the median round of each is compared. A bare Elysia JSON route with no
+ * database is measured too, for scale.
  *
  * Env: BENCH_SECONDS per round (default 5), BENCH_ROUNDS (3), BENCH_WARMUP (10 s of unmeasured
  * load on each target first, bench/harness.ts), BENCH_CONNECTIONS (32),
@@ -39,7 +39,7 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32)
 const pgServer = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 delete process.env.DATABASE_URL
-/** Targets as fractions of the floor (DEVELOPERS.md, issue 16). */
+/** Targets as fractions of the floor (docs/decisions/0053-speed-measured-against-a-floor.md). */
 const TARGETS = { pglite: { get: 0.6, create: 0.4 }, postgres: { get: 0.8, create: 0.5 } } as const
 
 const work = mkdtempSync(join(tmpdir(), 'crypto-pay-bench-http-'))

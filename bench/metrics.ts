@@ -1,8 +1,9 @@
 /**
- * `bun bench/metrics.ts` (issue 15): the cost of metrics on the GET hot path. Two services on
- * the same database kind, one with METRICS=1 (the default: every request counted and timed by
- * route) and one with METRICS=0, measured in alternating wrk rounds over HTTPS so that drift
- * of the machine falls on both alike; the median round of each is compared.
+ * `bun bench/metrics.ts` (docs/decisions/0047-metrics-and-probes.md): the cost of metrics on the
+ * GET hot path. Two services on the same database kind, one with METRICS=1 (the default: every
+ * request counted and timed by route) and one with METRICS=0, measured in alternating wrk rounds
+ * over HTTPS so that drift of the machine falls on both alike; the median round of each is
+ * compared.
  *
  * Env: BENCH_SECONDS per round (default 5), BENCH_ROUNDS (4), BENCH_CONNECTIONS (32),
  * DATABASE_URL (PostgreSQL server; default postgres://postgres@127.0.0.1:5432/test).

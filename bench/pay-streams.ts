@@ -1,11 +1,12 @@
 /**
- * `bun bench/pay-streams.ts` (issue 16): the pay page's event streams at scale. One service
- * (PGlite, then PostgreSQL) holds BENCH_STREAMS open streams (default 5,000: ten per
- * transaction), each a real TLS connection reading Server-Sent Events like a browser's
- * EventSource. Measured: the server's memory (RSS) with the streams open, its CPU while they
- * idle for BENCH_IDLE_SECONDS, and, as each transaction is cancelled in turn through the pay
- * page's own route, the time from sending that request to the `cancelled` state arriving on
- * each of its streams (the request's own round trip included; its median is shown beside).
+ * `bun bench/pay-streams.ts` (docs/decisions/0053-speed-measured-against-a-floor.md): the pay
+ * page's event streams at scale. One service (PGlite, then PostgreSQL) holds BENCH_STREAMS open
+ * streams (default 5,000: ten per transaction), each a real TLS connection reading Server-Sent
+ * Events like a browser's EventSource. Measured: the server's memory (RSS) with the streams open,
+ * its CPU while they idle for BENCH_IDLE_SECONDS, and, as each transaction is cancelled in turn
+ * through the pay page's own route, the time from sending that request to the `cancelled` state
+ * arriving on each of its streams (the request's own round trip included; its median is shown
+ * beside).
  *
  * Env: BENCH_STREAMS (5000), BENCH_PER_TRANSACTION (10), BENCH_IDLE_SECONDS (10),
  * DATABASE_URL (PostgreSQL server; default postgres://postgres@127.0.0.1:5432/test).

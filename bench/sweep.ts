@@ -1,5 +1,6 @@
 /**
- * `bun bench/sweep.ts` (issue 13): what a sweep costs, on a real anvil (Prague).
+ * `bun bench/sweep.ts` (docs/decisions/0039-sweeps-by-eip-7702-or-top-up.md): what a sweep costs,
+ * on a real anvil (Prague).
  *
  * 1. Gas per swept address: DepositAccount batches (the treasury's way: EIP-7702 authorization +
  *    EIP-712 sweep signature per address, one transaction from the gas account) at batch sizes 1,

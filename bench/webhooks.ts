@@ -1,6 +1,7 @@
 /**
- * `bun bench/webhooks.ts`: webhook delivery costs (issue 5) on PostgreSQL, with a bare
- * baseline from the same run. The receiver is a Bun server in its own process.
+ * `bun bench/webhooks.ts`: webhook delivery costs (docs/decisions/0032-webhook-delivery-actors.md)
+ * on PostgreSQL, with a bare baseline from the same run. The receiver is a Bun server in its own
+ * process.
  *   1. Throughput: N outbox events fanned out to E endpoints, delivered with signing and
  *      persistence (delivery rows, attempt log, group commit), against a bare loop that signs
  *      and POSTs the same number of bodies to the same receiver with the same concurrency.

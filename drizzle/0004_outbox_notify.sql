@@ -1,4 +1,4 @@
--- Wakes the webhook dispatchers of every instance when outbox events are committed (issue 5):
+-- Wakes the webhook dispatchers of every instance when outbox events are committed (docs/decisions/0032-webhook-delivery-actors.md):
 -- one notification per statement, delivered after commit, whoever wrote the rows (server or CLI).
 CREATE OR REPLACE FUNCTION outbox_notify() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN

@@ -1,10 +1,10 @@
 import { assign, setup } from 'xstate'
 
 /**
- * A refund's lifecycle (issue 13): the single source of truth for its status. Pure: no I/O and
- * no clock; the service judges each event with XState's `transition()` on the stored snapshot
- * and commits the result with the refund row (src/modules/refunds/service.ts). A refund has no
- * timer, so it needs no running actor between events.
+ * A refund's lifecycle (docs/decisions/0038-refunds.md): the single source of truth for its status.
+ * Pure: no I/O and no clock; the service judges each event with XState's `transition()` on the
+ * stored snapshot and commits the result with the refund row (src/modules/refunds/service.ts). A
+ * refund has no timer, so it needs no running actor between events.
  *
  *   pending --the treasury tool records the payment it is about to send--> submitted
  *   submitted --a transaction in a block pays the refund--> confirming

@@ -2,15 +2,19 @@ import { and, assign, emit, setup } from 'xstate'
 import { inertDeadlineTimer, type TimerFired } from './deadline-timer.ts'
 
 /**
- * The transaction lifecycle (rulings R11-R15): the single source of truth for status changes.
- * Pure: no I/O and no clock. Time arrives in events (`at`).
+ * The transaction lifecycle (docs/decisions/0011-cancel.md,
+ * docs/decisions/0012-transaction-lifecycle.md, docs/decisions/0013-absolute-deadlines.md,
+ * docs/decisions/0014-amounts-add-up.md, docs/decisions/0015-confirmations-and-reorgs.md): the
+ * single source of truth for status changes. Pure: no I/O and no clock. Time arrives in events
+ * (`at`).
  *
- * Expiry (R13): every state waiting for the customer or their money invokes the child
- * `expiryTimer` with the absolute deadline from context (machines/deadline-timer.ts). When it
- * fires, the machine does not move by itself: its `requestExpiry` action asks whoever runs the
- * actor to apply `expiry.reached` like any other event, persisted before the actor takes it (by
- * default it emits `expiry.due`; src/actors/transaction-registry.ts provides it). Leaving the
- * state stops the child, and with it the timer.
+ * Expiry (docs/decisions/0013-absolute-deadlines.md): every state waiting for the customer or their
+ * money invokes the child `expiryTimer` with the absolute deadline from context
+ * (machines/deadline-timer.ts). When it fires, the machine does not move by itself: its
+ * `requestExpiry` action asks whoever runs the actor to apply `expiry.reached` like any other
+ * event, persisted before the actor takes it (by default it emits `expiry.due`;
+ * src/actors/transaction-registry.ts provides it). Leaving the state stops the child, and with it
+ * the timer.
  */
 
 /** Stored with every persisted snapshot; bump it when a stored snapshot would no longer fit. */
@@ -30,7 +34,10 @@ export const FINAL_STATUSES: readonly TxStatus[] = ['completed', 'failed', 'expi
 
 export type FailureReason = 'underpaid' | 'reverted' | 'wrong_asset'
 
-/** What the customer is to pay, locked when they select a token (R12, R14). */
+/**
+ * What the customer is to pay, locked when they select a token
+ * (docs/decisions/0012-transaction-lifecycle.md, docs/decisions/0014-amounts-add-up.md).
+ */
 export interface Quote {
   tokenSymbol: string
   network: string
@@ -63,11 +70,14 @@ export interface Payment {
 
 export interface TxContext {
   transactionId: string
-  /** Absolute deadline, epoch ms (R13). */
+  /** Absolute deadline, epoch ms (docs/decisions/0013-absolute-deadlines.md). */
   expiresAt: number
   quote: Quote | null
   payments: Payment[]
-  /** Sum of `payments`, decimal string (R14: transfers to one address add up). */
+  /**
+   * Sum of `payments`, decimal string (docs/decisions/0014-amounts-add-up.md: transfers to one
+   * address add up).
+   */
   received: string
   /** The payment whose block the confirmations count from. */
   txHash: string | null
@@ -76,10 +86,10 @@ export interface TxContext {
   confirmedAt: number | null
   failureReason: FailureReason | null
   /**
-   * Transfers of another asset than the quoted one (R12): recorded, never a reason to move by
-   * themselves (1 wei of dust must not fail a transaction that is then paid correctly); at the
-   * deadline, a transaction that received only these fails with reason `wrong_asset`. Absent in
-   * snapshots made before it existed: read as none.
+   * Transfers of another asset than the quoted one (docs/decisions/0012-transaction-lifecycle.md):
+   * recorded, never a reason to move by themselves (1 wei of dust must not fail a transaction that
+   * is then paid correctly); at the deadline, a transaction that received only these fails with
+   * reason `wrong_asset`. Absent in snapshots made before it existed: read as none.
    */
   wrongAssets?: string[]
 }
@@ -189,13 +199,19 @@ function settling(c: TxContext): Payment | null {
 
 const timerInput = ({ context }: { context: TxContext }) => ({ at: context.expiresAt })
 
-/** Another asset arriving, or leaving with a reorg, is recorded in every active status and moves nothing (R12). */
+/**
+ * Another asset arriving, or leaving with a reorg, is recorded in every active status and moves
+ * nothing (docs/decisions/0012-transaction-lifecycle.md).
+ */
 const wrongAssetMoves = {
   'wrong_asset.received': { guard: 'isNewWrongAsset', actions: 'recordWrongAsset' },
   'wrong_asset.reorged': { guard: 'isKnownWrongAsset', actions: 'forgetWrongAsset' },
 } as const
 
-/** What every state waiting for the customer or their money accepts (R11, R12). */
+/**
+ * What every state waiting for the customer or their money accepts (docs/decisions/0011-cancel.md,
+ * docs/decisions/0012-transaction-lifecycle.md).
+ */
 const waitingMoves = {
   ...wrongAssetMoves,
   'timer.fired': { actions: 'requestExpiry' },
@@ -203,8 +219,9 @@ const waitingMoves = {
 } as const
 
 /**
- * At the deadline (R12, R14): nothing received expires; only another asset received fails with
- * `wrong_asset`; part of the quote received fails `underpaid`.
+ * At the deadline (docs/decisions/0012-transaction-lifecycle.md,
+ * docs/decisions/0014-amounts-add-up.md): nothing received expires; only another asset received
+ * fails with `wrong_asset`; part of the quote received fails `underpaid`.
  */
 const expiryMoves = [
   {
@@ -216,14 +233,19 @@ const expiryMoves = [
   { guard: 'deadlinePassed', target: 'failed', actions: 'failUnderpaid' },
 ] as const
 
-/** What both states settling a covering payment accept (R14, R15). */
+/**
+ * What both states settling a covering payment accept (docs/decisions/0014-amounts-add-up.md,
+ * docs/decisions/0015-confirmations-and-reorgs.md).
+ */
 const settlingMoves = {
   ...wrongAssetMoves,
-  // Further transfers while settling are counted (overpayment, R14).
+  // Further transfers while settling are counted (overpayment,
+  // docs/decisions/0014-amounts-add-up.md).
   'payment.detected': { guard: 'isNewPayment', actions: 'recordPayment' },
-  // R15: never completes on a payment that left the canonical chain. What is left may still
-  // cover the quote: already in blocks, it keeps confirming (counted from its own block; nothing
-  // would send its inclusion again); not yet in a block, it waits for that in processing.
+  // docs/decisions/0015-confirmations-and-reorgs.md: never completes on a payment that left the
+  // canonical chain. What is left may still cover the quote: already in blocks, it keeps confirming
+  // (counted from its own block; nothing would send its inclusion again); not yet in a block, it
+  // waits for that in processing.
   'payment.reorged': [
     { guard: 'stillIncludedAfterReorg', target: 'confirming', actions: 'forgetPayment' },
     { guard: 'stillCoveredAfterReorg', target: 'processing', actions: 'forgetPayment' },
@@ -243,7 +265,8 @@ export const transactionMachine = setup({
     expiryTimer: inertDeadlineTimer,
   },
   guards: {
-    // R14: partial payments add up; the transaction proceeds once the total reaches the quote.
+    // docs/decisions/0014-amounts-add-up.md: partial payments add up; the transaction proceeds once
+    // the total reaches the quote.
     paysInFull: ({ context, event }) => {
       if (event.type !== 'payment.detected') return false
       const need = expected(context)
@@ -270,11 +293,13 @@ export const transactionMachine = setup({
     isKnownWrongAsset: ({ context, event }) =>
       event.type === 'wrong_asset.reorged' &&
       (context.wrongAssets ?? []).some((w) => isWrongAsset(w, event)),
-    // R13: the timer carries the deadline it was armed for; an early event is refused.
+    // docs/decisions/0013-absolute-deadlines.md: the timer carries the deadline it was armed for;
+    // an early event is refused.
     deadlinePassed: ({ context, event }) =>
       event.type === 'expiry.reached' && event.at >= context.expiresAt,
-    // R15: confirmations = head - block + 1, complete at the network's requirement; on a network
-    // that waits for its safe or finalized block, once that block has reached the payment's.
+    // docs/decisions/0015-confirmations-and-reorgs.md: confirmations = head - block + 1, complete
+    // at the network's requirement; on a network that waits for its safe or finalized block, once
+    // that block has reached the payment's.
     enoughConfirmations: ({ context, event }) =>
       event.type === 'confirmations.updated' &&
       context.quote !== null &&
@@ -389,12 +414,14 @@ export const transactionMachine = setup({
       invoke: { src: 'expiryTimer', input: timerInput },
       on: {
         ...waitingMoves,
-        // R12: re-selecting replaces the quote (nothing can have been paid against it here).
+        // docs/decisions/0012-transaction-lifecycle.md: re-selecting replaces the quote (nothing
+        // can have been paid against it here).
         'token.selected': { target: 'prepared', actions: 'lockQuote' },
         'customer.confirmed': { target: 'pending' },
         'payment.detected': [
           { guard: 'paysInFull', target: 'processing', actions: 'recordPayment' },
-          // A partial payment: the customer is paying; wait for the rest (R14).
+          // A partial payment: the customer is paying; wait for the rest
+          // (docs/decisions/0014-amounts-add-up.md).
           { guard: 'isNewPayment', target: 'pending', actions: 'recordPayment' },
         ],
         'expiry.reached': expiryMoves,

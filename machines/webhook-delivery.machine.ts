@@ -2,9 +2,11 @@ import { and, assign, fromPromise, not, setup } from 'xstate'
 import { inertDeadlineTimer, type TimerFired } from './deadline-timer.ts'
 
 /**
- * One webhook delivery: one event to one endpoint (issue 5, rulings R18-R20). Pure: no I/O and
- * no clock; time arrives in events (`at`, epoch ms). Whoever runs it (src/webhooks/) provides
- * the two children and persists the snapshot after every step.
+ * One webhook delivery: one event to one endpoint (docs/decisions/0032-webhook-delivery-actors.md,
+ * docs/decisions/0018-webhook-request.md, docs/decisions/0019-retry-schedule.md,
+ * docs/decisions/0020-manual-retry-completed-only.md). Pure: no I/O and no clock; time arrives in
+ * events (`at`, epoch ms). Whoever runs it (src/webhooks/) provides the two children and persists
+ * the snapshot after every step.
  *
  *   scheduled --timer fires--> attempting --succeeded--> succeeded
  *                                         --failed--> scheduled (next offset, or the receiver's Retry-After within the schedule's bounds) | failed
@@ -22,11 +24,14 @@ import { inertDeadlineTimer, type TimerFired } from './deadline-timer.ts'
 /** Stored with every persisted snapshot; bump it when a stored snapshot would no longer fit. */
 export const DELIVERY_MACHINE_VERSION = 2
 
-/** R19 variant B: retries 1 min, 5 min, 30 min, 2 h and 8 h after the previous failure. */
+/**
+ * docs/decisions/0019-retry-schedule.md variant B: retries 1 min, 5 min, 30 min, 2 h and 8 h after
+ * the previous failure.
+ */
 export const DEFAULT_RETRY_SCHEDULE_MS: readonly number[] = [
   60_000, 300_000, 1_800_000, 7_200_000, 28_800_000,
 ]
-/** Events older than this are never retried automatically (spec, Events). */
+/** Events older than this are never retried automatically (docs/integrating/webhooks.md#retries). */
 export const MAX_EVENT_AGE_MS = 7 * 24 * 3_600_000
 
 export type AttemptTrigger = 'scheduled' | 'manual'

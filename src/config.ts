@@ -7,10 +7,16 @@ import { parseSecretKey } from './lib/secret-box.ts'
 import { StringEnum } from './lib/string-enum.ts'
 import { explainErrors } from './lib/typebox-errors.ts'
 
-/** Validated operator configuration (R24). Every variable is listed in the README. */
+/**
+ * Validated operator configuration (docs/decisions/0024-start-and-configuration.md). Every variable
+ * is listed in the README.
+ */
 export interface Config {
   port: number
-  /** Plain-HTTP listener that rejects /api and redirects the rest (R3); 0 disables it. */
+  /**
+   * Plain-HTTP listener that rejects /api and redirects the rest
+   * (docs/decisions/0003-https-only.md); 0 disables it.
+   */
   httpPort: number
   host: string
   /** Public origin from BASE_URL; null means `https://localhost:PORT` once the port is known. */
@@ -21,20 +27,32 @@ export interface Config {
   dataDir: string
   tlsCertFile: string | null
   tlsKeyFile: string | null
-  /** Behind a TLS-terminating proxy: listen in plain HTTP and trust X-Forwarded-* (R3). */
+  /**
+   * Behind a TLS-terminating proxy: listen in plain HTTP and trust X-Forwarded-*
+   * (docs/decisions/0003-https-only.md).
+   */
   trustProxy: boolean
   logLevel: Level
   /** How long an instance's lease lasts without renewal: it covers its transaction and delivery actors and the networks it follows. */
   actorLeaseMs: number
   /** SECRET_KEY as given (32 bytes, hex or base64); null: a key generated under DATA_DIR (embedded database only). */
   secretKey: Buffer | null
-  /** R19: delays between automatic webhook attempts, in ms. */
+  /** docs/decisions/0019-retry-schedule.md: delays between automatic webhook attempts, in ms. */
   webhookRetryScheduleMs: number[]
-  /** R21: test endpoints may target loopback and private addresses (default: only with the embedded database). */
+  /**
+   * docs/decisions/0021-webhook-endpoints-and-private-addresses.md: test endpoints may target
+   * loopback and private addresses (default: only with the embedded database).
+   */
   allowPrivateTestEndpoints: boolean
-  /** R16: path of the networks JSON; null runs a local devnet (anvil). */
+  /**
+   * docs/decisions/0016-networks-config-and-devnet.md: path of the networks JSON; null runs a local
+   * devnet (anvil).
+   */
   networksConfig: string | null
-  /** R26: requests per client IP to the pay page and its endpoints; null: the default (300/5000/50000). */
+  /**
+   * docs/decisions/0026-pay-page-endpoints.md: requests per client IP to the pay page and its
+   * endpoints; null: the default (300/5000/50000).
+   */
   payRateLimits: { minute: number; hour: number; day: number } | null
   /** GET /metrics and the HTTP request metrics (METRICS, default on). */
   metricsEnabled: boolean
@@ -250,7 +268,10 @@ const rateLimits = (text: string) => {
 const DEFAULT_RETRY_SCHEDULE = '1m,5m,30m,2h,8h'
 const UNIT_MS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }
 const durationMs = (d: string) => Number(d.slice(0, -1)) * UNIT_MS[d.slice(-1)]
-/** R19: `WEBHOOK_RETRY_SCHEDULE` as milliseconds (default `1m,5m,30m,2h,8h`). */
+/**
+ * docs/decisions/0019-retry-schedule.md: `WEBHOOK_RETRY_SCHEDULE` as milliseconds (default
+ * `1m,5m,30m,2h,8h`).
+ */
 const retryScheduleMs = (delays = DEFAULT_RETRY_SCHEDULE.split(',')) => delays.map(durationMs)
 
 /** Reads and validates the environment once at start-up; throws ConfigError naming the variable. */

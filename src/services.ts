@@ -47,9 +47,15 @@ import { createRefundSettlement } from './modules/refunds/settlement.ts'
 import { createTreasuryRepo } from './modules/treasury/treasury.repo.ts'
 import { createTreasuryService } from './modules/treasury/service.ts'
 
-/** R23 defaults: per project unless configured, and for requests without a valid key per IP. */
+/**
+ * docs/decisions/0023-rate-limits-exact.md defaults: per project unless configured, and for
+ * requests without a valid key per IP.
+ */
 export const DEFAULT_LIMITS: RateLimits = { minute: 60, hour: 1000, day: 10_000 }
-/** R26: the pay page's per-IP limits; generous, because an open page polls and streams. */
+/**
+ * docs/decisions/0026-pay-page-endpoints.md: the pay page's per-IP limits; generous, because an
+ * open page polls and streams.
+ */
 export const DEFAULT_PAY_LIMITS: RateLimits = { minute: 300, hour: 5_000, day: 50_000 }
 /**
  * Outbox events are kept this long after they were fanned out into deliveries, then pruned (every
@@ -77,13 +83,22 @@ export async function createServices(deps: {
   leaseMs?: number
   /** This instance (src/server/instance-id.ts); a new one when not given. */
   instanceId?: string
-  /** R19 delays between automatic webhook attempts (WEBHOOK_RETRY_SCHEDULE). */
+  /**
+   * docs/decisions/0019-retry-schedule.md delays between automatic webhook attempts
+   * (WEBHOOK_RETRY_SCHEDULE).
+   */
   webhookRetryScheduleMs?: readonly number[]
   /** Tests: how webhook host names resolve (the SSRF check). */
   resolver?: Resolver
-  /** R21: test endpoints may target loopback and private addresses (WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS); not unless said. */
+  /**
+   * docs/decisions/0021-webhook-endpoints-and-private-addresses.md: test endpoints may target
+   * loopback and private addresses (WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS); not unless said.
+   */
   allowPrivateTestEndpoints?: boolean
-  /** R16 networks (the devnet's, or NETWORKS_CONFIG); none: no payments are taken. */
+  /**
+   * docs/decisions/0016-networks-config-and-devnet.md networks (the devnet's, or NETWORKS_CONFIG);
+   * none: no payments are taken.
+   */
   networks?: NetworkConfig[]
   /** The devnet's funded wallet, when this server runs its own devnet. */
   testWallet?: TestWallet | null
@@ -170,7 +185,8 @@ export async function createServices(deps: {
     if ('id' in c && c.here && c.outbox) dispatcher.eventsWritten()
   })
   const deposits = createDepositService({ database, clock })
-  // Money out (issue 13): refunds and sweeps the merchant's treasury tool pays and records, settled by each network's follower.
+  // Money out (docs/decisions/0037-money-out-signed-on-the-merchants-machine.md): refunds and
+  // sweeps the merchant's treasury tool pays and records, settled by each network's follower.
   const refundRepo = createRefundRepo(database)
   const refundChanges = createRefundChanges({
     repo: refundRepo,
@@ -243,7 +259,9 @@ export async function createServices(deps: {
           : [],
       ),
   })
-  // R23: exact across instances through one shared statement; on the embedded database one process owns the counts, so they are kept in memory and written behind.
+  // docs/decisions/0023-rate-limits-exact.md: exact across instances through one shared statement;
+  // on the embedded database one process owns the counts, so they are kept in memory and written
+  // behind.
   const limiter = singleInstance
     ? createEmbeddedRateLimiter({
         repo: rateLimitRepo,

@@ -66,11 +66,12 @@ const o = outbox
 const k = idempotencyKeys
 
 /*
- * Creation is one statement of data-modifying CTEs, atomic like any statement: the row, its
- * actor, its first timeline entry and its outbox event (issue 3), and with an Idempotency-Key
- * the key's record holding the response (R6). The transaction rows are inserted only if the key
- * was claimed; a concurrent claim of the same key waits on the key's unique index until the
- * first commits, then claims nothing.
+ * Creation is one statement of data-modifying CTEs, atomic like any statement: the row, its actor,
+ * its first timeline entry and its outbox event
+ * (docs/decisions/0028-commit-then-tell-the-actor.md), and with an Idempotency-Key the key's record
+ * holding the response (docs/decisions/0006-idempotent-create.md). The transaction rows are
+ * inserted only if the key was claimed; a concurrent claim of the same key waits on the key's
+ * unique index until the first commits, then claims nothing.
  */
 const createRows = (guard: ReturnType<typeof sql>) => sql`
 t AS (
@@ -149,14 +150,15 @@ const json = (v: unknown) => (v === null || v === undefined ? null : JSON.string
 /**
  * On the embedded database, a create waits at most this long for others to share its commit
  * (none when the last write began longer ago): ~25% more creates/s at 32 connections
- * (bench/RESULTS.md, issue 16).
+ * (bench/RESULTS.md, docs/decisions/0052-the-embedded-database-in-one-process.md).
  */
 export const EMBEDDED_CREATE_GATHER_MS = 2
 
 /** Persistence of transactions' actors, timeline and outbox; every write that changes a status is atomic. */
 export function createLifecycleRepo(database: Database) {
   const db = database.db
-  // On the embedded database, creates under load share their commits (issue 16).
+  // On the embedded database, creates under load share their commits
+  // (docs/decisions/0052-the-embedded-database-in-one-process.md).
   const creating =
     database.kind === 'pglite' ? createGroupCommit(database, EMBEDDED_CREATE_GATHER_MS) : database
   const create = prepare<{ created: number }, Record<string, string | number | boolean | null>>(

@@ -22,9 +22,10 @@ interface Entry {
 }
 
 /**
- * Absolute-time timers for many actors with one host timer: a binary heap of deadlines and a
- * single setTimeout for the earliest, so a million waiting transactions cost a heap entry
- * each, not a runtime timer each. Deadlines come from the database (R13), never durations.
+ * Absolute-time timers for many actors with one host timer: a binary heap of deadlines and a single
+ * setTimeout for the earliest, so a million waiting transactions cost a heap entry each, not a
+ * runtime timer each. Deadlines come from the database (docs/decisions/0013-absolute-deadlines.md),
+ * never durations.
  */
 export function createScheduler(clock: Clock, opts: { maxDelayMs?: number } = {}): Scheduler {
   let heap: Entry[] = []

@@ -83,7 +83,8 @@ const RECONCILE_EVERY = 10
 const MAX_NOTIFY_BYTES = 7000
 
 /**
- * One running XState actor per active transaction this instance owns (issue 3, issue 17).
+ * One running XState actor per active transaction this instance owns
+ * (docs/decisions/0027-transaction-actors.md).
  *
  * Every event, from the API, the pay page, the chain or the actor's own timer, goes through
  * `apply()`. The event is judged by the machine against the actor's snapshot with XState's pure
@@ -97,7 +98,7 @@ const MAX_NOTIFY_BYTES = 7000
  * context; provided here over the shared scheduler and the injected clock. When it fires, the
  * machine's `requestExpiry` action (provided here too) has the registry apply `expiry.reached`
  * like any event. A restored actor restarts its child, so it waits for the original deadline,
- * or fires at once (R13).
+ * or fires at once (docs/decisions/0013-absolute-deadlines.md).
  *
  * Several instances: each active transaction's actor runs on the one instance recorded as its
  * owner, while that instance's lease lives (src/instances/lease.ts). An event reaching
@@ -467,8 +468,9 @@ export function createTransactionRegistry(deps: RegistryDeps) {
     },
 
     /**
-     * Records on the timeline what happened to a transaction in a final status without moving
-     * it (R15: a reorg that took back the payment of a completed transaction); the operator acts.
+     * Records on the timeline what happened to a transaction in a final status without moving it
+     * (docs/decisions/0015-confirmations-and-reorgs.md: a reorg that took back the payment of a
+     * completed transaction); the operator acts.
      */
     async noteAfterFinal(
       id: string,

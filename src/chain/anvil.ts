@@ -2,9 +2,10 @@
  * Runs a real anvil node from the npm package `@foundry-rs/anvil`, for the devnet that
  * `npm start` launches and for tests. Works on Bun, Deno and Node (node:child_process).
  *
- * anvil writes a state file per block under its cache and never deletes it (TOOLING.md), so
- * each node gets its own temporary HOME and cache path with `--prune-history`, and `stop()`
- * removes that directory. `--hardfork cancun` keeps mining time linear as the chain grows.
+ * anvil writes a state file per block under its cache and never deletes it
+ * (docs/development.md#anvil), so each node gets its own temporary HOME and cache path with
+ * `--prune-history`, and `stop()` removes that directory. `--hardfork cancun` keeps mining time
+ * linear as the chain grows.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'

@@ -51,13 +51,14 @@ function databaseCursorStore(repo: ChainRepo, network: string, clock: Clock): Cu
 }
 
 /**
- * One block follower per configured network (issue 4), feeding the payment tracker; the price
- * readers the pay page quotes with share the same clients. Each network is followed by one
- * instance at a time (issue 18): the one that claimed it in `chain_followers` while its lease
- * lives, so a network's transfers are recorded and judged by one instance, in order, and a
- * reorg is applied before anything found after it. The others take a network over once its
- * follower's lease has ended (or at once after a graceful shutdown); every instance keeps the
- * set of watched addresses, so whoever follows next has it.
+ * One block follower per configured network
+ * (docs/decisions/0030-block-follower-finds-reorgs-itself.md), feeding the payment tracker; the
+ * price readers the pay page quotes with share the same clients. Each network is followed by one
+ * instance at a time (docs/decisions/0045-one-follower-per-network.md): the one that claimed it in
+ * `chain_followers` while its lease lives, so a network's transfers are recorded and judged by one
+ * instance, in order, and a reorg is applied before anything found after it. The others take a
+ * network over once its follower's lease has ended (or at once after a graceful shutdown); every
+ * instance keeps the set of watched addresses, so whoever follows next has it.
  */
 export function createChainWatcher(deps: {
   networks: NetworkConfig[]
@@ -67,7 +68,10 @@ export function createChainWatcher(deps: {
   clock: Clock
   logger: Logger
   metrics: Metrics
-  /** The treasury's recorded transactions (refund payments, sweeps), settled from each head (issue 13). */
+  /**
+   * The treasury's recorded transactions (refund payments, sweeps), settled from each head
+   * (docs/decisions/0040-the-service-records-only-what-it-verifies.md).
+   */
   outgoing?: readonly OutgoingLedger[]
 }) {
   const repo = createChainRepo(deps.database)

@@ -90,9 +90,9 @@ JOIN ${depositAddresses} ON ${depositAddresses.address} = f.${bare(chainTransfer
 ON CONFLICT (${list([chainTransfers.network, chainTransfers.txHash, chainTransfers.logIndex, chainTransfers.blockHash].map(bare))}) DO NOTHING`
 
 /**
- * Block follower persistence (issue 4): each network's cursor, the transfers seen to deposit
- * addresses and the addresses to watch. Every statement a follower runs per block or head is
- * prepared once here.
+ * Block follower persistence (docs/decisions/0030-block-follower-finds-reorgs-itself.md): each
+ * network's cursor, the transfers seen to deposit addresses and the addresses to watch. Every
+ * statement a follower runs per block or head is prepared once here.
  */
 export function createChainRepo(database: Database) {
   const { db } = database

@@ -1,15 +1,16 @@
 import { createHash } from 'node:crypto'
 /**
- * Deposit addresses from an extended public key (rulings R17): each project and mode holds an
- * xpub, and transaction i pays to its non-hardened child i. The service never holds a private
- * key, so it refuses one outright (an xprv pasted by mistake must not be stored) and never
- * repeats the input in an error message.
+ * Deposit addresses from an extended public key
+ * (docs/decisions/0017-deposit-addresses-from-an-xpub.md): each project and mode holds an xpub, and
+ * transaction i pays to its non-hardened child i. The service never holds a private key, so it
+ * refuses one outright (an xprv pasted by mistake must not be stored) and never repeats the input
+ * in an error message.
  *
  * Standard Ethereum wallets derive account addresses at m/44'/60'/0'/0/i: give the service the
  * xpub of m/44'/60'/0'/0 and its address i is the wallet's account i.
  *
  * `@scure/bip32` yields compressed public keys and viem's `publicKeyToAddress` wants the
- * uncompressed form, hence the decompression through `@noble/curves` (TOOLING.md).
+ * uncompressed form, hence the decompression through `@noble/curves` (docs/development.md#viem).
  */
 import { secp256k1 } from '@noble/curves/secp256k1.js'
 import { HDKey } from '@scure/bip32'

@@ -20,7 +20,10 @@ export interface NewDepositAddress {
   createdAt: Date
 }
 
-/** R17 persistence: each project and mode's xpub and index counter, and the addresses handed out. */
+/**
+ * docs/decisions/0017-deposit-addresses-from-an-xpub.md persistence: each project and mode's xpub
+ * and index counter, and the addresses handed out.
+ */
 export function createDepositRepo(database: Database) {
   const { db } = database
 

@@ -9,7 +9,10 @@ import { createDepositRepo } from './deposit.repo.ts'
 /** How many derived addresses the dashboard shows for checking an xpub against a wallet. */
 const SHOWN_ADDRESSES = 3
 
-/** A transfer seen to a deposit address: a payment, a wrong asset or a late payment (R14). */
+/**
+ * A transfer seen to a deposit address: a payment, a wrong asset or a late payment
+ * (docs/decisions/0014-amounts-add-up.md).
+ */
 export interface TransferView {
   network: string
   txHash: string
@@ -24,10 +27,11 @@ export interface TransferView {
 }
 
 /**
- * R17: deposit addresses, non-custodial. Each project and mode has an xpub; each transaction
- * that selects a token gets the next child address, stored, unique and never reused. Test mode
- * without an operator-set xpub gets one generated once (nobody keeps its keys: test funds only);
- * live mode refuses until the operator sets one (`project set-xpub`).
+ * docs/decisions/0017-deposit-addresses-from-an-xpub.md: deposit addresses, non-custodial. Each
+ * project and mode has an xpub; each transaction that selects a token gets the next child address,
+ * stored, unique and never reused. Test mode without an operator-set xpub gets one generated once
+ * (nobody keeps its keys: test funds only); live mode refuses until the operator sets one (`project
+ * set-xpub`).
  */
 export function createDepositService(deps: { database: Database; clock: Clock }) {
   const repo = createDepositRepo(deps.database)
@@ -54,7 +58,10 @@ export function createDepositService(deps: { database: Database; clock: Clock })
       }))
     },
 
-    /** Every transfer seen to a transaction's deposit address, in the order seen, late ones included (R14). */
+    /**
+     * Every transfer seen to a transaction's deposit address, in the order seen, late ones included
+     * (docs/decisions/0014-amounts-add-up.md).
+     */
     async transfersTo(transactionId: string): Promise<TransferView[]> {
       const rows = await repo.transfersTo(transactionId)
       return rows.map((r) => ({

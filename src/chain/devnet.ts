@@ -1,19 +1,20 @@
 /**
- * The local chain `npm start` runs when NETWORKS_CONFIG is absent (R16): anvil with a deployed
- * 6-decimal test stablecoin (priced at a fixed $1) and a Chainlink-style ETH/USD feed for the
- * native coin, and a funded wallet to pay with. Test mode only: the wallet is anvil's first
- * default account, whose private key is public knowledge.
+ * The local chain `npm start` runs when NETWORKS_CONFIG is absent
+ * (docs/decisions/0016-networks-config-and-devnet.md): anvil with a deployed 6-decimal test
+ * stablecoin (priced at a fixed $1) and a Chainlink-style ETH/USD feed for the native coin, and a
+ * funded wallet to pay with. Test mode only: the wallet is anvil's first default account, whose
+ * private key is public knowledge.
  *
- * Mining: automine plus a block every `blockTime` seconds (anvil `--mixed-mining`). Automine
- * puts each transaction in a block at once (deploys and payments need no waiting); the
- * interval blocks keep the head moving while the chain is idle, so a payment gains its
- * confirmations (R15) even when nobody else transacts. Under pure automine a lone payment would
- * wait forever at one confirmation. One second takes a demo payment to completion within a few
- * seconds. The cost, measured on anvil 1.7.1 with `--prune-history`: about 2.5 KB of anvil
- * memory per empty block (~9 MB an hour, ~215 MB a day at 1 s; `--transaction-block-keeper`
- * does not reduce it), so a devnet left running for days should get a larger `blockTime`.
- * Also measured: 100 transactions within one second give 100 blocks with the same timestamp,
- * so automine does not push block time ahead of the wall clock.
+ * Mining: automine plus a block every `blockTime` seconds (anvil `--mixed-mining`). Automine puts
+ * each transaction in a block at once (deploys and payments need no waiting); the interval blocks
+ * keep the head moving while the chain is idle, so a payment gains its confirmations
+ * (docs/decisions/0015-confirmations-and-reorgs.md) even when nobody else transacts. Under pure
+ * automine a lone payment would wait forever at one confirmation. One second takes a demo payment
+ * to completion within a few seconds. The cost, measured on anvil 1.7.1 with `--prune-history`:
+ * about 2.5 KB of anvil memory per empty block (~9 MB an hour, ~215 MB a day at 1 s;
+ * `--transaction-block-keeper` does not reduce it), so a devnet left running for days should get a
+ * larger `blockTime`. Also measured: 100 transactions within one second give 100 blocks with the
+ * same timestamp, so automine does not push block time ahead of the wall clock.
  *
  * Kept between runs (`stateDir`, DATA_DIR/devnet under `npm start`): anvil keeps its chain in a
  * state file (written every 30 s and at a graceful stop; blocks keep their hashes), and the
@@ -207,8 +208,9 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
     )
 
   const { node, manifest } = await restoreDevnet(options.stateDir, (stateFile) =>
-    // Prague: EIP-7702, which the treasury's sweeps and refunds use (issue 13). About 8 ms of
-    // anvil's time per block (cancun: well under 1 ms), nothing at one block a second.
+    // Prague: EIP-7702, which the treasury's sweeps and refunds use
+    // (docs/decisions/0039-sweeps-by-eip-7702-or-top-up.md). About 8 ms of anvil's time per block
+    // (cancun: well under 1 ms), nothing at one block a second.
     startAnvil({
       chainId: DEVNET_CHAIN_ID,
       blockTime,

@@ -1,9 +1,10 @@
 /**
- * The networks config of rulings R16: the JSON file `NETWORKS_CONFIG` names, validated once at
- * start-up into typed values. Every problem is reported with the path of the field at fault
- * (`networks[1].tokens[0].price.chainlinkFeed: ...`), all at once, so an operator fixes the
- * file in one pass. Unknown keys are refused too: a misspelt optional field (`confirmation`,
- * `maxAgeSecond`) would otherwise silently fall back to its default.
+ * The networks config of docs/decisions/0016-networks-config-and-devnet.md: the JSON file
+ * `NETWORKS_CONFIG` names, validated once at start-up into typed values. Every problem is reported
+ * with the path of the field at fault (`networks[1].tokens[0].price.chainlinkFeed: ...`), all at
+ * once, so an operator fixes the file in one pass. Unknown keys are refused too: a misspelt
+ * optional field (`confirmation`, `maxAgeSecond`) would otherwise silently fall back to its
+ * default.
  *
  * The file is a list of networks:
  *
@@ -27,7 +28,7 @@
  * every token of the preset is accepted. `name` defaults to the preset's name. The merged entry
  * is validated like any other.
  *
- * Extensions beyond R16 (all optional):
+ * Extensions beyond docs/decisions/0016-networks-config-and-devnet.md (all optional):
  * - `wsUrl` (default: none): a ws(s) endpoint whose `newHeads` subscription wakes the follower as
  *   soon as a block is mined; blocks are still fetched over `rpcUrl`, and polling goes on (slower
  *   while the subscription is live).

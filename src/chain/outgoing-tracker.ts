@@ -1,7 +1,8 @@
 /**
- * Watches the transactions the merchant's treasury tool sent and recorded here (issue 13: sweeps
- * and refund payments) until they are settled, on each head the network's follower reports. Each
- * one is looked up by its hash every head while in flight:
+ * Watches the transactions the merchant's treasury tool sent and recorded here
+ * (docs/decisions/0040-the-service-records-only-what-it-verifies.md: sweeps and refund payments)
+ * until they are settled, on each head the network's follower reports. Each one is looked up by its
+ * hash every head while in flight:
  *  - its receipt in a block the follower has processed, whose hash is the canonical block's at
  *    that height: `included`, then its confirmations as the head moves; a reverted receipt is
  *    `reverted` once it has the network's confirmations (a reorg may still put it elsewhere);

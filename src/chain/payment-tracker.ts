@@ -25,7 +25,10 @@ export const retryDelayMs = (attempts: number) =>
   Math.min(600_000, 5_000 * 2 ** Math.max(0, attempts - 1))
 
 /**
- * Turns one network's block follower events into lifecycle events (issue 4, R12, R14, R15):
+ * Turns one network's block follower events into lifecycle events
+ * (docs/decisions/0031-transfers-recorded-then-judged.md,
+ * docs/decisions/0012-transaction-lifecycle.md, docs/decisions/0014-amounts-add-up.md,
+ * docs/decisions/0015-confirmations-and-reorgs.md):
  *  - a transfer to a deposit address in the token and network the customer selected is a
  *    payment: `payment.detected` then `payment.included` (the follower sees mined blocks);
  *  - another configured token, or the right token on another network, is a wrong asset;
@@ -73,7 +76,8 @@ export function createPaymentTracker(deps: {
       if (row.kind === 'wrong_asset') await apply(id, { type: 'wrong_asset.reorged', ...transfer })
       if (row.kind !== 'payment') return row.kind
       if (FINAL_STATUSES.includes(row.status)) {
-        // R15: too late to take it back (the transaction completed, or failed): the operator must know.
+        // docs/decisions/0015-confirmations-and-reorgs.md: too late to take it back (the
+        // transaction completed, or failed): the operator must know.
         deps.logger.error('a reorg took back a payment of a transaction in a final status', {
           network: network.name,
           transactionId: id,

@@ -1,8 +1,10 @@
 /**
- * USD prices of tokens, from the networks config (R16): a fixed decimal, or a Chainlink
- * AggregatorV3 feed read on-chain. A quote is locked for a transaction's lifetime (R14), so a
- * wrong price is worse than none: every doubtful answer is refused as a value the caller can
- * show ("price unavailable, try again"), never passed on.
+ * USD prices of tokens, from the networks config
+ * (docs/decisions/0016-networks-config-and-devnet.md): a fixed decimal, or a Chainlink AggregatorV3
+ * feed read on-chain. A quote is locked for a transaction's lifetime
+ * (docs/decisions/0014-amounts-add-up.md), so a wrong price is worse than none: every doubtful
+ * answer is refused as a value the caller can show ("price unavailable, try again"), never passed
+ * on.
  *
  * Refusals (values, not exceptions):
  * - `invalid`: answer <= 0, an incomplete round (updatedAt 0), or updatedAt more than a

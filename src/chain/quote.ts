@@ -1,7 +1,8 @@
 /**
- * USD to token units, integers only. A float on this path could quote a customer one unit
- * short and leave a transaction `underpaid` forever (R14), so the division rounds up: the
- * merchant receives at least the amount charged, the customer overpays by less than one unit.
+ * USD to token units, integers only. A float on this path could quote a customer one unit short and
+ * leave a transaction `underpaid` forever (docs/decisions/0014-amounts-add-up.md), so the division
+ * rounds up: the merchant receives at least the amount charged, the customer overpays by less than
+ * one unit.
  */
 
 /** A USD price of one whole token: `answer / 10^decimals` dollars (a Chainlink answer, or a fixed price). */

@@ -3,7 +3,7 @@
  *
  * Why these settings:
  * - `cacheTime: 0`: viem caches `eth_blockNumber` otherwise, and freshly mined blocks look
- *   unchanged (TOOLING.md).
+ *   unchanged (docs/development.md#viem).
  * - JSON-RPC batching (100 calls a request): catch-up fetches hundreds of headers per tick;
  *   one HTTP round trip per 100 is what makes 10,000 blocks take seconds, not minutes.
  * - Retries live on the `fallback` transport, not on each `http` (viem's fallback forces its

@@ -1,7 +1,8 @@
 /**
- * A signed transaction as the treasury tool records it before sending it (issue 13): the service
- * reads what it does from the transaction itself (who signed it, its nonce, its target and data),
- * so what is recorded can never disagree with what is sent.
+ * A signed transaction as the treasury tool records it before sending it
+ * (docs/decisions/0040-the-service-records-only-what-it-verifies.md): the service reads what it
+ * does from the transaction itself (who signed it, its nonce, its target and data), so what is
+ * recorded can never disagree with what is sent.
  */
 import {
   decodeFunctionData,

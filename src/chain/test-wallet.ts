@@ -4,9 +4,10 @@ import { createDevnetClient } from './devnet.ts'
 import type { NetworkConfig } from './networks-config.ts'
 
 /**
- * The devnet's funded wallet paying a test transaction's quote (issue 6, "Pay with test
- * wallet"), so a newcomer can watch the whole flow after `npm start`. Only on the devnet the
- * service itself runs: its wallet is anvil's well-known account and its coins are worthless.
+ * The devnet's funded wallet paying a test transaction's quote
+ * (docs/decisions/0034-hosted-pay-page.md, "Pay with test wallet"), so a newcomer can watch the
+ * whole flow after `npm start`. Only on the devnet the service itself runs: its wallet is anvil's
+ * well-known account and its coins are worthless.
  */
 export function createTestWallet(deps: { network: NetworkConfig; privateKey: Hex }) {
   const client = createDevnetClient(deps.network.rpcUrl, deps.privateKey)

@@ -81,7 +81,10 @@ const deliveryView = (d: DeliveryView) => ({
   created_at: iso(d.createdAt),
 })
 
-/** R25: the operator's commands. The CLI and the admin socket both run them through `runCommand`. */
+/**
+ * docs/decisions/0025-operator-cli.md: the operator's commands. The CLI and the admin socket both
+ * run them through `runCommand`.
+ */
 export const COMMANDS: Record<string, Command> = {
   'project create': {
     usage: 'project create --name NAME',

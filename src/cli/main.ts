@@ -6,9 +6,10 @@ import { humanText, parseArgs } from '../lib/command-line.ts'
 import { prepareCommand, runCommand, USAGE, type CommandResult, type Flags } from './commands.ts'
 
 /**
- * R25: `npm run cli -- <command> [--json]`. On PostgreSQL it opens the database itself; on the
- * embedded database it asks the running server through its admin socket, or opens PGlite when
- * no server runs. Exit codes: 0 done, 1 refused (for example not found), 2 bad usage.
+ * docs/decisions/0025-operator-cli.md: `npm run cli -- <command> [--json]`. On PostgreSQL it opens
+ * the database itself; on the embedded database it asks the running server through its admin
+ * socket, or opens PGlite when no server runs. Exit codes: 0 done, 1 refused (for example not
+ * found), 2 bad usage.
  */
 async function execute(words: string[], flags: Flags): Promise<CommandResult> {
   const config = loadConfig()

@@ -1,10 +1,11 @@
 /**
- * `npm run -s xpub` (issue 21): the extended public key a project's deposit addresses are derived
- * from, made offline from a mnemonic on the merchant's own machine. Wallets such as MetaMask show
- * no xpub; this prints the one of `m/44'/60'/0'/0` with the first addresses to compare against the
- * wallet. The mnemonic is read from standard input (not echoed at a terminal, never an argument,
- * so it stays out of shell history and the process list), used in memory, and never written,
- * logged or sent anywhere: this command opens no database and talks to no server.
+ * `npm run -s xpub` (docs/decisions/0057-xpub-offline-and-a-dedicated-mnemonic.md): the extended
+ * public key a project's deposit addresses are derived from, made offline from a mnemonic on the
+ * merchant's own machine. Wallets such as MetaMask show no xpub; this prints the one of
+ * `m/44'/60'/0'/0` with the first addresses to compare against the wallet. The mnemonic is read
+ * from standard input (not echoed at a terminal, never an argument, so it stays out of shell
+ * history and the process list), used in memory, and never written, logged or sent anywhere: this
+ * command opens no database and talks to no server.
  */
 import {
   deriveAddress,

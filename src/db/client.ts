@@ -56,7 +56,10 @@ export interface OpenOptions {
   warn?: (message: string) => void
 }
 
-/** Opens the configured database and applies pending migrations (R2). */
+/**
+ * Opens the configured database and applies pending migrations
+ * (docs/decisions/0002-storage-postgresql-or-embedded.md).
+ */
 export async function openDatabase(opts: OpenOptions): Promise<Database> {
   const database = opts.databaseUrl
     ? await openPostgres(opts.databaseUrl, opts.poolSize ?? 10)
@@ -68,7 +71,7 @@ async function openPostgres(url: string, max: number): Promise<Database> {
   // Refuse to run on a driver whose pool slows down under steady load (the fix is applied at install).
   await assertPostgresQueueFixed()
   // Migrate on a dedicated connection holding an advisory lock, so instances starting together
-  // take turns; drizzle's migrator takes no lock of its own (TOOLING.md).
+  // take turns; drizzle's migrator takes no lock of its own (docs/development.md#both-databases).
   const lockConn = postgres(url, { max: 1, onnotice: () => {} })
   try {
     await lockConn`select pg_advisory_lock(${MIGRATION_LOCK_ID})`

@@ -57,7 +57,7 @@ function concat(parts: Uint8Array[]): Uint8Array {
  * PGlite's `query` parses, describes and plans its text on every call, in six calls into the
  * database. Under a create load that was most of PGlite's time: parse, describe and bind (where
  * PostgreSQL plans) 56% of the time spent inside PGlite, execution 36% (bench/RESULTS.md,
- * issue 16). This gives PGlite
+ * docs/decisions/0052-the-embedded-database-in-one-process.md). This gives PGlite
  * what postgres.js does on PostgreSQL (and what src/db/prepared.ts promises): each text with
  * parameters is parsed once as a named statement, so PostgreSQL can reuse its plan, and every
  * later call is one message batch (bind, describe, execute, sync). Same locks as `query` (none

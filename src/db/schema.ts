@@ -27,7 +27,7 @@ export const projects = pgTable('projects', {
   rateLimitMinute: integer('rate_limit_minute').notNull().default(60),
   rateLimitHour: integer('rate_limit_hour').notNull().default(1000),
   rateLimitDay: integer('rate_limit_day').notNull().default(10000),
-  /** CIDRs; empty means no restriction (R22). */
+  /** CIDRs; empty means no restriction (docs/decisions/0022-api-keys-and-scopes.md). */
   ipAllowlist: text('ip_allowlist').array().notNull().default(sql`'{}'::text[]`),
   createdAt: ts('created_at').notNull().defaultNow(),
   updatedAt: ts('updated_at').notNull().defaultNow(),
@@ -42,7 +42,10 @@ export const apiKeys = pgTable(
       .references(() => projects.id, { onDelete: 'cascade' }),
     name: text('name').notNull(),
     mode: text('mode', { enum: ['test', 'live'] }).notNull(),
-    /** SHA-256 of the full key; the key itself is never stored (R22). */
+    /**
+     * SHA-256 of the full key; the key itself is never stored
+     * (docs/decisions/0022-api-keys-and-scopes.md).
+     */
     hash: text('hash').notNull().unique(),
     /** What the dashboard shows, e.g. `sk_test_AbCd…wxyz`. */
     displayPrefix: text('display_prefix').notNull(),
@@ -89,7 +92,10 @@ export const transactions = pgTable(
     blockNumber: bigint('block_number', { mode: 'number' }),
     confirmations: integer('confirmations'),
     requiredConfirmations: integer('required_confirmations'),
-    /** confirmations, safe or finalized: what completes the payment on its network (issue 14); null before a token is selected. */
+    /**
+     * confirmations, safe or finalized: what completes the payment on its network
+     * (docs/decisions/0043-finality-per-network.md); null before a token is selected.
+     */
     finality: text('finality', { enum: ['confirmations', 'safe', 'finalized'] }),
     /**
      * The native balance its deposit address already held when the native coin was first quoted on
@@ -112,7 +118,8 @@ export const transactions = pgTable(
   (t) => [
     index('transactions_list_idx').on(t.projectId, t.testingMode, t.createdAt.desc(), t.id.desc()),
     index('transactions_status_idx').on(t.projectId, t.testingMode, t.status, t.createdAt.desc()),
-    // The deposit addresses a follower compares native balances of (issue 14): few, found without a scan.
+    // The deposit addresses a follower compares native balances of
+    // (docs/decisions/0046-native-coin-by-internal-call.md): few, found without a scan.
     index('transactions_native_watch_idx')
       .on(t.blockchainNetwork, t.tokenSymbol)
       .where(sql`status in ('prepared', 'pending', 'processing', 'confirming')`),
@@ -133,9 +140,9 @@ export const instances = pgTable('instances', {
 })
 
 /**
- * The persisted actor of each active transaction (issue 3): its XState snapshot, the machine
- * version that wrote it, and the instance that runs it (whose lease in `instances` says until
- * when). The row goes away when the transaction reaches a final status.
+ * The persisted actor of each active transaction (docs/decisions/0027-transaction-actors.md): its
+ * XState snapshot, the machine version that wrote it, and the instance that runs it (whose lease in
+ * `instances` says until when). The row goes away when the transaction reaches a final status.
  */
 export const transactionActors = pgTable(
   'transaction_actors',
@@ -150,7 +157,10 @@ export const transactionActors = pgTable(
   (t) => [index('transaction_actors_owner_idx').on(t.owner)],
 )
 
-/** The timeline: one row per applied transition, with its cause and details (R12). */
+/**
+ * The timeline: one row per applied transition, with its cause and details
+ * (docs/decisions/0012-transaction-lifecycle.md).
+ */
 export const transactionEvents = pgTable(
   'transaction_events',
   {
@@ -191,7 +201,10 @@ export const outbox = pgTable(
   (t) => [index('outbox_pending_idx').on(t.id).where(sql`dispatched_at is null`)],
 )
 
-/** R6: first response of a create call, replayed for the same key and body within 24 h. */
+/**
+ * docs/decisions/0006-idempotent-create.md: first response of a create call, replayed for the same
+ * key and body within 24 h.
+ */
 export const idempotencyKeys = pgTable(
   'idempotency_keys',
   {
@@ -213,8 +226,9 @@ export const idempotencyKeys = pgTable(
 )
 
 /**
- * R23: one row per subject (a project or a client IP) holding its three fixed windows, so a
- * grant is one row lock and one statement (src/limits/rate-limit.repo.ts).
+ * docs/decisions/0023-rate-limits-exact.md: one row per subject (a project or a client IP) holding
+ * its three fixed windows, so a grant is one row lock and one statement
+ * (src/limits/rate-limit.repo.ts).
  */
 export const rateLimits = pgTable(
   'rate_limits',
@@ -237,7 +251,10 @@ export const users = pgTable('users', {
   email: text('email').notNull().unique(),
   passwordHash: text('password_hash').notNull(),
   createdAt: ts('created_at').notNull().defaultNow(),
-  /** Wrong passwords since the last right one: the account locks at a threshold (issue 7). */
+  /**
+   * Wrong passwords since the last right one: the account locks at a threshold
+   * (docs/decisions/0036-dashboard-sign-in-and-sessions.md).
+   */
   failedSignIns: integer('failed_sign_ins').notNull().default(0),
   lockedUntil: ts('locked_until'),
 })
@@ -299,7 +316,10 @@ export const WEBHOOK_EVENT_TYPES = [
 ] as const
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number]
 
-/** R21: where a project's events go, per mode. The signing secret is sealed with SECRET_KEY. */
+/**
+ * docs/decisions/0021-webhook-endpoints-and-private-addresses.md: where a project's events go, per
+ * mode. The signing secret is sealed with SECRET_KEY.
+ */
 export const webhookEndpoints = pgTable(
   'webhook_endpoints',
   {
@@ -313,7 +333,10 @@ export const webhookEndpoints = pgTable(
     /** AES-256-GCM under SECRET_KEY, bound to the endpoint id (src/lib/secret-box.ts). */
     secretSealed: text('secret_sealed').notNull(),
     enabled: boolean('enabled').notNull().default(true),
-    /** Why it is disabled (issue 15): by hand, answered 410 Gone, or every delivery failed for WEBHOOK_DISABLE_AFTER. */
+    /**
+     * Why it is disabled (docs/decisions/0048-webhook-endpoint-health.md): by hand, answered 410
+     * Gone, or every delivery failed for WEBHOOK_DISABLE_AFTER.
+     */
     disabledReason: text('disabled_reason', { enum: ['manual', 'gone', 'failing'] }),
     disabledAt: ts('disabled_at'),
     /** The first failed attempt since the last success; null while it answers. */
@@ -325,11 +348,12 @@ export const webhookEndpoints = pgTable(
 )
 
 /**
- * One event to one endpoint (issue 5): the persisted webhook-delivery actor. `snapshot` is the
- * machine's (null until its first step: the actor then starts from the row's event time and
- * first due time); `status`, `attempts`, `next_attempt_at` and `failed_because` project it for
- * the delivery log. An unfinished delivery runs as an actor on the instance in `claimed_by`,
- * whose lease in `instances` covers it; when that lease ends, another instance claims it.
+ * One event to one endpoint (docs/decisions/0032-webhook-delivery-actors.md): the persisted
+ * webhook-delivery actor. `snapshot` is the machine's (null until its first step: the actor then
+ * starts from the row's event time and first due time); `status`, `attempts`, `next_attempt_at` and
+ * `failed_because` project it for the delivery log. An unfinished delivery runs as an actor on the
+ * instance in `claimed_by`, whose lease in `instances` covers it; when that lease ends, another
+ * instance claims it.
  */
 export const webhookDeliveries = pgTable(
   'webhook_deliveries',
@@ -401,8 +425,9 @@ export const webhookAttempts = pgTable(
 )
 
 /**
- * R17: per project and mode, the extended public key deposit addresses are derived from, and
- * the next child index to hand out (taken by one UPDATE ... RETURNING, so never twice).
+ * docs/decisions/0017-deposit-addresses-from-an-xpub.md: per project and mode, the extended public
+ * key deposit addresses are derived from, and the next child index to hand out (taken by one UPDATE
+ * ... RETURNING, so never twice).
  */
 export const projectXpubs = pgTable(
   'project_xpubs',
@@ -420,7 +445,10 @@ export const projectXpubs = pgTable(
   (t) => [primaryKey({ columns: [t.projectId, t.mode] })],
 )
 
-/** Every deposit address handed out: one transaction each, never reused (R17). Lowercase hex. */
+/**
+ * Every deposit address handed out: one transaction each, never reused
+ * (docs/decisions/0017-deposit-addresses-from-an-xpub.md). Lowercase hex.
+ */
 export const depositAddresses = pgTable(
   'deposit_addresses',
   {
@@ -436,14 +464,16 @@ export const depositAddresses = pgTable(
     createdAt: ts('created_at').notNull(),
   },
   (t) => [
-    // The treasury lists a project's addresses in derivation order (issue 13).
+    // The treasury lists a project's addresses in derivation order
+    // (docs/decisions/0037-money-out-signed-on-the-merchants-machine.md).
     index('deposit_addresses_owner_idx').on(t.projectId, t.mode, t.xpub, t.derivationIndex),
   ],
 )
 
 /**
- * Which instance follows each network (issue 18): one follower per network across instances,
- * under that instance's lease, so transfers are recorded and judged by one instance at a time.
+ * Which instance follows each network (docs/decisions/0045-one-follower-per-network.md): one
+ * follower per network across instances, under that instance's lease, so transfers are recorded and
+ * judged by one instance at a time.
  */
 export const chainFollowers = pgTable('chain_followers', {
   network: text('network').primaryKey(),
@@ -458,9 +488,10 @@ export const chainCursors = pgTable('chain_cursors', {
 })
 
 /**
- * Every transfer seen to a deposit address (issue 4): payments, wrong assets and late payments
- * (R14), per block it was seen in. `applied` turns true once its lifecycle event was judged,
- * so a follower redelivering a block after a crash applies what was not applied, once.
+ * Every transfer seen to a deposit address (docs/decisions/0031-transfers-recorded-then-judged.md):
+ * payments, wrong assets and late payments (docs/decisions/0014-amounts-add-up.md), per block it
+ * was seen in. `applied` turns true once its lifecycle event was judged, so a follower redelivering
+ * a block after a crash applies what was not applied, once.
  */
 export const chainTransfers = pgTable(
   'chain_transfers',
@@ -487,7 +518,10 @@ export const chainTransfers = pgTable(
     /** Set when its block left the canonical chain. */
     reorgedAt: ts('reorged_at'),
     seenAt: ts('seen_at').notNull(),
-    /** Failed tries to judge it (issue 18): one bad transfer waits and is retried, the rest of the chain goes on. */
+    /**
+     * Failed tries to judge it (docs/decisions/0054-one-bad-transfer-never-halts-a-network.md): one
+     * bad transfer waits and is retried, the rest of the chain goes on.
+     */
     attempts: integer('attempts').notNull().default(0),
     /** When a failed transfer is tried again. */
     retryAt: ts('retry_at'),
@@ -501,11 +535,11 @@ export const chainTransfers = pgTable(
 )
 
 /**
- * Refunds (issue 13): money sent back to a customer from the transaction's deposit address (or
- * the merchant's gas account once that was swept), paid by the merchant's treasury tool and
- * confirmed on-chain by the service. `snapshot` is the refund machine's
- * (machines/refund.machine.ts); the columns after it project it. The transaction the tool
- * recorded before sending it (`tx_hash`, `raw_transaction`) is the one the service watches.
+ * Refunds (docs/decisions/0038-refunds.md): money sent back to a customer from the transaction's
+ * deposit address (or the merchant's gas account once that was swept), paid by the merchant's
+ * treasury tool and confirmed on-chain by the service. `snapshot` is the refund machine's
+ * (machines/refund.machine.ts); the columns after it project it. The transaction the tool recorded
+ * before sending it (`tx_hash`, `raw_transaction`) is the one the service watches.
  */
 export const refunds = pgTable(
   'refunds',
@@ -563,11 +597,12 @@ export const SWEEP_STATUSES = ['submitted', 'confirming', 'confirmed', 'failed',
 export type SweepStatus = (typeof SWEEP_STATUSES)[number]
 
 /**
- * Sweeps (issue 13): one batch transaction of the treasury tool moving deposit addresses'
- * balances to the merchant's treasury, recorded before it was sent and confirmed by the
- * service from its receipt: `confirmed` once it has the network's confirmations (what each
- * address gave is then read from its Swept events), `failed` when it reverted, `dropped` when its
- * nonce went to another transaction of the gas account, so it can never be mined.
+ * Sweeps (docs/decisions/0039-sweeps-by-eip-7702-or-top-up.md): one batch transaction of the
+ * treasury tool moving deposit addresses' balances to the merchant's treasury, recorded before it
+ * was sent and confirmed by the service from its receipt: `confirmed` once it has the network's
+ * confirmations (what each address gave is then read from its Swept events), `failed` when it
+ * reverted, `dropped` when its nonce went to another transaction of the gas account, so it can
+ * never be mined.
  */
 export const sweeps = pgTable(
   'sweeps',

@@ -10,13 +10,16 @@ import { factsOf, isHostless, peerIpOf, setFacts } from './context.ts'
 import { ApiError } from './errors.ts'
 import { forwardedFor, isApiPath, refuseInsecure } from './transport.ts'
 
-/** R5: larger bodies get 413 before they are read. */
+/** docs/decisions/0005-create-request-bounds.md: larger bodies get 413 before they are read. */
 export const MAX_BODY_BYTES = 64 * 1024
 
 export interface GateDeps {
   keys: KeyService
   limiter: RateLimiter
-  /** Limits for requests without a valid key, counted per client IP (R23). */
+  /**
+   * Limits for requests without a valid key, counted per client IP
+   * (docs/decisions/0023-rate-limits-exact.md).
+   */
   anonymousLimits: RateLimits
   trustProxy: boolean
   httpsOrigin: (req: Request) => string
@@ -46,7 +49,10 @@ function isoOf(ms: number): string {
   return t
 }
 
-/** The nine `X-RateLimit-*` headers of a decision: limit, remaining and reset of each window (R23). */
+/**
+ * The nine `X-RateLimit-*` headers of a decision: limit, remaining and reset of each window
+ * (docs/decisions/0023-rate-limits-exact.md).
+ */
 export function setRateLimitHeaders(
   set: { headers: Record<string, string | number> },
   decision: Decision,
@@ -60,10 +66,12 @@ export function setRateLimitHeaders(
 }
 
 /**
- * Runs before routing for every request: request id, transport (R3 under TRUST_PROXY), a usable
- * Host, and for /api the key (R22), the rate limit (R23) with its nine headers, project status,
- * IP allow-list and declared body size. Running before routing means unknown routes, bad bodies
- * and validation errors still carry the headers and never reveal anything to an unknown caller.
+ * Runs before routing for every request: request id, transport (docs/decisions/0003-https-only.md
+ * under TRUST_PROXY), a usable Host, and for /api the key
+ * (docs/decisions/0022-api-keys-and-scopes.md), the rate limit
+ * (docs/decisions/0023-rate-limits-exact.md) with its nine headers, project status, IP allow-list
+ * and declared body size. Running before routing means unknown routes, bad bodies and validation
+ * errors still carry the headers and never reveal anything to an unknown caller.
  */
 export function apiGate(deps: GateDeps) {
   return new Elysia({ name: 'api-gate' }).onRequest(async ({ request, set }) => {
@@ -154,7 +162,10 @@ export function principalOf(request: Request): Principal {
   return p
 }
 
-/** A `transform` hook: refuses keys without `scope` before the body is read or validated (R22). */
+/**
+ * A `transform` hook: refuses keys without `scope` before the body is read or validated
+ * (docs/decisions/0022-api-keys-and-scopes.md).
+ */
 export function requireScope(scope: Scope) {
   return ({ request }: { request: Request }) => {
     if (!principalOf(request).scopes.includes(scope))

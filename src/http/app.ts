@@ -25,7 +25,7 @@ import { loadStaticAssets, SHARED_ASSETS_DIR, staticAssetsController } from './s
 
 export interface AppOptions {
   trustProxy: boolean
-  /** Where insecure requests are redirected (R3). */
+  /** Where insecure requests are redirected (docs/decisions/0003-https-only.md). */
   httpsOrigin: (req: Request) => string
   logger: Logger
   /** GET /metrics (METRICS); off, the route does not exist. */

@@ -5,7 +5,10 @@ import type { Denial, DenialCode, FieldProblem } from '../lib/outcome.ts'
 /** Denials from the domain, plus the two only the HTTP layer produces. */
 export type ErrorCode = DenialCode | 'https_required' | 'internal'
 
-/** R4: the one table from error code to HTTP status and error type. */
+/**
+ * docs/decisions/0004-one-error-table.md: the one table from error code to HTTP status and error
+ * type.
+ */
 export const ERRORS: Record<ErrorCode, { status: number; type: string }> = {
   invalid_request: { status: 400, type: 'invalid_request_error' },
   unauthenticated: { status: 401, type: 'authentication_error' },
@@ -15,7 +18,7 @@ export const ERRORS: Record<ErrorCode, { status: number; type: string }> = {
   payload_too_large: { status: 413, type: 'invalid_request_error' },
   rate_limited: { status: 429, type: 'rate_limit_error' },
   unavailable: { status: 503, type: 'service_unavailable_error' },
-  // R3: plain HTTP to /api.
+  // docs/decisions/0003-https-only.md: plain HTTP to /api.
   https_required: { status: 403, type: 'invalid_request_error' },
   internal: { status: 500, type: 'api_error' },
 }
@@ -69,7 +72,10 @@ export function errorResponse(
 /** Every `error.type` a response can carry, once each. */
 export const ERROR_TYPES = [...new Set(Object.values(ERRORS).map((e) => e.type))]
 
-/** OpenAPI model of every error response (R4). Not named `Error`, which generated TypeScript would shadow. */
+/**
+ * OpenAPI model of every error response (docs/decisions/0004-one-error-table.md). Not named
+ * `Error`, which generated TypeScript would shadow.
+ */
 export const ErrorResponse = Type.Object(
   {
     success: Type.Literal(false),

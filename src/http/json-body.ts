@@ -27,11 +27,12 @@ async function readLimited(request: Request, limit: number): Promise<string> {
 }
 
 /**
- * A `transform` hook that parses the JSON body strictly against `schema` (no coercion: "2" is
- * not a number; unknown fields are named) and then `rules`, failing with 400 and one detail
- * per problem (R4, R5). Before the schema: text the database cannot store (U+0000, a lone
- * surrogate), in any key or value, so nothing below ever sees it. Route options also carry
- * `parse: 'none'` so Elysia leaves the body alone.
+ * A `transform` hook that parses the JSON body strictly against `schema` (no coercion: "2" is not a
+ * number; unknown fields are named) and then `rules`, failing with 400 and one detail per problem
+ * (docs/decisions/0004-one-error-table.md, docs/decisions/0005-create-request-bounds.md). Before
+ * the schema: text the database cannot store (U+0000, a lone surrogate), in any key or value, so
+ * nothing below ever sees it. Route options also carry `parse: 'none'` so Elysia leaves the body
+ * alone.
  */
 export function strictJsonBody<S extends TSchema>(
   schema: S,

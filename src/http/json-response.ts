@@ -34,7 +34,10 @@ export function json(set: Gathered, body: unknown, status = 200): Response {
   return respond(set, JSON.stringify(body), status, JSON_TYPE)
 }
 
-/** A create's JSON as stored with its Idempotency-Key (R6), marked `Idempotent-Replayed` when it is a retry's answer. */
+/**
+ * A create's JSON as stored with its Idempotency-Key (docs/decisions/0006-idempotent-create.md),
+ * marked `Idempotent-Replayed` when it is a retry's answer.
+ */
 export function storedJson(
   set: Gathered,
   stored: { body: string; status: number; replayed?: boolean },

@@ -29,7 +29,7 @@ export async function openapiDocument(): Promise<unknown> {
     metricsToken: null,
     servers: COMMITTED_SERVERS,
   })
-  // A host such as http://x/ makes every route 404 (TOOLING.md); localhost works.
+  // A host such as http://x/ makes every route 404 (docs/development.md#openapi); localhost works.
   const res = await app.handle(new Request('http://localhost/swagger/json'))
   if (!res.ok) throw new Error(`/swagger/json answered ${res.status}`)
   return res.json()

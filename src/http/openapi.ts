@@ -8,7 +8,8 @@ import { shapeDocument, type Json, type ServerEntry } from './openapi-shape.ts'
 /**
  * All OpenAPI wiring: @elysiajs/swagger builds the document at /swagger/json from the routes'
  * TypeBox models; /swagger serves Swagger UI from swagger-ui-dist on this server, because the
- * plugin's own page loads its scripts from a CDN and stays blank offline (TOOLING.md).
+ * plugin's own page loads its scripts from a CDN and stays blank offline
+ * (docs/development.md#chromium).
  */
 export const OPENAPI_INFO = {
   title: 'Crypto Pay merchant API',

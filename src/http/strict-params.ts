@@ -4,9 +4,10 @@ import { UUID_RE } from '../lib/ids.ts'
 import { ApiError } from './errors.ts'
 
 /**
- * A `transform` hook that converts and checks query or path parameters against the route's
- * own TypeBox schema before Elysia's validation, whose messages ("Expected union value")
- * do not tell a caller what to send. One clear message per parameter (R4, R8).
+ * A `transform` hook that converts and checks query or path parameters against the route's own
+ * TypeBox schema before Elysia's validation, whose messages ("Expected union value") do not tell a
+ * caller what to send. One clear message per parameter (docs/decisions/0004-one-error-table.md,
+ * docs/decisions/0008-list-order-and-paging.md).
  */
 export function strictParams(source: 'query' | 'params', schema: TObject) {
   const entries = Object.entries(schema.properties) as [string, TSchema][]

@@ -27,8 +27,9 @@ export function httpsOriginFor(
 }
 
 /**
- * R3: a request that did not arrive over HTTPS. `/api` is refused with 403 and never
- * processed; everything else is redirected (308 keeps the method and body) to the HTTPS URL.
+ * docs/decisions/0003-https-only.md: a request that did not arrive over HTTPS. `/api` is refused
+ * with 403 and never processed; everything else is redirected (308 keeps the method and body) to
+ * the HTTPS URL.
  */
 export function refuseInsecure(req: Request, httpsOrigin: (req: Request) => string): Response {
   const url = new URL(req.url)

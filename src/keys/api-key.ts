@@ -42,7 +42,10 @@ export const DEFAULT_SCOPES: readonly Scope[] = SCOPES.filter(
 
 const KEY_RE = /^sk_(test|live)_[A-Za-z0-9]{32,128}$/
 
-/** A new key: `sk_test_` / `sk_live_` + 40 random base62 characters (R22). */
+/**
+ * A new key: `sk_test_` / `sk_live_` + 40 random base62 characters
+ * (docs/decisions/0022-api-keys-and-scopes.md).
+ */
 export function generateApiKey(mode: Mode): string {
   return `sk_${mode}_${randomString(40)}`
 }

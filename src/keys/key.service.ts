@@ -130,7 +130,10 @@ export function createKeyService(deps: {
       return principal
     },
 
-    /** Creates a key; the plaintext is in the result and nowhere else, ever (R22). */
+    /**
+     * Creates a key; the plaintext is in the result and nowhere else, ever
+     * (docs/decisions/0022-api-keys-and-scopes.md).
+     */
     async create(input: {
       projectId: string
       mode: string
@@ -198,7 +201,7 @@ export function createKeyService(deps: {
       return ok(toRecord(row))
     },
 
-    /** Gone for good (the spec's "delete"): like a revoked key it answers 401, and it leaves the list. */
+    /** Gone for good (the contract's "delete", docs/integrating/api.md#keys): like a revoked key it answers 401, and it leaves the list. */
     async delete(keyId: string, scope: ProjectFilter = {}): Promise<Outcome<{ id: string }>> {
       const [row] = await db
         .delete(apiKeys)

@@ -26,13 +26,22 @@ export function randomString(length: number, alphabet = BASE62): string {
   return out
 }
 
-/** Prefixed record ids (`proj_`, `key_`, `usr_`) tell what they are at a glance (STYLE.md). */
+/**
+ * Prefixed record ids (`proj_`, `key_`, `usr_`) tell what they are at a glance
+ * (docs/development.md#conventions).
+ */
 export const newId = (prefix: string) => `${prefix}_${randomString(20)}`
 
-/** Transaction ids are random UUIDs: the pay page is authorised by this id alone (R26). */
+/**
+ * Transaction ids are random UUIDs: the pay page is authorised by this id alone
+ * (docs/decisions/0026-pay-page-endpoints.md).
+ */
 export const newTransactionId = () => randomUUID()
 
-/** Human-readable transaction number such as `TX-7K3M-Q9PD` (R7). */
+/**
+ * Human-readable transaction number such as `TX-7K3M-Q9PD`
+ * (docs/decisions/0007-full-transaction-object.md).
+ */
 export const newTransactionNumber = () => `TX-${randomString(4, HUMAN)}-${randomString(4, HUMAN)}`
 
 export const newRequestId = () => `req_${randomString(20)}`

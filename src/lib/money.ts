@@ -1,5 +1,5 @@
 /**
- * USD amounts travel as JSON numbers at the API edge (the spec's shape) and as exact decimal
+ * USD amounts travel as JSON numbers at the API edge (the contract's shape, docs/integrating/api.md) and as exact decimal
  * strings / integer cents everywhere else. No float arithmetic decides an amount.
  */
 

@@ -1,6 +1,6 @@
 /**
- * Business denials are values, not exceptions (STYLE.md, after Unkey). The HTTP layer maps each
- * code to a status and body in one table (src/http/errors.ts).
+ * Business denials are values, not exceptions (docs/decisions/0004-one-error-table.md, after
+ * Unkey). The HTTP layer maps each code to a status and body in one table (src/http/errors.ts).
  */
 export type DenialCode =
   | 'invalid_request'

@@ -1,9 +1,10 @@
 import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto'
 
 /**
- * Secrets at rest (webhook signing secrets, R21) are sealed with AES-256-GCM under SECRET_KEY.
- * The record's id is bound in as associated data, so a sealed value copied onto another row
- * does not open there.
+ * Secrets at rest (webhook signing secrets,
+ * docs/decisions/0021-webhook-endpoints-and-private-addresses.md) are sealed with AES-256-GCM under
+ * SECRET_KEY. The record's id is bound in as associated data, so a sealed value copied onto another
+ * row does not open there.
  */
 export interface SecretBox {
   seal(plaintext: string, boundTo: string): string

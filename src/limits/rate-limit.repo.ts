@@ -51,7 +51,10 @@ const FIRST_K = sql`GREATEST(0, LEAST(${N}, ${LIMIT.minute}, ${LIMIT.hour}, ${LI
 const LATER_START = (w: WindowName) =>
   sql`GREATEST(${WINDOW_COLUMNS[w].start}, excluded.${bare(WINDOW_COLUMNS[w].start)})`
 
-/** R23 counters in the database: the only truth every instance shares. */
+/**
+ * docs/decisions/0023-rate-limits-exact.md counters in the database: the only truth every instance
+ * shares.
+ */
 export function createRateLimitRepo(database: Database) {
   const { db } = database
   // Every API request is counted here: prepared once, each value sent once.

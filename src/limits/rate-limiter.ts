@@ -19,7 +19,7 @@ export interface Decision {
   retryAfter: number | null
 }
 
-/** Counts requests per subject against its limits (R23). */
+/** Counts requests per subject against its limits (docs/decisions/0023-rate-limits-exact.md). */
 export interface RateLimiter {
   /** Counts one request for `subject` and says whether it may proceed. */
   check(subject: string, limits: RateLimits): Promise<Decision>
@@ -34,11 +34,11 @@ interface Waiter {
 }
 
 /**
- * R23, exact across instances: the database counter is the only truth and every admitted
- * request is counted there before it is admitted. To keep that from costing a round trip per
- * request, requests for one subject that arrive while a round trip is in flight wait and are
- * granted together by the next one (group commit). Under load a batch holds every request
- * that queued during one round trip; idle, a request costs one round trip.
+ * docs/decisions/0023-rate-limits-exact.md, exact across instances: the database counter is the
+ * only truth and every admitted request is counted there before it is admitted. To keep that from
+ * costing a round trip per request, requests for one subject that arrive while a round trip is in
+ * flight wait and are granted together by the next one (group commit). Under load a batch holds
+ * every request that queued during one round trip; idle, a request costs one round trip.
  *
  * Leased quota blocks were the alternative: cheaper, but an instance holding unused units
  * makes another instance refuse requests while the window still has room, and the
@@ -97,13 +97,13 @@ export const EMBEDDED_FLUSH_MS = 50
 const EMBEDDED_MAX_SUBJECTS = 100_000
 
 /**
- * R23 on the embedded database (PGlite), where one process owns the database by construction:
- * counts live in memory and decide at once, exactly as the shared limiter's statement would
- * (the same windows, the same refusals, the same Remaining values). The database stays the
- * durable record: a subject's windows are read from it the first time the process sees the
- * subject, and every change is written back within EMBEDDED_FLUSH_MS, all changed subjects in
- * one statement, and at the graceful stop. A restart therefore keeps each window's counts; a
- * crash can forget at most the last EMBEDDED_FLUSH_MS of them.
+ * docs/decisions/0023-rate-limits-exact.md on the embedded database (PGlite), where one process
+ * owns the database by construction: counts live in memory and decide at once, exactly as the
+ * shared limiter's statement would (the same windows, the same refusals, the same Remaining
+ * values). The database stays the durable record: a subject's windows are read from it the first
+ * time the process sees the subject, and every change is written back within EMBEDDED_FLUSH_MS, all
+ * changed subjects in one statement, and at the graceful stop. A restart therefore keeps each
+ * window's counts; a crash can forget at most the last EMBEDDED_FLUSH_MS of them.
  */
 export function createEmbeddedRateLimiter(deps: {
   repo: Pick<RateLimitRepo, 'load' | 'store'>

@@ -1,4 +1,7 @@
-/** Fixed UTC windows of R23: start and end of the minute, hour and day containing `now`. */
+/**
+ * Fixed UTC windows of docs/decisions/0023-rate-limits-exact.md: start and end of the minute, hour
+ * and day containing `now`.
+ */
 export const WINDOWS = ['minute', 'hour', 'day'] as const
 export type WindowName = (typeof WINDOWS)[number]
 const SIZE: Record<WindowName, number> = { minute: 60_000, hour: 3_600_000, day: 86_400_000 }

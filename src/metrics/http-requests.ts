@@ -1,8 +1,9 @@
 /**
- * The two per-request metrics, kept in plain numbers and written out in the Prometheus text
- * format at scrape time. prom-client validates and hashes the labels of every `inc` and
- * `observe`, even through a labelled child; on the GET hot path that cost was measured (issue 15's
- * benchmark), so the request path here is a map lookup and a few additions.
+ * The two per-request metrics, kept in plain numbers and written out in the Prometheus text format
+ * at scrape time. prom-client validates and hashes the labels of every `inc` and `observe`, even
+ * through a labelled child; on the GET hot path that cost was measured
+ * (docs/decisions/0047-metrics-and-probes.md's benchmark), so the request path here is a map lookup
+ * and a few additions.
  */
 const REQUESTS = 'cryptopay_http_requests_total'
 const DURATION = 'cryptopay_http_request_duration_seconds'

@@ -2,10 +2,10 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import { createHttpRequestMetrics } from './http-requests.ts'
 
 /**
- * The instance's Prometheus metrics (issue 15), one registry per running service (tests run
- * several in one process). Every label value is from a bounded set: route templates, methods,
- * status codes, statuses, network names from the configuration, result words. Never an id, a
- * key, a URL or a raw path.
+ * The instance's Prometheus metrics (docs/decisions/0047-metrics-and-probes.md), one registry per
+ * running service (tests run several in one process). Every label value is from a bounded set:
+ * route templates, methods, status codes, statuses, network names from the configuration, result
+ * words. Never an id, a key, a URL or a raw path.
  */
 
 /** Request time buckets, seconds: from a cached key read to a slow create. */

@@ -51,11 +51,12 @@ const moneyOut = (v: Verdict | undefined) =>
       : '; money out by top-up (no EIP-7702 on this chain)'
 
 /**
- * Readiness (issue 15): the checks a balancer and an operator read. The database answers, its
- * migrations are those of this code, DATA_DIR takes writes, and every network is followed by an
- * instance whose follower was in step with the head within `maxChainLagMs` (checked where it
- * runs; elsewhere, that a live instance follows it). A graceful stop makes it fail first, so a
- * balancer drains the instance before it closes. Nothing secret is in a check's detail.
+ * Readiness (docs/decisions/0047-metrics-and-probes.md): the checks a balancer and an operator
+ * read. The database answers, its migrations are those of this code, DATA_DIR takes writes, and
+ * every network is followed by an instance whose follower was in step with the head within
+ * `maxChainLagMs` (checked where it runs; elsewhere, that a live instance follows it). A graceful
+ * stop makes it fail first, so a balancer drains the instance before it closes. Nothing secret is
+ * in a check's detail.
  */
 export function createReadiness(deps: {
   database: Pick<Database, 'rows'>

@@ -1,7 +1,13 @@
-/** Test or live: keys, transactions, endpoints and deposit keys each belong to one (R9). */
+/**
+ * Test or live: keys, transactions, endpoints and deposit keys each belong to one
+ * (docs/decisions/0009-keys-see-their-own-mode.md).
+ */
 export type Mode = 'test' | 'live'
 
-/** What a caller may see: one project in one mode (R9). Not a key's permission scopes (`Scope`). */
+/**
+ * What a caller may see: one project in one mode (docs/decisions/0009-keys-see-their-own-mode.md).
+ * Not a key's permission scopes (`Scope`).
+ */
 export interface ProjectMode {
   projectId: string
   mode: Mode

@@ -5,9 +5,9 @@ import { runCommand, type CommandResult, type Flags } from '../cli/commands.ts'
 import type { Services } from '../services.ts'
 
 /**
- * R25: with the embedded database the server holds PGlite exclusively, so the CLI sends its
- * command here: a Unix socket in DATA_DIR/run, a directory only its owner can enter. One JSON line in,
- * one JSON line out.
+ * docs/decisions/0025-operator-cli.md: with the embedded database the server holds PGlite
+ * exclusively, so the CLI sends its command here: a Unix socket in DATA_DIR/run, a directory only
+ * its owner can enter. One JSON line in, one JSON line out.
  */
 export const adminSocketPath = (dataDir: string) => join(dataDir, 'run', 'admin.sock')
 

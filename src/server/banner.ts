@@ -1,6 +1,9 @@
 import type { RunningServer } from './start.ts'
 
-/** What `npm start` prints: where everything is and what to do next (R24). */
+/**
+ * What `npm start` prints: where everything is and what to do next
+ * (docs/decisions/0024-start-and-configuration.md).
+ */
 export function banner(s: RunningServer): string {
   const lines = [
     '',

@@ -13,7 +13,10 @@ export interface Demo {
 
 export const DEMO_EMAIL = 'demo@example.com'
 
-/** R24: on the first start with the embedded defaults, a demo project, its test key and a dashboard user. */
+/**
+ * docs/decisions/0024-start-and-configuration.md: on the first start with the embedded defaults, a
+ * demo project, its test key and a dashboard user.
+ */
 export async function ensureDemoProject(services: Services): Promise<Demo | null> {
   const { db } = services.database
   const [{ n }] = await db.select({ n: count() }).from(projects)

@@ -5,9 +5,10 @@ import { ConfigError, type Config } from '../config.ts'
 import { parseSecretKey } from '../lib/secret-box.ts'
 
 /**
- * The key that seals secrets at rest (R24 `SECRET_KEY`). With the embedded database and no
- * SECRET_KEY, one is generated once into `DATA_DIR/secret.key` (mode 0600), next to the data it
- * protects; with PostgreSQL the configuration already insists on SECRET_KEY.
+ * The key that seals secrets at rest (docs/decisions/0024-start-and-configuration.md `SECRET_KEY`).
+ * With the embedded database and no SECRET_KEY, one is generated once into `DATA_DIR/secret.key`
+ * (mode 0600), next to the data it protects; with PostgreSQL the configuration already insists on
+ * SECRET_KEY.
  */
 export function resolveSecretKey(config: Pick<Config, 'secretKey' | 'dataDir'>): Buffer {
   if (config.secretKey) return config.secretKey

@@ -18,7 +18,10 @@ declare const Deno: any
 // biome-ignore lint/suspicious/noExplicitAny: as above
 declare const Bun: any
 
-/** R1: the only place that knows Bun.serve from Deno.serve; records the peer address for the app. */
+/**
+ * docs/decisions/0001-runtimes-bun-and-deno.md: the only place that knows Bun.serve from
+ * Deno.serve; records the peer address for the app.
+ */
 export async function serve(opts: ServeOptions): Promise<Listener> {
   if (typeof Bun !== 'undefined') {
     const server = Bun.serve({

@@ -36,9 +36,10 @@ export interface RunningServer {
 const PRUNE_EVERY_MS = 10 * 60_000
 
 /**
- * R24 start-up, runtime-neutral: certificate -> database (migrated) -> TLS listener (answering
- * 503 until ready) -> services, with every active transaction's actor restored -> app, plain-HTTP
- * listener, admin socket, demo project. Stopping runs the other way, listeners first.
+ * docs/decisions/0024-start-and-configuration.md start-up, runtime-neutral: certificate -> database
+ * (migrated) -> TLS listener (answering 503 until ready) -> services, with every active
+ * transaction's actor restored -> app, plain-HTTP listener, admin socket, demo project. Stopping
+ * runs the other way, listeners first.
  */
 export async function startServer(
   config: Config,
@@ -136,7 +137,8 @@ export async function startServer(
       throw e instanceof NetworkMismatchError ? new ConfigError('NETWORKS_CONFIG', e.message) : e
     })
     // Recovery: every active transaction this instance may run gets its actor back; overdue
-    // deadlines fire at once, the others keep their original time (R13).
+    // deadlines fire at once, the others keep their original time
+    // (docs/decisions/0013-absolute-deadlines.md).
     await services.lifecycle.start()
     // Webhooks: this instance's unfinished deliveries, those nobody runs, and outbox events not fanned out yet.
     await services.dispatcher.start()
@@ -239,8 +241,9 @@ async function listen(
 }
 
 /**
- * R16: the networks of NETWORKS_CONFIG (validated, every problem named), or without it a local
- * devnet: anvil with a test stablecoin and price feed, stopped with the server.
+ * docs/decisions/0016-networks-config-and-devnet.md: the networks of NETWORKS_CONFIG (validated,
+ * every problem named), or without it a local devnet: anvil with a test stablecoin and price feed,
+ * stopped with the server.
  */
 async function loadNetworks(
   config: Config,

@@ -11,7 +11,10 @@ export interface TlsFiles {
   source: string
 }
 
-/** R3: the operator's certificate, or a self-signed one for localhost made once under DATA_DIR/tls. */
+/**
+ * docs/decisions/0003-https-only.md: the operator's certificate, or a self-signed one for localhost
+ * made once under DATA_DIR/tls.
+ */
 export async function loadTls(opts: {
   certFile: string | null
   keyFile: string | null

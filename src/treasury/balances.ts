@@ -1,8 +1,8 @@
 /**
- * `treasury balances` (issue 13): what sits at the deposit addresses on one network right now,
- * read on-chain (Multicall3 where the chain has it, else JSON-RPC batches), per token: what a
- * sweep may take (finished transactions, late payments included), what waits for open refunds,
- * and what belongs to transactions still open.
+ * `treasury balances` (docs/decisions/0037-money-out-signed-on-the-merchants-machine.md): what sits
+ * at the deposit addresses on one network right now, read on-chain (Multicall3 where the chain has
+ * it, else JSON-RPC batches), per token: what a sweep may take (finished transactions, late
+ * payments included), what waits for open refunds, and what belongs to transactions still open.
  */
 import { formatUnits, getAddress, type Address } from 'viem'
 import { tokenUsdCents } from '../lib/money.ts'

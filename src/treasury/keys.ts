@@ -1,11 +1,12 @@
 /**
- * The merchant's keys, on the merchant's machine (issue 13). The deposit key comes from a BIP-39
- * mnemonic file (with an optional passphrase file) or an extended private key file, and is the
- * account at `--path` whose xpub the project holds; the gas account's key comes from a file of its
- * own. They are read from those files only (never from an argument, which the process list and
+ * The merchant's keys, on the merchant's machine
+ * (docs/decisions/0037-money-out-signed-on-the-merchants-machine.md). The deposit key comes from a
+ * BIP-39 mnemonic file (with an optional passphrase file) or an extended private key file, and is
+ * the account at `--path` whose xpub the project holds; the gas account's key comes from a file of
+ * its own. They are read from those files only (never from an argument, which the process list and
  * shell history would show), kept in this process's memory, and never printed, logged, written or
- * sent: what leaves this process is signatures and signed transactions. No message here repeats
- * any part of a key.
+ * sent: what leaves this process is signatures and signed transactions. No message here repeats any
+ * part of a key.
  */
 import { readFileSync } from 'node:fs'
 import { HDKey } from '@scure/bip32'

@@ -1,9 +1,10 @@
 /**
  * `npm run treasury -- <command>` (also `npm run treasury:deno -- ...`): the merchant's treasury
- * tool (issue 13). It runs on the merchant's own machine, holds the keys the service never sees,
- * talks to the service only through its HTTPS API and to the chain through the network's RPC.
- * With `--json` every command prints one JSON object. Exit status 0 done, 1 refused (or done in
- * part: the result says what is left), 2 bad usage.
+ * tool (docs/decisions/0037-money-out-signed-on-the-merchants-machine.md). It runs on the
+ * merchant's own machine, holds the keys the service never sees, talks to the service only through
+ * its HTTPS API and to the chain through the network's RPC. With `--json` every command prints one
+ * JSON object. Exit status 0 done, 1 refused (or done in part: the result says what is left), 2 bad
+ * usage.
  */
 import { getAddress, isAddress, type Address } from 'viem'
 import { ETHEREUM_ACCOUNT_PATH } from '../chain/deposit-addresses.ts'

@@ -1,7 +1,7 @@
 /**
- * `treasury sweep` (issue 13): moves what sits at the deposit addresses of finished transactions
- * to the merchant's treasury, gas paid by the merchant's gas account, no key ever leaving this
- * machine.
+ * `treasury sweep` (docs/decisions/0039-sweeps-by-eip-7702-or-top-up.md): moves what sits at the
+ * deposit addresses of finished transactions to the merchant's treasury, gas paid by the merchant's
+ * gas account, no key ever leaving this machine.
  *
  * How (EIP-7702): each deposit address's own key signs, here, an authorization to run
  * DepositAccount's code (once per address) and an EIP-712 "sweep to this treasury" message; the

@@ -37,9 +37,10 @@ const WRONG = deny(
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex')
 
 /**
- * Dashboard sign-in (issue 7): password check with account lock-out, server-side sessions with
- * idle and absolute expiry, CSRF tokens bound to the session, and project membership. Nothing
- * here knows about cookies or forms: the dashboard controller carries the tokens.
+ * Dashboard sign-in (docs/decisions/0036-dashboard-sign-in-and-sessions.md): password check with
+ * account lock-out, server-side sessions with idle and absolute expiry, CSRF tokens bound to the
+ * session, and project membership. Nothing here knows about cookies or forms: the dashboard
+ * controller carries the tokens.
  */
 export function createSessionService(deps: {
   database: Database

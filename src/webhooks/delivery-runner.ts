@@ -58,7 +58,10 @@ export interface RunnerDeps {
   scheduler: Scheduler
   instanceId: string
   scheduleMs: readonly number[]
-  /** R21: where test endpoints may send (WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS). */
+  /**
+   * docs/decisions/0021-webhook-endpoints-and-private-addresses.md: where test endpoints may send
+   * (WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS).
+   */
   addressRules: AddressRules
   resolver?: Resolver
   sendLimits?: SendQueueOptions
@@ -138,14 +141,14 @@ export function deliveryProjection(
 }
 
 /**
- * Runs webhook deliveries as actors (issue 5, issue 17): each delivery in flight or waiting for
- * a retry is a running `webhook-delivery.machine.ts` actor on the instance that claimed it. Its
- * `backoffTimer` waits for the absolute time of the next attempt (R19) on the shared scheduler;
- * its `sendAttempt` queues the signed POST behind the per-endpoint limits (send-queue.ts) and
- * makes it, unless the actor was stopped meanwhile. After each step (an attempt's outcome, a
- * redelivery, the 7-day rule) the snapshot, its projection and the attempt row are committed,
- * in batches (group commit), where this instance still holds the claim; a finished delivery's
- * actor stops and its claim is given back.
+ * Runs webhook deliveries as actors (docs/decisions/0032-webhook-delivery-actors.md): each delivery
+ * in flight or waiting for a retry is a running `webhook-delivery.machine.ts` actor on the instance
+ * that claimed it. Its `backoffTimer` waits for the absolute time of the next attempt
+ * (docs/decisions/0019-retry-schedule.md) on the shared scheduler; its `sendAttempt` queues the
+ * signed POST behind the per-endpoint limits (send-queue.ts) and makes it, unless the actor was
+ * stopped meanwhile. After each step (an attempt's outcome, a redelivery, the 7-day rule) the
+ * snapshot, its projection and the attempt row are committed, in batches (group commit), where this
+ * instance still holds the claim; a finished delivery's actor stops and its claim is given back.
  */
 export function createDeliveryRunner(deps: RunnerDeps) {
   const resolver = deps.resolver ?? systemResolver
@@ -222,7 +225,8 @@ export function createDeliveryRunner(deps: RunnerDeps) {
       sequence: d.sequence,
     })
     const outcome = await postWebhook(info.url, body, headers, deps.timeoutMs)
-    // R21: what a private address answers is never kept (nor shown), only its status and timing.
+    // docs/decisions/0021-webhook-endpoints-and-private-addresses.md: what a private address
+    // answers is never kept (nor shown), only its status and timing.
     return {
       body,
       info,

@@ -57,7 +57,10 @@ export interface DeliveryStep {
   attempt: AttemptRecord | null
 }
 
-/** A new delivery not tied to the outbox: a manual retry (R20) or a test event. */
+/**
+ * A new delivery not tied to the outbox: a manual retry
+ * (docs/decisions/0020-manual-retry-completed-only.md) or a test event.
+ */
 export interface NewDelivery {
   eventId: string
   endpointId: string

@@ -34,13 +34,13 @@ const BATCH = 500
 const ADOPT_EVERY = 10
 
 /**
- * Finds the webhook work this instance runs (issue 5, issue 17): outbox events become
- * deliveries (fan-out) claimed by the instance that fans them out, which runs their actors at
- * once; unfinished deliveries nobody runs (made by the CLI, or left by an instance whose lease
- * ended) are claimed with FOR UPDATE SKIP LOCKED by whichever instance looks first. A claim
- * lasts as long as the instance's lease, so a delivery waiting in a local queue cannot be
- * claimed and sent by another instance meanwhile. Wakes when this process commits outbox
- * events, on NOTIFY, on each lease renewal and every `pollMs`.
+ * Finds the webhook work this instance runs (docs/decisions/0032-webhook-delivery-actors.md):
+ * outbox events become deliveries (fan-out) claimed by the instance that fans them out, which runs
+ * their actors at once; unfinished deliveries nobody runs (made by the CLI, or left by an instance
+ * whose lease ended) are claimed with FOR UPDATE SKIP LOCKED by whichever instance looks first. A
+ * claim lasts as long as the instance's lease, so a delivery waiting in a local queue cannot be
+ * claimed and sent by another instance meanwhile. Wakes when this process commits outbox events, on
+ * NOTIFY, on each lease renewal and every `pollMs`.
  */
 export function createWebhookDispatcher(deps: DispatcherDeps) {
   const me = deps.lease.instanceId

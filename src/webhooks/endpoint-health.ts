@@ -12,11 +12,11 @@ import type { EndpointService, SendingInfo } from './endpoint.service.ts'
 export const DEFAULT_DISABLE_AFTER_MS = 5 * 86_400_000
 
 /**
- * Endpoint health (issue 15), judged after every attempt: a success ends the failure streak, the
- * first failure starts it, and an endpoint is disabled at once when it answers 410 Gone, or when
- * every attempt has failed for `disableAfterMs`. A disabled endpoint's deliveries wait (nothing
- * is used up), and the project's other endpoints of that mode that selected
- * `webhook_endpoint.disabled` hear of it. Writes happen only when the state changes.
+ * Endpoint health (docs/decisions/0048-webhook-endpoint-health.md), judged after every attempt: a
+ * success ends the failure streak, the first failure starts it, and an endpoint is disabled at once
+ * when it answers 410 Gone, or when every attempt has failed for `disableAfterMs`. A disabled
+ * endpoint's deliveries wait (nothing is used up), and the project's other endpoints of that mode
+ * that selected `webhook_endpoint.disabled` hear of it. Writes happen only when the state changes.
  */
 export function createEndpointHealth(deps: {
   endpoints: Pick<EndpointService, 'markFailing' | 'markAnswering' | 'disableAutomatically'>

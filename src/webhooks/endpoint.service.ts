@@ -80,7 +80,10 @@ const view = (r: typeof webhookEndpoints.$inferSelect): EndpointView => ({
   updatedAt: r.updatedAt,
 })
 
-/** R21: webhook endpoints per project and mode; secrets sealed at rest, shown at creation and on request. */
+/**
+ * docs/decisions/0021-webhook-endpoints-and-private-addresses.md: webhook endpoints per project and
+ * mode; secrets sealed at rest, shown at creation and on request.
+ */
 export function createEndpointService(deps: {
   database: Database
   changes: ChangeFeed

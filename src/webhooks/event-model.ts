@@ -6,7 +6,7 @@ import { type STATUSES, TransactionStatus } from '../modules/transactions/model.
 /**
  * The webhook bodies the service sends, as schemas: the OpenAPI document's `webhooks` are built
  * from them, and the tests check every delivery they receive against them. `data` follows the
- * spec's stage table exactly: every key is always present, and a value is null where the table
+ * stage table of docs/integrating/webhooks.md#events exactly: every key is always present, and a value is null where the table
  * says it is (at `transaction.created` the token fields are always null, at
  * `transaction.completed` they never are).
  */
@@ -155,9 +155,9 @@ const DATA = {
 >
 
 /**
- * A refund event's `data` (issue 13): the refunded transaction's fields as every event carries
- * them (it has finished, so its token fields are set; `status` is the transaction's), and the
- * refund under `refund`, whose status is the event's.
+ * A refund event's `data` (docs/decisions/0038-refunds.md): the refunded transaction's fields as
+ * every event carries them (it has finished, so its token fields are set; `status` is the
+ * transaction's), and the refund under `refund`, whose status is the event's.
  */
 const refundData = (refundStatus: 'completed' | 'failed') => {
   const completed = refundStatus === 'completed'
@@ -327,7 +327,7 @@ export const WEBHOOK_SCHEMAS: Record<string, TSchema> = Object.fromEntries(
 )
 
 /**
- * The headers of every delivery (src/webhooks/payload.ts sets them): the spec's signature, the
+ * The headers of every delivery (src/webhooks/payload.ts sets them): the contract's signature, the
  * service's `x-service-*` extensions, and the Standard Webhooks trio.
  */
 export const DELIVERY_HEADERS: {

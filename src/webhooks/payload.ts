@@ -1,7 +1,10 @@
 import type { TxStatus } from '../../machines/transaction.machine.ts'
 import type { TransactionRow } from '../db/schema.ts'
 
-/** Status changes that merchants hear about (spec "Events"; R12 adds transaction.cancelled). */
+/**
+ * Status changes that merchants hear about (docs/integrating/webhooks.md#events;
+ * docs/decisions/0012-transaction-lifecycle.md adds transaction.cancelled).
+ */
 const EVENT_OF_STATUS: Partial<Record<TxStatus, string>> = {
   created: 'transaction.created',
   processing: 'transaction.payment_received',
@@ -14,8 +17,9 @@ const EVENT_OF_STATUS: Partial<Record<TxStatus, string>> = {
 
 /**
  * The webhook event a committed transition announces, if any: entering a status merchants hear
- * about, or (R15) a payment taken back by a reorg after `transaction.payment_received` was sent,
- * announced as `transaction.payment_reversed` with the status the transaction returned to.
+ * about, or (docs/decisions/0015-confirmations-and-reorgs.md) a payment taken back by a reorg after
+ * `transaction.payment_received` was sent, announced as `transaction.payment_reversed` with the
+ * status the transaction returned to.
  */
 export function webhookEventOf(cause: string, from: TxStatus, to: TxStatus): string | null {
   if (cause === 'payment.reorged' && (from === 'processing' || from === 'confirming'))
@@ -23,7 +27,7 @@ export function webhookEventOf(cause: string, from: TxStatus, to: TxStatus): str
   return from !== to ? (EVENT_OF_STATUS[to] ?? null) : null
 }
 
-/** The webhook payload's `data` (spec "Webhook payload"): every nullable key present. */
+/** The webhook payload's `data` (docs/integrating/webhooks.md#the-request): every nullable key present. */
 export function webhookData(r: TransactionRow, failureReason: string | null = null) {
   return {
     transaction_id: r.id,
@@ -47,7 +51,7 @@ export function webhookData(r: TransactionRow, failureReason: string | null = nu
 }
 
 /**
- * The webhook body (spec "Webhook payload"): root `event`, `timestamp` (ISO 8601 with
+ * The webhook body (docs/integrating/webhooks.md#the-request): root `event`, `timestamp` (ISO 8601 with
  * milliseconds, the time of sending) and `data`; never a `transaction` key. A test event sent
  * from the dashboard or CLI also carries `"test": true` at the root, so no receiver can take
  * it for a real payment.
@@ -66,10 +70,11 @@ export function webhookBody(
 }
 
 /**
- * The headers of one attempt: R18's `x-service-*` (the signature over the body alone), the
- * per-transaction `x-service-sequence` (issue 15: it grows with each status change, and a manual
- * retry repeats the number of the change it re-sends), and the Standard Webhooks trio
- * (`webhook-id` is the event id, the same on every retry; `webhook-timestamp` in seconds).
+ * The headers of one attempt: docs/decisions/0018-webhook-request.md's `x-service-*` (the signature
+ * over the body alone), the per-transaction `x-service-sequence`
+ * (docs/decisions/0050-per-transaction-sequence.md: it grows with each status change, and a manual
+ * retry repeats the number of the change it re-sends), and the Standard Webhooks trio (`webhook-id`
+ * is the event id, the same on every retry; `webhook-timestamp` in seconds).
  */
 export function webhookHeaders(opts: {
   signature: string
@@ -98,7 +103,10 @@ export function webhookHeaders(opts: {
 /** `webhook-timestamp`: whole seconds since the epoch. */
 export const standardTimestamp = (sentAt: Date) => Math.floor(sentAt.getTime() / 1000)
 
-/** The refund in a `refund.completed` or `refund.failed` event's `data.refund` (issue 13). */
+/**
+ * The refund in a `refund.completed` or `refund.failed` event's `data.refund`
+ * (docs/decisions/0038-refunds.md).
+ */
 export interface RefundEventFields {
   id: string
   status: string

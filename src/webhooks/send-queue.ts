@@ -1,9 +1,10 @@
 /**
- * Bounded concurrency for webhook attempts (issue 5). Per endpoint at most `perEndpoint`
- * requests are in flight, or `perFailingEndpoint` while its last attempt failed. Healthy and
- * failing endpoints draw on separate pools (`global` and `failingGlobal`), so even a thousand
- * hanging endpoints can hold only the failing pool and never a healthy endpoint's slot.
- * Endpoints take turns (round robin), so none waits behind another's queue.
+ * Bounded concurrency for webhook attempts (docs/decisions/0033-bounded-webhook-sending.md). Per
+ * endpoint at most `perEndpoint` requests are in flight, or `perFailingEndpoint` while its last
+ * attempt failed. Healthy and failing endpoints draw on separate pools (`global` and
+ * `failingGlobal`), so even a thousand hanging endpoints can hold only the failing pool and never a
+ * healthy endpoint's slot. Endpoints take turns (round robin), so none waits behind another's
+ * queue.
  */
 export interface SendQueueOptions {
   global: number

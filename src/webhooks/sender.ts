@@ -1,6 +1,7 @@
 /**
- * One HTTP attempt (R18): POST, 10 s time-out, redirects not followed, any 2xx is success.
- * Never throws: a network error, a time-out or a refused target is a failed attempt.
+ * One HTTP attempt (docs/decisions/0018-webhook-request.md): POST, 10 s time-out, redirects not
+ * followed, any 2xx is success. Never throws: a network error, a time-out or a refused target is a
+ * failed attempt.
  */
 export interface SendOutcome {
   ok: boolean

@@ -7,7 +7,7 @@ type TransactionEventType = Exclude<WebhookEventType, 'webhook_endpoint.disabled
 
 /**
  * The `data` of a test event (sent from the dashboard or CLI): a made-up test-mode transaction
- * at the stage the event type stands for, with the spec's null/non-null pattern, so a receiver
+ * at the stage the event type stands for, with the null/non-null pattern of docs/integrating/webhooks.md#events, so a receiver
  * can be tried on each event type before any real payment. The body also says `"test": true`.
  */
 export function testEventData(eventType: WebhookEventType, now: Date): Record<string, unknown> {
@@ -54,7 +54,8 @@ function refundTestData(eventType: RefundEventType, now: Date): Record<string, u
 function transactionTestData(eventType: TransactionEventType, now: Date): Record<string, unknown> {
   const stage = STAGE[eventType]
   const selected = stage >= 2
-  // A reversed payment's transaction is back to awaiting payment: its payment is gone (R15).
+  // A reversed payment's transaction is back to awaiting payment: its payment is gone
+  // (docs/decisions/0015-confirmations-and-reorgs.md).
   const detected =
     stage >= 2 &&
     !['transaction.expired', 'transaction.cancelled', 'transaction.payment_reversed'].includes(

@@ -3,13 +3,14 @@ import { isIP } from 'node:net'
 import { cidrContains, parseCidr, parseIp, type Cidr } from '../lib/cidr.ts'
 
 /**
- * R21: live endpoints are https and never reach loopback, private, link-local or metadata
- * addresses. Test endpoints may use http; they may reach local addresses (so merchants can try a
- * receiver on their laptop) only where the operator allows it (WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS),
- * otherwise they are held to the live address rules. Checked when an endpoint is saved and again
- * at every delivery against what the name resolves to then, so a DNS change cannot turn a saved
- * endpoint into an internal one. Whatever is allowed, a delivery to a private address is marked
- * so, and its response is never kept: an endpoint must not become a way to read internal services.
+ * docs/decisions/0021-webhook-endpoints-and-private-addresses.md: live endpoints are https and
+ * never reach loopback, private, link-local or metadata addresses. Test endpoints may use http;
+ * they may reach local addresses (so merchants can try a receiver on their laptop) only where the
+ * operator allows it (WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS), otherwise they are held to the live
+ * address rules. Checked when an endpoint is saved and again at every delivery against what the
+ * name resolves to then, so a DNS change cannot turn a saved endpoint into an internal one.
+ * Whatever is allowed, a delivery to a private address is marked so, and its response is never
+ * kept: an endpoint must not become a way to read internal services.
  *
  * Left open: the check and the connection resolve separately (fetch cannot be pinned to an
  * address on all three runtimes), so a name whose answer flips between the two lookups within

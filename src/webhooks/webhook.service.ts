@@ -63,9 +63,10 @@ const view = (r: DeliveryRow): DeliveryView => ({
 })
 
 /**
- * The merchant-facing side of webhooks: manual retry (R20), test events, manual redelivery and
- * the delivery log. New deliveries are only rows for a running dispatcher to claim (NOTIFY wakes
- * it), so this works the same from the API, the dashboard and the CLI, with or without a server.
+ * The merchant-facing side of webhooks: manual retry
+ * (docs/decisions/0020-manual-retry-completed-only.md), test events, manual redelivery and the
+ * delivery log. New deliveries are only rows for a running dispatcher to claim (NOTIFY wakes it),
+ * so this works the same from the API, the dashboard and the CLI, with or without a server.
  */
 export function createWebhookService(deps: {
   database: Pick<Database, 'notify'>
@@ -167,14 +168,16 @@ export function createWebhookService(deps: {
 
   return {
     /**
-     * R20: a fresh `transaction.completed` delivery of the transaction's current data to every
-     * enabled endpoint of its project and mode that selected the event. 409 unless completed.
+     * docs/decisions/0020-manual-retry-completed-only.md: a fresh `transaction.completed` delivery
+     * of the transaction's current data to every enabled endpoint of its project and mode that
+     * selected the event. 409 unless completed.
      */
     async retryCompleted(
       caller: ProjectMode,
       transactionId: string,
     ): Promise<Outcome<{ transactionId: string; eventType: string; endpoints: number }>> {
-      // Another project's or mode's transaction is indistinguishable from none (R9).
+      // Another project's or mode's transaction is indistinguishable from none
+      // (docs/decisions/0009-keys-see-their-own-mode.md).
       const row = await deps.transactions.find(caller, transactionId)
       if (!row) return deny('not_found', `No transaction ${transactionId}`)
       if (row.status !== 'completed')
@@ -243,8 +246,9 @@ export function createWebhookService(deps: {
     redeliver,
 
     /**
-     * Recovery after an endpoint was down (issue 15): every failed delivery to it created since
-     * `since` is sent again now, as a manual redelivery. The endpoint must be enabled.
+     * Recovery after an endpoint was down (docs/decisions/0048-webhook-endpoint-health.md): every
+     * failed delivery to it created since `since` is sent again now, as a manual redelivery. The
+     * endpoint must be enabled.
      */
     async recover(
       endpointId: string,

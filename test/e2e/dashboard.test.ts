@@ -589,7 +589,8 @@ describeWithBrowser('merchant dashboard in Chromium', () => {
       expect(await requestBody.textContent()).toBe(received[i]!.body)
       expect(payload(received[i]!)).toMatchObject({ event: 'transaction.completed', test: true })
       // A 3xx-5xx response is open from the start; the receiver is on this machine, a private
-      // address, so what it answered is never stored or shown (R21), only its status.
+      // address, so what it answered is never stored or shown
+      // (docs/decisions/0021-webhook-endpoints-and-private-addresses.md), only its status.
       const response = item.locator('pre.body').nth(1)
       expect(await response.isVisible()).toBe(true)
       expect(await response.textContent()).toBe('(empty)')

@@ -1,9 +1,9 @@
 /**
- * Money out in the dashboard, in headless Chromium against a real server (PGlite) and a real
- * chain (issue 13): a merchant refunds part of a paid transaction from its page, the treasury tool
- * pays it, and the page shows it completed; the Funds page shows what waits at the deposit
- * addresses, the sweep the tool made (with its transaction hash) and the refunds. Screenshots at
- * 360 px and at desktop width.
+ * Money out in the dashboard, in headless Chromium against a real server (PGlite) and a real chain
+ * (docs/decisions/0038-refunds.md): a merchant refunds part of a paid transaction from its page,
+ * the treasury tool pays it, and the page shows it completed; the Funds page shows what waits at
+ * the deposit addresses, the sweep the tool made (with its transaction hash) and the refunds.
+ * Screenshots at 360 px and at desktop width.
  */
 import { afterAll, beforeEach, expect, test } from 'bun:test'
 import type { Page } from 'playwright-core'

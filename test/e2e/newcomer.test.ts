@@ -1,6 +1,7 @@
 /**
- * Issue 6's "done when", as a newcomer does it: start the service on its defaults, run the
- * curl example it prints, open the payment_url in a browser and pay on the devnet.
+ * docs/decisions/0034-hosted-pay-page.md's "done when", as a newcomer does it: start the service on
+ * its defaults, run the curl example it prints, open the payment_url in a browser and pay on the
+ * devnet.
  */
 import { afterAll, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'

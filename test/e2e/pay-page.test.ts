@@ -323,7 +323,7 @@ describeWithBrowser('pay page in Chromium on the devnet', () => {
     expect(browser.failures).toEqual([])
   })
 
-  test('another token sent is named on the page and does not count; the right payment then completes (R12)', async () => {
+  test('another token sent is named on the page and does not count; the right payment then completes (docs/decisions/0012-transaction-lifecycle.md)', async () => {
     const tx = await createTx({ cancel_url: merchantUrl('/cart') })
     const page = await browser.newPage()
     await page.goto(tx.url)
@@ -502,7 +502,8 @@ describeWithBrowser('pay page in Chromium on the devnet', () => {
     expect(calls).toContain('wallet_switchEthereumChain')
     expect(calls).toContain('eth_sendTransaction')
     expect(chainId).toBe('0x7a69')
-    // A wallet transaction submitted from the page counts as "I have sent the payment" (R12).
+    // A wallet transaction submitted from the page counts as "I have sent the payment"
+    // (docs/decisions/0012-transaction-lifecycle.md).
     const timeline = await (await api(t, key).get(`/api/transactions/${tx.id}/timeline`)).json()
     expect(timeline.timeline.map((e: { to_status: string }) => e.to_status)).toContain('pending')
     expect(browser.failures).toEqual([])

@@ -11,7 +11,10 @@ import {
 } from '../../src/chain/devnet.ts'
 import type { NetworkConfig } from '../../src/chain/networks-config.ts'
 
-/** Writes networks as an R16 NETWORKS_CONFIG file, as an operator would, and returns its path. */
+/**
+ * Writes networks as an docs/decisions/0016-networks-config-and-devnet.md NETWORKS_CONFIG file, as
+ * an operator would, and returns its path.
+ */
 export function writeNetworksFile(dir: string, networks: NetworkConfig[]): string {
   const json = networks.map((n) => ({
     name: n.name,

@@ -31,8 +31,8 @@ function migrationsHash() {
 }
 
 /**
- * A migrated PGlite data directory, made once per migration set and copied for each test:
- * opening a copy takes ~0.3 s where a fresh in-memory PGlite takes ~4 s (TOOLING.md).
+ * A migrated PGlite data directory, made once per migration set and copied for each test: opening a
+ * copy takes ~0.3 s where a fresh in-memory PGlite takes ~4 s (docs/development.md#both-databases).
  */
 export async function pgliteTemplate(): Promise<string> {
   const dir = join(tmpdir(), `crypto-pay-pglite-template-${migrationsHash()}`)

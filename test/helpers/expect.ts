@@ -25,9 +25,10 @@ export function expectCountedOnceSince(
 }
 
 /**
- * On the real clock, the one allowed wait: the fixed minute window (R23) must not roll over
- * between requests a test counts together, so when the minute is about to end, this waits for
- * the next one (polling the clock) and returns once the minute has at least `marginMs` left.
+ * On the real clock, the one allowed wait: the fixed minute window
+ * (docs/decisions/0023-rate-limits-exact.md) must not roll over between requests a test counts
+ * together, so when the minute is about to end, this waits for the next one (polling the clock) and
+ * returns once the minute has at least `marginMs` left.
  */
 export async function awayFromMinuteEnd(marginMs = 10_000): Promise<void> {
   while (Date.now() % 60_000 > 60_000 - marginMs) await Bun.sleep(100)

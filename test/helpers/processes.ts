@@ -13,8 +13,9 @@ export const DENO = join(ROOT, 'node_modules/.bin/deno')
 export type Runtime = 'bun' | 'deno'
 
 /**
- * Every variable the server or the CLI reads (R24). A child gets none of them from the test
- * runner's environment: a PGlite test must not inherit the DATABASE_URL of a PostgreSQL run.
+ * Every variable the server or the CLI reads (docs/decisions/0024-start-and-configuration.md). A
+ * child gets none of them from the test runner's environment: a PGlite test must not inherit the
+ * DATABASE_URL of a PostgreSQL run.
  */
 const CONFIG_VARS = [
   'PORT',

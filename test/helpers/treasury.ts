@@ -1,8 +1,8 @@
 /**
- * What the treasury tests share (issue 13): a real anvil under Prague (EIP-7702) with a deployed
- * 6-decimal TestStablecoin and the Multicall3 stand-in at Multicall3's address; the merchant's
- * key files as a merchant would keep them; paid, completed transactions; and the tool's command
- * line against a test server.
+ * What the treasury tests share (docs/decisions/0039-sweeps-by-eip-7702-or-top-up.md): a real anvil
+ * under Prague (EIP-7702) with a deployed 6-decimal TestStablecoin and the Multicall3 stand-in at
+ * Multicall3's address; the merchant's key files as a merchant would keep them; paid, completed
+ * transactions; and the tool's command line against a test server.
  */
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'

@@ -23,13 +23,13 @@ import {
 import { startWebhookSink, type WebhookSink } from '../helpers/webhook-sink.ts'
 
 /**
- * Issue 17, several instances on one PostgreSQL: a transaction's actor runs on one instance at
- * a time (the one recorded as its owner while its lease lives), events reaching any instance
- * are applied exactly once, a gracefully stopped instance hands its actors over, and the same
- * instance restarted on its DATA_DIR does not take them back while another holds them. Then a
- * webhook backlog that outlasts a claim (ACTOR_LEASE_MS) is sent once per attempt. PGlite is one
- * instance by design: the in-process test runs only with DATABASE_URL; the backlog test runs on
- * both (one process on PGlite).
+ * docs/decisions/0029-several-instances-leases-and-claims.md, several instances on one PostgreSQL:
+ * a transaction's actor runs on one instance at a time (the one recorded as its owner while its
+ * lease lives), events reaching any instance are applied exactly once, a gracefully stopped
+ * instance hands its actors over, and the same instance restarted on its DATA_DIR does not take
+ * them back while another holds them. Then a webhook backlog that outlasts a claim (ACTOR_LEASE_MS)
+ * is sent once per attempt. PGlite is one instance by design: the in-process test runs only with
+ * DATABASE_URL; the backlog test runs on both (one process on PGlite).
  */
 const describeIfPg = process.env.DATABASE_URL ? describe : describe.skip
 
@@ -366,9 +366,10 @@ describeIfPg('transaction actors on two in-process instances sharing one Postgre
 })
 
 /**
- * Issue 5 with issue 17's claims: a claim lasts as long as the instance's lease, so deliveries
- * queued behind the per-endpoint limit for longer than a lease are neither claimed nor sent by
- * another instance meanwhile.
+ * docs/decisions/0032-webhook-delivery-actors.md with
+ * docs/decisions/0029-several-instances-leases-and-claims.md's claims: a claim lasts as long as the
+ * instance's lease, so deliveries queued behind the per-endpoint limit for longer than a lease are
+ * neither claimed nor sent by another instance meanwhile.
  */
 async function backlogOnce(o: {
   cli: Cli

@@ -12,10 +12,11 @@ import { cliProject, cliWith, createTransaction, waitUntil } from '../helpers/we
 import { startWebhookSink, type WebhookSink } from '../helpers/webhook-sink.ts'
 
 /**
- * Issue 17: actors carry their own timers across a SIGKILL. A server process is killed hard
- * while actors wait; the same DATA_DIR (and database) is then restored in this process on a
- * virtual clock, so every deadline can be checked to the millisecond: a restored actor fires at
- * its original deadline and not a millisecond before, an overdue one at once.
+ * docs/decisions/0013-absolute-deadlines.md: actors carry their own timers across a SIGKILL. A
+ * server process is killed hard while actors wait; the same DATA_DIR (and database) is then
+ * restored in this process on a virtual clock, so every deadline can be checked to the millisecond:
+ * a restored actor fires at its original deadline and not a millisecond before, an overdue one at
+ * once.
  */
 const MIN = 60_000
 const DEFAULT_OFFSETS = [1 * MIN, 5 * MIN, 30 * MIN, 120 * MIN, 480 * MIN]
@@ -158,7 +159,8 @@ for (const backend of backends()) {
       )
       await sink.configure(path, { secret: ep.secret, mode: 'fail' })
       await createTransaction(p.server.fetch, p.project.key)
-      // Attempt 1 fails on the default schedule (R19): the next one is due a minute after it.
+      // Attempt 1 fails on the default schedule (docs/decisions/0019-retry-schedule.md): the next
+      // one is due a minute after it.
       let listed: any
       await waitUntil(
         async () => {

@@ -2,7 +2,10 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { backends } from '../helpers/databases.ts'
 import { api, startTestServer, type TestServer } from '../helpers/server.ts'
 
-/** The full R22 matrix: every way a key can be wrong, against every route. */
+/**
+ * The full docs/decisions/0022-api-keys-and-scopes.md matrix: every way a key can be wrong, against
+ * every route.
+ */
 for (const backend of backends()) {
   describe(`authentication and permissions [${backend}]`, () => {
     let t: TestServer
@@ -212,7 +215,7 @@ for (const backend of backends()) {
       )
     })
 
-    test('a test key does not see live transactions and a live key does not see test ones (R9)', async () => {
+    test('a test key does not see live transactions and a live key does not see test ones (docs/decisions/0009-keys-see-their-own-mode.md)', async () => {
       await expectError(
         await api(t, own.key).get(`/api/transactions/${liveTxId}`),
         404,

@@ -1,9 +1,9 @@
 /**
- * Finality per network (issue 14) on a real chain: anvil mining only when told, serving its
- * `finalized` block 2 x `--slots-in-an-epoch` blocks below the head (8 here) and `safe` half as
- * far. A network with `"finality": "finalized"` completes a payment only once that block has
- * reached the payment's block, however many confirmations it has before; the API says what it
- * waits for.
+ * Finality per network (docs/decisions/0043-finality-per-network.md) on a real chain: anvil mining
+ * only when told, serving its `finalized` block 2 x `--slots-in-an-epoch` blocks below the head (8
+ * here) and `safe` half as far. A network with `"finality": "finalized"` completes a payment only
+ * once that block has reached the payment's block, however many confirmations it has before; the
+ * API says what it waits for.
  */
 import { describe, expect, test } from 'bun:test'
 import { backends } from '../helpers/databases.ts'

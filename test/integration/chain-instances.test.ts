@@ -1,10 +1,11 @@
 /**
- * One follower per network across instances (issue 14), with real processes: three servers on one
- * PostgreSQL follow a chain through a JSON-RPC proxy that tells them apart by URL path and answers
- * slowly (a call at a time), so catching up over 600 blocks takes a while. The instance catching
- * up is SIGKILLed part-way; another takes the network over from the stored cursor once the dead
- * one's lease ends. Every payment completes exactly once, and the log queries come from one
- * instance at a time: the one following, then the one that took over, never two interleaved.
+ * One follower per network across instances (docs/decisions/0045-one-follower-per-network.md), with
+ * real processes: three servers on one PostgreSQL follow a chain through a JSON-RPC proxy that
+ * tells them apart by URL path and answers slowly (a call at a time), so catching up over 600
+ * blocks takes a while. The instance catching up is SIGKILLed part-way; another takes the network
+ * over from the stored cursor once the dead one's lease ends. Every payment completes exactly once,
+ * and the log queries come from one instance at a time: the one following, then the one that took
+ * over, never two interleaved.
  */
 import { afterAll, describe, expect, test } from 'bun:test'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'

@@ -1,7 +1,8 @@
 /**
- * Issue 18 items 2, 3 and 6 on a real chain (anvil mining on request, a real TestStablecoin,
- * real signed transfers), through the public surfaces: the merchant API, the pay endpoints, a
- * real webhook receiver verifying signatures, and the chain itself.
+ * docs/decisions/0054-one-bad-transfer-never-halts-a-network.md items 2, 3 and 6 on a real chain
+ * (anvil mining on request, a real TestStablecoin, real signed transfers), through the public
+ * surfaces: the merchant API, the pay endpoints, a real webhook receiver verifying signatures, and
+ * the chain itself.
  *
  *  - Per-transfer isolation (src/chain/payment-tracker.ts): a transfer whose judging fails (here:
  *    its transaction's stored actor has a machine version this build cannot run) is recorded in
@@ -10,7 +11,7 @@
  *  - One follower per network across instances (src/chain/chain-watcher.ts, `chain_followers`):
  *    sampled every few milliseconds on two in-process instances on one PostgreSQL, through a
  *    reorg and a graceful hand-over.
- *  - R15 after the fact: a reorg taking back a payment of a processing/confirming transaction is
+ *  - docs/decisions/0015-confirmations-and-reorgs.md after the fact: a reorg taking back a payment of a processing/confirming transaction is
  *    announced as `transaction.payment_reversed` (src/webhooks/payload.ts); one taking back the
  *    payment of a completed transaction moves nothing, is noted on the timeline as
  *    `payment.reorged_after_final` and logged at error level for the operator.
@@ -581,7 +582,7 @@ for (const backend of backends()) {
           blockNumber: Number(block2),
         }),
       ])
-      // ...and counted, for an alert (issue 15's metrics).
+      // ...and counted, for an alert (docs/decisions/0047-metrics-and-probes.md's metrics).
       const scraped = (await s.server.services.metrics.scrape()).body
       expect(scraped).toContain(`cryptopay_reorgs_after_final_total{network="${NETWORK}"} 1`)
       const transfers = await transfersOf(s.server.services.database, second)

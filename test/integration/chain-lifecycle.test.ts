@@ -1,12 +1,13 @@
 /**
- * Issue 4 on a real devnet (anvil, the deployed TestStablecoin and ETH/USD feed, real signed
- * transfers), through the public surfaces: the pay endpoints (R26) and the merchant API. The
- * server runs on a manual clock so expiry happens when the test says (the lifecycle's timers
- * run on `services.scheduler`); the chain follower polls on real time regardless, so every
- * wait polls with a deadline.
+ * docs/decisions/0031-transfers-recorded-then-judged.md on a real devnet (anvil, the deployed
+ * TestStablecoin and ETH/USD feed, real signed transfers), through the public surfaces: the pay
+ * endpoints (docs/decisions/0026-pay-page-endpoints.md) and the merchant API. The server runs on a
+ * manual clock so expiry happens when the test says (the lifecycle's timers run on
+ * `services.scheduler`); the chain follower polls on real time regardless, so every wait polls with
+ * a deadline.
  *
  * The merchant API is what the tests poll: the pay endpoints are rate-limited per client IP
- * (R26) on windows of the manual clock, which stands still.
+ * (docs/decisions/0026-pay-page-endpoints.md) on windows of the manual clock, which stands still.
  */
 import { describe, expect, test } from 'bun:test'
 import { startAnvil, type AnvilNode } from '../../src/chain/anvil.ts'
@@ -208,7 +209,7 @@ for (const backend of backends()) {
       })
     })
 
-    test('R12: another token sent to the address is recorded and moves nothing; the correct payment that follows completes the transaction', async () => {
+    test('docs/decisions/0012-transaction-lifecycle.md: another token sent to the address is recorded and moves nothing; the correct payment that follows completes the transaction', async () => {
       const { id } = await create({ amount: 25 })
       const { address, units } = await selected(id, 'TUSD')
       // 1 wei of ETH to a TUSD address: dust, or a customer's honest mix-up.
@@ -240,7 +241,7 @@ for (const backend of backends()) {
       expect(done).toMatchObject({ amount_received: units.toString(), transaction_hash: paid })
     })
 
-    test('R12: only another token received by the deadline fails the transaction with reason wrong_asset (ETH paid for TUSD, and TUSD paid for ETH)', async () => {
+    test('docs/decisions/0012-transaction-lifecycle.md: only another token received by the deadline fails the transaction with reason wrong_asset (ETH paid for TUSD, and TUSD paid for ETH)', async () => {
       const a = await create({ amount: 30, expires_in_minutes: 1 })
       const toA = await selected(a.id, 'TUSD')
       const ethHash = await payNative(wallet, toA.address, 10n ** 16n)
@@ -349,7 +350,8 @@ for (const backend of backends()) {
         const refused = await select(id, 'ETH')
         await expectStatus(refused, 503)
         const body = (await refused.json()) as any
-        // R4 shape; the message tells the customer what happened and what to do.
+        // docs/decisions/0004-one-error-table.md shape; the message tells the customer what
+        // happened and what to do.
         expect(body.success).toBe(false)
         expect(body.error.type).toBe('service_unavailable_error')
         expect(body.error.message).toMatch(/ETH price is unavailable.*stale.*try again/)
@@ -362,7 +364,8 @@ for (const backend of backends()) {
       } finally {
         await feedTx(nowSeconds())
       }
-      // With a fresh round the same token selects again (R12: re-selecting replaces the quote).
+      // With a fresh round the same token selects again
+      // (docs/decisions/0012-transaction-lifecycle.md: re-selecting replaces the quote).
       const eth = await selected(id, 'ETH')
       expect(eth.units).toBe(10n ** 16n)
     })

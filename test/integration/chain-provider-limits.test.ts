@@ -1,9 +1,10 @@
 /**
- * A provider's limits (issue 14), imitated by a JSON-RPC proxy in front of anvil: eth_getLogs
- * over more than 3 blocks is refused as public providers refuse wide ranges, and a burst of
- * requests is answered 429 with Retry-After, then with JSON-RPC rate-limit errors. The follower, catching up over a dozen blocks,
- * must split the refused range down to what passes, keep that span, back off on the 429s, and
- * lose no payment; each refusal and each 429 is counted in the metrics by network and kind.
+ * A provider's limits (docs/decisions/0044-living-with-provider-limits.md), imitated by a JSON-RPC
+ * proxy in front of anvil: eth_getLogs over more than 3 blocks is refused as public providers
+ * refuse wide ranges, and a burst of requests is answered 429 with Retry-After, then with JSON-RPC
+ * rate-limit errors. The follower, catching up over a dozen blocks, must split the refused range
+ * down to what passes, keep that span, back off on the 429s, and lose no payment; each refusal and
+ * each 429 is counted in the metrics by network and kind.
  */
 import { describe, expect, test } from 'bun:test'
 import { backends } from '../helpers/databases.ts'

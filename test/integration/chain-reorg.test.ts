@@ -1,8 +1,8 @@
 /**
- * R15 on a real chain: anvil mining only when told, a real TestStablecoin, real signed
- * transfers, and `anvil_reorg` replacing the payment's block. anvil never reports `removed`
- * logs (TOOLING.md): the service must notice the reorg itself, take the payment back, and
- * never complete on it.
+ * docs/decisions/0015-confirmations-and-reorgs.md on a real chain: anvil mining only when told, a
+ * real TestStablecoin, real signed transfers, and `anvil_reorg` replacing the payment's block.
+ * anvil never reports `removed` logs (docs/development.md#anvil): the service must notice the reorg
+ * itself, take the payment back, and never complete on it.
  */
 import { describe, expect, test } from 'bun:test'
 import type { Hex } from 'viem'

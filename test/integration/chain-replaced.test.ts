@@ -1,5 +1,5 @@
 /**
- * Issue 21: restarts and replaced chains.
+ * docs/decisions/0056-replaced-chain-and-lasting-devnet.md: restarts and replaced chains.
  *  - The default devnet keeps its chain in DATA_DIR: a demo payment completed before a restart
  *    is still completed after it, with no error logged and no reorg on its timeline.
  *  - A chain replaced under the service (another anvil, another genesis block, behind the same

@@ -1,8 +1,9 @@
 /**
- * Issue 4: the server is SIGKILLed while a payment is confirming, and another payment is mined
- * while it is down. After a restart on the same DATA_DIR (and database) the follower catches
- * up from its stored cursor: both transactions complete, each exactly once. Separate server
- * processes (Bun), a real anvil mined by hand, real signed TUSD transfers.
+ * docs/decisions/0030-block-follower-finds-reorgs-itself.md: the server is SIGKILLed while a
+ * payment is confirming, and another payment is mined while it is down. After a restart on the same
+ * DATA_DIR (and database) the follower catches up from its stored cursor: both transactions
+ * complete, each exactly once. Separate server processes (Bun), a real anvil mined by hand, real
+ * signed TUSD transfers.
  */
 import { afterAll, describe, expect, test } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'

@@ -1,8 +1,8 @@
 /**
- * Issue 4: the node goes away for a while (its RPC refuses connections) while payments are
- * mined; when it is back, the follower catches up from its cursor without missing a block and
- * the payments complete. The server's rpcUrl points at a JSON-RPC proxy in front of a real
- * anvil that the test switches to refusing and back.
+ * docs/decisions/0030-block-follower-finds-reorgs-itself.md: the node goes away for a while (its
+ * RPC refuses connections) while payments are mined; when it is back, the follower catches up from
+ * its cursor without missing a block and the payments complete. The server's rpcUrl points at a
+ * JSON-RPC proxy in front of a real anvil that the test switches to refusing and back.
  */
 import { describe, expect, test } from 'bun:test'
 import { backends } from '../helpers/databases.ts'

@@ -1,6 +1,7 @@
 /**
- * New heads pushed over a WebSocket (issue 14): anvil serves `eth_subscribe("newHeads")` on its
- * port, reached here through a TCP proxy that can drop the socket.
+ * New heads pushed over a WebSocket (docs/decisions/0044-living-with-provider-limits.md): anvil
+ * serves `eth_subscribe("newHeads")` on its port, reached here through a TCP proxy that can drop
+ * the socket.
  * - Polling once an hour, every payment that completes within the test was moved by a push. The
  *   socket is dropped while a payment is mined; it reconnects by itself, the follower catches up
  *   from its cursor and the payment completes: none is lost.

@@ -5,8 +5,9 @@ import { freshDataDir, freshPostgres } from '../helpers/databases.ts'
 import { expectStatus } from '../helpers/expect.ts'
 import { killAllProcesses, runCli, spawnServer, type ServerProcess } from '../helpers/processes.ts'
 
-// R25: the operator's CLI, run as a real process (`bun src/cli/main.ts ... --json`), against
-// the embedded database with and without a server holding it, and against PostgreSQL.
+// docs/decisions/0025-operator-cli.md: the operator's CLI, run as a real process (`bun
+// src/cli/main.ts ... --json`), against the embedded database with and without a server holding it,
+// and against PostgreSQL.
 
 /** A key made without --scopes: every scope but the treasury tool's writes (sweeps:write, refunds:pay). */
 const DEFAULT_SCOPES = [

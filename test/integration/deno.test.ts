@@ -6,8 +6,9 @@ import { freshDataDir } from '../helpers/databases.ts'
 import { expectCountedOnceSince } from '../helpers/expect.ts'
 import { killAllProcesses, runCli, spawnServer, type ServerProcess } from '../helpers/processes.ts'
 
-// R1: the same code runs on Deno 2. `npm run start:deno` = `deno run --allow-all src/main.ts`,
-// `npm run cli:deno` likewise; the test talks to it from Bun over real HTTPS.
+// docs/decisions/0001-runtimes-bun-and-deno.md: the same code runs on Deno 2. `npm run start:deno`
+// = `deno run --allow-all src/main.ts`, `npm run cli:deno` likewise; the test talks to it from Bun
+// over real HTTPS.
 
 const WINDOW_MS = { minute: 60_000, hour: 3_600_000, day: 86_400_000 }
 
@@ -41,7 +42,8 @@ describe('the server under Deno', () => {
       const remaining = Number(res.headers.get(`x-ratelimit-remaining-${w}`))
       expect(Number.isInteger(remaining) && remaining >= 0 && remaining < limits[w]).toBe(true)
       const reset = Date.parse(res.headers.get(`x-ratelimit-reset-${w}`) ?? '')
-      // The end of the UTC-aligned window that holds this request (R23).
+      // The end of the UTC-aligned window that holds this request
+      // (docs/decisions/0023-rate-limits-exact.md).
       expect(reset % WINDOW_MS[w]).toBe(0)
       expect(reset).toBeGreaterThan(notBefore)
     }
@@ -127,7 +129,7 @@ describe('the server under Deno', () => {
     )
   })
 
-  test('errors carry the R4 body and the same headers', async () => {
+  test('errors carry the docs/decisions/0004-one-error-table.md body and the same headers', async () => {
     const t0 = Date.now()
     const res = await server.fetch('/api/transactions/00000000-0000-4000-8000-000000000000', {
       headers: auth(key),

@@ -13,7 +13,7 @@ const MNEMONIC = 'test test test test test test test test test test test junk'
 const TOKEN = '0x5FbDB2315678afecb367f032d93F642f64180aa3'
 
 for (const backend of backends()) {
-  describe(`deposit addresses (R17) [${backend}]`, () => {
+  describe(`deposit addresses (docs/decisions/0017-deposit-addresses-from-an-xpub.md) [${backend}]`, () => {
     let t: TestServer
     let node: AnvilNode
     useStack(
@@ -100,7 +100,8 @@ for (const backend of backends()) {
         const s = (await (await select(created.transaction.id)).json()) as any
         expect(s.status).toBe('prepared')
         addresses.push(s.quote.deposit_address)
-        // Selecting again keeps the address (the quote is replaced, R12).
+        // Selecting again keeps the address (the quote is replaced,
+        // docs/decisions/0012-transaction-lifecycle.md).
         expect(
           ((await (await select(created.transaction.id)).json()) as any).quote.deposit_address,
         ).toBe(s.quote.deposit_address)
@@ -137,7 +138,7 @@ for (const backend of backends()) {
       expect((await t.fetch(`/pay/not-a-uuid/state`)).status).toBe(404)
     })
 
-    test('pay endpoints are rate-limited per client IP (R26): 429 with Retry-After past the minute limit', async () => {
+    test('pay endpoints are rate-limited per client IP (docs/decisions/0026-pay-page-endpoints.md): 429 with Retry-After past the minute limit', async () => {
       const id = crypto.randomUUID()
       let last: Response | null = null
       // Counted per IP whatever the id: guessing ids gets slowed down like anything else.

@@ -4,8 +4,9 @@ import { freshDataDir } from '../helpers/databases.ts'
 import { spawnServer, type ServerProcess } from '../helpers/processes.ts'
 
 /**
- * Issue 4's "done when": `npm start` without NETWORKS_CONFIG runs a devnet, and a test
- * transaction created with the printed key is paid by a real devnet transfer and completes.
+ * docs/decisions/0016-networks-config-and-devnet.md's "done when": `npm start` without
+ * NETWORKS_CONFIG runs a devnet, and a test transaction created with the printed key is paid by a
+ * real devnet transfer and completes.
  */
 describe('npm start on the devnet', () => {
   let server: ServerProcess | null = null

@@ -71,8 +71,8 @@ describe('startDevnet()', () => {
       decimals: 18,
       price: { kind: 'chainlink', feed: devnet.feed, maxAgeSeconds: 3600 },
     })
-    // The same network written as R16 JSON passes the config validator.
-    // (No call limit and no WebSocket are the fields left out.)
+    // The same network written as docs/decisions/0016-networks-config-and-devnet.md JSON passes the
+    // config validator. (No call limit and no WebSocket are the fields left out.)
     const { tokens, maxRequestsPerSecond, wsUrl, ...rest } = network
     expect([maxRequestsPerSecond, wsUrl]).toEqual([null, null])
     const asJson = {

@@ -1,5 +1,5 @@
 /**
- * Issue 21: what a newcomer meets on a machine that is not this team's.
+ * docs/decisions/0058-first-contact.md: what a newcomer meets on a machine that is not this team's.
  *  - Browser tests skip, saying why and how to enable them, when no Chromium is found; under
  *    CI=true they never skip (a missing browser fails them).
  *  - The PostgreSQL variant runs against a DATABASE_URL naming a database that does not exist.

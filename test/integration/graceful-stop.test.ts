@@ -1,8 +1,9 @@
 /**
- * Issue 15: a graceful stop drains. On SIGTERM the readiness probe turns 503 at once (so a
- * balancer sends new requests elsewhere during SHUTDOWN_DRAIN), an open pay-page event stream
- * ends cleanly instead of holding the stop for the whole grace period, and the process exits 0.
- * `npm run cli -- status --json` prints the readiness report an operator reads.
+ * docs/decisions/0051-graceful-stop-drains.md: a graceful stop drains. On SIGTERM the readiness
+ * probe turns 503 at once (so a balancer sends new requests elsewhere during SHUTDOWN_DRAIN), an
+ * open pay-page event stream ends cleanly instead of holding the stop for the whole grace period,
+ * and the process exits 0. `npm run cli -- status --json` prints the readiness report an operator
+ * reads.
  */
 import { afterAll, describe, expect, test } from 'bun:test'
 import { backends, freshDataDir, freshPostgres } from '../helpers/databases.ts'

@@ -12,9 +12,9 @@ import { freePort } from '../helpers/processes.ts'
 import { api, startTestServer, type TestServer } from '../helpers/server.ts'
 
 /**
- * Issue 18, item 8: requests a fuzz of every route answered with 500, sent through the real
- * HTTPS listener (raw TLS sockets where `fetch` cannot send them). Each class is refused
- * before anything is written:
+ * docs/decisions/0055-hostile-input-never-500.md, item 8: requests a fuzz of every route answered
+ * with 500, sent through the real HTTPS listener (raw TLS sockets where `fetch` cannot send them).
+ * Each class is refused before anything is written:
  * - text PostgreSQL cannot store (U+0000, an unpaired UTF-16 surrogate), in any string, key or
  *   value at any depth of a JSON body, a form, or a query string: 400 naming the field;
  * - a request that names no host (HTTP/1.0 without Host, an empty or malformed Host): 400;
@@ -77,7 +77,10 @@ function rawRequest(
   })
 }
 
-/** An R4 error body with its X-Request-Id; `details` (when given) must be exactly these. */
+/**
+ * An docs/decisions/0004-one-error-table.md error body with its X-Request-Id; `details` (when
+ * given) must be exactly these.
+ */
 function expectR4(
   res: { status: number; headers: { get(name: string): string | null | undefined }; body: string },
   status: number,
@@ -408,7 +411,7 @@ for (const backend of backends()) {
         ['HTTP/1.1 with a Host that is not a host name', '1.1', '[::'],
         ['HTTP/1.1 with a port out of range', '1.1', 'localhost:99999'],
       ] as const) {
-        test(`${label} to /api/transactions/stats: 400 with the R4 body and X-Request-Id`, async () => {
+        test(`${label} to /api/transactions/stats: 400 with the docs/decisions/0004-one-error-table.md body and X-Request-Id`, async () => {
           const res = await rawRequest(t, stats(version, host))
           expectR4(
             { ...res, headers: { get: (n: string) => res.headers.get(n) } },
@@ -451,7 +454,7 @@ for (const backend of backends()) {
         }
       })
 
-      test('the plain-HTTP listener answers them as any plain request: 403 with the R4 body on /api, a redirect elsewhere', async () => {
+      test('the plain-HTTP listener answers them as any plain request: 403 with the docs/decisions/0004-one-error-table.md body on /api, a redirect elsewhere', async () => {
         const apiRes = await rawRequest(
           t,
           `GET /api/transactions/stats HTTP/1.0\r\nAuthorization: Bearer ${project.key}\r\n\r\n`,
@@ -527,7 +530,7 @@ for (const backend of backends()) {
         }
       })
 
-      test('under /api: the R4 404, after the key is checked', async () => {
+      test('under /api: the docs/decisions/0004-one-error-table.md 404, after the key is checked', async () => {
         for (const bad of BAD) {
           for (const [method, path] of [
             ['GET', `/api/transactions/${bad}`],

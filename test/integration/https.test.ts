@@ -16,8 +16,9 @@ import {
 } from '../helpers/processes.ts'
 import { api, startTestServer, type TestServer } from '../helpers/server.ts'
 
-// R3: TLS on PORT, a plain-HTTP listener that refuses /api and redirects the rest, the
-// operator's own certificate, and TRUST_PROXY behind a TLS-terminating proxy.
+// docs/decisions/0003-https-only.md: TLS on PORT, a plain-HTTP listener that refuses /api and
+// redirects the rest, the operator's own certificate, and TRUST_PROXY behind a TLS-terminating
+// proxy.
 
 afterAll(killAllProcesses)
 
@@ -36,7 +37,10 @@ function servedFingerprint(port: number): Promise<string> {
   })
 }
 
-/** An R4 body for plain HTTP to /api: invalid_request_error, saying HTTPS is required. */
+/**
+ * An docs/decisions/0004-one-error-table.md body for plain HTTP to /api: invalid_request_error,
+ * saying HTTPS is required.
+ */
 async function expectHttpsRequired(res: Response) {
   await expectStatus(res, 403)
   expect(res.headers.get('x-request-id')).toMatch(/^req_/)
@@ -80,7 +84,7 @@ for (const backend of backends()) {
       await expectStatus(await t.fetch('/swagger/json'), 200)
     })
 
-    test('/api over plain HTTP is a 403 with the R4 body and X-Request-Id, whatever the route', async () => {
+    test('/api over plain HTTP is a 403 with the docs/decisions/0004-one-error-table.md body and X-Request-Id, whatever the route', async () => {
       await expectHttpsRequired(
         await plainFetch('/api/transactions/stats', {
           headers: { authorization: `Bearer ${key}` },

@@ -6,9 +6,10 @@ import { PATH_TO } from '../helpers/lifecycle.ts'
 import { killAllProcesses, runCli, spawnServer, type ServerProcess } from '../helpers/processes.ts'
 
 /**
- * Issue 3, several instances on one PostgreSQL: each actor is run by one live instance; when
- * one is SIGKILLed its actors are taken over within seconds; events reaching any instance apply
- * exactly once. PGlite is one instance by design, so this runs only with DATABASE_URL.
+ * docs/decisions/0029-several-instances-leases-and-claims.md, several instances on one PostgreSQL:
+ * each actor is run by one live instance; when one is SIGKILLed its actors are taken over within
+ * seconds; events reaching any instance apply exactly once. PGlite is one instance by design, so
+ * this runs only with DATABASE_URL.
  */
 const describeIfPg = process.env.DATABASE_URL ? describe : describe.skip
 

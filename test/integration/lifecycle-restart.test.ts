@@ -8,10 +8,11 @@ type Status = 'created' | 'prepared' | 'pending' | 'processing' | 'confirming'
 const NON_FINAL: Status[] = ['created', 'prepared', 'pending', 'processing', 'confirming']
 
 /**
- * Issue 3: SIGKILL the server while transactions sit in every non-final status, restart it,
- * and nothing is lost or doubled; the deadlines keep their original time (R13). That an overdue
- * one fires at once, and the others at their deadline to the millisecond, is shown on a virtual
- * clock in actors-restart.test.ts.
+ * docs/decisions/0027-transaction-actors.md: SIGKILL the server while transactions sit in every
+ * non-final status, restart it, and nothing is lost or doubled; the deadlines keep their original
+ * time (docs/decisions/0013-absolute-deadlines.md). That an overdue one fires at once, and the
+ * others at their deadline to the millisecond, is shown on a virtual clock in
+ * actors-restart.test.ts.
  */
 for (const backend of backends()) {
   describe(`SIGKILL and restart [${backend}]`, () => {

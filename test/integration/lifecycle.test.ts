@@ -184,7 +184,7 @@ for (const backend of backends()) {
         'transaction.confirming',
         'transaction.completed',
       ])
-      // The spec's stage table: payment_received has hash and token; confirming adds the block; completed has everything.
+      // The stage table (docs/integrating/webhooks.md#events): payment_received has hash and token; confirming adds the block; completed has everything.
       const [, received, confirming, completed] = events.map(
         (e) => e.data as Record<string, unknown>,
       )
@@ -221,7 +221,7 @@ for (const backend of backends()) {
       expect(stats.total_volume_usd).toBe(25 * list.pagination.total)
     })
 
-    test('expiry fires at the absolute deadline and not before (R13)', async () => {
+    test('expiry fires at the absolute deadline and not before (docs/decisions/0013-absolute-deadlines.md)', async () => {
       const tx = await create({ expires_in_minutes: 1 })
       const partial = await create({ expires_in_minutes: 1 })
       await drive(partial.id, 'pending')
@@ -500,7 +500,7 @@ for (const backend of backends()) {
       expect(t.server.services.lifecycle.statusOf(tx.id)).toBe('confirming')
     })
 
-    test('R15: a reorg taking the payment back after payment_received was sent announces transaction.payment_reversed with the status returned to', async () => {
+    test('docs/decisions/0015-confirmations-and-reorgs.md: a reorg taking the payment back after payment_received was sent announces transaction.payment_reversed with the status returned to', async () => {
       for (const status of ['processing', 'confirming'] as const) {
         const tx = await create()
         await drive(tx.id, status)

@@ -1,10 +1,11 @@
 /**
- * Presets on a real chain (issue 14): an anvil with Base's chain id whose contracts sit at the
- * preset's own addresses (code and storage copied there with anvil_setCode / anvil_setStorageAt),
- * so the start-up check reads the real answers a node would give. A preset entry starts and takes
- * a payment; a node that disagrees with the config (decimals, symbol, chain id, feed) refuses the
- * start with a message naming network, token, expected and found; one that does not answer does
- * not refuse it, and readiness says the network is not followed yet.
+ * Presets on a real chain (docs/decisions/0042-network-presets-checked-against-the-chain.md): an
+ * anvil with Base's chain id whose contracts sit at the preset's own addresses (code and storage
+ * copied there with anvil_setCode / anvil_setStorageAt), so the start-up check reads the real
+ * answers a node would give. A preset entry starts and takes a payment; a node that disagrees with
+ * the config (decimals, symbol, chain id, feed) refuses the start with a message naming network,
+ * token, expected and found; one that does not answer does not refuse it, and readiness says the
+ * network is not followed yet.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'

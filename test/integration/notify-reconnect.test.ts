@@ -6,12 +6,12 @@ import { freshPostgres } from '../helpers/databases.ts'
 import { waitUntil } from '../helpers/webhook-cli.ts'
 
 /**
- * Issue 18 (item 7) said the NOTIFY listener has no reconnect. It has one (postgres.js listens
- * again by itself), and this keeps it so: the LISTEN connection comes back after the database
- * was unreachable, and listeners are told once (`onReconnect`: notifications sent meanwhile are
- * lost, so caches re-read). The service reaches PostgreSQL through a TCP proxy the test cuts:
- * every connection is dropped and the port refuses new ones for longer than the connect
- * timeout, as when the database restarts.
+ * docs/decisions/0029-several-instances-leases-and-claims.md (item 7) said the NOTIFY listener has
+ * no reconnect. It has one (postgres.js listens again by itself), and this keeps it so: the LISTEN
+ * connection comes back after the database was unreachable, and listeners are told once
+ * (`onReconnect`: notifications sent meanwhile are lost, so caches re-read). The service reaches
+ * PostgreSQL through a TCP proxy the test cuts: every connection is dropped and the port refuses
+ * new ones for longer than the connect timeout, as when the database restarts.
  */
 const describeIfPg = process.env.DATABASE_URL ? describe : describe.skip
 

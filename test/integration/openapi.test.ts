@@ -81,7 +81,7 @@ const objects = (node: unknown): Json[] =>
  * The warnings the linters may still give, each for a reason (errors: none):
  * - WebhookEvent is the union receivers parse into; no operation returns it, so it is "unused".
  * - The two paths are the merchant contract's; a transaction id is a UUID, never "project". The
- *   refunds of a transaction (issue 13) sit under it the same way, as the issue names them.
+ *   refunds of a transaction (docs/decisions/0038-refunds.md) sit under it the same way, as the issue names them.
  * - A self-hosted service has no one contact or licence to name: each deployment has its operator.
  */
 const JUSTIFIED = {

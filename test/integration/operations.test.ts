@@ -1,10 +1,10 @@
 /**
- * Issue 15: what an operator scrapes and probes. /metrics parses with an independent parser of
- * the Prometheus text format and its counters move with real traffic (a create, a payment mined
- * on anvil, a webhook that lands and one that fails, a 429); scraping is refused to a client
- * that is not on loopback (as TRUST_PROXY's forwarded address says) and needs METRICS_TOKEN when
- * one is set; /readyz turns 503 naming the check when the RPC stays unreachable beyond
- * READY_CHAIN_MAX_LAG or PostgreSQL goes away, and 200 again once they are back.
+ * docs/decisions/0047-metrics-and-probes.md: what an operator scrapes and probes. /metrics parses
+ * with an independent parser of the Prometheus text format and its counters move with real traffic
+ * (a create, a payment mined on anvil, a webhook that lands and one that fails, a 429); scraping is
+ * refused to a client that is not on loopback (as TRUST_PROXY's forwarded address says) and needs
+ * METRICS_TOKEN when one is set; /readyz turns 503 naming the check when the RPC stays unreachable
+ * beyond READY_CHAIN_MAX_LAG or PostgreSQL goes away, and 200 again once they are back.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import parsePrometheusTextFormat from 'parse-prometheus-text-format'

@@ -12,9 +12,9 @@ import { backends } from '../helpers/databases.ts'
 import { api, startTestServer, type TestServer } from '../helpers/server.ts'
 
 /**
- * The hosted pay page (R26) over HTTP, as a browser would fetch it but without running its
- * script: the server-rendered HTML, its headers, the files it loads and its QR code. The
- * Chromium test drives the page's behaviour in a real browser.
+ * The hosted pay page (docs/decisions/0026-pay-page-endpoints.md) over HTTP, as a browser would
+ * fetch it but without running its script: the server-rendered HTML, its headers, the files it
+ * loads and its QR code. The Chromium test drives the page's behaviour in a real browser.
  */
 
 const DESCRIPTION_ATTACK = '<script>alert(1)</script><img src=x onerror=alert(2)>'
@@ -80,7 +80,7 @@ function expectPageSecurityHeaders(res: Response) {
 }
 
 for (const backend of backends()) {
-  describe(`hosted pay page over HTTP (R26) [${backend}]`, () => {
+  describe(`hosted pay page over HTTP (docs/decisions/0026-pay-page-endpoints.md) [${backend}]`, () => {
     let t: TestServer
     let project: { id: string; key: string }
     beforeAll(async () => {
@@ -310,7 +310,7 @@ for (const backend of backends()) {
     })
   })
 
-  describe(`hosted pay page rate limit (R26) [${backend}]`, () => {
+  describe(`hosted pay page rate limit (docs/decisions/0026-pay-page-endpoints.md) [${backend}]`, () => {
     // Half a minute into the window, so the minute count cannot roll over mid-test and Retry-After is exact.
     const clock = manualClock(Date.parse('2030-03-04T10:00:30.000Z'))
     let t: TestServer

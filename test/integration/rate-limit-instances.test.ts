@@ -7,8 +7,9 @@ import { freshPostgres } from '../helpers/databases.ts'
 import { awayFromMinuteEnd } from '../helpers/expect.ts'
 import { killAllProcesses, runCli, spawnServer, type ServerProcess } from '../helpers/processes.ts'
 
-// R23: "exact under concurrency and across several instances". Two `bun src/main.ts` processes
-// share one PostgreSQL database; PGlite is one process's database, so this needs DATABASE_URL.
+// docs/decisions/0023-rate-limits-exact.md: "exact under concurrency and across several instances".
+// Two `bun src/main.ts` processes share one PostgreSQL database; PGlite is one process's database,
+// so this needs DATABASE_URL.
 
 const LIMITS = { minute: 50, hour: 1000, day: 10_000 }
 const REQUESTS = 150

@@ -15,7 +15,7 @@ const headersOf = (res: Response) =>
   )
 
 for (const backend of backends()) {
-  describe(`rate limits (R23) [${backend}]`, () => {
+  describe(`rate limits (docs/decisions/0023-rate-limits-exact.md) [${backend}]`, () => {
     // 10:00:30 UTC: half a minute into the window, so Retry-After values are predictable.
     const clock = manualClock(Date.parse('2030-03-04T10:00:30.000Z'))
     let t: TestServer

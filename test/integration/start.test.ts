@@ -12,8 +12,9 @@ import {
   type ServerProcess,
 } from '../helpers/processes.ts'
 
-// R24: `npm start` (= `bun src/main.ts`) as an operator meets it: first start on an empty
-// DATA_DIR, restarts, SIGTERM, a second instance on a held DATA_DIR, bad configuration.
+// docs/decisions/0024-start-and-configuration.md: `npm start` (= `bun src/main.ts`) as an operator
+// meets it: first start on an empty DATA_DIR, restarts, SIGTERM, a second instance on a held
+// DATA_DIR, bad configuration.
 
 const root = mkdtempSync(join(tmpdir(), 'crypto-pay-start-'))
 afterAll(async () => {
@@ -169,7 +170,7 @@ describe('npm start on a fresh, empty DATA_DIR', () => {
         `npm run cli -- user create --email you@example.com --password '<12+ characters>' --project ${projectId}`,
       )
       expect((await create(second, key)).status).toBe(200)
-      // The certificate was made once and kept (R3).
+      // The certificate was made once and kept (docs/decisions/0003-https-only.md).
       expect(second.ca).toBe(first.ca)
     } finally {
       expect(await second.stop()).toEqual({ code: 0, signal: null })

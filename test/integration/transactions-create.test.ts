@@ -33,7 +33,8 @@ const R7_FIELDS = [
   'required_confirmations',
   'confirmed_at',
   'completed_at',
-  // Issue 14: what completes the payment (null until a token is selected).
+  // docs/decisions/0043-finality-per-network.md: what completes the payment (null until a token is
+  // selected).
   'finality',
   // What transaction_hash is the hash of: the paying transaction, or only the block (null with it).
   'transaction_hash_names',
@@ -53,7 +54,7 @@ for (const backend of backends()) {
     afterAll(() => t?.stop())
 
     describe('happy', () => {
-      test('creates a transaction in status created with every R7 field and the payment URL', async () => {
+      test('creates a transaction in status created with every docs/decisions/0007-full-transaction-object.md field and the payment URL', async () => {
         const res = await api(t, key).create({
           amount: 49.99,
           customer_email: 'ada@example.com',
@@ -109,7 +110,7 @@ for (const backend of backends()) {
         expect(Date.parse(tx.expires_at) - Date.parse(tx.created_at)).toBe(60 * 60_000)
       })
 
-      test('the bounds of R5 are accepted', async () => {
+      test('the bounds of docs/decisions/0005-create-request-bounds.md are accepted', async () => {
         const res = await api(t, key).create({
           amount: 1_000_000,
           customer_email: `${'a'.repeat(64)}@${'b'.repeat(180)}.com`,
@@ -293,7 +294,7 @@ for (const backend of backends()) {
       expect(await repo.find({ projectId: row.projectId, mode: 'test' }, clash.id)).toBeNull()
     })
 
-    describe('idempotency (R6)', () => {
+    describe('idempotency (docs/decisions/0006-idempotent-create.md)', () => {
       test('the same key and body returns the first response and creates nothing', async () => {
         const body = { amount: 12.34, order_id: 'idem-1' }
         const first = await api(t, key).create(body, { 'idempotency-key': 'idem-key-1' })

@@ -1,9 +1,9 @@
 /**
- * Issue 13's refunds on a real chain: the merchant makes a refund through the API, the treasury
- * tool (a separate process, keys in files) pays it from the transaction's deposit address or,
- * once that was swept, from the gas account, and the service completes it at the network's
- * confirmations and tells a verifying receiver `refund.completed`. A refund whose payment a reorg
- * takes back never completes on it. The keys never reach the service's database or logs.
+ * docs/decisions/0038-refunds.md's refunds on a real chain: the merchant makes a refund through the
+ * API, the treasury tool (a separate process, keys in files) pays it from the transaction's deposit
+ * address or, once that was swept, from the gas account, and the service completes it at the
+ * network's confirmations and tells a verifying receiver `refund.completed`. A refund whose payment
+ * a reorg takes back never completes on it. The keys never reach the service's database or logs.
  */
 import { afterAll, describe, expect, test } from 'bun:test'
 import { HDKey } from '@scure/bip32'

@@ -1,8 +1,8 @@
 /**
- * Issue 13 on a real chain: the merchant's treasury tool (a separate process, keys in files on
- * "the merchant's machine") sweeps 50 paid deposit addresses, in TUSD and in ETH, to a treasury
- * through EIP-7702 and DepositAccount, with the gas account paying for everything; the service
- * records each sweep and confirms it from the chain.
+ * docs/decisions/0039-sweeps-by-eip-7702-or-top-up.md on a real chain: the merchant's treasury tool
+ * (a separate process, keys in files on "the merchant's machine") sweeps 50 paid deposit addresses,
+ * in TUSD and in ETH, to a treasury through EIP-7702 and DepositAccount, with the gas account
+ * paying for everything; the service records each sweep and confirms it from the chain.
  */
 import { describe, expect, test } from 'bun:test'
 import { writeFileSync } from 'node:fs'

@@ -7,11 +7,12 @@ import { startWebhookSink, type Received, type WebhookSink } from '../helpers/we
 import { verifyWebhookSignature } from '../../src/webhooks/verify-webhook/index.mjs'
 
 /**
- * Issue 5 / R25: the endpoint and delivery commands end to end, as an operator runs them
- * (`bun src/cli/main.ts ... --json`) next to a running server: on the embedded database the CLI
- * goes through the server's admin socket (or opens PGlite itself while no server runs); on
- * PostgreSQL it opens the database directly and the server learns of changes by NOTIFY.
- * Webhooks land in a real receiver process that verifies every signature.
+ * docs/decisions/0025-operator-cli.md / docs/decisions/0025-operator-cli.md: the endpoint and
+ * delivery commands end to end, as an operator runs them (`bun src/cli/main.ts ... --json`) next to
+ * a running server: on the embedded database the CLI goes through the server's admin socket (or
+ * opens PGlite itself while no server runs); on PostgreSQL it opens the database directly and the
+ * server learns of changes by NOTIFY. Webhooks land in a real receiver process that verifies every
+ * signature.
  */
 const body = (r: Received) =>
   JSON.parse(r.body) as {

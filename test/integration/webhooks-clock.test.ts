@@ -11,10 +11,11 @@ import { createTransaction } from '../helpers/webhook-cli.ts'
 import { startWebhookSink, type WebhookSink } from '../helpers/webhook-sink.ts'
 
 /**
- * R19 on a virtual clock: the default schedule (no WEBHOOK_RETRY_SCHEDULE) retries 1 min,
- * 5 min, 30 min, 2 h and 8 h after the previous failure, 6 attempts in all, never earlier;
- * events older than 7 days are not retried automatically, yet a manual redelivery still works.
- * Each pass of the dispatcher is run by hand and waited for (`dispatcher.runOnce()`).
+ * docs/decisions/0019-retry-schedule.md on a virtual clock: the default schedule (no
+ * WEBHOOK_RETRY_SCHEDULE) retries 1 min, 5 min, 30 min, 2 h and 8 h after the previous failure, 6
+ * attempts in all, never earlier; events older than 7 days are not retried automatically, yet a
+ * manual redelivery still works. Each pass of the dispatcher is run by hand and waited for
+ * (`dispatcher.runOnce()`).
  */
 const MIN = 60_000
 const HOUR = 60 * MIN

@@ -1,6 +1,6 @@
 /**
- * Issue 15: webhook endpoint health, receivers' own wishes, and what a receiver needs to verify
- * and order deliveries.
+ * docs/decisions/0048-webhook-endpoint-health.md: webhook endpoint health, receivers' own wishes,
+ * and what a receiver needs to verify and order deliveries.
  *  - On a virtual clock: an endpoint answering 410 Gone is disabled after one attempt; one whose
  *    every attempt fails for WEBHOOK_DISABLE_AFTER (5 days by default) is disabled, then enabled
  *    again with a recovery of what failed; either way the merchant sees why and since when

@@ -12,9 +12,9 @@ import {
 import { startWebhookSink, type Received, type WebhookSink } from '../helpers/webhook-sink.ts'
 
 /**
- * Issue 5, two instances on one PostgreSQL: both wake on every outbox event and both look for
- * due retries, yet each attempt of each delivery is made by one of them, once. PGlite is one
- * instance by design, so this runs only with DATABASE_URL.
+ * docs/decisions/0032-webhook-delivery-actors.md, two instances on one PostgreSQL: both wake on
+ * every outbox event and both look for due retries, yet each attempt of each delivery is made by
+ * one of them, once. PGlite is one instance by design, so this runs only with DATABASE_URL.
  */
 if (!process.env.DATABASE_URL) {
   test.skip('webhook deliveries with two instances need PostgreSQL: set DATABASE_URL (PGlite is single-instance by design)', () => {})

@@ -12,9 +12,10 @@ import {
 import { startWebhookSink, type Received, type WebhookSink } from '../helpers/webhook-sink.ts'
 
 /**
- * Issue 5: webhook deadlines are absolute and persisted. A server SIGKILLed while a delivery
- * waits for its next retry, started again on the same DATA_DIR or database, carries the
- * schedule on: every attempt is made exactly once, none is lost, none is repeated.
+ * docs/decisions/0032-webhook-delivery-actors.md: webhook deadlines are absolute and persisted. A
+ * server SIGKILLed while a delivery waits for its next retry, started again on the same DATA_DIR or
+ * database, carries the schedule on: every attempt is made exactly once, none is lost, none is
+ * repeated.
  */
 const attemptsOf = (got: Received[]) => got.map((r) => Number(r.headers['x-service-attempt']))
 

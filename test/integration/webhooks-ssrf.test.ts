@@ -19,11 +19,13 @@ import type { Services } from '../../src/services.ts'
 import { systemResolver, type Resolver } from '../../src/webhooks/url-guard.ts'
 
 /**
- * R21: live endpoints are https and never reach loopback, private, link-local or metadata
- * addresses, checked when saved and again at delivery time against what the name resolves
- * to then; no redirect is followed (issue 5). Test endpoints may use http, and local addresses
- * only while WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS allows it; what a private address answers is
- * never stored or shown, whichever the setting (issue 18, item 4).
+ * docs/decisions/0021-webhook-endpoints-and-private-addresses.md: live endpoints are https and
+ * never reach loopback, private, link-local or metadata addresses, checked when saved and again at
+ * delivery time against what the name resolves to then; no redirect is followed
+ * (docs/decisions/0021-webhook-endpoints-and-private-addresses.md). Test endpoints may use http,
+ * and local addresses only while WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS allows it; what a private
+ * address answers is never stored or shown, whichever the setting
+ * (docs/decisions/0021-webhook-endpoints-and-private-addresses.md, item 4).
  */
 
 /** A public-looking name whose DNS answer is this machine, as a rebinding attacker would arrange. */

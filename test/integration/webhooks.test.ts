@@ -226,13 +226,14 @@ for (const backend of backends()) {
         [2, 500, 'scheduled'],
         [3, 200, 'scheduled'],
       ])
-      // The receiver is on this machine: its status is kept, what it said is not (R21).
+      // The receiver is on this machine: its status is kept, what it said is not
+      // (docs/decisions/0021-webhook-endpoints-and-private-addresses.md).
       expect(detail.value.attempts[0].responseBody).toBeNull()
       expect(detail.value.attempts[0].error).toBe('HTTP 500')
       expect(detail.value.attempts.map((a) => a.requestBody)).toEqual(got.map((r) => r.body))
     })
 
-    test('a receiver always failing gets exactly 6 attempts, each no earlier than its scheduled offset; then manual retry (R20) still delivers', async () => {
+    test('a receiver always failing gets exactly 6 attempts, each no earlier than its scheduled offset; then manual retry (docs/decisions/0020-manual-retry-completed-only.md) still delivers', async () => {
       const p = await t.project()
       const ep = await endpoint('/always', 'fail', p.id, 'transaction.completed')
       const id = await completedTransaction(p.key)
@@ -251,7 +252,8 @@ for (const backend of backends()) {
         )
         expect(a[i].startedAt.getTime()).toBeGreaterThanOrEqual(a[i].scheduledFor!.getTime())
       }
-      // R20: the manual retry works after exhaustion and sends a fresh transaction.completed.
+      // docs/decisions/0020-manual-retry-completed-only.md: the manual retry works after exhaustion
+      // and sends a fresh transaction.completed.
       await sink.configure('/always', {
         secret: ((await t.server.services.endpoints.revealSecret(ep.endpoint.id)) as any).value
           .secret,

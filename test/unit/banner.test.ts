@@ -2,7 +2,7 @@ import { describe, expect, test } from 'bun:test'
 import { banner } from '../../src/server/banner.ts'
 import type { RunningServer } from '../../src/server/start.ts'
 
-/** The banner names the next step on every kind of start (issue 21). */
+/** The banner names the next step on every kind of start (docs/decisions/0058-first-contact.md). */
 const server = (
   o: Partial<RunningServer> & { networks?: { name: string; chainId: number; testnet: boolean }[] },
 ) =>

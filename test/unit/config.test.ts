@@ -2,7 +2,7 @@ import { describe, expect, test } from 'bun:test'
 import { ConfigError, loadConfig } from '../../src/config.ts'
 
 describe('loadConfig()', () => {
-  test('defaults follow R24: PGlite under ./.data, TLS on 3000, plain HTTP on 3080', () => {
+  test('defaults follow docs/decisions/0024-start-and-configuration.md: PGlite under ./.data, TLS on 3000, plain HTTP on 3080', () => {
     const c = loadConfig({})
     expect(c).toMatchObject({
       port: 3000,
@@ -64,7 +64,7 @@ describe('loadConfig()', () => {
       }
     }
   })
-  test('issue 15: metrics on by default and open to loopback only; endpoints disabled after 5 days of failures; readiness allows 120 s of chain lag; no drain', () => {
+  test('docs/decisions/0047-metrics-and-probes.md: metrics on by default and open to loopback only; endpoints disabled after 5 days of failures; readiness allows 120 s of chain lag; no drain', () => {
     expect(loadConfig({})).toMatchObject({
       metricsEnabled: true,
       metricsToken: null,
@@ -88,7 +88,7 @@ describe('loadConfig()', () => {
       shutdownDrainMs: 15_000,
     })
   })
-  test('R19: the webhook retry schedule defaults to variant B and takes s, m, h', () => {
+  test('docs/decisions/0019-retry-schedule.md: the webhook retry schedule defaults to variant B and takes s, m, h', () => {
     expect(loadConfig({}).webhookRetryScheduleMs).toEqual([
       60_000, 300_000, 1_800_000, 7_200_000, 28_800_000,
     ])
@@ -103,7 +103,7 @@ describe('loadConfig()', () => {
       loadConfig({ DATABASE_URL: 'postgres://x/y', SECRET_KEY: 'ab'.repeat(32) }).databaseUrl,
     ).toBe('postgres://x/y')
   })
-  test('R21: WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS defaults to on with the embedded database and off with DATABASE_URL', () => {
+  test('docs/decisions/0021-webhook-endpoints-and-private-addresses.md: WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS defaults to on with the embedded database and off with DATABASE_URL', () => {
     const postgres = { DATABASE_URL: 'postgres://x/y', SECRET_KEY: 'ab'.repeat(32) }
     expect(loadConfig({}).allowPrivateTestEndpoints).toBe(true)
     expect(loadConfig(postgres).allowPrivateTestEndpoints).toBe(false)
@@ -116,7 +116,7 @@ describe('loadConfig()', () => {
         .allowPrivateTestEndpoints,
     ).toBe(false)
   })
-  test('R21: WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS=1 or 0 overrides the default either way, and says what was wrong otherwise', () => {
+  test('docs/decisions/0021-webhook-endpoints-and-private-addresses.md: WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS=1 or 0 overrides the default either way, and says what was wrong otherwise', () => {
     const postgres = { DATABASE_URL: 'postgres://x/y', SECRET_KEY: 'ab'.repeat(32) }
     for (const [raw, allowed] of [
       ['1', true],

@@ -225,7 +225,7 @@ describe('payView()', () => {
     expect(receipt.stay.hidden).toBe(true)
   })
 
-  test('R12: another token received while the payment is awaited is named, and the customer told what still counts', () => {
+  test('docs/decisions/0012-transaction-lifecycle.md: another token received while the payment is awaited is named, and the customer told what still counts', () => {
     for (const status of ['prepared', 'pending']) {
       const v = payView(prepared({ status, wrong_asset_received: true }), PAY_TEXT, NOW)
       expect(v['wrong-asset']).toEqual({

@@ -147,3 +147,45 @@ describe('structure', () => {
     expect([...needed].filter((name) => !(name in pkg.dependencies)).sort()).toEqual([])
   })
 })
+
+/**
+ * Nothing points outside the repository: a rule the code relies on is cited by the path of its
+ * record under docs/ (docs/decisions/0059-the-docs-stand-alone.md), which must exist.
+ */
+describe('references in the code', () => {
+  /** Source, test, bench and script files, and the SQL of migrations: where comments cite rules. */
+  function codeUnder(dir: string): string[] {
+    if (!existsSync(join(ROOT, dir))) return []
+    return readdirSync(join(ROOT, dir)).flatMap((name) => {
+      const path = join(dir, name)
+      if (statSync(join(ROOT, path)).isDirectory())
+        return name === 'assets' || name === 'node_modules' ? [] : codeUnder(path)
+      return /\.(ts|mts|mjs|js|sql|sol)$/.test(name) || name === 'RESULTS.md' ? [path] : []
+    })
+  }
+  const CODE = ['src', 'machines', 'test', 'bench', 'scripts', 'drizzle', 'contracts'].flatMap(
+    codeUnder,
+  )
+
+  test('every docs/ path the code cites exists', () => {
+    const missing: string[] = []
+    for (const f of CODE) {
+      const t = readFileSync(join(ROOT, f), 'utf8')
+      for (const m of t.matchAll(/\bdocs\/[\w./-]*[\w/]/g))
+        if (!existsSync(join(ROOT, m[0]))) missing.push(`${f}: ${m[0]}`)
+    }
+    expect(missing).toEqual([])
+  })
+
+  test('the code cites no ruling or issue number and no guide kept outside the repository', () => {
+    const found: string[] = []
+    for (const f of CODE.filter((f) => f !== 'test/unit/readme.test.ts')) {
+      const t = readFileSync(join(ROOT, f), 'utf8')
+      for (const m of t.matchAll(
+        /\bR\d{1,2}\b|\b[Ii]ssues? \d+|\b(TOOLING|STYLE|DEVELOPERS)\.md\b/g,
+      ))
+        found.push(`${f}: ${m[0]}`)
+    }
+    expect(found).toEqual([])
+  })
+})

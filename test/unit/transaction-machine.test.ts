@@ -101,7 +101,12 @@ const STATUSES: TxStatus[] = [
   'cancelled',
 ]
 
-/** R11-R15: every allowed move; everything missing here must be refused. */
+/**
+ * docs/decisions/0011-cancel.md, docs/decisions/0012-transaction-lifecycle.md,
+ * docs/decisions/0013-absolute-deadlines.md, docs/decisions/0014-amounts-add-up.md,
+ * docs/decisions/0015-confirmations-and-reorgs.md: every allowed move; everything missing here must
+ * be refused.
+ */
 const ALLOWED: Partial<Record<TxStatus, Partial<Record<TxEvent['type'], TxStatus>>>> = {
   created: {
     'token.selected': 'prepared',
@@ -167,7 +172,7 @@ describe('transactionMachine: every state x every event', () => {
   }
 })
 
-describe('transactionMachine: amounts (R14)', () => {
+describe('transactionMachine: amounts (docs/decisions/0014-amounts-add-up.md)', () => {
   test('two partial payments add up and proceed once they cover the quote', () => {
     const first = step('prepared', { type: 'payment.detected', txHash: 'a', amount: '400' }).next
     expect(first.value).toBe('pending')
@@ -256,7 +261,7 @@ describe('transactionMachine: amounts (R14)', () => {
   })
 })
 
-describe('transactionMachine: another asset than the quoted one (R12: recorded, never moves the status by itself)', () => {
+describe('transactionMachine: another asset than the quoted one (docs/decisions/0012-transaction-lifecycle.md: recorded, never moves the status by itself)', () => {
   const dust = {
     type: 'wrong_asset.received',
     txHash: 'dust',
@@ -375,7 +380,7 @@ describe('transactionMachine: another asset than the quoted one (R12: recorded, 
   })
 })
 
-describe('transactionMachine: confirmations and reorgs (R15)', () => {
+describe('transactionMachine: confirmations and reorgs (docs/decisions/0015-confirmations-and-reorgs.md)', () => {
   test('confirmations below the requirement are recorded without completing; enough completes with confirmedAt', () => {
     const two = step('confirming', { type: 'confirmations.updated', confirmations: 2, at: 5 }).next
     expect(two.value).toBe('confirming')
@@ -493,7 +498,7 @@ describe('transactionMachine: confirmations and reorgs (R15)', () => {
   })
 })
 
-describe('transactionMachine: the deadline (R13)', () => {
+describe('transactionMachine: the deadline (docs/decisions/0013-absolute-deadlines.md)', () => {
   test('an expiry event before the deadline is refused', () => {
     for (const s of ['created', 'prepared', 'pending'] as const)
       expect(step(s, { type: 'expiry.reached', at: DEADLINE - 1 }).can).toBe(false)

@@ -88,7 +88,7 @@ describe('webhook delivery actor on a virtual clock', () => {
     d.stop()
   })
 
-  test('R19: a receiver always failing gets exactly 6 attempts at +1m, +5m, +30m, +2h, +8h after each failure, none a millisecond early', async () => {
+  test('docs/decisions/0019-retry-schedule.md: a receiver always failing gets exactly 6 attempts at +1m, +5m, +30m, +2h, +8h after each failure, none a millisecond early', async () => {
     const d = running(() => false)
     await d.at(T0)
     let last = T0

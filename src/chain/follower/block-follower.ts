@@ -3,11 +3,11 @@
  * to watched deposit addresses, the reorgs that take reported blocks away, and the head.
  *
  * Why an own polling loop (not viem's `watchBlocks`): polling `watchBlocks` misses anvil's
- * replacement blocks after a reorg, WebSocket delivery can be out of order, and nodes never
- * report `removed` logs for anvil reorgs (TOOLING.md). So the follower keeps a window of
+ * replacement blocks after a reorg, WebSocket delivery can be out of order, and nodes never report
+ * `removed` logs for anvil reorgs (docs/development.md#anvil). So the follower keeps a window of
  * recent `{ number, hash }`, checks every new block's `parentHash` against it, re-checks the
- * remembered tip when the chain did not grow (a reorg at the same heights), and walks back
- * to the fork point itself.
+ * remembered tip when the chain did not grow (a reorg at the same heights), and walks back to the
+ * fork point itself.
  *
  * Delivery is at-least-once: each event is awaited, and the cursor is saved only after the
  * handler resolved for every block of a chunk (up to `batchSize` blocks). After a crash the

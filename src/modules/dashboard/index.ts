@@ -1,7 +1,7 @@
 /**
- * The merchant dashboard at /dashboard (issue 7): server-rendered pages over the same services
- * the API and the CLI use, one Elysia plugin per section. Every page under
- * `/dashboard/{project}/{mode}` checks the session, the membership and the mode first
+ * The merchant dashboard at /dashboard (docs/decisions/0035-merchant-dashboard.md): server-rendered
+ * pages over the same services the API and the CLI use, one Elysia plugin per section. Every page
+ * under `/dashboard/{project}/{mode}` checks the session, the membership and the mode first
  * (`signedIn`); every form post also checks its CSRF token (`csrf`): see ./access.
  */
 import { fileURLToPath } from 'node:url'

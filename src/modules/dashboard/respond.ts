@@ -19,7 +19,7 @@ import {
   type Section,
 } from './layout.ts'
 
-/** The status the API gives a denial (R4's one table). */
+/** The status the API gives a denial (docs/decisions/0004-one-error-table.md's one table). */
 export const statusOf = (code: Denial['code']) => ERRORS[code].status
 
 export const page = (body: string, status = 200, extra: Record<string, string> = {}) =>

@@ -50,7 +50,7 @@ export function createDashboardService(deps: {
   treasury: TreasuryService
 }) {
   return {
-    /** The spec's stats for a date range, and the same selection per day for the chart. */
+    /** The stats (docs/integrating/api.md#lists-and-statistics) for a date range, and the same selection per day for the chart. */
     async overview(v: Viewer, range: { start_date: string; end_date: string }) {
       const [stats, daily] = await Promise.all([
         deps.stats.stats(v, range),

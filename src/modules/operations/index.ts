@@ -8,8 +8,9 @@ import type { Metrics } from '../../metrics/metrics.ts'
 import type { Readiness } from '../../operations/readiness.ts'
 
 /**
- * The operator's probes and metrics (issue 15), outside the merchant API: unauthenticated and
- * never rate-limited probes with nothing secret in them, and the Prometheus scrape.
+ * The operator's probes and metrics (docs/decisions/0047-metrics-and-probes.md), outside the
+ * merchant API: unauthenticated and never rate-limited probes with nothing secret in them, and the
+ * Prometheus scrape.
  *  - GET /healthz: liveness, the process serves (nothing else is asked).
  *  - GET /readyz: readiness, 200 or 503 with every check and which failed.
  *  - GET /metrics: with METRICS_TOKEN set, `Authorization: Bearer <token>` is required;

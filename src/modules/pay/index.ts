@@ -31,9 +31,9 @@ export function payNotFound(asset: AssetUrl): Response {
 }
 
 /**
- * The hosted pay page (R26): the HTML at `GET /pay/{id}`, its QR code and its JSON endpoints,
- * authorised by the transaction's unguessable id alone and not part of the merchant API (so not
- * in its OpenAPI document).
+ * The hosted pay page (docs/decisions/0026-pay-page-endpoints.md): the HTML at `GET /pay/{id}`, its
+ * QR code and its JSON endpoints, authorised by the transaction's unguessable id alone and not part
+ * of the merchant API (so not in its OpenAPI document).
  */
 export function payController(deps: {
   pay: PayService
@@ -49,7 +49,7 @@ export function payController(deps: {
   }
   /** Seconds to wait when this client is over the per-IP limit, else null. */
   const overLimit = async (request: Request): Promise<number | null> => {
-    // R26: per client IP.
+    // docs/decisions/0026-pay-page-endpoints.md: per client IP.
     const decision = await deps.limiter.check(
       `pay:${factsOf(request)?.clientIp ?? 'unknown'}`,
       deps.limits,

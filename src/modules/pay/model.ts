@@ -1,6 +1,9 @@
 import { Type } from '@sinclair/typebox'
 
-/** What the pay page shows and polls (R26 `GET /pay/{id}/state`). */
+/**
+ * What the pay page shows and polls (docs/decisions/0026-pay-page-endpoints.md `GET
+ * /pay/{id}/state`).
+ */
 export interface PayState {
   id: string
   transaction_number: string
@@ -36,7 +39,10 @@ export interface PayState {
   block_number: number | null
   confirmations: number | null
   failure_reason: string | null
-  /** Another token than the quoted one arrived at the deposit address (R12): recorded, it does not count toward the payment. */
+  /**
+   * Another token than the quoted one arrived at the deposit address
+   * (docs/decisions/0012-transaction-lifecycle.md): recorded, it does not count toward the payment.
+   */
   wrong_asset_received: boolean
   success_url: string | null
   cancel_url: string | null

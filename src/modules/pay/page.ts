@@ -1,8 +1,8 @@
 /**
- * The hosted pay page's HTML (R26 `GET /pay/{id}`): the first view rendered on the server, the
- * state embedded as JSON for the browser script, which keeps it live. The markup is compiled once
- * (`template`): a request only fills its slots, and every value a slot gives is escaped, so no
- * merchant-supplied string can become markup.
+ * The hosted pay page's HTML (docs/decisions/0026-pay-page-endpoints.md `GET /pay/{id}`): the first
+ * view rendered on the server, the state embedded as JSON for the browser script, which keeps it
+ * live. The markup is compiled once (`template`): a request only fills its slots, and every value a
+ * slot gives is escaped, so no merchant-supplied string can become markup.
  */
 import {
   escapeHtml,

@@ -15,11 +15,12 @@ const ph = (name: string) => sql.placeholder(name)
 export function createPayRepo(database: Database) {
   const { db } = database
 
-  // Whether another token than the quoted one arrived (R12) rides along: the page tells the customer.
-  // Read from the actor's committed snapshot (the wrong assets it holds, taken back on a reorg), so
-  // the state pushed right after that commit already says so. The chain's own record of the
-  // transfer is marked after the commit. A final transaction has no actor row, and its page does
-  // not show the notice.
+  // Whether another token than the quoted one arrived
+  // (docs/decisions/0012-transaction-lifecycle.md) rides along: the page tells the customer. Read
+  // from the actor's committed snapshot (the wrong assets it holds, taken back on a reorg), so the
+  // state pushed right after that commit already says so. The chain's own record of the transfer is
+  // marked after the commit. A final transaction has no actor row, and its page does not show the
+  // notice.
   const wrongAsset = sql<boolean>`coalesce(jsonb_array_length(${transactionActors.snapshot}->'context'->'wrongAssets') > 0, false)`
   const loadOne = db
     .select({ tx: transactions, projectName: projects.name, wrongAsset })

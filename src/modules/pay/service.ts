@@ -34,10 +34,11 @@ export interface PayDeps {
 }
 
 /**
- * The customer's side of a transaction (R26), authorised by its unguessable id alone: read its
- * state, choose a token (quote locked, deposit address assigned), say the payment was sent, or
- * cancel. Tokens offered are those of networks whose `testnet` flag matches the mode and that
- * were checked against their chain (an unchecked contract address is never quoted).
+ * The customer's side of a transaction (docs/decisions/0026-pay-page-endpoints.md), authorised by
+ * its unguessable id alone: read its state, choose a token (quote locked, deposit address
+ * assigned), say the payment was sent, or cancel. Tokens offered are those of networks whose
+ * `testnet` flag matches the mode and that were checked against their chain (an unchecked contract
+ * address is never quoted).
  */
 export function createPayService(deps: PayDeps) {
   const repo = createPayRepo(deps.database)
@@ -141,7 +142,11 @@ export function createPayService(deps: PayDeps) {
   return {
     state,
 
-    /** Locks a quote for the chosen token and assigns the deposit address (R12, R17). */
+    /**
+     * Locks a quote for the chosen token and assigns the deposit address
+     * (docs/decisions/0012-transaction-lifecycle.md,
+     * docs/decisions/0017-deposit-addresses-from-an-xpub.md).
+     */
     async select(
       id: string,
       choice: { token_symbol: string; blockchain_network: string },
@@ -211,7 +216,10 @@ export function createPayService(deps: PayDeps) {
       return stateAfter(id, await deps.lifecycle.apply(id, { type: 'token.selected', quote }))
     },
 
-    /** "I have sent the payment" (R12: prepared -> pending). */
+    /**
+     * "I have sent the payment" (docs/decisions/0012-transaction-lifecycle.md: prepared ->
+     * pending).
+     */
     async confirm(id: string): Promise<Outcome<PayState>> {
       if (!(await load(id))) return deny('not_found', `No transaction ${id}`)
       return stateAfter(id, await deps.lifecycle.apply(id, { type: 'customer.confirmed' }))

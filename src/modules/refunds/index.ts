@@ -65,7 +65,10 @@ const refunded = (
   return json(set, { success: true, refund: r.value })
 }
 
-/** Merchant API: refunds of finished transactions (issue 13), paid by the merchant's treasury tool and confirmed on-chain. */
+/**
+ * Merchant API: refunds of finished transactions (docs/decisions/0038-refunds.md), paid by the
+ * merchant's treasury tool and confirmed on-chain.
+ */
 export function refundsController(deps: { refunds: RefundService }) {
   return new Elysia({ name: 'refunds' })
     .model({

@@ -10,11 +10,12 @@ export interface RefundableLine {
 }
 
 /**
- * What may still be refunded from a transaction, per token and network (issue 13): the money
- * that arrived at its deposit address (the payments, late payments and other assets recorded
- * there, not taken back by a reorg) whose block has the network's confirmations, less every
- * refund that has not failed or been cancelled. An arrival not confirmed yet is not refundable
- * yet: a reorg could still take it back, and the merchant would refund money never received.
+ * What may still be refunded from a transaction, per token and network
+ * (docs/decisions/0038-refunds.md): the money that arrived at its deposit address (the payments,
+ * late payments and other assets recorded there, not taken back by a reorg) whose block has the
+ * network's confirmations, less every refund that has not failed or been cancelled. An arrival not
+ * confirmed yet is not refundable yet: a reorg could still take it back, and the merchant would
+ * refund money never received.
  */
 export function refundableLines(
   facts: {

@@ -38,12 +38,12 @@ const IDEMPOTENCY_WINDOW_MS = 24 * 3_600_000
 const KEY_PREFIX = 'refund:'
 
 /**
- * Refunds (issue 13): a merchant refunds what a finished transaction received, in the token it
- * arrived in, to an address the customer gives. The service records the refund; the merchant's
- * treasury tool pays it (from the deposit address while it holds enough, else from the gas
- * account) after recording the signed payment here; the chain follower watches that payment and
- * completes the refund once it has the network's confirmations, sending `refund.completed`
- * (settlement.ts).
+ * Refunds (docs/decisions/0037-money-out-signed-on-the-merchants-machine.md): a merchant refunds
+ * what a finished transaction received, in the token it arrived in, to an address the customer
+ * gives. The service records the refund; the merchant's treasury tool pays it (from the deposit
+ * address while it holds enough, else from the gas account) after recording the signed payment
+ * here; the chain follower watches that payment and completes the refund once it has the network's
+ * confirmations, sending `refund.completed` (settlement.ts).
  *
  * This module holds the merchant's commands, the rules the HTTP API, the dashboard and the CLI
  * answer by: create, read, cancel, record the treasury tool's payment, mark unpayable, abandon a

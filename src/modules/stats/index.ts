@@ -34,7 +34,10 @@ const StatsQuery = Type.Object(
   { additionalProperties: true },
 )
 
-/** Merchant API: transaction statistics (spec "Transaction statistics"; R9, R10). */
+/**
+ * Merchant API: transaction statistics (docs/integrating/api.md#lists-and-statistics;
+ * docs/decisions/0009-keys-see-their-own-mode.md, docs/decisions/0010-stats.md).
+ */
 export function statsController(deps: { stats: StatsService }) {
   return new Elysia({ name: 'stats' }).model({ ErrorResponse, StatsResult: StatsResponse }).get(
     '/api/transactions/stats',

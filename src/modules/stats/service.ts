@@ -15,7 +15,10 @@ const DATE_TIME = new RegExp(`^${DATE}${TIME}$`)
 const MAX_BOUND = Date.parse('9999-12-31T23:59:59.999Z')
 const MIN_BOUND = Date.parse('0001-01-01T00:00:00.000Z')
 
-/** R10: `YYYY-MM-DD` or a full ISO timestamp; a date-only end covers its whole UTC day. */
+/**
+ * docs/decisions/0010-stats.md: `YYYY-MM-DD` or a full ISO timestamp; a date-only end covers its
+ * whole UTC day.
+ */
 export function parseBound(raw: string, edge: 'start' | 'end'): Date | null {
   const dateOnly = DATE_ONLY.test(raw)
   if (!dateOnly && !DATE_TIME.test(raw)) return null
@@ -44,7 +47,10 @@ export interface DailyStats {
 const rate = (completed: number, total: number) =>
   total === 0 ? 0 : Math.round((completed * 10_000) / total) / 100
 
-/** R9 and R10: which transactions a caller's stats cover, or why the range is refused. */
+/**
+ * docs/decisions/0009-keys-see-their-own-mode.md and docs/decisions/0010-stats.md: which
+ * transactions a caller's stats cover, or why the range is refused.
+ */
 function selection(caller: ProjectMode, q: StatsQuery): Outcome<SQL | undefined> {
   const problems: FieldProblem[] = []
   const start = q.start_date === undefined ? null : parseBound(q.start_date, 'start')
@@ -64,7 +70,8 @@ function selection(caller: ProjectMode, q: StatsQuery): Outcome<SQL | undefined>
       problems,
     )
 
-  // R9: a live key counts live transactions, plus test ones on request; a test key only test ones.
+  // docs/decisions/0009-keys-see-their-own-mode.md: a live key counts live transactions, plus test
+  // ones on request; a test key only test ones.
   const modes = caller.mode === 'test' ? [true] : q.testing_mode ? [false, true] : [false]
   const conditions: (SQL | undefined)[] = [
     eq(transactions.projectId, caller.projectId),

@@ -48,7 +48,12 @@ const ListQuery = Type.Object(
 const errors = (...codes: number[]) =>
   Object.fromEntries(codes.map((c) => [c, 'ErrorResponse'])) as Record<number, 'ErrorResponse'>
 
-/** Merchant API: create, get and list transactions (spec "Endpoints"; R5-R9). */
+/**
+ * Merchant API: create, get and list transactions (docs/integrating/api.md;
+ * docs/decisions/0005-create-request-bounds.md, docs/decisions/0006-idempotent-create.md,
+ * docs/decisions/0007-full-transaction-object.md, docs/decisions/0008-list-order-and-paging.md,
+ * docs/decisions/0009-keys-see-their-own-mode.md).
+ */
 export function transactionsController(deps: {
   transactions: TransactionService
   webhooks: WebhookService
@@ -88,7 +93,7 @@ export function transactionsController(deps: {
                 minLength: 1,
                 maxLength: 255,
                 description:
-                  'Retries with the same key and body within 24 h return the first response and create nothing (R6).',
+                  'Retries with the same key and body within 24 h return the first response and create nothing.',
               }),
             ),
           },
@@ -144,7 +149,7 @@ export function transactionsController(deps: {
           summary: 'Cancel a transaction',
           parameters: openApiParameters('path', IdParams),
           description:
-            'Moves a transaction in status `created`, `prepared` or `pending` to `cancelled` (R11); any other status is 409. Subscribed endpoints receive `transaction.cancelled`. Scope `transactions:write`. Takes no body: a body sent anyway is not read (one declared larger than 64 KiB is refused with 413).',
+            'Moves a transaction in status `created`, `prepared` or `pending` to `cancelled`; any other status is 409. Subscribed endpoints receive `transaction.cancelled`. Scope `transactions:write`. Takes no body: a body sent anyway is not read (one declared larger than 64 KiB is refused with 413).',
         },
       },
     )
@@ -175,7 +180,7 @@ export function transactionsController(deps: {
           summary: 'Send the transaction.completed webhook again',
           parameters: openApiParameters('path', IdParams),
           description:
-            "Sends a fresh `transaction.completed` delivery with the current data to every enabled endpoint of the key's project and mode that selected that event (R20), also after automatic retries are exhausted. A transaction that is not `completed` is 409: a false completed signal could make a merchant ship unpaid goods. Scope `webhooks:write`. Takes no body: a body sent anyway is not read (one declared larger than 64 KiB is refused with 413).",
+            "Sends a fresh `transaction.completed` delivery with the current data to every enabled endpoint of the key's project and mode that selected that event, also after automatic retries are exhausted. A transaction that is not `completed` is 409: a false completed signal could make a merchant ship unpaid goods. Scope `webhooks:write`. Takes no body: a body sent anyway is not read (one declared larger than 64 KiB is refused with 413).",
         },
       },
     )
@@ -195,7 +200,7 @@ export function transactionsController(deps: {
           summary: 'Timeline of a transaction',
           parameters: openApiParameters('path', IdParams),
           description:
-            'Every status transition of the transaction, oldest first, with its cause and details (R12). Scope `transactions:read`.',
+            'Every status transition of the transaction, oldest first, with its cause and details. Scope `transactions:read`.',
         },
       },
     )

@@ -20,7 +20,10 @@ export const TransactionStatus = StringEnum(STATUSES)
 const nullable = <T extends ReturnType<typeof Type.String>>(s: T) =>
   Type.Optional(Type.Union([s, Type.Null()]))
 
-/** R5. Plain TypeBox (not Elysia's coercing `t`), checked strictly before anything else runs. */
+/**
+ * docs/decisions/0005-create-request-bounds.md. Plain TypeBox (not Elysia's coercing `t`), checked
+ * strictly before anything else runs.
+ */
 export const CreateTransactionBody = Type.Object(
   {
     amount: Type.Number({
@@ -126,7 +129,10 @@ const time = (description?: string) =>
  */
 export const closed = { additionalProperties: false } as const
 
-/** R7: create and get return this same object; unknown values are null, never absent. */
+/**
+ * docs/decisions/0007-full-transaction-object.md: create and get return this same object; unknown
+ * values are null, never absent.
+ */
 export const TransactionObject = Type.Object(
   {
     id: Type.String({ format: 'uuid' }),

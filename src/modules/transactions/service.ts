@@ -13,10 +13,16 @@ const DEFAULT_EXPIRY_MINUTES = 60
 /** TX-XXXX-XXXX has 30^8 values: a collision is rare, two in a row rarer still. */
 const NUMBER_ATTEMPTS = 5
 
-/** Who is asking: a project in one mode (R9: a key sees only its own mode). */
+/**
+ * Who is asking: a project in one mode (docs/decisions/0009-keys-see-their-own-mode.md: a key sees
+ * only its own mode).
+ */
 export type Caller = ProjectMode
 
-/** A serialised response, so an idempotent replay returns the very same bytes (R6). */
+/**
+ * A serialised response, so an idempotent replay returns the very same bytes
+ * (docs/decisions/0006-idempotent-create.md).
+ */
 export interface StoredResponse {
   status: number
   body: string
@@ -83,9 +89,11 @@ export function createTransactionService(deps: {
 
   return {
     /**
-     * R5-R7. The transaction, its actor, timeline entry and outbox event, and the idempotency
-     * record with the response are committed by one statement: two identical concurrent calls
-     * create one transaction, and the second replays the first's response.
+     * docs/decisions/0005-create-request-bounds.md, docs/decisions/0006-idempotent-create.md,
+     * docs/decisions/0007-full-transaction-object.md. The transaction, its actor, timeline entry
+     * and outbox event, and the idempotency record with the response are committed by one
+     * statement: two identical concurrent calls create one transaction, and the second replays the
+     * first's response.
      */
     async create(
       caller: Caller,
@@ -151,11 +159,15 @@ export function createTransactionService(deps: {
 
     async get(caller: Caller, id: string): Promise<Outcome<TransactionView>> {
       const row = await deps.repo.find(caller, id)
-      // Another project's or mode's transaction is indistinguishable from none (R9).
+      // Another project's or mode's transaction is indistinguishable from none
+      // (docs/decisions/0009-keys-see-their-own-mode.md).
       return row ? ok(view(row)) : deny('not_found', `No transaction ${id}`)
     },
 
-    /** R11: the merchant cancels; only `created`, `prepared` and `pending` can be (409 otherwise). */
+    /**
+     * docs/decisions/0011-cancel.md: the merchant cancels; only `created`, `prepared` and `pending`
+     * can be (409 otherwise).
+     */
     async cancel(caller: Caller, id: string): Promise<Outcome<TransactionView>> {
       const found = await deps.repo.find(caller, id)
       if (!found) return deny('not_found', `No transaction ${id}`)

@@ -19,7 +19,10 @@ const inScope = (s: ProjectMode, ...more: (SQL | undefined)[]) =>
   )
 
 export interface TransactionRepo {
-  /** A transaction of this project and mode; null for another's, as for none (R9). */
+  /**
+   * A transaction of this project and mode; null for another's, as for none
+   * (docs/decisions/0009-keys-see-their-own-mode.md).
+   */
   find(scope: ProjectMode, id: string): Promise<TransactionRow | null>
   /** Whether a transaction exists and is in test mode (the operator's hand-driving of test transactions); null when there is none. */
   testingModeOf(id: string): Promise<boolean | null>
@@ -41,11 +44,12 @@ const ph = (name: string) => sql.placeholder(name)
 /** Persistence of transactions and their idempotency records; no business rules here. */
 export function createTransactionRepo(database: Database): TransactionRepo {
   const db = database.db
-  // The hot read runs as a prepared statement: built once, and on PostgreSQL parsed and planned once
-  // per connection (drizzle's unprepared queries cost several times more; bench/RESULTS.md). It
-  // reads by primary key alone and the scope is checked here: with the project and mode in the
+  // The hot read runs as a prepared statement: built once, and on PostgreSQL parsed and planned
+  // once per connection (drizzle's unprepared queries cost several times more; bench/RESULTS.md).
+  // It reads by primary key alone and the scope is checked here: with the project and mode in the
   // WHERE, a plan made while the table was nearly empty walked the project's list index instead,
-  // reading every row of the project (13 ms a GET at 10,000 rows; bench/RESULTS.md, issue 16).
+  // reading every row of the project (13 ms a GET at 10,000 rows; bench/RESULTS.md,
+  // docs/decisions/0053-speed-measured-against-a-floor.md).
   const findOne = db
     .select()
     .from(transactions)
@@ -79,7 +83,7 @@ export function createTransactionRepo(database: Database): TransactionRepo {
         .orderBy(asc(transactionEvents.id))
     },
 
-    /** Newest first, ties broken by id (R8). */
+    /** Newest first, ties broken by id (docs/decisions/0008-list-order-and-paging.md). */
     async page(scope, filter) {
       const where = inScope(
         scope,

@@ -79,8 +79,10 @@ const errors = (...codes: number[]) =>
   Object.fromEntries(codes.map((c) => [c, 'ErrorResponse'])) as Record<number, 'ErrorResponse'>
 
 /**
- * Merchant API for the treasury tool (issue 13): what it reads to sweep deposit addresses and pay
- * refunds, and where it records each sweep before sending it. The service never sees a key.
+ * Merchant API for the treasury tool
+ * (docs/decisions/0037-money-out-signed-on-the-merchants-machine.md): what it reads to sweep
+ * deposit addresses and pay refunds, and where it records each sweep before sending it. The service
+ * never sees a key.
  */
 export function treasuryController(deps: { treasury: TreasuryService }) {
   return new Elysia({ name: 'treasury', prefix: '/api' })

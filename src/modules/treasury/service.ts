@@ -68,10 +68,11 @@ function plainSweep(
 }
 
 /**
- * The treasury's side of the service (issue 13): what the merchant's treasury tool reads (the
- * networks of the key's mode, the deposit key, the deposit addresses handed out) and the sweeps it
- * records before sending them, which the chain follower then settles from their receipts. The
- * service holds no key: it reads and records; the tool signs.
+ * The treasury's side of the service
+ * (docs/decisions/0037-money-out-signed-on-the-merchants-machine.md): what the merchant's treasury
+ * tool reads (the networks of the key's mode, the deposit key, the deposit addresses handed out)
+ * and the sweeps it records before sending them, which the chain follower then settles from their
+ * receipts. The service holds no key: it reads and records; the tool signs.
  */
 export function createTreasuryService(deps: {
   repo: TreasuryRepo

@@ -35,7 +35,11 @@ const newestFirst = [sql`${s.createdAt} DESC NULLS LAST`, sql`${s.id} DESC NULLS
 const ts = (v: unknown): Date | null =>
   v === null || v === undefined ? null : v instanceof Date ? v : new Date(String(v))
 
-/** Persistence of the treasury's view (issue 13): deposit addresses handed out, sweeps and their items, what waits where. */
+/**
+ * Persistence of the treasury's view
+ * (docs/decisions/0037-money-out-signed-on-the-merchants-machine.md): deposit addresses handed out,
+ * sweeps and their items, what waits where.
+ */
 export function createTreasuryRepo(database: Database) {
   const { db } = database
 

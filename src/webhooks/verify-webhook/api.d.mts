@@ -52,7 +52,7 @@ export interface paths {
         put?: never;
         /**
          * Cancel a transaction
-         * @description Moves a transaction in status `created`, `prepared` or `pending` to `cancelled` (R11); any other status is 409. Subscribed endpoints receive `transaction.cancelled`. Scope `transactions:write`. Takes no body: a body sent anyway is not read (one declared larger than 64 KiB is refused with 413).
+         * @description Moves a transaction in status `created`, `prepared` or `pending` to `cancelled`; any other status is 409. Subscribed endpoints receive `transaction.cancelled`. Scope `transactions:write`. Takes no body: a body sent anyway is not read (one declared larger than 64 KiB is refused with 413).
          */
         post: operations["cancelTransaction"];
         delete?: never;
@@ -72,7 +72,7 @@ export interface paths {
         put?: never;
         /**
          * Send the transaction.completed webhook again
-         * @description Sends a fresh `transaction.completed` delivery with the current data to every enabled endpoint of the key's project and mode that selected that event (R20), also after automatic retries are exhausted. A transaction that is not `completed` is 409: a false completed signal could make a merchant ship unpaid goods. Scope `webhooks:write`. Takes no body: a body sent anyway is not read (one declared larger than 64 KiB is refused with 413).
+         * @description Sends a fresh `transaction.completed` delivery with the current data to every enabled endpoint of the key's project and mode that selected that event, also after automatic retries are exhausted. A transaction that is not `completed` is 409: a false completed signal could make a merchant ship unpaid goods. Scope `webhooks:write`. Takes no body: a body sent anyway is not read (one declared larger than 64 KiB is refused with 413).
          */
         post: operations["retryWebhook"];
         delete?: never;
@@ -90,7 +90,7 @@ export interface paths {
         };
         /**
          * Timeline of a transaction
-         * @description Every status transition of the transaction, oldest first, with its cause and details (R12). Scope `transactions:read`.
+         * @description Every status transition of the transaction, oldest first, with its cause and details. Scope `transactions:read`.
          */
         get: operations["getTransactionTimeline"];
         put?: never;
@@ -2043,7 +2043,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Retries with the same key and body within 24 h return the first response and create nothing (R6). */
+                /** @description Retries with the same key and body within 24 h return the first response and create nothing. */
                 "idempotency-key"?: string;
             };
             path?: never;

@@ -38,8 +38,9 @@ export const REFUND_FILTERS = {
 export type RefundFilter = keyof typeof REFUND_FILTERS
 
 /**
- * The Funds page (issue 13): what waits at the deposit addresses per network and token (as the
- * service has seen it), the sweeps the treasury tool made, and refunds pending and paid.
+ * The Funds page (docs/decisions/0037-money-out-signed-on-the-merchants-machine.md): what waits at
+ * the deposit addresses per network and token (as the service has seen it), the sweeps the treasury
+ * tool made, and refunds pending and paid.
  */
 /** A network's native coin, for showing fees. */
 export type NativeCoin = (network: string) => { symbol: string; decimals: number } | null

@@ -5,8 +5,9 @@ import { badge, base, csrfField, layout, postButton, table, when, type Frame } f
 import { revealed } from '../webhooks/endpoints-page.ts'
 
 /**
- * API keys of the viewed mode. A new key is shown once, in the response to the form that made
- * it, and never stored: only its hash and display prefix are kept (R22).
+ * API keys of the viewed mode. A new key is shown once, in the response to the form that made it,
+ * and never stored: only its hash and display prefix are kept
+ * (docs/decisions/0022-api-keys-and-scopes.md).
  */
 const SHOWN_ONCE =
   'Copy it now: it is shown only this once. Keep it on your server, never in client-side code ' +

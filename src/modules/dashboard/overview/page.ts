@@ -34,7 +34,7 @@ export function fillDays(start: string, end: string, daily: DailyStats[]): Daily
 const percent = (n: number) => `${n.toLocaleString('en-US', { maximumFractionDigits: 2 })}%`
 
 /**
- * The spec's statistics for a date range, a chart of daily volume and conversion, and the
+ * The statistics of docs/integrating/api.md#lists-and-statistics for a date range, a chart of daily volume and conversion, and the
  * numbers behind it.
  */
 export function overviewPage(

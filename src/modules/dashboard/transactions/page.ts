@@ -210,7 +210,10 @@ export interface RefundForm {
 
 const FINISHED = ['completed', 'failed', 'expired', 'cancelled']
 
-/** The transaction's refunds, what is left to refund, and the form to make one (issue 13). */
+/**
+ * The transaction's refunds, what is left to refund, and the form to make one
+ * (docs/decisions/0038-refunds.md).
+ */
 function refundsSection(
   f: Frame,
   d: { transaction: TransactionView; refunds: RefundView[]; refundable: RefundableView[] },

@@ -1,8 +1,9 @@
 /**
- * The pay page's browser script (bundled to assets/pay-page.js by scripts/build-assets.ts).
- * It keeps the server-rendered page live: applies each new state through the same `payView`
- * the server rendered with, streams changes over SSE (polling while the stream is down), and
- * wires the buttons to the R26 endpoints. Text only ever enters the DOM as textContent.
+ * The pay page's browser script (bundled to assets/pay-page.js by scripts/build-assets.ts). It
+ * keeps the server-rendered page live: applies each new state through the same `payView` the server
+ * rendered with, streams changes over SSE (polling while the stream is down), and wires the buttons
+ * to the docs/decisions/0026-pay-page-endpoints.md endpoints. Text only ever enters the DOM as
+ * textContent.
  */
 import type { PayState } from '../model.ts'
 import { PAY_TEXT as t, fill } from '../text.ts'
@@ -335,7 +336,8 @@ async function payWithBrowserWallet(button: HTMLButtonElement): Promise<void> {
     if (r.ok) {
       walletMessage(fill(t.browserWalletSent, { hash: r.hash }))
       paid()
-      // R12: a wallet transaction submitted from the page counts as "I have sent the payment".
+      // docs/decisions/0012-transaction-lifecycle.md: a wallet transaction submitted from the page
+      // counts as "I have sent the payment".
       if (state.status === 'prepared') {
         const c = await post('/confirm')
         if (c) setState(c as PayState)
