@@ -1,5 +1,6 @@
 /**
- * `bun bench/actors.ts`: the lifecycle's costs (docs/decisions/0027-transaction-actors.md), with bare baselines from the same run.
+ * `bun bench/actors.ts`: the lifecycle's costs (docs/decisions/0027-transaction-actors.md), with
+ * bare baselines from the same run.
  *   1. recovery of N active transactions from PostgreSQL: claim, restore and start a running
  *      XState actor each (with its expiry timer child armed on the shared scheduler);
  *   2. heap per running transaction actor, measured on those N actors as the registry holds

@@ -681,7 +681,8 @@ async function bench() {
   }
 
   const wrk = (name: string, url: string, token: string): Result =>
-    // wrk's default 2 s timeout would drop the slowest answers of the large project from the percentiles.
+    // wrk's default 2 s timeout would drop the slowest answers of the large project from the
+    // percentiles.
     runWrk(name, url, {
       seconds: SECONDS,
       connections: CONNECTIONS,

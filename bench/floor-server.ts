@@ -53,7 +53,10 @@ const limiter =
     : createRateLimiter({ repo: rateLimitRepo, clock: systemClock })
 /** Out of reach, as the bench sets the service's project limits. */
 const LIMITS = { minute: 1_000_000_000, hour: 1_000_000_000, day: 1_000_000_000 }
-/** Counts the request against the project's limits and sets the nine headers, as the service's gate does. */
+/**
+ * Counts the request against the project's limits and sets the nine headers, as the service's gate
+ * does.
+ */
 async function limited(set: { headers: Record<string, string | number> }) {
   setRateLimitHeaders(set, await limiter.check(`project:${projectId}`, LIMITS))
 }

@@ -14,7 +14,10 @@ export interface BenchProcess {
   stderr: () => string
 }
 
-/** Starts `bun <args>` and resolves once it logs "listening" (and printed `banner` on stdout, if given). */
+/**
+ * Starts `bun <args>` and resolves once it logs "listening" (and printed `banner` on stdout, if
+ * given).
+ */
 export function startProcess(
   args: string[],
   env: Record<string, string>,
@@ -207,7 +210,8 @@ export async function startService(
   try {
     // PostgreSQL has no demo project: make one before the server starts.
     const made = pg ? (cli(['project', 'create', '--name', 'Bench'], env).id as string) : null
-    // BENCH_BUN_ARGS: runtime flags for the service, e.g. "--cpu-prof-md --cpu-prof-dir=/tmp/prof" (the profile is written on its graceful stop).
+    // BENCH_BUN_ARGS: runtime flags for the service, e.g. "--cpu-prof-md --cpu-prof-dir=/tmp/prof"
+    // (the profile is written on its graceful stop).
     const runtimeArgs = process.env.BENCH_BUN_ARGS ? process.env.BENCH_BUN_ARGS.split(/\s+/) : []
     server = await startProcess([...runtimeArgs, 'src/main.ts'], env, 'Crypto Pay is running')
     const projectId = made ?? /Demo project (proj_\w+)/.exec(server.stdout())![1]!

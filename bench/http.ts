@@ -70,7 +70,10 @@ function alternate(...targets: WrkTarget[]): WrkResult[] {
   }).map((rounds, i) => medianRound(targets[i]!.name, rounds))
 }
 
-/** `limited`: the floor after the rate limit the contract asks of every API request (bench/floor-server.ts). */
+/**
+ * `limited`: the floor after the rate limit the contract asks of every API request
+ * (bench/floor-server.ts).
+ */
 interface Row {
   backend: string
   route: 'get' | 'create'

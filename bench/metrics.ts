@@ -16,7 +16,8 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4)
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32)
 const pgServer = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
-// The embedded run must not inherit a DATABASE_URL; the PostgreSQL run makes its own database on this server.
+// The embedded run must not inherit a DATABASE_URL; the PostgreSQL run makes its own database on
+// this server.
 delete process.env.DATABASE_URL
 
 async function prepared(

@@ -115,7 +115,10 @@ async function bench() {
     return [medianRound(bare.name, b), medianRound(page.name, p)]
   }
 
-  /** Measures every route of a started service, the page in rounds with the bare server `bareFor` gives for its page. */
+  /**
+   * Measures every route of a started service, the page in rounds with the bare server `bareFor`
+   * gives for its page.
+   */
   async function serviceRun(
     backend: 'pglite' | 'postgres',
     bareFor: (sample: Sample) => Promise<string>,

@@ -262,7 +262,8 @@ async function topUpTable() {
   const n = Number(process.env.BENCH_TOP_UP_ADDRESSES ?? 40)
   await withMerchant('cancun', async ({ chain, t, shopKey, tool, files }) => {
     const rows: string[] = []
-    // The coin first: a token address keeps the gas its transfer did not use, which a later coin sweep would take too.
+    // The coin first: a token address keeps the gas its transfer did not use, which a later coin
+    // sweep would take too.
     for (const token of ['ETH', 'TUSD'] as const) {
       await paidTransactions(t, shopKey, chain, n, token)
       const r = await runTreasuryTool([

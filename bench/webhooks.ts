@@ -190,7 +190,8 @@ await endpoint(healthy, '/ok/healthy?record')
 await latency('2. commit -> request received, healthy endpoint', healthy, 1000, 100)
 
 {
-  // 50 projects x 20 endpoints = 1,000 endpoints answering 500, every event retried on a 1 s schedule.
+  // 50 projects x 20 endpoints = 1,000 endpoints answering 500, every event retried on a 1 s
+  // schedule.
   const failing: string[] = []
   for (let p = 0; p < 50; p++) {
     const id = await project(`failing ${p}`)

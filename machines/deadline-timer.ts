@@ -17,7 +17,10 @@ export interface DeadlineInput {
   at: number
 }
 
-/** What the timer sends its parent when the deadline has passed (again every few seconds while the parent stays). */
+/**
+ * What the timer sends its parent when the deadline has passed (again every few seconds while the
+ * parent stays).
+ */
 export interface TimerFired {
   type: 'timer.fired'
   /** The time it fired, epoch ms. */

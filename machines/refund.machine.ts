@@ -47,7 +47,10 @@ export const FINAL_REFUND_STATUSES: readonly RefundStatus[] = ['completed', 'fai
 export type RefundFailure = 'reverted' | 'unpayable'
 export type PaymentRoute = 'deposit' | 'gas' | 'direct'
 
-/** The on-chain transaction paying the refund: the one the treasury tool recorded, or (deposit route) the one that paid the id. */
+/**
+ * The on-chain transaction paying the refund: the one the treasury tool recorded, or (deposit
+ * route) the one that paid the id.
+ */
 export interface Submission {
   txHash: string
   /** Who sent it (lowercase); null when not known. */
@@ -56,7 +59,10 @@ export interface Submission {
   route: PaymentRoute
   /** Deposit route: when its signature expires (seconds since the epoch, chain time). */
   payUntil?: number
-  /** Deposit route: a block at or before the one the payment could first be mined in (where to look for the id's Paid event). */
+  /**
+   * Deposit route: a block at or before the one the payment could first be mined in (where to look
+   * for the id's Paid event).
+   */
   fromBlock?: number
 }
 
@@ -83,7 +89,10 @@ export interface RefundInput {
 
 export type RefundEvent =
   | { type: 'submission.recorded'; submission: Submission }
-  /** `txHash`, `from`, `nonce`: the transaction that pays (deposit route: possibly another than the one recorded). */
+  /**
+   * `txHash`, `from`, `nonce`: the transaction that pays (deposit route: possibly another than the
+   * one recorded).
+   */
   | {
       type: 'submission.included'
       txHash: string
@@ -99,7 +108,10 @@ export type RefundEvent =
   | { type: 'submission.expired'; txHash: string }
   /** Someone asked to give up a recorded payment the service found can no longer be mined. */
   | { type: 'submission.abandoned'; txHash: string; detail: string }
-  /** Gas or direct route: mined, reverted (or paying something else), with the network's confirmations. */
+  /**
+   * Gas or direct route: mined, reverted (or paying something else), with the network's
+   * confirmations.
+   */
   | {
       type: 'submission.reverted'
       txHash: string
@@ -107,7 +119,10 @@ export type RefundEvent =
       blockHash: string
       detail: string
     }
-  /** `final`: on a network that waits for its safe or finalized block, whether it has reached the payment's. */
+  /**
+   * `final`: on a network that waits for its safe or finalized block, whether it has reached the
+   * payment's.
+   */
   | { type: 'confirmations.updated'; confirmations: number; final?: boolean }
   | { type: 'payment.refused'; detail: string }
   | { type: 'cancel.requested' }
@@ -126,12 +141,14 @@ export const refundMachine = setup({
   },
   guards: {
     isWatched: ({ context, event }) => 'txHash' in event && watched(context, event),
-    // The deposit route is paid by whichever transaction delivered the signature first; the gas route by its own only.
+    // The deposit route is paid by whichever transaction delivered the signature first; the gas
+    // route by its own only.
     paysIt: ({ context, event }) =>
       event.type === 'submission.included' &&
       context.submission !== null &&
       (route(context) === 'deposit' || watched(context, event)),
-    // Re-included in another block (or, deposit route, by another transaction) after a reorg: the confirmations count from there.
+    // Re-included in another block (or, deposit route, by another transaction) after a reorg: the
+    // confirmations count from there.
     isOtherInclusion: ({ context, event }) =>
       event.type === 'submission.included' &&
       context.submission !== null &&

@@ -128,7 +128,9 @@ export type TxEvent =
   | { type: 'expiry.reached'; at: number }
   | { type: 'cancel.requested'; by: 'merchant' | 'customer' }
 
-/** What the actor asks of whoever runs it: its deadline has passed, please apply `expiry.reached`. */
+/**
+ * What the actor asks of whoever runs it: its deadline has passed, please apply `expiry.reached`.
+ */
 export interface ExpiryDue {
   type: 'expiry.due'
   at: number
@@ -169,7 +171,9 @@ const paymentOf = (e: TransferRef & { amount: string; blockNumber?: number | nul
         amount: e.amount,
         blockNumber: e.blockNumber ?? null,
       }
-/** A wrong asset's entry in `wrongAssets`: the hash, with the log index after a colon when known. */
+/**
+ * A wrong asset's entry in `wrongAssets`: the hash, with the log index after a colon when known.
+ */
 const wrongAssetKey = (e: TransferRef) =>
   e.logIndex === undefined ? e.txHash : `${e.txHash}:${e.logIndex}`
 const isWrongAsset = (entry: string, e: TransferRef) => {

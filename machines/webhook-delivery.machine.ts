@@ -31,7 +31,9 @@ export const DELIVERY_MACHINE_VERSION = 2
 export const DEFAULT_RETRY_SCHEDULE_MS: readonly number[] = [
   60_000, 300_000, 1_800_000, 7_200_000, 28_800_000,
 ]
-/** Events older than this are never retried automatically (docs/integrating/webhooks.md#retries). */
+/**
+ * Events older than this are never retried automatically (docs/integrating/webhooks.md#retries).
+ */
 export const MAX_EVENT_AGE_MS = 7 * 24 * 3_600_000
 
 export type AttemptTrigger = 'scheduled' | 'manual'
@@ -50,7 +52,9 @@ export interface DeliveryContext {
   attempts: number
   /** Automatic attempts made; the schedule is indexed by this. */
   automaticAttempts: number
-  /** Absolute time of the next attempt (the one in flight while attempting); null when none is due. */
+  /**
+   * Absolute time of the next attempt (the one in flight while attempting); null when none is due.
+   */
   nextAttemptAt: number | null
   /** What started the attempt in flight (or the last one). */
   trigger: AttemptTrigger
@@ -81,7 +85,10 @@ export interface AttemptInput {
 export interface AttemptOutput {
   ok: boolean
   at: number
-  /** No request was made because the endpoint is disabled: nothing counts, the delivery waits for it. */
+  /**
+   * No request was made because the endpoint is disabled: nothing counts, the delivery waits for
+   * it.
+   */
   paused?: boolean
   /** The receiver asked for this wait (`Retry-After` on a 429 or 503), in ms. */
   retryAfterMs?: number
@@ -115,7 +122,10 @@ const counted = (c: DeliveryContext) => ({
   automaticAttempts: c.automaticAttempts + (c.trigger === 'scheduled' ? 1 : 0),
 })
 
-/** Where a failed attempt leads: a manual one ends the delivery, an automatic one retries while it may. */
+/**
+ * Where a failed attempt leads: a manual one ends the delivery, an automatic one retries while it
+ * may.
+ */
 const afterFailure = [
   { guard: 'manual', target: 'failed', actions: 'recordManualFailure' },
   { guard: 'canRetry', target: 'scheduled', actions: 'scheduleRetry' },
@@ -234,11 +244,13 @@ export const webhookDeliveryMachine = setup({
         }),
         onDone: [
           { guard: 'succeeded', target: 'succeeded', actions: 'recordSuccess' },
-          // A disabled endpoint uses up no attempts: the delivery waits for it to be enabled (still subject to the 7-day rule).
+          // A disabled endpoint uses up no attempts: the delivery waits for it to be enabled (still
+          // subject to the 7-day rule).
           { guard: 'paused', target: 'scheduled', actions: 'waitWhilePaused' },
           ...afterFailure,
         ],
-        // `sendAttempt` answers failures as values; if it throws anyway, that counts as a failed attempt.
+        // `sendAttempt` answers failures as values; if it throws anyway, that counts as a failed
+        // attempt.
         onError: afterFailure,
       },
     },

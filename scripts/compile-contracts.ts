@@ -31,7 +31,10 @@ interface Artifact {
   contractName: string
   abi: unknown[]
   bytecode: `0x${string}`
-  /** The code the contract leaves on chain (the dry run's state override, the devnet's Multicall3 stand-in). */
+  /**
+   * The code the contract leaves on chain (the dry run's state override, the devnet's Multicall3
+   * stand-in).
+   */
   deployedBytecode: `0x${string}`
   /**
    * Where the deployed code holds immutables (byte offsets), which `deployedBytecode` leaves as

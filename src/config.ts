@@ -21,7 +21,10 @@ export interface Config {
   host: string
   /** Public origin from BASE_URL; null means `https://localhost:PORT` once the port is known. */
   baseUrl: string | null
-  /** API_URL: another origin that serves the same /api paths (say, behind another name); the OpenAPI document lists it. */
+  /**
+   * API_URL: another origin that serves the same /api paths (say, behind another name); the OpenAPI
+   * document lists it.
+   */
   apiUrl: string | null
   databaseUrl: string | null
   dataDir: string
@@ -33,9 +36,15 @@ export interface Config {
    */
   trustProxy: boolean
   logLevel: Level
-  /** How long an instance's lease lasts without renewal: it covers its transaction and delivery actors and the networks it follows. */
+  /**
+   * How long an instance's lease lasts without renewal: it covers its transaction and delivery
+   * actors and the networks it follows.
+   */
   actorLeaseMs: number
-  /** SECRET_KEY as given (32 bytes, hex or base64); null: a key generated under DATA_DIR (embedded database only). */
+  /**
+   * SECRET_KEY as given (32 bytes, hex or base64); null: a key generated under DATA_DIR (embedded
+   * database only).
+   */
   secretKey: Buffer | null
   /** docs/decisions/0019-retry-schedule.md: delays between automatic webhook attempts, in ms. */
   webhookRetryScheduleMs: number[]
@@ -58,11 +67,20 @@ export interface Config {
   metricsEnabled: boolean
   /** Bearer token GET /metrics requires; null: only loopback clients may scrape. */
   metricsToken: string | null
-  /** An endpoint whose every attempt failed for this long is disabled (WEBHOOK_DISABLE_AFTER, default 5d). */
+  /**
+   * An endpoint whose every attempt failed for this long is disabled (WEBHOOK_DISABLE_AFTER,
+   * default 5d).
+   */
   webhookDisableAfterMs: number
-  /** Readiness fails when a network's follower here is out of step with the head this long (READY_CHAIN_MAX_LAG, default 120s). */
+  /**
+   * Readiness fails when a network's follower here is out of step with the head this long
+   * (READY_CHAIN_MAX_LAG, default 120s).
+   */
   readyChainMaxLagMs: number
-  /** On SIGTERM, readiness fails this long before the listeners close, so a balancer drains the instance (SHUTDOWN_DRAIN, default 0s). */
+  /**
+   * On SIGTERM, readiness fails this long before the listeners close, so a balancer drains the
+   * instance (SHUTDOWN_DRAIN, default 0s).
+   */
   shutdownDrainMs: number
 }
 
@@ -217,7 +235,8 @@ const RULES: [Variable, (v: Vars) => string | undefined][] = [
           ? undefined
           : 'must be 32 random bytes as 64 hex characters or base64 (for example: openssl rand -hex 32)'
       }
-      // Every instance must open the secrets the others sealed, so the key cannot be made up locally.
+      // Every instance must open the secrets the others sealed, so the key cannot be made up
+      // locally.
       if (v.DATABASE_URL !== undefined)
         return 'is required with DATABASE_URL, the same in every instance (generate one with: openssl rand -hex 32)'
     },

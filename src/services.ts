@@ -104,9 +104,15 @@ export async function createServices(deps: {
   testWallet?: TestWallet | null
   /** Per-IP limits of the pay routes (PAY_RATE_LIMITS). */
   payLimits?: RateLimits | null
-  /** WEBHOOK_DISABLE_AFTER: an endpoint failing every attempt this long is disabled (default 5 days). */
+  /**
+   * WEBHOOK_DISABLE_AFTER: an endpoint failing every attempt this long is disabled (default 5
+   * days).
+   */
   webhookDisableAfterMs?: number
-  /** READY_CHAIN_MAX_LAG: how long a follower may be out of step with the head before readiness fails. */
+  /**
+   * READY_CHAIN_MAX_LAG: how long a follower may be out of step with the head before readiness
+   * fails.
+   */
   readyChainMaxLagMs?: number
   /** DATA_DIR, whose writability readiness checks; null where there is none to check. */
   dataDir?: string | null
@@ -121,7 +127,8 @@ export async function createServices(deps: {
   const endpoints = createEndpointService({ database, changes, clock, secrets, addressRules })
   const singleInstance = database.kind === 'pglite'
   // One lease covers every actor this instance runs, transactions and deliveries alike. Only
-  // servers take it (src/server/start.ts starts the registry and the dispatcher); the CLI never does.
+  // servers take it (src/server/start.ts starts the registry and the dispatcher); the CLI never
+  // does.
   const lease = createInstanceLease({
     repo: createInstanceRepo(database.db),
     clock,
@@ -360,13 +367,17 @@ export async function createServices(deps: {
     metrics,
     /** GET /readyz and `status`: what a balancer and an operator read. */
     readiness,
-    /** The graceful stop begins: readiness fails and event streams end, before the listeners close. */
+    /**
+     * The graceful stop begins: readiness fails and event streams end, before the listeners close.
+     */
     beginStop() {
       readiness.beginStop()
       stopController.abort()
     },
     lease,
-    /** Every deadline of this instance's actors (tests move a manual clock, then run what is due). */
+    /**
+     * Every deadline of this instance's actors (tests move a manual clock, then run what is due).
+     */
     scheduler,
     transactions,
     stats,

@@ -3,7 +3,10 @@ import type { DeadlineInput, TimerFired } from '../../machines/deadline-timer.ts
 import type { Clock } from '../lib/clock.ts'
 import type { Scheduler } from './scheduler.ts'
 
-/** While the parent stays in its waiting state after the deadline (its reaction failed), fire again this often. */
+/**
+ * While the parent stays in its waiting state after the deadline (its reaction failed), fire again
+ * this often.
+ */
 export const REFIRE_MS = 5_000
 
 /**
@@ -18,11 +21,13 @@ export function deadlineTimer(scheduler: Scheduler, clock: Clock) {
     let cancel = () => {}
     function fire() {
       if (stopped) return
-      // Armed again before telling the parent: leaving the state stops this child synchronously, and must cancel it.
+      // Armed again before telling the parent: leaving the state stops this child synchronously,
+      // and must cancel it.
       cancel = scheduler.at(clock.now() + REFIRE_MS, fire)
       sendBack({ type: 'timer.fired', at: clock.now() })
     }
-    // Already due (a fresh webhook delivery, an overdue restored actor): right after the parent has started, not a timer tick later.
+    // Already due (a fresh webhook delivery, an overdue restored actor): right after the parent has
+    // started, not a timer tick later.
     if (input.at <= clock.now()) queueMicrotask(fire)
     else cancel = scheduler.at(input.at, fire)
     return () => {

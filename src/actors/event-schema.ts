@@ -8,7 +8,10 @@ const units = Type.String({
 })
 const hash = Type.String({ minLength: 1, maxLength: 200 })
 const block = Type.Integer({ minimum: 0 })
-/** The Transfer log's index in its block; -1 for a native transfer, -2 for native coin that arrived by an internal call. */
+/**
+ * The Transfer log's index in its block; -1 for a native transfer, -2 for native coin that arrived
+ * by an internal call.
+ */
 const logIndex = Type.Optional(Type.Integer({ minimum: -2 }))
 const obj = <T extends TProperties>(props: T) => Type.Object(props, { additionalProperties: false })
 

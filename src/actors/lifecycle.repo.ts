@@ -139,7 +139,10 @@ const COMMIT = sql`WITH t AS (
 )
 SELECT count(*)::int AS updated FROM t`
 
-/** A timeline entry that moves nothing, on a transaction in whatever status it is (a reorg after completion). */
+/**
+ * A timeline entry that moves nothing, on a transaction in whatever status it is (a reorg after
+ * completion).
+ */
 const NOTE = sql`
 INSERT INTO ${e} (${bare(e.transactionId)}, ${bare(e.fromStatus)}, ${bare(e.toStatus)}, ${bare(e.cause)}, ${bare(e.details)}, ${bare(e.at)})
 SELECT ${t.id}, ${t.status}, ${t.status}, ${param('cause')}, ${param('details', 'jsonb')}, ${param('at', 'timestamptz')} FROM ${t} WHERE ${t.id} = ${param('id', 'uuid')}`
@@ -154,7 +157,10 @@ const json = (v: unknown) => (v === null || v === undefined ? null : JSON.string
  */
 export const EMBEDDED_CREATE_GATHER_MS = 2
 
-/** Persistence of transactions' actors, timeline and outbox; every write that changes a status is atomic. */
+/**
+ * Persistence of transactions' actors, timeline and outbox; every write that changes a status is
+ * atomic.
+ */
 export function createLifecycleRepo(database: Database) {
   const db = database.db
   // On the embedded database, creates under load share their commits
@@ -218,7 +224,8 @@ export function createLifecycleRepo(database: Database) {
         snapshot: typeof r.snapshot === 'string' ? JSON.parse(r.snapshot) : r.snapshot,
       }))
   }
-  // Only actors this version can run are claimed: one of another machine version stays free for an instance that can.
+  // Only actors this version can run are claimed: one of another machine version stays free for an
+  // instance that can.
   const runnable = sql`${a.machineVersion} = ${sql.raw(String(MACHINE_VERSION))}`
   const claimFree = claim(
     sql`${runnable} AND (${a.owner} IS NULL OR (${a.owner} <> ${param('owner')} AND ${a.owner} NOT IN (${liveInstances(sql.placeholder('now'))})))`,
@@ -362,7 +369,10 @@ export function createLifecycleRepo(database: Database) {
         : null
     },
 
-    /** The actors recorded as this instance's, with their versions (to notice any moved on or taken over meanwhile). */
+    /**
+     * The actors recorded as this instance's, with their versions (to notice any moved on or taken
+     * over meanwhile).
+     */
     async owned(owner: string): Promise<Map<string, number>> {
       const rows = await db
         .select({ id: a.transactionId, version: t.version })
@@ -376,7 +386,9 @@ export function createLifecycleRepo(database: Database) {
     claimFree: (owner: string, now: Date, limit: number) =>
       claimFree({ owner, now: now.toISOString(), limit }),
 
-    /** Takes every actor not already ours (one instance on an embedded database: all of them are). */
+    /**
+     * Takes every actor not already ours (one instance on an embedded database: all of them are).
+     */
     claimAll: (owner: string, limit: number) => claimAll({ owner, limit }),
 
     /** The actors still recorded as ours, for resuming after the lease was lost and regained. */
@@ -388,7 +400,10 @@ export function createLifecycleRepo(database: Database) {
         .where(eq(a.owner, owner))
     },
 
-    /** Active transactions whose actor was stored by another machine version than this one runs (at most `limit`). */
+    /**
+     * Active transactions whose actor was stored by another machine version than this one runs (at
+     * most `limit`).
+     */
     async otherVersions(
       limit: number,
     ): Promise<{ transactionId: string; machineVersion: number }[]> {

@@ -31,7 +31,9 @@ export function createScheduler(clock: Clock, opts: { maxDelayMs?: number } = {}
   let heap: Entry[] = []
   let seq = 0
   let live = 0
-  /** Cancelled entries still in the heap (they leave it when they reach the top, or by compaction). */
+  /**
+   * Cancelled entries still in the heap (they leave it when they reach the top, or by compaction).
+   */
   let dead = 0
   let timer: ReturnType<typeof setTimeout> | null = null
   let armedFor = Infinity
@@ -72,7 +74,10 @@ export function createScheduler(clock: Clock, opts: { maxDelayMs?: number } = {}
     return top
   }
 
-  /** Drops cancelled entries when they outnumber the live ones, so a cancelled timer does not wait in the heap until its deadline. */
+  /**
+   * Drops cancelled entries when they outnumber the live ones, so a cancelled timer does not wait
+   * in the heap until its deadline.
+   */
   function compact() {
     heap = heap.filter((e) => !e.cancelled)
     dead = 0

@@ -47,7 +47,10 @@ export interface RegistryDeps {
   metrics?: Pick<Metrics, 'transactionEntered'>
 }
 
-/** What a transaction needs to be created: its row and what the first timeline entry and the idempotency record say. */
+/**
+ * What a transaction needs to be created: its row and what the first timeline entry and the
+ * idempotency record say.
+ */
 export type CreateRequest = Omit<
   NewTransaction,
   'snapshot' | 'machineVersion' | 'owner' | 'eventData'
@@ -64,12 +67,18 @@ export type TransactionChange =
       version: number
       /** Committed by this process (not heard of by NOTIFY). */
       here: boolean
-      /** The commit wrote an outbox event (webhook work to fan out); told only for commits made here. */
+      /**
+       * The commit wrote an outbox event (webhook work to fan out); told only for commits made
+       * here.
+       */
       outbox: boolean
     }
   | { resync: true }
 
-/** Sent on every commit (several instances) or to the owner when another instance committed a transition of its actor. */
+/**
+ * Sent on every commit (several instances) or to the owner when another instance committed a
+ * transition of its actor.
+ */
 interface ActorChange {
   id: string
   version: number
@@ -79,7 +88,10 @@ interface ActorChange {
 const CLAIM_BATCH = 5000
 /** Lease ticks between checks that every running actor is still this instance's, at its version. */
 const RECONCILE_EVERY = 10
-/** NOTIFY payloads must stay under 8000 bytes; larger changes are sent without the event (the owner reloads). */
+/**
+ * NOTIFY payloads must stay under 8000 bytes; larger changes are sent without the event (the owner
+ * reloads).
+ */
 const MAX_NOTIFY_BYTES = 7000
 
 /**
@@ -143,7 +155,8 @@ export function createTransactionRegistry(deps: RegistryDeps) {
   /** The deadline of a running actor passed: its expiry is applied like any event. */
   function expire(id: string, at: number) {
     apply(id, { type: 'expiry.reached', at }).then(
-      // A conflict means the expiry no longer applies (paid, cancelled); anything else: the timer fires again.
+      // A conflict means the expiry no longer applies (paid, cancelled); anything else: the timer
+      // fires again.
       (r) =>
         !r.ok && r.code !== 'conflict'
           ? deps.logger.warn('expiry not applied; retrying', {
@@ -167,11 +180,15 @@ export function createTransactionRegistry(deps: RegistryDeps) {
     running.delete(id)
   }
 
-  /** A running actor from a stored snapshot; a snapshot of another machine version is refused loudly and left alone. */
+  /**
+   * A running actor from a stored snapshot; a snapshot of another machine version is refused loudly
+   * and left alone.
+   */
   function restore(stored: StoredActor) {
     if (stopped || !deps.lease.held()) return
     if (stored.machineVersion !== MACHINE_VERSION) {
-      // Left free for an instance that can run it (claims only take this version's actors); start-up lists such actors as errors.
+      // Left free for an instance that can run it (claims only take this version's actors);
+      // start-up lists such actors as errors.
       deps.logger.warn(
         'stored actor from another machine version; released for an instance that can run it',
         { transactionId: stored.transactionId, machineVersion: stored.machineVersion },
@@ -183,14 +200,19 @@ export function createTransactionRegistry(deps: RegistryDeps) {
     run(stored.transactionId, restoreActor(machine, stored.snapshot, deps.inspect), stored.version)
   }
 
-  /** Brings the running actor to what the database holds (after a conflict, or a change it missed). */
+  /**
+   * Brings the running actor to what the database holds (after a conflict, or a change it missed).
+   */
   async function reload(id: string) {
     const stored = await deps.repo.load(id)
     if (!stored || stored.owner !== me || stopped) return stopRunning(id)
     if (running.get(id)?.version !== stored.version) restore(stored)
   }
 
-  /** Commits `after` as the transition from `before` caused by `event`; null when the version moved on. */
+  /**
+   * Commits `after` as the transition from `before` caused by `event`; null when the version moved
+   * on.
+   */
   function commit(
     id: string,
     version: number,
@@ -231,7 +253,8 @@ export function createTransactionRegistry(deps: RegistryDeps) {
     version: number,
     expected: TxStatus | null,
   ) {
-    // Stopped meanwhile (the lease was lost): the database holds the change, whoever runs the actor next starts from it.
+    // Stopped meanwhile (the lease was lost): the database holds the change, whoever runs the actor
+    // next starts from it.
     if (running.get(id) !== entry) return
     entry.actor.send(event)
     entry.version = version
@@ -289,7 +312,8 @@ export function createTransactionRegistry(deps: RegistryDeps) {
             ? { can: true, after: transition(machine, before, event)[0] }
             : { can: false }
         } catch (e) {
-          // A guard or action threw (a bug, or an event no validation caught): nothing is committed, the actor stays as it was.
+          // A guard or action threw (a bug, or an event no validation caught): nothing is
+          // committed, the actor stays as it was.
           deps.logger.error('event refused: the machine failed while taking it', {
             transactionId: id,
             event: event.type,
@@ -319,7 +343,8 @@ export function createTransactionRegistry(deps: RegistryDeps) {
         if (after.value !== before.value) deps.metrics?.transactionEntered(String(after.value))
         if (mine) advance(id, mine, event, row.version, after.value as TxStatus)
         else if (owner !== null) await notifyOthers({ id, version: row.version, event })
-        // Other instances hear every commit, so their pay-page streams of this transaction move on too.
+        // Other instances hear every commit, so their pay-page streams of this transaction move on
+        // too.
         if ((mine || owner === null) && !deps.singleInstance)
           void notifyOthers({ id, version: row.version }).catch((e) =>
             deps.logger.warn('change not announced to other instances', {
@@ -382,7 +407,8 @@ export function createTransactionRegistry(deps: RegistryDeps) {
    * it, and starts any recorded as ours that does not run (its start failed, or it was stopped).
    */
   async function reconcile() {
-    // Only actors running before the query can be judged by it: one started meanwhile is ours even though the query did not see it.
+    // Only actors running before the query can be judged by it: one started meanwhile is ours even
+    // though the query did not see it.
     const before = new Map([...running.entries()].map(([id, r]) => [id, r.version] as const))
     const owned = await deps.repo.owned(me)
     const settle = (id: string) =>
@@ -418,7 +444,8 @@ export function createTransactionRegistry(deps: RegistryDeps) {
         releaseOne: (s) => deps.repo.releaseOne(s.transactionId, me),
         describe: (s) => ({ transactionId: s.transactionId }),
       },
-      // Ours from before a restart on the same DATA_DIR (src/server/instance-id.ts), or from before the lease was lost.
+      // Ours from before a restart on the same DATA_DIR (src/server/instance-id.ts), or from before
+      // the lease was lost.
       resume: async (): Promise<void> => claims.take(await deps.repo.ownedActors(me)),
       reconcile,
       drop: () => {
@@ -482,14 +509,18 @@ export function createTransactionRegistry(deps: RegistryDeps) {
       )
     },
 
-    /** Takes the lease, restores every actor this instance may run, then keeps taking over dead instances' actors. */
+    /**
+     * Takes the lease, restores every actor this instance may run, then keeps taking over dead
+     * instances' actors.
+     */
     async start() {
       unlisten = await deps.database.listen(CHANNELS.transactionActor, changed, () => {
         announce({ resync: true })
         void reconcile().catch(() => {})
       })
       await claims.start()
-      // Actors no instance of this version will run: said loudly, one by one (their events are refused the same way).
+      // Actors no instance of this version will run: said loudly, one by one (their events are
+      // refused the same way).
       for (const o of await deps.repo.otherVersions(100)) {
         deps.logger.error('stored actor from another machine version; not run', {
           transactionId: o.transactionId,
@@ -513,7 +544,10 @@ export function createTransactionRegistry(deps: RegistryDeps) {
       return running.size
     },
 
-    /** Every committed change this instance hears of (see TransactionChange); returns the unsubscribe. */
+    /**
+     * Every committed change this instance hears of (see TransactionChange); returns the
+     * unsubscribe.
+     */
     onChange(fn: (change: TransactionChange) => void): () => void {
       changeListeners.add(fn)
       return () => changeListeners.delete(fn)

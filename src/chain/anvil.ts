@@ -33,7 +33,9 @@ export interface AnvilOptions {
    * 30 s and at a graceful stop. Blocks keep their hashes across restarts.
    */
   stateFile?: string
-  /** The EVM hardfork (default `cancun`); `prague` adds EIP-7702 (the treasury's sponsored sweeps). */
+  /**
+   * The EVM hardfork (default `cancun`); `prague` adds EIP-7702 (the treasury's sponsored sweeps).
+   */
   hardfork?: 'cancun' | 'prague'
   extraArgs?: string[]
 }

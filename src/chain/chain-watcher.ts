@@ -34,7 +34,10 @@ import type { Address } from 'viem'
 
 /** Deposit addresses of transactions that finished longer ago than this are no longer watched. */
 const WATCH_FINISHED_FOR_MS = 30 * 86_400_000
-/** A network's start-up check that takes longer than this counts as unreachable (checked again before following). */
+/**
+ * A network's start-up check that takes longer than this counts as unreachable (checked again
+ * before following).
+ */
 const VERIFY_TIMEOUT_MS = 15_000
 
 /** The follower's cursor, one row per network. */
@@ -83,7 +86,8 @@ export function createChainWatcher(deps: {
         rpcUrl: n.rpcUrl,
         fallbackRpcUrls: n.fallbackRpcUrls,
         chainId: n.chainId,
-        // Every 429 counts and is said, also one the client's retry gets past. The URL may carry an API key: only its host is logged.
+        // Every 429 counts and is said, also one the client's retry gets past. The URL may carry an
+        // API key: only its host is logged.
         onRateLimited: (url, retryAfter) => {
           deps.metrics.rpcError(n.name, 'rate_limited')
           deps.logger.warn('the RPC provider answered 429 (rate limited); backing off', {
@@ -106,7 +110,10 @@ export function createChainWatcher(deps: {
   )
   const followers = new Map<string, BlockFollower>()
   const pushes = new Map<string, HeadSubscription>()
-  /** Each network's last check against its chain (network-verification.ts); followed only once verified. */
+  /**
+   * Each network's last check against its chain (network-verification.ts); followed only once
+   * verified.
+   */
   const verdicts = new Map<string, Verdict>()
   const verifying = new Map<string, Promise<void>>()
   const me = deps.lease.instanceId
@@ -154,7 +161,8 @@ export function createChainWatcher(deps: {
       handler: async (event) => {
         await payments(event)
         if (event.type !== 'head') return
-        // Sent transactions are settled after the block's payments; a failure waits for the next head and holds up nothing.
+        // Sent transactions are settled after the block's payments; a failure waits for the next
+        // head and holds up nothing.
         await outgoing
           .onHead(event.number, event.final)
           .catch((e) =>
@@ -166,7 +174,8 @@ export function createChainWatcher(deps: {
       },
       // Polling and back-off run on real time whatever clock the lifecycle uses.
       logger: deps.logger,
-      // A rate limit was counted when its answer came (onRateLimited above); any other failure is counted here.
+      // A rate limit was counted when its answer came (onRateLimited above); any other failure is
+      // counted here.
       onTickFailed: (e) => isRateLimit(e) || deps.metrics.rpcError(n.name, rpcErrorKind(e)),
       onLogRangeRefused: () => deps.metrics.rpcError(n.name, 'log_range'),
       ...(native ? { balanceWatch: () => repo.nativeQuotedAddresses(n.name, native.symbol) } : {}),
@@ -239,7 +248,10 @@ export function createChainWatcher(deps: {
     return verdict
   }
 
-  /** Checks a network not verified yet in the background (one check at a time), and claims it once it is. */
+  /**
+   * Checks a network not verified yet in the background (one check at a time), and claims it once
+   * it is.
+   */
   function verifyAgain(n: NetworkConfig) {
     if (verifying.has(n.name)) return
     verifying.set(
@@ -264,7 +276,10 @@ export function createChainWatcher(deps: {
   const claimPasses = createWorkLoop({ run: claimPass })
   const claim = () => claimPasses.request()
 
-  /** A network is claimed and kept by one statement each tick (chain.repo.ts `claimNetwork`), so claiming is the reconcile. */
+  /**
+   * A network is claimed and kept by one statement each tick (chain.repo.ts `claimNetwork`), so
+   * claiming is the reconcile.
+   */
   const claims = createClaims<never>({
     lease: deps.lease,
     clock: deps.clock,
@@ -299,7 +314,10 @@ export function createChainWatcher(deps: {
 
   return {
     networks: deps.networks,
-    /** The native balance of `address` on `network` at its latest block (null when the node cannot say). */
+    /**
+     * The native balance of `address` on `network` at its latest block (null when the node cannot
+     * say).
+     */
     async nativeBalance(network: string, address: string): Promise<bigint | null> {
       const client = clients.get(network)
       return client
@@ -322,9 +340,15 @@ export function createChainWatcher(deps: {
     },
     /** Each network's last check against its chain; absent before the first. */
     verdicts: (): Verdict[] => [...verdicts.values()],
-    /** Whether the network has been checked against its chain and agrees (only then are its tokens quoted). */
+    /**
+     * Whether the network has been checked against its chain and agrees (only then are its tokens
+     * quoted).
+     */
     verified: (network: string): boolean => verdicts.get(network)?.status === 'verified',
-    /** Whether the network's chain runs EIP-7702, as its node answered when it was verified (null before). */
+    /**
+     * Whether the network's chain runs EIP-7702, as its node answered when it was verified (null
+     * before).
+     */
     eip7702(network: string): boolean | null {
       const v = verdicts.get(network)
       return v?.status === 'verified' ? v.eip7702.supported : null
@@ -362,7 +386,9 @@ export function createChainWatcher(deps: {
       await loadWatched()
       await claims.start()
     },
-    /** The networks whose new heads are pushed to this instance now (a live WebSocket subscription). */
+    /**
+     * The networks whose new heads are pushed to this instance now (a live WebSocket subscription).
+     */
     pushing: (): string[] => [...pushes].flatMap(([name, p]) => (p.connected() ? [name] : [])),
     /** The networks this instance follows now. */
     following: (): string[] => [...followers.keys()],
@@ -429,7 +455,10 @@ export function createChainWatcher(deps: {
         network: n.name,
         status: followers.get(n.name)?.status() ?? null,
       })),
-    /** Which instance follows each network, and its halt, as recorded (for readiness on the instances that do not follow it). */
+    /**
+     * Which instance follows each network, and its halt, as recorded (for readiness on the
+     * instances that do not follow it).
+     */
     async followers(): Promise<
       { network: string; owner: string | null; live: boolean; halted: Halt | null }[]
     > {

@@ -41,7 +41,9 @@ export interface TransferFinding {
   amount: bigint
 }
 
-/** A recorded transfer whose lifecycle event is not judged yet, with what its transaction expects. */
+/**
+ * A recorded transfer whose lifecycle event is not judged yet, with what its transaction expects.
+ */
 export interface UnappliedTransfer {
   id: number
   txHash: string
@@ -234,7 +236,10 @@ export function createChainRepo(database: Database) {
     .prepare('chain_watched')
 
   return {
-    /** Records a block's findings to deposit addresses, once per transfer and block; findings to unknown addresses are dropped. */
+    /**
+     * Records a block's findings to deposit addresses, once per transfer and block; findings to
+     * unknown addresses are dropped.
+     */
     async recordFindings(
       network: string,
       findings: readonly TransferFinding[],
@@ -263,7 +268,10 @@ export function createChainRepo(database: Database) {
       await markApplied.execute({ id, kind })
     },
 
-    /** Judging the transfer failed: it is tried again from `retryAt`; returns the failed tries so far. */
+    /**
+     * Judging the transfer failed: it is tried again from `retryAt`; returns the failed tries so
+     * far.
+     */
     async markFailed(id: number, retryAt: Date, error: string): Promise<number> {
       const [r] = await markFailed.execute({
         id,
@@ -273,12 +281,18 @@ export function createChainRepo(database: Database) {
       return r?.attempts ?? 0
     },
 
-    /** Takes (or keeps) the following of a network for `owner`, unless a live instance follows it; true when it is `owner`'s. */
+    /**
+     * Takes (or keeps) the following of a network for `owner`, unless a live instance follows it;
+     * true when it is `owner`'s.
+     */
     async claimNetwork(network: string, owner: string, now: Date): Promise<boolean> {
       return (await claimNetwork.execute({ network, owner, now: now.toISOString() })).length === 1
     },
 
-    /** Forgets a network's position (the chain behind its RPC was really reset): its follower starts again at the head. */
+    /**
+     * Forgets a network's position (the chain behind its RPC was really reset): its follower starts
+     * again at the head.
+     */
     async forgetCursor(network: string): Promise<boolean> {
       const rows = await db
         .delete(chainCursors)
@@ -311,7 +325,10 @@ export function createChainRepo(database: Database) {
       }))
     },
 
-    /** Replaces a network's cursor only if it is still `expected` (an operator's change must not undo the follower's, nor the reverse). */
+    /**
+     * Replaces a network's cursor only if it is still `expected` (an operator's change must not
+     * undo the follower's, nor the reverse).
+     */
     async replaceCursor(
       network: string,
       expected: string,
@@ -326,7 +343,10 @@ export function createChainRepo(database: Database) {
       return rows.length === 1
     },
 
-    /** The blocks (number, lowercase hash) at or above `from` in which transfers were recorded and not taken back: what a resumed network re-checks. */
+    /**
+     * The blocks (number, lowercase hash) at or above `from` in which transfers were recorded and
+     * not taken back: what a resumed network re-checks.
+     */
     async recordedBlocks(
       network: string,
       from: bigint,
@@ -344,12 +364,18 @@ export function createChainRepo(database: Database) {
       return rows.map((r) => ({ number: BigInt(r.number), hash: r.hash.toLowerCase() }))
     },
 
-    /** Gives up the networks `owner` follows (shutdown, or its lease was lost), so another instance takes them at once. */
+    /**
+     * Gives up the networks `owner` follows (shutdown, or its lease was lost), so another instance
+     * takes them at once.
+     */
     async releaseNetworks(owner: string): Promise<void> {
       await db.update(chainFollowers).set({ owner: null }).where(eq(chainFollowers.owner, owner))
     },
 
-    /** Transfers seen in blocks that left the canonical chain are judged again as taken back; returns how many. */
+    /**
+     * Transfers seen in blocks that left the canonical chain are judged again as taken back;
+     * returns how many.
+     */
     async takeBackBlocks(
       network: string,
       blockHashes: readonly string[],
@@ -385,7 +411,10 @@ export function createChainRepo(database: Database) {
       await saveCursor.execute({ network, cursor, at })
     },
 
-    /** Deposit addresses (lowercase) of the network's open transactions quoted in its native coin `symbol`, with what each one's balance is accounted for by (see nativeWatch). */
+    /**
+     * Deposit addresses (lowercase) of the network's open transactions quoted in its native coin
+     * `symbol`, with what each one's balance is accounted for by (see nativeWatch).
+     */
     async nativeQuotedAddresses(
       network: string,
       symbol: string,

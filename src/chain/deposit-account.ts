@@ -53,18 +53,24 @@ export const DEPOSIT_ACCOUNT: Address = getContractAddress({
 /**
  * DepositAccount's first version (its address, the CREATE2 of its bytecode as shipped before sweep
  * signatures named a nonce). An address delegating to it is re-delegated to the current version at
- * its next sweep or refund; it kept paid refund ids at the slots the current version reads, so an id
- * it paid stays paid.
+ * its next sweep or refund; it kept paid refund ids at the slots the current version reads, so an
+ * id it paid stays paid.
  */
 export const DEPOSIT_ACCOUNT_V1: Address = '0x9EA1C639031F045003A434AE202968327512b013'
 
 /** The transaction data that deploys DepositAccount through the proxy. */
 export const DEPLOY_DATA: Hex = concat([SALT, DepositAccount.bytecode])
 
-/** EIP-7702's delegation designator: an account whose code is `0xef0100 || address` runs `address`'s code. */
+/**
+ * EIP-7702's delegation designator: an account whose code is `0xef0100 || address` runs `address`'s
+ * code.
+ */
 const DESIGNATOR = '0xef0100'
 
-/** The address an account's code delegates to, or null when it is not a delegation (no code, or a contract). */
+/**
+ * The address an account's code delegates to, or null when it is not a delegation (no code, or a
+ * contract).
+ */
 export function delegationOf(code: Hex | undefined): Address | null {
   if (code?.length !== 48 || !code.toLowerCase().startsWith(DESIGNATOR)) return null
   return `0x${code.slice(8)}` as Address
@@ -74,7 +80,10 @@ export function delegationOf(code: Hex | undefined): Address | null {
 export const delegatesToDepositAccount = (code: Hex | undefined) =>
   delegationOf(code)?.toLowerCase() === DEPOSIT_ACCOUNT.toLowerCase()
 
-/** Whether an account's code delegates to an earlier version of DepositAccount (to be re-delegated, never left alone as another wallet's). */
+/**
+ * Whether an account's code delegates to an earlier version of DepositAccount (to be re-delegated,
+ * never left alone as another wallet's).
+ */
 export const delegatesToEarlierDepositAccount = (code: Hex | undefined) =>
   delegationOf(code)?.toLowerCase() === DEPOSIT_ACCOUNT_V1.toLowerCase()
 
@@ -90,8 +99,8 @@ const domain = (chainId: number, account: Address) => ({
 
 /**
  * What a deposit address's key signs to sweep it: every balance of `tokens` (and the native coin
- * when `native`) to `to`, once (`nonce`: the address's sweep nonce, which the sweep moves on), until
- * `deadline`.
+ * when `native`) to `to`, once (`nonce`: the address's sweep nonce, which the sweep moves on),
+ * until `deadline`.
  */
 export function sweepTypedData(o: {
   chainId: number
@@ -118,7 +127,10 @@ export function sweepTypedData(o: {
   }
 }
 
-/** What a deposit address's key signs to pay `amount` of `token` (zero address: the native coin) to `to`, once for `id`, until `deadline`. */
+/**
+ * What a deposit address's key signs to pay `amount` of `token` (zero address: the native coin) to
+ * `to`, once for `id`, until `deadline`.
+ */
 export function payTypedData(o: {
   chainId: number
   account: Address
@@ -173,17 +185,24 @@ export const sweepData = (o: {
 
 /**
  * The storage slot of a deposit address's sweep nonce: the base of DepositAccount's ERC-7201
- * namespace "cryptopay.deposit-account" (read with eth_getStorageAt, whatever the address delegates to).
+ * namespace "cryptopay.deposit-account" (read with eth_getStorageAt, whatever the address delegates
+ * to).
  */
 export const SWEEP_NONCE_SLOT: Hex = `0x${(BigInt(keccak256(encodeAbiParameters([{ type: 'uint256' }], [BigInt(keccak256(toBytes('cryptopay.deposit-account'))) - 1n]))) & ~0xffn).toString(16).padStart(64, '0')}`
 
-/** `sweepNonce()`: the nonce the next sweep signature of the deposit address it is called at must name. */
+/**
+ * `sweepNonce()`: the nonce the next sweep signature of the deposit address it is called at must
+ * name.
+ */
 export const sweepNonceData: Hex = encodeFunctionData({
   abi: DepositAccount.abi,
   functionName: 'sweepNonce',
 })
 
-/** `topUp`: native coin to many addresses in one transaction to DepositAccount's own address (`value` the sum). */
+/**
+ * `topUp`: native coin to many addresses in one transaction to DepositAccount's own address
+ * (`value` the sum).
+ */
 export const topUpData = (o: { to: readonly Address[]; amounts: readonly bigint[] }): Hex =>
   encodeFunctionData({ abi: DepositAccount.abi, functionName: 'topUp', args: [o.to, o.amounts] })
 
@@ -205,7 +224,10 @@ export const payData = (o: {
 export const paidData = (id: Hex): Hex =>
   encodeFunctionData({ abi: DepositAccount.abi, functionName: 'paid', args: [id] })
 
-/** What an `eth_call` of `paidData` answered: true when the id is paid (anything but a 32-byte word says not). */
+/**
+ * What an `eth_call` of `paidData` answered: true when the id is paid (anything but a 32-byte word
+ * says not).
+ */
 export const paidAnswer = (answer: unknown): boolean =>
   typeof answer === 'string' && answer.length >= 66 && BigInt(answer.slice(0, 66)) !== 0n
 
@@ -236,7 +258,9 @@ export type DepositAccountEvent =
       logIndex: number
     }
 
-/** The Swept and Paid events among a receipt's logs, addresses lowercase; other logs are skipped. */
+/**
+ * The Swept and Paid events among a receipt's logs, addresses lowercase; other logs are skipped.
+ */
 export function depositAccountEvents(
   logs: readonly {
     address: string

@@ -60,7 +60,10 @@ export function createDepositRepo(database: Database) {
     .prepare('deposit_address_of')
 
   return {
-    /** Takes the next child index of the project's xpub for `mode`, never twice; null without an xpub. */
+    /**
+     * Takes the next child index of the project's xpub for `mode`, never twice; null without an
+     * xpub.
+     */
     async takeIndex(
       projectId: string,
       mode: Mode,
@@ -69,7 +72,10 @@ export function createDepositRepo(database: Database) {
       return r ?? null
     },
 
-    /** Stores an address for its transaction; false if the address or the transaction already has one. */
+    /**
+     * Stores an address for its transaction; false if the address or the transaction already has
+     * one.
+     */
     async insertAddress(a: NewDepositAddress): Promise<boolean> {
       const inserted = await insertAddress.execute({ ...a })
       return inserted.length > 0
@@ -100,7 +106,10 @@ export function createDepositRepo(database: Database) {
         })
     },
 
-    /** Stores a generated test-mode xpub unless the project has one already (set, or generated concurrently). */
+    /**
+     * Stores a generated test-mode xpub unless the project has one already (set, or generated
+     * concurrently).
+     */
     async insertGeneratedTestXpub(projectId: string, xpub: string, at: Date): Promise<void> {
       await db
         .insert(projectXpubs)

@@ -38,7 +38,10 @@ export function createDepositService(deps: { database: Database; clock: Clock })
   const now = () => new Date(deps.clock.now())
 
   return {
-    /** Each mode's xpub with its first derived addresses, for checking it against the wallet that holds the keys. */
+    /**
+     * Each mode's xpub with its first derived addresses, for checking it against the wallet that
+     * holds the keys.
+     */
     async xpubs(projectId: string): Promise<
       {
         mode: Mode
@@ -77,7 +80,9 @@ export function createDepositService(deps: { database: Database; clock: Clock })
       }))
     },
 
-    /** `project set-xpub`: validated; a new key starts at index 0, the same key keeps its counter. */
+    /**
+     * `project set-xpub`: validated; a new key starts at index 0, the same key keeps its counter.
+     */
     async setXpub(
       projectId: string,
       mode: string,
@@ -104,7 +109,9 @@ export function createDepositService(deps: { database: Database; clock: Clock })
       })
     },
 
-    /** The transaction's deposit address: the one it already has, or the next one derived for it. */
+    /**
+     * The transaction's deposit address: the one it already has, or the next one derived for it.
+     */
     async assign(
       tx: ProjectMode & { id: string },
     ): Promise<Outcome<{ address: string; isNew: boolean }>> {

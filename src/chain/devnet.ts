@@ -20,8 +20,8 @@
  * state file (written every 30 s and at a graceful stop; blocks keep their hashes), and the
  * contracts' addresses are kept beside it, so a restarted service finds the chain it followed and
  * its demo payments as they were. A state that is missing or whose contracts do not answer is
- * removed and a new chain is made (the server then follows it from its head). The file grows
- * with the chain (roughly 1 KB a block at one block a second); delete DATA_DIR/devnet to start over.
+ * removed and a new chain is made (the server then follows it from its head). The file grows with
+ * the chain (roughly 1 KB a block at one block a second); delete DATA_DIR/devnet to start over.
  *
  * Feed freshness: the price reader refuses a round older than `maxAgeSeconds` (3600 here), and
  * a devnet may run for days. An unref'd timer publishes a new round every `feedRefreshMs`
@@ -72,7 +72,9 @@ export interface DevnetOptions {
   confirmations?: number
   /** Follower poll interval for the devnet network (default 500 ms). */
   pollIntervalMs?: number
-  /** anvil's port (default 0: a free one). A fixed one, e.g. 8545, lets a browser wallet connect. */
+  /**
+   * anvil's port (default 0: a free one). A fixed one, e.g. 8545, lets a browser wallet connect.
+   */
   port?: number
   /** Stablecoin minted to the wallet, in whole tokens (default 1,000,000). */
   mintTokens?: bigint
@@ -84,7 +86,10 @@ export interface DevnetOptions {
 }
 
 export interface Devnet {
-  /** One network, "devnet" (testnet: true): TUSD (ERC-20, 6 decimals, $1) and ETH (native, priced by the feed). */
+  /**
+   * One network, "devnet" (testnet: true): TUSD (ERC-20, 6 decimals, $1) and ETH (native, priced by
+   * the feed).
+   */
   networks: NetworkConfig[]
   /** Funded with ETH (anvil's 10,000) and TUSD: pays test transactions. */
   wallet: { address: Address; privateKey: Hex }
@@ -141,7 +146,10 @@ async function restoreDevnet(
 }
 
 /** A wallet client with public actions on a devnet/anvil node, for deploys and test payments. */
-/** A wallet on an anvil node; `chainId` when the node runs another chain id than the devnet's (tests of presets). */
+/**
+ * A wallet on an anvil node; `chainId` when the node runs another chain id than the devnet's (tests
+ * of presets).
+ */
 export function createDevnetClient(rpcUrl: string, privateKey: Hex, chainId = DEVNET_CHAIN_ID) {
   return createWalletClient({
     account: privateKeyToAccount(privateKey),
@@ -395,7 +403,9 @@ function startFeedRefresher(deps: {
   }
 }
 
-/** Never keep the process alive for a timer alone: Node/Bun timers have unref(), Deno's are numbers. */
+/**
+ * Never keep the process alive for a timer alone: Node/Bun timers have unref(), Deno's are numbers.
+ */
 function unrefTimer(timer: unknown) {
   if (typeof timer === 'object' && timer !== null && 'unref' in timer)
     (timer as { unref(): void }).unref()

@@ -28,7 +28,9 @@ export interface Eip7702Verdict {
   detail: string
 }
 
-/** Where the probe's code is put by the state override: an address no chain uses (it spells 7702). */
+/**
+ * Where the probe's code is put by the state override: an address no chain uses (it spells 7702).
+ */
 const PROBE_TARGET: Address = '0x0000000000000000000000000000000000007702'
 const WORD: Hex = `0x${'c7'.repeat(32)}`
 /** PUSH32 WORD, PUSH1 0, MSTORE, PUSH1 32, PUSH1 0, RETURN. */
@@ -42,7 +44,10 @@ type Client = Pick<PublicClient, 'call' | 'getCode'>
 class AuthorizationRefused extends Error {}
 const REFUSES_AUTHORIZATION = /7702|authori[sz]ation/i
 
-/** The node answered with an error of its own (a JSON-RPC error object), as opposed to not answering. */
+/**
+ * The node answered with an error of its own (a JSON-RPC error object), as opposed to not
+ * answering.
+ */
 const answered = (e: unknown) =>
   e instanceof AuthorizationRefused ||
   (e instanceof BaseError && !!e.walk((c) => c instanceof RpcError))

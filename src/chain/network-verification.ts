@@ -37,7 +37,10 @@ import { probeEip7702, type Eip7702Verdict } from './eip7702-probe.ts'
 import { readAgainOnErrorAnswer } from './read-again.ts'
 
 export type Verdict =
-  /** `eip7702`: whether the chain runs EIP-7702 (eip7702-probe.ts), which decides how money leaves deposit addresses. */
+  /**
+   * `eip7702`: whether the chain runs EIP-7702 (eip7702-probe.ts), which decides how money leaves
+   * deposit addresses.
+   */
   | { network: string; status: 'verified'; eip7702: Eip7702Verdict }
   | { network: string; status: 'mismatch'; problems: string[] }
   | { network: string; status: 'unreachable'; error: string }
@@ -191,7 +194,10 @@ async function verifyFeed(
   ]
 }
 
-/** The answer, a Disagreement when the contract is not what was asked for, or a throw when the node could not be asked. */
+/**
+ * The answer, a Disagreement when the contract is not what was asked for, or a throw when the node
+ * could not be asked.
+ */
 async function ask<T>(call: Promise<T>): Promise<T | Disagreement> {
   try {
     return await call

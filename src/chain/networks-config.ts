@@ -98,7 +98,10 @@ export interface NetworkConfig {
   /** ws(s) endpoint pushing new heads; null: polling only. */
   wsUrl: string | null
   confirmations: number
-  /** What completes a payment: `confirmations` counted, or the chain's safe / finalized block reaching it. */
+  /**
+   * What completes a payment: `confirmations` counted, or the chain's safe / finalized block
+   * reaching it.
+   */
   finality: Finality
   pollIntervalMs: number
   /** Most blocks one eth_getLogs request may span. */
@@ -126,7 +129,9 @@ export const NETWORK_DEFAULTS = {
   finality: 'confirmations' as Finality,
 } as const
 
-/** Thrown by parse/load: start-up configuration errors are fatal, and each problem names its field. */
+/**
+ * Thrown by parse/load: start-up configuration errors are fatal, and each problem names its field.
+ */
 export class NetworksConfigError extends Error {
   constructor(
     readonly problems: ConfigProblem[],
@@ -196,7 +201,10 @@ const Price = Type.Union(
   say(`must be ${PRICE_SHAPE}`, `is required: ${PRICE_SHAPE}`),
 )
 
-/** `address` (ERC-20) or `native`: exactly one of them, a rule, so a token with neither is told so plainly. */
+/**
+ * `address` (ERC-20) or `native`: exactly one of them, a rule, so a token with neither is told so
+ * plainly.
+ */
 const Token = Type.Object(
   {
     symbol: Type.String({
@@ -227,7 +235,8 @@ const Network = Type.Object(
     rpcUrl: HttpUrl,
     fallbackRpcUrls: Type.Optional(Type.Array(HttpUrl, say('must be a list of http(s) URLs'))),
     wsUrl: Type.Optional(WsUrl),
-    // The follower remembers this many block hashes and more, saved with every block: the bound keeps that write small (follower/cursor.ts).
+    // The follower remembers this many block hashes and more, saved with every block: the bound
+    // keeps that write small (follower/cursor.ts).
     confirmations: integer(
       1,
       MAX_CONFIRMATIONS,
@@ -393,7 +402,10 @@ function withPresets(value: unknown, problems: Problems): unknown {
   })
 }
 
-/** A token of a preset network: by symbol, an object over the preset's token of that symbol, or one of its own. */
+/**
+ * A token of a preset network: by symbol, an object over the preset's token of that symbol, or one
+ * of its own.
+ */
 function presetToken(
   t: unknown,
   tokens: readonly object[],
@@ -421,7 +433,8 @@ function presetToken(
   const base = bySymbol(t.symbol)
   if (!base) return t
   const merged: Obj = { ...base, ...t }
-  // Another contract (or the native coin) is another token: the preset's answers do not describe it.
+  // Another contract (or the native coin) is another token: the preset's answers do not describe
+  // it.
   if (has(t, 'address') || has(t, 'native')) {
     if (!has(t, 'native')) delete merged.native
     if (!has(t, 'address')) delete merged.address
@@ -446,7 +459,10 @@ class Problems {
   get size() {
     return this.byPath.size
   }
-  /** The first word on a field stands: the schema's, then the rules', which judge only what it accepted. */
+  /**
+   * The first word on a field stands: the schema's, then the rules', which judge only what it
+   * accepted.
+   */
   add(at: Segment[], message: string, unknown = false) {
     const path = pathOf(at)
     if (!this.byPath.has(path)) this.byPath.set(path, { at, message, unknown })

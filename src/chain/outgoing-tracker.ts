@@ -37,9 +37,15 @@ export type OutgoingNews =
   | { type: 'reverted'; blockNumber: number; blockHash: string; receipt: OutgoingReceipt }
   | { type: 'reorged' }
   | { type: 'dropped' }
-  /** Not in a block, its nonce not taken: it may be mined yet, or (a signature that lapsed) never move anything. */
+  /**
+   * Not in a block, its nonce not taken: it may be mined yet, or (a signature that lapsed) never
+   * move anything.
+   */
   | { type: 'unmined' }
-  /** `final`: on a network that waits for its safe or finalized block, whether that has reached the transaction's. */
+  /**
+   * `final`: on a network that waits for its safe or finalized block, whether that has reached the
+   * transaction's.
+   */
   | { type: 'confirmations'; confirmations: number; final?: boolean; receipt: OutgoingReceipt }
 
 /** What a ledger may ask of the network while it settles a piece of news. */
@@ -79,7 +85,10 @@ export interface OutgoingLedger {
 const quantity = (n: number | bigint) => `0x${n.toString(16)}`
 const big = (v: unknown) => (typeof v === 'string' && /^0x[0-9a-fA-F]+$/.test(v) ? BigInt(v) : null)
 
-/** One network's tracker: `onHead` after the follower processed up to `head` (and, on a finality network, `final`). */
+/**
+ * One network's tracker: `onHead` after the follower processed up to `head` (and, on a finality
+ * network, `final`).
+ */
 export function createOutgoingTracker(deps: {
   network: string
   client: RpcClient
@@ -88,7 +97,10 @@ export function createOutgoingTracker(deps: {
   maxLogRange: number
 }) {
   const rpc = (method: string, params: unknown[]) => deps.client.request({ method, params })
-  /** Transactions whose nonce another one took, by hash: the head from which that was seen without a break. */
+  /**
+   * Transactions whose nonce another one took, by hash: the head from which that was seen without a
+   * break.
+   */
   const passedSince = new Map<string, bigint>()
 
   function receiptOf(raw: unknown): OutgoingReceipt | null {
@@ -119,7 +131,8 @@ export function createOutgoingTracker(deps: {
       for (const hash of passedSince.keys())
         if (!items.some((i) => i.txHash === hash)) passedSince.delete(hash)
       if (items.length === 0) return
-      // The confirmed depth: where nonces are read, and (or the final block) whose time settles a lapsed signature.
+      // The confirmed depth: where nonces are read, and (or the final block) whose time settles a
+      // lapsed signature.
       const depth = settledBlock(head, deps.confirmations)
       const settledAt = final ?? depth
       let timestamp: Promise<bigint> | null = null
@@ -149,7 +162,8 @@ export function createOutgoingTracker(deps: {
       const receipts = (
         await Promise.all(items.map((i) => rpc('eth_getTransactionReceipt', [i.txHash])))
       ).map(receiptOf)
-      // Only blocks the follower has processed count, and only while canonical: read each one's hash at its height.
+      // Only blocks the follower has processed count, and only while canonical: read each one's
+      // hash at its height.
       const heights = [
         ...new Set(
           receipts.flatMap((r) => (r && BigInt(r.blockNumber) <= head ? [r.blockNumber] : [])),
@@ -201,9 +215,11 @@ export function createOutgoingTracker(deps: {
         const reached = final === undefined ? undefined : final >= BigInt(inBlock.blockNumber)
         const moved = item.blockHash !== inBlock.blockHash
         if (inBlock.status === 'reverted') {
-          // Seen in a block before, and a reorg mined it again, reverting this time: taken back first.
+          // Seen in a block before, and a reorg mined it again, reverting this time: taken back
+          // first.
           if (moved && item.blockHash !== null) await item.settle({ type: 'reorged' }, chain)
-          // Settled only once it is as final as a success would be: a reorg may still mine it elsewhere.
+          // Settled only once it is as final as a success would be: a reorg may still mine it
+          // elsewhere.
           if (reached === undefined ? confirmations >= deps.confirmations : reached)
             await item.settle({ type: 'reverted', ...at }, chain)
           continue

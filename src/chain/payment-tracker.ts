@@ -14,13 +14,19 @@ import {
   type Finding,
 } from './transfer-scan.ts'
 
-/** What the tracker needs of the lifecycle: apply an event to a transaction's actor, and note what happens after its final status. */
+/**
+ * What the tracker needs of the lifecycle: apply an event to a transaction's actor, and note what
+ * happens after its final status.
+ */
 export interface Lifecycle {
   apply(id: string, event: TxEvent): Promise<Outcome<unknown>>
   noteAfterFinal(id: string, cause: string, details: Record<string, unknown>): Promise<void>
 }
 
-/** The wait before a transfer whose judging failed is tried again: 5 s, doubling, at most 10 minutes. */
+/**
+ * The wait before a transfer whose judging failed is tried again: 5 s, doubling, at most 10
+ * minutes.
+ */
 export const retryDelayMs = (attempts: number) =>
   Math.min(600_000, 5_000 * 2 ** Math.max(0, attempts - 1))
 
@@ -70,7 +76,8 @@ export function createPaymentTracker(deps: {
   async function judge(row: UnappliedTransfer): Promise<TransferKind> {
     const id = row.transactionId
     const { blockNumber } = row
-    // One transaction may carry several transfers to the address (a batch): each is its own payment.
+    // One transaction may carry several transfers to the address (a batch): each is its own
+    // payment.
     const transfer = { txHash: row.txHash, logIndex: row.logIndex }
     if (row.reorgedAt !== null) {
       if (row.kind === 'wrong_asset') await apply(id, { type: 'wrong_asset.reorged', ...transfer })
@@ -163,7 +170,8 @@ export function createPaymentTracker(deps: {
       const confirmations = Number(head - BigInt(r.blockNumber) + 1n)
       const reached = final === undefined ? undefined : final >= BigInt(r.blockNumber)
       if (confirmations < 0 || (confirmations === r.confirmations && !reached)) continue
-      // One transaction that cannot take it must not hold up the others' confirmations; the next head tries it again.
+      // One transaction that cannot take it must not hold up the others' confirmations; the next
+      // head tries it again.
       await apply(r.id, {
         type: 'confirmations.updated',
         confirmations,

@@ -54,10 +54,11 @@
  *   block is final, so one confirmation.
  * Test networks take their main network's rule, so a test payment behaves as a live one will.
  *
- * Price freshness (`maxAgeSeconds`): a Chainlink feed is written on a price move and at least
- * once per heartbeat; an answer older than its heartbeat means the feed stopped. 3,600 s except
+ * Price freshness (`maxAgeSeconds`): a Chainlink feed is written on a price move and at least once
+ * per heartbeat; an answer older than its heartbeat means the feed stopped. 3,600 s except
  * Arbitrum's ETH/USD, whose heartbeat is 24 hours. An answer older than this at start-up refuses
- * the start with the age found; override `price.maxAgeSeconds` if Chainlink lists another heartbeat.
+ * the start with the age found; override `price.maxAgeSeconds` if Chainlink lists another
+ * heartbeat.
  */
 import type { Address } from 'viem'
 

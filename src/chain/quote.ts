@@ -5,7 +5,10 @@
  * one unit.
  */
 
-/** A USD price of one whole token: `answer / 10^decimals` dollars (a Chainlink answer, or a fixed price). */
+/**
+ * A USD price of one whole token: `answer / 10^decimals` dollars (a Chainlink answer, or a fixed
+ * price).
+ */
 export interface UsdPrice {
   answer: bigint
   decimals: number
@@ -26,7 +29,9 @@ export function quoteTokenUnits(usdCents: bigint, tokenDecimals: number, price: 
   return ceilDiv(numerator, denominator)
 }
 
-/** Parses a positive decimal string ("1", "0.9998") into an exact price; throws on anything else. */
+/**
+ * Parses a positive decimal string ("1", "0.9998") into an exact price; throws on anything else.
+ */
 export function usdPriceFromDecimal(usd: string): UsdPrice {
   const match = /^(\d+)(?:\.(\d+))?$/.exec(usd)
   if (!match) throw new RangeError(`not a decimal USD price: ${JSON.stringify(usd)}`)

@@ -23,9 +23,14 @@ import type { SignedSweep, SignedTransaction } from './signed-transaction.ts'
 export interface ChainReader {
   transactionCount(address: string): Promise<number>
   balance(address: string): Promise<bigint>
-  /** The latest block's time, seconds since the epoch (DepositAccount compares deadlines with it). */
+  /**
+   * The latest block's time, seconds since the epoch (DepositAccount compares deadlines with it).
+   */
   latestTimestamp(): Promise<bigint>
-  /** What an OP Stack chain charges for a transaction's bytes on top of its gas (0 elsewhere): src/chain/l1-fee.ts. */
+  /**
+   * What an OP Stack chain charges for a transaction's bytes on top of its gas (0 elsewhere):
+   * src/chain/l1-fee.ts.
+   */
   l1Fee(serialized: Hex): Promise<bigint>
   /** Any other JSON-RPC call. */
   request(method: string, params: unknown[]): Promise<unknown>
@@ -33,7 +38,10 @@ export interface ChainReader {
 
 /** How far past its sender's next nonce a recorded transaction may be. */
 export const MAX_NONCE_AHEAD = 16
-/** How far ahead of the chain's time a signature's deadline may be (the treasury tool signs for one hour). */
+/**
+ * How far ahead of the chain's time a signature's deadline may be (the treasury tool signs for one
+ * hour).
+ */
 export const MAX_SIGNATURE_HOURS = 2
 
 /** The transaction is for the network's chain, of a type the chain has. */
@@ -51,7 +59,10 @@ export function checkChainAndType(
   return null
 }
 
-/** The transaction can be mined now: its sender's nonce and balance. `raw`: the signed transaction, for its L1 fee. */
+/**
+ * The transaction can be mined now: its sender's nonce and balance. `raw`: the signed transaction,
+ * for its L1 fee.
+ */
 export async function checkSendable(
   tx: SignedTransaction,
   raw: Hex,
@@ -66,14 +77,18 @@ export async function checkSendable(
     return `has nonce ${tx.nonce}, which ${tx.from} has used already (its next is ${next})`
   if (tx.nonce > next + MAX_NONCE_AHEAD)
     return `has nonce ${tx.nonce}, more than ${MAX_NONCE_AHEAD} past ${tx.from}'s next (${next}): it could not be mined until all those before it were`
-  // Its sender's next transactions recorded before it (a batch) spend first; each was checked on its own.
+  // Its sender's next transactions recorded before it (a batch) spend first; each was checked on
+  // its own.
   const cost = tx.gas * tx.maxFeePerGas + l1Fee + tx.value
   if (balance < cost)
     return `may cost up to ${cost} (gas${l1Fee ? ', L1 data fee' : ''} and value), and its sender ${tx.from} holds ${balance}`
   return null
 }
 
-/** Each EIP-7702 authorization delegates to DepositAccount on this chain, signed by one of `authorities` (lowercase). */
+/**
+ * Each EIP-7702 authorization delegates to DepositAccount on this chain, signed by one of
+ * `authorities` (lowercase).
+ */
 export async function checkAuthorizations(
   tx: SignedTransaction,
   o: { chainId: number; authorities: ReadonlySet<string> },
@@ -92,7 +107,10 @@ export async function checkAuthorizations(
   return null
 }
 
-/** secp256k1's n / 2: DepositAccount refuses a signature with a larger `s` (the malleated twin of a valid one). */
+/**
+ * secp256k1's n / 2: DepositAccount refuses a signature with a larger `s` (the malleated twin of a
+ * valid one).
+ */
 const HALF_N = 0x7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a0n
 
 /** 65 bytes, `v` 27 or 28 and a low `s`, as DepositAccount takes a signature. */
@@ -103,7 +121,10 @@ function wellFormed(signature: Hex): boolean {
   return s <= HALF_N && (v === 27 || v === 28)
 }
 
-/** A signature's deadline is in the future and at most MAX_SIGNATURE_HOURS ahead of the chain's time. */
+/**
+ * A signature's deadline is in the future and at most MAX_SIGNATURE_HOURS ahead of the chain's
+ * time.
+ */
 function checkDeadline(deadline: bigint, now: bigint, what: string): string | null {
   if (deadline < now)
     return `${what}'s signature expired at ${deadline} (the chain's time is ${now}): it can move nothing`
@@ -112,7 +133,10 @@ function checkDeadline(deadline: bigint, now: bigint, what: string): string | nu
   return null
 }
 
-/** Each sweep in a batch is signed by the deposit address it sweeps, and is not expired or too long-lived. */
+/**
+ * Each sweep in a batch is signed by the deposit address it sweeps, and is not expired or too
+ * long-lived.
+ */
 export async function checkSweepSignatures(
   sweeps: readonly SignedSweep[],
   o: { chainId: number; now: bigint },
@@ -140,7 +164,10 @@ export async function checkSweepSignatures(
   return null
 }
 
-/** A DepositAccount `pay` is signed by the deposit address that pays, and is not expired or too long-lived. */
+/**
+ * A DepositAccount `pay` is signed by the deposit address that pays, and is not expired or too
+ * long-lived.
+ */
 export async function checkPaySignature(
   p: {
     account: string

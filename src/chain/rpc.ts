@@ -42,9 +42,15 @@ export interface RpcClient {
   ): Promise<unknown>
 }
 
-/** Error answers, even to a batch of 100 calls, are shorter than this; a batch of block headers is not. */
+/**
+ * Error answers, even to a batch of 100 calls, are shorter than this; a batch of block headers is
+ * not.
+ */
 const SHORT_ANSWER_BYTES = 16_384
-/** A JSON-RPC error answer for a rate limit, as providers word it (-32005 alone is also "too many results"). */
+/**
+ * A JSON-RPC error answer for a rate limit, as providers word it (-32005 alone is also "too many
+ * results").
+ */
 const RATE_LIMIT_ANSWER =
   /"error"\s*:\s*\{[^}]*(rate.?limit|too many requests|exceeded [^"]*(capacity|rate))/i
 
@@ -68,7 +74,8 @@ export function createChainClient(options: ChainClientOptions): PublicClient {
         ((response: Response) => {
           if (response.status === 429)
             return onRateLimited(url, response.headers.get('retry-after'))
-          // An error answer is short; a batch of blocks is not. Only answers not known to be long are read twice, in the background.
+          // An error answer is short; a batch of blocks is not. Only answers not known to be long
+          // are read twice, in the background.
           const length = Number(response.headers.get('content-length') ?? 0)
           if (length > SHORT_ANSWER_BYTES) return
           void response

@@ -101,7 +101,10 @@ const TYPES: Record<string, SignedTransaction['type']> = {
   eip7702: 4,
 }
 
-/** What a transaction's call pays out, as far as its data says: a DepositAccount `pay`, an ERC-20 transfer, or plain native coin. */
+/**
+ * What a transaction's call pays out, as far as its data says: a DepositAccount `pay`, an ERC-20
+ * transfer, or plain native coin.
+ */
 export type Payout =
   | {
       kind: 'deposit-account'
@@ -150,7 +153,10 @@ export function payoutOf(tx: Pick<SignedTransaction, 'to' | 'value' | 'data'>): 
   return null
 }
 
-/** One signed sweep in a DepositAccount `batch`: the deposit address, where it sweeps to, what, and its signature. */
+/**
+ * One signed sweep in a DepositAccount `batch`: the deposit address, where it sweeps to, what, and
+ * its signature.
+ */
 export interface SignedSweep {
   account: string
   to: string
@@ -161,7 +167,10 @@ export interface SignedSweep {
   signature: Hex
 }
 
-/** The sweeps a DepositAccount `batch` transaction makes: each deposit address and where it sweeps to. Null for anything else. */
+/**
+ * The sweeps a DepositAccount `batch` transaction makes: each deposit address and where it sweeps
+ * to. Null for anything else.
+ */
 export function sweepsOf(tx: Pick<SignedTransaction, 'data' | 'value'>): SignedSweep[] | null {
   if (tx.value !== 0n) return null
   try {
@@ -190,7 +199,8 @@ export function sweepsOf(tx: Pick<SignedTransaction, 'data' | 'value'>): SignedS
 
 /**
  * Until when the signatures a transaction carries hold (the earliest, for a batch): DepositAccount
- * refuses a `sweep` or `pay` in a block past it. Null when nothing in it expires (a plain transfer).
+ * refuses a `sweep` or `pay` in a block past it. Null when nothing in it expires (a plain
+ * transfer).
  */
 export function signaturesHoldUntil(
   tx: Pick<SignedTransaction, 'to' | 'value' | 'data'>,

@@ -112,8 +112,8 @@ export function decodeTransferLog(
 }
 
 /**
- * ERC-20 findings among `logs`: Transfer logs of a non-zero amount to a watched address, emitted by one of
- * `tokens` (lowercase; omitted: any emitter — the follower already filters by address in
+ * ERC-20 findings among `logs`: Transfer logs of a non-zero amount to a watched address, emitted by
+ * one of `tokens` (lowercase; omitted: any emitter — the follower already filters by address in
  * `eth_getLogs`, this is a second check against a node that ignores the filter).
  */
 export function scanTransferLogs(

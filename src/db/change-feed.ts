@@ -1,7 +1,10 @@
 import { CHANNELS } from './channels.ts'
 import type { Database } from './client.ts'
 
-/** A record whose cached copies must be dropped: keys and projects feed the auth cache, endpoints the webhook sender's. */
+/**
+ * A record whose cached copies must be dropped: keys and projects feed the auth cache, endpoints
+ * the webhook sender's.
+ */
 export type Change = { kind: 'key' | 'project' | 'endpoint'; id: string } | { kind: 'all' }
 
 export interface ChangeFeed {

@@ -23,5 +23,8 @@ export const CHANNELS = {
   cacheChanges: 'cache_changes',
 } as const
 
-/** The `webhookWork` payload for deliveries waiting to be claimed (an empty one means outbox events). */
+/**
+ * The `webhookWork` payload for deliveries waiting to be claimed (an empty one means outbox
+ * events).
+ */
 export const WEBHOOK_WORK_DELIVERIES = 'deliveries'

@@ -27,7 +27,10 @@ export interface Database {
     text: string,
     params: (string | number | boolean | null)[],
   ): Promise<T[]>
-  /** Runs `fn`'s statements in one transaction on one connection: committed if it resolves, rolled back if it throws. */
+  /**
+   * Runs `fn`'s statements in one transaction on one connection: committed if it resolves, rolled
+   * back if it throws.
+   */
   transaction<T>(fn: (query: Database['query']) => Promise<T>): Promise<T>
   /**
    * Subscribe to a NOTIFY channel; returns an unsubscribe function. `onReconnect` runs after the
@@ -68,7 +71,8 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
 }
 
 async function openPostgres(url: string, max: number): Promise<Database> {
-  // Refuse to run on a driver whose pool slows down under steady load (the fix is applied at install).
+  // Refuse to run on a driver whose pool slows down under steady load (the fix is applied at
+  // install).
   await assertPostgresQueueFixed()
   // Migrate on a dedicated connection holding an advisory lock, so instances starting together
   // take turns; drizzle's migrator takes no lock of its own (docs/development.md#both-databases).
@@ -191,7 +195,9 @@ async function openPglite(dir: string | null, warn?: (message: string) => void):
 export const pgliteDirOf = (dataDir: string) => join(dataDir, 'pglite')
 export { sql }
 
-/** Migrations this code ships (drizzle's journal) against those the database recorded as applied. */
+/**
+ * Migrations this code ships (drizzle's journal) against those the database recorded as applied.
+ */
 export async function migrationState(
   database: Pick<Database, 'rows'>,
 ): Promise<{ expected: number; applied: number }> {

@@ -1,4 +1,7 @@
-/** What a driver's error says, whichever driver (postgres.js or PGlite) and however drizzle wrapped it. */
+/**
+ * What a driver's error says, whichever driver (postgres.js or PGlite) and however drizzle wrapped
+ * it.
+ */
 
 /** A unique violation on a constraint whose name contains `column` (postgres.js or PGlite). */
 export function isUniqueViolation(e: unknown, column: string): boolean {

@@ -132,7 +132,10 @@ export function withNamedStatements(client: PGlite, kept = PGLITE_STATEMENTS_KEP
     return parse.parseResults(messages as never, client.parsers, options)[0]!
   }
 
-  /** Runs a statement; one that went stale is prepared again and, outside a transaction (inside, the error aborted it), run again. */
+  /**
+   * Runs a statement; one that went stale is prepared again and, outside a transaction (inside, the
+   * error aborted it), run again.
+   */
   async function run(text: string, params: unknown[], options: Options, inTransaction: boolean) {
     try {
       return await execute(text, params, options, inTransaction)
@@ -154,7 +157,8 @@ export function withNamedStatements(client: PGlite, kept = PGLITE_STATEMENTS_KEP
     )
   }) as Query
 
-  // Inside a transaction its caller holds the transaction lock already: a statement takes the query lock only, as PGlite's own.
+  // Inside a transaction its caller holds the transaction lock already: a statement takes the query
+  // lock only, as PGlite's own.
   const transaction = client.transaction.bind(client)
   client.transaction = ((fn: Parameters<PGlite['transaction']>[0]) =>
     transaction((tx) => {

@@ -13,13 +13,16 @@ interface Queue {
   remove(x: unknown): unknown
 }
 
-/** The queue module next to the driver entry this runtime loads (Bun and Deno: src/, Node: cjs/). */
+/**
+ * The queue module next to the driver entry this runtime loads (Bun and Deno: src/, Node: cjs/).
+ */
 export const installedQueueUrl = () => new URL('./queue.js', import.meta.resolve('postgres')).href
 
 /**
  * Whether the queue at `url` has the fix, asked of its behaviour rather than its text: after a
  * hand-out the slot it came from is a hole, and a fixed `remove` looks only at the items still
- * queued, so it finds no hole to take out (as shipped, it removes the hole and answers `undefined`).
+ * queued, so it finds no hole to take out (as shipped, it removes the hole and answers
+ * `undefined`).
  */
 export async function queueIsFixed(url: string): Promise<boolean> {
   const mod = (await import(url)) as { default: (initial?: unknown[]) => Queue }

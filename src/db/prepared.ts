@@ -7,7 +7,10 @@ const dialect = new PgDialect()
 
 type Value = string | number | boolean | null
 
-/** A statement built once with drizzle and prepared: only its `sql.placeholder()` values change per call. */
+/**
+ * A statement built once with drizzle and prepared: only its `sql.placeholder()` values change per
+ * call.
+ */
 export interface Statement<Row, Params extends Record<string, Value | undefined>> {
   execute(params: Params): Promise<Row[]>
   /** The SQL as sent (tests, EXPLAIN). */
@@ -56,7 +59,9 @@ export function prepare<Row, Params extends Record<string, Value | undefined>>(
   }
 }
 
-/** A column's bare name, for the places SQL wants it unqualified (SET lists, INSERT column lists). */
+/**
+ * A column's bare name, for the places SQL wants it unqualified (SET lists, INSERT column lists).
+ */
 export const bare = (column: Column): SQL => sql`${sql.identifier(column.name)}`
 
 /** A named placeholder with a cast, e.g. `param('at', 'timestamptz')`. */

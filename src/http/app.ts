@@ -58,7 +58,8 @@ export function createApp(services: Services, opts: AppOptions) {
       )
       // After the gate: an unknown /api caller hears 401 first, as for any unknown route.
       .onRequest(({ request }) => checkRequestTarget(request.url))
-      // The matched route's template, for the request metrics (src/http/http-metrics.ts); no hook at all with METRICS=0.
+      // The matched route's template, for the request metrics (src/http/http-metrics.ts); no hook
+      // at all with METRICS=0.
       .use(opts.metricsEnabled ? routeTemplates() : new Elysia({ name: 'no-route-templates' }))
       .onError(({ code, error, request }) => {
         const requestId = factsOf(request)?.requestId
@@ -80,7 +81,8 @@ export function createApp(services: Services, opts: AppOptions) {
         }
         if (code === 'NOT_FOUND') {
           if (dashboard) return dashboardNotFound(assets.url)
-          // The pay page's links are opened by people: a path under it that names nothing is its not-found page.
+          // The pay page's links are opened by people: a path under it that names nothing is its
+          // not-found page.
           if (path.startsWith('/pay/')) return payNotFound(assets.url)
           return errorResponse('not_found', `No route ${request.method} ${path}`, { requestId })
         }

@@ -9,7 +9,10 @@ export interface RequestFacts {
   /** Client address as the runtime saw it, or from X-Forwarded-For under TRUST_PROXY. */
   clientIp: string | null
   principal?: Principal
-  /** The route template Elysia matched (`/api/transactions/:id`), for metrics; unset when none matched. */
+  /**
+   * The route template Elysia matched (`/api/transactions/:id`), for metrics; unset when none
+   * matched.
+   */
   route?: string
 }
 

@@ -1,4 +1,7 @@
-/** What a route's context gathered for its response: the headers the hooks set (security, request id, rate limits, caching). */
+/**
+ * What a route's context gathered for its response: the headers the hooks set (security, request
+ * id, rate limits, caching).
+ */
 export interface Gathered {
   headers: Record<string, string | number>
 }

@@ -25,7 +25,8 @@ import { MAX_BODY_BYTES } from './api-gate.ts'
  * named once and referenced, the webhooks the service sends, and the servers it answers on.
  * Pure: the input is not changed.
  */
-// biome-ignore lint/suspicious/noExplicitAny: the document is walked as untyped JSON, any key at any depth
+// The document is walked as untyped JSON, any key at any depth.
+// biome-ignore lint/suspicious/noExplicitAny: see above
 export type Json = Record<string, any>
 export interface ServerEntry {
   url: string
@@ -215,7 +216,10 @@ export function shapeDocument(
   const byText = new Map(
     Object.entries(named).map(([name, schema]) => [JSON.stringify(schema), name]),
   )
-  /** Replaces every subtree equal to a named schema (but `self`, the schema being named) with its $ref. */
+  /**
+   * Replaces every subtree equal to a named schema (but `self`, the schema being named) with its
+   * $ref.
+   */
   const refer = (node: unknown, self?: string): unknown => {
     if (Array.isArray(node)) return node.map((v) => refer(v))
     if (!node || typeof node !== 'object') return node

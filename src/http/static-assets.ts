@@ -56,7 +56,9 @@ export function loadStaticAssets(dirs: string[]): StaticAssets {
   }
 }
 
-/** `GET /assets/:name`: immutable when asked for by its current version, briefly cached otherwise. */
+/**
+ * `GET /assets/:name`: immutable when asked for by its current version, briefly cached otherwise.
+ */
 export function staticAssetsController(assets: StaticAssets) {
   return new Elysia({ name: 'static-assets' }).get(
     '/assets/:name',

@@ -14,7 +14,8 @@ export function httpsOriginFor(
 ) {
   return (req: Request): string => {
     if (baseUrl) return new URL(baseUrl).origin
-    // X-Forwarded-Host only from the proxy we trust; a Host that is not a host name gives localhost.
+    // X-Forwarded-Host only from the proxy we trust; a Host that is not a host name gives
+    // localhost.
     const host =
       (trustProxy ? req.headers.get('x-forwarded-host') : null) ?? req.headers.get('host') ?? ''
     let hostname = 'localhost'

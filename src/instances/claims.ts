@@ -30,9 +30,15 @@ export interface SharedWork<U> {
    * on the same DATA_DIR) and once a lost lease is renewed again.
    */
   resume(): Promise<void>
-  /** Brings what runs here in line with what is recorded as ours (every `reconcileEvery` lease ticks). */
+  /**
+   * Brings what runs here in line with what is recorded as ours (every `reconcileEvery` lease
+   * ticks).
+   */
   reconcile(): Promise<void>
-  /** The lease was lost: another instance may take the work over, so every unit stops now, persisting nothing more. */
+  /**
+   * The lease was lost: another instance may take the work over, so every unit stops now,
+   * persisting nothing more.
+   */
   drop(): void
   /** Gives back every claim of this instance (graceful stop, once its work has stopped). */
   releaseAll(): Promise<void>
@@ -41,7 +47,9 @@ export interface SharedWork<U> {
 export interface Claims {
   /** Claims free units in batches and takes them, until a batch comes back short. */
   claimFree(o?: { all?: boolean }): Promise<void>
-  /** Takes units already claimed for this instance (resuming); one that cannot be taken is released. */
+  /**
+   * Takes units already claimed for this instance (resuming); one that cannot be taken is released.
+   */
   take<U>(units: readonly U[]): Promise<void>
   /** Whether new work may start here: started, not stopping, and the lease held. */
   active(): boolean
@@ -90,7 +98,8 @@ export function createClaims<U>(deps: {
       try {
         await batch.take(u)
       } catch (e) {
-        // One unit that cannot be taken must not keep the rest from running: it is left for another try.
+        // One unit that cannot be taken must not keep the rest from running: it is left for another
+        // try.
         deps.logger.error(`${deps.what} could not be started; released`, {
           ...batch.describe(u),
           error: String(e),

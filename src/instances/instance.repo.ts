@@ -2,7 +2,10 @@ import { eq, lt, sql } from 'drizzle-orm'
 import type { Db } from '../db/client.ts'
 import { instances } from '../db/schema.ts'
 
-/** The ids of instances whose lease has not ended at `now` (an ISO string or a placeholder), as a subquery. */
+/**
+ * The ids of instances whose lease has not ended at `now` (an ISO string or a placeholder), as a
+ * subquery.
+ */
 export const liveInstances = (now: ReturnType<typeof sql.placeholder> | string) =>
   sql`SELECT ${instances.id} FROM ${instances} WHERE ${instances.leaseUntil} >= ${now}::timestamptz`
 

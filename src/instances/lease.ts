@@ -6,7 +6,10 @@ import type { InstanceRepo } from './instance.repo.ts'
 export interface LeaseListener {
   /** After each renewal: take over the work of instances whose lease ended. */
   tick?(): Promise<void>
-  /** The lease could not be renewed in time: another instance may take over, so stop every actor now. */
+  /**
+   * The lease could not be renewed in time: another instance may take over, so stop every actor
+   * now.
+   */
   lost?(): void
   /** Renewed again after a loss: resume what is still recorded as ours. */
   regained?(): Promise<void>
@@ -19,7 +22,9 @@ export interface InstanceLease {
   listen(listener: LeaseListener): () => void
   /** Takes the lease (once; later calls wait for the first). */
   start(): Promise<void>
-  /** Gives the lease up: other instances may take over at once. Call after the actors are stopped. */
+  /**
+   * Gives the lease up: other instances may take over at once. Call after the actors are stopped.
+   */
   stop(): Promise<void>
 }
 
@@ -60,7 +65,9 @@ export function createInstanceLease(deps: {
   let working: Promise<void> | null = null
   let ticks = 0
 
-  /** Stops every actor when the lease may run out before it is renewed: a renewal failed or hangs. */
+  /**
+   * Stops every actor when the lease may run out before it is renewed: a renewal failed or hangs.
+   */
   function checkExpiry() {
     if (deps.exclusive || lost || performance.now() - renewedAt < deps.leaseMs - every) return
     lost = true
@@ -96,7 +103,8 @@ export function createInstanceLease(deps: {
     renewedAt = sentAtReal
     if (ticks++ % PRUNE_EVERY_TICKS === 0)
       await deps.repo.prune(new Date(sentAt - FORGET_AFTER_MS)).catch(() => {})
-    // A renewal that took long may have written a lease already running out: resume only after a prompt one.
+    // A renewal that took long may have written a lease already running out: resume only after a
+    // prompt one.
     if (lost && performance.now() - sentAtReal > every) return
     if (lost) {
       lost = false
@@ -124,7 +132,8 @@ export function createInstanceLease(deps: {
         await deps.repo.renew(deps.instanceId, new Date(now + deps.leaseMs), new Date(now))
         renewedAt = sentAtReal
         timer = setInterval(() => {
-          // Also while a renewal hangs (a dead connection, a pool busy): the lease runs out all the same.
+          // Also while a renewal hangs (a dead connection, a pool busy): the lease runs out all the
+          // same.
           checkExpiry()
           if (!renewing) renewing = renew().finally(() => (renewing = null))
         }, every)

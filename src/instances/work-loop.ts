@@ -3,7 +3,10 @@ import type { Clock } from '../lib/clock.ts'
 /** Cancels a timer. */
 type Cancel = () => void
 
-/** Where a loop's waits are armed: real timers by default; tests pass the scheduler of a manual clock. */
+/**
+ * Where a loop's waits are armed: real timers by default; tests pass the scheduler of a manual
+ * clock.
+ */
 export interface LoopTimers {
   /** Calls `fn` once the loop's clock reaches `at`. */
   at(at: number, fn: () => void): Cancel
@@ -16,9 +19,14 @@ export interface WorkLoop<T> {
    * into it. Resolves (or rejects) with the run that served it.
    */
   request(what: T): Promise<void>
-  /** Also asks for a run serving `what` every `everyMs` (a poll for work no notice announced); until stop(). */
+  /**
+   * Also asks for a run serving `what` every `everyMs` (a poll for work no notice announced); until
+   * stop().
+   */
   every(everyMs: number, what: T): void
-  /** Runs what is asked for at once, skipping the gather window, and resolves once no run is left. */
+  /**
+   * Runs what is asked for at once, skipping the gather window, and resolves once no run is left.
+   */
   flush(): Promise<void>
   /** Resolves once no run is in progress or asked for. */
   idle(): Promise<void>

@@ -6,9 +6,9 @@ import type { Mode } from '../projects/mode.ts'
 /**
  * The merchant API's four (transactions, stats, webhooks), and money out's: `deposits:read`
  * (networks, the deposit key's fingerprint, deposit addresses, sweeps), `refunds:read`,
- * `refunds:write` (create and cancel refunds: what a shop's backend does), and the treasury
- * tool's own two, `sweeps:write` (record a sweep) and `refunds:pay` (record a refund's payment,
- * mark one unpayable, abandon a payment). A key made before a scope existed keeps the scopes it has.
+ * `refunds:write` (create and cancel refunds: what a shop's backend does), and the treasury tool's
+ * own two, `sweeps:write` (record a sweep) and `refunds:pay` (record a refund's payment, mark one
+ * unpayable, abandon a payment). A key made before a scope existed keeps the scopes it has.
  */
 export const SCOPES = [
   'transactions:read',

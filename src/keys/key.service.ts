@@ -45,7 +45,9 @@ const inScope = (s: ProjectFilter) =>
   )
 
 const CACHE_MAX = 10_000
-/** A safety net only: revocation and project changes evict entries at once through the change feed. */
+/**
+ * A safety net only: revocation and project changes evict entries at once through the change feed.
+ */
 const CACHE_TTL_MS = 5 * 60_000
 /** last_used_at is written at most this often per key, off the request path. */
 const TOUCH_EVERY_MS = 60_000
@@ -201,7 +203,10 @@ export function createKeyService(deps: {
       return ok(toRecord(row))
     },
 
-    /** Gone for good (the contract's "delete", docs/integrating/api.md#keys): like a revoked key it answers 401, and it leaves the list. */
+    /**
+     * Gone for good (the contract's "delete", docs/integrating/api.md#keys): like a revoked key it
+     * answers 401, and it leaves the list.
+     */
     async delete(keyId: string, scope: ProjectFilter = {}): Promise<Outcome<{ id: string }>> {
       const [row] = await db
         .delete(apiKeys)

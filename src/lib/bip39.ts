@@ -9,7 +9,10 @@ import { english } from 'viem/accounts'
 
 const WORDS = new Map(english.map((w, i) => [w, i]))
 
-/** Why a BIP-39 English mnemonic is not one (null when it is): word count, unknown words by position, checksum. Never repeats a word. */
+/**
+ * Why a BIP-39 English mnemonic is not one (null when it is): word count, unknown words by
+ * position, checksum. Never repeats a word.
+ */
 export function mnemonicProblem(mnemonic: string): string | null {
   const words = mnemonic.trim().split(/\s+/).filter(Boolean)
   if (![12, 15, 18, 21, 24].includes(words.length))

@@ -32,7 +32,9 @@ function cell(v: unknown): string {
   return typeof v === 'object' ? JSON.stringify(v) : String(v)
 }
 
-/** The human form: `key: value` lines, and every list of records as an aligned table under its name. */
+/**
+ * The human form: `key: value` lines, and every list of records as an aligned table under its name.
+ */
 export function humanText(result: Record<string, unknown>): string {
   const out: string[] = []
   for (const [k, v] of Object.entries(result)) {

@@ -22,8 +22,9 @@ const NEEDS_ESCAPE = /[&<>"']/
 
 /** Text safe inside element content and quoted attribute values. */
 export function escapeHtml(s: string): string {
-  // Most text has nothing to escape: looking first is several times cheaper than a replace that finds nothing
-  // (and `search` is cheaper than `test`, which keeps the match for RegExp's legacy statics).
+  // Most text has nothing to escape: looking first is several times cheaper than a replace that
+  // finds nothing (and `search` is cheaper than `test`, which keeps the match for RegExp's legacy
+  // statics).
   return s.search(NEEDS_ESCAPE) === -1 ? s : s.replace(/[&<>"']/g, (c) => ESCAPES[c]!)
 }
 
@@ -42,13 +43,16 @@ export function html(strings: TemplateStringsArray, ...values: Value[]): Html {
   return new Html(out)
 }
 
-/** A place in a compiled template: what goes there for the render's context, escaped like any `html` value. */
+/**
+ * A place in a compiled template: what goes there for the render's context, escaped like any `html`
+ * value.
+ */
 export type Slot<C> = (c: C) => Value
 
 /**
  * Markup compiled once by `template`: the constant parts joined ahead of time, so a render only
- * runs its slots, escapes what they give and joins the pieces. For a page served on every
- * request (the pay page), where building the same markup again each time was a large part of its cost.
+ * runs its slots, escapes what they give and joins the pieces. For a page served on every request
+ * (the pay page), where building the same markup again each time was a large part of its cost.
  */
 export class Template<C> {
   constructor(

@@ -4,7 +4,10 @@ const BASE62 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789'
 /** Crockford-style alphabet without look-alikes (0/O, 1/I/L, U) for numbers people read aloud. */
 const HUMAN = '23456789ABCDEFGHJKMNPQRSTVWXYZ'
 
-/** Cryptographically random bytes drawn from a pool refilled 4 KiB at a time (one RNG call per ~100 ids, not one each); each byte is used once. */
+/**
+ * Cryptographically random bytes drawn from a pool refilled 4 KiB at a time (one RNG call per ~100
+ * ids, not one each); each byte is used once.
+ */
 let pool = Buffer.alloc(0)
 let poolAt = 0
 function nextRandomByte(): number {
@@ -46,7 +49,10 @@ export const newTransactionNumber = () => `TX-${randomString(4, HUMAN)}-${random
 
 export const newRequestId = () => `req_${randomString(20)}`
 
-/** `x-service-event-id` of an event made outside the outbox (a manual retry, a test event, an endpoint notice). */
+/**
+ * `x-service-event-id` of an event made outside the outbox (a manual retry, a test event, an
+ * endpoint notice).
+ */
 export const newEventId = () => `evt_${randomString(24)}`
 
 export const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i

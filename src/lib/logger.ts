@@ -1,4 +1,7 @@
-/** Structured one-line JSON logs. Callers never pass secrets; `redact` strips known secret shapes anyway. */
+/**
+ * Structured one-line JSON logs. Callers never pass secrets; `redact` strips known secret shapes
+ * anyway.
+ */
 export type Level = 'debug' | 'info' | 'warn' | 'error' | 'silent'
 const ORDER: Record<Level, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 99 }
 
@@ -28,7 +31,8 @@ export function createLogger(
  * An error's first line, for a log field or an operator's message (stacks and multi-line RPC dumps
  * left out). viem's first line is its own generic one ("Invalid parameters were provided to the RPC
  * method."); what the node said is in `details`, which follows in parentheses (its first line).
- * URLs in it are left out: a runtime's fetch error may name the RPC URL, and RPC URLs carry API keys.
+ * URLs in it are left out: a runtime's fetch error may name the RPC URL, and RPC URLs carry API
+ * keys.
  */
 export function errorSummary(e: unknown): string {
   if (!(e instanceof Error)) return String(e)

@@ -1,6 +1,7 @@
 /**
- * USD amounts travel as JSON numbers at the API edge (the contract's shape, docs/integrating/api.md) and as exact decimal
- * strings / integer cents everywhere else. No float arithmetic decides an amount.
+ * USD amounts travel as JSON numbers at the API edge (the contract's shape,
+ * docs/integrating/api.md) and as exact decimal strings / integer cents everywhere else. No float
+ * arithmetic decides an amount.
  */
 
 const USD_RE = /^(0|[1-9]\d*)(\.\d{1,2})?$/
@@ -11,7 +12,9 @@ export function isUsdAmount(n: number): boolean {
   return Number.isFinite(n) && n > 0 && USD_RE.test(String(n))
 }
 
-/** Exact cents of an amount accepted by `isUsdAmount` or a numeric(…,2) string from the database. */
+/**
+ * Exact cents of an amount accepted by `isUsdAmount` or a numeric(…,2) string from the database.
+ */
 export function usdToCents(v: number | string): bigint {
   const s = typeof v === 'number' ? String(v) : v
   const [whole, frac = ''] = s.split('.')
@@ -33,26 +36,38 @@ export function decimalToNumber(s: string): number {
 
 const DECIMAL_RE = /^(\d+)(?:\.(\d+))?$/
 
-/** A non-negative decimal string as an integer and its scale ("3000.5" -> 30005n, 1); null for anything else. */
+/**
+ * A non-negative decimal string as an integer and its scale ("3000.5" -> 30005n, 1); null for
+ * anything else.
+ */
 function scaled(s: string): { units: bigint; scale: number } | null {
   const m = DECIMAL_RE.exec(s)
   return m ? { units: BigInt(m[1]! + (m[2] ?? '')), scale: (m[2] ?? '').length } : null
 }
 
-/** USD cents (rounded down) of `amount` smallest units of a token with `decimals`, at `usdPrice` per whole token. Exact, no floats. */
+/**
+ * USD cents (rounded down) of `amount` smallest units of a token with `decimals`, at `usdPrice` per
+ * whole token. Exact, no floats.
+ */
 export function tokenUsdCents(amount: bigint, decimals: number, usdPrice: string): bigint | null {
   const p = scaled(usdPrice)
   if (!p) return null
   return (amount * p.units * 100n) / (10n ** BigInt(decimals) * 10n ** BigInt(p.scale))
 }
 
-/** A USD amount given by a person ("25", "0.5", "1.25") as cents; null when it is not one with at most two decimals. */
+/**
+ * A USD amount given by a person ("25", "0.5", "1.25") as cents; null when it is not one with at
+ * most two decimals.
+ */
 export function usdTextToCents(s: string): bigint | null {
   const p = /^\d{1,12}(\.\d{1,2})?$/.test(s) ? scaled(s) : null
   return p ? p.units * 10n ** BigInt(2 - p.scale) : null
 }
 
-/** A decimal amount of a token ("3000.5") in smallest units with `decimals` (8: 300050000000n); null for anything else, or more places than `decimals`. Exact: never rounds. */
+/**
+ * A decimal amount of a token ("3000.5") in smallest units with `decimals` (8: 300050000000n); null
+ * for anything else, or more places than `decimals`. Exact: never rounds.
+ */
 export function decimalToUnits(value: string, decimals: number): bigint | null {
   const m = /^(\d{1,78})(?:\.(\d+))?$/.exec(value.trim())
   if (!m || (m[2] ?? '').length > decimals) return null

@@ -50,7 +50,9 @@ export function segments(root: unknown, pointer: string): Segment[] {
   return at
 }
 
-/** The problems `errors` (TypeBox's, for `root`) describe, one per place, in the order first said. */
+/**
+ * The problems `errors` (TypeBox's, for `root`) describe, one per place, in the order first said.
+ */
 export function explainErrors(
   errors: Iterable<ValueError>,
   root: unknown,

@@ -24,11 +24,11 @@ export interface TakeResult {
 }
 
 /*
- * One statement, one row lock: insert the subject's row or update it, where a window whose
- * start moved on counts from zero. A start older than the stored one (an instance whose clock
- * lags) counts in the stored window rather than resetting it. k, the units granted, is min(n, what each window has left),
- * never below 0; SET expressions all see the old row, so k is computed from it in each. The
- * row keeps k as last_grant, so RETURNING the new usage also tells the usage before.
+ * One statement, one row lock: insert the subject's row or update it, where a window whose start
+ * moved on counts from zero. A start older than the stored one (an instance whose clock lags)
+ * counts in the stored window rather than resetting it. k, the units granted, is min(n, what each
+ * window has left), never below 0; SET expressions all see the old row, so k is computed from it in
+ * each. The row keeps k as last_grant, so RETURNING the new usage also tells the usage before.
  */
 const WINDOW_COLUMNS = {
   minute: { start: rateLimits.minuteStart, used: rateLimits.minuteUsed },
@@ -115,7 +115,10 @@ export function createRateLimitRepo(database: Database) {
       }))
     },
 
-    /** Writes these subjects' windows as they are, in one statement (the embedded limiter's write-behind). */
+    /**
+     * Writes these subjects' windows as they are, in one statement (the embedded limiter's
+     * write-behind).
+     */
     async store(windows: StoredWindows[]): Promise<void> {
       if (windows.length === 0) return
       const values = windows.map((w) => ({

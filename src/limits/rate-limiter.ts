@@ -23,7 +23,10 @@ export interface Decision {
 export interface RateLimiter {
   /** Counts one request for `subject` and says whether it may proceed. */
   check(subject: string, limits: RateLimits): Promise<Decision>
-  /** Writes what is counted but not stored yet (the embedded limiter; the shared one stores as it counts). */
+  /**
+   * Writes what is counted but not stored yet (the embedded limiter; the shared one stores as it
+   * counts).
+   */
   flush(): Promise<void>
 }
 
@@ -44,7 +47,10 @@ interface Waiter {
  * makes another instance refuse requests while the window still has room, and the
  * Remaining headers could not be exact. This design never over-admits, never refuses early.
  */
-/** Which surface a subject's limit guards, from its prefix (`project:`/`ip:` the API, `pay:`, `sign-in:`). */
+/**
+ * Which surface a subject's limit guards, from its prefix (`project:`/`ip:` the API, `pay:`,
+ * `sign-in:`).
+ */
 const surfaceOf = (subject: string): LimitedSurface =>
   subject.startsWith('pay:') ? 'pay' : subject.startsWith('sign-in:') ? 'sign_in' : 'api'
 
@@ -93,7 +99,10 @@ export function createRateLimiter(deps: {
 
 /** How soon counts reach the database after they changed (the embedded limiter's write-behind). */
 export const EMBEDDED_FLUSH_MS = 50
-/** Subjects kept in memory; beyond it, the least recently seen stored ones are dropped (and read back if seen again). */
+/**
+ * Subjects kept in memory; beyond it, the least recently seen stored ones are dropped (and read
+ * back if seen again).
+ */
 const EMBEDDED_MAX_SUBJECTS = 100_000
 
 /**
@@ -155,7 +164,9 @@ export function createEmbeddedRateLimiter(deps: {
     }
   }
 
-  /** Writes every changed subject in one statement; a failed write marks them again and is retried. */
+  /**
+   * Writes every changed subject in one statement; a failed write marks them again and is retried.
+   */
   async function write() {
     const batch = [...dirty]
       .map((s) => known.get(s)!)
@@ -186,7 +197,8 @@ export function createEmbeddedRateLimiter(deps: {
     async check(subject, limits) {
       const w = await windowsOf(subject)
       const now = deps.clock.now()
-      // As the shared statement does: a window whose start moved on counts from zero; an older start counts in the stored window.
+      // As the shared statement does: a window whose start moved on counts from zero; an older
+      // start counts in the stored window.
       const used = {} as RateLimits
       for (const name of WINDOWS) {
         const start = windowStart(name, now)

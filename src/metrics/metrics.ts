@@ -36,7 +36,10 @@ export interface MetricSources {
   webhookPending(): number
   /** Pay-page event streams open on this instance. */
   payStreams(): number
-  /** The networks this instance follows; `halted`: a reorg deeper than the follower remembers stopped it. */
+  /**
+   * The networks this instance follows; `halted`: a reorg deeper than the follower remembers
+   * stopped it.
+   */
   chains(): { network: string; head: bigint | null; synced: bigint | null; halted: boolean }[]
 }
 
@@ -231,7 +234,10 @@ export function rpcErrorKind(e: unknown): RpcErrorKind {
   return 'other'
 }
 
-/** HTTP 429, or a JSON-RPC answer saying the caller is over its rate (-32005 is also "limit exceeded" for too many results). */
+/**
+ * HTTP 429, or a JSON-RPC answer saying the caller is over its rate (-32005 is also "limit
+ * exceeded" for too many results).
+ */
 export function isRateLimit(e: unknown): boolean {
   return errorChain(e).some(
     (c) => c.status === 429 || RATE_LIMIT.test(`${c.message ?? ''} ${c.details ?? ''}`),

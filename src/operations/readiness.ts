@@ -18,7 +18,10 @@ export interface ReadinessReport {
   checks: Check[]
 }
 
-/** READY_CHAIN_MAX_LAG's default: a follower not in step with the head for this long makes the instance unready. */
+/**
+ * READY_CHAIN_MAX_LAG's default: a follower not in step with the head for this long makes the
+ * instance unready.
+ */
 export const DEFAULT_CHAIN_MAX_LAG_MS = 120_000
 /** A database that takes longer than this to answer `SELECT 1` is as good as away. */
 const DATABASE_TIMEOUT_MS = 2_000
@@ -105,7 +108,8 @@ export function createReadiness(deps: {
           detail: `the RPC serves another chain (genesis ${status.replaced.found}, the one followed has ${status.replaced.expected}): not followed until it serves that chain again, or its position is forgotten (npm run cli -- network forget --network ${network})`,
         }
       }
-      // A halt fails the check on every instance: the network's payments are stuck until an operator acts.
+      // A halt fails the check on every instance: the network's payments are stuck until an
+      // operator acts.
       if (status?.halted)
         return { name, ok: false, detail: `followed here, ${describeHalt(network, status.halted)}` }
       if (status) {

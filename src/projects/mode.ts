@@ -13,7 +13,9 @@ export interface ProjectMode {
   mode: Mode
 }
 
-/** A narrowing to a project and mode for dashboard and API callers; the operator's CLI passes none. */
+/**
+ * A narrowing to a project and mode for dashboard and API callers; the operator's CLI passes none.
+ */
 export type ProjectFilter = Partial<ProjectMode>
 
 export const modeOf = (testingMode: boolean): Mode => (testingMode ? 'test' : 'live')

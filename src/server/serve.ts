@@ -13,7 +13,8 @@ export interface ServeOptions {
   fetch: (req: Request) => Response | Promise<Response>
 }
 
-// biome-ignore lint/suspicious/noExplicitAny: the one place that touches both runtimes' globals; bun-types would claim Bun exists under Deno
+// The one place that touches both runtimes' globals (bun-types would claim Bun exists under Deno).
+// biome-ignore lint/suspicious/noExplicitAny: see above
 declare const Deno: any
 // biome-ignore lint/suspicious/noExplicitAny: as above
 declare const Bun: any
@@ -30,7 +31,7 @@ export async function serve(opts: ServeOptions): Promise<Listener> {
       tls: opts.tls,
       // Our own 64 KiB limit answers 413 first; this only stops runaway uploads early.
       maxRequestBodySize: 1024 * 1024,
-      // biome-ignore lint/suspicious/noExplicitAny: Bun's server object, typed by the untyped global above
+      // biome-ignore lint/suspicious/noExplicitAny: Bun's server, untyped like the global above
       fetch(req: Request, srv: any) {
         const ip = srv.requestIP(req)?.address
         req = withAbsoluteUrl(req)

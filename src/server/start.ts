@@ -28,7 +28,9 @@ export interface RunningServer {
   baseUrl: string
   services: Services
   demo: Demo | null
-  /** The local devnet when NETWORKS_CONFIG is not set (its funded wallet pays test transactions). */
+  /**
+   * The local devnet when NETWORKS_CONFIG is not set (its funded wallet pays test transactions).
+   */
   devnet: Devnet | null
   stop(): Promise<void>
 }
@@ -65,7 +67,8 @@ export async function startServer(
   const listeners: Listener[] = []
   let beginStop: (() => void) | null = null
   const stopAll = async () => {
-    // A started server: readiness fails and event streams end first, and a balancer has SHUTDOWN_DRAIN to notice.
+    // A started server: readiness fails and event streams end first, and a balancer has
+    // SHUTDOWN_DRAIN to notice.
     if (beginStop) {
       beginStop()
       if (config.shutdownDrainMs > 0)
@@ -140,7 +143,8 @@ export async function startServer(
     // deadlines fire at once, the others keep their original time
     // (docs/decisions/0013-absolute-deadlines.md).
     await services.lifecycle.start()
-    // Webhooks: this instance's unfinished deliveries, those nobody runs, and outbox events not fanned out yet.
+    // Webhooks: this instance's unfinished deliveries, those nobody runs, and outbox events not
+    // fanned out yet.
     await services.dispatcher.start()
     // A devnet whose kept chain was gone started a new chain: follow it from its head, as the new
     // chain it is (said once), rather than take its blocks for a reorg of the old one.

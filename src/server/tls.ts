@@ -65,7 +65,7 @@ export async function loadTls(opts: {
           ],
         },
       ],
-      // biome-ignore lint/suspicious/noExplicitAny: selfsigned's types lag its accepted extension options
+      // biome-ignore lint/suspicious/noExplicitAny: selfsigned's types lag its extension options
     } as any)
     writeFileSync(keyPath, pems.private, { mode: 0o600 })
     chmodSync(keyPath, 0o600)

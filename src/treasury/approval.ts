@@ -17,7 +17,10 @@ export interface Approval {
   ask: ((question: string) => Promise<boolean>) | null
 }
 
-/** `--approve` ids, and whether a person at a terminal can be asked (stdin and stderr are terminals, not --json, not a dry run). */
+/**
+ * `--approve` ids, and whether a person at a terminal can be asked (stdin and stderr are terminals,
+ * not --json, not a dry run).
+ */
 export function approvalFrom(o: { approve: readonly string[]; interactive: boolean }): Approval {
   return { approved: new Set(o.approve), ask: o.interactive ? askAtTerminal : null }
 }
@@ -36,7 +39,9 @@ async function askAtTerminal(question: string): Promise<boolean> {
   }
 }
 
-/** Whether the merchant approves `refundId`, asked `question` at the terminal when it was not named. */
+/**
+ * Whether the merchant approves `refundId`, asked `question` at the terminal when it was not named.
+ */
 export async function approves(
   a: Approval,
   refundId: string,

@@ -47,7 +47,10 @@ export function createTreasuryChain(o: { rpcUrl: string; chainId: number }) {
       () => false,
     ))
 
-  /** Balances by Multicall3's aggregate3 (balanceOf and getEthBalance), a few hundred calls a request. */
+  /**
+   * Balances by Multicall3's aggregate3 (balanceOf and getEthBalance), a few hundred calls a
+   * request.
+   */
   async function viaMulticall(
     pairs: { address: Address; asset: Asset }[],
   ): Promise<(bigint | null)[]> {
@@ -137,7 +140,10 @@ export function createTreasuryChain(o: { rpcUrl: string; chainId: number }) {
       return out
     },
 
-    /** Each address's code (an EIP-7702 delegation shows as `0xef0100` and the delegate's address) and nonce. */
+    /**
+     * Each address's code (an EIP-7702 delegation shows as `0xef0100` and the delegate's address)
+     * and nonce.
+     */
     async accounts(
       addresses: readonly Address[],
     ): Promise<Map<string, { code: Hex | undefined; nonce: number }>> {
@@ -153,7 +159,9 @@ export function createTreasuryChain(o: { rpcUrl: string; chainId: number }) {
       return new Map(found)
     },
 
-    /** Each address's DepositAccount sweep nonce, read from its storage (0 where it never swept). */
+    /**
+     * Each address's DepositAccount sweep nonce, read from its storage (0 where it never swept).
+     */
     async sweepNonces(addresses: readonly Address[]): Promise<Map<string, bigint>> {
       const found = await Promise.all(
         addresses.map(async (address) => {
@@ -196,7 +204,10 @@ export function createTreasuryChain(o: { rpcUrl: string; chainId: number }) {
       }
     },
 
-    /** Waits until `address` has nothing in flight (its pending nonce equals its mined one); false after `timeoutMs`. */
+    /**
+     * Waits until `address` has nothing in flight (its pending nonce equals its mined one); false
+     * after `timeoutMs`.
+     */
     async settled(address: Address, timeoutMs: number): Promise<boolean> {
       const end = Date.now() + timeoutMs
       for (;;) {

@@ -41,7 +41,9 @@ function readSecretFile(file: string, what: string): KeysResult<string> {
   }
 }
 
-/** The deposit key from `--mnemonic-file` (and `--passphrase-file`) or `--xprv-file`, at `--path`. */
+/**
+ * The deposit key from `--mnemonic-file` (and `--passphrase-file`) or `--xprv-file`, at `--path`.
+ */
 export function loadDepositKeys(o: {
   mnemonicFile?: string
   passphraseFile?: string
@@ -125,7 +127,10 @@ export function loadDepositKeys(o: {
   }
 }
 
-/** The gas account, from `--gas-key-file`: a file holding one private key (64 hex digits, 0x optional). */
+/**
+ * The gas account, from `--gas-key-file`: a file holding one private key (64 hex digits, 0x
+ * optional).
+ */
 export function loadGasAccount(file: string): KeysResult<LocalAccount & { address: Address }> {
   const text = readSecretFile(file, 'gas key')
   if (!text.ok) return text

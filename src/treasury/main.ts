@@ -28,7 +28,10 @@ const DEFAULT_BATCH = 20
 const MAX_BATCH = 40
 const KEYS = ['mnemonic-file', 'passphrase-file', 'xprv-file', 'path']
 
-/** How the tool was started: whether a person at a terminal can be asked (stdin and stderr are terminals, and not --json). */
+/**
+ * How the tool was started: whether a person at a terminal can be asked (stdin and stderr are
+ * terminals, and not --json).
+ */
 export interface RunContext {
   interactive: boolean
 }

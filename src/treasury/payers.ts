@@ -19,11 +19,16 @@ import type { ApiRefund } from './api.ts'
 import type { Session } from './session.ts'
 
 export interface Payers {
-  /** Lowercase address -> what it sent to the deposit address in the refund's token, smallest units. */
+  /**
+   * Lowercase address -> what it sent to the deposit address in the refund's token, smallest units.
+   */
   sent: Map<string, bigint>
   /** Arrivals not counted, each in words. */
   unverified: string[]
-  /** The lowest block an arrival was in (where money could first leave the address again); null when none counted. */
+  /**
+   * The lowest block an arrival was in (where money could first leave the address again); null when
+   * none counted.
+   */
   since: bigint | null
 }
 

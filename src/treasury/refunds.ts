@@ -113,7 +113,10 @@ function verdictOf(
     : { revert: false, reason: text }
 }
 
-/** How long a pay signature holds: a payment not mined by then can never be (and the refund is paid afresh). */
+/**
+ * How long a pay signature holds: a payment not mined by then can never be (and the refund is paid
+ * afresh).
+ */
 const PAY_SIGNATURE_LIFETIME_S = 3600n
 
 type Outcome =
@@ -135,7 +138,8 @@ export async function payRefunds(s: Session, o: RefundOptions) {
     wanted,
   )) {
     if (!r.raw_transaction) {
-      // Paid by another transaction that delivered its signature, which a reorg then took back: nothing of ours to send.
+      // Paid by another transaction that delivered its signature, which a reorg then took back:
+      // nothing of ours to send.
       resumed.push({
         refund_id: r.id,
         transaction_hash: r.transaction_hash,
@@ -249,7 +253,10 @@ export async function payRefunds(s: Session, o: RefundOptions) {
 interface RunState {
   /** The gas account's next nonce. */
   nonce: number
-  /** What this run returned so far without approval, per deposit address, token and destination (`deposit:token:to`, lowercase). */
+  /**
+   * What this run returned so far without approval, per deposit address, token and destination
+   * (`deposit:token:to`, lowercase).
+   */
   returned: Map<string, bigint>
   /** What this run paid so far, in USD cents. */
   spentCents: bigint
@@ -258,7 +265,10 @@ interface RunState {
   l1Fee: ReturnType<typeof createL1FeeReader>
 }
 
-/** Where a refund's money comes from: its deposit address (by DepositAccount, or its own transfer), or the gas account. */
+/**
+ * Where a refund's money comes from: its deposit address (by DepositAccount, or its own transfer),
+ * or the gas account.
+ */
 type Source = 'deposit' | 'direct' | 'gas'
 
 async function payOne(
@@ -273,7 +283,8 @@ async function payOne(
   const listed = network.tokens.find((t) => t.symbol === r.token_symbol)
   if (!listed)
     return { kind: 'waiting', reason: `${network.name} has no token ${r.token_symbol} configured` }
-  // What the merchant is shown and approves comes from the chain: a token's decimals and symbol as its contract answers them.
+  // What the merchant is shown and approves comes from the chain: a token's decimals and symbol as
+  // its contract answers them.
   const token = await (run.tokens.get(listed.symbol) ??
     run.tokens.set(listed.symbol, onChain(s, listed)).get(listed.symbol)!)
   if (token.problem) return { kind: 'waiting', reason: token.problem }
@@ -283,7 +294,8 @@ async function payOne(
   const deposit = getAddress(r.deposit_address)
   const decimals = (v: bigint) => formatUnits(v, token.decimals)
   const [entry] = await api.depositAddresses({ address: deposit })
-  // The deposit address's key is derived here; an index that does not give this address is not ours to sign for.
+  // The deposit address's key is derived here; an index that does not give this address is not ours
+  // to sign for.
   const account = entry ? s.keys!.account(entry.derivation_index) : null
   const ours = !!account && account.address === deposit
   const balances = await chain.balances(
@@ -305,7 +317,8 @@ async function payOne(
   )
     return { kind: 'already_paid' }
 
-  // From where: the deposit address while it holds the amount, else (approved only) the gas account.
+  // From where: the deposit address while it holds the amount, else (approved only) the gas
+  // account.
   let source: Source
   if (ours && atDeposit >= amount) {
     if (
@@ -421,7 +434,8 @@ async function payOne(
       : { to, value: amount }
   const from = source === 'gas' ? sponsor.address : deposit
 
-  // DepositAccount deployed first where the chain lacks it (a dry run estimates with its code put there instead).
+  // DepositAccount deployed first where the chain lacks it (a dry run estimates with its code put
+  // there instead).
   let override = {}
   if (source === 'deposit' && o.dryRun && !(await depositAccountDeployed(chain)))
     override = { stateOverride: [{ address: DEPOSIT_ACCOUNT, code: depositAccountCode() }] }
@@ -470,7 +484,8 @@ async function payOne(
     return { kind: 'unpayable', reason }
   }
 
-  // The fee, and what pays it: the gas account (deposit and gas routes), or the address itself after a top-up (direct).
+  // The fee, and what pays it: the gas account (deposit and gas routes), or the address itself
+  // after a top-up (direct).
   const fees = await feesNow(chain)
   const price = source === 'direct' ? await topUpGasPrice(s) : fees.maxFeePerGas
   const unsigned =
@@ -603,15 +618,24 @@ async function isPaid(s: Session, account: Address, refundId: string): Promise<b
   )
 }
 
-/** What is safe to show at a terminal: no control characters (a carriage return or an escape sequence could hide the destination). */
+/**
+ * What is safe to show at a terminal: no control characters (a carriage return or an escape
+ * sequence could hide the destination).
+ */
 const printable = (text: string) => text.replace(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/g, '?')
 
-/** Whether `--approve` names this refund: by its id, or by its id and this destination (`rf_...:0x...`). */
+/**
+ * Whether `--approve` names this refund: by its id, or by its id and this destination
+ * (`rf_...:0x...`).
+ */
 function approvedByName(a: Approval, refundId: string, to: string): boolean {
   return a.approved.has(refundId) || a.approved.has(`${refundId}:${to.toLowerCase()}`)
 }
 
-/** An ERC-20's decimals and symbol as its contract answers them (the native coin: 18, the network's label), or why they cannot be trusted. */
+/**
+ * An ERC-20's decimals and symbol as its contract answers them (the native coin: 18, the network's
+ * label), or why they cannot be trusted.
+ */
 async function onChain(
   s: Session,
   t: Session['network']['tokens'][number],
@@ -648,7 +672,10 @@ async function onChain(
   return { decimals, symbol: printable(symbol).slice(0, 32) }
 }
 
-/** What the service's records say went back to `to` in `symbol` from the deposit address already (`others`: its other refunds; in flight or completed). */
+/**
+ * What the service's records say went back to `to` in `symbol` from the deposit address already
+ * (`others`: its other refunds; in flight or completed).
+ */
 function returnedByRecord(others: readonly ApiRefund[], symbol: string, to: string): bigint {
   return others
     .filter(
@@ -660,7 +687,10 @@ function returnedByRecord(others: readonly ApiRefund[], symbol: string, to: stri
     .reduce((a, x) => a + BigInt(x.amount), 0n)
 }
 
-/** The native coin (`nativeSymbol`) the deposit address's other open refunds (`others`) will pay from it. */
+/**
+ * The native coin (`nativeSymbol`) the deposit address's other open refunds (`others`) will pay
+ * from it.
+ */
 function heldForOtherNativeRefunds(
   others: readonly ApiRefund[],
   nativeSymbol: string | null,

@@ -99,7 +99,8 @@ export async function topUp(
     !(await depositAccountDeployed(chain)) &&
     !(await chain.client.getCode({ address: CREATE2_DEPLOYER }).catch(() => undefined))?.length
   ) {
-    // No deterministic deployment proxy on this chain, so no DepositAccount: one plain transfer per address.
+    // No deterministic deployment proxy on this chain, so no DepositAccount: one plain transfer per
+    // address.
     let gasUsed = 0n
     let last: Hex = '0x'
     for (const [to, value] of entries) {

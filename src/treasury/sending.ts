@@ -12,7 +12,10 @@ import { Refused } from './session.ts'
 /** Added to each gas estimate. */
 export const withGasMargin = (gas: bigint) => gas + gas / 10n
 
-/** Sends a signed transaction and waits for it to be mined; refuses (resumable) when it is not within the timeout, or reverted. */
+/**
+ * Sends a signed transaction and waits for it to be mined; refuses (resumable) when it is not
+ * within the timeout, or reverted.
+ */
 export async function sendAndWait(chain: TreasuryChain, raw: Hex, timeoutMs: number, what: string) {
   const hash = keccak256(raw)
   const sent = await chain.send(raw)
@@ -99,7 +102,10 @@ export async function depositAccountDeployed(chain: TreasuryChain): Promise<bool
   return !!(await chain.client.getCode({ address: DEPOSIT_ACCOUNT }).catch(() => undefined))?.length
 }
 
-/** Deploys DepositAccount from the gas account at `nonce` where the chain lacks it; true when it did (the nonce is then spent). */
+/**
+ * Deploys DepositAccount from the gas account at `nonce` where the chain lacks it; true when it did
+ * (the nonce is then spent).
+ */
 export async function ensureDepositAccount(
   chain: TreasuryChain,
   sponsor: LocalAccount & { address: Address },

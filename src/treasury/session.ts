@@ -42,7 +42,10 @@ export interface Session {
   sponsor: (LocalAccount & { address: Address }) | null
 }
 
-/** The API client, from `--api-url` (or CRYPTO_PAY_API_URL), `--api-key` (or CRYPTO_PAY_API_KEY) and `--ca-file`. */
+/**
+ * The API client, from `--api-url` (or CRYPTO_PAY_API_URL), `--api-key` (or CRYPTO_PAY_API_KEY) and
+ * `--ca-file`.
+ */
 export function apiFrom(o: Options): ApiClient {
   const url = o.apiUrl ?? process.env.CRYPTO_PAY_API_URL
   const key = o.apiKey ?? process.env.CRYPTO_PAY_API_KEY
@@ -93,7 +96,8 @@ export async function openSession(
       true,
     )
 
-  // The keys first: a wrong mnemonic, passphrase or path is refused before the network is even asked.
+  // The keys first: a wrong mnemonic, passphrase or path is refused before the network is even
+  // asked.
   let keys: DepositKeys | null = null
   if (need.keys) {
     const loaded = loadDepositKeys({

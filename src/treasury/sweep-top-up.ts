@@ -21,7 +21,10 @@ import { sendAndWait } from './sending.ts'
 import { topUp, topUpGasPrice } from './route.ts'
 import { Refused, type Session } from './session.ts'
 
-/** What the sweep plan gives this route: an address, what it takes there, and what its native coin is. */
+/**
+ * What the sweep plan gives this route: an address, what it takes there, and what its native coin
+ * is.
+ */
 export interface TopUpCandidate {
   address: Address
   derivationIndex: number
@@ -78,7 +81,8 @@ export async function sweepByTopUp(
         : { to: o.to, value: 1n }
       let gas: bigint
       try {
-        // Exact, with no margin: an estimate is the least gas the transfer succeeds with, and every wei of fee was topped up for it.
+        // Exact, with no margin: an estimate is the least gas the transfer succeeds with, and every
+        // wei of fee was topped up for it.
         gas = await chain.client.estimateGas({ account: c.address, ...call })
       } catch (e) {
         report.failed.push({
@@ -97,7 +101,8 @@ export async function sweepByTopUp(
           ...call,
         }),
       )
-      // Here every transfer is a transaction of its own: coin worth less than that costs is left (the gas a token transfer did not use, say).
+      // Here every transfer is a transaction of its own: coin worth less than that costs is left
+      // (the gas a token transfer did not use, say).
       if (!a.token && a.amount <= gas * price + fee) {
         report.skipped.push({
           address: c.address,
@@ -164,7 +169,8 @@ export async function sweepByTopUp(
       try {
         await send(p)
       } catch (e) {
-        // One address that cannot be seen through does not hold up the others; a run later resumes what it recorded.
+        // One address that cannot be seen through does not hold up the others; a run later resumes
+        // what it recorded.
         report.failed.push({
           address: p.c.address,
           reason: e instanceof Error ? e.message.split('\n')[0]! : String(e),

@@ -53,9 +53,15 @@ import { moneyOutRoute } from './route.ts'
 import { Refused, type Session } from './session.ts'
 import { sweepByTopUp } from './sweep-top-up.ts'
 
-/** Final statuses: a deposit address of an open transaction is never touched (its payments are still being counted). */
+/**
+ * Final statuses: a deposit address of an open transaction is never touched (its payments are still
+ * being counted).
+ */
 const FINISHED = new Set(['completed', 'failed', 'expired', 'cancelled'])
-/** How long the sweep signatures hold: a recorded batch sent again later than this moves nothing and is planned afresh. */
+/**
+ * How long the sweep signatures hold: a recorded batch sent again later than this moves nothing and
+ * is planned afresh.
+ */
 const SIGNATURE_LIFETIME_S = 3600n
 /** A batch whose signatures would hold less than this when it is sent is signed again first. */
 const RESIGN_MARGIN_S = 600n
@@ -64,7 +70,9 @@ export interface SweepOptions {
   to: Address
   /** Only these token symbols (null: every token of the network). */
   tokens: readonly string[] | null
-  /** What an asset at one address must be worth to be swept, in USD cents (0: anything above zero). */
+  /**
+   * What an asset at one address must be worth to be swept, in USD cents (0: anything above zero).
+   */
   minUsdCents: bigint
   dryRun: boolean
   batchSize: number
@@ -87,7 +95,10 @@ interface Candidate {
   /** Its code delegates to DepositAccount already: no authorization needed. */
   delegated: boolean
   nonce: number
-  /** The nonce its sweep signature names (DepositAccount's, in its own storage): a signature is good for one sweep. */
+  /**
+   * The nonce its sweep signature names (DepositAccount's, in its own storage): a signature is good
+   * for one sweep.
+   */
   sweepNonce: bigint
 }
 
@@ -128,7 +139,8 @@ export async function runSweep(s: Session, o: SweepOptions) {
       .filter((t) => o.tokens === null || o.tokens.includes(t.symbol))
       .map((t) => t.symbol),
   )
-  // Every asset is read, so what is not swept (another token, or below --min-usd) is reported as left behind.
+  // Every asset is read, so what is not swept (another token, or below --min-usd) is reported as
+  // left behind.
   const readAssets = network.tokens.map((t) => ({
     symbol: t.symbol,
     token: t.address as Address | null,
@@ -286,7 +298,8 @@ export async function runSweep(s: Session, o: SweepOptions) {
     let members = queue.shift()!
     for (let attempt = 0; attempt < 2 && members.length; attempt++) {
       const built = await buildBatch(s, members, o.to, deadline)
-      // Its record must fit the API's request body: a batch of addresses with many tokens is halved.
+      // Its record must fit the API's request body: a batch of addresses with many tokens is
+      // halved.
       if (members.length > 1 && recordBytes(built, members) > RECORD_BYTES) {
         queue.unshift(
           members.slice(0, Math.ceil(members.length / 2)),
@@ -414,7 +427,8 @@ export async function runSweep(s: Session, o: SweepOptions) {
         ? { type: 'eip7702' as const, authorizationList: b.authorizationList }
         : { type: 'eip1559' as const }),
     })
-    // Recorded before it is sent: a run killed in between finds it, and sends the very same transaction.
+    // Recorded before it is sent: a run killed in between finds it, and sends the very same
+    // transaction.
     const record = await api.recordSweep({
       blockchain_network: network.name,
       raw_transaction: raw,
@@ -450,7 +464,10 @@ export async function runSweep(s: Session, o: SweepOptions) {
 /** The API takes request bodies up to 64 KiB; a sweep's record is kept under this. */
 const RECORD_BYTES = 60_000
 
-/** About how large a batch's record will be: its signed transaction in hex (its data, each authorization, the envelope) and its items. */
+/**
+ * About how large a batch's record will be: its signed transaction in hex (its data, each
+ * authorization, the envelope) and its items.
+ */
 const recordBytes = (
   built: { data: Hex; authorizationList: readonly unknown[] },
   members: readonly Candidate[],
@@ -460,7 +477,10 @@ const recordBytes = (
   400 +
   members.reduce((a, m) => a + m.assets.length * 130, 0)
 
-/** Signs each member's authorization (if not delegated yet) and sweep message with its own key, and packs them into one `batch` call. */
+/**
+ * Signs each member's authorization (if not delegated yet) and sweep message with its own key, and
+ * packs them into one `batch` call.
+ */
 async function buildBatch(s: Session, members: Candidate[], to: Address, deadline: bigint) {
   const chainId = s.network.chain_id
   const authorizationList: SignedAuthorization[] = []
@@ -497,7 +517,10 @@ async function buildBatch(s: Session, members: Candidate[], to: Address, deadlin
   return { data: batchData(calls), authorizationList }
 }
 
-/** Sees through what earlier runs recorded and the service has not seen in a block (sending.ts `seeThrough`). */
+/**
+ * Sees through what earlier runs recorded and the service has not seen in a block (sending.ts
+ * `seeThrough`).
+ */
 async function resume(s: Session, o: SweepOptions) {
   const out: { sweep_id: string; transaction_hash: string; outcome: string }[] = []
   for (const w of await s.api.sweeps({ network: s.network.name, status: 'submitted' })) {
@@ -510,7 +533,8 @@ async function resume(s: Session, o: SweepOptions) {
       })
       out.push({ sweep_id: w.id, transaction_hash: w.transaction_hash, outcome })
     } catch (e) {
-      // One that cannot be seen through now is said; the run goes on (its addresses are planned from the chain as it is).
+      // One that cannot be seen through now is said; the run goes on (its addresses are planned
+      // from the chain as it is).
       out.push({
         sweep_id: w.id,
         transaction_hash: w.transaction_hash,
@@ -521,7 +545,10 @@ async function resume(s: Session, o: SweepOptions) {
   return out
 }
 
-/** `address:SYMBOL` -> the open refunds that will pay from it: a sweep leaves those funds where they are. */
+/**
+ * `address:SYMBOL` -> the open refunds that will pay from it: a sweep leaves those funds where they
+ * are.
+ */
 async function heldForRefunds(s: Session): Promise<Map<string, string[]>> {
   const held = new Map<string, string[]>()
   for (const status of ['pending', 'submitted', 'confirming']) {

@@ -5,7 +5,9 @@ import { dashboardSessions, projectMembers, projects, users } from '../db/schema
 export type UserRow = typeof users.$inferSelect
 export type SessionRow = typeof dashboardSessions.$inferSelect
 
-/** Dashboard users' sign-in state, sessions and memberships; the rules are in session.service.ts. */
+/**
+ * Dashboard users' sign-in state, sessions and memberships; the rules are in session.service.ts.
+ */
 export function createSessionRepo(database: Database) {
   const { db } = database
 

@@ -114,7 +114,10 @@ export function createSessionService(deps: {
       })
     },
 
-    /** The signed-in user of a session token; null once it is unknown, idle too long or past its end. */
+    /**
+     * The signed-in user of a session token; null once it is unknown, idle too long or past its
+     * end.
+     */
     async authenticate(token: string | undefined): Promise<SessionUser | null> {
       if (!token || token.length > 100) return null
       const at = now()
@@ -139,7 +142,10 @@ export function createSessionService(deps: {
       if (token) await repo.deleteSession(sha256(token))
     },
 
-    /** Re-entering the password before something sensitive (revealing a secret); counts towards the lock. */
+    /**
+     * Re-entering the password before something sensitive (revealing a secret); counts towards the
+     * lock.
+     */
     async confirmPassword(userId: string, password: string): Promise<Outcome<true>> {
       const checked = await checkPassword(await repo.userById(userId), password ?? '')
       if (!checked.ok)

@@ -75,18 +75,27 @@ interface Running {
   delivery: RunnableDelivery
   /** The attempt the last `sendAttempt` made, persisted with the step it led to. */
   attempt: AttemptRecord | null
-  /** The context of the last step handed to persistence: a snapshot with the same context is not a step. */
+  /**
+   * The context of the last step handed to persistence: a snapshot with the same context is not a
+   * step.
+   */
   persistedContext: DeliveryContext
   /** The commit of the last step. */
   committed: Promise<unknown>
-  /** The state of a step committed before the actor hears its event: the next snapshot must be it, and is not persisted again. */
+  /**
+   * The state of a step committed before the actor hears its event: the next snapshot must be it,
+   * and is not persisted again.
+   */
   ahead: DeliveryState | null
 }
 
 /** What asking a delivery to act now came to. */
 export type RedeliverAnswer = 'accepted' | 'busy' | 'not_running'
 
-/** The actor's input for a delivery without a snapshot of this machine: new, or recorded by machine version 1 as `{ state, context }`. */
+/**
+ * The actor's input for a delivery without a snapshot of this machine: new, or recorded by machine
+ * version 1 as `{ state, context }`.
+ */
 function inputOf(d: RunnableDelivery, scheduleMs: readonly number[]): DeliveryInput {
   const old =
     d.machineVersion === 1
@@ -112,7 +121,10 @@ function inputOf(d: RunnableDelivery, scheduleMs: readonly number[]): DeliveryIn
 const restorable = (d: Pick<RunnableDelivery, 'snapshot' | 'machineVersion'>) =>
   d.snapshot !== null && d.machineVersion === DELIVERY_MACHINE_VERSION
 
-/** The actor of a stored delivery, constructed and not started: from its snapshot, or started afresh from its row. */
+/**
+ * The actor of a stored delivery, constructed and not started: from its snapshot, or started afresh
+ * from its row.
+ */
 export function deliveryActor<M extends typeof webhookDeliveryMachine>(
   machine: M,
   d: RunnableDelivery,
@@ -186,7 +198,10 @@ export function createDeliveryRunner(deps: RunnerDeps) {
     return p
   }
 
-  /** The one HTTP request of an attempt, or the reason none was made; null when the endpoint is disabled (no attempt at all). Never throws. */
+  /**
+   * The one HTTP request of an attempt, or the reason none was made; null when the endpoint is
+   * disabled (no attempt at all). Never throws.
+   */
   async function request(
     d: RunnableDelivery,
     number: number,
@@ -234,7 +249,10 @@ export function createDeliveryRunner(deps: RunnerDeps) {
     }
   }
 
-  /** The provided `sendAttempt`: waits for a send slot, then makes the attempt unless the actor stopped meanwhile. */
+  /**
+   * The provided `sendAttempt`: waits for a send slot, then makes the attempt unless the actor
+   * stopped meanwhile.
+   */
   function send(input: AttemptInput, signal: AbortSignal): Promise<AttemptOutput> {
     // Registered by run() before the actor starts, so every attempt finds its delivery.
     const entry = running.get(input.deliveryId)!
@@ -271,7 +289,8 @@ export function createDeliveryRunner(deps: RunnerDeps) {
           resolve({ ok: outcome.ok, at, ...(wait === null ? {} : { retryAfterMs: wait }) })
           return outcome.ok
         } catch (e) {
-          // Resolving the endpoint failed (database away): the machine counts a failed attempt, nothing was sent.
+          // Resolving the endpoint failed (database away): the machine counts a failed attempt,
+          // nothing was sent.
           deps.logger.warn('webhook attempt could not be made', {
             deliveryId: entry.delivery.id,
             error: String(e),
@@ -319,7 +338,10 @@ export function createDeliveryRunner(deps: RunnerDeps) {
     }
   }
 
-  /** Hands a step to the group commit; a step this instance could not record stops the actor (the delivery runs again from its last recorded step, wherever it is claimed). */
+  /**
+   * Hands a step to the group commit; a step this instance could not record stops the actor (the
+   * delivery runs again from its last recorded step, wherever it is claimed).
+   */
   function persistStep(id: string, entry: Running, step: DeliveryStep): Promise<boolean> {
     const committed = persist(step).then(
       (recorded) => {
@@ -331,7 +353,8 @@ export function createDeliveryRunner(deps: RunnerDeps) {
         return recorded
       },
       (e) => {
-        // The database is away: the step is lost, the actor stops, and the delivery runs again from its last persisted step once claimed.
+        // The database is away: the step is lost, the actor stops, and the delivery runs again from
+        // its last persisted step once claimed.
         deps.logger.warn('webhook delivery step not committed; it is retried from the last one', {
           deliveryId: id,
           error: String(e),
@@ -371,7 +394,10 @@ export function createDeliveryRunner(deps: RunnerDeps) {
     return recorded && running.get(id) === entry ? state : null
   }
 
-  /** An attempt's outcome, for the actor once the step it leads to is committed; null when it was not. */
+  /**
+   * An attempt's outcome, for the actor once the step it leads to is committed; null when it was
+   * not.
+   */
   async function outcomeCommitted(
     id: string,
     childId: string,
@@ -432,7 +458,10 @@ export function createDeliveryRunner(deps: RunnerDeps) {
   }
 
   return {
-    /** Starts the actor of a delivery this instance claimed (a second call for one already running does nothing). */
+    /**
+     * Starts the actor of a delivery this instance claimed (a second call for one already running
+     * does nothing).
+     */
     run(d: RunnableDelivery) {
       if (running.has(d.id)) return
       const actor = deliveryActor(machine, d, deps.scheduleMs, deps.inspect)
@@ -449,7 +478,9 @@ export function createDeliveryRunner(deps: RunnerDeps) {
       actor.start()
     },
 
-    /** A manual redelivery of a delivery whose actor runs here: accepted once its step is committed. */
+    /**
+     * A manual redelivery of a delivery whose actor runs here: accepted once its step is committed.
+     */
     async redeliver(id: string): Promise<RedeliverAnswer> {
       const entry = running.get(id)
       if (!entry) return 'not_running'
@@ -458,7 +489,8 @@ export function createDeliveryRunner(deps: RunnerDeps) {
       if (!before.can(event)) return 'busy'
       const state = await commitAhead(id, entry, event)
       if (state === null) return 'not_running'
-      // Its own timer moved it meanwhile (an attempt began): that attempt's step follows the committed one.
+      // Its own timer moved it meanwhile (an attempt began): that attempt's step follows the
+      // committed one.
       if (entry.actor.getSnapshot() !== before) return 'accepted'
       entry.ahead = state
       entry.actor.send(event)
@@ -496,7 +528,10 @@ export function createDeliveryRunner(deps: RunnerDeps) {
       for (const id of [...running.keys()]) stop(id)
     },
 
-    /** Shutdown: queued attempts are dropped, those in flight finish (at most the send time-out) and are committed, then every actor stops. */
+    /**
+     * Shutdown: queued attempts are dropped, those in flight finish (at most the send time-out) and
+     * are committed, then every actor stops.
+     */
     async stop() {
       for (const id of queue.clear()) stop(id)
       await queue.idle()

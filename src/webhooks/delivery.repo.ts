@@ -44,7 +44,10 @@ export interface AttemptRecord {
   error: string | null
 }
 
-/** One persisted step of a delivery actor: its snapshot and projection, and the attempt it made, if any. */
+/**
+ * One persisted step of a delivery actor: its snapshot and projection, and the attempt it made, if
+ * any.
+ */
 export interface DeliveryStep {
   id: string
   status: DeliveryStatus
@@ -109,7 +112,9 @@ WITH ev AS (
 )
 SELECT (SELECT count(*) FROM ev)::int AS events, coalesce((SELECT jsonb_agg(ins) FROM ins), '[]'::jsonb) AS deliveries`
 
-/** Unfinished deliveries nobody runs (no claimer, or one whose lease ended), claimed for the caller. */
+/**
+ * Unfinished deliveries nobody runs (no claimer, or one whose lease ended), claimed for the caller.
+ */
 const CLAIM_FREE = sql`
 UPDATE ${d} SET ${bare(d.claimedBy)} = ${param('owner')}
 WHERE ${d.id} IN (
@@ -118,7 +123,10 @@ WHERE ${d.id} IN (
   LIMIT ${param('limit', 'int')} FOR UPDATE SKIP LOCKED)
 RETURNING ${RUNNABLE}`
 
-/** Every unfinished delivery not already the caller's (one instance on an embedded database: all are). */
+/**
+ * Every unfinished delivery not already the caller's (one instance on an embedded database: all
+ * are).
+ */
 const CLAIM_ALL = sql`
 UPDATE ${d} SET ${bare(d.claimedBy)} = ${param('owner')}
 WHERE ${d.id} IN (SELECT ${d.id} FROM ${d} WHERE ${UNFINISHED} AND ${d.claimedBy} IS DISTINCT FROM ${param('owner')} LIMIT ${param('limit', 'int')} FOR UPDATE SKIP LOCKED)
@@ -178,7 +186,10 @@ const runnable = (r: RunnableRow): RunnableDelivery => ({
 })
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString())
 
-/** The webhook deliveries: the dispatcher's hot statements (each one prepared round trip) and the delivery log's reads. */
+/**
+ * The webhook deliveries: the dispatcher's hot statements (each one prepared round trip) and the
+ * delivery log's reads.
+ */
 export function createDeliveryRepo(database: Database) {
   const { db } = database
   const fanOut = prepare<
@@ -233,7 +244,9 @@ export function createDeliveryRepo(database: Database) {
       return (await claimAll.execute(o)).map(runnable)
     },
 
-    /** Those of `ids` still unfinished and recorded as the caller's, to run again what does not run. */
+    /**
+     * Those of `ids` still unfinished and recorded as the caller's, to run again what does not run.
+     */
     async owned(owner: string, ids: readonly string[]): Promise<RunnableDelivery[]> {
       if (ids.length === 0) return []
       const rows = await db
@@ -270,7 +283,9 @@ export function createDeliveryRepo(database: Database) {
       ).map((r) => r.id)
     },
 
-    /** Gives one delivery's claim back (it could not be run here), so any instance takes it again. */
+    /**
+     * Gives one delivery's claim back (it could not be run here), so any instance takes it again.
+     */
     async releaseOne(id: string, owner: string) {
       await db
         .update(d)
@@ -382,7 +397,9 @@ export function createDeliveryRepo(database: Database) {
       return rows.length === 1
     },
 
-    /** Deletes outbox events fanned out before `before`; events not fanned out yet are never pruned. */
+    /**
+     * Deletes outbox events fanned out before `before`; events not fanned out yet are never pruned.
+     */
     async pruneOutbox(before: Date): Promise<number> {
       const rows = await db
         .delete(outbox)

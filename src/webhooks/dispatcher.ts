@@ -17,7 +17,10 @@ export interface DispatcherDeps {
   clock: Clock
   logger: Logger
   scheduler: Scheduler
-  /** PGlite: one instance only, so at start-up every unfinished delivery is ours whatever its claim says. */
+  /**
+   * PGlite: one instance only, so at start-up every unfinished delivery is ours whatever its claim
+   * says.
+   */
   singleInstance: boolean
   /** How often an idle dispatcher looks for work a notification may not have announced. */
   pollMs?: number
@@ -119,7 +122,9 @@ export function createWebhookDispatcher(deps: DispatcherDeps) {
     gatherMs: deps.eventsGatherMs ?? 0,
   })
 
-  /** Runs a pass now, or right after the one in progress; resolves once the pass serving it ends. */
+  /**
+   * Runs a pass now, or right after the one in progress; resolves once the pass serving it ends.
+   */
   function wake(what: 'events' | 'all' = 'all'): Promise<void> {
     if (stopped || !deps.lease.held()) return passes.idle()
     return passes.request(what)
@@ -166,14 +171,19 @@ export function createWebhookDispatcher(deps: DispatcherDeps) {
       )
     },
 
-    /** Tests: one pass, then every attempt due now (on the scheduler's clock) made and committed. */
+    /**
+     * Tests: one pass, then every attempt due now (on the scheduler's clock) made and committed.
+     */
     async runOnce() {
       await wake()
       deps.scheduler.runDue()
       await deps.runner.settled()
     },
 
-    /** Stops claiming; attempts in flight finish (at most the send time-out); the rest are handed back for another instance. */
+    /**
+     * Stops claiming; attempts in flight finish (at most the send time-out); the rest are handed
+     * back for another instance.
+     */
     async stop() {
       if (stopped) return
       stopped = true

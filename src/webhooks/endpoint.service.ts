@@ -22,7 +22,10 @@ export interface EndpointView {
   url: string
   eventTypes: WebhookEventType[]
   enabled: boolean
-  /** Why it is disabled: by hand, answered 410 Gone, or every delivery failed for WEBHOOK_DISABLE_AFTER; null while enabled. */
+  /**
+   * Why it is disabled: by hand, answered 410 Gone, or every delivery failed for
+   * WEBHOOK_DISABLE_AFTER; null while enabled.
+   */
   disabledReason: DisabledReason | null
   disabledAt: Date | null
   /** The first failed attempt since its last success; null while it answers. */
@@ -203,7 +206,10 @@ export function createEndpointService(deps: {
       return r.ok ? ok({ endpoint: r.value, secret }) : r
     },
 
-    /** By hand: disabling records why and when; enabling clears that and the failure streak, so it starts afresh. */
+    /**
+     * By hand: disabling records why and when; enabling clears that and the failure streak, so it
+     * starts afresh.
+     */
     setEnabled: (id: string, enabled: boolean, scope: ProjectFilter = {}) =>
       update(
         id,
@@ -213,7 +219,10 @@ export function createEndpointService(deps: {
           : { enabled, disabledReason: 'manual', disabledAt: now() },
       ),
 
-    /** What the sender needs: URL, mode, secret in clear, whether it may send and since when it fails; null once deleted. */
+    /**
+     * What the sender needs: URL, mode, secret in clear, whether it may send and since when it
+     * fails; null once deleted.
+     */
     async forSending(id: string): Promise<SendingInfo | null> {
       const [r] = await db
         .select({
@@ -256,7 +265,10 @@ export function createEndpointService(deps: {
       if (rows.length) await deps.changes.publish({ kind: 'endpoint', id })
     },
 
-    /** Disables an enabled endpoint on the service's own judgement; null when it was not enabled (nothing changed). */
+    /**
+     * Disables an enabled endpoint on the service's own judgement; null when it was not enabled
+     * (nothing changed).
+     */
     async disableAutomatically(
       id: string,
       reason: 'gone' | 'failing',

@@ -5,9 +5,9 @@ import { type STATUSES, TransactionStatus } from '../modules/transactions/model.
 
 /**
  * The webhook bodies the service sends, as schemas: the OpenAPI document's `webhooks` are built
- * from them, and the tests check every delivery they receive against them. `data` follows the
- * stage table of docs/integrating/webhooks.md#events exactly: every key is always present, and a value is null where the table
- * says it is (at `transaction.created` the token fields are always null, at
+ * from them, and the tests check every delivery they receive against them. `data` follows the stage
+ * table of docs/integrating/webhooks.md#events exactly: every key is always present, and a value is
+ * null where the table says it is (at `transaction.created` the token fields are always null, at
  * `transaction.completed` they never are).
  */
 const nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])

@@ -27,7 +27,10 @@ export function webhookEventOf(cause: string, from: TxStatus, to: TxStatus): str
   return from !== to ? (EVENT_OF_STATUS[to] ?? null) : null
 }
 
-/** The webhook payload's `data` (docs/integrating/webhooks.md#the-request): every nullable key present. */
+/**
+ * The webhook payload's `data` (docs/integrating/webhooks.md#the-request): every nullable key
+ * present.
+ */
 export function webhookData(r: TransactionRow, failureReason: string | null = null) {
   return {
     transaction_id: r.id,
@@ -51,10 +54,10 @@ export function webhookData(r: TransactionRow, failureReason: string | null = nu
 }
 
 /**
- * The webhook body (docs/integrating/webhooks.md#the-request): root `event`, `timestamp` (ISO 8601 with
- * milliseconds, the time of sending) and `data`; never a `transaction` key. A test event sent
- * from the dashboard or CLI also carries `"test": true` at the root, so no receiver can take
- * it for a real payment.
+ * The webhook body (docs/integrating/webhooks.md#the-request): root `event`, `timestamp` (ISO 8601
+ * with milliseconds, the time of sending) and `data`; never a `transaction` key. A test event sent
+ * from the dashboard or CLI also carries `"test": true` at the root, so no receiver can take it for
+ * a real payment.
  */
 export function webhookBody(
   event: string,

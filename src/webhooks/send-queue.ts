@@ -20,7 +20,10 @@ export const DEFAULT_SEND_LIMITS: SendQueueOptions = {
   perFailingEndpoint: 2,
 }
 
-/** A job answers whether its request succeeded, or null when it made none (its delivery stopped meanwhile). */
+/**
+ * A job answers whether its request succeeded, or null when it made none (its delivery stopped
+ * meanwhile).
+ */
 type Job = () => Promise<boolean | null>
 
 interface Lane {
@@ -87,7 +90,10 @@ export function createSendQueue(opts: SendQueueOptions = DEFAULT_SEND_LIMITS) {
   }
 
   return {
-    /** Queues a job; it resolves to whether the attempt succeeded (failures move the endpoint to the failing pool). */
+    /**
+     * Queues a job; it resolves to whether the attempt succeeded (failures move the endpoint to the
+     * failing pool).
+     */
     push(endpointId: string, key: string, run: Job) {
       let lane = lanes.get(endpointId)
       if (!lane) lanes.set(endpointId, (lane = { active: 0, jobs: [] }))

@@ -56,7 +56,10 @@ export async function postWebhook(
   }
 }
 
-/** RFC 9110 10.2.3: delay-seconds or an HTTP date (IMF-fixdate), as ms from `now`; null when absent or unreadable. */
+/**
+ * RFC 9110 10.2.3: delay-seconds or an HTTP date (IMF-fixdate), as ms from `now`; null when absent
+ * or unreadable.
+ */
 export function retryAfterMs(header: string | null, now: number): number | null {
   if (header === null) return null
   const text = header.trim()

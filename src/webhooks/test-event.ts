@@ -6,9 +6,10 @@ type RefundEventType = Extract<WebhookEventType, `refund.${string}`>
 type TransactionEventType = Exclude<WebhookEventType, 'webhook_endpoint.disabled' | RefundEventType>
 
 /**
- * The `data` of a test event (sent from the dashboard or CLI): a made-up test-mode transaction
- * at the stage the event type stands for, with the null/non-null pattern of docs/integrating/webhooks.md#events, so a receiver
- * can be tried on each event type before any real payment. The body also says `"test": true`.
+ * The `data` of a test event (sent from the dashboard or CLI): a made-up test-mode transaction at
+ * the stage the event type stands for, with the null/non-null pattern of
+ * docs/integrating/webhooks.md#events, so a receiver can be tried on each event type before any
+ * real payment. The body also says `"test": true`.
  */
 export function testEventData(eventType: WebhookEventType, now: Date): Record<string, unknown> {
   if (eventType === 'webhook_endpoint.disabled') {

@@ -18,7 +18,10 @@ import { cidrContains, parseCidr, parseIp, type Cidr } from '../lib/cidr.ts'
  * kept). Redirects are never followed.
  */
 
-/** Ranges no live endpoint may resolve to: every non-public IPv4 and IPv6 block (IANA special-purpose registries). */
+/**
+ * Ranges no live endpoint may resolve to: every non-public IPv4 and IPv6 block (IANA
+ * special-purpose registries).
+ */
 const BLOCKED: Cidr[] = [
   '0.0.0.0/8',
   '10.0.0.0/8',
@@ -46,7 +49,10 @@ const BLOCKED: Cidr[] = [
   'ff00::/8',
 ].map((c) => parseCidr(c)!)
 
-/** NAT64 addresses carry an IPv4 address: the embedded one decides. (IPv4-mapped ones are IPv4 already.) */
+/**
+ * NAT64 addresses carry an IPv4 address: the embedded one decides. (IPv4-mapped ones are IPv4
+ * already.)
+ */
 const NAT64 = parseCidr('64:ff9b::/96')!
 
 /** True when a live endpoint must not be sent to `address` (unparsable counts as blocked). */
@@ -59,12 +65,18 @@ export function isBlockedAddress(address: string): boolean {
 
 export type UrlCheck = { ok: true; url: URL } | { ok: false; reason: string }
 
-/** The operator's choice for test endpoints (WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS); live endpoints are always public-only. */
+/**
+ * The operator's choice for test endpoints (WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS); live endpoints
+ * are always public-only.
+ */
 export interface AddressRules {
   allowPrivateTestEndpoints: boolean
 }
 
-/** The check before a delivery: where it may go, and whether that is a private address (its answer must not be kept). */
+/**
+ * The check before a delivery: where it may go, and whether that is a private address (its answer
+ * must not be kept).
+ */
 export type DeliveryTarget =
   | { ok: true; url: URL; privateAddress: boolean }
   | { ok: false; reason: string }
@@ -90,7 +102,9 @@ const MAX_URL_LENGTH = 2048
 /** Names that always mean this machine or its cloud metadata service, whatever DNS says. */
 const LOCAL_NAMES = /(^|\.)(localhost|localdomain|internal|local)$|^metadata(\.google\.internal)?$/i
 
-/** The shape check made when an endpoint is saved (no DNS): scheme, credentials, literal addresses. */
+/**
+ * The shape check made when an endpoint is saved (no DNS): scheme, credentials, literal addresses.
+ */
 export function checkEndpointUrl(
   raw: string,
   mode: 'test' | 'live',
@@ -161,7 +175,10 @@ export async function checkDeliveryTarget(
   return { ok: true, url: shape.url, privateAddress: false }
 }
 
-/** A name that means this machine or a network inside, whatever DNS says (a single label is an intranet name). */
+/**
+ * A name that means this machine or a network inside, whatever DNS says (a single label is an
+ * intranet name).
+ */
 const isLocalName = (host: string) => !isIP(host) && (LOCAL_NAMES.test(host) || !host.includes('.'))
 
 const hostOf = (url: URL) => url.hostname.replace(/^\[|\]$/g, '').replace(/\.$/, '')

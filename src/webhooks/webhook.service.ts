@@ -32,7 +32,10 @@ export interface DeliveryView {
   nextAttemptAt: Date | null
   lastAttemptAt: Date | null
   lastStatusCode: number | null
-  /** Why a failed delivery stopped: exhausted, too_old (the 7-day rule, no request made) or manual_attempt_failed. */
+  /**
+   * Why a failed delivery stopped: exhausted, too_old (the 7-day rule, no request made) or
+   * manual_attempt_failed.
+   */
   failedBecause: string | null
   createdAt: Date
 }
@@ -107,7 +110,10 @@ export function createWebhookService(deps: {
     })
   }
 
-  /** Asks the instance running a delivery's actor to attempt it now, and waits until its step is committed. */
+  /**
+   * Asks the instance running a delivery's actor to attempt it now, and waits until its step is
+   * committed.
+   */
   async function redeliverRunning(
     row: DeliveryRow & { claimerLive: boolean },
     scope: ProjectFilter,
@@ -130,14 +136,18 @@ export function createWebhookService(deps: {
     return deny('conflict', `${BUSY} (or the instance sending it did not answer)`)
   }
 
-  /** Sends a delivery again now: a new attempt for a finished one, or the next retry brought forward. */
+  /**
+   * Sends a delivery again now: a new attempt for a finished one, or the next retry brought
+   * forward.
+   */
   async function redeliver(id: string, scope: ProjectFilter = {}): Promise<Outcome<DeliveryView>> {
     for (let i = 0; i < 3; i++) {
       const row = await deps.repo.find(id, scope, now())
       if (!row) return deny('not_found', `No webhook delivery ${id}`)
       if ((row.status === 'pending' || row.status === 'retrying') && row.claimerLive)
         return redeliverRunning(row, scope)
-      // Nobody runs it: judged here on its stored snapshot, then left for a running dispatcher to claim.
+      // Nobody runs it: judged here on its stored snapshot, then left for a running dispatcher to
+      // claim.
       const stored = {
         ...row,
         eventAt: row.eventAt.getTime(),
@@ -190,7 +200,8 @@ export function createWebhookService(deps: {
       const eventId = newEventId()
       await deps.repo.insert(
         targets.map((endpointId) => ({
-          // The sequence of the change it re-sends: completion is final, so the row is still at that version.
+          // The sequence of the change it re-sends: completion is final, so the row is still at
+          // that version.
           eventId,
           endpointId,
           projectId: caller.projectId,
@@ -207,7 +218,9 @@ export function createWebhookService(deps: {
       return ok({ transactionId, eventType, endpoints: targets.length })
     },
 
-    /** A test event of a chosen type to one endpoint, signed like any other and marked as a test. */
+    /**
+     * A test event of a chosen type to one endpoint, signed like any other and marked as a test.
+     */
     async sendTest(
       endpointId: string,
       eventType: string,

@@ -19,7 +19,10 @@ let t: TestServer
 let browser: Browser
 let sink: WebhookSink
 let member: Awaited<ReturnType<typeof memberOf>>
-/** The tab that stays open all along: Chromium drops session cookies (the sign-in) when its last tab closes. */
+/**
+ * The tab that stays open all along: Chromium drops session cookies (the sign-in) when its last tab
+ * closes.
+ */
 let keeper: Page
 
 const PHONE = { width: 360, height: 740 }
@@ -28,7 +31,8 @@ const DESKTOP = { width: 1280, height: 900 }
 beforeAll(
   whenBrowser(async () => {
     sink = await startWebhookSink()
-    // Three attempts two seconds apart: a failing endpoint is seen retrying, then failed, within seconds.
+    // Three attempts two seconds apart: a failing endpoint is seen retrying, then failed, within
+    // seconds.
     t = await startTestServer('pglite', { WEBHOOK_RETRY_SCHEDULE: '2s,2s' })
     member = await memberOf(t, { projectName: 'Acme Coffee' })
     browser = await openBrowser()
@@ -37,7 +41,8 @@ beforeAll(
   }),
 )
 
-// Each test judges only its own pages: failures start empty and every page it opened is closed after.
+// Each test judges only its own pages: failures start empty and every page it opened is closed
+// after.
 beforeEach(
   whenBrowser(() => {
     browser.failures.length = 0
@@ -96,8 +101,13 @@ function answerDialogs(page: Page, accept = true): string[] {
 
 const clipboard = (page: Page) => page.evaluate(() => navigator.clipboard.readText())
 
-/** The page never scrolls sideways: tables and long values scroll or wrap inside their own boxes. */
-/** Every table shows all its columns without scrolling sideways inside its box (measured by the browser). */
+/**
+ * The page never scrolls sideways: tables and long values scroll or wrap inside their own boxes.
+ */
+/**
+ * Every table shows all its columns without scrolling sideways inside its box (measured by the
+ * browser).
+ */
 async function expectTablesFit(page: Page) {
   const overflowing = await page.evaluate(() =>
     [...document.querySelectorAll('.table-wrap')]
@@ -146,7 +156,10 @@ function expectOnlyFailures(expected: [method: string, path: string, status: num
   expect([...browser.failures].sort()).toEqual(lines.sort())
 }
 
-/** Loads `url` again and again until `check` holds on the fresh page (the dashboard does not refresh itself). */
+/**
+ * Loads `url` again and again until `check` holds on the fresh page (the dashboard does not refresh
+ * itself).
+ */
 async function reloadUntil(
   page: Page,
   url: string,
@@ -200,7 +213,10 @@ async function walk(id: string, to: keyof typeof PATH_TO) {
   }
 }
 
-/** A test-mode endpoint at the sink's `path`, made through the service, the sink set to verify its secret. */
+/**
+ * A test-mode endpoint at the sink's `path`, made through the service, the sink set to verify its
+ * secret.
+ */
 async function sinkEndpoint(
   path: string,
   mode: 'ok' | 'fail',
@@ -596,11 +612,13 @@ describeWithBrowser('merchant dashboard in Chromium', () => {
       expect(await response.textContent()).toBe('(empty)')
     }
 
-    // The endpoint says it is failing, and since when; once the receiver is fixed, "Send them again" recovers the failed delivery.
+    // The endpoint says it is failing, and since when; once the receiver is fixed, "Send them
+    // again" recovers the failed delivery.
     await page.goto(full(dash(`/endpoints/${bad.id}`)))
     expect(await page.locator('.lead .badge').textContent()).toBe('failing')
     const since = (await page.locator('.alert.warning time').getAttribute('datetime'))!
-    // The streak began with the first failed attempt (recorded once it had failed, before the second).
+    // The streak began with the first failed attempt (recorded once it had failed, before the
+    // second).
     const [firstTry, secondTry] = (await sink.received('/dash-broken')).map((r) =>
       Date.parse(r.headers['x-service-timestamp']!),
     )
@@ -965,7 +983,10 @@ describeWithBrowser('merchant dashboard in Chromium', () => {
   })
 })
 
-/** The order ids of `txs` as the list shows them: newest first (ties broken by id, as the server does). */
+/**
+ * The order ids of `txs` as the list shows them: newest first (ties broken by id, as the server
+ * does).
+ */
 async function orderIdsNewestFirst(txs: { id: string; created_at: string; order_id: string }[]) {
   return [...txs]
     .sort((a, b) =>

@@ -31,7 +31,10 @@ describeWithBrowser('money out in the dashboard', () => {
   let browser: Browser
   let member: Awaited<ReturnType<typeof memberOf>>
   let files: ReturnType<typeof writeMerchantFiles>
-  /** The treasury tool's key: the dashboard member's project key may create refunds, not record their payment. */
+  /**
+   * The treasury tool's key: the dashboard member's project key may create refunds, not record
+   * their payment.
+   */
   let toolApiKey: string
 
   useStack('pglite', { treasury: true, project: false }, async (s) => {
@@ -96,7 +99,8 @@ describeWithBrowser('money out in the dashboard', () => {
     expect(await refunds.getByText('Left to refund:').textContent()).toContain('12.5 TUSD')
 
     const before = await chain.tokenBalance(CUSTOMER)
-    // The customer's address is not the one that paid: the merchant approves it by name on their machine.
+    // The customer's address is not the one that paid: the merchant approves it by name on their
+    // machine.
     const made = (
       (await (await api(t, member.project.key).get('/api/refunds?status=pending')).json()) as any
     ).refunds[0].id
@@ -124,7 +128,8 @@ describeWithBrowser('money out in the dashboard', () => {
       path: browser.artifact('dashboard-transaction-refunded-desktop'),
       fullPage: true,
     })
-    // The one refusal asked for above (the bad checksum), as the response and as Chromium's console line.
+    // The one refusal asked for above (the bad checksum), as the response and as Chromium's console
+    // line.
     expect(browser.failures).toEqual([
       expect.stringMatching(/^POST .*\/refunds: HTTP 400$/),
       expect.stringContaining('status of 400'),

@@ -203,7 +203,8 @@ describeWithBrowser('pay page in Chromium on the devnet', () => {
       'Taking you back to Acme Coffee…',
     )
     // Every state is pushed as it is committed. Stages the follower passes within one block scan
-    // (detected, 0 confirmations) may show for a moment or fold into the next; nothing else may appear, and the order holds.
+    // (detected, 0 confirmations) may show for a moment or fold into the next; nothing else may
+    // appear, and the order holds.
     const stages = [
       PAY_TEXT.statusCreated,
       PAY_TEXT.statusPrepared,

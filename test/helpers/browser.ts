@@ -17,7 +17,10 @@ const USUAL_PATHS = [
 /** CI=true (or 1): browser tests never skip; a missing browser fails them. */
 export const IN_CI = ['1', 'true'].includes((process.env.CI ?? '').toLowerCase())
 
-/** The browser to drive: CHROMIUM_PATH when set (even if wrong: then none), else the first usual path that exists. */
+/**
+ * The browser to drive: CHROMIUM_PATH when set (even if wrong: then none), else the first usual
+ * path that exists.
+ */
 export function findChromium(env: Record<string, string | undefined> = process.env): string | null {
   const chosen = env.CHROMIUM_PATH?.trim()
   if (chosen) return existsSync(chosen) ? chosen : null
@@ -29,7 +32,9 @@ const MISSING =
   `No Chromium found (${process.env.CHROMIUM_PATH ? `CHROMIUM_PATH=${process.env.CHROMIUM_PATH} does not exist` : `looked in ${USUAL_PATHS.join(', ')}`}). ` +
   'Install it (Debian/Ubuntu: sudo apt-get install -y chromium; macOS: brew install --cask chromium) or set CHROMIUM_PATH to a Chromium or Chrome binary.'
 
-/** Whether suites declared with `describeWithBrowser` run here (a browser was found, or CI=true). */
+/**
+ * Whether suites declared with `describeWithBrowser` run here (a browser was found, or CI=true).
+ */
 export const BROWSER_SUITES_RUN = !!CHROMIUM || IN_CI
 
 /**
@@ -68,7 +73,10 @@ export interface Browser {
   context: BrowserContext
   /** Every URL the browser requested. */
   requests: string[]
-  /** Failed requests, HTTP errors, page errors and console errors, for `expect(failures).toEqual([])`. */
+  /**
+   * Failed requests, HTTP errors, page errors and console errors, for
+   * `expect(failures).toEqual([])`.
+   */
   failures: string[]
   newPage(viewport?: { width: number; height: number }): Promise<Page>
   /** The path for a screenshot called `name`.png under test-artifacts/. */

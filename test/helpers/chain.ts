@@ -116,7 +116,10 @@ export interface ManualChain {
   /** Mines `n` blocks (default 1); returns the new head. */
   mine(n?: number): Promise<bigint>
   head(): Promise<bigint>
-  /** `anvil_reorg`: replaces the last `depth` blocks, putting `txs` ([raw, blockOffset]) into the new ones. */
+  /**
+   * `anvil_reorg`: replaces the last `depth` blocks, putting `txs` ([raw, blockOffset]) into the
+   * new ones.
+   */
   reorg(depth: number, txs?: Array<[Hex, number]>): Promise<void>
   /** Hash of the canonical block at `n`. */
   blockHash(n: bigint): Promise<Hex>

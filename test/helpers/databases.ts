@@ -98,7 +98,8 @@ export async function freshPostgres(): Promise<{
   return {
     url: url.toString(),
     // Instances on one PostgreSQL database share one SECRET_KEY (config requires it). Test
-    // receivers listen on this machine, and DATABASE_URL turns private test endpoints off by default.
+    // receivers listen on this machine, and DATABASE_URL turns private test endpoints off by
+    // default.
     env: {
       DATABASE_URL: url.toString(),
       SECRET_KEY: randomBytes(32).toString('hex'),

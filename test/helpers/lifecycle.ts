@@ -1,6 +1,9 @@
 import type { TxEvent } from '../../machines/transaction.machine.ts'
 
-/** The events that walk a transaction from `created` to each status, as chain and pay page will send them. */
+/**
+ * The events that walk a transaction from `created` to each status, as chain and pay page will send
+ * them.
+ */
 /** A payment's transaction hash: 32 bytes, as on a real chain. */
 export const TX_HASH = `0x${'fe'.repeat(32)}`
 export const quote = {

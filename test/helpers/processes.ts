@@ -60,7 +60,10 @@ process.on('exit', () => {
   for (const child of live) child.kill('SIGKILL')
 })
 
-/** Accumulated output of one stream, with waiting for a pattern driven by the data events (no polling). */
+/**
+ * Accumulated output of one stream, with waiting for a pattern driven by the data events (no
+ * polling).
+ */
 class Output {
   text = ''
   private listeners = new Set<() => void>()
@@ -154,7 +157,10 @@ export interface ServerProcess extends Proc {
   httpPort: number | null
   /** `https://localhost:PORT` (`http://` under TRUST_PROXY). */
   url: string
-  /** PEM of the certificate it serves (TLS_CERT_FILE, else DATA_DIR/tls/cert.pem); '' under TRUST_PROXY. */
+  /**
+   * PEM of the certificate it serves (TLS_CERT_FILE, else DATA_DIR/tls/cert.pem); '' under
+   * TRUST_PROXY.
+   */
   ca: string
   /** The parsed "listening" log line. */
   listening: Record<string, unknown>
@@ -164,7 +170,10 @@ export interface ServerProcess extends Proc {
   stop(graceMs?: number): Promise<Exit>
 }
 
-/** A networks file listing no network: servers under test take no payments unless a test configures a chain. */
+/**
+ * A networks file listing no network: servers under test take no payments unless a test configures
+ * a chain.
+ */
 export const NO_NETWORKS = join(tmpdir(), 'crypto-pay-test-no-networks.json')
 writeFileSync(NO_NETWORKS, '[]\n')
 
@@ -247,7 +256,9 @@ export const runCli = (
   opts: { env?: Record<string, string>; runtime?: Runtime } = {},
 ) => runScript('src/cli/main.ts', args, opts)
 
-/** `bun src/treasury/main.ts ...args` (or under Deno) to completion: the merchant's treasury tool. */
+/**
+ * `bun src/treasury/main.ts ...args` (or under Deno) to completion: the merchant's treasury tool.
+ */
 export const runTreasuryTool = (
   args: string[],
   opts: { env?: Record<string, string>; runtime?: Runtime } = {},

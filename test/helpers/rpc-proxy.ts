@@ -10,7 +10,9 @@ export interface RpcCall {
   method: string
   params?: unknown
   id?: unknown
-  /** The path of the request it came in (clients told apart by the URL they were given: `${url}/a`). */
+  /**
+   * The path of the request it came in (clients told apart by the URL they were given: `${url}/a`).
+   */
   path?: string
 }
 
@@ -30,24 +32,37 @@ export interface RpcProxy {
   beforeCall: undefined | ((call: RpcCall) => Promise<void>)
   /** The node calls go to; change it to put another chain behind the same URL. */
   target: string
-  /** A provider's range cap: eth_getLogs over more blocks than this is refused with a JSON-RPC error. */
+  /**
+   * A provider's range cap: eth_getLogs over more blocks than this is refused with a JSON-RPC
+   * error.
+   */
   maxLogRange: number | null
   /** eth_getLogs calls refused for their range. */
   rangeRefusals: RpcCall[]
-  /** The next this many HTTP requests are answered 429 with `Retry-After: 1` (a provider's rate limit). */
+  /**
+   * The next this many HTTP requests are answered 429 with `Retry-After: 1` (a provider's rate
+   * limit).
+   */
   rateLimitNext: number
   /** Requests answered 429. */
   rateLimited: number
-  /** The next this many HTTP requests are answered 200 with a JSON-RPC rate-limit error for each call (as some providers do). */
+  /**
+   * The next this many HTTP requests are answered 200 with a JSON-RPC rate-limit error for each
+   * call (as some providers do).
+   */
   rateLimitJsonNext: number
   /**
    * The next this many eth_call calls are answered with the JSON-RPC error anvil 1.7 gives now and
-   * then while it mines a block (-32602, "BlockOutOfRangeError: block height is 15 but requested was 14").
+   * then while it mines a block (-32602, "BlockOutOfRangeError: block height is 15 but requested
+   * was 14").
    */
   callErrorNext: number
   /** eth_call calls answered with that error. */
   callErrors: RpcCall[]
-  /** Methods answered with JSON-RPC "Method not found" (-32601), as a node without them does (debug_* and trace_* on most public RPCs). */
+  /**
+   * Methods answered with JSON-RPC "Method not found" (-32601), as a node without them does
+   * (debug_* and trace_* on most public RPCs).
+   */
   refuseMethods: Set<string>
   close(): Promise<void>
 }
@@ -122,7 +137,8 @@ export async function startRpcProxy(target: string): Promise<RpcProxy> {
     let calls = (Array.isArray(parsed) ? parsed : [parsed]).map((c) =>
       Object.assign(c, { path: req.url ?? '/' }),
     )
-    // Refused ranges and erring calls are answered here, in the shape of a node's error; the rest go on.
+    // Refused ranges and erring calls are answered here, in the shape of a node's error; the rest
+    // go on.
     const answeredHere = new Map<RpcCall, { code: number; message: string }>()
     for (const c of calls) {
       if (

@@ -17,7 +17,10 @@ export interface TestServer {
   httpPort: number | null
   dataDir: string
   databaseUrl: string | null
-  /** What a CLI process needs to reach this server's data (DATA_DIR, and DATABASE_URL with SECRET_KEY on PostgreSQL). */
+  /**
+   * What a CLI process needs to reach this server's data (DATA_DIR, and DATABASE_URL with
+   * SECRET_KEY on PostgreSQL).
+   */
   cliEnv: Record<string, string>
   /** PEM of the server's certificate, to trust it instead of turning verification off. */
   ca: string
@@ -32,7 +35,10 @@ export interface TestServer {
     limits?: { minute: number; hour: number; day: number }
   }): Promise<{ id: string; key: string; keyId: string }>
   key(projectId: string, mode: Mode, scopes?: Scope[]): Promise<{ key: string; keyId: string }>
-  /** A graceful stop, then (after `whileStopped`, if given) a new server on the same DATA_DIR and database (a new port). */
+  /**
+   * A graceful stop, then (after `whileStopped`, if given) a new server on the same DATA_DIR and
+   * database (a new port).
+   */
   restart(whileStopped?: () => Promise<void>): Promise<void>
   stop(): Promise<void>
 }

@@ -18,9 +18,14 @@ import { startTreasuryChain, type TreasuryChain } from './treasury.ts'
 export interface StackOptions {
   /** A chain mined by hand (startManualChain), with these options (true: the defaults). */
   chain?: true | Parameters<typeof startManualChain>[0]
-  /** The treasury tests' chain (a block per transaction, customer and gas wallets), with these options. */
+  /**
+   * The treasury tests' chain (a block per transaction, customer and gas wallets), with these
+   * options.
+   */
   treasury?: true | Parameters<typeof startTreasuryChain>[0]
-  /** The devnet `npm start` runs (anvil mining on its own, TUSD and ETH priced), with these options. */
+  /**
+   * The devnet `npm start` runs (anvil mining on its own, TUSD and ETH priced), with these options.
+   */
   devnet?: DevnetOptions
   /** An RPC proxy between the server and the chain, so a test can hold or break what it sees. */
   proxy?: boolean

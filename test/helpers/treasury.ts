@@ -138,7 +138,10 @@ export async function startTreasuryChain(
   }
 }
 
-/** The merchant's files: the deposit mnemonic (and passphrase), the gas account's key, and the service's certificate. */
+/**
+ * The merchant's files: the deposit mnemonic (and passphrase), the gas account's key, and the
+ * service's certificate.
+ */
 export function writeMerchantFiles(
   dir: string,
   o: { mnemonic?: string; passphrase?: string; gasKey: Hex; ca: string },
@@ -158,7 +161,10 @@ export function writeMerchantFiles(
   }
 }
 
-/** The treasury tool's API key for a project's test mode: the tool's scopes only (the shop's key has none of its writes). */
+/**
+ * The treasury tool's API key for a project's test mode: the tool's scopes only (the shop's key has
+ * none of its writes).
+ */
 export async function toolKey(t: TestServer, projectId: string): Promise<string> {
   return (await t.key(projectId, 'test', [...TREASURY_SCOPES])).key
 }
@@ -209,7 +215,8 @@ export async function paidTransactions(
     else await payNative(chain.customer, q.address, q.units)
     paid.push({ id: q.id, address: q.address, units: q.units })
   }
-  // Automine makes a block per payment: the last ones need blocks after them for their confirmations.
+  // Automine makes a block per payment: the last ones need blocks after them for their
+  // confirmations.
   await chain.mine(3)
   for (const p of paid)
     await waitUntil(

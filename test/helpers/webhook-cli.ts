@@ -1,6 +1,9 @@
 import { runCli, type CliResult } from './processes.ts'
 
-/** Polls `pred` until it holds; throws after `timeoutMs` with `describe()` saying what was seen last. */
+/**
+ * Polls `pred` until it holds; throws after `timeoutMs` with `describe()` saying what was seen
+ * last.
+ */
 export async function waitUntil(
   pred: () => Promise<boolean> | boolean,
   timeoutMs = 20_000,

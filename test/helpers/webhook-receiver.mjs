@@ -4,8 +4,8 @@
 // Each path is an endpoint with a behaviour, set by the test through POST /_control:
 //   { path, secret, mode: 'ok' | 'fail' | 'fail-then-ok' | 'hang' | 'redirect' | 'slow' | 'answer', failures?: number, location?: string, delayMs?: number,
 //     status?: number, headers?: object }   ('answer' replies status and headers, as a gone (410) or busy (429 with Retry-After) receiver does)
-// Every request to such a path is recorded (GET /_received?path=...), with whether its
-// signature verified. A bad signature gets 401, as docs/integrating/webhooks.md tells receivers to answer.
+// Every request to such a path is recorded (GET /_received?path=...), with whether its signature
+// verified. A bad signature gets 401, as docs/integrating/webhooks.md tells receivers to answer.
 import { createHmac, timingSafeEqual } from 'node:crypto'
 import { createServer } from 'node:http'
 

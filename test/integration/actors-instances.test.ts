@@ -55,7 +55,10 @@ describeIfPg('transaction actors on two in-process instances sharing one Postgre
       () => rmSync(dirB, { recursive: true, force: true }),
     )
 
-    /** Warnings and errors of every instance, to show when something fails and to check no error was logged. */
+    /**
+     * Warnings and errors of every instance, to show when something fails and to check no error was
+     * logged.
+     */
     const logs: string[] = []
     const servers: { name: string; s: RunningServer }[] = []
     async function start(name: string, dataDir: string) {
@@ -82,7 +85,10 @@ describeIfPg('transaction actors on two in-process instances sharing one Postgre
     expect(B.services.lease.instanceId).not.toBe(idA)
 
     // The sampler: every couple of milliseconds, no transaction may run on two instances.
-    /** Each transaction seen running on two instances at once: when first, where, and in how many samples. */
+    /**
+     * Each transaction seen running on two instances at once: when first, where, and in how many
+     * samples.
+     */
     const overlaps = new Map<string, { first: string; samples: number }>()
     let samples = 0
     let busySamples = 0
@@ -189,7 +195,8 @@ describeIfPg('transaction actors on two in-process instances sharing one Postgre
       [],
     )
 
-    // Every actor is back in step on its creator, in the status the database holds, and runs nowhere else.
+    // Every actor is back in step on its creator, in the status the database holds, and runs
+    // nowhere else.
     const expected = (id: string) => (toPending.has(id) ? 'pending' : 'prepared')
     let stale: string[] = []
     await waitUntil(
@@ -252,7 +259,8 @@ describeIfPg('transaction actors on two in-process instances sharing one Postgre
     expect(B.services.lifecycle.statusOf(cancelledId)).toBeNull()
     const active = all.filter((id) => id !== cancelledId)
 
-    // (c) A again, on its DATA_DIR: the same instance id. Its old actors are B's now, so it runs none of them.
+    // (c) A again, on its DATA_DIR: the same instance id. Its old actors are B's now, so it runs
+    // none of them.
     const A2 = await start('A2', dirA)
     expect(A2.services.lease.instanceId).toBe(idA)
     expect(A2.services.lifecycle.runningIds()).toEqual([])
@@ -266,7 +274,8 @@ describeIfPg('transaction actors on two in-process instances sharing one Postgre
     const remote = await B.services.lifecycle.apply(fresh[0], tokenSelected)
     if (!remote.ok) throw new Error(remote.message)
     await waitUntil(() => A2.services.lifecycle.statusOf(fresh[0]) === 'prepared', 10_000, context)
-    // Let A2's lease be renewed (each renewal is followed by a pass claiming free actors) at least three times.
+    // Let A2's lease be renewed (each renewal is followed by a pass claiming free actors) at least
+    // three times.
     const leaseOf = async () =>
       (
         (await sql`select lease_until from instances where id = ${idA}`) as unknown as {
@@ -292,7 +301,8 @@ describeIfPg('transaction actors on two in-process instances sharing one Postgre
     // The sampler did watch two instances running actors at once (else it showed nothing).
     expect(busySamples).toBeGreaterThan(50)
 
-    // Every event applied exactly once: one timeline entry per transition, one outbox event per status change.
+    // Every event applied exactly once: one timeline entry per transition, one outbox event per
+    // status change.
     const timeline = async (id: string) => {
       const t = await B.services.transactions.timeline(caller, id)
       if (!t.ok) throw new Error(t.message)
@@ -310,7 +320,8 @@ describeIfPg('transaction actors on two in-process instances sharing one Postgre
     ])
     for (const id of fresh.slice(1))
       expect(await timeline(id)).toEqual(['->created transaction.created'])
-    // The outbox holds exactly the webhook events of those transitions: one transaction.created each, one transaction.cancelled.
+    // The outbox holds exactly the webhook events of those transitions: one transaction.created
+    // each, one transaction.cancelled.
     const outbox =
       (await sql`select transaction_id, event_type from outbox order by transaction_id, event_type`) as unknown as {
         transaction_id: string
@@ -356,7 +367,8 @@ describeIfPg('transaction actors on two in-process instances sharing one Postgre
       if (!r.ok) throw new Error(r.message)
       const id = JSON.parse(r.value.body).transaction.id as string
       await waitUntil(() => owner.services.lifecycle.statusOf(id) === 'created', 5_000)
-      // The other instance commits token.selected; the owner is asked for the next step before its NOTIFY may have arrived.
+      // The other instance commits token.selected; the owner is asked for the next step before its
+      // NOTIFY may have arrived.
       expect((await other.services.lifecycle.apply(id, tokenSelected)).ok).toBe(true)
       const next = await owner.services.lifecycle.apply(id, confirmed)
       expect({ id, next: next.ok ? 'ok' : next.message }).toEqual({ id, next: 'ok' })
@@ -441,7 +453,8 @@ async function backlogOnce(o: {
   expect(deliveries.map((d) => d.attempts)).toEqual(Array(n).fill(1))
 
   const got = await sink.received(path)
-  // Deliveries did wait longer than a claim between being made (claimed by fan-out) and being sent, else this shows nothing about claims.
+  // Deliveries did wait longer than a claim between being made (claimed by fan-out) and being sent,
+  // else this shows nothing about claims.
   const madeAt = new Map(deliveries.map((d) => [d.event_id as string, Date.parse(d.created_at)]))
   const longestWait = Math.max(
     ...got.map((r) => r.at - (madeAt.get(r.headers['x-service-event-id']) ?? r.at)),

@@ -31,7 +31,10 @@ for (const backend of backends()) {
       for (const c of cleanups.reverse()) await c()
     })
 
-    /** A server process on a fresh DATA_DIR (and database), with a project and test key made through the CLI. */
+    /**
+     * A server process on a fresh DATA_DIR (and database), with a project and test key made through
+     * the CLI.
+     */
     async function processServer(env: Record<string, string> = {}) {
       const dataDir = await freshDataDir()
       cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }))
@@ -89,7 +92,8 @@ for (const backend of backends()) {
       p.server.kill('SIGKILL')
       expect((await p.server.exited).signal).toBe('SIGKILL')
 
-      // Two minutes pass while the server is down: one deadline is now behind, the other 28 minutes ahead.
+      // Two minutes pass while the server is down: one deadline is now behind, the other 28 minutes
+      // ahead.
       const r = await restoreInProcess(p.env, overdueDeadline + MIN)
       const api = async (id: string) =>
         await r.services.transactions.get({ projectId: p.project.id, mode: 'test' }, id)

@@ -315,7 +315,8 @@ describe('createBlockFollower() on anvil', () => {
   test('resumed from block N: recorded blocks no longer canonical are reported as a reorg, those still canonical are not; N..head is scanned again and the chain followed on', async () => {
     const watched = randomAddress()
     const store = memoryCursorStore()
-    // What the handler recorded: the blocks of its findings, as the chain watcher reads them from the database.
+    // What the handler recorded: the blocks of its findings, as the chain watcher reads them from
+    // the database.
     const recorded = new Map<string, BlockRef>()
     const f = await follow({
       watch: [watched],
@@ -353,7 +354,8 @@ describe('createBlockFollower() on anvil', () => {
     await f.waitForHeight(head)
 
     const after = f.events.slice(before)
-    // The lost payment's block, and the window remembered at the halt; not the block of the payment that stayed.
+    // The lost payment's block, and the window remembered at the halt; not the block of the payment
+    // that stayed.
     expect(after[0]).toEqual({
       type: 'reorg',
       forkPoint: lost.number - 1n,
@@ -367,7 +369,8 @@ describe('createBlockFollower() on anvil', () => {
       (e): e is Extract<FollowerEvent, { type: 'block' }> => e.type === 'block',
     )
     expect(rescanned.map((b) => b.block.number)).toEqual(range(kept.number, head))
-    // The payment still on the chain is found again in the same block (the handler keeps it once); the lost one is gone.
+    // The payment still on the chain is found again in the same block (the handler keeps it once);
+    // the lost one is gone.
     expect(rescanned.flatMap((b) => b.findings).map((x) => [x.amount, x.blockHash])).toEqual([
       [1n, kept.hash],
     ])
@@ -763,7 +766,10 @@ async function follow(options: FollowOptions) {
   return harness
 }
 
-/** A memoryCursorStore that counts its loads: a halted follower reads its cursor again at every tick. */
+/**
+ * A memoryCursorStore that counts its loads: a halted follower reads its cursor again at every
+ * tick.
+ */
 function countingStore() {
   const inner = memoryCursorStore()
   const store = {
@@ -833,7 +839,10 @@ async function anvilReorg(depth: number, txs: Array<[Hex, number]>) {
   await chain.request({ method: 'anvil_reorg', params: [depth, txs] } as never)
 }
 
-/** A reorg whose first replacement block holds a transfer nobody watches, so it cannot come out identical to the block it replaces. */
+/**
+ * A reorg whose first replacement block holds a transfer nobody watches, so it cannot come out
+ * identical to the block it replaces.
+ */
 async function reorgAnew(depth: number) {
   await anvilReorg(depth, [[await signedTransfer({ to: randomAddress(), value: 1n }), 0]])
 }

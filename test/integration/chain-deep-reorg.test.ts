@@ -33,7 +33,10 @@ const WINDOW = 264
 for (const backend of backends()) {
   describe(`reorgs deeper than 128 blocks, 200 confirmations [${backend}]`, () => {
     let chain: ManualChain
-    /** A second chain followed by the same server: blocks it has processed prove the follower loops have run meanwhile. */
+    /**
+     * A second chain followed by the same server: blocks it has processed prove the follower loops
+     * have run meanwhile.
+     */
     let witness: AnvilNode
     let t: TestServer
     let key: string
@@ -90,7 +93,10 @@ for (const backend of backends()) {
         (h) => h >= head,
       )
     }
-    /** Three blocks of the witness chain seen one after another: every follower loop of the server has ticked meanwhile. */
+    /**
+     * Three blocks of the witness chain seen one after another: every follower loop of the server
+     * has ticked meanwhile.
+     */
     const threeTicks = async () => {
       for (let i = 0; i < 3; i++) {
         await fetch(witness.rpcUrl, {
@@ -144,7 +150,10 @@ for (const backend of backends()) {
       })
     }
 
-    /** Pays the quote in full and mines until the payment is `depth` blocks deep; returns the signed transfer. */
+    /**
+     * Pays the quote in full and mines until the payment is `depth` blocks deep; returns the signed
+     * transfer.
+     */
     async function paidAndDeep(id: string, address: string, units: bigint, depth: number) {
       const raw = await chain.signTokenTransfer(address, units)
       await chain.sendRaw(raw)
@@ -193,7 +202,8 @@ for (const backend of backends()) {
       const bottomHash = await chain.blockHash(headBefore - 299n)
 
       // The first replacement block carries a transfer nobody waits for: anvil's empty replacement
-      // blocks can come out identical to the blocks they replace, which would make the reorg shallower.
+      // blocks can come out identical to the blocks they replace, which would make the reorg
+      // shallower.
       await chain.reorg(300, [[await fillerAt(headBefore - 300n), 0]])
       expect(await chain.blockHash(headBefore - 299n)).not.toBe(bottomHash)
       const down = await waitUntil(
@@ -226,7 +236,8 @@ for (const backend of backends()) {
         }),
       ])
 
-      // The chain goes on past the 200 confirmations the payment would have had: the halted network completes nothing.
+      // The chain goes on past the 200 confirmations the payment would have had: the halted network
+      // completes nothing.
       await chain.mine(100)
       await threeTicks()
       expect(await tx(id)).toMatchObject({
@@ -237,7 +248,8 @@ for (const backend of backends()) {
       expect(
         logs.filter((l) => l.msg.startsWith('reorg deeper than the remembered window')),
       ).toHaveLength(1)
-      // An instance that does not follow the network reads the halt from the database (on PostgreSQL the CLI is one).
+      // An instance that does not follow the network reads the halt from the database (on
+      // PostgreSQL the CLI is one).
       const status = await runCli(['status', '--json'], { env: cliEnv })
       expect(status.json.failed).toEqual(['chain:localchain'])
       expect(
@@ -276,7 +288,8 @@ for (const backend of backends()) {
         json: { error: { message: 'Network localchain is not halted: nothing to resume' } },
       })
 
-      // Followed again: the same signed transfer mined anew is found and completes after 200 confirmations, and only then.
+      // Followed again: the same signed transfer mined anew is found and completes after 200
+      // confirmations, and only then.
       await chain.sendRaw(raw)
       const again2 = await chain.mine()
       await chain.mine(CONFIRMATIONS - 2)

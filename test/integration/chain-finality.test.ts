@@ -79,8 +79,8 @@ for (const backend of backends()) {
         finality: 'finalized',
         required_confirmations: null,
       })
-      // Its count is the follower's head when it read the finalized block: the new head, or (when the
-      // block was mined between the follower's two reads) the one before it. Either is right.
+      // Its count is the follower's head when it read the finalized block: the new head, or (when
+      // the block was mined between the follower's two reads) the one before it. Either is right.
       expect([SLOTS * 2, SLOTS * 2 + 1]).toContain(done.confirmations)
       expect((await chain.client.getBlock({ blockTag: 'finalized' })).number).toBe(BigInt(block))
     })

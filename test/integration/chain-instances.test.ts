@@ -146,7 +146,8 @@ describeIfPg('three instances following one network', () => {
       quotes.push({ id, address: q.deposit_address, units: BigInt(q.token_amount) })
     }
 
-    // While nobody can reach the node, the payments are mined 200 blocks apart: a catch-up of 600 blocks.
+    // While nobody can reach the node, the payments are mined 200 blocks apart: a catch-up of 600
+    // blocks.
     proxy.mode = 'refuse'
     for (const q of quotes) {
       await chain.sendRaw(await chain.signTokenTransfer(q.address, q.units))

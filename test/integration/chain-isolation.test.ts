@@ -57,7 +57,10 @@ async function runCleanups(cleanups: Cleanups) {
   }
 }
 
-/** An in-process server on `dataDir` (and the database in `env`), logging at debug level into `logs`. */
+/**
+ * An in-process server on `dataDir` (and the database in `env`), logging at debug level into
+ * `logs`.
+ */
 interface Instance {
   name: string
   server: RunningServer
@@ -134,7 +137,9 @@ function client(i: () => Instance, key: string) {
       await expectStatus(r, 200)
       return ((await r.json()) as any).transaction.id
     },
-    /** The customer selects TUSD on the pay page; returns the deposit address and the amount due. */
+    /**
+     * The customer selects TUSD on the pay page; returns the deposit address and the amount due.
+     */
     async select(id: string): Promise<{ address: string; units: bigint }> {
       const r = await i().fetch(`/pay/${id}/select`, {
         method: 'POST',
@@ -172,7 +177,10 @@ interface TransferRow {
   last_error: string | null
 }
 
-/** The `chain_transfers` rows of a transaction, in the order they were recorded (no public surface shows them). */
+/**
+ * The `chain_transfers` rows of a transaction, in the order they were recorded (no public surface
+ * shows them).
+ */
 async function transfersOf(database: Database, transactionId: string): Promise<TransferRow[]> {
   const rows = await database.rows<Record<string, unknown>>(sql`
     SELECT id, tx_hash, block_number, block_hash, kind, applied, reorged_at IS NOT NULL AS reorged, attempts,
@@ -366,7 +374,8 @@ for (const backend of backends()) {
         expect.objectContaining({ applied: false, attempts: 1 }),
       ])
 
-      // Past retry_at, a later head (no new block needed) judges it: applied, and the transaction proceeds.
+      // Past retry_at, a later head (no new block needed) judges it: applied, and the transaction
+      // proceeds.
       clock.set(frozenAt + retryDelayMs(1))
       const [applied] = await waitUntil(
         'the bad transfer to be applied',
@@ -607,7 +616,8 @@ for (const backend of backends()) {
         'transaction.confirming',
         'transaction.completed',
       ])
-      // ...and, once a later block is through and every delivery of the project is final, none received.
+      // ...and, once a later block is through and every delivery of the project is final, none
+      // received.
       await chain.mine()
       await caughtUp(chain, s)
       await waitUntil(
@@ -687,7 +697,8 @@ describeIfPg('chain following on two instances sharing one PostgreSQL', () => {
     const onY = client(() => Y, key)
     const onX = client(() => X!, key)
 
-    // Created on the instance that does not follow (its actor runs there), selected on the one that does.
+    // Created on the instance that does not follow (its actor runs there), selected on the one that
+    // does.
     const id = await onY.create(25)
     const q = await onX.select(id)
     const raw = await chain.signTokenTransfer(q.address, q.units)
@@ -706,7 +717,8 @@ describeIfPg('chain following on two instances sharing one PostgreSQL', () => {
     )
     const oldHash = (await chain.blockHash(block)).toLowerCase()
 
-    // Both blocks replaced; the same signed transfer goes into the second replacement, one block later.
+    // Both blocks replaced; the same signed transfer goes into the second replacement, one block
+    // later.
     await chain.reorg(2, [[raw, 1]])
     const newBlock = block + 1n
     expect((await chain.blockHash(block)).toLowerCase()).not.toBe(oldHash)
@@ -846,7 +858,8 @@ describeIfPg('chain following on two instances sharing one PostgreSQL', () => {
     sample()
     expect(overlaps, context()).toEqual([])
     expect(samples).toBeGreaterThan(100)
-    // One follower at a time: first X alone, then nobody for the moment of the hand-over, then Y alone.
+    // One follower at a time: first X alone, then nobody for the moment of the hand-over, then Y
+    // alone.
     expect(changes, context()).toEqual(
       ['none', X!.name, 'none', Y.name].slice(changes[0] === 'none' ? 0 : 1),
     )

@@ -35,7 +35,8 @@ for (const backend of backends()) {
     useStack(
       backend,
       {
-        // The feed is stamped with the server's clock and never refreshed on its own during the file.
+        // The feed is stamped with the server's clock and never refreshed on its own during the
+        // file.
         devnet: { clock, confirmations: 2, pollIntervalMs: 100, feedRefreshMs: 3_600_000 },
         networks: async ({ devnet, defer }) => {
           // A live network (testnet: false) on a node of its own, whose token nobody transfers:
@@ -310,7 +311,8 @@ for (const backend of backends()) {
       expect(rows).toEqual([
         { tx_hash: hash.toLowerCase(), kind: 'late', applied: true, amount: units.toString() },
       ])
-      // A few more blocks (confirmations and all): still expired, nothing received on the transaction.
+      // A few more blocks (confirmations and all): still expired, nothing received on the
+      // transaction.
       const head = await wallet.getBlockNumber()
       await waitUntil(
         'two more blocks seen',

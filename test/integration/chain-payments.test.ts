@@ -143,7 +143,8 @@ for (const backend of backends()) {
         () => state(id),
         (x) => x.status === 'completed',
       )
-      // The node traces calls (anvil answers trace_block): the payment is named by the transaction that sent it.
+      // The node traces calls (anvil answers trace_block): the payment is named by the transaction
+      // that sent it.
       expect(done.transaction_hash).toBe(receipt.transactionHash)
       const tx = (await (await api(t, key).get(`/api/transactions/${id}`)).json()) as any
       expect(tx.transaction).toMatchObject({
@@ -207,7 +208,8 @@ for (const backend of backends()) {
       const id = await create({ amount: 30 })
       const quote = ((await (await select(id, 'ETH')).json()) as any).quote
       const amount = BigInt(quote.token_amount)
-      // The follower is held still (its next poll waits), so the payment below is not seen before the customer chooses again.
+      // The follower is held still (its next poll waits), so the payment below is not seen before
+      // the customer chooses again.
       let release!: () => void
       const released = new Promise<void>((r) => (release = r))
       let held!: () => void
@@ -263,7 +265,8 @@ for (const backend of backends()) {
           }),
         })
       const id = await create({ amount: 30 })
-      // The address is handed out with TUSD, and ETH reaches it by an internal call before ETH is chosen.
+      // The address is handed out with TUSD, and ETH reaches it by an internal call before ETH is
+      // chosen.
       const address = ((await (await select(id, 'TUSD')).json()) as any).quote
         .deposit_address as string
       await forward(address, 4_000_000_000_000_000n)

@@ -94,7 +94,8 @@ for (const backend of backends()) {
       expect(proxy.rateLimited).toBe(6)
       expect(proxy.rangeRefusals).toHaveLength(3)
 
-      // The span that worked is kept: the next catch-up asks ranges of 3 at once, and nothing is refused.
+      // The span that worked is kept: the next catch-up asks ranges of 3 at once, and nothing is
+      // refused.
       const rangedBefore = proxy.calls.filter(
         (c) => c.method === 'eth_getLogs' && (c.params as any)[0].fromBlock,
       ).length

@@ -46,7 +46,10 @@ for (const backend of backends()) {
     /** A transaction with TUSD selected; returns its id, deposit address and quote. */
     const selected = (amountUsd = 25) => api(t, key).quoted(amountUsd)
 
-    /** Pays in full, mines it, and waits until the transaction is confirming with 2 of 3 confirmations. */
+    /**
+     * Pays in full, mines it, and waits until the transaction is confirming with 2 of 3
+     * confirmations.
+     */
     async function paidAndConfirming(id: string, address: string, units: bigint) {
       const raw = await chain.signTokenTransfer(address, units)
       const hash = await chain.sendRaw(raw)

@@ -69,7 +69,8 @@ describe('the default devnet across a restart', () => {
       const second = await spawnServer(env)
       try {
         expect(second.stderr()).toContain('"msg":"devnet restored"')
-        // The follower is back in step with the chain it followed, past the blocks of the first run.
+        // The follower is back in step with the chain it followed, past the blocks of the first
+        // run.
         await waitUntil(
           'ready and past the payment',
           async () => (await (await second.fetch('/readyz')).json()) as any,
@@ -189,7 +190,8 @@ for (const backend of backends()) {
         ).timeline
         expect(reorgCauses(timeline)).toEqual([])
 
-        // The network was really reset: forget its position, and the new chain is followed from its head.
+        // The network was really reset: forget its position, and the new chain is followed from its
+        // head.
         const forgot = await runCommand(t.server.services, ['network', 'forget'], {
           network: 'localchain',
         })

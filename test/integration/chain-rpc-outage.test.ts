@@ -68,7 +68,8 @@ for (const backend of backends()) {
         (n) => n >= 2,
       )
 
-      // During the outage: A pays in the first new block, B several blocks later, and the chain moves on.
+      // During the outage: A pays in the first new block, B several blocks later, and the chain
+      // moves on.
       const hashA = await chain.sendRaw(await chain.signTokenTransfer(a.address, a.units))
       const blockA = await chain.mine()
       await chain.mine(5)
@@ -113,7 +114,8 @@ for (const backend of backends()) {
         (h) => h >= head,
       )
 
-      // No block missed: after the outage every height from the last one seen to the head was fetched.
+      // No block missed: after the outage every height from the last one seen to the head was
+      // fetched.
       const fetched = new Set(
         proxy.calls
           .slice(callsBefore)

@@ -15,7 +15,10 @@ import { api, type TestServer } from '../helpers/server.ts'
 import { useStack } from '../helpers/stack.ts'
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.ts'
 
-/** A manual chain whose WebSocket goes through a proxy, and a server following it polling every `pollIntervalMs`. */
+/**
+ * A manual chain whose WebSocket goes through a proxy, and a server following it polling every
+ * `pollIntervalMs`.
+ */
 function chainWithSocket(backend: Backend, pollIntervalMs: number) {
   const c = {} as { chain: ManualChain; socket: TcpProxy; t: TestServer; key: string }
   useStack(

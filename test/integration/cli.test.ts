@@ -9,7 +9,10 @@ import { killAllProcesses, runCli, spawnServer, type ServerProcess } from '../he
 // src/cli/main.ts ... --json`), against the embedded database with and without a server holding it,
 // and against PostgreSQL.
 
-/** A key made without --scopes: every scope but the treasury tool's writes (sweeps:write, refunds:pay). */
+/**
+ * A key made without --scopes: every scope but the treasury tool's writes (sweeps:write,
+ * refunds:pay).
+ */
 const DEFAULT_SCOPES = [
   'transactions:read',
   'transactions:write',
@@ -631,7 +634,8 @@ function cliSuite(
           expect(res.headers.get('x-ratelimit-limit-minute')).toBe('321')
           expect(res.headers.get('x-ratelimit-limit-hour')).toBe('4321')
           expect(res.headers.get('x-ratelimit-limit-day')).toBe('54321')
-          // The window counted the request above and this one, unless the minute ended in between (real clock).
+          // The window counted the request above and this one, unless the minute ended in between
+          // (real clock).
           const sameMinute =
             res.headers.get('x-ratelimit-reset-minute') ===
             first.headers.get('x-ratelimit-reset-minute')

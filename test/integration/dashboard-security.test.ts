@@ -290,7 +290,8 @@ for (const backend of backends()) {
         const name = pair!.slice(0, pair!.indexOf('='))
         expect(name).toStartWith('__Host-')
         expect(pair!.slice(name.length + 1).length).toBeGreaterThanOrEqual(32)
-        // No Domain (the __Host- rule) and no Expires/Max-Age: it lives as long as the browser session at most.
+        // No Domain (the __Host- rule) and no Expires/Max-Age: it lives as long as the browser
+        // session at most.
         expect(attributes.map((a) => a.toLowerCase()).sort()).toEqual([
           'httponly',
           'path=/',
@@ -624,7 +625,10 @@ for (const backend of backends()) {
 
     interface Resources extends Ids {
       secret: string
-      /** Strings only a page about these resources would show (not their ids: a page may echo the id it was asked for). */
+      /**
+       * Strings only a page about these resources would show (not their ids: a page may echo the id
+       * it was asked for).
+       */
       tells: string[]
     }
 
@@ -719,7 +723,10 @@ for (const backend of backends()) {
       }
     }
 
-    /** Everything a project has in one mode that a dashboard form could change, read through the services. */
+    /**
+     * Everything a project has in one mode that a dashboard form could change, read through the
+     * services.
+     */
     async function stateOf(who: Member, mode: Mode) {
       const s = services()
       const scope = { projectId: who.project.id, mode }
@@ -914,7 +921,10 @@ for (const backend of backends()) {
       interface Target {
         path: string
         fields?: Record<string, string | string[]>
-        /** Who posts (A's main session unless said), and a session of the same user whose token must not work either. */
+        /**
+         * Who posts (A's main session unless said), and a session of the same user whose token must
+         * not work either.
+         */
         client?: Client
         otherSession?: Client
         /** Must never appear in a refused response. */

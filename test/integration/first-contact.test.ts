@@ -16,7 +16,9 @@ import { createTransaction } from '../helpers/webhook-cli.ts'
 import { BUN, ROOT } from '../helpers/processes.ts'
 import { run } from '../helpers/run.ts'
 
-/** `env` over the runner's environment, with CI and DATABASE_URL unset (empty is unset for both). */
+/**
+ * `env` over the runner's environment, with CI and DATABASE_URL unset (empty is unset for both).
+ */
 const cleanEnv = (env: Record<string, string>): Record<string, string> => ({
   CI: '',
   DATABASE_URL: '',
@@ -136,7 +138,8 @@ for (const backend of backends()) {
         expect(await page()).toContain(
           'No enabled test endpoint receives <code>transaction.completed</code>',
         )
-        // An endpoint for other events changes nothing; one for transaction.completed brings the button.
+        // An endpoint for other events changes nothing; one for transaction.completed brings the
+        // button.
         const other = await t.server.services.endpoints.create({
           projectId: m.project.id,
           mode: 'test',

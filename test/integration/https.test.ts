@@ -22,7 +22,9 @@ import { api, startTestServer, type TestServer } from '../helpers/server.ts'
 
 afterAll(killAllProcesses)
 
-/** SHA-256 fingerprint of the certificate a TLS listener presents (verification off: we only look). */
+/**
+ * SHA-256 fingerprint of the certificate a TLS listener presents (verification off: we only look).
+ */
 function servedFingerprint(port: number): Promise<string> {
   return new Promise((resolve, reject) => {
     const socket = connect(

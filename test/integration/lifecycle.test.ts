@@ -184,7 +184,8 @@ for (const backend of backends()) {
         'transaction.confirming',
         'transaction.completed',
       ])
-      // The stage table (docs/integrating/webhooks.md#events): payment_received has hash and token; confirming adds the block; completed has everything.
+      // The stage table (docs/integrating/webhooks.md#events): payment_received has hash and token;
+      // confirming adds the block; completed has everything.
       const [, received, confirming, completed] = events.map(
         (e) => e.data as Record<string, unknown>,
       )
@@ -284,7 +285,8 @@ for (const backend of backends()) {
     test('a second instance applying the same event first leaves the owner unable to apply it twice', async () => {
       const database = t.server.services.database
       const logger = createLogger('silent')
-      // Another instance that does not run the actor (its lease is not even taken): it judges on the stored snapshot.
+      // Another instance that does not run the actor (its lease is not even taken): it judges on
+      // the stored snapshot.
       const other = createTransactionRegistry({
         database,
         repo: createLifecycleRepo(database),
@@ -475,7 +477,8 @@ for (const backend of backends()) {
         .select()
         .from(transactionActors)
         .where(eq(transactionActors.transactionId, tx.id))
-      // A second transfer whose amount is not a number: recording it throws inside the machine's assign.
+      // A second transfer whose amount is not a number: recording it throws inside the machine's
+      // assign.
       const r = await t.server.services.lifecycle.apply(tx.id, {
         type: 'payment.detected',
         txHash: '0xbad',

@@ -1,12 +1,12 @@
 /**
- * How money leaves deposit addresses, per chain (src/chain/eip7702-probe.ts, src/treasury/route.ts):
- * through EIP-7702 where the chain runs it, by topping up each address's fee where it does not.
- * Which one is asked of the node, never assumed from the chain's name. Three kinds of node: one
- * that runs EIP-7702 (anvil under Prague), one that refuses an authorization list (anvil under
- * Cancun: "Eip7702 is not supported"), and one that drops it without a word, as Avalanche's coreth
- * does (a Prague anvil behind a proxy that deletes `authorizationList` from every call). Then
- * `treasury check` on every preset main network, each an anvil with the preset's chain id, the
- * hardfork its real chain runs, and the preset's contracts at their real addresses.
+ * How money leaves deposit addresses, per chain (src/chain/eip7702-probe.ts,
+ * src/treasury/route.ts): through EIP-7702 where the chain runs it, by topping up each address's
+ * fee where it does not. Which one is asked of the node, never assumed from the chain's name. Three
+ * kinds of node: one that runs EIP-7702 (anvil under Prague), one that refuses an authorization
+ * list (anvil under Cancun: "Eip7702 is not supported"), and one that drops it without a word, as
+ * Avalanche's coreth does (a Prague anvil behind a proxy that deletes `authorizationList` from
+ * every call). Then `treasury check` on every preset main network, each an anvil with the preset's
+ * chain id, the hardfork its real chain runs, and the preset's contracts at their real addresses.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
@@ -176,7 +176,8 @@ describe('whether a chain runs EIP-7702 is asked of its node, and decides how mo
       { name: 'cancun', verified: true, eip7702: false, money_out_route: 'top-up' },
       { name: 'coreth-like', verified: true, eip7702: false, money_out_route: 'top-up' },
     ])
-    // The coreth-like node was sent an authorization and answered without it: the answer decided, not an error.
+    // The coreth-like node was sent an authorization and answered without it: the answer decided,
+    // not an error.
     expect(coreth.dropped()).toBeGreaterThan(0)
   })
 
@@ -267,7 +268,8 @@ describe('treasury check on each preset main network says how money leaves its d
         })),
       ),
     })
-    // Each network must have been checked against its chain (tokens, feeds, EIP-7702) for the tool to be told a route.
+    // Each network must have been checked against its chain (tokens, feeds, EIP-7702) for the tool
+    // to be told a route.
     const verdicts = t.server.services.chain
       .verdicts()
       .map((v) => `${v.network}: ${v.status === 'mismatch' ? v.problems.join('; ') : v.status}`)
@@ -300,7 +302,10 @@ describe('treasury check on each preset main network says how money leaves its d
   }
 })
 
-/** A Solidity storage word holding a string of at most 31 bytes (kept inline: data left, length * 2 in the last byte). */
+/**
+ * A Solidity storage word holding a string of at most 31 bytes (kept inline: data left, length * 2
+ * in the last byte).
+ */
 function shortString(s: string): Hex {
   const bytes = new TextEncoder().encode(s)
   if (bytes.length > 31) throw new Error(`${s} does not fit in one storage word`)

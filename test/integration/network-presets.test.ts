@@ -39,7 +39,10 @@ const BASE_ETH_FEED = (erc20('ETH').price as { chainlinkFeed: Address }).chainli
 let anvil: AnvilNode
 let wallet: DevnetClient
 let dir: string
-/** Another ERC-20 (symbol TUSD), and a feed describing itself as BTC / USD, at addresses of their own. */
+/**
+ * Another ERC-20 (symbol TUSD), and a feed describing itself as BTC / USD, at addresses of their
+ * own.
+ */
 let otherToken: Address
 let otherFeed: Address
 /** An ETH / USD feed whose last round is two hours old. */
@@ -82,7 +85,8 @@ beforeAll(async () => {
     mnemonicToAccount(ANVIL_DEFAULT_MNEMONIC, { addressIndex: 0 }).getHdKey().privateKey!,
   )
   wallet = createDevnetClient(anvil.rpcUrl, key, BASE.chainId)
-  // TestStablecoin keeps name and symbol in slots 0 and 1 (short strings: inline); decimals (6) is in its code.
+  // TestStablecoin keeps name and symbol in slots 0 and 1 (short strings: inline); decimals (6) is
+  // in its code.
   const usdc = await deployed(
     await wallet.deployContract({
       abi: TestStablecoin.abi,
@@ -107,7 +111,8 @@ beforeAll(async () => {
     }),
   )
   await copyContract(usdt, BASE_USDT, 2)
-  // MockAggregatorV3 keeps its description in slot 0 and its decimals (8) in its code; a fresh round is written at the preset's address.
+  // MockAggregatorV3 keeps its description in slot 0 and its decimals (8) in its code; a fresh
+  // round is written at the preset's address.
   const feed = await deployed(
     await wallet.deployContract({
       abi: MockAggregatorV3.abi,
@@ -354,7 +359,8 @@ describe('a node that does not answer does not refuse the start', () => {
   test('when it answers later and disagrees: not followed, readiness says why, and its tokens are not offered', async () => {
     const proxy = await startRpcProxy(anvil.rpcUrl)
     proxy.mode = 'refuse'
-    // The ethereum preset (chain id 1) in front of this Base node: unreachable at start, wrong once it answers.
+    // The ethereum preset (chain id 1) in front of this Base node: unreachable at start, wrong once
+    // it answers.
     const t = await startTestServer('pglite', {
       NETWORKS_CONFIG: configFile([
         { preset: 'ethereum', rpcUrl: proxy.url, testnet: true, tokens: ['USDC'] },

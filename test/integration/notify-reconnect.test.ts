@@ -15,7 +15,10 @@ import { waitUntil } from '../helpers/webhook-cli.ts'
  */
 const describeIfPg = process.env.DATABASE_URL ? describe : describe.skip
 
-/** A TCP proxy to PostgreSQL that can be cut: open connections dropped, and the port closed (connections refused) until restored. */
+/**
+ * A TCP proxy to PostgreSQL that can be cut: open connections dropped, and the port closed
+ * (connections refused) until restored.
+ */
 async function cuttableProxy(target: URL) {
   const sockets = new Set<Socket>()
   const server: Server = createServer((client) => {

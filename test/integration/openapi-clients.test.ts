@@ -17,7 +17,10 @@ import { startWebhookSink, type WebhookSink } from '../helpers/webhook-sink.ts'
  */
 const PACKAGE_DIR = join(ROOT, 'src/webhooks/verify-webhook')
 
-/** The hey-api client: every merchant operation, the base URL the generated client took from `servers`. */
+/**
+ * The hey-api client: every merchant operation, the base URL the generated client took from
+ * `servers`.
+ */
 const HEY_API_PROGRAM = `import { readFileSync } from 'node:fs'
 import { client } from './generated/client.gen'
 import { cancelTransaction, createTransaction, getTransaction, getTransactionStats, getTransactionTimeline, listTransactions } from './generated/sdk.gen'
@@ -140,7 +143,9 @@ export function wrongCalls() {
 console.log(JSON.stringify({ created: created.response.status, fetched: fetched.data?.transaction.id === created.data.transaction.id, stats: stats.data?.stats.total_transactions }))
 `
 
-/** The integrator's project folder: the package installed from its tarball, nothing else of ours. */
+/**
+ * The integrator's project folder: the package installed from its tarball, nothing else of ours.
+ */
 let installed: Promise<string> | undefined
 function integratorProject(): Promise<string> {
   installed ??= (async () => {

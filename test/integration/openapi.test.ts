@@ -286,7 +286,8 @@ describe('openapi/openapi.json', () => {
         `${name} is referenced`,
       ).toBeGreaterThan(0)
     }
-    // No copies: the list of statuses appears once in the whole document, and so does a transaction's field list.
+    // No copies: the list of statuses appears once in the whole document, and so does a
+    // transaction's field list.
     expect(
       objects(committed).filter((o) => JSON.stringify(o.enum) === JSON.stringify(STATUSES)),
     ).toHaveLength(1)
@@ -304,7 +305,8 @@ describe('openapi/openapi.json', () => {
     expect(committed.components.schemas.StatsResult.properties.stats).toEqual({
       $ref: '#/components/schemas/Stats',
     })
-    // Not <OperationId>Response: generators give their own aliases those names and would append a 2.
+    // Not <OperationId>Response: generators give their own aliases those names and would append a
+    // 2.
     for (const { op } of operations(committed))
       expect(
         committed.components.schemas[
@@ -415,7 +417,8 @@ describe('openapi/openapi.json', () => {
     const nullable = (s: Json) =>
       s.type === 'null' || (s.anyOf ?? []).some((v: Json) => v.type === 'null')
     const onlyNull = (s: Json) => s.type === 'null'
-    // The stage table: token fields null at creation; set from payment_received; all set at completion.
+    // The stage table: token fields null at creation; set from payment_received; all set at
+    // completion.
     for (const f of [
       'token_symbol',
       'token_amount',
@@ -494,7 +497,10 @@ describe('openapi/openapi.json', () => {
   })
 })
 
-/** Headers of the HTTP exchange itself, which OpenAPI leaves out (and says to ignore for Content-Type). */
+/**
+ * Headers of the HTTP exchange itself, which OpenAPI leaves out (and says to ignore for
+ * Content-Type).
+ */
 const FRAMING = new Set([
   'content-type',
   'content-length',

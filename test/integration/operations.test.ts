@@ -107,8 +107,9 @@ for (const backend of backends()) {
       }
       const before = await scrape(t.fetch)
 
-      // The project's limit is 3 requests a minute: the create uses one, so of three reads the last is refused.
-      // The create and the reads share one minute window: made at once, not near the minute's end (the payment below takes a while).
+      // The project's limit is 3 requests a minute: the create uses one, so of three reads the last
+      // is refused. The create and the reads share one minute window: made at once, not near the
+      // minute's end (the payment below takes a while).
       await awayFromMinuteEnd()
       const created = await api(t, p.key).create({ amount: 25 })
       await expectStatus(created, 200)
@@ -128,7 +129,8 @@ for (const backend of backends()) {
         await chain.signTokenTransfer(quote.deposit_address, BigInt(quote.token_amount)),
       )
       await chain.mine(3)
-      // transaction.created and transaction.completed, each to both endpoints: two successes and two failures.
+      // transaction.created and transaction.completed, each to both endpoints: two successes and
+      // two failures.
       await sink.waitFor('/ops-ok', (r) => r.length === 2)
       await sink.waitFor('/ops-fail', (r) => r.length === 2)
       await t.server.services.deliveries.settled()

@@ -219,7 +219,8 @@ for (const backend of backends()) {
       expect(count(html, /<img/gi)).toBe(1)
       expect(openTag(html, 'qr')).toStartWith('<img id="qr"')
 
-      // The embedded state carries the strings unchanged, with nothing that could end its script element.
+      // The embedded state carries the strings unchanged, with nothing that could end its script
+      // element.
       const raw = /<script type="application\/json" id="pay-state">([\s\S]*?)<\/script>/.exec(
         html,
       )![1]!
@@ -311,7 +312,8 @@ for (const backend of backends()) {
   })
 
   describe(`hosted pay page rate limit (docs/decisions/0026-pay-page-endpoints.md) [${backend}]`, () => {
-    // Half a minute into the window, so the minute count cannot roll over mid-test and Retry-After is exact.
+    // Half a minute into the window, so the minute count cannot roll over mid-test and Retry-After
+    // is exact.
     const clock = manualClock(Date.parse('2030-03-04T10:00:30.000Z'))
     let t: TestServer
     beforeAll(async () => {

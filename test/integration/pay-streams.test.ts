@@ -36,7 +36,10 @@ function countStatements(t: TestServer) {
   }
 }
 
-/** One Server-Sent Events connection: its `state` events' statuses, its keep-alive comments, and whether it ended. */
+/**
+ * One Server-Sent Events connection: its `state` events' statuses, its keep-alive comments, and
+ * whether it ended.
+ */
 function follow(res: Response) {
   const reader = res.body!.getReader()
   const decoder = new TextDecoder()

@@ -77,7 +77,8 @@ if (!process.env.DATABASE_URL) {
       expect(admitted).toHaveLength(LIMITS.minute)
       expect(refused).toHaveLength(REQUESTS - LIMITS.minute)
 
-      // Each admitted request got its own place in the window: Remaining is 49, 48, ... 0, each once.
+      // Each admitted request got its own place in the window: Remaining is 49, 48, ... 0, each
+      // once.
       const remaining = admitted
         .map((r) => Number(r.headers.get('x-ratelimit-remaining-minute')))
         .sort((x, y) => x - y)

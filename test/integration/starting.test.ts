@@ -22,7 +22,8 @@ afterAll(() => {
 test('a request during start-up gets 503 in the error shape with Retry-After; after start-up the API answers it', async () => {
   const dataDir = await freshDataDir()
   dirs.push(dataDir)
-  // An RPC that holds the network check until released: the server is bound and still starting meanwhile.
+  // An RPC that holds the network check until released: the server is bound and still starting
+  // meanwhile.
   let release!: () => void
   const released = new Promise<void>((r) => (release = r))
   let asked!: () => void

@@ -41,9 +41,15 @@ for (const backend of backends()) {
     let sink: WebhookSink
     let dir: string
     let project: { id: string; key: string }
-    /** The treasury tool's key (the shop's, project.key, creates refunds but cannot record their payment). */
+    /**
+     * The treasury tool's key (the shop's, project.key, creates refunds but cannot record their
+     * payment).
+     */
     let tool: string
-    /** The customers' wallet: every payment here comes from it, so a refund back to it needs no approval. */
+    /**
+     * The customers' wallet: every payment here comes from it, so a refund back to it needs no
+     * approval.
+     */
     let payer: string
     let files: ReturnType<typeof writeMerchantFiles>
     const logs: string[] = []
@@ -300,7 +306,8 @@ for (const backend of backends()) {
           failure_reason: null,
         },
       })
-      // What is left of the token payment is still refundable; running the tool again pays nothing twice.
+      // What is left of the token payment is still refundable; running the tool again pays nothing
+      // twice.
       const left = ((await (await a().get(`/api/transactions/${tusd!.id}/refunds`)).json()) as any)
         .refundable
       expect(left).toEqual([
@@ -465,7 +472,10 @@ for (const backend of backends()) {
       ).toHaveLength(1)
     })
 
-    /** Mines one block at a time, each followed by the service, until `pred` holds of the refund (at most 20 blocks). */
+    /**
+     * Mines one block at a time, each followed by the service, until `pred` holds of the refund (at
+     * most 20 blocks).
+     */
     async function mineUntil(id: string, pred: (r: any) => boolean) {
       for (let i = 0; i < 20; i++) {
         const head = await chain.mine()

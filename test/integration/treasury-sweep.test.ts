@@ -161,14 +161,16 @@ for (const backend of backends()) {
       const startHead = await chain.head()
       const startGas = await chain.ethBalance(chain.gas.address)
       const treasuryEth = await chain.ethBalance(TREASURY)
-      // The first run dies at its third transaction (the second batch, after the deployment and the first batch), which never reaches the chain.
+      // The first run dies at its third transaction (the second batch, after the deployment and the
+      // first batch), which never reaches the chain.
       await killedAtSend(chain.rpcUrl, (rpc) => sweepArgs([], rpc), 3)
       // Two batches recorded; the second was never sent.
       const recorded = await sweeps()
       expect(recorded).toHaveLength(2)
       expect(await gasNonce()).toBe(startNonce + 2)
 
-      // A dry run, even without the gas key, says it would send the unsent batch again, and sends nothing.
+      // A dry run, even without the gas key, says it would send the unsent batch again, and sends
+      // nothing.
       const withoutGasKey = sweepArgs(['--dry-run']).filter(
         (a, i, all) => a !== files.gasKey && all[i + 1] !== files.gasKey,
       )
@@ -197,7 +199,8 @@ for (const backend of backends()) {
       expect(await chain.tokenBalance(TREASURY)).toBe(sum(tusd))
       expect((await chain.ethBalance(TREASURY)) - treasuryEth).toBe(sum(eth))
 
-      // One deployment and five batches: no transaction twice, and the gas account paid exactly their fees.
+      // One deployment and five batches: no transaction twice, and the gas account paid exactly
+      // their fees.
       const all = await sweeps()
       expect(all).toHaveLength(5)
       expect(await gasNonce()).toBe(startNonce + 6)
@@ -273,7 +276,8 @@ for (const backend of backends()) {
       const receipt = await chain.customer.getTransactionReceipt({
         hash: r.json.sweeps[0].transaction_hash,
       })
-      // Both addresses delegate to DepositAccount since the first sweep: a plain transaction does it.
+      // Both addresses delegate to DepositAccount since the first sweep: a plain transaction does
+      // it.
       expect(receipt.type).toBe('eip1559')
       expect((await chain.tokenBalance(TREASURY)) - before).toBe(7_000_000n)
       expect(await chain.tokenBalance(a!.address)).toBe(0n)
@@ -328,7 +332,8 @@ for (const backend of backends()) {
           ),
         },
       ])
-      // The retiring transfer (to the gas account itself, nothing moved) and the new batch: the stale one can never be mined.
+      // The retiring transfer (to the gas account itself, nothing moved) and the new batch: the
+      // stale one can never be mined.
       expect(await gasNonce()).toBe(nonce + 2)
       const retire = await chain.customer.getTransaction({
         hash: /went to (0x[0-9a-f]{64})/.exec(r.json.resumed[0].outcome)![1] as Hex,
@@ -352,7 +357,8 @@ for (const backend of backends()) {
       expect(r.json.sweeps).toHaveLength(1)
       expect(await chain.tokenBalance(c.address)).toBe(0n)
       expect((await chain.tokenBalance(TREASURY)) - before).toBe(3_000_000n)
-      // The service calls the stale record dropped once its nonce is taken at the network's depth, and the address swept again.
+      // The service calls the stale record dropped once its nonce is taken at the network's depth,
+      // and the address swept again.
       await waitUntil(
         'the stale sweep dropped, the new one confirmed',
         async () => {

@@ -104,7 +104,8 @@ for (const backend of backends()) {
       expect({ code: dry.code, stderr: dry.stderr }).toEqual({ code: 0, stderr: '' })
       expect(dry.json).toMatchObject({ route: 'top-up', sweeps: [], top_up_transaction: null })
       expect(dry.json.plan).toHaveLength(5)
-      // The gas account pays every fee: each address is topped up with exactly what its transfers are signed for.
+      // The gas account pays every fee: each address is topped up with exactly what its transfers
+      // are signed for.
       const price = BigInt(dry.json.estimated.gas_price)
       for (const p of dry.json.plan)
         expect(BigInt(p.top_up)).toBe(
@@ -122,10 +123,12 @@ for (const backend of backends()) {
       const sum = (l: { units: bigint }[]) => l.reduce((a, p) => a + p.units, 0n)
       expect((await chain.tokenBalance(TREASURY)) - before.token).toBe(sum(tusd))
       expect((await chain.ethBalance(TREASURY)) - before.eth).toBe(sum(eth))
-      // Every address is empty of what it received; a coin address to the last wei (a plain transfer uses exactly 21,000 gas).
+      // Every address is empty of what it received; a coin address to the last wei (a plain
+      // transfer uses exactly 21,000 gas).
       for (const p of tusd) expect(await chain.tokenBalance(p.address)).toBe(0n)
       for (const p of eth) expect(await chain.ethBalance(p.address)).toBe(0n)
-      // One top-up transaction for all five: exactly the fees paid, and what a token transfer's gas refund left at its address.
+      // One top-up transaction for all five: exactly the fees paid, and what a token transfer's gas
+      // refund left at its address.
       const topUp = await chain.customer.getTransaction({
         hash: run.json.top_up_transaction.transaction_hash,
       })

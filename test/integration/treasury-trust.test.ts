@@ -101,7 +101,9 @@ for (const backend of backends()) {
     }
     const gasNonce = () =>
       chain.customer.getTransactionCount({ address: chain.gas.address, blockTag: 'latest' })
-    /** Mines one block at a time, each followed by the service, until `pred` holds of the refund. */
+    /**
+     * Mines one block at a time, each followed by the service, until `pred` holds of the refund.
+     */
     async function mineUntil(id: string, pred: (r: any) => boolean, blocks = 20) {
       for (let i = 0; i < blocks; i++) {
         const head = await chain.mine()
@@ -115,7 +117,10 @@ for (const backend of backends()) {
       }
       throw new Error(`refund ${id} never got there: ${JSON.stringify(await refundOf(id))}`)
     }
-    /** Sweeps one deposit address's TUSD to the treasury at once, signed with its own key (as the merchant's tool would), sent by the customer's wallet. */
+    /**
+     * Sweeps one deposit address's TUSD to the treasury at once, signed with its own key (as the
+     * merchant's tool would), sent by the customer's wallet.
+     */
     async function sweepNow(address: Address) {
       const index = (
         (await (await api(t, tool).get(`/api/deposit-addresses?address=${address}`)).json()) as any
@@ -200,7 +205,8 @@ for (const backend of backends()) {
       ])
       expect(await chain.tokenBalance(STRANGER)).toBe(0n)
       expect(await refundOf(stolen.id)).toMatchObject({ status: 'pending', transaction_hash: null })
-      // The key cannot record a payment, mark one unpayable or abandon one (refunds:pay is the tool's), and it never sees the xpub.
+      // The key cannot record a payment, mark one unpayable or abandon one (refunds:pay is the
+      // tool's), and it never sees the xpub.
       const raw = await privateKeyToAccount(chain.gas.key).signTransaction({
         type: 'eip1559',
         chainId: 31337,
@@ -281,8 +287,9 @@ for (const backend of backends()) {
         },
       ])
       await shop().post(`/api/refunds/${tooMuch.id}/cancel`, '')
-      // What went back counts: many small refunds return no more than the payer sent. 4 of its 5 went back;
-      // 1 more is 5 (paid); 2 more would be 6, or 7 after that one (approval), in whichever order they come.
+      // What went back counts: many small refunds return no more than the payer sent. 4 of its 5
+      // went back; 1 more is 5 (paid); 2 more would be 6, or 7 after that one (approval), in
+      // whichever order they come.
       const second2 = await refund(paid!.id, { address: second.account.address, amount: '2000000' })
       const last = await refund(paid!.id, { address: second.account.address, amount: '1000000' })
       const again = await pay(['--refund', `${second2.id},${last.id}`])
@@ -306,8 +313,8 @@ for (const backend of backends()) {
         stranger: await chain.tokenBalance(STRANGER),
         payer: await chain.tokenBalance(payer),
       }
-      // The "server" the tool talks to rewrites that refund as it likes.
-      // The refund's address or amount, or the token's decimals (a million USDC shown as a fraction of one).
+      // The "server" the tool talks to rewrites that refund as it likes. The refund's address or
+      // amount, or the token's decimals (a million USDC shown as a fraction of one).
       for (const lie of [
         { address: STRANGER },
         { amount: (paid!.units + 1n).toString() },
@@ -333,7 +340,8 @@ for (const backend of backends()) {
       }
       expect(await chain.tokenBalance(STRANGER)).toBe(before.stranger)
       expect(await chain.tokenBalance(payer)).toBe(before.payer)
-      // An approval names the destination it was given for: one the server changes afterwards is not approved.
+      // An approval names the destination it was given for: one the server changes afterwards is
+      // not approved.
       const toStranger = await refund(paid!.id, { address: STRANGER, amount: '1000000' })
       const elsewhere = getAddress('0x000000000000000000000000000000000000dEaD')
       const swapping = await tamperingProxy(t, (path, body) => {
@@ -726,7 +734,8 @@ for (const backend of backends()) {
         },
       ])
       expect(await refundOf(made.id)).toMatchObject({ status: 'pending', raw_transaction: null })
-      // On an OP Stack chain the sender also pays for its bytes on Ethereum: enough for the gas is not enough.
+      // On an OP Stack chain the sender also pays for its bytes on Ethereum: enough for the gas is
+      // not enough.
       await chain.customer.request({
         method: 'anvil_setCode',
         params: [
@@ -780,7 +789,8 @@ for (const backend of backends()) {
       expect(cli.code).toBe(1)
       expect(cli.stderr + cli.stdout).toContain('may still be mined')
 
-      // Paid from the gas account (approved), recorded, never sent; the gas account's next transaction takes its nonce.
+      // Paid from the gas account (approved), recorded, never sent; the gas account's next
+      // transaction takes its nonce.
       await runTreasuryTool([
         'sweep',
         ...toolArgs(t, tool, chain, files),
@@ -827,7 +837,8 @@ for (const backend of backends()) {
       await gas.waitForTransactionReceipt({
         hash: await gas.sendTransaction({ to: TREASURY, value: 1n }),
       })
-      // Deep enough for the service to see the nonce taken (not yet for the follower to call it dropped by itself).
+      // Deep enough for the service to see the nonce taken (not yet for the follower to call it
+      // dropped by itself).
       const head = await chain.mine(CONFIRMATIONS - 1)
       await waitUntil(
         'the follower at the head',
@@ -878,7 +889,8 @@ for (const backend of backends()) {
       const [a, b] = await paidTransactions(t, project.key, chain, 2, 'TUSD', 31)
       const first = await refund(a!.id, { address: payer, amount: '1000000' })
       const second = await refund(b!.id, { address: payer, amount: '1000000' })
-      // The service refuses the first's payment record (a 503 here); the second is paid all the same.
+      // The service refuses the first's payment record (a 503 here); the second is paid all the
+      // same.
       const proxy = await tamperingProxy(t, (path, body, method) =>
         method === 'POST' && path === `/api/refunds/${first.id}/payment`
           ? Response.json({ success: false, message: 'try again' }, { status: 503 })
@@ -894,7 +906,8 @@ for (const backend of backends()) {
       } finally {
         proxy.stop()
       }
-      // A submitted refund listed without its transaction (another one delivered its signature) is reported, not a crash.
+      // A submitted refund listed without its transaction (another one delivered its signature) is
+      // reported, not a crash.
       const [c] = await paidTransactions(t, project.key, chain, 1, 'TUSD', 32)
       const third = await refund(c!.id, { address: payer, amount: '1000000' })
       await killedAtSend(chain.rpcUrl, (rpc) => [
@@ -929,7 +942,8 @@ for (const backend of backends()) {
     test('a refund whose address no longer holds the amount when it is paid waits; it is not failed', async () => {
       const [paid] = await paidTransactions(t, project.key, chain, 1, 'TUSD', 33)
       const made = await refund(paid!.id, { address: payer, amount: '2000000' })
-      // Between the tool's look at the balance and its simulation, the address's money leaves (a sweep the merchant signed).
+      // Between the tool's look at the balance and its simulation, the address's money leaves (a
+      // sweep the merchant signed).
       const proxy = await startRpcProxy(chain.rpcUrl)
       let moved = false
       proxy.beforeCall = async (call) => {
@@ -1055,7 +1069,10 @@ async function atTerminal(
   return { code: await proc.exited, output: output.replace(/\r/g, '') }
 }
 
-/** The signed `sweep` calls of a recorded DepositAccount batch, as anyone who saw it could send them again. */
+/**
+ * The signed `sweep` calls of a recorded DepositAccount batch, as anyone who saw it could send them
+ * again.
+ */
 function signedSweepsOf(raw: Hex): { account: Address; data: Hex }[] {
   const tx = parseTransaction(raw as never)
   const call = decodeFunctionData({ abi: DepositAccount.abi, data: tx.data! })

@@ -213,7 +213,8 @@ for (const backend of backends()) {
       })
       const id = await createTransaction(server!.fetch, s.key)
       await sink.waitFor('/cli-b', (r) => r.some((x) => x.body.includes(id)), 15_000)
-      // Both endpoints selected transaction.created; the fan-out for this event is done once B has it.
+      // Both endpoints selected transaction.created; the fan-out for this event is done once B has
+      // it.
       expect(await deliveries('--transaction', id)).toEqual([
         expect.objectContaining({ endpoint: s.b.id, transaction_id: id }),
       ])
@@ -237,7 +238,8 @@ for (const backend of backends()) {
     })
 
     test('delivery list --status success|failed|retrying|pending returns exactly the deliveries in that status', async () => {
-      // retrying: a test event to an always-failing endpoint (the default schedule's next try is a minute away).
+      // retrying: a test event to an always-failing endpoint (the default schedule's next try is a
+      // minute away).
       const c = await cli.ok(
         'endpoint',
         'create',
@@ -259,7 +261,8 @@ for (const backend of backends()) {
         '--event',
         'transaction.failed',
       )
-      // failed: B's successful delivery redelivered by hand while B fails (a failed manual attempt ends it).
+      // failed: B's successful delivery redelivered by hand while B fails (a failed manual attempt
+      // ends it).
       const [toRedeliver] = await deliveries('--endpoint', s.b.id, '--status', 'success')
       await sink.configure('/cli-b', { secret: s.b.secret, mode: 'fail' })
       const redelivered = await cli.ok('delivery', 'redeliver', '--delivery', toRedeliver.id)

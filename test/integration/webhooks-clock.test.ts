@@ -40,7 +40,10 @@ for (const backend of backends()) {
     const received = async (path: string) =>
       (await sink.received(path)).map((r) => Number(r.headers['x-service-attempt']))
 
-    /** A project whose only endpoint always answers 500 to transaction.created, and one such event: its delivery after attempt 1. */
+    /**
+     * A project whose only endpoint always answers 500 to transaction.created, and one such event:
+     * its delivery after attempt 1.
+     */
     async function failingDelivery(path: string) {
       const p = await t.project()
       const ep = await t.server.services.endpoints.create({
@@ -141,7 +144,8 @@ for (const backend of backends()) {
       clock.advance(2000)
       await t.server.services.prune()
       expect(await rows()).toEqual([])
-      // An event not fanned out yet is never pruned, however old (checked on the repository: a running dispatcher fans out at once).
+      // An event not fanned out yet is never pruned, however old (checked on the repository: a
+      // running dispatcher fans out at once).
       const [waiting] = await db
         .insert(outbox)
         .values({
@@ -175,11 +179,13 @@ for (const backend of backends()) {
           .where(inArray(outbox.id, [waiting.id, dispatched.id]))
       ).map((r) => r.id)
       expect(left).not.toContain(dispatched.id)
-      // Unless the dispatcher fanned it out in the meantime (then it was dispatched just now, and is kept too).
+      // Unless the dispatcher fanned it out in the meantime (then it was dispatched just now, and
+      // is kept too).
       expect(left).toContain(waiting.id)
       const log = await t.server.services.webhooks.listDeliveries({ projectId: p.id })
       if (!log.ok) throw new Error(log.message)
-      // The made-up old events above were fanned out too (and failed the 7-day rule); the real one is logged whole.
+      // The made-up old events above were fanned out too (and failed the 7-day rule); the real one
+      // is logged whole.
       const delivered = log.value.filter((d) => d.status === 'success')
       expect(delivered.map((d) => d.eventType)).toEqual(['transaction.created'])
       const shown = await t.server.services.webhooks.getDelivery(delivered[0].id)
@@ -233,7 +239,8 @@ for (const backend of backends()) {
       await pass()
       expect(await received(path)).toEqual([1])
 
-      // Manual redelivery stays possible at any age: one attempt, marked manual, and no automatic ones after it.
+      // Manual redelivery stays possible at any age: one attempt, marked manual, and no automatic
+      // ones after it.
       const r = await t.server.services.webhooks.redeliver(id)
       expect(r.ok).toBe(true)
       await pass()

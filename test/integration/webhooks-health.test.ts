@@ -133,7 +133,8 @@ for (const backend of backends()) {
     })
 
     test('an endpoint whose every attempt fails for WEBHOOK_DISABLE_AFTER (5 days by default) is disabled; enabling it with a recovery sends the failed deliveries again', async () => {
-      // A server of its own with one retry a minute after the first attempt, so each delivery's end is known.
+      // A server of its own with one retry a minute after the first attempt, so each delivery's end
+      // is known.
       const own = manualClock(Date.parse('2030-06-01T09:00:00.000Z'))
       const s = await startTestServer(backend, { WEBHOOK_RETRY_SCHEDULE: '1m' }, { clock: own })
       try {
@@ -203,7 +204,8 @@ for (const backend of backends()) {
           data: { endpoint_id: dead, reason: 'failing', failing_since: new Date(t0).toISOString() },
         })
 
-        // While disabled nothing is sent: the waiting delivery's retry comes due and makes no request.
+        // While disabled nothing is sent: the waiting delivery's retry comes due and makes no
+        // request.
         const sent = (await sink.received(path)).length
         own.advance(MIN)
         await run()
@@ -220,7 +222,8 @@ for (const backend of backends()) {
           `every delivery failed since <time datetime="${new Date(t0).toISOString()}">`,
         )
 
-        // The receiver is fixed; the merchant enables the endpoint, recovering what failed since just before the second event.
+        // The receiver is fixed; the merchant enables the endpoint, recovering what failed since
+        // just before the second event.
         await sink.configure(path, { secret: ep.value.secret, mode: 'ok' })
         const since = new Date(t0 + 4 * DAY - MIN).toISOString()
         // A time that is not one is refused, naming the flag, and enables nothing.

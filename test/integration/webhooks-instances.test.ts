@@ -144,7 +144,8 @@ if (!process.env.DATABASE_URL) {
         () => JSON.stringify(deliveries),
       )
       expect(deliveries.map((d) => [d.transaction_id, d.attempts])).toEqual([[id, 1]])
-      // The other instance also heard the NOTIFY and polls for due work; give it a pass to show it sends nothing more.
+      // The other instance also heard the NOTIFY and polls for due work; give it a pass to show it
+      // sends nothing more.
       const settleUntil = Date.now() + 1500
       await waitUntil(
         async () => (await sink.received(path)).length > 1 || Date.now() > settleUntil,

@@ -29,7 +29,10 @@ for (const backend of backends()) {
       for (const c of cleanups.reverse()) await c()
     })
 
-    /** A server on a fresh DATA_DIR (and database), a project with a test key and an always-failing endpoint for transaction.created. */
+    /**
+     * A server on a fresh DATA_DIR (and database), a project with a test key and an always-failing
+     * endpoint for transaction.created.
+     */
     async function setup(schedule: string, path: string) {
       sink ??= await startWebhookSink()
       const dataDir = await freshDataDir()
@@ -71,7 +74,10 @@ for (const backend of backends()) {
       return deliveries[0]
     }
 
-    /** Waits until attempt 1 has been received and committed (status retrying, a next retry time), then SIGKILLs the server. */
+    /**
+     * Waits until attempt 1 has been received and committed (status retrying, a next retry time),
+     * then SIGKILLs the server.
+     */
     async function killDuringRetryWait(s: Awaited<ReturnType<typeof setup>>, path: string) {
       await sink.waitFor(path, (r) => r.length >= 1, 15_000)
       let d: any
@@ -93,7 +99,10 @@ for (const backend of backends()) {
       return { delivery: d, due }
     }
 
-    /** After the restart: the delivery ends failed with six attempts, each received exactly once, for one event id. */
+    /**
+     * After the restart: the delivery ends failed with six attempts, each received exactly once,
+     * for one event id.
+     */
     async function expectSixAttemptsExactlyOnce(
       cli: Cli,
       projectId: string,
@@ -178,7 +187,8 @@ for (const backend of backends()) {
       // Not lost: attempt 2 still records the deadline it missed, and ran after the downtime.
       expect(a[1].scheduledFor).toBe(due)
       expect(a[1].startedAt).toBeGreaterThanOrEqual(due + 1500)
-      // The schedule continues from attempt 2's failure: each later attempt 2 s after the one before.
+      // The schedule continues from attempt 2's failure: each later attempt 2 s after the one
+      // before.
       for (let i = 2; i < 6; i++) {
         expect(a[i].scheduledFor - a[i - 1].startedAt).toBeGreaterThanOrEqual(2000)
         expect(a[i].startedAt).toBeGreaterThanOrEqual(a[i].scheduledFor)

@@ -28,9 +28,14 @@ import { systemResolver, type Resolver } from '../../src/webhooks/url-guard.ts'
  * (docs/decisions/0021-webhook-endpoints-and-private-addresses.md, item 4).
  */
 
-/** A public-looking name whose DNS answer is this machine, as a rebinding attacker would arrange. */
+/**
+ * A public-looking name whose DNS answer is this machine, as a rebinding attacker would arrange.
+ */
 const REBOUND = 'hooks.shop.example'
-/** A public-looking name that resolves to a public address (the check lets it through; the request then fails in DNS). */
+/**
+ * A public-looking name that resolves to a public address (the check lets it through; the request
+ * then fails in DNS).
+ */
 const PUBLIC = 'hooks.public.example'
 /** A public-looking name whose DNS answer is an address of the operator's private network. */
 const LAN = 'hooks.lan.example'
@@ -46,7 +51,10 @@ const ALLOW = 'WEBHOOK_ALLOW_PRIVATE_TEST_ENDPOINTS'
 /** What an internal service of the operator's network answers: nobody outside may read it. */
 const INTERNAL_ANSWER = 'internal admin API: db password hunter2'
 
-/** An internal service on this machine: answers every request with INTERNAL_ANSWER (503 under /fail), and keeps the paths it was asked for. */
+/**
+ * An internal service on this machine: answers every request with INTERNAL_ANSWER (503 under
+ * /fail), and keeps the paths it was asked for.
+ */
 function startInternalService() {
   const seen: string[] = []
   const server = Bun.serve({
@@ -100,7 +108,8 @@ for (const backend of backends()) {
     let project: { id: string; key: string }
     beforeAll(async () => {
       sink = await startWebhookSink()
-      // The CLI reaches the server's database: through the admin socket (PGlite) or directly (PostgreSQL, same SECRET_KEY).
+      // The CLI reaches the server's database: through the admin socket (PGlite) or directly
+      // (PostgreSQL, same SECRET_KEY).
       const secretKey = randomBytes(32).toString('hex')
       t = await startTestServer(backend, { SECRET_KEY: secretKey, [ALLOW]: '1' }, { resolver })
       cli = cliWith(
@@ -200,7 +209,8 @@ for (const backend of backends()) {
         'transaction.created',
       )
       await sink.configure(path, { secret: rebound.secret, mode: 'ok' })
-      // Control: a name resolving to a public address passes the check (and then fails on its own, in DNS).
+      // Control: a name resolving to a public address passes the check (and then fails on its own,
+      // in DNS).
       const control = await cli.ok(
         'endpoint',
         'create',

@@ -191,7 +191,8 @@ for (const backend of backends()) {
       expect(live.ok).toBe(true)
       await completedTransaction(p.key)
       const got = await sink.waitFor('/selected', (r) => r.length >= 1)
-      // Give any stray event a chance to arrive by waiting for the log to settle: every delivery of the project is final.
+      // Give any stray event a chance to arrive by waiting for the log to settle: every delivery of
+      // the project is final.
       await waitUntil(async () => {
         const l = await t.server.services.webhooks.listDeliveries({ projectId: p.id })
         return l.ok && l.value.every((d) => d.status === 'success')
@@ -246,7 +247,8 @@ for (const backend of backends()) {
       if (!detail.ok) throw new Error(detail.message)
       const a = detail.value.attempts
       for (let i = 1; i < a.length; i++) {
-        // Due 1 s after the previous failure (WEBHOOK_RETRY_SCHEDULE), and not made before it was due.
+        // Due 1 s after the previous failure (WEBHOOK_RETRY_SCHEDULE), and not made before it was
+        // due.
         expect(a[i].scheduledFor!.getTime() - a[i - 1].startedAt.getTime()).toBeGreaterThanOrEqual(
           1000,
         )

@@ -30,7 +30,8 @@ function runnerWith(record: boolean) {
   } as unknown as DeliveryRepo
   const runner = createDeliveryRunner({
     repo,
-    // Disabled: the attempt makes no request and the machine waits for the endpoint (a step all the same).
+    // Disabled: the attempt makes no request and the machine waits for the endpoint (a step all the
+    // same).
     endpoints: {
       forSending: async () => ({
         url: 'https://example.com/hook',

@@ -4,7 +4,10 @@ import type { InstanceRepo } from '../../src/instances/instance.repo.ts'
 import { systemClock } from '../../src/lib/clock.ts'
 import { createLogger } from '../../src/lib/logger.ts'
 
-/** A database whose first renewal answers and every later one hangs (a stalled connection, a starved process). */
+/**
+ * A database whose first renewal answers and every later one hangs (a stalled connection, a starved
+ * process).
+ */
 function stallingRepo(): InstanceRepo {
   let calls = 0
   return {

@@ -10,7 +10,10 @@ const HASH = `0x${'aa'.repeat(32)}`
 const SENDER = `0x${'11'.repeat(20)}`
 const [X, Y] = [`0x${'0a'.repeat(32)}`, `0x${'0b'.repeat(32)}`]
 
-/** A node that answers as scripted: the transaction mined (reverted) in block 16 as `Y`, the sender at nonce 5. */
+/**
+ * A node that answers as scripted: the transaction mined (reverted) in block 16 as `Y`, the sender
+ * at nonce 5.
+ */
 function node(receipt: { blockHash: string; status: '0x0' | '0x1' } | null) {
   const answers: Record<string, (params: unknown[]) => unknown> = {
     eth_getTransactionCount: () => '0x5',

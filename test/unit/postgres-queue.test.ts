@@ -71,7 +71,8 @@ describe('postgres.js connection queue (as installed)', () => {
     }
     const q = Queue<number>()
     const model: number[] = []
-    // A fixed pseudo-random walk: pushes outnumber shifts a little, removes hit live items, absent ones and the head.
+    // A fixed pseudo-random walk: pushes outnumber shifts a little, removes hit live items, absent
+    // ones and the head.
     let seed = 7
     const next = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31), seed)
     let counter = 0

@@ -2,7 +2,9 @@ import { describe, expect, test } from 'bun:test'
 import { createThrottle } from '../../src/chain/follower/pacing.ts'
 import { manualClock } from '../../src/lib/clock.ts'
 
-/** The follower's maxRequestsPerSecond on a virtual clock: its sleeps move the clock, nothing waits. */
+/**
+ * The follower's maxRequestsPerSecond on a virtual clock: its sleeps move the clock, nothing waits.
+ */
 function throttled(perSecond: number) {
   const clock = manualClock(0)
   const slept: number[] = []

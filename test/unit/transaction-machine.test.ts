@@ -432,7 +432,8 @@ describe('transactionMachine: confirmations and reorgs (docs/decisions/0015-conf
   })
 
   test('a reorg that leaves enough payments already in blocks keeps confirming, counted from the block that still settles', () => {
-    // Nothing sends the inclusion of the payment that stayed again: in processing it would wait forever.
+    // Nothing sends the inclusion of the payment that stayed again: in processing it would wait
+    // forever.
     const ctx = {
       payments: [
         { txHash: 'tx1', amount: '1000', blockNumber: 100 },

@@ -131,7 +131,8 @@ describe('checkDeliveryTarget', () => {
   })
   test('with the system resolver, a name whose real answer is 127.0.0.1 is refused', async () => {
     expect(await systemResolver('localhost')).toContain('127.0.0.1')
-    // shop.example.com stands for any public-looking name; its answer comes from real DNS (/etc/hosts).
+    // shop.example.com stands for any public-looking name; its answer comes from real DNS
+    // (/etc/hosts).
     const r = await checkDeliveryTarget('https://shop.example.com/h', 'live', ALLOWED, () =>
       systemResolver('localhost'),
     )
@@ -151,7 +152,8 @@ describe('checkDeliveryTarget', () => {
       ['http://mixed.example.com/h', true],
       // Names that always mean this machine or the network inside, whatever DNS says.
       ['http://localhost:9/h', true],
-      // Not resolvable by this check: the request may still reach something, so nothing of it is kept.
+      // Not resolvable by this check: the request may still reach something, so nothing of it is
+      // kept.
       ['http://unknown.example.com/h', true],
       ['http://ok.example.com/h', false],
       ['http://93.184.216.34/h', false],

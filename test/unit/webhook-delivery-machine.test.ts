@@ -234,7 +234,8 @@ describe('webhook delivery actor on a virtual clock', () => {
       attempts: 1,
       nextAttemptAt: T0 + MIN + 2 * PAUSED_RECHECK_MS,
     })
-    // Enabled again: the second attempt, then the third 5 minutes after it (the schedule resumes where it was).
+    // Enabled again: the second attempt, then the third 5 minutes after it (the schedule resumes
+    // where it was).
     await d.at(T0 + MIN + 2 * PAUSED_RECHECK_MS)
     expect(d.context()).toMatchObject({
       attempts: 2,

@@ -56,18 +56,32 @@ export interface FollowerNetwork {
   /** Most blocks one ranged `eth_getLogs` may span (providers cap it, often 1,000 or less). */
   maxLogRange: number
   erc20Tokens: Address[]
-  /** Fetch whole blocks to find native transfers (costly: only where a native token is accepted). */
+  /**
+   * Fetch whole blocks to find native transfers (costly: only where a native token is accepted).
+   */
   scanNative: boolean
-  /** The block tag whose height each head event reports (`safe` / `finalized`), for networks that wait for one. */
+  /**
+   * The block tag whose height each head event reports (`safe` / `finalized`), for networks that
+   * wait for one.
+   */
   finalityTag?: 'safe' | 'finalized'
-  /** Blocks a payment waits for: the window of remembered hashes is at least this plus a margin (`windowFor`). */
+  /**
+   * Blocks a payment waits for: the window of remembered hashes is at least this plus a margin
+   * (`windowFor`).
+   */
   confirmations?: number
-  /** At most this many JSON-RPC calls a second (a provider's plan); bursts up to a second's worth share a batch. */
+  /**
+   * At most this many JSON-RPC calls a second (a provider's plan); bursts up to a second's worth
+   * share a batch.
+   */
   maxRequestsPerSecond?: number
 }
 
 export interface FollowerTuning {
-  /** Recent hashes kept for reorg detection, also across restarts. Default `windowFor(network.confirmations)`: 128 at least. */
+  /**
+   * Recent hashes kept for reorg detection, also across restarts. Default
+   * `windowFor(network.confirmations)`: 128 at least.
+   */
   windowSize?: number
   /**
    * Blocks per chunk: their headers and logs are fetched together, delivered, then the cursor
@@ -75,7 +89,9 @@ export interface FollowerTuning {
    * faster catch-up (bench: 500 about 1.5x on local anvil), harder on a rate-limited provider.
    */
   batchSize?: number
-  /** Backoff after a failed tick: baseMs * 2^(failures-1), capped. Default pollIntervalMs / 30 s. */
+  /**
+   * Backoff after a failed tick: baseMs * 2^(failures-1), capped. Default pollIntervalMs / 30 s.
+   */
   backoff?: { baseMs?: number; maxMs?: number }
 }
 
@@ -101,7 +117,10 @@ export interface BlockFollowerDeps {
    * shows in no block's transaction list, only in the balance. Only with `scanNative`.
    */
   balanceWatch?: () => Promise<readonly { address: string; credited: bigint }[]>
-  /** Whether new heads are being pushed (a live WebSocket subscription): polling then slows to a safety net. */
+  /**
+   * Whether new heads are being pushed (a live WebSocket subscription): polling then slows to a
+   * safety net.
+   */
   pushed?: () => boolean
   /**
    * Blocks at or above `from` in which the handler recorded transfers not taken back yet: what a
@@ -118,14 +137,23 @@ export interface FollowerStatus {
   head: bigint | null
   /** Last height processed; null before the first. */
   synced: bigint | null
-  /** When a tick last ended with every block up to the head processed (epoch ms); the start time before the first. */
+  /**
+   * When a tick last ended with every block up to the head processed (epoch ms); the start time
+   * before the first.
+   */
   inStepAt: number
   /** Failed ticks in a row, and the last one's error. */
   failures: number
   lastError: string | null
-  /** The RPC serves another chain than the one followed (another genesis block); nothing is followed meanwhile. */
+  /**
+   * The RPC serves another chain than the one followed (another genesis block); nothing is followed
+   * meanwhile.
+   */
   replaced: { expected: Hex; found: Hex } | null
-  /** A reorg went deeper than the remembered window: nothing is followed until an operator resumes the network. */
+  /**
+   * A reorg went deeper than the remembered window: nothing is followed until an operator resumes
+   * the network.
+   */
   halted: Halt | null
 }
 
@@ -136,14 +164,20 @@ export interface BlockFollower {
   stop(): Promise<void>
   /** One tick now, errors thrown: for tests and benchmarks. Not while the loop runs. */
   syncOnce(): Promise<void>
-  /** A new head is known (pushed over a WebSocket): the wait before the next poll ends now, unless the RPC is failing. */
+  /**
+   * A new head is known (pushed over a WebSocket): the wait before the next poll ends now, unless
+   * the RPC is failing.
+   */
   wake(): void
   /** Last height whose events the handler accepted and the store saved; null before the first. */
   syncedHeight(): bigint | null
   status(): FollowerStatus
 }
 
-/** A tick whose chain moved under it starts over at most this many times; then the loop's back-off takes over. */
+/**
+ * A tick whose chain moved under it starts over at most this many times; then the loop's back-off
+ * takes over.
+ */
 const MAX_RESTARTS_PER_TICK = 3
 
 export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
@@ -151,7 +185,9 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
   const windowSize = Math.max(1, deps.tuning?.windowSize ?? windowFor(network.confirmations ?? 0))
   const batchSize = Math.max(1, deps.tuning?.batchSize ?? 100)
   const tokens = network.erc20Tokens.map((a) => a.toLowerCase() as Address)
-  /** What the last tick saw of the node: its head, and when the follower was last in step with it. */
+  /**
+   * What the last tick saw of the node: its head, and when the follower was last in step with it.
+   */
   const seen: { head: bigint | null; inStepAt: number } = { head: null, inStepAt: clock.now() }
 
   const loop = createLoop({
@@ -263,7 +299,10 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
     if (cursor.height >= reported) seen.inStepAt = clock.now()
   }
 
-  /** Scans every block above the cursor up to `head`, a chunk at a time, saving the cursor after each. */
+  /**
+   * Scans every block above the cursor up to `head`, a chunk at a time, saving the cursor after
+   * each.
+   */
   async function sync(head: bigint): Promise<void> {
     const cursor = position.cursor()
     if (cursor && cursor.height >= head) return reconciler.recheckTip(head)

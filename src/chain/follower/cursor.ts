@@ -17,7 +17,10 @@ export interface BlockRef {
   hash: Hex
 }
 
-/** A reorg reached below every remembered block: the network is not followed until an operator resumes it. */
+/**
+ * A reorg reached below every remembered block: the network is not followed until an operator
+ * resumes it.
+ */
 export interface Halt {
   /** When it was found (epoch ms). */
   at: number
@@ -34,7 +37,10 @@ export interface Halt {
 export interface Cursor {
   height: bigint
   recent: BlockRef[]
-  /** Hash of block 0 of the chain followed: another one behind the same RPC is another chain, not a reorg. */
+  /**
+   * Hash of block 0 of the chain followed: another one behind the same RPC is another chain, not a
+   * reorg.
+   */
   genesis?: Hex
   /**
    * The first height followed with this cursor (its first start at the head): nothing below it
@@ -43,7 +49,10 @@ export interface Cursor {
    */
   origin?: bigint
   halted?: Halt
-  /** Set by `network resume`: the follower re-checks what it recorded from this height on, then scans from there again. */
+  /**
+   * Set by `network resume`: the follower re-checks what it recorded from this height on, then
+   * scans from there again.
+   */
   recheckFrom?: bigint
 }
 
@@ -61,7 +70,10 @@ export interface CursorStore {
  * the deepest preset (256).
  */
 export const MAX_CONFIRMATIONS = 1_000
-/** Hashes remembered beyond `confirmations`, so a reorg a little deeper than them still finds its fork point. */
+/**
+ * Hashes remembered beyond `confirmations`, so a reorg a little deeper than them still finds its
+ * fork point.
+ */
 export const WINDOW_MARGIN = 64
 /** The fewest hashes remembered, whatever `confirmations` says. */
 export const MIN_WINDOW = 128
@@ -101,7 +113,8 @@ export function resumeCursor(
     return deny('conflict', `Network ${network} is not halted: nothing to resume`)
   const start = from ?? halt.resumeFrom
   if (start < 0n) return deny('invalid_request', '--from-block must be a block number (0 or more)')
-  // The fork is below the lowest block remembered: re-checking from above it would keep what it removed.
+  // The fork is below the lowest block remembered: re-checking from above it would keep what it
+  // removed.
   if (start > halt.windowFrom) {
     return deny(
       'invalid_request',
@@ -185,7 +198,9 @@ export function decodeCursor(text: string): Cursor {
   }
 }
 
-/** The `halted` member of an encoded cursor (read apart from the rest where only the halt matters). */
+/**
+ * The `halted` member of an encoded cursor (read apart from the rest where only the halt matters).
+ */
 export function decodeHalt(value: unknown): Halt {
   const h = value as Record<string, unknown> | null
   if (typeof h !== 'object' || h === null || typeof h.at !== 'number' || !Number.isFinite(h.at))

@@ -14,8 +14,9 @@ export type FollowerEvent =
   /** Reported blocks above `forkPoint` (the last common block) left the canonical chain. */
   | { type: 'reorg'; forkPoint: bigint; removed: BlockRef[] }
   /**
-   * Highest validated canonical block; confirmations = number - blockNumber + 1. `final`: where
-   * the network's safe or finalized block stands, when the network waits for one (never above `number`).
+   * Highest validated canonical block; confirmations = number - blockNumber + 1. `final`: where the
+   * network's safe or finalized block stands, when the network waits for one (never above
+   * `number`).
    */
   | { type: 'head'; number: bigint; final?: bigint }
 

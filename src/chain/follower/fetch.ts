@@ -26,7 +26,9 @@ export interface BlockFetcher {
    * (anvil: invalid params) when that block has just been replaced: a reason to rescan.
    */
   logsByHash(hash: Hex): Promise<RpcLogLike[]>
-  /** The canonical hash (lowercase) at each height the node has a block for, `batchSize` at a time. */
+  /**
+   * The canonical hash (lowercase) at each height the node has a block for, `batchSize` at a time.
+   */
   canonicalHashes(numbers: readonly bigint[]): Promise<Map<bigint, string>>
 }
 

@@ -19,7 +19,9 @@ import { createTraceReader, type InternalTransfer } from './internal-traces.ts'
 import { parseQuantity, type FetchedBlock, type Rpc } from './rpc-data.ts'
 
 export interface ChunkFindings {
-  /** Each block's findings, by height; `head`: the head the RPC reported (its state is always kept). */
+  /**
+   * Each block's findings, by height; `head`: the head the RPC reported (its state is always kept).
+   */
   of(blocks: FetchedBlock[], logs: RpcLogLike[], head: bigint): Promise<Map<bigint, Finding[]>>
 }
 
@@ -30,14 +32,19 @@ export function createChunkFindings(o: {
   watch: WatchSet
   /** Lowercase token addresses: a second check against a node that ignores the logs filter. */
   tokens: ReadonlySet<string>
-  /** Deposit addresses (lowercase) whose native balance is compared with what was credited there. */
+  /**
+   * Deposit addresses (lowercase) whose native balance is compared with what was credited there.
+   */
   balanceWatch?: () => Promise<readonly { address: string; credited: bigint }[]>
   /** Throws when the follower stopped: an aborted balance read is not a pruned state. */
   checkStopped: () => void
   logger?: Logger
 }): ChunkFindings {
   const { network, logger } = o
-  /** Who sent native coin by an internal call, where the node traces (asked only when such coin arrived). */
+  /**
+   * Who sent native coin by an internal call, where the node traces (asked only when such coin
+   * arrived).
+   */
   const traces = createTraceReader(o.rpc, o.clock)
 
   /**
@@ -108,7 +115,8 @@ export function createChunkFindings(o: {
       )
     } catch (error) {
       o.checkStopped()
-      // The head's state is always kept: not reading it is a problem; an older block's may be pruned.
+      // The head's state is always kept: not reading it is a problem; an older block's may be
+      // pruned.
       const log = block.number >= head ? logger?.warn : logger?.debug
       log?.call(
         logger,

@@ -21,7 +21,10 @@ export interface HeadSubscription {
   stop(): void
 }
 
-/** `onHead`: a head was announced; `onDown`: the socket dropped (the follower should poll at its normal pace again, starting now). */
+/**
+ * `onHead`: a head was announced; `onDown`: the socket dropped (the follower should poll at its
+ * normal pace again, starting now).
+ */
 export function subscribeHeads(o: {
   wsUrl: string
   network: string
@@ -94,7 +97,10 @@ export function subscribeHeads(o: {
     }
   }
 
-  /** A socket closed or failed (said once, however many of its requests report it): open a new one later. */
+  /**
+   * A socket closed or failed (said once, however many of its requests report it): open a new one
+   * later.
+   */
   function dropped(t: typeof transport, error: unknown) {
     if (stopped || t !== transport) return
     const was = connected

@@ -39,7 +39,9 @@ interface CallFrame {
   calls?: CallFrame[]
 }
 
-/** Internal value transfers in a callTracer tree, below its top frame, skipping reverted subtrees. */
+/**
+ * Internal value transfers in a callTracer tree, below its top frame, skipping reverted subtrees.
+ */
 function fromCallTree(txHash: string, top: CallFrame): InternalTransfer[] {
   const found: InternalTransfer[] = []
   const walk = (frame: CallFrame, depth: number) => {
@@ -71,7 +73,10 @@ interface ParityTrace {
   blockHash?: string
 }
 
-/** Internal value transfers among a block's Parity-style traces (a flat list with each frame's path). */
+/**
+ * Internal value transfers among a block's Parity-style traces (a flat list with each frame's
+ * path).
+ */
 function fromParity(traces: ParityTrace[], blockHash: string): InternalTransfer[] | null {
   if (traces.some((t) => t.blockHash && lower(t.blockHash) !== blockHash)) return null
   const reverted = traces
@@ -116,14 +121,18 @@ function fromParity(traces: ParityTrace[], blockHash: string): InternalTransfer[
 export function createTraceReader(rpc: Rpc, clock: { now(): number } = Date) {
   let unavailableUntil = 0
   return {
-    /** The block's internal value transfers, or null when the node cannot trace it (then only the block is known). */
+    /**
+     * The block's internal value transfers, or null when the node cannot trace it (then only the
+     * block is known).
+     */
     async internalTransfers(block: {
       number: bigint
       hash: Hex
     }): Promise<InternalTransfer[] | null> {
       if (clock.now() < unavailableUntil) return null
       const hash = block.hash.toLowerCase()
-      // A node that does not answer is asked again at the follower's next try; one that answers "no" is believed.
+      // A node that does not answer is asked again at the follower's next try; one that answers
+      // "no" is believed.
       const ask = (method: string, params: unknown[]) =>
         rpc(method, params).catch((e) => {
           if (answeredWithError(e)) return null
@@ -132,7 +141,8 @@ export function createTraceReader(rpc: Rpc, clock: { now(): number } = Date) {
       const tree = (await ask('debug_traceBlockByHash', [block.hash, { tracer: 'callTracer' }])) as
         | { txHash?: string; result?: CallFrame; error?: string }[]
         | null
-      // Every transaction's tree, each naming its transaction (older geth leaves the hash out: then only the block is known).
+      // Every transaction's tree, each naming its transaction (older geth leaves the hash out: then
+      // only the block is known).
       if (Array.isArray(tree) && tree.every((a) => a.result && !a.error)) {
         return tree.every((a) => TX_HASH.test(a.txHash ?? ''))
           ? tree.flatMap((a) => fromCallTree(lower(a.txHash), a.result!))
@@ -142,7 +152,8 @@ export function createTraceReader(rpc: Rpc, clock: { now(): number } = Date) {
         | ParityTrace[]
         | null
       if (Array.isArray(traces)) {
-        // Another block at that height (the chain moved): not known this time, not a node that cannot trace.
+        // Another block at that height (the chain moved): not known this time, not a node that
+        // cannot trace.
         return fromParity(traces, hash)
       }
       unavailableUntil = clock.now() + RETRY_AFTER_MS

@@ -8,7 +8,10 @@ import type { Clock } from '../../lib/clock.ts'
 import { errorSummary, type Logger } from '../../lib/logger.ts'
 import { isRateLimit, retryAfterMs } from '../../metrics/metrics.ts'
 
-/** While heads are pushed, the follower still polls, this many times less often, in case a push is lost. */
+/**
+ * While heads are pushed, the follower still polls, this many times less often, in case a push is
+ * lost.
+ */
 export const PUSHED_POLL_FACTOR = 10
 
 /** Resolves after `ms` or as soon as `signal` aborts (never rejects). */
@@ -130,7 +133,10 @@ export interface Backoff {
   maxMs: number
 }
 
-/** The wait after the `failures`-th failed tick in a row: baseMs * 2^(failures-1), capped; at least a provider's Retry-After. */
+/**
+ * The wait after the `failures`-th failed tick in a row: baseMs * 2^(failures-1), capped; at least
+ * a provider's Retry-After.
+ */
 export function backoffDelay(failures: number, backoff: Backoff, error: unknown): number {
   return Math.max(
     Math.min(backoff.baseMs * 2 ** (failures - 1), backoff.maxMs),
@@ -151,7 +157,10 @@ export function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
   })
 }
 
-/** Spaces calls to `perSecond`, letting a second's worth through at once (so a burst still shares a batch). */
+/**
+ * Spaces calls to `perSecond`, letting a second's worth through at once (so a burst still shares a
+ * batch).
+ */
 export function createThrottle(perSecond: number, clock: Clock, sleep: Sleep) {
   let tokens = perSecond
   let at = clock.now()

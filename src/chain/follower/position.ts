@@ -11,7 +11,10 @@ export interface Position {
   cursor(): Cursor | null
   /** Reads the stored cursor unless it was read since the last `reload()`. */
   load(): Promise<void>
-  /** The stored cursor is read again at the next `load()` (it may have been changed elsewhere: a resume, a forget). */
+  /**
+   * The stored cursor is read again at the next `load()` (it may have been changed elsewhere: a
+   * resume, a forget).
+   */
   reload(): void
   /** Block 0's hash once checked against the cursor since it was loaded; null until then. */
   genesis(): Hex | null

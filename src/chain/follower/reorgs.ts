@@ -22,7 +22,10 @@ import type { BlockFetcher } from './fetch.ts'
 import type { Position } from './position.ts'
 import { ChainMovedError, min, parseQuantity, type Rpc } from './rpc-data.ts'
 
-/** The RPC serves a chain with another genesis block than the one followed: not a reorg, another chain. */
+/**
+ * The RPC serves a chain with another genesis block than the one followed: not a reorg, another
+ * chain.
+ */
 export class ChainReplacedError extends Error {
   constructor(
     readonly expected: Hex,
@@ -32,7 +35,10 @@ export class ChainReplacedError extends Error {
   }
 }
 
-/** The first group of remembered blocks checked when walking back: most reorgs are a block or two deep. */
+/**
+ * The first group of remembered blocks checked when walking back: most reorgs are a block or two
+ * deep.
+ */
 const FIRST_GROUP = 8
 
 /**
@@ -61,10 +67,15 @@ export type Rewind =
   | { kind: 'rewind'; forkPoint: bigint; removed: BlockRef[]; kept: BlockRef[] }
   /** None of the remembered blocks is canonical, and blocks below them were scanned: halt. */
   | { kind: 'halt' }
-  /** A parent mismatch while the remembered tip is still canonical: two reads saw different chains. */
+  /**
+   * A parent mismatch while the remembered tip is still canonical: two reads saw different chains.
+   */
   | { kind: 'moved' }
 
-/** What a reorg found by walking back (`forkPoint`, null: none of `recent` canonical) does to the window. */
+/**
+ * What a reorg found by walking back (`forkPoint`, null: none of `recent` canonical) does to the
+ * window.
+ */
 export function rewindTo(
   recent: readonly BlockRef[],
   origin: bigint | undefined,
@@ -73,7 +84,8 @@ export function rewindTo(
   let fp = forkPoint
   if (fp === null) {
     const lowest = recent[0]
-    // Nothing below the first block followed was scanned, so nothing recorded there can be taken away.
+    // Nothing below the first block followed was scanned, so nothing recorded there can be taken
+    // away.
     if (!lowest || origin === undefined || lowest.number > origin) return { kind: 'halt' }
     fp = lowest.number - 1n
   }
@@ -129,19 +141,35 @@ export interface Reconciler {
    * `ChainReplacedError` when it differs.
    */
   checkGenesis(force: boolean): Promise<void>
-  /** A tick found the RPC serving another chain: said once per chain found, the cursor read again. */
+  /**
+   * A tick found the RPC serving another chain: said once per chain found, the cursor read again.
+   */
   replacedBy(error: ChainReplacedError): void
-  /** No block above the cursor: a reorg at the same heights shows only as a changed hash at `head`. */
+  /**
+   * No block above the cursor: a reorg at the same heights shows only as a changed hash at `head`.
+   */
   recheckTip(head: bigint): Promise<void>
-  /** A new block does not link to the remembered tip: walks back and reports the reorg. True when the network halted instead. */
+  /**
+   * A new block does not link to the remembered tip: walks back and reports the reorg. True when
+   * the network halted instead.
+   */
   reconcile(head: bigint): Promise<boolean>
-  /** A halted network's tick: nothing is asked or emitted; the cursor is read again next time, to see a resume. */
+  /**
+   * A halted network's tick: nothing is asked or emitted; the cursor is read again next time, to
+   * see a resume.
+   */
   stayHalted(found: Halt): void
   /** The loaded cursor is not halted (any more). */
   notHalted(): void
-  /** After `network resume`: re-checks what was recorded from `from` on, then scans from there again. */
+  /**
+   * After `network resume`: re-checks what was recorded from `from` on, then scans from there
+   * again.
+   */
   recheck(from: bigint, reported: bigint): Promise<void>
-  /** The height of the node's `safe` / `finalized` block if it is on the chain followed; -1 when not (or none yet). */
+  /**
+   * The height of the node's `safe` / `finalized` block if it is on the chain followed; -1 when not
+   * (or none yet).
+   */
   finalHeight(tag: 'safe' | 'finalized', followed: Cursor): Promise<bigint>
   halted(): Halt | null
   replaced(): { expected: Hex; found: Hex } | null
@@ -175,7 +203,10 @@ export function createReconciler(o: {
     replaced = null
   }
 
-  /** Saves the halt (so a restart or another instance stays halted), says it once, and stops emitting. */
+  /**
+   * Saves the halt (so a restart or another instance stays halted), says it once, and stops
+   * emitting.
+   */
   async function halt(reportedHead: bigint): Promise<void> {
     const found = haltOf(position.cursor()!, reportedHead, o.windowSize, o.clock.now())
     await position.saveHalt(found)
@@ -219,7 +250,8 @@ export function createReconciler(o: {
   return {
     checkGenesis,
     replacedBy(error) {
-      // Said once per chain found; the cursor is read again at each try, so a forgotten one (or the old chain back) is taken up at once.
+      // Said once per chain found; the cursor is read again at each try, so a forgotten one (or the
+      // old chain back) is taken up at once.
       if (replaced?.found !== error.found) {
         logger?.error(
           'the RPC now serves another chain: this network is not followed until it serves the one followed before, or its position is forgotten',
@@ -274,7 +306,8 @@ export function createReconciler(o: {
      */
     async recheck(from, reported) {
       const at = position.cursor()!
-      // A chain now shorter than `from`: nothing above its head to re-check, and nothing skipped when it grows.
+      // A chain now shorter than `from`: nothing above its head to re-check, and nothing skipped
+      // when it grows.
       const start = min(from, reported + 1n)
       const recorded = o.recorded ? await o.recorded(start) : []
       const candidates = recheckCandidates(recorded, at.recent, start)
@@ -293,7 +326,8 @@ export function createReconciler(o: {
       )
       if (removed.length)
         await o.emit({ type: 'reorg', forkPoint: removed[0]!.number - 1n, removed })
-      // Every block from `start` on is scanned again: if the cursor began above it, it now begins there.
+      // Every block from `start` on is scanned again: if the cursor began above it, it now begins
+      // there.
       const origin = at.origin !== undefined && start < at.origin ? start : at.origin
       await position.commit({
         height: start - 1n,

@@ -4,7 +4,10 @@ import { displayUnits } from '../pay/view.ts'
 /** Decimals of a token on a network, for showing smallest units as amounts; null when unknown. */
 export type TokenDecimals = (network: string, symbol: string) => number | null
 
-/** An amount in smallest units as a person reads it: `12.5 TUSD` (smallest units when the token is unknown here). */
+/**
+ * An amount in smallest units as a person reads it: `12.5 TUSD` (smallest units when the token is
+ * unknown here).
+ */
 export function amountOf(
   amount: string | bigint,
   symbol: string,

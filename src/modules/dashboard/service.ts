@@ -50,7 +50,10 @@ export function createDashboardService(deps: {
   treasury: TreasuryService
 }) {
   return {
-    /** The stats (docs/integrating/api.md#lists-and-statistics) for a date range, and the same selection per day for the chart. */
+    /**
+     * The stats (docs/integrating/api.md#lists-and-statistics) for a date range, and the same
+     * selection per day for the chart.
+     */
     async overview(v: Viewer, range: { start_date: string; end_date: string }) {
       const [stats, daily] = await Promise.all([
         deps.stats.stats(v, range),
@@ -74,7 +77,10 @@ export function createDashboardService(deps: {
       return r.ok ? ok({ ...r.value, page }) : r
     },
 
-    /** Every field, the timeline, the deliveries it caused and every transfer seen for it (late ones too). */
+    /**
+     * Every field, the timeline, the deliveries it caused and every transfer seen for it (late ones
+     * too).
+     */
     async transaction(v: Viewer, id: string) {
       const tx = await deps.transactions.get(v, id)
       if (!tx.ok) return tx
@@ -99,7 +105,9 @@ export function createDashboardService(deps: {
       })
     },
 
-    /** The Funds page: what waits at deposit addresses, the latest sweeps, and refunds by status. */
+    /**
+     * The Funds page: what waits at deposit addresses, the latest sweeps, and refunds by status.
+     */
     async funds(v: Viewer, filter: RefundFilter) {
       const statuses = REFUND_STATUS_OF[filter]
       const [waiting, sweeps, refunds] = await Promise.all([

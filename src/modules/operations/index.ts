@@ -58,7 +58,8 @@ function scrapeRefusal(request: Request, token: Buffer | null): Response | null 
   const facts = factsOf(request)
   if (token !== null) {
     const given = Buffer.from(request.headers.get('authorization') ?? '')
-    // Constant time whatever the header holds: compared only at equal length, and the length is not the secret.
+    // Constant time whatever the header holds: compared only at equal length, and the length is not
+    // the secret.
     if (given.length === token.length && timingSafeEqual(given, token)) return null
     return errorResponse(
       'unauthenticated',

@@ -19,7 +19,10 @@ export const PAY_ASSETS_DIR = fileURLToPath(new URL('./assets/', import.meta.url
 
 const PAGE_ROUTE = '/pay/:id'
 
-/** A page with its headers; with the request's `set`, the headers its hooks gathered too, in one Response (see respond). */
+/**
+ * A page with its headers; with the request's `set`, the headers its hooks gathered too, in one
+ * Response (see respond).
+ */
 const page = (body: string, status: number, set?: Gathered, extra?: Record<string, string>) => {
   const headers = extra ? { ...PAY_PAGE_HEADERS, ...extra } : PAY_PAGE_HEADERS
   return set ? respond(set, body, status, headers) : new Response(body, { status, headers })

@@ -14,7 +14,9 @@ export interface PayState {
   currency: string
   order_description: string | null
   expires_at: string
-  /** The server's clock when this state was read, so the page counts down on it, not the device's. */
+  /**
+   * The server's clock when this state was read, so the page counts down on it, not the device's.
+   */
   server_time: string
   completed_at: string | null
   tokens: { token_symbol: string; blockchain_network: string; decimals: number; native: boolean }[]
@@ -30,7 +32,10 @@ export interface PayState {
     /** EIP-681 URI for what is still due (the whole quote until something arrives). */
     payment_uri: string
     required_confirmations: number
-    /** What completes the payment: confirmations counted to required_confirmations, or the network's safe / finalized block reaching it. */
+    /**
+     * What completes the payment: confirmations counted to required_confirmations, or the network's
+     * safe / finalized block reaching it.
+     */
     finality: 'confirmations' | 'safe' | 'finalized'
   } | null
   amount_received: string | null

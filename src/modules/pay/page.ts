@@ -53,7 +53,10 @@ ${withScript ? html`<script type="module" src="${asset('pay-page.js')}"></script
 </head>`
 }
 
-/** `build(asset)` once per asset map (the server has one): a page's template is compiled on its first render. */
+/**
+ * `build(asset)` once per asset map (the server has one): a page's template is compiled on its
+ * first render.
+ */
 function perAsset<C>(build: (asset: AssetUrl) => Template<C>): (asset: AssetUrl) => Template<C> {
   const compiled = new WeakMap<AssetUrl, Template<C>>()
   return (asset) => {
@@ -76,7 +79,8 @@ type PageSlot = Slot<PageContext>
 function at(id: PartId, extra: Html | null = null): PageSlot {
   const base = `id="${id}"`
   const tail = extra ? ` ${extra.value}` : ''
-  // Built as one string (it runs for every part of the page): ids and attribute names are the view's own constants, values are escaped.
+  // Built as one string (it runs for every part of the page): ids and attribute names are the
+  // view's own constants, values are escaped.
   return ({ v }) => {
     const p: Part = v[id]
     let out = p.hidden ? `${base} hidden` : base

@@ -47,7 +47,10 @@ export function createPayRepo(database: Database) {
     .prepare('pay_customer_ip')
 
   return {
-    /** A transaction with its project's name, and whether another asset than the quoted one arrived for it. */
+    /**
+     * A transaction with its project's name, and whether another asset than the quoted one arrived
+     * for it.
+     */
     async load(
       id: string,
     ): Promise<{ tx: TransactionRow; projectName: string; wrongAsset: boolean } | null> {
@@ -61,7 +64,10 @@ export function createPayRepo(database: Database) {
       return r?.reason ?? null
     },
 
-    /** The native balance the deposit address held when the native coin was first quoted on `network` (see the column). */
+    /**
+     * The native balance the deposit address held when the native coin was first quoted on
+     * `network` (see the column).
+     */
     async setNativeBaseline(id: string, network: string, balance: bigint): Promise<void> {
       await db
         .update(transactions)

@@ -24,7 +24,10 @@ export interface PayDeps {
   deposits: DepositService
   /** The native balance an address holds now on a network (null: the node cannot say). */
   nativeBalance?: (network: string, address: string) => Promise<bigint | null>
-  /** Whether a network was checked against its chain and agrees: only then are its tokens offered (absent: all are). */
+  /**
+   * Whether a network was checked against its chain and agrees: only then are its tokens offered
+   * (absent: all are).
+   */
   verified?: (network: string) => boolean
   /** Called when an address is handed out, so this instance's followers watch it at once. */
   watch: (address: string) => void
@@ -182,8 +185,8 @@ export function createPayService(deps: PayDeps) {
         mode: modeOf(tx.testingMode),
       })
       if (!address.ok) return address
-      // What the address already held when the native coin was first quoted on this network is not a
-      // payment: arrivals by internal call count above it. Chosen again, the baseline stays: what
+      // What the address already held when the native coin was first quoted on this network is not
+      // a payment: arrivals by internal call count above it. Chosen again, the baseline stays: what
       // arrived since may be a payment not seen yet.
       const baselineNetwork =
         tx.nativeBaselineNetwork ?? (tx.nativeBaseline !== null ? tx.blockchainNetwork : null)

@@ -19,7 +19,9 @@ export interface StatusStreamDeps {
   state(id: string): Promise<Outcome<PayState>>
   /** Committed transaction changes, on this instance and (by NOTIFY) on every other one. */
   changes(listener: (change: TransactionChange) => void): () => void
-  /** Aborted when the graceful stop begins: every stream ends and EventSource reconnects elsewhere. */
+  /**
+   * Aborted when the graceful stop begins: every stream ends and EventSource reconnects elsewhere.
+   */
   stopping: AbortSignal
 }
 
@@ -33,7 +35,10 @@ interface Stream {
 
 interface Watch {
   streams: Set<Stream>
-  /** The highest version announced so far: a change heard twice (a commit here, then its own NOTIFY) is read once. */
+  /**
+   * The highest version announced so far: a change heard twice (a commit here, then its own NOTIFY)
+   * is read once.
+   */
   heard: number
   /** A read is running; `again`: a change arrived meanwhile and needs another. */
   busy: boolean
@@ -182,7 +187,8 @@ export function createStatusStreams(deps: StatusStreamDeps) {
         stream.close()
         return first
       }
-      // A change announced during the read may have sent a newer state already (and closed the stream at a final one).
+      // A change announced during the read may have sent a newer state already (and closed the
+      // stream at a final one).
       if (stream.version < first.value.version) stream.send(first.value)
       if (closed) return { ok: true, value: response }
       if (signal.aborted || deps.stopping.aborted || FINAL.has(first.value.status)) stream.close()

@@ -137,7 +137,8 @@ function parts(template: string): string[] {
 /** Fills `{name}` placeholders; unknown names stay visible so a missing value is noticed. */
 export function fill(template: string, values: Record<string, string | number> = {}): string {
   if (!template.includes('{')) return template
-  // Split once per template and joined by hand: a replace() with a callback was ~20% of a pay page's render.
+  // Split once per template and joined by hand: a replace() with a callback was ~20% of a pay
+  // page's render.
   const p = parts(template)
   let out = p[0]!
   for (let i = 1; i < p.length; i += 2) {

@@ -60,7 +60,10 @@ export type View = Record<PartId, Part>
 /** How long the completed page shows before returning to `success_url`. */
 export const SUCCESS_REDIRECT_MS = 3000
 
-/** Statuses after which nothing changes (the machine's final states; xstate stays out of the browser bundle). */
+/**
+ * Statuses after which nothing changes (the machine's final states; xstate stays out of the browser
+ * bundle).
+ */
 export const FINAL: readonly string[] = ['completed', 'failed', 'expired', 'cancelled']
 const AWAITING = ['prepared', 'pending']
 

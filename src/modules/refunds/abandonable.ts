@@ -22,7 +22,8 @@ export async function abandonable(
     network.finality === 'confirmations'
       ? `0x${settledBlock(head, network.confirmations).toString(16)}`
       : network.finality
-  // Read before the receipt, so a transaction mined in between is seen mined, not taken for one whose nonce went elsewhere.
+  // Read before the receipt, so a transaction mined in between is seen mined, not taken for one
+  // whose nonce went elsewhere.
   const nonce =
     submission.route === 'deposit'
       ? null

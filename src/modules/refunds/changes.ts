@@ -60,7 +60,8 @@ export function createRefundChanges(deps: {
           failureReason: c.failureReason,
           failureDetail: c.failureDetail,
           updatedAt: at,
-          // The row shows the submission the machine holds: none, the recorded one, or (deposit route) the transaction that paid.
+          // The row shows the submission the machine holds: none, the recorded one, or (deposit
+          // route) the transaction that paid.
           ...(c.submission === null
             ? {
                 txHash: null,
@@ -108,7 +109,10 @@ export function createRefundChanges(deps: {
   }
 }
 
-/** The payment the refund machine holds for the refund: none, the one recorded, or (deposit route) the one that paid. */
+/**
+ * The payment the refund machine holds for the refund: none, the one recorded, or (deposit route)
+ * the one that paid.
+ */
 export const submissionOf = (row: RefundRow): Submission | null =>
   restoreActor(refundMachine, row.snapshot).getSnapshot().context.submission
 

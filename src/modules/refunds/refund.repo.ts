@@ -19,14 +19,23 @@ import type { ProjectMode } from '../../projects/mode.ts'
 export type { RefundRow } from '../../db/schema.ts'
 export type NewRefundRow = typeof refunds.$inferInsert
 
-/** What decides whether a refund may be made: what arrived at the transaction's deposit address and what was refunded. */
+/**
+ * What decides whether a refund may be made: what arrived at the transaction's deposit address and
+ * what was refunded.
+ */
 export interface RefundFacts {
   transaction: TransactionRow
-  /** Transfers seen to the deposit address that count as money received (payments, late payments, other assets), not taken back by a reorg. */
+  /**
+   * Transfers seen to the deposit address that count as money received (payments, late payments,
+   * other assets), not taken back by a reorg.
+   */
   arrivals: Arrival[]
   /** Refunds made before, whatever their status. */
   refunds: { network: string; tokenSymbol: string; amount: bigint; status: RefundStatus }[]
-  /** The height each network's follower has processed (from its cursor); absent for a network never followed. */
+  /**
+   * The height each network's follower has processed (from its cursor); absent for a network never
+   * followed.
+   */
   heights: Map<string, bigint>
 }
 
@@ -37,7 +46,10 @@ export interface Arrival {
   amount: bigint
   blockNumber: number
   blockHash: string
-  /** The block's hash for native coin that arrived by an internal call and whose transaction is not known. */
+  /**
+   * The block's hash for native coin that arrived by an internal call and whose transaction is not
+   * known.
+   */
   txHash: string
   /** -1 a native transfer, -2 native coin by an internal call. */
   logIndex: number
@@ -59,7 +71,10 @@ const countsAsReceived = and(
   inArray(chainTransfers.kind, ['payment', 'wrong_asset', 'late']),
 )
 
-/** A line on the refund's transaction's timeline: something that happened to it without moving its status. */
+/**
+ * A line on the refund's transaction's timeline: something that happened to it without moving its
+ * status.
+ */
 export interface RefundNote {
   cause: string
   details: Record<string, unknown>
@@ -76,7 +91,10 @@ const inScope = (s: ProjectMode, ...more: (SQL | undefined)[]) =>
   and(eq(r.projectId, s.projectId), eq(r.mode, s.mode), ...more)
 const newestFirst = [sql`${r.createdAt} DESC NULLS LAST`, sql`${r.id} DESC NULLS LAST`]
 
-/** Persistence of refunds: every write that changes one also writes its timeline note and webhook event, atomically. */
+/**
+ * Persistence of refunds: every write that changes one also writes its timeline note and webhook
+ * event, atomically.
+ */
 export function createRefundRepo(database: Database) {
   const { db } = database
   type Tx = Parameters<Parameters<typeof db.transaction>[0]>[0]
@@ -203,7 +221,9 @@ export function createRefundRepo(database: Database) {
       return row ?? null
     },
 
-    /** What arrived at the deposit addresses of these transactions, oldest first (see RefundFacts). */
+    /**
+     * What arrived at the deposit addresses of these transactions, oldest first (see RefundFacts).
+     */
     async arrivals(
       transactionIds: readonly string[],
     ): Promise<(Arrival & { transactionId: string })[]> {
@@ -275,7 +295,10 @@ export function createRefundRepo(database: Database) {
       return row ?? null
     },
 
-    /** The height a network's follower has processed (its cursor); null before it followed, or when its cursor does not read. */
+    /**
+     * The height a network's follower has processed (its cursor); null before it followed, or when
+     * its cursor does not read.
+     */
     async followedHeight(network: string): Promise<bigint | null> {
       const [c] = await db
         .select({ cursor: chainCursors.cursor })

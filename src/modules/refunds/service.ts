@@ -53,7 +53,10 @@ const KEY_PREFIX = 'refund:'
 export function createRefundService(deps: {
   repo: RefundRepo
   changes: RefundChanges
-  /** The networks' nodes now: what recorded payments are checked against, and whether each chain runs EIP-7702. */
+  /**
+   * The networks' nodes now: what recorded payments are checked against, and whether each chain
+   * runs EIP-7702.
+   */
   chain: { eip7702(network: string): boolean | null; reader(network: string): ChainReader | null }
   transactions: Pick<TransactionRepo, 'find'>
   networks: readonly NetworkConfig[]
@@ -301,7 +304,9 @@ export function createRefundService(deps: {
       })
     },
 
-    /** What is left to refund of a transaction, per token and network (the dashboard's refund form). */
+    /**
+     * What is left to refund of a transaction, per token and network (the dashboard's refund form).
+     */
     async refundable(transaction: TransactionRow) {
       return refundableLines(await deps.repo.facts(transaction), confirmationsOf)
     },
@@ -343,7 +348,10 @@ export function createRefundService(deps: {
       return ok(await viewWithArrivals(r.value))
     },
 
-    /** The treasury tool found the refund cannot be paid (its transfer would revert): it fails, and `refund.failed` is sent. */
+    /**
+     * The treasury tool found the refund cannot be paid (its transfer would revert): it fails, and
+     * `refund.failed` is sent.
+     */
     async refuse(caller: ProjectMode, id: string, reason: string): Promise<Outcome<RefundView>> {
       const row = await scoped(caller, id)
       if (!row) return deny('not_found', `No refund ${id}`)
@@ -422,7 +430,8 @@ export function createRefundService(deps: {
                 now: await reader.latestTimestamp(),
               })
             : null) ??
-          // A plain token transfer can be mined only while its sender holds the amount (a native one's value is in its balance check).
+          // A plain token transfer can be mined only while its sender holds the amount (a native
+          // one's value is in its balance check).
           (payout?.kind === 'erc20'
             ? await heldBy(reader, payout.token, tx.from, amount, row.tokenSymbol)
             : null)
@@ -435,7 +444,8 @@ export function createRefundService(deps: {
       if (problem) return bad(problem)
       let submission: Submission
       if (route === 'deposit') {
-        // Where its Paid event can first be: the follower's height now (less a margin: it may lag the node a little).
+        // Where its Paid event can first be: the follower's height now (less a margin: it may lag
+        // the node a little).
         const height = (await deps.repo.followedHeight(row.network)) ?? 0n
         const fromBlock = Number(height > 64n ? height - 64n : 0n)
         submission = {

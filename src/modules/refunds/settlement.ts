@@ -27,7 +27,9 @@ import type { Logger } from '../../lib/logger.ts'
 import { submissionOf, type RefundChanges } from './changes.ts'
 import type { RefundRepo, RefundRow } from './refund.repo.ts'
 
-/** The ledger the outgoing tracker reads refunds' payments in flight from, and settles them with. */
+/**
+ * The ledger the outgoing tracker reads refunds' payments in flight from, and settles them with.
+ */
 export function createRefundSettlement(deps: {
   repo: Pick<RefundRepo, 'inFlight'>
   changes: RefundChanges
@@ -56,7 +58,8 @@ export function createRefundSettlement(deps: {
           null
     } else if (news.type === 'reorged') event = { type: 'submission.reorged', txHash }
     else if (news.type === 'unmined') {
-      // A signed payment not mined: delivered by another transaction, lapsed, or still to come. An own transaction waits.
+      // A signed payment not mined: delivered by another transaction, lapsed, or still to come. An
+      // own transaction waits.
       event =
         submission.route === 'deposit' && row.status === 'submitted'
           ? await depositTruth(row, submission, chain)
@@ -114,9 +117,9 @@ export function createRefundSettlement(deps: {
    * without paying): the contract says whether the id is paid, at the head the follower processed.
    * Paid, by whatever transaction delivered the signature first, that transaction is the payment.
    * Not paid, the refund goes back to pending only once a block as final as a payment must be is
-   * past the signature's deadline: a payment could only be in an earlier block, which no reorg takes
-   * back, so none was made and none can be. Until then someone may still send it, or a reorg may
-   * bring back one that was.
+   * past the signature's deadline: a payment could only be in an earlier block, which no reorg
+   * takes back, so none was made and none can be. Until then someone may still send it, or a reorg
+   * may bring back one that was.
    */
   async function depositTruth(
     row: RefundRow,
@@ -135,7 +138,8 @@ export function createRefundSettlement(deps: {
         ? { type: 'submission.expired', txHash: submission.txHash }
         : null
     }
-    // Paid: find the Paid event of this id at the deposit address, from where the payment could first be mined.
+    // Paid: find the Paid event of this id at the deposit address, from where the payment could
+    // first be mined.
     const start = BigInt(submission.fromBlock ?? 0)
     const span = BigInt(chain.maxLogRange)
     for (let to = chain.head; to >= start; to -= span) {
@@ -170,14 +174,18 @@ export function createRefundSettlement(deps: {
     return null
   }
 
-  /** Whether a mined receipt carries the refund's payment: DepositAccount's Paid at the deposit address, or the gas account's transfer. */
+  /**
+   * Whether a mined receipt carries the refund's payment: DepositAccount's Paid at the deposit
+   * address, or the gas account's transfer.
+   */
   function pays(row: RefundRow, submission: Submission, logs: OutgoingReceipt['logs']): boolean {
     const token = networkOf(row.network)?.tokens.find((t) => t.symbol === row.tokenSymbol)
     if (!token) return false
     const tokenAddress = token.kind === 'erc20' ? token.address.toLowerCase() : null
     const to = row.address.toLowerCase()
     const amount = BigInt(row.amount)
-    // A token payment shows as the token contract's own Transfer from the paying account, which no other code can emit.
+    // A token payment shows as the token contract's own Transfer from the paying account, which no
+    // other code can emit.
     const transferred = (from: string) =>
       logs.some((l) => {
         if (l.address.toLowerCase() !== tokenAddress || l.topics[0] !== TRANSFER_TOPIC) return false
@@ -205,7 +213,8 @@ export function createRefundSettlement(deps: {
       )
       return paid && (tokenAddress === null || transferred(row.depositAddress))
     }
-    // A plain transfer (gas account, or the deposit address itself): the native payment's value and target were checked when it was recorded.
+    // A plain transfer (gas account, or the deposit address itself): the native payment's value and
+    // target were checked when it was recorded.
     return tokenAddress === null || transferred(submission.from ?? '')
   }
 

@@ -10,7 +10,10 @@ import type { RefundView } from './model.ts'
 import type { Arrival, RefundRepo, RefundRow } from './refund.repo.ts'
 import type { RefundableLine } from './refundable.ts'
 
-/** One arrival as the API shows it: which transfer, from whom (null where only its block is known), how much. */
+/**
+ * One arrival as the API shows it: which transfer, from whom (null where only its block is known),
+ * how much.
+ */
 function arrivalView(a: Arrival) {
   const blockOnly = a.logIndex === INTERNAL_TRANSFER && a.txHash === a.blockHash
   return {

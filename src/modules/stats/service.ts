@@ -121,7 +121,10 @@ export function createStatsService(deps: { db: Db }) {
       })
     },
 
-    /** The same selection as `stats`, per UTC day of creation, oldest first; days without transactions are left out. */
+    /**
+     * The same selection as `stats`, per UTC day of creation, oldest first; days without
+     * transactions are left out.
+     */
     async daily(caller: ProjectMode, q: StatsQuery): Promise<Outcome<DailyStats[]>> {
       const where = selection(caller, q)
       if (!where.ok) return where

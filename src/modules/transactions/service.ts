@@ -26,11 +26,16 @@ export type Caller = ProjectMode
 export interface StoredResponse {
   status: number
   body: string
-  /** True when an Idempotency-Key replayed an earlier response (the `Idempotent-Replayed` header). */
+  /**
+   * True when an Idempotency-Key replayed an earlier response (the `Idempotent-Replayed` header).
+   */
   replayed?: true
 }
 
-/** What the service needs of the lifecycle: create a transaction with its actor, and apply events to it. */
+/**
+ * What the service needs of the lifecycle: create a transaction with its actor, and apply events to
+ * it.
+ */
 export type Lifecycle = Pick<TransactionRegistry, 'create' | 'apply'>
 
 /** The row a new transaction starts as: every column, so response and event need no read-back. */

@@ -24,7 +24,10 @@ export interface TransactionRepo {
    * (docs/decisions/0009-keys-see-their-own-mode.md).
    */
   find(scope: ProjectMode, id: string): Promise<TransactionRow | null>
-  /** Whether a transaction exists and is in test mode (the operator's hand-driving of test transactions); null when there is none. */
+  /**
+   * Whether a transaction exists and is in test mode (the operator's hand-driving of test
+   * transactions); null when there is none.
+   */
   testingModeOf(id: string): Promise<boolean | null>
   /** Newest first; `orderIdPrefix` finds the merchant's order ids starting with it. */
   page(
@@ -97,7 +100,8 @@ export function createTransactionRepo(database: Database): TransactionRepo {
       )
       const [rows, [{ total }]] = await Promise.all([
         // Spelled as the indexes are (drizzle makes them DESC NULLS LAST): a plain DESC means NULLS
-        // FIRST to the planner, which then sorts every row of the project instead of reading the index.
+        // FIRST to the planner, which then sorts every row of the project instead of reading the
+        // index.
         db
           .select()
           .from(transactions)

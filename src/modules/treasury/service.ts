@@ -29,7 +29,10 @@ import type { ProjectMode } from '../../projects/mode.ts'
 import type { RecordSweepBody } from './model.ts'
 import type { SweepItemRow, SweepRow, TreasuryRepo } from './treasury.repo.ts'
 
-/** What the treasury needs of the chain watcher: the networks, whether each is verified (and runs EIP-7702), prices, and the node's answers now. */
+/**
+ * What the treasury needs of the chain watcher: the networks, whether each is verified (and runs
+ * EIP-7702), prices, and the node's answers now.
+ */
 export interface TreasuryChain {
   networks: readonly NetworkConfig[]
   verified(network: string): boolean
@@ -40,13 +43,17 @@ export interface TreasuryChain {
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null)
 
-/** How money leaves deposit addresses on a chain that runs EIP-7702 (true), does not (false), or is not known yet (null). */
+/**
+ * How money leaves deposit addresses on a chain that runs EIP-7702 (true), does not (false), or is
+ * not known yet (null).
+ */
 export const moneyOutRoute = (eip7702: boolean | null) =>
   eip7702 === null ? null : eip7702 ? ('eip7702' as const) : ('top-up' as const)
 
 /**
  * A sweep on a chain without EIP-7702: a deposit address's own plain transaction moving one
- * configured token (`transfer`) or its native coin (no data) to the treasury. Null for anything else.
+ * configured token (`transfer`) or its native coin (no data) to the treasury. Null for anything
+ * else.
  */
 function plainSweep(
   n: NetworkConfig,
@@ -169,7 +176,10 @@ export function createTreasuryService(deps: {
       : []
   }
 
-  /** What the chain follower says of a sweep: confirmed once the network's confirmations are there, with what each address gave. */
+  /**
+   * What the chain follower says of a sweep: confirmed once the network's confirmations are there,
+   * with what each address gave.
+   */
   async function settle(r: SweepRow, news: OutgoingNews) {
     const at = now()
     const n = networkOf(r.network)
@@ -256,7 +266,10 @@ export function createTreasuryService(deps: {
       )
     },
 
-    /** What identifies the extended public key the caller's mode derives deposit addresses from (never the key itself). */
+    /**
+     * What identifies the extended public key the caller's mode derives deposit addresses from
+     * (never the key itself).
+     */
     async depositKey(caller: ProjectMode) {
       const key = (await deps.deposits.xpubs(caller.projectId)).find((x) => x.mode === caller.mode)
       if (!key)
@@ -309,11 +322,11 @@ export function createTreasuryService(deps: {
 
     /**
      * Records a sweep the tool is about to send, once it is verified (src/chain/record-checks.ts):
-     * either a DepositAccount batch of sweeps, each of a deposit address of the caller's project and
-     * mode and signed by it, all to one treasury (a chain with EIP-7702); or a plain transfer by
-     * such a deposit address itself, of a configured token's balance or of its native coin (a chain
-     * without). It must be mineable now: its chain, type, nonce and its sender's balance are read
-     * from the network's node. Recording the same transaction again returns the first record.
+     * either a DepositAccount batch of sweeps, each of a deposit address of the caller's project
+     * and mode and signed by it, all to one treasury (a chain with EIP-7702); or a plain transfer
+     * by such a deposit address itself, of a configured token's balance or of its native coin (a
+     * chain without). It must be mineable now: its chain, type, nonce and its sender's balance are
+     * read from the network's node. Recording the same transaction again returns the first record.
      */
     async recordSweep(
       caller: ProjectMode,
@@ -455,7 +468,10 @@ export function createTreasuryService(deps: {
       }
     },
 
-    /** What waits at the caller's deposit addresses per network and token, as recorded (the dashboard's Funds page). */
+    /**
+     * What waits at the caller's deposit addresses per network and token, as recorded (the
+     * dashboard's Funds page).
+     */
     async waiting(caller: ProjectMode) {
       return (await deps.repo.waiting(caller)).map((w) => {
         const left = w.arrived - w.swept - w.refunded

@@ -15,7 +15,10 @@ import type { ProjectMode } from '../../projects/mode.ts'
 export type { SweepRow } from '../../db/schema.ts'
 export type SweepItemRow = typeof sweepItems.$inferSelect
 
-/** A deposit address handed out, with its transaction and whether a confirmed sweep emptied it since anything last arrived. */
+/**
+ * A deposit address handed out, with its transaction and whether a confirmed sweep emptied it since
+ * anything last arrived.
+ */
 export interface DepositAddressRecord {
   address: string
   derivationIndex: number
@@ -104,7 +107,10 @@ export function createTreasuryRepo(database: Database) {
       return new Set(rows.map((r) => r.address))
     },
 
-    /** Records a sweep and its items; an existing record of the same transaction is returned instead (the tool recorded it before a crash). */
+    /**
+     * Records a sweep and its items; an existing record of the same transaction is returned instead
+     * (the tool recorded it before a crash).
+     */
     async insertSweep(
       row: typeof sweeps.$inferInsert,
       items: Omit<SweepItemRow, 'sweepId' | 'swept'>[],
@@ -178,7 +184,10 @@ export function createTreasuryRepo(database: Database) {
         .where(and(eq(s.network, network), inArray(s.status, ['submitted', 'confirming'])))
         .orderBy(asc(s.id)),
 
-    /** Moves a sweep on, only from the status it was read in (one follower per network writes these). */
+    /**
+     * Moves a sweep on, only from the status it was read in (one follower per network writes
+     * these).
+     */
     async updateSweep(
       id: string,
       from: SweepStatus,

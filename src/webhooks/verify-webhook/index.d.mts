@@ -1,6 +1,9 @@
 import type { components } from './api.mjs'
 
-/** The types of the whole merchant API and its webhooks, generated from the service's OpenAPI document. */
+/**
+ * The types of the whole merchant API and its webhooks, generated from the service's OpenAPI
+ * document.
+ */
 export type { components, paths, webhooks } from './api.mjs'
 
 /** Any webhook body the service sends; switch on `event` to narrow it. */
@@ -40,7 +43,10 @@ export function signStandardWebhook(
 ): string
 /** Seconds a receiver accepts between `webhook-timestamp` and its own clock. */
 export const REPLAY_WINDOW_SECONDS: number
-/** True when the Standard Webhooks headers sign `rawBody` under `secret` and the timestamp is within five minutes of now. */
+/**
+ * True when the Standard Webhooks headers sign `rawBody` under `secret` and the timestamp is within
+ * five minutes of now.
+ */
 export function verifyStandardWebhook(
   rawBody: string | Uint8Array,
   headers: { get(name: string): string | null } | Record<string, string | undefined>,

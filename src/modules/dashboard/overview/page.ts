@@ -34,8 +34,8 @@ export function fillDays(start: string, end: string, daily: DailyStats[]): Daily
 const percent = (n: number) => `${n.toLocaleString('en-US', { maximumFractionDigits: 2 })}%`
 
 /**
- * The statistics of docs/integrating/api.md#lists-and-statistics for a date range, a chart of daily volume and conversion, and the
- * numbers behind it.
+ * The statistics of docs/integrating/api.md#lists-and-statistics for a date range, a chart of daily
+ * volume and conversion, and the numbers behind it.
  */
 export function overviewPage(
   f: Frame,

@@ -113,7 +113,8 @@ export function transactionPage(
   opts: { notice?: string | null; error?: string | null; refundForm?: RefundForm },
 ): string {
   const t = d.transaction
-  // Offered only when it would reach someone: an enabled endpoint of this mode that selected the event.
+  // Offered only when it would reach someone: an enabled endpoint of this mode that selected the
+  // event.
   const receivers = d.endpoints.filter(
     (e) => e.enabled && e.eventTypes.includes('transaction.completed'),
   ).length

@@ -3,7 +3,10 @@ import type { EndpointView } from '../../../webhooks/endpoint.service.ts'
 import type { AttemptView, DeliveryView } from '../../../webhooks/webhook.service.ts'
 import { badge, base, layout, postButton, query, table, when, type Frame } from '../layout.ts'
 
-/** The delivery log's filter (docs/integrating/webhooks.md): success, failed, retrying (and pending: not yet tried). */
+/**
+ * The delivery log's filter (docs/integrating/webhooks.md): success, failed, retrying (and pending:
+ * not yet tried).
+ */
 export const DELIVERY_FILTERS = ['success', 'failed', 'retrying', 'pending'] as const
 
 /** The log's columns; with `endpoints`, which endpoint each delivery went to as well. */
