@@ -112,6 +112,29 @@ export function decodeTransferLog(
 }
 
 /**
+ * The ERC-20 Transfers a transaction's receipt shows from one token contract (`token`,
+ * lowercase): what a payment or sweep the service did not build itself moved.
+ */
+export function receiptTransfers(
+  logs: readonly { address: string; topics: readonly Hex[]; data: Hex }[],
+  token: string,
+): { from: Address; to: Address; amount: bigint }[] {
+  return logs.flatMap((l) => {
+    if (l.address.toLowerCase() !== token) return []
+    const t = decodeTransferLog({
+      address: l.address as Address,
+      topics: [...l.topics],
+      data: l.data,
+      transactionHash: null,
+      logIndex: null,
+      blockNumber: null,
+      blockHash: null,
+    })
+    return t ? [t] : []
+  })
+}
+
+/**
  * ERC-20 findings among `logs`: Transfer logs of a non-zero amount to a watched address, emitted by
  * one of `tokens` (lowercase; omitted: any emitter — the follower already filters by address in
  * `eth_getLogs`, this is a second check against a node that ignores the filter).

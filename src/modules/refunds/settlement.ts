@@ -22,7 +22,7 @@ import type {
   OutgoingNews,
   OutgoingReceipt,
 } from '../../chain/outgoing-tracker.ts'
-import { TRANSFER_TOPIC, decodeTransferLog } from '../../chain/transfer-scan.ts'
+import { receiptTransfers } from '../../chain/transfer-scan.ts'
 import type { Logger } from '../../lib/logger.ts'
 import { submissionOf, type RefundChanges } from './changes.ts'
 import type { RefundRepo, RefundRow } from './refund.repo.ts'
@@ -187,19 +187,10 @@ export function createRefundSettlement(deps: {
     // A token payment shows as the token contract's own Transfer from the paying account, which no
     // other code can emit.
     const transferred = (from: string) =>
-      logs.some((l) => {
-        if (l.address.toLowerCase() !== tokenAddress || l.topics[0] !== TRANSFER_TOPIC) return false
-        const t = decodeTransferLog({
-          address: l.address,
-          topics: l.topics,
-          data: l.data,
-          transactionHash: null,
-          logIndex: null,
-          blockNumber: null,
-          blockHash: null,
-        })
-        return t !== null && t.from === from && t.to === to && t.amount === amount
-      })
+      tokenAddress !== null &&
+      receiptTransfers(logs, tokenAddress).some(
+        (t) => t.from === from && t.to === to && t.amount === amount,
+      )
     if (submission.route === 'deposit') {
       const id = paymentId(row.id)
       const paid = depositAccountEvents(logs).some(

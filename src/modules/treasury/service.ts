@@ -5,7 +5,7 @@ import { depositKeyFingerprint, ETHEREUM_ACCOUNT_PATH } from '../../chain/deposi
 import type { DepositService } from '../../chain/deposit.service.ts'
 import type { NetworkConfig, TokenConfig } from '../../chain/networks-config.ts'
 import type { OutgoingLedger, OutgoingNews, OutgoingReceipt } from '../../chain/outgoing-tracker.ts'
-import { decodeTransferLog, TRANSFER_TOPIC } from '../../chain/transfer-scan.ts'
+import { receiptTransfers } from '../../chain/transfer-scan.ts'
 import type { PriceReader } from '../../chain/prices.ts'
 import {
   checkAuthorizations,
@@ -148,23 +148,9 @@ export function createTreasuryService(deps: {
     const payout = payoutOf(read.tx)!
     if (payout.kind === 'native')
       return [{ address: read.tx.from, tokenSymbol: plain.symbol, amount: payout.amount }]
-    const moved = logs.flatMap((l) => {
-      if (
-        l.address.toLowerCase() !== (payout as { token: string }).token ||
-        l.topics[0] !== TRANSFER_TOPIC
-      )
-        return []
-      const t = decodeTransferLog({
-        address: l.address,
-        topics: l.topics,
-        data: l.data,
-        transactionHash: null,
-        logIndex: null,
-        blockNumber: null,
-        blockHash: null,
-      })
-      return t && t.from === read.tx.from && t.to === plain.to ? [t.amount] : []
-    })
+    const moved = receiptTransfers(logs, (payout as { token: string }).token)
+      .filter((t) => t.from === read.tx.from && t.to === plain.to)
+      .map((t) => t.amount)
     return moved.length
       ? [
           {
