@@ -80,8 +80,8 @@ export function createWorkLoop<T = void>(o: {
   gatherMs?: number
   /**
    * Write-behind: a run asked for while idle always waits the whole gather window first, so a
-   * burst of requests costs one run even when the loop was idle (requests during a run are still
-   * served right after it).
+   * burst of requests costs one run even when the loop was idle; requests made during a run wait
+   * until a window after that run began (flush() runs at once).
    */
   trailing?: boolean
   /** A run that throws is asked for again (with the same `what`) after this long. */
@@ -101,6 +101,7 @@ export function createWorkLoop<T = void>(o: {
   let waiting: Cancel | null = null
   let lastStart = Number.NEGATIVE_INFINITY
   let stopped = false
+  let flushing = false
   const polls: ReturnType<typeof setInterval>[] = []
   const retries = new Set<Cancel>()
 
@@ -111,6 +112,9 @@ export function createWorkLoop<T = void>(o: {
     active = true
     running = (async () => {
       while (asked && !stopped) {
+        // Write-behind: what was asked during a run waits its own window (unless flushed), so a
+        // busy loop writes once a window, not back to back.
+        if (o.trailing && !flushing && clock.now() < lastStart + gatherMs) break
         const { what, done } = asked
         asked = null
         lastStart = clock.now()
@@ -131,9 +135,11 @@ export function createWorkLoop<T = void>(o: {
       // Cleared in the same step that found nothing more asked: a request made once this
       // resolves must start a run of its own, not wait for this one.
       active = false
-      // Stopped with a request still waiting: it is not run, and must not be awaited forever.
-      asked?.done.resolve()
-      asked = null
+      if (stopped) {
+        // Stopped with a request still waiting: it is not run, and must not be awaited forever.
+        asked?.done.resolve()
+        asked = null
+      } else if (asked && !waiting) waiting = timers.at(lastStart + gatherMs, begin)
     })()
   }
 
@@ -157,8 +163,13 @@ export function createWorkLoop<T = void>(o: {
       polls.push(timer)
     },
     async flush() {
-      begin()
-      while (active) await running
+      flushing = true
+      try {
+        begin()
+        while (active) await running
+      } finally {
+        flushing = false
+      }
     },
     async idle() {
       while (active || asked) await (active ? running : asked?.done.promise.catch(() => {}))
