@@ -14,6 +14,7 @@
  */
 import { decodeEventLog, erc20Abi, getAddress, zeroAddress, type Address, type Hex } from 'viem'
 import { PAID_TOPIC } from '../chain/deposit-account.ts'
+import { settledBlock } from '../chain/settled-block.ts'
 import { TRANSFER_TOPIC } from '../chain/transfer-scan.ts'
 import type { ApiRefund } from './api.ts'
 import type { Session } from './session.ts'
@@ -44,7 +45,7 @@ export async function payersOf(s: Session, r: ApiRefund): Promise<Payers> {
   // At least one confirmation, whatever the service says the network needs.
   const finalHeight =
     s.network.finality === 'confirmations'
-      ? head - BigInt(Math.max(1, s.network.confirmations)) + 1n
+      ? settledBlock(head, s.network.confirmations)
       : (await client.getBlock({ blockTag: s.network.finality })).number
   const seen = new Set<string>()
   for (const a of r.arrivals) {
