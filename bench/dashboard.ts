@@ -420,6 +420,7 @@ async function bench() {
     const database = {
       kind: 'postgres' as const,
       db,
+      leaseDb: db,
       rows: async (q: any) => (await db.execute(q)) as any[],
       query: async (text: string, params: any[]) =>
         (await client.unsafe(text, params, { prepare: true })) as any[],

@@ -130,7 +130,7 @@ export async function createServices(deps: {
   // servers take it (src/server/start.ts starts the registry and the dispatcher); the CLI never
   // does.
   const lease = createInstanceLease({
-    repo: createInstanceRepo(database.db),
+    repo: createInstanceRepo(database.leaseDb),
     clock,
     logger,
     instanceId,

@@ -20,6 +20,12 @@ export type Db = PgDatabase<PgQueryResultHKT, Schema>
 export interface Database {
   kind: 'pglite' | 'postgres'
   db: Db
+  /**
+   * For the instance lease alone: on PostgreSQL a connection of its own, so a renewal never waits
+   * in line behind the pool's work (a webhook backlog, a long report) and the lease is not lost
+   * to a busy pool; on PGlite, which has one connection and no other instance, `db` itself.
+   */
+  leaseDb: Db
   /** Raw SQL rows, whichever driver (postgres.js returns an array, PGlite `{ rows }`). */
   rows<T = Record<string, unknown>>(query: SQL): Promise<T[]>
   /** A hot-path statement: `$1`-style parameters, prepared once per connection and reused. */
@@ -89,9 +95,11 @@ async function openPostgres(url: string, max: number): Promise<Database> {
   // scanning a list of holes that grew by one per statement (bench/db-pool.ts).
   const client = postgres(url, { max, onnotice: () => {} })
   const db = drizzlePostgres(client, { schema }) as unknown as Db
+  const leaseClient = postgres(url, { max: 1, onnotice: () => {} })
   return {
     kind: 'postgres',
     db,
+    leaseDb: drizzlePostgres(leaseClient, { schema }) as unknown as Db,
     rows: async (q) => (await db.execute(q)) as unknown as never[],
     query: async (text, params) =>
       (await client.unsafe(text, params, { prepare: true })) as unknown as never[],
@@ -115,7 +123,9 @@ async function openPostgres(url: string, max: number): Promise<Database> {
     notify: async (channel, payload) => {
       await client`select pg_notify(${channel}, ${payload})`
     },
-    close: () => client.end({ timeout: 5 }),
+    close: async () => {
+      await Promise.all([client.end({ timeout: 5 }), leaseClient.end({ timeout: 5 })])
+    },
   }
 }
 
@@ -178,6 +188,7 @@ async function openPglite(dir: string | null, warn?: (message: string) => void):
   return {
     kind: 'pglite',
     db,
+    leaseDb: db,
     rows: async (q) => ((await db.execute(q)) as unknown as { rows: never[] }).rows,
     query: async (text, params) => (await client.query<never>(text, params)).rows,
     transaction: (fn) =>

@@ -8,13 +8,15 @@
  */
 import { afterAll, describe, expect, test } from 'bun:test'
 import { PGlite } from '@electric-sql/pglite'
-import { eq } from 'drizzle-orm'
+import { eq, sql } from 'drizzle-orm'
 import { readdirSync, rmSync, statSync } from 'node:fs'
 import { join } from 'node:path'
+import postgres from 'postgres'
 import { openDatabase, pgliteDirOf, type Database } from '../../src/db/client.ts'
 import { isUniqueViolation } from '../../src/db/errors.ts'
 import { namedStatementsSupported, withNamedStatements } from '../../src/db/pglite-statements.ts'
 import { projects } from '../../src/db/schema.ts'
+import { createInstanceRepo } from '../../src/instances/instance.repo.ts'
 import { backends, freshDataDir, freshPostgres } from '../helpers/databases.ts'
 
 const AT = '2026-01-02T03:04:05.678Z'
@@ -116,6 +118,37 @@ for (const backend of backends()) {
     })
   })
 }
+
+describe.if(backends().includes('postgres'))('the instance lease on PostgreSQL', () => {
+  test('renews on a connection of its own: while every connection of the pool waits on a lock, a renewal is written', async () => {
+    const pg = await freshPostgres()
+    const database = await openDatabase({ databaseUrl: pg.url, pgliteDir: null, poolSize: 2 })
+    const holder = postgres(pg.url, { max: 1, onnotice: () => {} })
+    try {
+      await holder`select pg_advisory_lock(4242)`
+      // Both pool connections block until the holder lets go (each then holds the lock only for
+      // its own statement).
+      const blocked = [1, 2].map(() => database.rows(sql`select pg_advisory_xact_lock(4242)`))
+      while (
+        (
+          await holder`select count(*)::int as n from pg_locks where locktype = 'advisory' and not granted`
+        )[0]!.n < 2
+      )
+        await new Promise((r) => setTimeout(r, 10))
+      const repo = createInstanceRepo(database.leaseDb)
+      const until = new Date(Date.now() + 10_000)
+      await repo.renew('inst_lease_conn', until, new Date())
+      const [row] = await holder`select lease_until from instances where id = 'inst_lease_conn'`
+      expect(new Date(row!.lease_until).toISOString()).toBe(until.toISOString())
+      await holder`select pg_advisory_unlock(4242)`
+      await Promise.all(blocked)
+    } finally {
+      await holder.end()
+      await database.close()
+      await pg.drop()
+    }
+  })
+})
 
 describe('the embedded database', () => {
   test("does not write a new WAL segment full of zeros before using it (16 MB, a ~50 ms stop of the server's thread)", async () => {
