@@ -33,12 +33,14 @@ const FORGET_AFTER_MS = 86_400_000
 const PRUNE_EVERY_TICKS = 100
 
 /**
- * One lease per instance (a row in `instances`), renewed every third of `leaseMs`: it covers
+ * One lease per instance (a row in `instances`), renewed every sixth of `leaseMs`: it covers
  * every transaction and delivery actor the instance runs, so holding 100,000 actors costs one
  * row update. Other instances take an instance's work over once its lease has ended, so this
  * instance stops its own actors a third of a lease before that moment when it has not renewed
  * (its database is away, or a renewal hangs): two instances never run the same actor at once,
  * as long as clocks agree to within that margin and the event loop is never blocked for longer.
+ * Renewing twice as often as that margin lets one renewal be late (a slow statement, a timer
+ * fired late on a busy machine) by up to half a lease before the actors are stopped.
  */
 export function createInstanceLease(deps: {
   repo: InstanceRepo
@@ -54,7 +56,9 @@ export function createInstanceLease(deps: {
   exclusive?: boolean
 }): InstanceLease {
   const listeners = new Set<LeaseListener>()
-  const every = Math.max(100, Math.floor(deps.leaseMs / 3))
+  const every = Math.max(100, Math.floor(deps.leaseMs / 6))
+  // How long before its end the lease counts as lost when it has not been renewed.
+  const margin = Math.max(every, Math.floor(deps.leaseMs / 3))
   // When the last renewal that succeeded was sent, on the process's own monotonic clock: the
   // lease it wrote ends `leaseMs` after that, whatever the injected clock says (tests move it).
   let renewedAt = 0
@@ -69,7 +73,7 @@ export function createInstanceLease(deps: {
    * Stops every actor when the lease may run out before it is renewed: a renewal failed or hangs.
    */
   function checkExpiry() {
-    if (deps.exclusive || lost || performance.now() - renewedAt < deps.leaseMs - every) return
+    if (deps.exclusive || lost || performance.now() - renewedAt < deps.leaseMs - margin) return
     lost = true
     deps.logger.error('instance lease lost: actors stopped until it is renewed', {
       instanceId: deps.instanceId,
@@ -105,7 +109,7 @@ export function createInstanceLease(deps: {
       await deps.repo.prune(new Date(sentAt - FORGET_AFTER_MS)).catch(() => {})
     // A renewal that took long may have written a lease already running out: resume only after a
     // prompt one.
-    if (lost && performance.now() - sentAtReal > every) return
+    if (lost && performance.now() - sentAtReal > margin) return
     if (lost) {
       lost = false
       deps.logger.info('instance lease renewed again: resuming actors', {
