@@ -82,6 +82,13 @@ export interface Config {
    * instance (SHUTDOWN_DRAIN, default 0s).
    */
   shutdownDrainMs: number
+  /**
+   * docs/decisions/0062-pay-by-signature.md: the relayer's private key file (RELAYER_KEY_FILE);
+   * null: no relayer (on the devnet, one of its funded accounts). It pays gas only.
+   */
+  relayerKeyFile: string | null
+  /** The relayer's bounds: max fee per gas (gwei), gas per network per hour and a warning balance (native coin). */
+  relayer: { maxFeeGwei: string; maxSpendPerHour: string; minBalance: string }
 }
 
 export class ConfigError extends Error {
@@ -98,6 +105,8 @@ type Env = Record<string, string | undefined>
 const LEVELS: Level[] = ['debug', 'info', 'warn', 'error', 'silent']
 /** A positive duration with a unit: 90s, 15m, 12h, 5d. */
 const DURATION = '^(?=\\d*[1-9])\\d{1,6}[smhd]$'
+/** A positive decimal with at most 18 places: an amount of a chain's native coin, or gwei. */
+const DECIMAL = '^(?=[0-9.]*[1-9])[0-9]{1,12}(\\.[0-9]{1,18})?$'
 const Port = Type.Integer({ minimum: 0, maximum: 65535 })
 const text = () => Type.Optional(Type.String())
 
@@ -132,6 +141,10 @@ const EnvSchema = Type.Object({
   WEBHOOK_DISABLE_AFTER: Type.Optional(Type.String({ pattern: DURATION })),
   READY_CHAIN_MAX_LAG: Type.Optional(Type.String({ pattern: DURATION })),
   SHUTDOWN_DRAIN: Type.Optional(Type.String({ pattern: '^\\d{1,4}s$' })),
+  RELAYER_KEY_FILE: text(),
+  RELAYER_MAX_FEE_GWEI: Type.Optional(Type.String({ pattern: DECIMAL })),
+  RELAYER_MAX_SPEND_PER_HOUR: Type.Optional(Type.String({ pattern: DECIMAL })),
+  RELAYER_MIN_BALANCE: Type.Optional(Type.String({ pattern: DECIMAL })),
 })
 type Vars = Static<typeof EnvSchema>
 type Variable = keyof Vars
@@ -195,6 +208,12 @@ const EXPLAIN: Partial<Record<Variable, Explain>> = {
       : `each delay is a positive number with a unit s, m or h (like 30s, 5m, 2h), got "${e.value}"`,
   PAY_RATE_LIMITS: (_, raw) => payRateLimitsMessage(raw),
   METRICS: (_, raw) => `must be 1 or 0, got "${raw}"`,
+  RELAYER_MAX_FEE_GWEI: (_, raw) =>
+    `must be a positive decimal number of gwei (like 50 or 0.5), got "${raw}"`,
+  RELAYER_MAX_SPEND_PER_HOUR: (_, raw) =>
+    `must be a positive decimal amount of the native coin (like 0.05), got "${raw}"`,
+  RELAYER_MIN_BALANCE: (_, raw) =>
+    `must be a positive decimal amount of the native coin (like 0.01), got "${raw}"`,
   METRICS_TOKEN: () =>
     'must be 16 to 200 characters of letters, digits and ._~+/- (for example: openssl rand -hex 32)',
   WEBHOOK_DISABLE_AFTER: (_, raw) =>
@@ -322,5 +341,11 @@ export function loadConfig(env: Env = process.env): Config {
     webhookDisableAfterMs: durationMs(v.WEBHOOK_DISABLE_AFTER ?? '5d'),
     readyChainMaxLagMs: durationMs(v.READY_CHAIN_MAX_LAG ?? '120s'),
     shutdownDrainMs: durationMs(v.SHUTDOWN_DRAIN ?? '0s'),
+    relayerKeyFile: v.RELAYER_KEY_FILE === undefined ? null : resolve(v.RELAYER_KEY_FILE),
+    relayer: {
+      maxFeeGwei: v.RELAYER_MAX_FEE_GWEI ?? '200',
+      maxSpendPerHour: v.RELAYER_MAX_SPEND_PER_HOUR ?? '0.05',
+      minBalance: v.RELAYER_MIN_BALANCE ?? '0.01',
+    },
   }
 }

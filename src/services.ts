@@ -1,3 +1,6 @@
+import type { Hex } from 'viem'
+import { privateKeyToAccount } from 'viem/accounts'
+import { createRelayer, type RelayerBounds } from './chain/relayer.ts'
 import { createInstanceLease } from './instances/lease.ts'
 import { createInstanceRepo } from './instances/instance.repo.ts'
 import { createLifecycleRepo } from './actors/lifecycle.repo.ts'
@@ -102,6 +105,12 @@ export async function createServices(deps: {
   networks?: NetworkConfig[]
   /** The devnet's funded wallet, when this server runs its own devnet. */
   testWallet?: TestWallet | null
+  /**
+   * The relayer's key and bounds (docs/decisions/0062-pay-by-signature.md): it pays the gas of
+   * customers' signed payments and holds nobody's funds. Absent: payment by signature is not
+   * offered.
+   */
+  relayer?: { privateKey: Hex; bounds: RelayerBounds } | null
   /** Per-IP limits of the pay routes (PAY_RATE_LIMITS). */
   payLimits?: RateLimits | null
   /**
@@ -310,6 +319,20 @@ export async function createServices(deps: {
     baseUrl: deps.baseUrl,
   })
   const stats = createStatsService({ db: database.db })
+  const relayer = deps.relayer
+    ? createRelayer({
+        account: privateKeyToAccount(deps.relayer.privateKey),
+        bounds: deps.relayer.bounds,
+        networks: chain.networks.map((n) => ({
+          name: n.name,
+          chainId: n.chainId,
+          client: chain.client(n.name)!,
+        })),
+        database,
+        clock,
+        logger,
+      })
+    : null
   const pay = createPayService({
     database,
     clock,
@@ -321,6 +344,9 @@ export async function createServices(deps: {
     watch: chain.watch,
     lifecycle,
     testWallet: deps.testWallet,
+    relayer,
+    authorizationDomain: chain.authorizationDomain,
+    client: chain.client,
   })
   const payStreams = createStatusStreams({
     state: pay.state,
@@ -336,6 +362,8 @@ export async function createServices(deps: {
     refunds,
     treasury,
     pay,
+    /** Submits customers' signed payments, paying gas only; null when none is configured. */
+    relayer,
     /** The pay page's event streams, moved by committed changes. */
     payStreams,
     anonymousLimits: DEFAULT_LIMITS,

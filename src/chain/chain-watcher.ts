@@ -20,6 +20,8 @@ import {
 } from './follower/cursor.ts'
 import { deny, ok, type Outcome } from '../lib/outcome.ts'
 import { isRateLimit, rpcErrorKind, type Metrics } from '../metrics/metrics.ts'
+import type { AuthorizationDomain } from './eip3009.ts'
+import type { PublicClient } from 'viem'
 import { createChainRepo, type ChainRepo } from './chain.repo.ts'
 import { nativeToken, type NetworkConfig } from './networks-config.ts'
 import { createPaymentTracker, type Lifecycle } from './payment-tracker.ts'
@@ -326,6 +328,8 @@ export function createChainWatcher(deps: {
             .catch(() => null)
         : null
     },
+    /** The network's JSON-RPC client (null for an unknown network): the relayer sends through it. */
+    client: (network: string): PublicClient | null => clients.get(network) ?? null,
     /** The price reader for a network's tokens (null for an unknown network). */
     prices: (network: string) => prices.get(network) ?? null,
     /**
@@ -352,6 +356,19 @@ export function createChainWatcher(deps: {
     eip7702(network: string): boolean | null {
       const v = verdicts.get(network)
       return v?.status === 'verified' ? v.eip7702.supported : null
+    },
+    /**
+     * The EIP-712 domain a token's EIP-3009 authorizations are signed in, as its contract stated it
+     * when the network was verified; null for a token that takes none (or before verification).
+     */
+    authorizationDomain(network: string, token: string): AuthorizationDomain | null {
+      const v = verdicts.get(network)
+      if (v?.status !== 'verified') return null
+      return (
+        v.authorizationDomains.find(
+          (d) => d.verifyingContract.toLowerCase() === token.toLowerCase(),
+        ) ?? null
+      )
     },
     /**
      * What the treasury's records are checked against (src/chain/record-checks.ts): an account's

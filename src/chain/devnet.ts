@@ -93,6 +93,11 @@ export interface Devnet {
   networks: NetworkConfig[]
   /** Funded with ETH (anvil's 10,000) and TUSD: pays test transactions. */
   wallet: { address: Address; privateKey: Hex }
+  /**
+   * The relayer's key on the devnet (anvil's account 8, funded with its 10,000 ETH): it pays the
+   * gas of payments made by signature (src/chain/relayer.ts).
+   */
+  relayerKey: Hex
   stablecoin: Address
   feed: Address
   rpcUrl: string
@@ -137,7 +142,9 @@ async function restoreDevnet(
       client.getCode({ address: manifest.stablecoin }),
       client.getCode({ address: manifest.feed }),
     ]).catch(() => [undefined, undefined])
-    if (coin && coin !== '0x' && feed && feed !== '0x') return { node, manifest }
+    // The stablecoin must be today's contract: one kept from an older version of the service may
+    // lack what the devnet offers now (EIP-3009 authorizations), and the start would fail on it.
+    if (coin === TestStablecoin.deployedBytecode && feed && feed !== '0x') return { node, manifest }
     await node.stop()
   }
   rmSync(stateFile, { force: true })
@@ -289,6 +296,8 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
             symbol: 'TUSD',
             decimals: 6,
             address: stablecoin,
+            // contracts/TestStablecoin.sol takes EIP-3009 authorizations as USDC does.
+            eip3009: true,
             price: { kind: 'fixedUsd', usd: '1' },
           },
           {
@@ -312,6 +321,7 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
     return {
       networks,
       wallet: { address: wallet.account.address, privateKey: walletKey },
+      relayerKey: anvilKey(8),
       stablecoin,
       feed,
       rpcUrl: node.rpcUrl,

@@ -15,6 +15,9 @@
  * asked (refused, timed out, HTTP errors, rate limited) is `unreachable`: nothing is known yet,
  * and the check is made again before the network is followed.
  *
+ * - every token declared `eip3009` has an EIP-712 domain its contract states and its
+ *   `DOMAIN_SEPARATOR()` agrees with (eip3009.ts): the domain customers' signatures are made in.
+ *
  * A verified network also says whether its chain runs EIP-7702 (eip7702-probe.ts): the route
  * money takes out of deposit addresses there.
  *
@@ -35,13 +38,20 @@ import type { NetworkConfig, TokenConfig } from './networks-config.ts'
 import { aggregatorV3Abi, createPriceReader } from './prices.ts'
 import { probeEip7702, type Eip7702Verdict } from './eip7702-probe.ts'
 import { readAgainOnErrorAnswer } from './read-again.ts'
+import { type AuthorizationDomain, readAuthorizationDomain } from './eip3009.ts'
 
 export type Verdict =
   /**
    * `eip7702`: whether the chain runs EIP-7702 (eip7702-probe.ts), which decides how money leaves
    * deposit addresses.
    */
-  | { network: string; status: 'verified'; eip7702: Eip7702Verdict }
+  | {
+      network: string
+      status: 'verified'
+      eip7702: Eip7702Verdict
+      /** The EIP-712 domain of each token declared `eip3009`, as its contract states it. */
+      authorizationDomains: AuthorizationDomain[]
+    }
   | { network: string; status: 'mismatch'; problems: string[] }
   | { network: string; status: 'unreachable'; error: string }
 
@@ -102,29 +112,44 @@ async function checkNetwork(
       status: 'mismatch',
       problems: [`network ${name}: chain id expected ${network.chainId}, found ${chainId}`],
     }
-  const problems = (
-    await Promise.all(network.tokens.map((t) => verifyToken(network, t, client, clock)))
-  ).flat()
+  const found = await Promise.all(network.tokens.map((t) => verifyToken(network, t, client, clock)))
+  const problems = found.flatMap((f) => f.problems)
   if (problems.length) return { network: name, status: 'mismatch', problems }
-  return { network: name, status: 'verified', eip7702: await probeEip7702(client, network.chainId) }
+  return {
+    network: name,
+    status: 'verified',
+    eip7702: await probeEip7702(client, network.chainId),
+    authorizationDomains: found.flatMap((f) => (f.domain ? [f.domain] : [])),
+  }
 }
 
-/** One line per problem with the token; throws when the node cannot be asked. */
+/**
+ * One line per problem with the token, and its EIP-712 domain when it takes authorizations;
+ * throws when the node cannot be asked.
+ */
 async function verifyToken(
   network: NetworkConfig,
   token: TokenConfig,
   client: Client,
   clock: Clock,
-): Promise<string[]> {
+): Promise<{ problems: string[]; domain?: AuthorizationDomain }> {
   const about = (what: string, address: Address) =>
     `network ${network.name}, token ${token.symbol}: ${what} ${address}`
-  const [contract, feed] = await Promise.all([
+  const [contract, feed, signatures] = await Promise.all([
     token.kind === 'erc20' ? verifyErc20(token, token.address, client, about) : [],
     token.price.kind === 'chainlink'
       ? verifyFeed(token, token.price.feed, token.price.descriptions, client, clock, about)
       : [],
+    token.kind === 'erc20' && token.eip3009
+      ? readAuthorizationDomain(client, token.address, network.chainId, ask)
+      : null,
   ])
-  return [...contract, ...feed]
+  const problems = [...contract, ...feed]
+  if (signatures && !signatures.ok && token.kind === 'erc20')
+    problems.push(
+      `${about('EIP-3009 (eip3009: true) of', token.address)}: ${signatures.problem} (remove eip3009 if this token does not take authorizations)`,
+    )
+  return signatures?.ok ? { problems, domain: signatures.domain } : { problems }
 }
 
 type About = (what: string, address: Address) => string

@@ -86,6 +86,12 @@ export type TokenConfig =
       address: Address
       /** What the contract's `symbol()` may answer (absent: the label). */
       onchainSymbols?: string[]
+      /**
+       * The contract takes EIP-3009 authorizations (`transferWithAuthorization`, as Circle's USDC
+       * and EURC): customers may pay it by one signature, a relayer paying the gas. Its EIP-712
+       * domain is read from the chain and checked at start (network-verification.ts).
+       */
+      eip3009?: true
     })
   | (TokenBase & { kind: 'native' })
 
@@ -217,6 +223,13 @@ const Token = Type.Object(
       Type.Literal(true, say('must be true (omit it and give "address" for an ERC-20 token)')),
     ),
     onchainSymbols: Type.Optional(Answers('symbol the contract answers')),
+    eip3009: Type.Optional(
+      Type.Boolean(
+        say(
+          'must be true or false (true: the contract takes EIP-3009 transferWithAuthorization, as USDC does)',
+        ),
+      ),
+    ),
     price: Price,
   },
   anObject,
@@ -335,26 +348,29 @@ function toNetwork(n: Static<typeof Network>): NetworkConfig {
     maxLogRange: n.maxLogRange ?? NETWORK_DEFAULTS.maxLogRange,
     maxRequestsPerSecond: n.maxRequestsPerSecond ?? null,
     testnet: n.testnet,
-    tokens: n.tokens.map(({ symbol, decimals, address, onchainSymbols, price: p }): TokenConfig => {
-      const price: PriceSource =
-        'fixedUsd' in p
-          ? { kind: 'fixedUsd', usd: p.fixedUsd }
-          : {
-              kind: 'chainlink',
-              feed: getAddress(p.chainlinkFeed),
-              maxAgeSeconds: p.maxAgeSeconds ?? NETWORK_DEFAULTS.maxAgeSeconds,
-              ...(p.descriptions ? { descriptions: [...p.descriptions] } : {}),
-            }
-      if (address === undefined) return { kind: 'native', symbol, decimals, price }
-      return {
-        kind: 'erc20',
-        symbol,
-        decimals,
-        address: getAddress(address),
-        ...(onchainSymbols ? { onchainSymbols: [...onchainSymbols] } : {}),
-        price,
-      }
-    }),
+    tokens: n.tokens.map(
+      ({ symbol, decimals, address, onchainSymbols, eip3009, price: p }): TokenConfig => {
+        const price: PriceSource =
+          'fixedUsd' in p
+            ? { kind: 'fixedUsd', usd: p.fixedUsd }
+            : {
+                kind: 'chainlink',
+                feed: getAddress(p.chainlinkFeed),
+                maxAgeSeconds: p.maxAgeSeconds ?? NETWORK_DEFAULTS.maxAgeSeconds,
+                ...(p.descriptions ? { descriptions: [...p.descriptions] } : {}),
+              }
+        if (address === undefined) return { kind: 'native', symbol, decimals, price }
+        return {
+          kind: 'erc20',
+          symbol,
+          decimals,
+          address: getAddress(address),
+          ...(onchainSymbols ? { onchainSymbols: [...onchainSymbols] } : {}),
+          ...(eip3009 ? { eip3009: true as const } : {}),
+          price,
+        }
+      },
+    ),
   }
 }
 
@@ -439,6 +455,7 @@ function presetToken(
     if (!has(t, 'native')) delete merged.native
     if (!has(t, 'address')) delete merged.address
     if (!has(t, 'onchainSymbols')) delete merged.onchainSymbols
+    if (!has(t, 'eip3009')) delete merged.eip3009
   }
   return merged
 }
@@ -592,6 +609,12 @@ function tokenRules(t: Obj, at: Segment[], problems: Problems) {
   } else if (!erc20 && !native) {
     problems.add(at, 'needs "address" (an ERC-20 token) or "native": true (the chain\'s own coin)')
   } else if (erc20) addressRule(t.address, [...at, 'address'], problems)
+  // A native coin moves with the transaction that sends it: there is nothing to authorize.
+  if (native && t.eip3009 === true)
+    problems.add(
+      [...at, 'eip3009'],
+      'applies to ERC-20 tokens only (a native coin cannot be sent by signature)',
+    )
   if (isObject(t.price) && !has(t.price, 'fixedUsd'))
     addressRule(t.price.chainlinkFeed, [...at, 'price', 'chainlinkFeed'], problems)
 }

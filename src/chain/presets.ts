@@ -74,6 +74,8 @@ export interface PresetToken {
   native?: true
   /** What the contract's `symbol()` answers when it is not the label. */
   onchainSymbols?: string[]
+  /** The contract takes EIP-3009 authorizations (Circle's FiatToken v2.2: USDC, EURC). */
+  eip3009?: true
   price:
     | { fixedUsd: string }
     | { chainlinkFeed: Address; maxAgeSeconds: number; descriptions?: string[] }
@@ -97,6 +99,9 @@ const usdc = (address: Address, decimals = 6): PresetToken => ({
   symbol: 'USDC',
   decimals,
   address,
+  // Circle's USDC is FiatToken v2.2 on every chain listed here: EIP-3009 transferWithAuthorization
+  // (Circle, "USDC on ...": https://developers.circle.com/stablecoins/usdc-contract-addresses).
+  eip3009: true,
   price: fixedDollar,
 })
 const usdt = (address: Address, onchainSymbols?: string[], decimals = 6): PresetToken => ({

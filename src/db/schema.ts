@@ -680,3 +680,50 @@ export const sweepItems = pgTable(
     index('sweep_items_address_idx').on(t.address),
   ],
 )
+
+export const RELAYED_STATUSES = ['sending', 'sent', 'refused'] as const
+export type RelayedStatus = (typeof RELAYED_STATUSES)[number]
+
+/**
+ * EIP-3009 authorizations the relayer submits (src/chain/relayer.ts): recorded before the
+ * transaction is sent, with the signed transaction, so a crash between the two sends the same
+ * bytes again (its nonce keeps it from being mined twice; the token's nonce keeps the payment from
+ * moving twice). The payment itself is found by the follower like any transfer: these rows only
+ * account for the relayer's gas and refuse a reused authorization before any gas is spent.
+ */
+export const relayedAuthorizations = pgTable(
+  'relayed_authorizations',
+  {
+    id: text('id').primaryKey(),
+    transactionId: uuid('transaction_id').references(() => transactions.id, {
+      onDelete: 'cascade',
+    }),
+    projectId: text('project_id').notNull(),
+    network: text('network').notNull(),
+    /** The token contract (lowercase). */
+    token: text('token').notNull(),
+    /** The payer who signed (lowercase). */
+    payer: text('payer').notNull(),
+    /** Where the tokens go: a deposit address (lowercase). */
+    payTo: text('pay_to').notNull(),
+    value: numeric('value', { precision: 78, scale: 0 }).notNull(),
+    validBefore: bigint('valid_before', { mode: 'bigint' }).notNull(),
+    /** The authorization's 32-byte nonce (lowercase hex). */
+    nonce: text('nonce').notNull(),
+    /** The relayer's own account that sends it (lowercase). */
+    sender: text('sender').notNull(),
+    txNonce: bigint('tx_nonce', { mode: 'number' }).notNull(),
+    rawTransaction: text('raw_transaction').notNull(),
+    txHash: text('tx_hash').notNull(),
+    /** The most the relayer can pay in gas for it (gas limit x max fee), in wei. */
+    maxCostWei: numeric('max_cost_wei', { precision: 78, scale: 0 }).notNull(),
+    status: text('status', { enum: RELAYED_STATUSES }).notNull(),
+    createdAt: ts('created_at').notNull(),
+  },
+  (t) => [
+    // One authorization is relayed once: the token refuses a nonce used before, and so do we.
+    uniqueIndex('relayed_authorizations_nonce_idx').on(t.network, t.token, t.payer, t.nonce),
+    // The spend in the last hour, per network.
+    index('relayed_authorizations_spend_idx').on(t.network, t.createdAt),
+  ],
+)

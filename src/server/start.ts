@@ -4,6 +4,7 @@ import { ConfigError, type Config } from '../config.ts'
 import type { Resolver } from '../webhooks/url-guard.ts'
 import { resolveSecretKey } from './secret-key.ts'
 import { startDevnet, type Devnet } from '../chain/devnet.ts'
+import { relayerSettings } from './relayer-settings.ts'
 import { loadNetworksConfig, type NetworkConfig } from '../chain/networks-config.ts'
 import { NetworkMismatchError } from '../chain/network-verification.ts'
 import { createTestWallet } from '../chain/test-wallet.ts'
@@ -132,6 +133,7 @@ export async function startServer(
       webhookDisableAfterMs: config.webhookDisableAfterMs,
       readyChainMaxLagMs: config.readyChainMaxLagMs,
       dataDir: config.dataDir,
+      relayer: relayerSettings(config, networks.devnet?.relayerKey ?? null),
     })
     cleanups.unshift(() => services.stop())
     // Every network against its chain, before anything is quoted on it: a node that disagrees
@@ -158,6 +160,16 @@ export async function startServer(
     }
     // Chains: each network's follower catches up from its cursor, then follows the head.
     await services.chain.start()
+    // Signed payments recorded but perhaps not sent before a crash go out again (the same bytes).
+    if (services.relayer) {
+      await services.relayer.resume()
+      logger.info(
+        'relayer ready: payment by signature is offered on its networks (it pays gas only)',
+        {
+          address: services.relayer.address,
+        },
+      )
+    }
     const app = createApp(services, {
       trustProxy: config.trustProxy,
       httpsOrigin,

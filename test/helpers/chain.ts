@@ -32,7 +32,11 @@ export function writeNetworksFile(dir: string, networks: NetworkConfig[]): strin
       symbol: t.symbol,
       decimals: t.decimals,
       ...(t.kind === 'erc20'
-        ? { address: t.address, ...(t.onchainSymbols ? { onchainSymbols: t.onchainSymbols } : {}) }
+        ? {
+            address: t.address,
+            ...(t.onchainSymbols ? { onchainSymbols: t.onchainSymbols } : {}),
+            ...(t.eip3009 ? { eip3009: true } : {}),
+          }
         : { native: true }),
       price:
         t.price.kind === 'fixedUsd'

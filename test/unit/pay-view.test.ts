@@ -33,6 +33,7 @@ function state(over: Partial<PayState> = {}): PayState {
     success_url: null,
     cancel_url: null,
     test_wallet: false,
+    authorization: null,
     version: 1,
     ...over,
   }

@@ -7,7 +7,12 @@ import { strictJsonBody } from '../../http/json-body.ts'
 import type { Outcome } from '../../lib/outcome.ts'
 import type { RateLimiter } from '../../limits/rate-limiter.ts'
 import type { RateLimits } from '../../projects/project.service.ts'
-import { SelectBody, type PayState } from './model.ts'
+import {
+  SelectBody,
+  SignedAuthorizationBody,
+  type PayState,
+  type SignedAuthorization,
+} from './model.ts'
 import { PAY_PAGE_HEADERS, renderMessagePage, renderPayPage, type AssetUrl } from './page.ts'
 import { PAY_TEXT, fill } from './text.ts'
 import { qrSvg } from './qr.ts'
@@ -141,6 +146,19 @@ export function payController(deps: {
       .post('/:id/cancel', ({ params, set }) => out(set, deps.pay.cancel(params.id)), {
         detail: { hide: true },
       })
+      .post(
+        '/:id/authorization',
+        async ({ params, body, set }) => {
+          const r = await deps.pay.payBySignature(params.id, body as SignedAuthorization)
+          if (!r.ok) throw ApiError.from(r)
+          return json(set, { transaction_hash: r.value.transactionHash })
+        },
+        {
+          parse: 'none',
+          transform: [strictJsonBody(SignedAuthorizationBody)],
+          detail: { hide: true },
+        },
+      )
       .post(
         '/:id/test-wallet',
         async ({ params, set }) => {

@@ -1,4 +1,4 @@
-import { Type } from '@sinclair/typebox'
+import { type Static, Type } from '@sinclair/typebox'
 
 /**
  * What the pay page shows and polls (docs/decisions/0026-pay-page-endpoints.md `GET
@@ -53,6 +53,25 @@ export interface PayState {
   cancel_url: string | null
   /** The service's devnet wallet can pay this (test mode on its own devnet): the page offers it. */
   test_wallet: boolean
+  /**
+   * Paying by one signature (EIP-3009, the relayer paying gas): the EIP-712 domain and the message
+   * fields a browser wallet signs with `eth_signTypedData_v4`, the nonce being the wallet's
+   * random 32 bytes. Null when not offered (the token takes no signatures, no relayer, nothing
+   * due).
+   */
+  authorization: {
+    domain: { name: string; version: string; chainId: number; verifyingContract: string }
+    primary_type: 'TransferWithAuthorization'
+    /** The deposit address. */
+    to: string
+    /** Exactly what is due, in smallest units. */
+    value: string
+    valid_after: string
+    /** Unix seconds: the transaction's expiry. */
+    valid_before: string
+    /** The relayer's address, which pays the gas. */
+    relayer: string
+  } | null
   version: number
 }
 
@@ -64,3 +83,20 @@ export const SelectBody = Type.Object(
   },
   { additionalProperties: false },
 )
+
+const UINT = Type.String({ pattern: '^[0-9]{1,78}$' })
+
+/** `POST /pay/{id}/authorization`: a TransferWithAuthorization the customer's wallet signed. */
+export const SignedAuthorizationBody = Type.Object(
+  {
+    from: Type.String({ pattern: '^0x[0-9a-fA-F]{40}$' }),
+    value: UINT,
+    valid_after: UINT,
+    valid_before: UINT,
+    nonce: Type.String({ pattern: '^0x[0-9a-fA-F]{64}$' }),
+    /** 65 bytes (r, s, v), or longer for a contract wallet (EIP-1271). */
+    signature: Type.String({ pattern: '^0x([0-9a-fA-F]{2}){65,4096}$' }),
+  },
+  { additionalProperties: false },
+)
+export type SignedAuthorization = Static<typeof SignedAuthorizationBody>

@@ -12,7 +12,10 @@ import { usdToCents } from '../../lib/money.ts'
 import { UUID_RE } from '../../lib/ids.ts'
 import { deny, ok, type Outcome } from '../../lib/outcome.ts'
 import type { TransactionRow } from '../transactions/transaction.repo.ts'
-import type { PayState } from './model.ts'
+import type { PayState, SignedAuthorization } from './model.ts'
+import { authorizationOffer, type SignatureDeps, submitAuthorization } from './signature-payment.ts'
+import type { Relayer } from '../../chain/relayer.ts'
+import type { AuthorizationDomain } from '../../chain/eip3009.ts'
 import { createPayRepo } from './pay.repo.ts'
 import { modeOf } from '../../projects/mode.ts'
 
@@ -34,6 +37,12 @@ export interface PayDeps {
   lifecycle: { apply(id: string, event: TxEvent): Promise<Outcome<TransactionRow>> }
   /** The devnet's funded wallet, when the service runs its own devnet. */
   testWallet?: TestWallet | null
+  /** Pays the gas of signed payments (./signature-payment.ts); null: not offered. */
+  relayer?: Relayer | null
+  /** A token's verified EIP-712 domain (null: it takes no signatures). */
+  authorizationDomain?: (network: string, token: string) => AuthorizationDomain | null
+  /** A network's JSON-RPC client, to check a signed payment before the relayer sends it. */
+  client?: SignatureDeps['client']
 }
 
 /**
@@ -45,6 +54,12 @@ export interface PayDeps {
  */
 export function createPayService(deps: PayDeps) {
   const repo = createPayRepo(deps.database)
+  const signatures: SignatureDeps = {
+    relayer: deps.relayer ?? null,
+    authorizationDomain: deps.authorizationDomain ?? (() => null),
+    client: deps.client ?? (() => null),
+    clock: deps.clock,
+  }
 
   const usable = (n: NetworkConfig) => deps.verified?.(n.name) ?? true
   const offered = (testingMode: boolean) =>
@@ -69,7 +84,7 @@ export function createPayService(deps: PayDeps) {
     const short =
       tx.tokenAmount === null ? null : BigInt(tx.tokenAmount) - BigInt(tx.amountReceived ?? '0')
     const due = short === null ? null : short > 0n ? short : 0n
-    return {
+    const s: Omit<PayState, 'authorization'> = {
       id: tx.id,
       transaction_number: tx.transactionNumber,
       status: tx.status,
@@ -122,6 +137,7 @@ export function createPayService(deps: PayDeps) {
         !!deps.testWallet && tx.testingMode && chosen?.network.name === deps.testWallet.network,
       version: tx.version,
     }
+    return { ...s, authorization: authorizationOffer(signatures, s) }
   }
 
   async function stateAfter(
@@ -234,6 +250,20 @@ export function createPayService(deps: PayDeps) {
         id,
         await deps.lifecycle.apply(id, { type: 'cancel.requested', by: 'customer' }),
       )
+    },
+
+    /**
+     * Pay by one signature: the customer's wallet signed an EIP-3009 authorization of what is due
+     * to the deposit address; checked, then submitted by the relayer, which pays the gas.
+     */
+    async payBySignature(
+      id: string,
+      body: SignedAuthorization,
+    ): Promise<Outcome<{ transactionHash: string }>> {
+      const r = await load(id)
+      if (!r) return deny('not_found', `No transaction ${id}`)
+      const s = await view(r.tx, r.projectName, r.wrongAsset)
+      return submitAuthorization(signatures, s, r.tx.projectId, body)
     },
 
     /**

@@ -1,0 +1,284 @@
+/**
+ * The relayer (docs/decisions/0062-pay-by-signature.md): submits customers' EIP-3009
+ * authorizations and pays their gas, so a customer holding no native coin can pay.
+ *
+ * Its key is the one private key this service may hold (RELAYER_KEY_FILE; on the devnet one of
+ * anvil's funded accounts). It pays gas only: an authorization moves the customer's tokens
+ * straight to the transaction's deposit address, which the merchant's key controls, so the relayer
+ * never holds a merchant's or customer's funds. Whoever steals it can spend its native coin on gas
+ * and nothing else. Bounds: no fee above `maxFeePerGasWei`, and no more than `maxSpendPerHourWei`
+ * (gas limit x max fee, counted before sending) per network per hour, counted in the database so
+ * every instance and every restart sees the same spend.
+ *
+ * Every authorization is simulated (eth_call from the relayer) before anything is signed: one the
+ * token would refuse (a used nonce, a closed window, a bad signature, a payer short of the
+ * amount) costs no gas. The signed transaction is recorded before it is sent, so a crash between
+ * the two sends the same bytes again; the payment itself is found by the network's follower like
+ * any other transfer, confirmations and reorgs included.
+ */
+import { and, eq, gte, sql } from 'drizzle-orm'
+import {
+  type Address,
+  BaseError,
+  ContractFunctionRevertedError,
+  encodeFunctionData,
+  formatGwei,
+  type Hex,
+  keccak256,
+  type PrivateKeyAccount,
+  type PublicClient,
+} from 'viem'
+import type { Database } from '../db/client.ts'
+import { isUniqueViolation } from '../db/errors.ts'
+import { relayedAuthorizations } from '../db/schema.ts'
+import type { Clock } from '../lib/clock.ts'
+import { newId } from '../lib/ids.ts'
+import type { Logger } from '../lib/logger.ts'
+import { deny, ok, type Outcome } from '../lib/outcome.ts'
+import { eip3009Abi, type TransferAuthorization } from './eip3009.ts'
+
+export interface RelayerBounds {
+  /** No transaction with a higher max fee per gas (RELAYER_MAX_FEE_GWEI). */
+  maxFeePerGasWei: bigint
+  /** Most gas (limit x max fee) per network per rolling hour (RELAYER_MAX_SPEND_PER_HOUR). */
+  maxSpendPerHourWei: bigint
+  /** Below this balance readiness warns (RELAYER_MIN_BALANCE). */
+  minBalanceWei: bigint
+}
+
+/** What the relayer needs of a network: its chain id and a client to read and send through. */
+export interface RelayerNetwork {
+  name: string
+  chainId: number
+  client: Pick<
+    PublicClient,
+    | 'call'
+    | 'estimateGas'
+    | 'estimateFeesPerGas'
+    | 'getTransactionCount'
+    | 'getBalance'
+    | 'sendRawTransaction'
+    | 'readContract'
+  >
+}
+
+export interface RelayRequest {
+  network: string
+  token: Address
+  authorization: TransferAuthorization
+  signature: Hex
+  /** The transaction it pays (null: a payment for a merchant's own resource). */
+  transactionId: string | null
+  projectId: string
+}
+
+export function createRelayer(deps: {
+  account: PrivateKeyAccount
+  networks: RelayerNetwork[]
+  bounds: RelayerBounds
+  database: Database
+  clock: Clock
+  logger: Logger
+}) {
+  const { db } = deps.database
+  const byName = new Map(deps.networks.map((n) => [n.name, n]))
+  const sender = deps.account.address
+  const balances = new Map<string, bigint>()
+  // One submission at a time per network: each takes the next nonce of the relayer's account.
+  const queues = new Map<string, Promise<unknown>>()
+  const inTurn = <T>(network: string, run: () => Promise<T>): Promise<T> => {
+    const next = (queues.get(network) ?? Promise.resolve()).then(run, run)
+    queues.set(
+      network,
+      next.catch(() => {}),
+    )
+    return next
+  }
+
+  async function spentThisHour(network: string): Promise<bigint> {
+    const since = new Date(deps.clock.now() - 3_600_000)
+    const [row] = await db
+      .select({ total: sql<string>`coalesce(sum(${relayedAuthorizations.maxCostWei}), 0)::text` })
+      .from(relayedAuthorizations)
+      .where(
+        and(
+          eq(relayedAuthorizations.network, network),
+          gte(relayedAuthorizations.createdAt, since),
+          sql`${relayedAuthorizations.status} <> 'refused'`,
+        ),
+      )
+    return BigInt(row?.total ?? '0')
+  }
+
+  /**
+   * Why the token would refuse this authorization now, from a simulation by the relayer (null:
+   * it would go through).
+   */
+  async function simulate(n: RelayerNetwork, data: Hex, token: Address): Promise<string | null> {
+    try {
+      await n.client.call({ account: sender, to: token, data })
+      return null
+    } catch (e) {
+      const reverted =
+        e instanceof BaseError ? e.walk((x) => x instanceof ContractFunctionRevertedError) : null
+      const reason =
+        (reverted as ContractFunctionRevertedError | null)?.reason ??
+        (e as { details?: string }).details ??
+        (e as BaseError).shortMessage ??
+        String(e)
+      // A node that could not be asked is not a refusal of the authorization.
+      if (/fetch failed|ECONNREFUSED|timed? ?out|HTTP request failed/i.test(String(reason))) throw e
+      return reason
+    }
+  }
+
+  return {
+    address: sender,
+    /** Networks the relayer can submit on. */
+    offers: (network: string) => byName.has(network),
+    /** The relayer's balance on each network at the last refresh (wei). */
+    balances: () => new Map(balances),
+    bounds: deps.bounds,
+
+    /** Reads the relayer's balance on every network (metrics, readiness). */
+    async refreshBalances(): Promise<void> {
+      await Promise.all(
+        deps.networks.map(async (n) => {
+          const b = await n.client.getBalance({ address: sender }).catch(() => null)
+          if (b !== null) balances.set(n.name, b)
+        }),
+      )
+    },
+
+    /**
+     * Checks the authorization by simulation and, when the token would take it and the bounds
+     * allow, signs, records and sends it. Resolves with the relayer's transaction hash once the
+     * node accepted it.
+     */
+    relay(req: RelayRequest): Promise<Outcome<{ hash: Hex }>> {
+      const n = byName.get(req.network)
+      if (!n) return Promise.resolve(deny('unavailable', `no relayer on ${req.network}`))
+      const a = req.authorization
+      const data = encodeFunctionData({
+        abi: eip3009Abi,
+        functionName: 'transferWithAuthorization',
+        args: [a.from, a.to, a.value, a.validAfter, a.validBefore, a.nonce, req.signature],
+      })
+      return inTurn(req.network, async (): Promise<Outcome<{ hash: Hex }>> => {
+        const refusal = await simulate(n, data, req.token)
+        if (refusal)
+          return deny('invalid_request', `the token would refuse this authorization: ${refusal}`)
+        const [gas, fees, txNonce] = await Promise.all([
+          n.client.estimateGas({ account: sender, to: req.token, data }),
+          n.client.estimateFeesPerGas(),
+          n.client.getTransactionCount({ address: sender, blockTag: 'pending' }),
+        ])
+        if (fees.maxFeePerGas > deps.bounds.maxFeePerGasWei)
+          return deny(
+            'unavailable',
+            `gas costs ${formatGwei(fees.maxFeePerGas)} gwei now, above the relayer's cap of ${formatGwei(deps.bounds.maxFeePerGasWei)} gwei; pay by transfer, or try again later`,
+          )
+        // A margin over the estimate: the authorization's storage writes are fixed, but a node
+        // may estimate low.
+        const gasLimit = (gas * 6n) / 5n
+        const maxCost = gasLimit * fees.maxFeePerGas
+        const spent = await spentThisHour(req.network)
+        if (spent + maxCost > deps.bounds.maxSpendPerHourWei)
+          return deny(
+            'unavailable',
+            `the relayer has spent its gas allowance for this hour on ${req.network}; pay by transfer, or try again later`,
+          )
+        const raw = await deps.account.signTransaction({
+          type: 'eip1559',
+          chainId: n.chainId,
+          nonce: txNonce,
+          to: req.token,
+          data,
+          gas: gasLimit,
+          maxFeePerGas: fees.maxFeePerGas,
+          maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
+          value: 0n,
+        })
+        const hash = keccak256(raw)
+        const id = newId('rel')
+        try {
+          await db.insert(relayedAuthorizations).values({
+            id,
+            transactionId: req.transactionId,
+            projectId: req.projectId,
+            network: req.network,
+            token: req.token.toLowerCase(),
+            payer: a.from.toLowerCase(),
+            payTo: a.to.toLowerCase(),
+            value: a.value.toString(),
+            validBefore: a.validBefore,
+            nonce: a.nonce.toLowerCase(),
+            sender: sender.toLowerCase(),
+            txNonce,
+            rawTransaction: raw,
+            txHash: hash,
+            maxCostWei: maxCost.toString(),
+            status: 'sending',
+            createdAt: new Date(deps.clock.now()),
+          })
+        } catch (e) {
+          if (isUniqueViolation(e, 'relayed_authorizations_nonce'))
+            return deny('conflict', 'this authorization was submitted already')
+          throw e
+        }
+        try {
+          await n.client.sendRawTransaction({ serializedTransaction: raw })
+        } catch (e) {
+          await db
+            .update(relayedAuthorizations)
+            .set({ status: 'refused' })
+            .where(eq(relayedAuthorizations.id, id))
+          deps.logger.warn('relayer: the node refused the transaction', {
+            network: req.network,
+            error: (e as BaseError).shortMessage ?? String(e),
+          })
+          return deny(
+            'unavailable',
+            `the network did not take the relayer's transaction: ${(e as BaseError).shortMessage ?? String(e)}`,
+          )
+        }
+        await db
+          .update(relayedAuthorizations)
+          .set({ status: 'sent' })
+          .where(eq(relayedAuthorizations.id, id))
+        deps.logger.info('relayer: authorization sent', {
+          network: req.network,
+          hash,
+          transactionId: req.transactionId,
+        })
+        return ok({ hash })
+      })
+    },
+
+    /**
+     * After a crash: sends again what was recorded but perhaps never reached the node, while its
+     * authorization is still valid (the same bytes: mined at most once).
+     */
+    async resume(): Promise<void> {
+      const pending = await db
+        .select()
+        .from(relayedAuthorizations)
+        .where(eq(relayedAuthorizations.status, 'sending'))
+      const now = BigInt(Math.floor(deps.clock.now() / 1000))
+      for (const row of pending) {
+        const n = byName.get(row.network)
+        if (n && row.validBefore > now)
+          await n.client
+            .sendRawTransaction({ serializedTransaction: row.rawTransaction as Hex })
+            .catch(() => {}) // already mined or known: the same bytes, the same payment
+        // Counted as spent either way: the hour's budget errs on the side of spending less.
+        await db
+          .update(relayedAuthorizations)
+          .set({ status: 'sent' })
+          .where(eq(relayedAuthorizations.id, row.id))
+      }
+    },
+  }
+}
+
+export type Relayer = ReturnType<typeof createRelayer>

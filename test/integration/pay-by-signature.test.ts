@@ -1,0 +1,309 @@
+/**
+ * Paying by one signature on a real devnet: the customer holds TUSD (an EIP-3009 token as
+ * Circle's FiatToken v2.2, contracts/TestStablecoin.sol) and no ETH, signs a
+ * TransferWithAuthorization, and the relayer (RELAYER_KEY_FILE) submits it and pays the gas. The
+ * payment is then found and confirmed by the follower like any transfer. Every hostile variant is
+ * refused with a 4xx naming the reason, and the relayer sends nothing for any of them.
+ */
+import { describe, expect, test } from 'bun:test'
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { type Hex, bytesToHex, getAddress } from 'viem'
+import { generatePrivateKey, mnemonicToAccount, privateKeyToAccount } from 'viem/accounts'
+import { TestStablecoin } from '../../src/chain/artifacts/index.ts'
+import {
+  ANVIL_DEFAULT_MNEMONIC,
+  createDevnetClient,
+  type Devnet,
+  type DevnetClient,
+} from '../../src/chain/devnet.ts'
+import { transferAuthorizationTypedData } from '../../src/chain/eip3009.ts'
+import { waitUntil } from '../helpers/chain.ts'
+import { backends } from '../helpers/databases.ts'
+import { api, type TestServer } from '../helpers/server.ts'
+import { useStack } from '../helpers/stack.ts'
+
+const RELAYER = mnemonicToAccount(ANVIL_DEFAULT_MNEMONIC, { addressIndex: 8 })
+const keyDir = mkdtempSync(join(tmpdir(), 'relayer-key-'))
+const KEY_FILE = join(keyDir, 'relayer.key')
+writeFileSync(KEY_FILE, `${bytesToHex(RELAYER.getHdKey().privateKey!)}\n`, { mode: 0o600 })
+
+const randomNonce = () => bytesToHex(crypto.getRandomValues(new Uint8Array(32)))
+
+for (const backend of backends()) {
+  describe(`pay by signature on a real devnet [${backend}]`, () => {
+    let devnet: Devnet
+    let wallet: DevnetClient
+    let t: TestServer
+    let key: string
+    useStack(
+      backend,
+      {
+        devnet: { confirmations: 2, pollIntervalMs: 200 },
+        env: { RELAYER_KEY_FILE: KEY_FILE },
+      },
+      (s) => {
+        devnet = s.devnet
+        wallet = createDevnetClient(devnet.rpcUrl, devnet.wallet.privateKey)
+        t = s.t
+        key = s.key
+      },
+    )
+
+    const state = async (id: string) => (await (await t.fetch(`/pay/${id}/state`)).json()) as any
+    const post = (path: string, body: unknown) =>
+      t.fetch(path, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      })
+    /** A transaction with TUSD chosen: its pay state, with the signature offer. */
+    async function prepared(amount = 12) {
+      const r = await api(t, key).create({ amount })
+      const id = ((await r.json()) as any).transaction.id as string
+      const s = (await (
+        await post(`/pay/${id}/select`, {
+          token_symbol: 'TUSD',
+          blockchain_network: 'devnet',
+        })
+      ).json()) as any
+      expect(s.status).toBe('prepared')
+      return s
+    }
+    /** A customer with `tokens` TUSD and no ETH at all. */
+    async function customer(tokens: bigint) {
+      const account = privateKeyToAccount(generatePrivateKey())
+      if (tokens > 0n)
+        await wallet.waitForTransactionReceipt({
+          hash: await wallet.writeContract({
+            address: devnet.stablecoin,
+            abi: TestStablecoin.abi,
+            functionName: 'mint',
+            args: [account.address, tokens],
+          }),
+        })
+      return account
+    }
+    /** Signs what the page offers (overridden where a test lies), as a wallet would. */
+    async function sign(
+      account: ReturnType<typeof privateKeyToAccount>,
+      s: any,
+      over: Partial<{
+        to: Hex
+        value: bigint
+        validBefore: bigint
+        chainId: number
+        verifyingContract: Hex
+        nonce: Hex
+      }> = {},
+    ) {
+      const a = s.authorization
+      const message = {
+        from: account.address,
+        to: over.to ?? getAddress(a.to),
+        value: over.value ?? BigInt(a.value),
+        validAfter: 0n,
+        validBefore: over.validBefore ?? BigInt(a.valid_before),
+        nonce: over.nonce ?? randomNonce(),
+      }
+      const domain = {
+        ...a.domain,
+        chainId: over.chainId ?? a.domain.chainId,
+        verifyingContract: over.verifyingContract ?? a.domain.verifyingContract,
+      }
+      const signature = await account.signTypedData(
+        transferAuthorizationTypedData(domain, message) as never,
+      )
+      return {
+        from: account.address,
+        value: String(message.value),
+        valid_after: '0',
+        valid_before: String(message.validBefore),
+        nonce: message.nonce,
+        signature,
+      }
+    }
+    const relayerNonce = () => wallet.getTransactionCount({ address: RELAYER.address })
+
+    test('a customer holding TUSD and no ETH pays by one signature; the relayer pays the gas and the payment confirms like any other', async () => {
+      const s = await prepared(12)
+      expect(s.authorization).toMatchObject({
+        domain: {
+          name: 'Test USD',
+          version: '2',
+          chainId: 31337,
+          verifyingContract: devnet.stablecoin,
+        },
+        primary_type: 'TransferWithAuthorization',
+        to: s.quote.deposit_address,
+        value: '12000000',
+        valid_after: '0',
+        valid_before: String(Math.floor(Date.parse(s.expires_at) / 1000)),
+        relayer: RELAYER.address,
+      })
+      const payer = await customer(12_000_000n)
+      expect(await wallet.getBalance({ address: payer.address })).toBe(0n)
+      const r = await post(`/pay/${s.id}/authorization`, await sign(payer, s))
+      expect(r.status).toBe(200)
+      const { transaction_hash } = (await r.json()) as any
+      const receipt = await wallet.waitForTransactionReceipt({ hash: transaction_hash })
+      expect(getAddress(receipt.from)).toBe(RELAYER.address)
+      const done = await waitUntil(
+        'completed',
+        () => state(s.id),
+        (x) => x.status === 'completed',
+      )
+      expect(done.transaction_hash).toBe(transaction_hash)
+      expect(done.amount_received).toBe('12000000')
+      // The customer spent tokens only: still no ETH, and the tokens are at the deposit address.
+      expect(await wallet.getBalance({ address: payer.address })).toBe(0n)
+      const held = (a: Hex) =>
+        wallet.readContract({
+          address: devnet.stablecoin,
+          abi: TestStablecoin.abi,
+          functionName: 'balanceOf',
+          args: [a],
+        })
+      expect(await held(payer.address)).toBe(0n)
+      expect(await held(s.quote.deposit_address)).toBe(12_000_000n)
+      // Completed: nothing more is offered.
+      expect(done.authorization).toBeNull()
+    })
+
+    test('hostile or wrong authorizations are refused with the reason, and the relayer sends nothing', async () => {
+      const s = await prepared(7)
+      const payer = await customer(7_000_000n)
+      const poor = await customer(1_000_000n)
+      const before = await relayerNonce()
+      const expiry = BigInt(s.authorization.valid_before)
+      const refused: [string, unknown, number, RegExp][] = [
+        [
+          'another amount',
+          await sign(payer, s, { value: 6_999_999n }),
+          400,
+          /value: must be exactly 7000000/,
+        ],
+        [
+          'signed for another chain',
+          await sign(payer, s, { chainId: 1 }),
+          400,
+          /signature: is not by/,
+        ],
+        [
+          'signed for another token',
+          await sign(payer, s, { verifyingContract: devnet.feed }),
+          400,
+          /signature: is not by/,
+        ],
+        [
+          'signed to another recipient',
+          await sign(payer, s, { to: payer.address }),
+          400,
+          /signature: is not by/,
+        ],
+        [
+          'valid past the expiry',
+          await sign(payer, s, { validBefore: expiry + 1n }),
+          400,
+          /valid_before: must be no later than/,
+        ],
+        [
+          'a window already closing',
+          await sign(payer, s, { validBefore: BigInt(Math.floor(Date.now() / 1000) + 5) }),
+          400,
+          /valid_before: must leave at least 30 s/,
+        ],
+        [
+          'a payer short of the amount',
+          await sign(poor, s),
+          400,
+          /from: holds 1000000 of the token, less than the 7000000 due/,
+        ],
+        [
+          'a signature claimed for someone else',
+          { ...(await sign(poor, s)), from: payer.address },
+          400,
+          /signature: is not by/,
+        ],
+        ['an unknown field', { ...(await sign(payer, s)), to: payer.address }, 400, /to/],
+      ]
+      for (const [why, body, status, reason] of refused) {
+        const r = await post(`/pay/${s.id}/authorization`, body)
+        const text = await r.text()
+        expect({ why, status: r.status, matches: reason.test(text) }).toEqual({
+          why,
+          status,
+          matches: true,
+        })
+      }
+      expect(await relayerNonce()).toBe(before)
+
+      // The right one goes through; sent again (a replay), it is refused and sends nothing more.
+      const good = await sign(payer, s)
+      expect((await post(`/pay/${s.id}/authorization`, good)).status).toBe(200)
+      const after = await relayerNonce()
+      expect(after).toBe(before + 1)
+      const replay = await post(`/pay/${s.id}/authorization`, good)
+      expect(replay.status).toBeGreaterThanOrEqual(400)
+      expect(replay.status).toBeLessThan(500)
+      expect(await relayerNonce()).toBe(after)
+      await waitUntil(
+        'completed',
+        () => state(s.id),
+        (x) => x.status === 'completed',
+      )
+    })
+
+    test('an authorization whose nonce the payer already used elsewhere is refused before any gas', async () => {
+      const s = await prepared(3)
+      const payer = await customer(6_000_000n)
+      const nonce = randomNonce()
+      // The payer spends that nonce on another transfer first (someone with gas submits it).
+      const elsewhere = await sign(payer, s, {
+        to: devnet.wallet.address,
+        value: 3_000_000n,
+        nonce,
+      })
+      const domain = s.authorization.domain
+      await wallet.waitForTransactionReceipt({
+        hash: await wallet.writeContract({
+          address: devnet.stablecoin,
+          abi: TestStablecoin.abi,
+          functionName: 'transferWithAuthorization',
+          args: [
+            payer.address,
+            devnet.wallet.address,
+            3_000_000n,
+            0n,
+            BigInt(elsewhere.valid_before),
+            nonce,
+            elsewhere.signature,
+          ],
+        }),
+      })
+      expect(domain.verifyingContract).toBe(devnet.stablecoin)
+      const before = await relayerNonce()
+      const r = await post(`/pay/${s.id}/authorization`, await sign(payer, s, { nonce }))
+      expect(r.status).toBe(409)
+      expect(await r.text()).toMatch(/nonce was used or canceled already/)
+      expect(await relayerNonce()).toBe(before)
+    })
+
+    test('a transaction with no token chosen yet has nothing to sign', async () => {
+      const r = await api(t, key).create({ amount: 5 })
+      const id = ((await r.json()) as any).transaction.id as string
+      expect((await state(id)).authorization).toBeNull()
+      const payer = await customer(0n)
+      const refused = await post(`/pay/${id}/authorization`, {
+        from: payer.address,
+        value: '5000000',
+        valid_after: '0',
+        valid_before: '9999999999',
+        nonce: randomNonce(),
+        signature: `0x${'11'.repeat(65)}`,
+      })
+      expect(refused.status).toBe(409)
+    })
+  })
+}
