@@ -87,8 +87,8 @@ export interface Config {
    * null: no relayer (on the devnet, one of its funded accounts). It pays gas only.
    */
   relayerKeyFile: string | null
-  /** The relayer's bounds: max fee per gas (gwei), gas per network per hour and a warning balance (native coin). */
-  relayer: { maxFeeGwei: string; maxSpendPerHour: string; minBalance: string }
+  /** The relayer's bounds: max fee per gas (gwei) and gas per network per hour (native coin). */
+  relayer: { maxFeeGwei: string; maxSpendPerHour: string }
 }
 
 export class ConfigError extends Error {
@@ -144,7 +144,6 @@ const EnvSchema = Type.Object({
   RELAYER_KEY_FILE: text(),
   RELAYER_MAX_FEE_GWEI: Type.Optional(Type.String({ pattern: DECIMAL })),
   RELAYER_MAX_SPEND_PER_HOUR: Type.Optional(Type.String({ pattern: DECIMAL })),
-  RELAYER_MIN_BALANCE: Type.Optional(Type.String({ pattern: DECIMAL })),
 })
 type Vars = Static<typeof EnvSchema>
 type Variable = keyof Vars
@@ -212,8 +211,6 @@ const EXPLAIN: Partial<Record<Variable, Explain>> = {
     `must be a positive decimal number of gwei (like 50 or 0.5), got "${raw}"`,
   RELAYER_MAX_SPEND_PER_HOUR: (_, raw) =>
     `must be a positive decimal amount of the native coin (like 0.05), got "${raw}"`,
-  RELAYER_MIN_BALANCE: (_, raw) =>
-    `must be a positive decimal amount of the native coin (like 0.01), got "${raw}"`,
   METRICS_TOKEN: () =>
     'must be 16 to 200 characters of letters, digits and ._~+/- (for example: openssl rand -hex 32)',
   WEBHOOK_DISABLE_AFTER: (_, raw) =>
@@ -345,7 +342,6 @@ export function loadConfig(env: Env = process.env): Config {
     relayer: {
       maxFeeGwei: v.RELAYER_MAX_FEE_GWEI ?? '200',
       maxSpendPerHour: v.RELAYER_MAX_SPEND_PER_HOUR ?? '0.05',
-      minBalance: v.RELAYER_MIN_BALANCE ?? '0.01',
     },
   }
 }

@@ -42,8 +42,6 @@ export interface RelayerBounds {
   maxFeePerGasWei: bigint
   /** Most gas (limit x max fee) per network per rolling hour (RELAYER_MAX_SPEND_PER_HOUR). */
   maxSpendPerHourWei: bigint
-  /** Below this balance readiness warns (RELAYER_MIN_BALANCE). */
-  minBalanceWei: bigint
 }
 
 /** What the relayer needs of a network: its chain id and a client to read and send through. */
@@ -83,7 +81,6 @@ export function createRelayer(deps: {
   const { db } = deps.database
   const byName = new Map(deps.networks.map((n) => [n.name, n]))
   const sender = deps.account.address
-  const balances = new Map<string, bigint>()
   // One submission at a time per network: each takes the next nonce of the relayer's account.
   const queues = new Map<string, Promise<unknown>>()
   const inTurn = <T>(network: string, run: () => Promise<T>): Promise<T> => {
@@ -136,19 +133,7 @@ export function createRelayer(deps: {
     address: sender,
     /** Networks the relayer can submit on. */
     offers: (network: string) => byName.has(network),
-    /** The relayer's balance on each network at the last refresh (wei). */
-    balances: () => new Map(balances),
     bounds: deps.bounds,
-
-    /** Reads the relayer's balance on every network (metrics, readiness). */
-    async refreshBalances(): Promise<void> {
-      await Promise.all(
-        deps.networks.map(async (n) => {
-          const b = await n.client.getBalance({ address: sender }).catch(() => null)
-          if (b !== null) balances.set(n.name, b)
-        }),
-      )
-    },
 
     /**
      * Checks the authorization by simulation and, when the token would take it and the bounds

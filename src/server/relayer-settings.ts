@@ -19,7 +19,6 @@ export function relayerSettings(
     bounds: {
       maxFeePerGasWei: parseGwei(config.relayer.maxFeeGwei),
       maxSpendPerHourWei: parseEther(config.relayer.maxSpendPerHour),
-      minBalanceWei: parseEther(config.relayer.minBalance),
     },
   }
 }

@@ -5,6 +5,8 @@
 import { afterAll, afterEach, beforeAll, beforeEach, expect, test } from 'bun:test'
 import jsQR from 'jsqr'
 import type { Page } from 'playwright-core'
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
+import { TestStablecoin } from '../../src/chain/artifacts/index.ts'
 import { createDevnetClient, type DevnetClient } from '../../src/chain/devnet.ts'
 import { manualClock } from '../../src/lib/clock.ts'
 import type { PayState } from '../../src/modules/pay/model.ts'
@@ -507,6 +509,93 @@ describeWithBrowser('pay page in Chromium on the devnet', () => {
     // (docs/decisions/0012-transaction-lifecycle.md).
     const timeline = await (await api(t, key).get(`/api/transactions/${tx.id}/timeline`)).json()
     expect(timeline.timeline.map((e: { to_status: string }) => e.to_status)).toContain('pending')
+    expect(browser.failures).toEqual([])
+  })
+
+  test('"Pay by signature": a customer holding TUSD and 0 ETH signs once in an EIP-1193 wallet, the relayer pays the gas, the payment completes and the customer still has 0 ETH', async () => {
+    const tx = await createTx()
+    const customer = privateKeyToAccount(generatePrivateKey())
+    await wallet.waitForTransactionReceipt({
+      hash: await wallet.writeContract({
+        address: t.server.devnet!.stablecoin,
+        abi: TestStablecoin.abi,
+        functionName: 'mint',
+        args: [customer.address, 100_000_000n],
+      }),
+    })
+    const page = await browser.newPage()
+    const calls: string[] = []
+    let chainId = '0x1'
+    // A wallet extension stand-in holding the customer's key: it signs typed data itself and
+    // sends every other call to the devnet.
+    await page.exposeFunction('walletRpc', async (method: string, params: unknown[]) => {
+      calls.push(method)
+      if (method === 'eth_requestAccounts' || method === 'eth_accounts')
+        return { result: [customer.address] }
+      if (method === 'eth_chainId') return { result: chainId }
+      if (method === 'wallet_switchEthereumChain') {
+        chainId = (params[0] as { chainId: string }).chainId
+        return { result: null }
+      }
+      if (method === 'eth_signTypedData_v4') {
+        const typed = JSON.parse(params[1] as string)
+        const { EIP712Domain: _, ...types } = typed.types
+        const uint = new Set(['value', 'validAfter', 'validBefore'])
+        const message = Object.fromEntries(
+          Object.entries(typed.message).map(([k, v]) => [k, uint.has(k) ? BigInt(v as string) : v]),
+        )
+        return {
+          result: await customer.signTypedData({
+            domain: typed.domain,
+            types,
+            primaryType: typed.primaryType,
+            message,
+          } as never),
+        }
+      }
+      try {
+        return { result: await rpc(method, params) }
+      } catch (e) {
+        return { error: { code: -32000, message: (e as Error).message } }
+      }
+    })
+    await page.addInitScript(() => {
+      const w = window as unknown as {
+        walletRpc(
+          m: string,
+          p: unknown,
+        ): Promise<{ result?: unknown; error?: { code: number; message: string } }>
+        ethereum: unknown
+      }
+      w.ethereum = {
+        async request({ method, params }: { method: string; params?: unknown[] }) {
+          const r = await w.walletRpc(method, params ?? [])
+          if (r.error) throw Object.assign(new Error(r.error.message), { code: r.error.code })
+          return r.result
+        },
+        on() {},
+        removeListener() {},
+      }
+    })
+    await page.goto(tx.url)
+    await page.getByRole('button', { name: 'TUSD on devnet' }).click()
+    await expect(page.locator('#sign-hint').textContent()).resolves.toBe(PAY_TEXT.signHint)
+    await page.screenshot({ path: browser.artifact('pay-by-signature-offer'), fullPage: true })
+    await page.getByRole('button', { name: PAY_TEXT.signWallet }).click()
+    await page
+      .locator('#wallet-message')
+      .filter({
+        hasText: /^Signed\. The payment was submitted for you: transaction 0x[0-9a-f]{64}$/,
+      })
+      .waitFor()
+    await waitForStatus(page, PAY_TEXT.statusCompleted)
+    expect(calls).toContain('eth_signTypedData_v4')
+    expect(calls).not.toContain('eth_sendTransaction')
+    expect(chainId).toBe('0x7a69')
+    expect(await wallet.getBalance({ address: customer.address })).toBe(0n)
+    const done = await stateOf(t, tx.id)
+    expect(done.status).toBe('completed')
+    expect(done.amount_received).toBe(done.quote!.token_amount)
     expect(browser.failures).toEqual([])
   })
 

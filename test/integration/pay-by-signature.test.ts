@@ -307,3 +307,85 @@ for (const backend of backends()) {
     })
   })
 }
+
+/** The relayer's bounds: past either, it sends nothing and the customer is told to pay by transfer. */
+for (const [bound, env, reason] of [
+  [
+    'a fee cap below the network fee',
+    { RELAYER_MAX_FEE_GWEI: '0.000000001' },
+    /above the relayer's cap of 0\.000000001 gwei/,
+  ],
+  [
+    'an hourly gas budget already spent',
+    { RELAYER_MAX_SPEND_PER_HOUR: '0.000000000000000001' },
+    /spent its gas allowance for this hour on devnet/,
+  ],
+] as const) {
+  describe(`the relayer with ${bound} [pglite]`, () => {
+    let devnet: Devnet
+    let t: TestServer
+    let key: string
+    useStack(
+      'pglite',
+      {
+        devnet: { confirmations: 2, pollIntervalMs: 200 },
+        env: { RELAYER_KEY_FILE: KEY_FILE, ...env },
+      },
+      (s) => {
+        devnet = s.devnet
+        t = s.t
+        key = s.key
+      },
+    )
+
+    test('refuses with 503 and the reason, sending nothing', async () => {
+      const wallet = createDevnetClient(devnet.rpcUrl, devnet.wallet.privateKey)
+      const created = await api(t, key).create({ amount: 2 })
+      const id = ((await created.json()) as any).transaction.id as string
+      const s = (await (
+        await t.fetch(`/pay/${id}/select`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ token_symbol: 'TUSD', blockchain_network: 'devnet' }),
+        })
+      ).json()) as any
+      const payer = privateKeyToAccount(generatePrivateKey())
+      await wallet.waitForTransactionReceipt({
+        hash: await wallet.writeContract({
+          address: devnet.stablecoin,
+          abi: TestStablecoin.abi,
+          functionName: 'mint',
+          args: [payer.address, 2_000_000n],
+        }),
+      })
+      const a = s.authorization
+      const message = {
+        from: payer.address,
+        to: getAddress(a.to),
+        value: BigInt(a.value),
+        validAfter: 0n,
+        validBefore: BigInt(a.valid_before),
+        nonce: randomNonce(),
+      }
+      const signature = await payer.signTypedData(
+        transferAuthorizationTypedData(a.domain, message) as never,
+      )
+      const before = await wallet.getTransactionCount({ address: RELAYER.address })
+      const r = await t.fetch(`/pay/${id}/authorization`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          from: payer.address,
+          value: a.value,
+          valid_after: '0',
+          valid_before: a.valid_before,
+          nonce: message.nonce,
+          signature,
+        }),
+      })
+      expect(r.status).toBe(503)
+      expect(await r.text()).toMatch(reason)
+      expect(await wallet.getTransactionCount({ address: RELAYER.address })).toBe(before)
+    })
+  })
+}

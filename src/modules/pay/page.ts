@@ -178,9 +178,11 @@ ${({ s }) => (s.testing_mode ? TEST_BANNER : '')}
   <p ${at('pay-warning')} class="hint">${text('pay-warning')}</p>
   <div ${at('wallet-actions')} class="actions">
     <a ${at('open-wallet')} class="button">${T.openWallet}</a>
+    <button type="button" ${at('sign-wallet')} class="button primary">${T.signWallet}</button>
     <button type="button" ${at('browser-wallet')} class="button">${T.browserWallet}</button>
     <button type="button" ${at('test-wallet')} class="button test">${T.testWallet}</button>
   </div>
+  <p ${at('sign-hint')} class="hint">${T.signHint}</p>
   <p id="wallet-message" class="wallet-message" role="status" aria-live="polite"></p>
   <div class="actions">
     <button type="button" ${at('confirm')} class="button primary">${T.confirmSent}</button>
@@ -227,6 +229,8 @@ export function renderPayPage(state: PayState, asset: AssetUrl): string {
   const v = payView(state, t, Date.parse(state.server_time))
   // Shown by the browser script only when the browser has a wallet.
   v['browser-wallet'] = { hidden: true }
+  v['sign-wallet'] = { hidden: true }
+  v['sign-hint'] = { hidden: true }
   const selected = state.quote
     ? tokenKey(state.quote.token_symbol, state.quote.blockchain_network)
     : null

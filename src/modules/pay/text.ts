@@ -43,6 +43,11 @@ export const PAY_TEXT = {
   qrAlt: 'QR code of the payment request: {amount} to {address} on {network}',
   qrHint: 'Scan with your wallet app.',
   openWallet: 'Open in wallet app',
+  signWallet: 'Pay by signature, no gas needed',
+  signHint:
+    'For browser wallets that sign typed messages (EIP-712): you sign once and pay the token only; this service pays the network fee. Any other wallet: send the amount to the address above.',
+  signWalletBusy: 'Sign the payment in your wallet…',
+  signWalletSent: 'Signed. The payment was submitted for you: transaction {hash}',
   browserWallet: 'Pay with browser wallet',
   browserWalletBusy: 'Confirm the payment in your wallet…',
   browserWalletSent: 'Sent from your wallet. Transaction {hash}',

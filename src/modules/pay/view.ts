@@ -40,6 +40,8 @@ export const PART_IDS = [
   'qr',
   'open-wallet',
   'wallet-actions',
+  'sign-wallet',
+  'sign-hint',
   'browser-wallet',
   'test-wallet',
   'confirm',
@@ -190,6 +192,10 @@ export function payView(s: PayState, t: PayText, serverNow: number): View {
     'wallet-actions': { hidden: !awaiting },
     // The browser script shows it only when the browser has a wallet (EIP-1193 provider).
     'browser-wallet': { hidden: !awaiting },
+    // Paying by one signature, gas paid by the service: for tokens that take EIP-3009, when the
+    // service runs a relayer (the browser script also needs a wallet to show it).
+    'sign-wallet': { hidden: !(awaiting && s.authorization) },
+    'sign-hint': { hidden: !(awaiting && s.authorization) },
     'test-wallet': { hidden: !(awaiting && s.test_wallet) },
     confirm: { hidden: s.status !== 'prepared' || q === null },
     'change-token': { hidden: !(s.status === 'prepared' && q !== null) },

@@ -61,9 +61,14 @@ function render(): void {
     const el = byId(id)
     if (el) applyPart(el, v[id])
   }
-  if (!window.ethereum) byId('browser-wallet')!.hidden = true
+  if (!window.ethereum) {
+    byId('browser-wallet')!.hidden = true
+    byId('sign-wallet')!.hidden = true
+    byId('sign-hint')!.hidden = true
+  }
   if (sentWhenReceived !== null && (state.amount_received ?? '0') === sentWhenReceived) {
     byId('browser-wallet')!.hidden = true
+    byId('sign-wallet')!.hidden = true
     byId('test-wallet')!.hidden = true
   }
   if (changingToken && state.status === 'prepared') {
@@ -359,6 +364,46 @@ async function payWithBrowserWallet(button: HTMLButtonElement): Promise<void> {
   }).finally(() => (sending = false))
 }
 
+/** The wallet signs an EIP-3009 authorization; the service's relayer submits it and pays gas. */
+async function payBySignature(button: HTMLButtonElement): Promise<void> {
+  const provider = window.ethereum
+  const offer = state.authorization
+  if (!provider || !offer || sending) return
+  walletMessage(t.signWalletBusy)
+  sending = true
+  await withBusy(button, async () => {
+    const walletScript: string = document.body.dataset.walletScript!
+    const { signAuthorization }: typeof import('./browser-wallet.ts') = await import(walletScript)
+    const r = await signAuthorization(provider, offer)
+    if (!r.ok) {
+      walletMessage(null)
+      showError(
+        r.reason === 'rejected'
+          ? t.browserWalletRejected
+          : r.reason === 'unknown_chain'
+            ? fill(t.browserWalletWrongChain, {
+                network: state.quote?.blockchain_network ?? '',
+                chainId: offer.domain.chainId,
+              })
+            : fill(t.browserWalletFailed, { message: r.message }),
+      )
+      return
+    }
+    const sent = (await post('/authorization', r.signed)) as { transaction_hash: string } | null
+    if (!sent) {
+      walletMessage(null)
+      return
+    }
+    walletMessage(fill(t.signWalletSent, { hash: sent.transaction_hash }))
+    paid()
+    if (state.status === 'prepared') {
+      const c = await post('/confirm')
+      if (c) setState(c as PayState)
+      else showError(null)
+    }
+  }).finally(() => (sending = false))
+}
+
 function wire(): void {
   for (const b of document.querySelectorAll<HTMLButtonElement>('button.token'))
     b.addEventListener('click', () => chooseToken(b))
@@ -372,6 +417,7 @@ function wire(): void {
   on('confirm', confirmSent)
   on('test-wallet', payWithTestWallet)
   on('browser-wallet', payWithBrowserWallet)
+  on('sign-wallet', payBySignature)
   on('cancel', () => {
     showCancelQuestion(true)
     byId('cancel-yes')?.focus()
