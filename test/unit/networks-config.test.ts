@@ -120,6 +120,31 @@ describe('parseNetworksConfig()', () => {
     expect(token.price).toEqual({ kind: 'chainlink', feed: FEED, maxAgeSeconds: 3600 })
   })
 
+  test('keeps eip3009: true on an ERC-20 token; false or absent leaves no eip3009 key', () => {
+    const parsed = (token: Record<string, unknown>) => parseNetworksConfig(withToken(token))[0]!
+    expect(parsed(erc20({ eip3009: true })).tokens).toEqual([
+      {
+        kind: 'erc20',
+        symbol: 'USDC',
+        decimals: 6,
+        address: USDC,
+        eip3009: true,
+        price: { kind: 'fixedUsd', usd: '1' },
+      },
+    ])
+    for (const token of [erc20({ eip3009: false }), erc20()]) {
+      const [t] = parsed(token).tokens
+      expect(t).toEqual({
+        kind: 'erc20',
+        symbol: 'USDC',
+        decimals: 6,
+        address: USDC,
+        price: { kind: 'fixedUsd', usd: '1' },
+      })
+      expect(Object.keys(t!)).not.toContain('eip3009')
+    }
+  })
+
   test('throws a NetworksConfigError that lists every problem with its path', () => {
     try {
       parseNetworksConfig([network({ chainId: 0, confirmations: 0 })])
@@ -287,6 +312,21 @@ describe('validateNetworksConfig() refuses', () => {
     expect(
       problemAt(withToken({ ...noAddress, native: false }), 'networks[0].tokens[0].native'),
     ).toContain('must be true')
+  })
+
+  test('eip3009 that is not a boolean, or declared on the native coin', () => {
+    for (const eip3009 of ['true', 1, 0, null, {}])
+      expect(problemAt(withToken(erc20({ eip3009 })), 'networks[0].tokens[0].eip3009')).toBe(
+        'networks[0].tokens[0].eip3009: must be true or false (true: the contract takes EIP-3009 transferWithAuthorization, as USDC does)',
+      )
+    const eth = { symbol: 'ETH', decimals: 18, native: true, price: { fixedUsd: '3000' } }
+    expect(
+      problems([network({ tokens: [erc20({ eip3009: true }), { ...eth, eip3009: true }] })]),
+    ).toEqual([
+      'networks[0].tokens[1].eip3009: applies to ERC-20 tokens only (a native coin cannot be sent by signature)',
+    ])
+    // false on the native coin says what is true of it anyway.
+    expect(validateNetworksConfig(withToken({ ...eth, eip3009: false })).ok).toBe(true)
   })
 
   test('bad addresses: malformed, wrong checksum, zero', () => {
@@ -479,6 +519,7 @@ describe('presets', () => {
         symbol: 'USDC',
         decimals: 6,
         address: '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913',
+        eip3009: true,
         price: { kind: 'fixedUsd', usd: '1' },
       },
     ])
@@ -509,6 +550,30 @@ describe('presets', () => {
       price: { kind: 'fixedUsd', usd: '1' },
     })
     expect(n!.tokens[2]).toMatchObject({ symbol: 'DAI', address: USDC })
+  })
+
+  test("every preset's USDC takes EIP-3009 authorizations (eip3009: true); no native coin does", () => {
+    const tokens = Object.keys(NETWORK_PRESETS).flatMap((preset) =>
+      parseNetworksConfig([{ preset, rpcUrl: RPC }])[0]!.tokens.map((t) => ({ preset, ...t })),
+    )
+    const usdc = tokens.filter((t) => t.symbol === 'USDC')
+    expect(usdc.length).toBeGreaterThan(0)
+    // The preset's name rides along, so a failure says which one.
+    for (const t of usdc) expect(t).toMatchObject({ kind: 'erc20', eip3009: true })
+    for (const t of tokens.filter((x) => x.kind === 'native'))
+      expect(Object.keys(t)).not.toContain('eip3009')
+  })
+
+  test("a preset's eip3009 stays with its contract: kept over other fields, dropped for another address unless declared again, turned off by false", () => {
+    const usdc = (token: Record<string, unknown>) =>
+      parseNetworksConfig([{ preset: 'base', rpcUrl: RPC, tokens: [token] }])[0]!.tokens[0]!
+    expect(usdc({ symbol: 'USDC', decimals: 18 })).toMatchObject({ decimals: 18, eip3009: true })
+    expect(Object.keys(usdc({ symbol: 'USDC', address: USDC }))).not.toContain('eip3009')
+    expect(usdc({ symbol: 'USDC', address: USDC, eip3009: true })).toMatchObject({
+      address: USDC,
+      eip3009: true,
+    })
+    expect(Object.keys(usdc({ symbol: 'USDC', eip3009: false }))).not.toContain('eip3009')
   })
 
   test('an unknown preset, a symbol the preset lacks and a symbol without a preset are named', () => {
