@@ -63,6 +63,7 @@ describe('startDevnet()', () => {
       symbol: 'TUSD',
       decimals: 6,
       address: devnet.stablecoin,
+      eip3009: true,
       price: { kind: 'fixedUsd', usd: '1' },
     })
     expect(token('ETH')).toEqual({
@@ -78,7 +79,13 @@ describe('startDevnet()', () => {
     const asJson = {
       ...rest,
       tokens: [
-        { symbol: 'TUSD', decimals: 6, address: devnet.stablecoin, price: { fixedUsd: '1' } },
+        {
+          symbol: 'TUSD',
+          decimals: 6,
+          address: devnet.stablecoin,
+          eip3009: true,
+          price: { fixedUsd: '1' },
+        },
         {
           symbol: 'ETH',
           decimals: 18,
