@@ -133,8 +133,6 @@ export function createRelayer(deps: {
     address: sender,
     /** Networks the relayer can submit on. */
     offers: (network: string) => byName.has(network),
-    bounds: deps.bounds,
-
     /**
      * Checks the authorization by simulation and, when the token would take it and the bounds
      * allow, signs, records and sends it. Resolves with the relayer's transaction hash once the

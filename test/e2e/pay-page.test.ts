@@ -81,6 +81,42 @@ const stateOf = async (server: TestServer, id: string): Promise<PayState> =>
 const rpc = (method: string, params: unknown[] = []): Promise<unknown> =>
   wallet.request({ method, params } as never)
 
+/**
+ * A wallet extension stand-in on the page (window.ethereum, EIP-1193): each request goes to
+ * `answer`, and what it leaves (undefined) goes to the devnet node, as a real wallet would.
+ */
+async function injectWallet(
+  page: Page,
+  answer: (method: string, params: unknown[]) => Promise<unknown> | unknown,
+): Promise<void> {
+  await page.exposeFunction('walletRpc', async (method: string, params: unknown[]) => {
+    try {
+      const own = await answer(method, params)
+      return { result: own === undefined ? await rpc(method, params) : own }
+    } catch (e) {
+      return { error: { code: -32000, message: (e as Error).message } }
+    }
+  })
+  await page.addInitScript(() => {
+    const w = window as unknown as {
+      walletRpc(
+        m: string,
+        p: unknown,
+      ): Promise<{ result?: unknown; error?: { code: number; message: string } }>
+      ethereum: unknown
+    }
+    w.ethereum = {
+      async request({ method, params }: { method: string; params?: unknown[] }) {
+        const r = await w.walletRpc(method, params ?? [])
+        if (r.error) throw Object.assign(new Error(r.error.message), { code: r.error.code })
+        return r.result
+      },
+      on() {},
+      removeListener() {},
+    }
+  })
+}
+
 /** Records every text the status line shows, so stages that pass quickly are still seen. */
 async function recordStatus(page: Page): Promise<() => Promise<string[]>> {
   await page.evaluate(() => {
@@ -447,40 +483,16 @@ describeWithBrowser('pay page in Chromium on the devnet', () => {
     const calls: string[] = []
     let chainId = '0x1'
     const account = t.server.devnet!.wallet.address
-    // A wallet extension stand-in: answers account and chain requests itself and signs with
-    // anvil's unlocked account, sending everything else to the devnet, as a real wallet would.
-    await page.exposeFunction('walletRpc', async (method: string, params: unknown[]) => {
+    // Answers account and chain requests itself; anvil's unlocked account signs what it sends.
+    await injectWallet(page, (method, params) => {
       calls.push(method)
-      if (method === 'eth_requestAccounts' || method === 'eth_accounts')
-        return { result: [account] }
-      if (method === 'eth_chainId') return { result: chainId }
+      if (method === 'eth_requestAccounts' || method === 'eth_accounts') return [account]
+      if (method === 'eth_chainId') return chainId
       if (method === 'wallet_switchEthereumChain') {
         chainId = (params[0] as { chainId: string }).chainId
-        return { result: null }
+        return null
       }
-      try {
-        return { result: await rpc(method, params) }
-      } catch (e) {
-        return { error: { code: -32000, message: (e as Error).message } }
-      }
-    })
-    await page.addInitScript(() => {
-      const w = window as unknown as {
-        walletRpc(
-          m: string,
-          p: unknown,
-        ): Promise<{ result?: unknown; error?: { code: number; message: string } }>
-        ethereum: unknown
-      }
-      w.ethereum = {
-        async request({ method, params }: { method: string; params?: unknown[] }) {
-          const r = await w.walletRpc(method, params ?? [])
-          if (r.error) throw Object.assign(new Error(r.error.message), { code: r.error.code })
-          return r.result
-        },
-        on() {},
-        removeListener() {},
-      }
+      return undefined
     })
     await page.goto(tx.url)
     await page.getByRole('button', { name: 'TUSD on devnet' }).click()
@@ -526,16 +538,14 @@ describeWithBrowser('pay page in Chromium on the devnet', () => {
     const page = await browser.newPage()
     const calls: string[] = []
     let chainId = '0x1'
-    // A wallet extension stand-in holding the customer's key: it signs typed data itself and
-    // sends every other call to the devnet.
-    await page.exposeFunction('walletRpc', async (method: string, params: unknown[]) => {
+    // The wallet holds the customer's key: it signs typed data itself.
+    await injectWallet(page, (method, params) => {
       calls.push(method)
-      if (method === 'eth_requestAccounts' || method === 'eth_accounts')
-        return { result: [customer.address] }
-      if (method === 'eth_chainId') return { result: chainId }
+      if (method === 'eth_requestAccounts' || method === 'eth_accounts') return [customer.address]
+      if (method === 'eth_chainId') return chainId
       if (method === 'wallet_switchEthereumChain') {
         chainId = (params[0] as { chainId: string }).chainId
-        return { result: null }
+        return null
       }
       if (method === 'eth_signTypedData_v4') {
         const typed = JSON.parse(params[1] as string)
@@ -544,38 +554,14 @@ describeWithBrowser('pay page in Chromium on the devnet', () => {
         const message = Object.fromEntries(
           Object.entries(typed.message).map(([k, v]) => [k, uint.has(k) ? BigInt(v as string) : v]),
         )
-        return {
-          result: await customer.signTypedData({
-            domain: typed.domain,
-            types,
-            primaryType: typed.primaryType,
-            message,
-          } as never),
-        }
+        return customer.signTypedData({
+          domain: typed.domain,
+          types,
+          primaryType: typed.primaryType,
+          message,
+        } as never)
       }
-      try {
-        return { result: await rpc(method, params) }
-      } catch (e) {
-        return { error: { code: -32000, message: (e as Error).message } }
-      }
-    })
-    await page.addInitScript(() => {
-      const w = window as unknown as {
-        walletRpc(
-          m: string,
-          p: unknown,
-        ): Promise<{ result?: unknown; error?: { code: number; message: string } }>
-        ethereum: unknown
-      }
-      w.ethereum = {
-        async request({ method, params }: { method: string; params?: unknown[] }) {
-          const r = await w.walletRpc(method, params ?? [])
-          if (r.error) throw Object.assign(new Error(r.error.message), { code: r.error.code })
-          return r.result
-        },
-        on() {},
-        removeListener() {},
-      }
+      return undefined
     })
     await page.goto(tx.url)
     await page.getByRole('button', { name: 'TUSD on devnet' }).click()

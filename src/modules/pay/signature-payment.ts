@@ -80,7 +80,8 @@ export async function submitAuthorization(
   projectId: string,
   body: SignedAuthorization,
 ): Promise<Outcome<{ transactionHash: Hex }>> {
-  const offer = authorizationOffer(deps, s)
+  // What the state offers was judged when it was read (authorizationOffer, above).
+  const offer = s.authorization
   if (!offer || !s.quote)
     return deny(
       'conflict',

@@ -348,20 +348,24 @@ async function payWithBrowserWallet(button: HTMLButtonElement): Promise<void> {
         if (c) setState(c as PayState)
         else showError(null) // the payment may already be detected; the stream tells
       }
-    } else {
-      walletMessage(null)
-      showError(
-        r.reason === 'rejected'
-          ? t.browserWalletRejected
-          : r.reason === 'unknown_chain'
-            ? fill(t.browserWalletWrongChain, {
-                network: q.blockchain_network,
-                chainId: q.chain_id,
-              })
-            : fill(t.browserWalletFailed, { message: r.message }),
-      )
-    }
+    } else walletRefused(r, q.blockchain_network, q.chain_id)
   }).finally(() => (sending = false))
+}
+
+/** Why the wallet did not pay or sign, in the customer's words. */
+function walletRefused(
+  r: { reason: 'rejected' | 'unknown_chain' | 'error'; message: string },
+  network: string,
+  chainId: number,
+): void {
+  walletMessage(null)
+  showError(
+    r.reason === 'rejected'
+      ? t.browserWalletRejected
+      : r.reason === 'unknown_chain'
+        ? fill(t.browserWalletWrongChain, { network, chainId })
+        : fill(t.browserWalletFailed, { message: r.message }),
+  )
 }
 
 /** The wallet signs an EIP-3009 authorization; the service's relayer submits it and pays gas. */
@@ -375,20 +379,7 @@ async function payBySignature(button: HTMLButtonElement): Promise<void> {
     const walletScript: string = document.body.dataset.walletScript!
     const { signAuthorization }: typeof import('./browser-wallet.ts') = await import(walletScript)
     const r = await signAuthorization(provider, offer)
-    if (!r.ok) {
-      walletMessage(null)
-      showError(
-        r.reason === 'rejected'
-          ? t.browserWalletRejected
-          : r.reason === 'unknown_chain'
-            ? fill(t.browserWalletWrongChain, {
-                network: state.quote?.blockchain_network ?? '',
-                chainId: offer.domain.chainId,
-              })
-            : fill(t.browserWalletFailed, { message: r.message }),
-      )
-      return
-    }
+    if (!r.ok) return walletRefused(r, state.quote?.blockchain_network ?? '', offer.domain.chainId)
     const sent = (await post('/authorization', r.signed)) as { transaction_hash: string } | null
     if (!sent) {
       walletMessage(null)
