@@ -336,6 +336,7 @@ export async function createServices(deps: {
   const pay = createPayService({
     database,
     clock,
+    baseUrl: deps.baseUrl,
     networks: chain.networks,
     verified: chain.verified,
     nativeBalance: chain.nativeBalance,

@@ -22,11 +22,14 @@ import {
   BaseError,
   ContractFunctionRevertedError,
   encodeFunctionData,
+  ExecutionRevertedError,
   formatGwei,
   type Hex,
   keccak256,
   type PrivateKeyAccount,
   type PublicClient,
+  RawContractError,
+  TransactionNotFoundError,
 } from 'viem'
 import type { Database } from '../db/client.ts'
 import { isUniqueViolation } from '../db/errors.ts'
@@ -57,6 +60,7 @@ export interface RelayerNetwork {
     | 'getBalance'
     | 'sendRawTransaction'
     | 'readContract'
+    | 'getTransaction'
   >
 }
 
@@ -116,17 +120,72 @@ export function createRelayer(deps: {
       await n.client.call({ account: sender, to: token, data })
       return null
     } catch (e) {
+      // Only a revert is the token's refusal; anything else (a node that could not be asked) is
+      // an error, and the authorization may be good.
       const reverted =
-        e instanceof BaseError ? e.walk((x) => x instanceof ContractFunctionRevertedError) : null
+        e instanceof BaseError
+          ? e.walk(
+              (x) =>
+                x instanceof ContractFunctionRevertedError ||
+                x instanceof ExecutionRevertedError ||
+                x instanceof RawContractError,
+            )
+          : null
+      if (!reverted) throw e
       const reason =
-        (reverted as ContractFunctionRevertedError | null)?.reason ??
-        (e as { details?: string }).details ??
-        (e as BaseError).shortMessage ??
-        String(e)
-      // A node that could not be asked is not a refusal of the authorization.
-      if (/fetch failed|ECONNREFUSED|timed? ?out|HTTP request failed/i.test(String(reason))) throw e
+        (reverted as ContractFunctionRevertedError).reason ??
+        (reverted as BaseError).details ??
+        (reverted as BaseError).shortMessage
       return reason
     }
+  }
+
+  /**
+   * The same authorization was relayed before, yet the simulation just now says the token has not
+   * used it: the earlier transaction is not on chain. While the node still holds it (pending, or
+   * back in its pool after a reorg) it may yet be mined, so nothing is sent; once the node has
+   * lost it (a reorg whose transactions were not taken back), the record is replaced by this new
+   * transaction, so the customer's signature still pays. Its id, or the refusal.
+   */
+  async function sendAgain(
+    n: RelayerNetwork,
+    req: RelayRequest,
+    sending: Pick<
+      typeof relayedAuthorizations.$inferInsert,
+      'txNonce' | 'rawTransaction' | 'txHash' | 'maxCostWei' | 'status' | 'createdAt'
+    >,
+  ): Promise<Outcome<string>> {
+    const a = req.authorization
+    const [before] = await db
+      .select({ id: relayedAuthorizations.id, txHash: relayedAuthorizations.txHash })
+      .from(relayedAuthorizations)
+      .where(
+        and(
+          eq(relayedAuthorizations.network, req.network),
+          eq(relayedAuthorizations.token, req.token.toLowerCase()),
+          eq(relayedAuthorizations.payer, a.from.toLowerCase()),
+          eq(relayedAuthorizations.nonce, a.nonce.toLowerCase()),
+        ),
+      )
+    if (!before) return deny('conflict', 'this authorization was submitted already')
+    const held = await n.client
+      .getTransaction({ hash: before.txHash as Hex })
+      .then(() => true)
+      .catch((e) => {
+        if (e instanceof TransactionNotFoundError) return false
+        throw e
+      })
+    if (held)
+      return deny('conflict', 'this authorization was submitted already and waits to be mined')
+    await db
+      .update(relayedAuthorizations)
+      .set(sending)
+      .where(eq(relayedAuthorizations.id, before.id))
+    deps.logger.info('relayer: an authorization whose transaction left the chain is sent again', {
+      network: req.network,
+      previous: before.txHash,
+    })
+    return ok(before.id)
   }
 
   return {
@@ -183,7 +242,15 @@ export function createRelayer(deps: {
           value: 0n,
         })
         const hash = keccak256(raw)
-        const id = newId('rel')
+        const sending = {
+          txNonce,
+          rawTransaction: raw,
+          txHash: hash,
+          maxCostWei: maxCost.toString(),
+          status: 'sending' as const,
+          createdAt: new Date(deps.clock.now()),
+        }
+        let id = newId('rel')
         try {
           await db.insert(relayedAuthorizations).values({
             id,
@@ -197,17 +264,13 @@ export function createRelayer(deps: {
             validBefore: a.validBefore,
             nonce: a.nonce.toLowerCase(),
             sender: sender.toLowerCase(),
-            txNonce,
-            rawTransaction: raw,
-            txHash: hash,
-            maxCostWei: maxCost.toString(),
-            status: 'sending',
-            createdAt: new Date(deps.clock.now()),
+            ...sending,
           })
         } catch (e) {
-          if (isUniqueViolation(e, 'relayed_authorizations_nonce'))
-            return deny('conflict', 'this authorization was submitted already')
-          throw e
+          if (!isUniqueViolation(e, 'relayed_authorizations_nonce')) throw e
+          const again = await sendAgain(n, req, sending)
+          if (!again.ok) return again
+          id = again.value
         }
         try {
           await n.client.sendRawTransaction({ serializedTransaction: raw })

@@ -11,6 +11,7 @@ const R7_FIELDS = [
   'amount_usd',
   'currency',
   'payment_url',
+  'x402_url',
   'testing_mode',
   'created_at',
   'expires_at',
@@ -79,6 +80,7 @@ for (const backend of backends()) {
         expect(tx.currency).toBe('USD')
         expect(tx.testing_mode).toBe(true)
         expect(tx.payment_url).toBe(`${t.url}/pay/${tx.id}`)
+        expect(tx.x402_url).toBe(`${t.url}/pay/${tx.id}/x402`)
         expect(body.payment_url).toBe(tx.payment_url)
         expect(tx.metadata).toEqual({ cart: 'c-1', items: 2 })
         expect(Date.parse(tx.expires_at) - Date.parse(tx.created_at)).toBe(30 * 60_000)

@@ -18,6 +18,15 @@ import { PAY_TEXT, fill } from './text.ts'
 import { qrSvg } from './qr.ts'
 import type { PayService } from './service.ts'
 import type { StatusStreams } from './status-streams.ts'
+import type { X402Answer } from './x402-payment.ts'
+import {
+  decodeHeader,
+  encodeHeader,
+  PAYMENT_REQUIRED_HEADER,
+  PAYMENT_RESPONSE_HEADER,
+  PAYMENT_SIGNATURE_HEADER,
+  parsePaymentPayload,
+} from '../../x402/protocol.ts'
 
 /** The page's CSS, icon and bundled script (built from ./client by scripts/build-assets.ts). */
 export const PAY_ASSETS_DIR = fileURLToPath(new URL('./assets/', import.meta.url))
@@ -54,6 +63,40 @@ export function payController(deps: {
     const r = await p
     if (!r.ok) throw ApiError.from(r)
     return json(set, r.value)
+  }
+  /**
+   * A transaction's x402_url (docs/decisions/0063-x402.md), for any method: 402 with what to pay,
+   * or 200 with the transaction (and the settlement when this request paid it).
+   */
+  const x402 = async ({
+    params,
+    request,
+    set,
+  }: {
+    params: { id: string }
+    request: Request
+    set: Gathered
+  }) => {
+    const header = request.headers.get(PAYMENT_SIGNATURE_HEADER)
+    const parsed = header === null ? null : parsePaymentPayload(decodeHeader(header))
+    const r =
+      parsed?.ok === true
+        ? await deps.pay.x402Pay(params.id, parsed.payload, factsOf(request)?.clientIp ?? null)
+        : await deps.pay.x402Required(params.id)
+    if (!r.ok) throw ApiError.from(r)
+    const answer: X402Answer =
+      parsed?.ok === false && r.value.kind === 'required'
+        ? { ...r.value, paymentRequired: { ...r.value.paymentRequired, error: parsed.reason } }
+        : r.value
+    if (answer.kind === 'required')
+      return respond(set, JSON.stringify(answer.paymentRequired), 402, {
+        'content-type': 'application/json; charset=utf-8',
+        [PAYMENT_REQUIRED_HEADER]: encodeHeader(answer.paymentRequired),
+      })
+    return respond(set, JSON.stringify(answer.state), 200, {
+      'content-type': 'application/json; charset=utf-8',
+      ...(answer.settlement ? { [PAYMENT_RESPONSE_HEADER]: encodeHeader(answer.settlement) } : {}),
+    })
   }
   /** Seconds to wait when this client is over the per-IP limit, else null. */
   const overLimit = async (request: Request): Promise<number | null> => {
@@ -159,6 +202,8 @@ export function payController(deps: {
           detail: { hide: true },
         },
       )
+      .get('/:id/x402', x402, { detail: { hide: true } })
+      .post('/:id/x402', x402, { parse: 'none', detail: { hide: true } })
       .post(
         '/:id/test-wallet',
         async ({ params, set }) => {

@@ -1,7 +1,7 @@
 import { getAddress } from 'viem'
 import type { Quote, TxEvent } from '../../../machines/transaction.machine.ts'
 import type { DepositService } from '../../chain/deposit.service.ts'
-import type { NetworkConfig } from '../../chain/networks-config.ts'
+import type { NetworkConfig, TokenConfig } from '../../chain/networks-config.ts'
 import { paymentUri } from '../../chain/payment-uri.ts'
 import type { PriceReader } from '../../chain/prices.ts'
 import type { TestWallet } from '../../chain/test-wallet.ts'
@@ -18,10 +18,14 @@ import type { Relayer } from '../../chain/relayer.ts'
 import type { AuthorizationDomain } from '../../chain/eip3009.ts'
 import { createPayRepo } from './pay.repo.ts'
 import { modeOf } from '../../projects/mode.ts'
+import type { PaymentPayload } from '../../x402/protocol.ts'
+import { createX402Payment, type X402Answer, type X402Transaction } from './x402-payment.ts'
 
 export interface PayDeps {
   database: Database
   clock: Clock
+  /** The service's public address (BASE_URL): x402 names its resources under it. */
+  baseUrl: string
   networks: NetworkConfig[]
   prices: (network: string) => PriceReader | null
   deposits: DepositService
@@ -64,6 +68,7 @@ export function createPayService(deps: PayDeps) {
   const usable = (n: NetworkConfig) => deps.verified?.(n.name) ?? true
   const offered = (testingMode: boolean) =>
     deps.networks.filter((n) => n.testnet === testingMode && usable(n))
+  const x402 = createX402Payment({ clock: deps.clock, signatures, offered })
   const tokenOf = (network: string | null, symbol: string | null) => {
     const n = deps.networks.find((x) => x.name === network)
     const t = n?.tokens.find((x) => x.symbol === symbol)
@@ -158,82 +163,118 @@ export function createPayService(deps: PayDeps) {
       : deny('not_found', `No transaction ${id}`)
   }
 
+  /** What `token` costs now for the transaction's amount, in smallest units, rounded up. */
+  async function quoteUnits(
+    tx: TransactionRow,
+    network: NetworkConfig,
+    token: TokenConfig,
+  ): Promise<Outcome<bigint>> {
+    const price = await deps.prices(network.name)!.read(token)
+    if (!price.ok)
+      return deny(
+        'unavailable',
+        `The ${token.symbol} price is unavailable right now (${price.reason}); please try again in a moment or choose another token`,
+      )
+    return ok(
+      quoteTokenUnits(usdToCents(tx.amountUsd), token.decimals, {
+        answer: price.answer,
+        decimals: price.decimals,
+      }),
+    )
+  }
+
+  /**
+   * Locks a quote for the chosen token and assigns the deposit address
+   * (docs/decisions/0012-transaction-lifecycle.md,
+   * docs/decisions/0017-deposit-addresses-from-an-xpub.md).
+   */
+  async function select(
+    id: string,
+    choice: { token_symbol: string; blockchain_network: string },
+    clientIp: string | null,
+  ): Promise<Outcome<PayState>> {
+    const r = await load(id)
+    if (!r) return deny('not_found', `No transaction ${id}`)
+    const tx = r.tx
+    if (tx.status !== 'created' && tx.status !== 'prepared')
+      return deny('conflict', `A token can no longer be chosen: the transaction is ${tx.status}`)
+    const found = tokenOf(choice.blockchain_network, choice.token_symbol)
+    if (!found || found.network.testnet !== tx.testingMode || !usable(found.network)) {
+      return deny(
+        'invalid_request',
+        `${choice.token_symbol} on ${choice.blockchain_network} is not offered for this transaction`,
+        [{ path: 'token_symbol', message: 'one of the offered tokens' }],
+      )
+    }
+    const units = await quoteUnits(tx, found.network, found.token)
+    if (!units.ok) return units
+    const address = await deps.deposits.assign({
+      id: tx.id,
+      projectId: tx.projectId,
+      mode: modeOf(tx.testingMode),
+    })
+    if (!address.ok) return address
+    // What the address already held when the native coin was first quoted on this network is not
+    // a payment: arrivals by internal call count above it. Chosen again, the baseline stays: what
+    // arrived since may be a payment not seen yet.
+    const baselineNetwork =
+      tx.nativeBaselineNetwork ?? (tx.nativeBaseline !== null ? tx.blockchainNetwork : null)
+    if (
+      found.token.kind === 'native' &&
+      deps.nativeBalance &&
+      !(tx.nativeBaseline !== null && baselineNetwork === found.network.name)
+    ) {
+      const held = await deps.nativeBalance(found.network.name, address.value.address)
+      if (held === null)
+        return deny(
+          'unavailable',
+          `${found.network.name} cannot be reached right now; please try again in a moment or choose another token`,
+        )
+      await repo.setNativeBaseline(tx.id, found.network.name, held)
+    }
+    deps.watch(address.value.address)
+    if (clientIp && tx.customerIpAddress === null) {
+      await repo.recordCustomerIp(tx.id, clientIp)
+    }
+    const quote: Quote = {
+      tokenSymbol: found.token.symbol,
+      network: found.network.name,
+      tokenAmount: units.value.toString(),
+      // Checksummed (EIP-55) for people and wallets; stored lowercase for matching.
+      depositAddress: getAddress(address.value.address),
+      requiredConfirmations: found.network.confirmations,
+      ...(found.network.finality === 'confirmations' ? {} : { finality: found.network.finality }),
+    }
+    return stateAfter(id, await deps.lifecycle.apply(id, { type: 'token.selected', quote }))
+  }
+
+  /** What x402 needs of one transaction: its state, quotes and deposit address. */
+  function x402Transaction(tx: TransactionRow, state: PayState): X402Transaction {
+    return {
+      state,
+      quote: (network, token) => quoteUnits(tx, network, token),
+      depositAddress: async () => {
+        const a = await deps.deposits.assign({
+          id: tx.id,
+          projectId: tx.projectId,
+          mode: modeOf(tx.testingMode),
+        })
+        if (!a.ok) return a
+        deps.watch(a.value.address)
+        return ok(a.value.address)
+      },
+    }
+  }
+
+  const x402Url = (id: string) => `${deps.baseUrl}/pay/${id}/x402`
+
+  /** Paid, or being confirmed: an x402_url answers with the transaction. */
+  const paid = (s: PayState) => ['processing', 'confirming', 'completed'].includes(s.status)
+
   return {
     state,
 
-    /**
-     * Locks a quote for the chosen token and assigns the deposit address
-     * (docs/decisions/0012-transaction-lifecycle.md,
-     * docs/decisions/0017-deposit-addresses-from-an-xpub.md).
-     */
-    async select(
-      id: string,
-      choice: { token_symbol: string; blockchain_network: string },
-      clientIp: string | null,
-    ): Promise<Outcome<PayState>> {
-      const r = await load(id)
-      if (!r) return deny('not_found', `No transaction ${id}`)
-      const tx = r.tx
-      if (tx.status !== 'created' && tx.status !== 'prepared')
-        return deny('conflict', `A token can no longer be chosen: the transaction is ${tx.status}`)
-      const found = tokenOf(choice.blockchain_network, choice.token_symbol)
-      if (!found || found.network.testnet !== tx.testingMode || !usable(found.network)) {
-        return deny(
-          'invalid_request',
-          `${choice.token_symbol} on ${choice.blockchain_network} is not offered for this transaction`,
-          [{ path: 'token_symbol', message: 'one of the offered tokens' }],
-        )
-      }
-      const price = await deps.prices(found.network.name)!.read(found.token)
-      if (!price.ok) {
-        return deny(
-          'unavailable',
-          `The ${found.token.symbol} price is unavailable right now (${price.reason}); please try again in a moment or choose another token`,
-        )
-      }
-      const units = quoteTokenUnits(usdToCents(tx.amountUsd), found.token.decimals, {
-        answer: price.answer,
-        decimals: price.decimals,
-      })
-      const address = await deps.deposits.assign({
-        id: tx.id,
-        projectId: tx.projectId,
-        mode: modeOf(tx.testingMode),
-      })
-      if (!address.ok) return address
-      // What the address already held when the native coin was first quoted on this network is not
-      // a payment: arrivals by internal call count above it. Chosen again, the baseline stays: what
-      // arrived since may be a payment not seen yet.
-      const baselineNetwork =
-        tx.nativeBaselineNetwork ?? (tx.nativeBaseline !== null ? tx.blockchainNetwork : null)
-      if (
-        found.token.kind === 'native' &&
-        deps.nativeBalance &&
-        !(tx.nativeBaseline !== null && baselineNetwork === found.network.name)
-      ) {
-        const held = await deps.nativeBalance(found.network.name, address.value.address)
-        if (held === null)
-          return deny(
-            'unavailable',
-            `${found.network.name} cannot be reached right now; please try again in a moment or choose another token`,
-          )
-        await repo.setNativeBaseline(tx.id, found.network.name, held)
-      }
-      deps.watch(address.value.address)
-      if (clientIp && tx.customerIpAddress === null) {
-        await repo.recordCustomerIp(tx.id, clientIp)
-      }
-      const quote: Quote = {
-        tokenSymbol: found.token.symbol,
-        network: found.network.name,
-        tokenAmount: units.toString(),
-        // Checksummed (EIP-55) for people and wallets; stored lowercase for matching.
-        depositAddress: getAddress(address.value.address),
-        requiredConfirmations: found.network.confirmations,
-        ...(found.network.finality === 'confirmations' ? {} : { finality: found.network.finality }),
-      }
-      return stateAfter(id, await deps.lifecycle.apply(id, { type: 'token.selected', quote }))
-    },
+    select,
 
     /**
      * "I have sent the payment" (docs/decisions/0012-transaction-lifecycle.md: prepared ->
@@ -264,6 +305,105 @@ export function createPayService(deps: PayDeps) {
       if (!r) return deny('not_found', `No transaction ${id}`)
       const s = await view(r.tx, r.projectName, r.wrongAsset)
       return submitAuthorization(signatures, s, r.tx.projectId, body)
+    },
+
+    /**
+     * A transaction's x402_url without payment (docs/decisions/0063-x402.md): what to pay, or the
+     * transaction once it is paid.
+     */
+    async x402Required(id: string): Promise<Outcome<X402Answer>> {
+      const r = await load(id)
+      if (!r) return deny('not_found', `No transaction ${id}`)
+      const s = await view(r.tx, r.projectName, r.wrongAsset)
+      if (paid(s)) return ok({ kind: 'paid', state: s, settlement: null })
+      const opts = await x402.options(x402Transaction(r.tx, s))
+      if (!opts.ok) return opts
+      return ok({
+        kind: 'required',
+        paymentRequired: x402.paymentRequired(x402Url(id), opts.value),
+      })
+    },
+
+    /**
+     * A transaction's x402_url with a payment: the requirement it names must be one offered now,
+     * exactly; the token is then chosen (quote locked) if it was not, and the authorization is
+     * checked and relayed as on the pay page. A refused payment answers 402 with the reason.
+     */
+    async x402Pay(
+      id: string,
+      payment: PaymentPayload,
+      clientIp: string | null,
+    ): Promise<Outcome<X402Answer>> {
+      const r = await load(id)
+      if (!r) return deny('not_found', `No transaction ${id}`)
+      let s = await view(r.tx, r.projectName, r.wrongAsset)
+      // Paid already: nothing more is taken.
+      if (paid(s)) return ok({ kind: 'paid', state: s, settlement: null })
+      const opts = await x402.options(x402Transaction(r.tx, s))
+      if (!opts.ok) return opts
+      const refuse = async (why: string): Promise<Outcome<X402Answer>> => {
+        // Offered again as they stand now (the quote may have been locked meanwhile).
+        const again = await load(id)
+        const now = again
+          ? await x402.options(
+              x402Transaction(again.tx, await view(again.tx, again.projectName, again.wrongAsset)),
+            )
+          : opts
+        return ok({
+          kind: 'required',
+          paymentRequired: x402.paymentRequired(x402Url(id), now.ok ? now.value : opts.value, why),
+        })
+      }
+      const chosen = x402.chosen(opts.value, payment)
+      if (!chosen)
+        return refuse(
+          `accepted: not a requirement this transaction offers now (scheme, network, asset, payTo and amount must be one of accepts exactly)`,
+        )
+      const a = payment.payload.authorization
+      if (a.to.toLowerCase() !== chosen.requirement.payTo.toLowerCase())
+        return refuse(`payload.authorization.to: must be the requirement's payTo`)
+      if (a.value !== chosen.requirement.amount)
+        return refuse(`payload.authorization.value: must be the requirement's amount`)
+      const locked =
+        s.quote?.blockchain_network === chosen.network.name &&
+        s.quote.token_symbol === chosen.token.symbol
+      if (!locked) {
+        const selected = await select(
+          id,
+          { token_symbol: chosen.token.symbol, blockchain_network: chosen.network.name },
+          clientIp,
+        )
+        if (!selected.ok) return selected
+        s = selected.value
+        if (s.authorization?.value !== chosen.requirement.amount)
+          return refuse(
+            `the ${chosen.token.symbol} price moved since this requirement was offered; sign the new amount`,
+          )
+      }
+      const sent = await submitAuthorization(signatures, s, r.tx.projectId, {
+        from: a.from,
+        value: a.value,
+        valid_after: a.validAfter,
+        valid_before: a.validBefore,
+        nonce: a.nonce,
+        signature: payment.payload.signature,
+      })
+      if (!sent.ok)
+        return sent.code === 'unavailable' || sent.code === 'not_found'
+          ? sent
+          : refuse(sent.message)
+      const after = await state(id)
+      if (!after.ok) return after
+      return ok({
+        kind: 'paid',
+        state: after.value,
+        settlement: {
+          success: true,
+          transaction: sent.value.transactionHash,
+          network: chosen.requirement.network,
+          payer: getAddress(a.from),
+        },
+      })
     },
 
     /**

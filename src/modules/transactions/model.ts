@@ -141,6 +141,11 @@ export const TransactionObject = Type.Object(
     amount_usd: Type.Number(),
     currency: Type.Literal('USD'),
     payment_url: Type.String({ format: 'uri' }),
+    x402_url: Type.String({
+      format: 'uri',
+      description:
+        "Where a program pays this transaction over x402 v2: a request without payment answers 402 with a `PAYMENT-REQUIRED` header listing one `exact` (EIP-3009) requirement per token that takes signatures; repeated with a `PAYMENT-SIGNATURE` header, the payment is settled by the service's relayer and the answer is 200 with `PAYMENT-RESPONSE`. Answers 409 when the service has no relayer or no such token.",
+    }),
     testing_mode: Type.Boolean(),
     created_at: Type.String({ format: 'date-time' }),
     expires_at: Type.String({ format: 'date-time' }),

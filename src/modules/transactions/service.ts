@@ -236,6 +236,7 @@ export function toView(r: TransactionRow, baseUrl: string): TransactionView {
     amount_usd: decimalToNumber(r.amountUsd),
     currency: 'USD',
     payment_url: `${baseUrl}/pay/${r.id}`,
+    x402_url: `${baseUrl}/pay/${r.id}/x402`,
     testing_mode: r.testingMode,
     created_at: r.createdAt.toISOString(),
     expires_at: r.expiresAt.toISOString(),

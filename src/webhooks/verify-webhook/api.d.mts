@@ -1102,6 +1102,11 @@ export interface components {
             currency: "USD";
             /** Format: uri */
             payment_url: string;
+            /**
+             * Format: uri
+             * @description Where a program pays this transaction over x402 v2: a request without payment answers 402 with a `PAYMENT-REQUIRED` header listing one `exact` (EIP-3009) requirement per token that takes signatures; repeated with a `PAYMENT-SIGNATURE` header, the payment is settled by the service's relayer and the answer is 200 with `PAYMENT-RESPONSE`. Answers 409 when the service has no relayer or no such token.
+             */
+            x402_url: string;
             testing_mode: boolean;
             /** Format: date-time */
             created_at: string;
