@@ -87,8 +87,11 @@ export interface Config {
    * null: no relayer (on the devnet, one of its funded accounts). It pays gas only.
    */
   relayerKeyFile: string | null
-  /** The relayer's bounds: max fee per gas (gwei) and gas per network per hour (native coin). */
-  relayer: { maxFeeGwei: string; maxSpendPerHour: string }
+  /**
+   * The relayer's bounds: max fee per gas (gwei) and gas per network per hour (native coin); and
+   * the balance (native coin) below which readiness warns.
+   */
+  relayer: { maxFeeGwei: string; maxSpendPerHour: string; minBalance: string }
 }
 
 export class ConfigError extends Error {
@@ -144,6 +147,7 @@ const EnvSchema = Type.Object({
   RELAYER_KEY_FILE: text(),
   RELAYER_MAX_FEE_GWEI: Type.Optional(Type.String({ pattern: DECIMAL })),
   RELAYER_MAX_SPEND_PER_HOUR: Type.Optional(Type.String({ pattern: DECIMAL })),
+  RELAYER_MIN_BALANCE: Type.Optional(Type.String({ pattern: DECIMAL })),
 })
 type Vars = Static<typeof EnvSchema>
 type Variable = keyof Vars
@@ -211,6 +215,8 @@ const EXPLAIN: Partial<Record<Variable, Explain>> = {
     `must be a positive decimal number of gwei (like 50 or 0.5), got "${raw}"`,
   RELAYER_MAX_SPEND_PER_HOUR: (_, raw) =>
     `must be a positive decimal amount of the native coin (like 0.05), got "${raw}"`,
+  RELAYER_MIN_BALANCE: (_, raw) =>
+    `must be a positive decimal amount of the native coin (like 0.02), got "${raw}"`,
   METRICS_TOKEN: () =>
     'must be 16 to 200 characters of letters, digits and ._~+/- (for example: openssl rand -hex 32)',
   WEBHOOK_DISABLE_AFTER: (_, raw) =>
@@ -342,6 +348,7 @@ export function loadConfig(env: Env = process.env): Config {
     relayer: {
       maxFeeGwei: v.RELAYER_MAX_FEE_GWEI ?? '200',
       maxSpendPerHour: v.RELAYER_MAX_SPEND_PER_HOUR ?? '0.05',
+      minBalance: v.RELAYER_MIN_BALANCE ?? '0.02',
     },
   }
 }

@@ -110,7 +110,7 @@ export async function createServices(deps: {
    * customers' signed payments and holds nobody's funds. Absent: payment by signature is not
    * offered.
    */
-  relayer?: { privateKey: Hex; bounds: RelayerBounds } | null
+  relayer?: { privateKey: Hex; bounds: RelayerBounds; minBalanceWei: bigint } | null
   /** Per-IP limits of the pay routes (PAY_RATE_LIMITS). */
   payLimits?: RateLimits | null
   /**
@@ -250,6 +250,20 @@ export async function createServices(deps: {
       treasury.ledger,
     ],
   })
+  const relayer = deps.relayer
+    ? createRelayer({
+        account: privateKeyToAccount(deps.relayer.privateKey),
+        bounds: deps.relayer.bounds,
+        networks: chain.networks.map((n) => ({
+          name: n.name,
+          chainId: n.chainId,
+          client: chain.client(n.name)!,
+        })),
+        database,
+        clock,
+        logger,
+      })
+    : null
   metrics.setSources({
     activeByStatus: () => {
       const counts: Record<string, number> = {}
@@ -261,6 +275,7 @@ export async function createServices(deps: {
     },
     webhookPending: () => runner.size,
     payStreams: () => payStreams.size,
+    relayerBalances: () => relayer?.balances() ?? Promise.resolve([]),
     chains: () =>
       chain.followerStatus().flatMap(({ network, status }) =>
         status
@@ -294,6 +309,10 @@ export async function createServices(deps: {
     dataDir: deps.dataDir ?? null,
     maxChainLagMs: deps.readyChainMaxLagMs ?? DEFAULT_CHAIN_MAX_LAG_MS,
     instanceId,
+    relayer:
+      relayer && deps.relayer
+        ? { balances: relayer.balances, minBalanceWei: deps.relayer.minBalanceWei }
+        : null,
   })
   const projects = createProjectService({ database, changes })
   const keys = createKeyService({
@@ -319,20 +338,6 @@ export async function createServices(deps: {
     baseUrl: deps.baseUrl,
   })
   const stats = createStatsService({ db: database.db })
-  const relayer = deps.relayer
-    ? createRelayer({
-        account: privateKeyToAccount(deps.relayer.privateKey),
-        bounds: deps.relayer.bounds,
-        networks: chain.networks.map((n) => ({
-          name: n.name,
-          chainId: n.chainId,
-          client: chain.client(n.name)!,
-        })),
-        database,
-        clock,
-        logger,
-      })
-    : null
   const pay = createPayService({
     database,
     clock,

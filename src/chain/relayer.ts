@@ -40,6 +40,9 @@ import type { Logger } from '../lib/logger.ts'
 import { deny, ok, type Outcome } from '../lib/outcome.ts'
 import { eip3009Abi, type TransferAuthorization } from './eip3009.ts'
 
+/** How long a balance read stays good for metrics and readiness. */
+const BALANCE_MAX_AGE_MS = 15_000
+
 export interface RelayerBounds {
   /** No transaction with a higher max fee per gas (RELAYER_MAX_FEE_GWEI). */
   maxFeePerGasWei: bigint
@@ -188,8 +191,28 @@ export function createRelayer(deps: {
     return ok(before.id)
   }
 
+  /** Balances read lately, so a scrape or a readiness probe does not ask the node each time. */
+  const balanceCache = new Map<string, { wei: bigint | null; at: number }>()
+
   return {
     address: sender,
+    /**
+     * The relayer's native balance on each network, in wei (null: the node did not answer), read
+     * at most every BALANCE_MAX_AGE_MS.
+     */
+    async balances(): Promise<{ network: string; wei: bigint | null }[]> {
+      const now = deps.clock.now()
+      return Promise.all(
+        deps.networks.map(async (n) => {
+          const cached = balanceCache.get(n.name)
+          if (cached && now - cached.at < BALANCE_MAX_AGE_MS)
+            return { network: n.name, wei: cached.wei }
+          const wei = await n.client.getBalance({ address: sender }).catch(() => null)
+          balanceCache.set(n.name, { wei, at: now })
+          return { network: n.name, wei }
+        }),
+      )
+    },
     /** Networks the relayer can submit on. */
     offers: (network: string) => byName.has(network),
     /**

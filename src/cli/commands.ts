@@ -7,6 +7,7 @@ import type { DeliveryView } from '../webhooks/webhook.service.ts'
 
 export type { Flags } from '../lib/command-line.ts'
 import type { Flags } from '../lib/command-line.ts'
+import { readinessBody } from '../operations/readiness.ts'
 
 export type CommandResult =
   | { ok: true; result: Record<string, unknown> }
@@ -388,18 +389,11 @@ export const COMMANDS: Record<string, Command> = {
   },
   status: {
     usage:
-      "status   (readiness as GET /readyz reports it: database, migrations, DATA_DIR, each network's follower)",
+      "status   (readiness as GET /readyz reports it: database, migrations, DATA_DIR, each network's follower, the relayer's balances)",
     required: [],
     run: async (s) => {
       const report = await s.readiness.report()
-      return {
-        ok: true,
-        value: {
-          status: report.ready ? 'ready' : 'not_ready',
-          failed: report.checks.filter((c) => !c.ok).map((c) => c.name),
-          checks: report.checks,
-        },
-      }
+      return { ok: true, value: readinessBody(report) }
     },
   },
   'user create': {

@@ -1,4 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
+import { formatEther } from 'viem'
 import { createHttpRequestMetrics } from './http-requests.ts'
 
 /**
@@ -41,6 +42,8 @@ export interface MetricSources {
    * stopped it.
    */
   chains(): { network: string; head: bigint | null; synced: bigint | null; halted: boolean }[]
+  /** The relayer's native balance per network, in wei (null: the node did not answer). */
+  relayerBalances(): Promise<{ network: string; wei: bigint | null }[]>
 }
 
 export function createMetrics() {
@@ -162,6 +165,18 @@ export function createMetrics() {
     collect() {
       this.reset()
       for (const c of sources?.chains() ?? []) this.set({ network: c.network }, c.halted ? 1 : 0)
+    },
+  })
+
+  new Gauge({
+    name: 'cryptopay_relayer_balance',
+    help: "The relayer's native-coin balance per network, in whole coins (ETH on Ethereum), as last read (at most 15 s old); absent while its node does not answer",
+    labelNames: ['network'] as const,
+    registers,
+    async collect() {
+      this.reset()
+      for (const b of (await sources?.relayerBalances()) ?? [])
+        if (b.wei !== null) this.set({ network: b.network }, Number(formatEther(b.wei)))
     },
   })
 

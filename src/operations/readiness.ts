@@ -4,18 +4,33 @@ import { migrationState, ping, type Database } from '../db/client.ts'
 import type { ChainWatcher } from '../chain/chain-watcher.ts'
 import { describeHalt } from '../chain/follower/cursor.ts'
 import type { Verdict } from '../chain/network-verification.ts'
+import { formatEther } from 'viem'
 import { errorSummary } from '../lib/logger.ts'
 
-/** One readiness check: its name, whether it passed, and what an operator should read. */
+/**
+ * One readiness check: its name, whether it passed, and what an operator should read. A warning
+ * passes (taking the instance out of a balancer would not help) but wants an operator soon.
+ */
 export interface Check {
   name: string
   ok: boolean
   detail: string
+  warning?: true
 }
 
 export interface ReadinessReport {
   ready: boolean
   checks: Check[]
+}
+
+/** The report as GET /readyz and `cli status` show it: which checks failed and which warn. */
+export function readinessBody(report: ReadinessReport) {
+  return {
+    status: report.ready ? 'ready' : 'not_ready',
+    failed: report.checks.filter((c) => !c.ok).map((c) => c.name),
+    warnings: report.checks.filter((c) => c.warning).map((c) => c.name),
+    checks: report.checks,
+  }
 }
 
 /**
@@ -67,6 +82,11 @@ export function createReadiness(deps: {
   dataDir: string | null
   maxChainLagMs: number
   instanceId: string
+  /** The relayer's balances and the level below which they warn (null: no relayer). */
+  relayer?: {
+    balances(): Promise<{ network: string; wei: bigint | null }[]>
+    minBalanceWei: bigint
+  } | null
 }) {
   let stopping = false
 
@@ -147,6 +167,47 @@ export function createReadiness(deps: {
     })
   }
 
+  /**
+   * The relayer's balance per network (docs/decisions/0062-pay-by-signature.md): a warning below
+   * RELAYER_MIN_BALANCE, since payments by signature stop once it cannot pay their gas; paying by
+   * transfer goes on, so the instance stays ready.
+   */
+  async function relayerChecks(): Promise<Check[]> {
+    const relayer = deps.relayer
+    if (!relayer) return []
+    const balances = await within(relayer.balances(), DATABASE_TIMEOUT_MS, 'the nodes').catch(
+      () => null,
+    )
+    if (!balances)
+      return [
+        {
+          name: 'relayer',
+          ok: true,
+          warning: true,
+          detail: 'balances unknown: the nodes do not answer',
+        },
+      ]
+    return balances.map(({ network, wei }): Check => {
+      const name = `relayer:${network}`
+      if (wei === null)
+        return {
+          name,
+          ok: true,
+          warning: true,
+          detail: 'balance unknown: the node does not answer',
+        }
+      const held = `holds ${formatEther(wei)} of the native coin`
+      return wei < relayer.minBalanceWei
+        ? {
+            name,
+            ok: true,
+            warning: true,
+            detail: `${held}, below RELAYER_MIN_BALANCE (${formatEther(relayer.minBalanceWei)}): fund it, or payments by signature stop when it cannot pay their gas`,
+          }
+        : { name, ok: true, detail: held }
+    })
+  }
+
   return {
     /** The graceful stop began: readiness fails from now on. */
     beginStop() {
@@ -198,7 +259,7 @@ export function createReadiness(deps: {
           }),
         )
       }
-      checks.push(...(await chainChecks()))
+      checks.push(...(await chainChecks()), ...(await relayerChecks()))
       return { ready: checks.every((c) => c.ok), checks }
     },
   }

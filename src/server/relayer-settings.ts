@@ -11,7 +11,7 @@ import { ConfigError, type Config } from '../config.ts'
 export function relayerSettings(
   config: Pick<Config, 'relayerKeyFile' | 'relayer'>,
   devnetKey: Hex | null,
-): { privateKey: Hex; bounds: RelayerBounds } | null {
+): { privateKey: Hex; bounds: RelayerBounds; minBalanceWei: bigint } | null {
   const privateKey = config.relayerKeyFile ? readKey(config.relayerKeyFile) : devnetKey
   if (!privateKey) return null
   return {
@@ -20,6 +20,7 @@ export function relayerSettings(
       maxFeePerGasWei: parseGwei(config.relayer.maxFeeGwei),
       maxSpendPerHourWei: parseEther(config.relayer.maxSpendPerHour),
     },
+    minBalanceWei: parseEther(config.relayer.minBalance),
   }
 }
 

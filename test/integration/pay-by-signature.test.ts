@@ -5,11 +5,11 @@
  * payment is then found and confirmed by the follower like any transfer. Every hostile variant is
  * refused with a 4xx naming the reason, and the relayer sends nothing for any of them.
  */
-import { describe, expect, test } from 'bun:test'
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { afterAll, describe, expect, test } from 'bun:test'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { type Hex, bytesToHex, getAddress } from 'viem'
+import { type Hex, bytesToHex, formatEther, getAddress } from 'viem'
 import { generatePrivateKey, mnemonicToAccount, privateKeyToAccount } from 'viem/accounts'
 import { TestStablecoin } from '../../src/chain/artifacts/index.ts'
 import {
@@ -28,6 +28,7 @@ const RELAYER = mnemonicToAccount(ANVIL_DEFAULT_MNEMONIC, { addressIndex: 8 })
 const keyDir = mkdtempSync(join(tmpdir(), 'relayer-key-'))
 const KEY_FILE = join(keyDir, 'relayer.key')
 writeFileSync(KEY_FILE, `${bytesToHex(RELAYER.getHdKey().privateKey!)}\n`, { mode: 0o600 })
+afterAll(() => rmSync(keyDir, { recursive: true, force: true }))
 
 const randomNonce = () => bytesToHex(crypto.getRandomValues(new Uint8Array(32)))
 
@@ -386,6 +387,48 @@ for (const [bound, env, reason] of [
       expect(r.status).toBe(503)
       expect(await r.text()).toMatch(reason)
       expect(await wallet.getTransactionCount({ address: RELAYER.address })).toBe(before)
+    })
+  })
+}
+
+/** The relayer's balance, for an operator: /metrics, and a readiness warning below the level. */
+for (const [level, warns] of [
+  ['0.02', false],
+  ['1000000', true],
+] as const) {
+  describe(`the relayer's balance with RELAYER_MIN_BALANCE=${level} [pglite]`, () => {
+    let devnet: Devnet
+    let t: TestServer
+    useStack(
+      'pglite',
+      {
+        devnet: { confirmations: 2, pollIntervalMs: 200 },
+        env: { RELAYER_KEY_FILE: KEY_FILE, RELAYER_MIN_BALANCE: level },
+      },
+      (s) => {
+        devnet = s.devnet
+        t = s.t
+      },
+    )
+
+    test(`is scraped in whole coins, and readiness ${warns ? 'warns but stays ready' : 'passes without a warning'}`, async () => {
+      const held = await createDevnetClient(devnet.rpcUrl, devnet.wallet.privateKey).getBalance({
+        address: RELAYER.address,
+      })
+      const metrics = await (await t.fetch('/metrics')).text()
+      const line = metrics.split('\n').find((l) => l.startsWith('cryptopay_relayer_balance{'))
+      expect(line).toBe(`cryptopay_relayer_balance{network="devnet"} ${Number(formatEther(held))}`)
+      const r = await t.fetch('/readyz')
+      const body = (await r.json()) as any
+      expect(r.status).toBe(200)
+      expect(body.warnings).toEqual(warns ? ['relayer:devnet'] : [])
+      const check = body.checks.find((c: any) => c.name === 'relayer:devnet')
+      expect(check.ok).toBe(true)
+      expect(check.detail).toMatch(
+        warns
+          ? /holds [0-9.]+ of the native coin, below RELAYER_MIN_BALANCE \(1000000\): fund it/
+          : /^holds [0-9.]+ of the native coin$/,
+      )
     })
   })
 }

@@ -5,7 +5,7 @@ import { errorResponse } from '../../http/errors.ts'
 import { json } from '../../http/json-response.ts'
 import { isLoopback } from '../../lib/cidr.ts'
 import type { Metrics } from '../../metrics/metrics.ts'
-import type { Readiness } from '../../operations/readiness.ts'
+import { type Readiness, readinessBody } from '../../operations/readiness.ts'
 
 /**
  * The operator's probes and metrics (docs/decisions/0047-metrics-and-probes.md), outside the
@@ -28,12 +28,7 @@ export function operationsController(deps: {
       '/readyz',
       async ({ set }) => {
         const report = await deps.readiness.report()
-        const failed = report.checks.filter((c) => !c.ok).map((c) => c.name)
-        return json(
-          set,
-          { status: report.ready ? 'ready' : 'not_ready', failed, checks: report.checks },
-          report.ready ? 200 : 503,
-        )
+        return json(set, readinessBody(report), report.ready ? 200 : 503)
       },
       { detail: { hide: true } },
     )
