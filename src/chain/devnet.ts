@@ -232,6 +232,10 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
       port: options.port,
       stateFile,
       hardfork: 'prague',
+      // A call on `latest` racing a new block asks for the state of the block before it: keep
+      // the last 64, as a real node serves recent states (with none, such calls fail now and
+      // then and a payment by signature is refused with 503).
+      historyStates: 64,
       extraArgs: ['--mixed-mining'],
     }),
   )

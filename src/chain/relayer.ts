@@ -30,6 +30,7 @@ import {
   type PublicClient,
   RawContractError,
   TransactionNotFoundError,
+  TransactionReceiptNotFoundError,
 } from 'viem'
 import type { Database } from '../db/client.ts'
 import { isUniqueViolation } from '../db/errors.ts'
@@ -64,6 +65,7 @@ export interface RelayerNetwork {
     | 'sendRawTransaction'
     | 'readContract'
     | 'getTransaction'
+    | 'getTransactionReceipt'
   >
 }
 
@@ -75,6 +77,21 @@ export interface RelayRequest {
   /** The transaction it pays (null: a payment for a merchant's own resource). */
   transactionId: string | null
   projectId: string
+  /**
+   * Called once, when the relayer is about to record and send a first submission of this
+   * authorization: makes the transaction it pays, whose id is recorded with it.
+   */
+  makeTransaction?: () => Promise<string>
+}
+
+/** The token call that carries out an authorization. */
+function transferData(req: Pick<RelayRequest, 'authorization' | 'signature'>): Hex {
+  const a = req.authorization
+  return encodeFunctionData({
+    abi: eip3009Abi,
+    functionName: 'transferWithAuthorization',
+    args: [a.from, a.to, a.value, a.validAfter, a.validBefore, a.nonce, req.signature],
+  })
 }
 
 export function createRelayer(deps: {
@@ -144,22 +161,49 @@ export function createRelayer(deps: {
   }
 
   /**
-   * The same authorization was relayed before, yet the simulation just now says the token has not
-   * used it: the earlier transaction is not on chain. While the node still holds it (pending, or
-   * back in its pool after a reorg) it may yet be mined, so nothing is sent; once the node has
-   * lost it (a reorg whose transactions were not taken back), the record is replaced by this new
-   * transaction, so the customer's signature still pays. Its id, or the refusal.
+   * Why another signed payment of the same transaction still stands (null: none does): one mined
+   * and not reverted, or one the node still holds. Each is for the whole amount due, so a second
+   * (a double click, a wallet's retry with a fresh nonce) would charge the customer twice. One a
+   * reorg dropped and the node lost no longer stands.
    */
-  async function sendAgain(
-    n: RelayerNetwork,
-    req: RelayRequest,
-    sending: Pick<
-      typeof relayedAuthorizations.$inferInsert,
-      'txNonce' | 'rawTransaction' | 'txHash' | 'maxCostWei' | 'status' | 'createdAt'
-    >,
-  ): Promise<Outcome<string>> {
+  async function earlierPayment(n: RelayerNetwork, req: RelayRequest): Promise<string | null> {
+    if (!req.transactionId) return null
+    const rows = await db
+      .select({ txHash: relayedAuthorizations.txHash })
+      .from(relayedAuthorizations)
+      .where(
+        and(
+          eq(relayedAuthorizations.transactionId, req.transactionId),
+          eq(relayedAuthorizations.network, req.network),
+          sql`${relayedAuthorizations.status} <> 'refused'`,
+          sql`${relayedAuthorizations.nonce} <> ${req.authorization.nonce.toLowerCase()}`,
+        ),
+      )
+    for (const { txHash } of rows) {
+      const hash = txHash as Hex
+      const receipt = await n.client.getTransactionReceipt({ hash }).catch((e) => {
+        if (e instanceof TransactionReceiptNotFoundError) return null
+        throw e
+      })
+      if (receipt?.status === 'success')
+        return `this transaction was paid by an earlier signature (${hash})`
+      if (receipt) continue
+      const held = await n.client.getTransaction({ hash }).then(
+        () => true,
+        (e) => {
+          if (e instanceof TransactionNotFoundError) return false
+          throw e
+        },
+      )
+      if (held) return `an earlier signature paying this transaction is being mined (${hash})`
+    }
+    return null
+  }
+
+  /** The record of an earlier submission of the same authorization, if any. */
+  async function recorded(req: RelayRequest) {
     const a = req.authorization
-    const [before] = await db
+    const [row] = await db
       .select({ id: relayedAuthorizations.id, txHash: relayedAuthorizations.txHash })
       .from(relayedAuthorizations)
       .where(
@@ -170,7 +214,25 @@ export function createRelayer(deps: {
           eq(relayedAuthorizations.nonce, a.nonce.toLowerCase()),
         ),
       )
-    if (!before) return deny('conflict', 'this authorization was submitted already')
+    return row ?? null
+  }
+
+  /**
+   * The same authorization was relayed before, yet the simulation just now says the token has not
+   * used it: the earlier transaction is not on chain. While the node still holds it (pending, or
+   * back in its pool after a reorg) it may yet be mined, so nothing is sent; once the node has
+   * lost it (a reorg whose transactions were not taken back), the record is replaced by this new
+   * transaction, so the customer's signature still pays. Its id, or the refusal.
+   */
+  async function sendAgain(
+    n: RelayerNetwork,
+    req: RelayRequest,
+    before: { id: string; txHash: string },
+    sending: Pick<
+      typeof relayedAuthorizations.$inferInsert,
+      'txNonce' | 'rawTransaction' | 'txHash' | 'maxCostWei' | 'status' | 'createdAt'
+    >,
+  ): Promise<Outcome<string>> {
     const held = await n.client
       .getTransaction({ hash: before.txHash as Hex })
       .then(() => true)
@@ -216,6 +278,18 @@ export function createRelayer(deps: {
     /** Networks the relayer can submit on. */
     offers: (network: string) => byName.has(network),
     /**
+     * Whether the token would take this authorization now, by the same simulation `relay` runs
+     * first; nothing is signed or sent.
+     */
+    async check(req: Omit<RelayRequest, 'transactionId' | 'projectId'>): Promise<Outcome<void>> {
+      const n = byName.get(req.network)
+      if (!n) return deny('unavailable', `no relayer on ${req.network}`)
+      const refusal = await simulate(n, transferData(req), req.token)
+      return refusal
+        ? deny('invalid_request', `the token would refuse this authorization: ${refusal}`)
+        : ok(undefined)
+    },
+    /**
      * Checks the authorization by simulation and, when the token would take it and the bounds
      * allow, signs, records and sends it. Resolves with the relayer's transaction hash once the
      * node accepted it.
@@ -224,15 +298,13 @@ export function createRelayer(deps: {
       const n = byName.get(req.network)
       if (!n) return Promise.resolve(deny('unavailable', `no relayer on ${req.network}`))
       const a = req.authorization
-      const data = encodeFunctionData({
-        abi: eip3009Abi,
-        functionName: 'transferWithAuthorization',
-        args: [a.from, a.to, a.value, a.validAfter, a.validBefore, a.nonce, req.signature],
-      })
+      const data = transferData(req)
       return inTurn(req.network, async (): Promise<Outcome<{ hash: Hex }>> => {
         const refusal = await simulate(n, data, req.token)
         if (refusal)
           return deny('invalid_request', `the token would refuse this authorization: ${refusal}`)
+        const earlier = await earlierPayment(n, req)
+        if (earlier) return deny('conflict', earlier)
         const [gas, fees, txNonce] = await Promise.all([
           n.client.estimateGas({ account: sender, to: req.token, data }),
           n.client.estimateFeesPerGas(),
@@ -273,27 +345,38 @@ export function createRelayer(deps: {
           status: 'sending' as const,
           createdAt: new Date(deps.clock.now()),
         }
-        let id = newId('rel')
-        try {
-          await db.insert(relayedAuthorizations).values({
-            id,
-            transactionId: req.transactionId,
-            projectId: req.projectId,
-            network: req.network,
-            token: req.token.toLowerCase(),
-            payer: a.from.toLowerCase(),
-            payTo: a.to.toLowerCase(),
-            value: a.value.toString(),
-            validBefore: a.validBefore,
-            nonce: a.nonce.toLowerCase(),
-            sender: sender.toLowerCase(),
-            ...sending,
-          })
-        } catch (e) {
-          if (!isUniqueViolation(e, 'relayed_authorizations_nonce')) throw e
-          const again = await sendAgain(n, req, sending)
+        const before = await recorded(req)
+        let id: string
+        if (before) {
+          const again = await sendAgain(n, req, before, sending)
           if (!again.ok) return again
-          id = again.value
+          id = before.id
+        } else {
+          id = newId('rel')
+          const transactionId = req.makeTransaction
+            ? await req.makeTransaction()
+            : req.transactionId
+          try {
+            await db.insert(relayedAuthorizations).values({
+              id,
+              transactionId,
+              projectId: req.projectId,
+              network: req.network,
+              token: req.token.toLowerCase(),
+              payer: a.from.toLowerCase(),
+              payTo: a.to.toLowerCase(),
+              value: a.value.toString(),
+              validBefore: a.validBefore,
+              nonce: a.nonce.toLowerCase(),
+              sender: sender.toLowerCase(),
+              ...sending,
+            })
+          } catch (e) {
+            // Another instance recorded it a moment ago.
+            if (isUniqueViolation(e, 'relayed_authorizations_nonce'))
+              return deny('conflict', 'this authorization was submitted already')
+            throw e
+          }
         }
         try {
           await n.client.sendRawTransaction({ serializedTransaction: raw })

@@ -20,6 +20,7 @@ import {
 } from '../../src/chain/devnet.ts'
 import { transferAuthorizationTypedData } from '../../src/chain/eip3009.ts'
 import { waitUntil } from '../helpers/chain.ts'
+import { BUN, ROOT } from '../helpers/processes.ts'
 import { backends } from '../helpers/databases.ts'
 import { api, type TestServer } from '../helpers/server.ts'
 import { useStack } from '../helpers/stack.ts'
@@ -289,6 +290,63 @@ for (const backend of backends()) {
       expect(r.status).toBe(409)
       expect(await r.text()).toMatch(/nonce was used or canceled already/)
       expect(await relayerNonce()).toBe(before)
+    })
+
+    test('a second signature for a transaction already paid by signature (a double click, a fresh nonce) is refused: the customer pays once', async () => {
+      const s = await prepared(4)
+      const payer = await customer(8_000_000n)
+      const [first, second] = [await sign(payer, s), await sign(payer, s)]
+      expect(first.nonce).not.toBe(second.nonce)
+      const paid = await post(`/pay/${s.id}/authorization`, first)
+      expect(paid.status).toBe(200)
+      const before = await relayerNonce()
+      const again = await post(`/pay/${s.id}/authorization`, second)
+      expect(again.status).toBe(409)
+      expect(await again.text()).toMatch(/earlier signature/)
+      expect(await relayerNonce()).toBe(before)
+      await waitUntil(
+        'completed',
+        () => state(s.id),
+        (x) => x.status === 'completed',
+      )
+      expect(
+        await wallet.readContract({
+          address: devnet.stablecoin,
+          abi: TestStablecoin.abi,
+          functionName: 'balanceOf',
+          args: [payer.address],
+        }),
+      ).toBe(4_000_000n)
+    })
+
+    test("the README's example pays a transaction by one signature from a key with no ETH", async () => {
+      const created = await api(t, key).create({ amount: 3 })
+      const id = ((await created.json()) as any).transaction.id as string
+      const caFile = join(keyDir, 'ca.pem')
+      writeFileSync(caFile, t.ca)
+      const run = Bun.spawn(
+        [BUN, join(ROOT, 'docs/examples/pay-by-signature.ts'), id, devnet.rpcUrl],
+        {
+          cwd: ROOT,
+          env: { PATH: process.env.PATH ?? '', SERVICE_URL: t.url, NODE_EXTRA_CA_CERTS: caFile },
+          stdout: 'pipe',
+          stderr: 'pipe',
+        },
+      )
+      const [out, err, code] = await Promise.all([
+        new Response(run.stdout).text(),
+        new Response(run.stderr).text(),
+        run.exited,
+      ])
+      expect({ code, err }).toEqual({ code: 0, err: '' })
+      const lines = out.trim().split('\n')
+      expect(lines[1]).toMatch(/^relayed: 0x[0-9a-f]{64}$/)
+      expect(JSON.parse(lines.at(-1)!)).toEqual({
+        status: 'completed',
+        amount_received: '3000000',
+        eth: '0',
+      })
+      expect((await api(t, key).transaction(id)).status).toBe('completed')
     })
 
     test('a transaction with no token chosen yet has nothing to sign', async () => {

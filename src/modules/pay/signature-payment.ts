@@ -11,21 +11,9 @@
  * the network's follower like any transfer to the deposit address, confirmations and reorgs
  * included: nothing here moves the transaction's status.
  */
-import {
-  type Address,
-  getAddress,
-  type Hex,
-  isAddress,
-  isHex,
-  type PublicClient,
-  recoverTypedDataAddress,
-} from 'viem'
-import {
-  type AuthorizationDomain,
-  eip3009Abi,
-  type TransferAuthorization,
-  transferAuthorizationTypedData,
-} from '../../chain/eip3009.ts'
+import { type Address, getAddress, type Hex, isAddress, isHex, type PublicClient } from 'viem'
+import { checkAuthorization } from '../../chain/authorization-check.ts'
+import type { AuthorizationDomain, TransferAuthorization } from '../../chain/eip3009.ts'
 import type { Relayer } from '../../chain/relayer.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { deny, ok, type Outcome } from '../../lib/outcome.ts'
@@ -122,45 +110,14 @@ export async function submitAuthorization(
   }
   const client = deps.client(s.quote.blockchain_network)
   if (!client) return deny('unavailable', `${s.quote.blockchain_network} cannot be reached`)
-  // The signature must be over exactly this message, in the token's own domain: one made for
-  // another chain, token, recipient, amount or window recovers another address.
-  const typed = transferAuthorizationTypedData(offer.domain as AuthorizationDomain, authorization)
-  const signer = await recoverTypedDataAddress({ ...typed, signature: body.signature }).catch(
-    () => null,
-  )
-  if (signer !== authorization.from) {
-    // A contract wallet signs by EIP-1271: the token asks it, in the relayer's simulation.
-    const code = await client.getCode({ address: authorization.from }).catch(() => undefined)
-    if (!code || code === '0x')
-      return field(
-        'signature',
-        `is not by ${authorization.from} over this payment (chain ${offer.domain.chainId}, token ${token}, to ${authorization.to}, value ${offer.value}, the window given)`,
-      )
-  }
-  try {
-    const [used, balance] = await Promise.all([
-      client.readContract({
-        address: token,
-        abi: eip3009Abi,
-        functionName: 'authorizationState',
-        args: [authorization.from, authorization.nonce],
-      }),
-      client.readContract({
-        address: token,
-        abi: eip3009Abi,
-        functionName: 'balanceOf',
-        args: [authorization.from],
-      }),
-    ])
-    if (used) return deny('conflict', 'This authorization nonce was used or canceled already')
-    if (balance < authorization.value)
-      return field(
-        'from',
-        `holds ${balance} of the token, less than the ${authorization.value} due (smallest units)`,
-      )
-  } catch {
-    return deny('unavailable', `${s.quote.blockchain_network} cannot be reached right now`)
-  }
+  const checked = await checkAuthorization(client, {
+    network: s.quote.blockchain_network,
+    token,
+    domain: offer.domain as AuthorizationDomain,
+    authorization,
+    signature: body.signature as Hex,
+  })
+  if (!checked.ok) return checked
   const sent = await deps
     .relayer!.relay({
       network: s.quote.blockchain_network,
