@@ -46,6 +46,7 @@ import { createDashboardService } from './modules/dashboard/service.ts'
 import { createRefundRepo } from './modules/refunds/refund.repo.ts'
 import { createRefundChanges } from './modules/refunds/changes.ts'
 import { createRefundService } from './modules/refunds/service.ts'
+import { createFacilitatorService } from './modules/x402/service.ts'
 import { createRefundSettlement } from './modules/refunds/settlement.ts'
 import { createTreasuryRepo } from './modules/treasury/treasury.repo.ts'
 import { createTreasuryService } from './modules/treasury/service.ts'
@@ -354,6 +355,18 @@ export async function createServices(deps: {
     authorizationDomain: chain.authorizationDomain,
     client: chain.client,
   })
+  const facilitator = createFacilitatorService({
+    database,
+    clock,
+    networks: chain.networks,
+    verified: chain.verified,
+    relayer,
+    authorizationDomain: chain.authorizationDomain,
+    client: chain.client,
+    prices: chain.prices,
+    lifecycle,
+    watch: chain.watch,
+  })
   const payStreams = createStatusStreams({
     state: pay.state,
     changes: lifecycle.onChange,
@@ -370,6 +383,8 @@ export async function createServices(deps: {
     pay,
     /** Submits customers' signed payments, paying gas only; null when none is configured. */
     relayer,
+    /** x402 verify and settle for merchants' own resources. */
+    facilitator,
     /** The pay page's event streams, moved by committed changes. */
     payStreams,
     anonymousLimits: DEFAULT_LIMITS,

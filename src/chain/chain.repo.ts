@@ -22,7 +22,9 @@ import {
   chainFollowers,
   chainTransfers,
   depositAddresses,
+  relayedAuthorizations,
   transactions,
+  x402PayTo,
 } from '../db/schema.ts'
 
 const ph = (name: string) => sql.placeholder(name)
@@ -67,7 +69,9 @@ export type TransferKind = (typeof chainTransfers.$inferSelect)['kind']
 
 /*
  * A block's findings go in as one JSON array unpacked by jsonb_to_recordset, joined to the
- * deposit addresses for their transaction: one statement however many transfers a block has.
+ * deposit addresses for their transaction: one statement however many transfers a block has. An
+ * x402 address (docs/decisions/0063-x402.md) takes many payments, so a transfer to it is the
+ * transaction's whose relayed authorization the transfer's transaction carried.
  * The query builder's INSERT ... SELECT insists on every column of the table, so this one is
  * written with `sql` over the schema; the record's fields are named and typed after the columns
  * they fill, so the JSON keys follow a rename too.
@@ -84,11 +88,18 @@ const FOUND: Record<keyof TransferFinding, PgColumn> = {
 }
 const FOUND_ENTRIES = Object.entries(FOUND) as [keyof TransferFinding, PgColumn][]
 const list = (parts: SQL[]) => sql.join(parts, sql`, `)
+const ra = relayedAuthorizations
 const RECORD = sql`
 INSERT INTO ${chainTransfers} (${bare(chainTransfers.network)}, ${list(FOUND_ENTRIES.map(([, c]) => bare(c)))}, ${bare(chainTransfers.transactionId)}, ${bare(chainTransfers.seenAt)})
-SELECT ${param('network', 'text')}, ${list(FOUND_ENTRIES.map(([, c]) => sql`f.${bare(c)}`))}, ${depositAddresses.transactionId}, ${param('at', 'timestamptz')}
+SELECT ${param('network', 'text')}, ${list(FOUND_ENTRIES.map(([, c]) => sql`f.${bare(c)}`))}, m.transaction_id, ${param('at', 'timestamptz')}
 FROM jsonb_to_recordset(${param('findings', 'jsonb')}) AS f(${list(FOUND_ENTRIES.map(([, c]) => sql`${bare(c)} ${sql.raw(c.getSQLType())}`))})
-JOIN ${depositAddresses} ON ${depositAddresses.address} = f.${bare(chainTransfers.toAddress)}
+JOIN LATERAL (
+  SELECT ${depositAddresses.transactionId} AS transaction_id FROM ${depositAddresses} WHERE ${depositAddresses.address} = f.${bare(chainTransfers.toAddress)}
+  UNION ALL
+  SELECT ${ra.transactionId} FROM ${ra}
+  WHERE ${ra.txHash} = f.${bare(chainTransfers.txHash)} AND ${ra.payTo} = f.${bare(chainTransfers.toAddress)} AND ${ra.transactionId} IS NOT NULL
+    AND NOT EXISTS (SELECT 1 FROM ${depositAddresses} WHERE ${depositAddresses.address} = f.${bare(chainTransfers.toAddress)})
+) m ON true
 ON CONFLICT (${list([chainTransfers.network, chainTransfers.txHash, chainTransfers.logIndex, chainTransfers.blockHash].map(bare))}) DO NOTHING`
 
 /**
@@ -425,10 +436,16 @@ export function createChainRepo(database: Database) {
       }))
     },
 
-    /** Deposit addresses of transactions still open, or finished after `since`. */
+    /**
+     * Deposit addresses of transactions still open, or finished after `since`; and every x402
+     * address (docs/decisions/0063-x402.md), which may be paid at any time.
+     */
     async watchedAddresses(since: Date): Promise<string[]> {
-      const rows = await watched.execute({ since: since.toISOString() })
-      return rows.map((r) => r.address)
+      const [rows, x402] = await Promise.all([
+        watched.execute({ since: since.toISOString() }),
+        db.selectDistinct({ address: x402PayTo.address }).from(x402PayTo),
+      ])
+      return [...rows, ...x402].map((r) => r.address)
     },
   }
 }

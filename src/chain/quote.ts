@@ -30,6 +30,18 @@ export function quoteTokenUnits(usdCents: bigint, tokenDecimals: number, price: 
 }
 
 /**
+ * The USD value in cents of `units` smallest token units at `price`, rounded down (what was
+ * received is never overstated): floor(units * price.answer * 100 / 10^(tokenDecimals +
+ * price.decimals)).
+ */
+export function tokenUnitsToCents(units: bigint, tokenDecimals: number, price: UsdPrice): bigint {
+  if (units < 0n) throw new RangeError(`units must not be negative, got ${units}`)
+  checkDecimals('tokenDecimals', tokenDecimals)
+  checkDecimals('price.decimals', price.decimals)
+  return (units * price.answer * 100n) / 10n ** BigInt(tokenDecimals + price.decimals)
+}
+
+/**
  * Parses a positive decimal string ("1", "0.9998") into an exact price; throws on anything else.
  */
 export function usdPriceFromDecimal(usd: string): UsdPrice {

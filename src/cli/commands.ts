@@ -122,6 +122,17 @@ export const COMMANDS: Record<string, Command> = {
         first_addresses: r.firstAddresses,
       })),
   },
+  'project set-x402-pay-to': {
+    usage:
+      'project set-x402-pay-to --project ID --mode test|live --address 0x...   (where payments of your own resources over x402 go: your treasury; docs/decisions/0063-x402.md)',
+    required: ['project', 'mode', 'address'],
+    run: (s, f) =>
+      map(s.facilitator.setPayTo(f.project, f.mode, f.address), (r) => ({
+        project: r.projectId,
+        mode: r.mode,
+        pay_to: r.payTo,
+      })),
+  },
   'project set-ip-allowlist': {
     usage: 'project set-ip-allowlist --project ID --cidrs a,b   (empty clears)',
     required: ['project', 'cidrs'],

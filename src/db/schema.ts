@@ -725,5 +725,28 @@ export const relayedAuthorizations = pgTable(
     uniqueIndex('relayed_authorizations_nonce_idx').on(t.network, t.token, t.payer, t.nonce),
     // The spend in the last hour, per network.
     index('relayed_authorizations_spend_idx').on(t.network, t.createdAt),
+    // A transfer to an x402 address is its transaction's by the relayer's transaction hash.
+    index('relayed_authorizations_tx_idx').on(t.txHash),
+    // A transaction's earlier signed payments, so a second does not charge twice.
+    index('relayed_authorizations_transaction_idx').on(t.transactionId),
   ],
+)
+
+/**
+ * Where a project's own resources are paid over x402 through this service's facilitator
+ * (docs/decisions/0063-x402.md): the merchant's treasury address per mode, set by the operator
+ * (`project set-x402-pay-to`), never by an API key. A settle whose `payTo` is not it is refused.
+ * Lowercase hex.
+ */
+export const x402PayTo = pgTable(
+  'x402_pay_to',
+  {
+    projectId: text('project_id')
+      .notNull()
+      .references(() => projects.id, { onDelete: 'cascade' }),
+    mode: text('mode', { enum: ['test', 'live'] }).notNull(),
+    address: text('address').notNull(),
+    updatedAt: ts('updated_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.projectId, t.mode] })],
 )

@@ -6,6 +6,7 @@ import { operationsController } from '../modules/operations/index.ts'
 import { statsController } from '../modules/stats/index.ts'
 import { transactionsController } from '../modules/transactions/index.ts'
 import { refundsController } from '../modules/refunds/index.ts'
+import { x402Controller } from '../modules/x402/index.ts'
 import { treasuryController } from '../modules/treasury/index.ts'
 import { PAY_ASSETS_DIR, payController, payNotFound } from '../modules/pay/index.ts'
 import {
@@ -117,6 +118,7 @@ export function createApp(services: Services, opts: AppOptions) {
       )
       .use(statsController({ stats: services.stats }))
       .use(refundsController({ refunds: services.refunds }))
+      .use(x402Controller({ facilitator: services.facilitator }))
       .use(treasuryController({ treasury: services.treasury }))
       .use(staticAssetsController(assets))
       .use(

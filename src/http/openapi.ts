@@ -84,6 +84,11 @@ const TAGS = [
       "What the merchant's treasury tool reads and records: networks, the deposit key, deposit addresses, sweeps.",
   },
   {
+    name: 'x402',
+    description:
+      "An x402 v2 facilitator for the merchant's own resources: point x402 middleware (@x402/hono, @x402/express) at {base}/api/x402 with an API key holding `x402:settle`. Payments go to the project's x402 address; each settled one is a transaction with its webhooks.",
+  },
+  {
     name: 'Webhooks',
     description: "What the service POSTs to your endpoints, signed with the endpoint's secret.",
   },

@@ -20,6 +20,7 @@ export const SCOPES = [
   'refunds:read',
   'refunds:write',
   'refunds:pay',
+  'x402:settle',
 ] as const
 export type Scope = (typeof SCOPES)[number]
 

@@ -330,6 +330,7 @@ describeWithBrowser('merchant dashboard in Chromium', () => {
       'sweeps:write',
       'refunds:read',
       'refunds:write',
+      'x402:settle',
     ])
       await page.getByRole('checkbox', { name: scope }).uncheck()
     await page.getByRole('button', { name: 'Create test key' }).click()

@@ -21,6 +21,7 @@ const DEFAULT_SCOPES = [
   'deposits:read',
   'refunds:read',
   'refunds:write',
+  'x402:settle',
 ]
 
 interface Setup {
@@ -509,6 +510,47 @@ function cliSuite(
           expect(Array.isArray(r.json.error.details)).toBe(true)
         })
       }
+
+      test('project set-x402-pay-to: the address checksummed; a bad address, the zero address or an unknown project refused', async () => {
+        const address = '0x52908400098527886e0f7030069857d2e4169ee7'
+        expect(
+          await ok(
+            'project',
+            'set-x402-pay-to',
+            '--project',
+            projectId,
+            '--mode',
+            'live',
+            '--address',
+            address,
+          ),
+        ).toEqual({
+          project: projectId,
+          mode: 'live',
+          pay_to: '0x52908400098527886E0F7030069857D2E4169EE7',
+        })
+        for (const [args, text] of [
+          [['--project', projectId, '--mode', 'live', '--address', '0x1234'], 'address must be'],
+          [
+            ['--project', projectId, '--mode', 'live', '--address', `0x${'0'.repeat(40)}`],
+            'not be the zero address',
+          ],
+          [
+            ['--project', projectId, '--mode', 'both', '--address', address],
+            'mode must be test or live',
+          ],
+          [
+            ['--project', 'proj_nope', '--mode', 'test', '--address', address],
+            'No project proj_nope',
+          ],
+        ] as const) {
+          const r = await cli('project', 'set-x402-pay-to', ...args)
+          expect({ code: r.code, message: r.json.error.message.includes(text) }).toEqual({
+            code: 1,
+            message: true,
+          })
+        }
+      })
 
       test('key list for an unknown project: exit 1, "No project proj_nope"', async () => {
         const r = await cli('key', 'list', '--project', 'proj_nope')

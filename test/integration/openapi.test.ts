@@ -137,29 +137,35 @@ describe('openapi/openapi.json', () => {
       operations(committed)
         .map((o) => o.name)
         .sort(),
-    ).toEqual([
-      'GET /api/deposit-addresses',
-      'GET /api/deposit-key',
-      'GET /api/networks',
-      'GET /api/refunds',
-      'GET /api/refunds/{id}',
-      'GET /api/sweeps',
-      'GET /api/sweeps/{id}',
-      'GET /api/transactions/project/{projectId}',
-      'GET /api/transactions/stats',
-      'GET /api/transactions/{id}',
-      'GET /api/transactions/{id}/refunds',
-      'GET /api/transactions/{id}/timeline',
-      'POST /api/refunds/{id}/abandon',
-      'POST /api/refunds/{id}/cancel',
-      'POST /api/refunds/{id}/payment',
-      'POST /api/refunds/{id}/unpayable',
-      'POST /api/sweeps',
-      'POST /api/transactions/create',
-      'POST /api/transactions/{id}/cancel',
-      'POST /api/transactions/{id}/refunds',
-      'POST /api/transactions/{id}/retry-webhook',
-    ])
+    ).toEqual(
+      [
+        'GET /api/deposit-addresses',
+        'GET /api/deposit-key',
+        'GET /api/networks',
+        'GET /api/refunds',
+        'GET /api/refunds/{id}',
+        'GET /api/sweeps',
+        'GET /api/sweeps/{id}',
+        'GET /api/transactions/project/{projectId}',
+        'GET /api/transactions/stats',
+        'GET /api/transactions/{id}',
+        'GET /api/transactions/{id}/refunds',
+        'GET /api/transactions/{id}/timeline',
+        'POST /api/refunds/{id}/abandon',
+        'POST /api/refunds/{id}/cancel',
+        'POST /api/refunds/{id}/payment',
+        'POST /api/refunds/{id}/unpayable',
+        'POST /api/sweeps',
+        'POST /api/transactions/create',
+        'POST /api/transactions/{id}/cancel',
+        'POST /api/transactions/{id}/refunds',
+        'POST /api/transactions/{id}/retry-webhook',
+        'GET /api/x402/pay-to',
+        'GET /api/x402/supported',
+        'POST /api/x402/settle',
+        'POST /api/x402/verify',
+      ].sort(),
+    )
     expect(Object.keys(committed.webhooks).sort()).toEqual([...WEBHOOK_EVENT_TYPES].sort())
   })
 

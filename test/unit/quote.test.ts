@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test'
-import { quoteTokenUnits, usdPriceFromDecimal } from '../../src/chain/quote.ts'
+import { quoteTokenUnits, tokenUnitsToCents, usdPriceFromDecimal } from '../../src/chain/quote.ts'
 
 const ONE_USD = { answer: 1n, decimals: 0 }
 /** ETH at $3,000 as a Chainlink ETH/USD feed reports it (8 decimals). */
@@ -84,5 +84,25 @@ describe('usdPriceFromDecimal()', () => {
   test('refuses what is not a positive decimal', () => {
     for (const s of ['0', '0.0', '-1', '1e3', '', '.5', '1.', 'abc'])
       expect(() => usdPriceFromDecimal(s)).toThrow(RangeError)
+  })
+})
+
+describe('tokenUnitsToCents()', () => {
+  test('values token units in cents, rounded down so what was received is never overstated', () => {
+    expect(tokenUnitsToCents(1_500_000n, 6, ONE_USD)).toBe(150n) // 1.50 of a $1 stablecoin
+    expect(tokenUnitsToCents(9_999n, 6, ONE_USD)).toBe(0n) // under a cent
+    expect(tokenUnitsToCents(10n ** 18n, 18, ETH_3000)).toBe(300_000n)
+    expect(tokenUnitsToCents(3_333_333_333_334n, 18, ETH_3000)).toBe(1n)
+    expect(tokenUnitsToCents(3_333_333_333_332n, 18, ETH_3000)).toBe(0n)
+  })
+
+  test('undoes quoteTokenUnits to the cent', () => {
+    for (const cents of [1n, 99n, 2500n, 123_456n])
+      expect(tokenUnitsToCents(quoteTokenUnits(cents, 18, ETH_3000), 18, ETH_3000)).toBe(cents)
+  })
+
+  test('refuses nonsense', () => {
+    expect(() => tokenUnitsToCents(-1n, 6, ONE_USD)).toThrow(RangeError)
+    expect(() => tokenUnitsToCents(1n, 78, ONE_USD)).toThrow(RangeError)
   })
 })

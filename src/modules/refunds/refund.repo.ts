@@ -5,6 +5,7 @@ import type { Database } from '../../db/client.ts'
 import {
   chainCursors,
   chainTransfers,
+  depositAddresses,
   idempotencyKeys,
   outbox,
   refunds,
@@ -288,6 +289,18 @@ export function createRefundRepo(database: Database) {
         .from(r)
         .where(and(eq(r.network, network), inArray(r.status, ['submitted', 'confirming'])))
         .orderBy(asc(r.id)),
+
+    /**
+     * Whether the transaction was paid to a deposit address of its own (false: to the project's
+     * x402 address, docs/decisions/0063-x402.md).
+     */
+    async hasDepositAddress(transactionId: string): Promise<boolean> {
+      const [row] = await db
+        .select({ address: depositAddresses.address })
+        .from(depositAddresses)
+        .where(eq(depositAddresses.transactionId, transactionId))
+      return !!row
+    },
 
     /** The transaction a refund is for (any mode: the caller has checked the refund's own). */
     async transaction(id: string): Promise<TransactionRow | null> {

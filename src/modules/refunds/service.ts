@@ -132,6 +132,11 @@ export function createRefundService(deps: {
           'conflict',
           'Nothing to refund: the customer never chose a token, so no deposit address received anything',
         )
+      if (!(await deps.repo.hasDepositAddress(transaction.id)))
+        return deny(
+          'conflict',
+          "This payment went over x402 to the project's x402 address (your treasury), not to a deposit address: refund it from that wallet",
+        )
       if (!FINAL_STATUSES.includes(transaction.status as TxStatus)) {
         return deny(
           'conflict',

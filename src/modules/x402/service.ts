@@ -1,0 +1,452 @@
+/**
+ * The x402 facilitator for a merchant's own resources (docs/decisions/0063-x402.md): a merchant's
+ * server running x402 middleware (`@x402/hono`, `@x402/express`) with this service's URL and one of
+ * its API keys (scope `x402:settle`) has payments verified and settled here. The relayer submits
+ * the payer's EIP-3009 authorization and pays the gas; the tokens go straight to the project's own
+ * x402 address, which only the operator sets. Every settled payment becomes a transaction of the
+ * key's project and mode, found and confirmed by the follower like any payment.
+ *
+ * Everything is checked before any gas: the requirement must be one this service would issue
+ * (scheme `exact`, a network of the key's mode a relayer serves, a token taking signatures with its
+ * domain in `extra`, `payTo` the project's address), the payment must be for it exactly, and the
+ * authorization must be good on chain (signer, window, nonce unused, balance, simulation).
+ */
+import { type Address, getAddress, type Hex, type PublicClient } from 'viem'
+import type { Quote, TxEvent } from '../../../machines/transaction.machine.ts'
+import { checkAuthorization } from '../../chain/authorization-check.ts'
+import type { AuthorizationDomain, TransferAuthorization } from '../../chain/eip3009.ts'
+import type { NetworkConfig, TokenConfig } from '../../chain/networks-config.ts'
+import type { PriceReader } from '../../chain/prices.ts'
+import { tokenUnitsToCents } from '../../chain/quote.ts'
+import type { Relayer } from '../../chain/relayer.ts'
+import { CHANNELS } from '../../db/channels.ts'
+import type { Database } from '../../db/client.ts'
+import type { Clock } from '../../lib/clock.ts'
+import { centsToDecimal } from '../../lib/money.ts'
+import { deny, ok, type Outcome } from '../../lib/outcome.ts'
+import type { Mode, ProjectMode } from '../../projects/mode.ts'
+import {
+  caip2,
+  chainIdOf,
+  type PaymentPayload,
+  type PaymentRequirements,
+} from '../../x402/protocol.ts'
+import type { TransactionRow } from '../transactions/transaction.repo.ts'
+import { newTransactionRow } from '../transactions/service.ts'
+import { createPayToRepo } from './pay-to.repo.ts'
+
+/** An authorization must leave at least this long to be mined. */
+const MIN_VALID_SECONDS = 10n
+/** How far past `maxTimeoutSeconds` a `validBefore` may reach (the client's clock may run ahead). */
+const CLOCK_SLACK_SECONDS = 60n
+/** How long settle waits for the relayer's transaction to be mined. */
+const RECEIPT_TIMEOUT_MS = 60_000
+/** The longest recorded resource URL. */
+const MAX_RESOURCE_CHARS = 500
+
+export interface FacilitatorDeps {
+  database: Database
+  clock: Clock
+  networks: NetworkConfig[]
+  verified: (network: string) => boolean
+  relayer: Relayer | null
+  authorizationDomain: (network: string, token: string) => AuthorizationDomain | null
+  client: (
+    network: string,
+  ) => Pick<PublicClient, 'readContract' | 'getCode' | 'waitForTransactionReceipt'> | null
+  prices: (network: string) => PriceReader | null
+  lifecycle: {
+    create(request: {
+      row: TransactionRow
+      timelineDetails: Record<string, unknown>
+    }): Promise<'created' | 'key_taken' | 'number_taken'>
+    apply(id: string, event: TxEvent): Promise<Outcome<TransactionRow>>
+  }
+  watch: (address: string) => void
+}
+
+export interface FacilitatorRequest {
+  x402Version: 2
+  paymentPayload: PaymentPayload
+  paymentRequirements: PaymentRequirements
+}
+
+export interface VerifyResult {
+  isValid: boolean
+  invalidReason?: string
+  invalidMessage?: string
+  payer?: string
+}
+
+export interface SettleResult {
+  success: boolean
+  errorReason?: string
+  errorMessage?: string
+  payer?: string
+  transaction: string
+  network: string
+  extra?: { transaction_id: string }
+}
+
+type Erc20 = Extract<TokenConfig, { kind: 'erc20' }>
+
+/** A payment that passed every check: what the relayer is to send. */
+interface Accepted {
+  network: NetworkConfig
+  token: Erc20
+  authorization: TransferAuthorization
+  signature: Hex
+  payTo: string
+}
+
+type Judged = { ok: true; value: Accepted } | { ok: false; reason: string; message: string }
+const invalid = (reason: string, message: string): Judged => ({ ok: false, reason, message })
+
+export function createFacilitatorService(deps: FacilitatorDeps) {
+  const payTo = createPayToRepo(deps.database)
+
+  /** Networks of this mode the facilitator settles on, with their signature tokens. */
+  function settleable(mode: Mode) {
+    const relayer = deps.relayer
+    if (!relayer) return []
+    return deps.networks
+      .filter((n) => n.testnet === (mode === 'test') && deps.verified(n.name))
+      .filter((n) => relayer.offers(n.name))
+      .map((n) => ({
+        network: n,
+        tokens: n.tokens.flatMap((t) => {
+          const domain =
+            t.kind === 'erc20' && t.eip3009 ? deps.authorizationDomain(n.name, t.address) : null
+          return domain ? [{ token: t as Erc20, domain }] : []
+        }),
+      }))
+      .filter((n) => n.tokens.length > 0)
+  }
+
+  /** Every check before any gas; the reasons are x402's own where it names one. */
+  async function judge(caller: ProjectMode, body: FacilitatorRequest): Promise<Judged> {
+    const req = body.paymentRequirements
+    const payment = body.paymentPayload
+    if (req.scheme !== 'exact' || payment.accepted.scheme !== 'exact')
+      return invalid('unsupported_scheme', 'only the exact scheme is settled here')
+    const chainId = chainIdOf(req.network)
+    const where = settleable(caller.mode).find((n) => n.network.chainId === chainId)
+    if (!where)
+      return invalid(
+        'invalid_network',
+        `${req.network} is not a network this service settles on for ${caller.mode} keys`,
+      )
+    const found = where.tokens.find(
+      (t) => t.token.address.toLowerCase() === req.asset.toLowerCase(),
+    )
+    if (!found)
+      return invalid(
+        'invalid_payment_requirements',
+        `asset ${req.asset} is not a token this service settles on ${where.network.name} (one taking EIP-3009 signatures)`,
+      )
+    if (req.extra?.name !== found.domain.name)
+      return invalid(
+        'invalid_exact_evm_token_name_mismatch',
+        `extra.name must be the token's EIP-712 name, ${JSON.stringify(found.domain.name)}`,
+      )
+    if (req.extra?.version !== found.domain.version)
+      return invalid(
+        'invalid_exact_evm_token_version_mismatch',
+        `extra.version must be the token's EIP-712 version, ${JSON.stringify(found.domain.version)}`,
+      )
+    const own = await payTo.get(caller)
+    if (!own)
+      return invalid(
+        'invalid_exact_evm_recipient_mismatch',
+        `this project has no x402 address for ${caller.mode} mode: the operator sets it with project set-x402-pay-to`,
+      )
+    if (req.payTo.toLowerCase() !== own)
+      return invalid(
+        'invalid_exact_evm_recipient_mismatch',
+        `payTo must be this project's x402 address, ${getAddress(own)}`,
+      )
+    const accepted = payment.accepted
+    if (
+      accepted.network !== req.network ||
+      accepted.asset.toLowerCase() !== req.asset.toLowerCase() ||
+      accepted.payTo.toLowerCase() !== req.payTo.toLowerCase() ||
+      accepted.amount !== req.amount
+    )
+      return invalid(
+        'invalid_payment_requirements',
+        'paymentPayload.accepted is not paymentRequirements',
+      )
+    const a = payment.payload.authorization
+    if (a.to.toLowerCase() !== own)
+      return invalid('invalid_exact_evm_recipient_mismatch', 'the authorization is not to payTo')
+    if (a.value !== req.amount)
+      return invalid(
+        'invalid_exact_evm_payload_authorization_value_mismatch',
+        `the authorization moves ${a.value}, not the ${req.amount} required`,
+      )
+    const now = BigInt(Math.floor(deps.clock.now() / 1000))
+    const validAfter = BigInt(a.validAfter)
+    const validBefore = BigInt(a.validBefore)
+    if (validAfter > now)
+      return invalid('invalid_exact_evm_payload_authorization_valid_after', 'not valid yet')
+    if (validBefore < now + MIN_VALID_SECONDS)
+      return invalid(
+        'invalid_exact_evm_payload_authorization_valid_before',
+        `expired, or too close to expiry to be mined (under ${MIN_VALID_SECONDS} s left)`,
+      )
+    if (validBefore > now + BigInt(req.maxTimeoutSeconds) + CLOCK_SLACK_SECONDS)
+      return invalid(
+        'invalid_exact_evm_payload_authorization_valid_before',
+        'valid for longer than maxTimeoutSeconds allows',
+      )
+    const authorization: TransferAuthorization = {
+      from: getAddress(a.from),
+      to: getAddress(a.to),
+      value: BigInt(a.value),
+      validAfter,
+      validBefore,
+      nonce: a.nonce.toLowerCase() as Hex,
+    }
+    const signature = payment.payload.signature as Hex
+    const client = deps.client(where.network.name)
+    if (!client) throw new Error(`${where.network.name} has no client`)
+    const token = getAddress(found.token.address)
+    const checked = await checkAuthorization(client, {
+      network: where.network.name,
+      token,
+      domain: found.domain,
+      authorization,
+      signature,
+    })
+    if (!checked.ok) {
+      if (checked.code === 'unavailable') throw new Error(checked.message)
+      const field = checked.details?.[0]?.path
+      return invalid(
+        checked.code === 'conflict'
+          ? 'invalid_exact_evm_nonce_already_used'
+          : field === 'from'
+            ? 'invalid_exact_evm_insufficient_balance'
+            : 'invalid_exact_evm_signature',
+        checked.message,
+      )
+    }
+    const simulated = await deps.relayer!.check({
+      network: where.network.name,
+      token,
+      authorization,
+      signature,
+    })
+    if (!simulated.ok)
+      return invalid('invalid_exact_evm_transaction_simulation_failed', simulated.message)
+    return {
+      ok: true,
+      value: { network: where.network, token: found.token, authorization, signature, payTo: own },
+    }
+  }
+
+  /**
+   * The transaction recording a settled payment: created, then its token chosen with exactly the
+   * amount authorized, to the x402 address, so the follower's transfer completes it. It expires a
+   * minute after the authorization can no longer be mined.
+   */
+  async function record(
+    caller: ProjectMode,
+    p: Accepted,
+    resource: PaymentPayload['resource'],
+  ): Promise<string> {
+    const price = await deps.prices(p.network.name)!.read(p.token)
+    const cents = price.ok
+      ? tokenUnitsToCents(p.authorization.value, p.token.decimals, price)
+      : null
+    if (cents === null) throw new Error(`the ${p.token.symbol} price is unavailable`)
+    const now = new Date(deps.clock.now())
+    const url = resource?.url?.slice(0, MAX_RESOURCE_CHARS) ?? null
+    let row: TransactionRow | null = null
+    for (let attempt = 0; attempt < 5 && !row; attempt++) {
+      const candidate = {
+        ...newTransactionRow(
+          caller,
+          {
+            amount: 0.01,
+            order_description: (
+              resource?.description || (url ? `x402: ${url}` : 'x402 payment')
+            ).slice(0, 500),
+            metadata: {
+              x402_resource: url,
+              x402_payer: p.authorization.from,
+            },
+          },
+          now,
+        ),
+        amountUsd: centsToDecimal(cents),
+        expiresAt: new Date(Number(p.authorization.validBefore) * 1000 + 60_000),
+      }
+      const created = await deps.lifecycle.create({
+        row: candidate,
+        timelineDetails: {
+          amount_usd: candidate.amountUsd,
+          expires_at: candidate.expiresAt.toISOString(),
+          x402_resource: url,
+        },
+      })
+      if (created === 'created') row = candidate
+    }
+    if (!row) throw new Error('no free transaction number after 5 attempts')
+    const quote: Quote = {
+      tokenSymbol: p.token.symbol,
+      network: p.network.name,
+      tokenAmount: p.authorization.value.toString(),
+      depositAddress: getAddress(p.payTo),
+      requiredConfirmations: p.network.confirmations,
+      ...(p.network.finality === 'confirmations' ? {} : { finality: p.network.finality }),
+    }
+    const selected = await deps.lifecycle.apply(row.id, { type: 'token.selected', quote })
+    if (!selected.ok) throw new Error(selected.message)
+    // Every instance's follower watches the x402 address (also after a restart: it is stored).
+    deps.watch(p.payTo)
+    await deps.database.notify(CHANNELS.depositAddress, p.payTo)
+    return row.id
+  }
+
+  return {
+    /** The address and assets a merchant's middleware is to use in this key's mode. */
+    async payTo(caller: ProjectMode) {
+      const own = await payTo.get(caller)
+      return {
+        pay_to: own ? getAddress(own) : null,
+        assets: settleable(caller.mode).flatMap(({ network, tokens }) =>
+          tokens.map(({ token, domain }) => ({
+            network: caip2(network.chainId),
+            blockchain_network: network.name,
+            token_symbol: token.symbol,
+            asset: getAddress(token.address),
+            decimals: token.decimals,
+            extra: { name: domain.name, version: domain.version },
+          })),
+        ),
+      }
+    },
+
+    /** `project set-x402-pay-to`: the operator names where the project's x402 payments go. */
+    async setPayTo(
+      projectId: string,
+      mode: string,
+      address: string,
+    ): Promise<Outcome<{ projectId: string; mode: Mode; payTo: string }>> {
+      if (mode !== 'test' && mode !== 'live')
+        return deny('invalid_request', 'mode must be test or live', [
+          { path: 'mode', message: 'test or live' },
+        ])
+      if (!/^0x[0-9a-fA-F]{40}$/.test(address))
+        return deny('invalid_request', 'address must be a 0x-prefixed 20-byte address', [
+          { path: 'address', message: 'a 0x-prefixed 20-byte address' },
+        ])
+      if (BigInt(address) === 0n)
+        return deny('invalid_request', 'address must not be the zero address', [
+          { path: 'address', message: 'not the zero address' },
+        ])
+      if (!(await payTo.set(projectId, mode, address.toLowerCase(), new Date(deps.clock.now()))))
+        return deny('not_found', `No project ${projectId}`)
+      await deps.database.notify(CHANNELS.depositAddress, address.toLowerCase())
+      return ok({ projectId, mode, payTo: getAddress(address) })
+    },
+
+    /** x402 `GET /supported`: what this key's mode can be settled on. */
+    supported(caller: ProjectMode) {
+      const relayer = deps.relayer
+      return {
+        kinds: settleable(caller.mode).map(({ network }) => ({
+          x402Version: 2 as const,
+          scheme: 'exact' as const,
+          network: caip2(network.chainId),
+        })),
+        extensions: [] as string[],
+        signers: relayer ? { 'eip155:*': [relayer.address] } : {},
+      }
+    },
+
+    /** x402 `POST /verify`: whether settle would go through now; nothing is sent. */
+    async verify(caller: ProjectMode, body: FacilitatorRequest): Promise<VerifyResult> {
+      const judged = await judge(caller, body)
+      const payer = getAddress(body.paymentPayload.payload.authorization.from)
+      return judged.ok
+        ? { isValid: true, payer }
+        : { isValid: false, invalidReason: judged.reason, invalidMessage: judged.message, payer }
+    },
+
+    /**
+     * x402 `POST /settle`: checks as verify does, records the payment as a transaction of the
+     * key's project and mode, has the relayer send it, and answers once it is mined.
+     */
+    async settle(caller: ProjectMode, body: FacilitatorRequest): Promise<Outcome<SettleResult>> {
+      const network = body.paymentRequirements.network
+      const payer = getAddress(body.paymentPayload.payload.authorization.from)
+      const refused = (reason: string, message: string) =>
+        ok({
+          success: false,
+          errorReason: reason,
+          errorMessage: message,
+          payer,
+          transaction: '',
+          network,
+        })
+      const judged = await judge(caller, body)
+      if (!judged.ok) return refused(judged.reason, judged.message)
+      const p = judged.value
+      let transactionId: string | null = null
+      const sent = await deps.relayer!.relay({
+        network: p.network.name,
+        token: getAddress(p.token.address) as Address,
+        authorization: p.authorization,
+        signature: p.signature,
+        transactionId: null,
+        projectId: caller.projectId,
+        makeTransaction: async () => {
+          transactionId = await record(caller, p, body.paymentPayload.resource)
+          return transactionId
+        },
+      })
+      if (!sent.ok) {
+        if (transactionId)
+          await deps.lifecycle.apply(transactionId, { type: 'cancel.requested', by: 'merchant' })
+        return sent.code === 'unavailable'
+          ? sent
+          : refused('invalid_exact_evm_transaction_simulation_failed', sent.message)
+      }
+      const receipt = await deps
+        .client(p.network.name)!
+        .waitForTransactionReceipt({ hash: sent.value.hash, timeout: RECEIPT_TIMEOUT_MS })
+        .catch(() => null)
+      const extra = transactionId ? { transaction_id: transactionId as string } : undefined
+      if (!receipt)
+        return ok({
+          success: false,
+          errorReason: 'invalid_exact_evm_transaction_failed',
+          errorMessage: `sent as ${sent.value.hash} but not mined within ${RECEIPT_TIMEOUT_MS / 1000} s; the transaction completes if it is mined`,
+          payer,
+          transaction: sent.value.hash,
+          network,
+          ...(extra ? { extra } : {}),
+        })
+      if (receipt.status !== 'success')
+        return ok({
+          success: false,
+          errorReason: 'invalid_exact_evm_transaction_failed',
+          errorMessage: 'the relayed transaction reverted',
+          payer,
+          transaction: sent.value.hash,
+          network,
+          ...(extra ? { extra } : {}),
+        })
+      return ok({
+        success: true,
+        payer,
+        transaction: sent.value.hash,
+        network,
+        ...(extra ? { extra } : {}),
+      })
+    },
+  }
+}
+
+export type FacilitatorService = ReturnType<typeof createFacilitatorService>
