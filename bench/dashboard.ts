@@ -438,6 +438,8 @@ async function bench() {
       notify: async (channel: string, payload: string) => {
         await client`select pg_notify(${channel}, ${payload})`
       },
+      // One instance, no relayer: nothing to exclude.
+      exclusive: (_key: string, fn: () => Promise<any>) => fn(),
       close: () => client.end({ timeout: 5 }),
     }
     const logger = createLogger('warn')

@@ -105,17 +105,6 @@ export function createRelayer(deps: {
   const { db } = deps.database
   const byName = new Map(deps.networks.map((n) => [n.name, n]))
   const sender = deps.account.address
-  // One submission at a time per network: each takes the next nonce of the relayer's account.
-  const queues = new Map<string, Promise<unknown>>()
-  const inTurn = <T>(network: string, run: () => Promise<T>): Promise<T> => {
-    const next = (queues.get(network) ?? Promise.resolve()).then(run, run)
-    queues.set(
-      network,
-      next.catch(() => {}),
-    )
-    return next
-  }
-
   async function spentThisHour(network: string): Promise<bigint> {
     const since = new Date(deps.clock.now() - 3_600_000)
     const [row] = await db
@@ -299,112 +288,117 @@ export function createRelayer(deps: {
       if (!n) return Promise.resolve(deny('unavailable', `no relayer on ${req.network}`))
       const a = req.authorization
       const data = transferData(req)
-      return inTurn(req.network, async (): Promise<Outcome<{ hash: Hex }>> => {
-        const refusal = await simulate(n, data, req.token)
-        if (refusal)
-          return deny('invalid_request', `the token would refuse this authorization: ${refusal}`)
-        const earlier = await earlierPayment(n, req)
-        if (earlier) return deny('conflict', earlier)
-        const [gas, fees, txNonce] = await Promise.all([
-          n.client.estimateGas({ account: sender, to: req.token, data }),
-          n.client.estimateFeesPerGas(),
-          n.client.getTransactionCount({ address: sender, blockTag: 'pending' }),
-        ])
-        if (fees.maxFeePerGas > deps.bounds.maxFeePerGasWei)
-          return deny(
-            'unavailable',
-            `gas costs ${formatGwei(fees.maxFeePerGas)} gwei now, above the relayer's cap of ${formatGwei(deps.bounds.maxFeePerGasWei)} gwei; pay by transfer, or try again later`,
-          )
-        // A margin over the estimate: the authorization's storage writes are fixed, but a node
-        // may estimate low.
-        const gasLimit = (gas * 6n) / 5n
-        const maxCost = gasLimit * fees.maxFeePerGas
-        const spent = await spentThisHour(req.network)
-        if (spent + maxCost > deps.bounds.maxSpendPerHourWei)
-          return deny(
-            'unavailable',
-            `the relayer has spent its gas allowance for this hour on ${req.network}; pay by transfer, or try again later`,
-          )
-        const raw = await deps.account.signTransaction({
-          type: 'eip1559',
-          chainId: n.chainId,
-          nonce: txNonce,
-          to: req.token,
-          data,
-          gas: gasLimit,
-          maxFeePerGas: fees.maxFeePerGas,
-          maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
-          value: 0n,
-        })
-        const hash = keccak256(raw)
-        const sending = {
-          txNonce,
-          rawTransaction: raw,
-          txHash: hash,
-          maxCostWei: maxCost.toString(),
-          status: 'sending' as const,
-          createdAt: new Date(deps.clock.now()),
-        }
-        const before = await recorded(req)
-        let id: string
-        if (before) {
-          const again = await sendAgain(n, req, before, sending)
-          if (!again.ok) return again
-          id = before.id
-        } else {
-          id = newId('rel')
-          const transactionId = req.makeTransaction
-            ? await req.makeTransaction()
-            : req.transactionId
-          try {
-            await db.insert(relayedAuthorizations).values({
-              id,
-              transactionId,
-              projectId: req.projectId,
-              network: req.network,
-              token: req.token.toLowerCase(),
-              payer: a.from.toLowerCase(),
-              payTo: a.to.toLowerCase(),
-              value: a.value.toString(),
-              validBefore: a.validBefore,
-              nonce: a.nonce.toLowerCase(),
-              sender: sender.toLowerCase(),
-              ...sending,
-            })
-          } catch (e) {
-            // Another instance recorded it a moment ago.
-            if (isUniqueViolation(e, 'relayed_authorizations_nonce'))
-              return deny('conflict', 'this authorization was submitted already')
-            throw e
+      // One submission at a time per network and relayer account, in this process and across
+      // instances sharing the key, so no two take one nonce of the account.
+      return deps.database.exclusive(
+        `relayer:${req.network}:${sender.toLowerCase()}`,
+        async (): Promise<Outcome<{ hash: Hex }>> => {
+          const refusal = await simulate(n, data, req.token)
+          if (refusal)
+            return deny('invalid_request', `the token would refuse this authorization: ${refusal}`)
+          const earlier = await earlierPayment(n, req)
+          if (earlier) return deny('conflict', earlier)
+          const [gas, fees, txNonce] = await Promise.all([
+            n.client.estimateGas({ account: sender, to: req.token, data }),
+            n.client.estimateFeesPerGas(),
+            n.client.getTransactionCount({ address: sender, blockTag: 'pending' }),
+          ])
+          if (fees.maxFeePerGas > deps.bounds.maxFeePerGasWei)
+            return deny(
+              'unavailable',
+              `gas costs ${formatGwei(fees.maxFeePerGas)} gwei now, above the relayer's cap of ${formatGwei(deps.bounds.maxFeePerGasWei)} gwei; pay by transfer, or try again later`,
+            )
+          // A margin over the estimate: the authorization's storage writes are fixed, but a node
+          // may estimate low.
+          const gasLimit = (gas * 6n) / 5n
+          const maxCost = gasLimit * fees.maxFeePerGas
+          const spent = await spentThisHour(req.network)
+          if (spent + maxCost > deps.bounds.maxSpendPerHourWei)
+            return deny(
+              'unavailable',
+              `the relayer has spent its gas allowance for this hour on ${req.network}; pay by transfer, or try again later`,
+            )
+          const raw = await deps.account.signTransaction({
+            type: 'eip1559',
+            chainId: n.chainId,
+            nonce: txNonce,
+            to: req.token,
+            data,
+            gas: gasLimit,
+            maxFeePerGas: fees.maxFeePerGas,
+            maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
+            value: 0n,
+          })
+          const hash = keccak256(raw)
+          const sending = {
+            txNonce,
+            rawTransaction: raw,
+            txHash: hash,
+            maxCostWei: maxCost.toString(),
+            status: 'sending' as const,
+            createdAt: new Date(deps.clock.now()),
           }
-        }
-        try {
-          await n.client.sendRawTransaction({ serializedTransaction: raw })
-        } catch (e) {
+          const before = await recorded(req)
+          let id: string
+          if (before) {
+            const again = await sendAgain(n, req, before, sending)
+            if (!again.ok) return again
+            id = before.id
+          } else {
+            id = newId('rel')
+            const transactionId = req.makeTransaction
+              ? await req.makeTransaction()
+              : req.transactionId
+            try {
+              await db.insert(relayedAuthorizations).values({
+                id,
+                transactionId,
+                projectId: req.projectId,
+                network: req.network,
+                token: req.token.toLowerCase(),
+                payer: a.from.toLowerCase(),
+                payTo: a.to.toLowerCase(),
+                value: a.value.toString(),
+                validBefore: a.validBefore,
+                nonce: a.nonce.toLowerCase(),
+                sender: sender.toLowerCase(),
+                ...sending,
+              })
+            } catch (e) {
+              // Another instance recorded it a moment ago.
+              if (isUniqueViolation(e, 'relayed_authorizations_nonce'))
+                return deny('conflict', 'this authorization was submitted already')
+              throw e
+            }
+          }
+          try {
+            await n.client.sendRawTransaction({ serializedTransaction: raw })
+          } catch (e) {
+            await db
+              .update(relayedAuthorizations)
+              .set({ status: 'refused' })
+              .where(eq(relayedAuthorizations.id, id))
+            deps.logger.warn('relayer: the node refused the transaction', {
+              network: req.network,
+              error: (e as BaseError).shortMessage ?? String(e),
+            })
+            return deny(
+              'unavailable',
+              `the network did not take the relayer's transaction: ${(e as BaseError).shortMessage ?? String(e)}`,
+            )
+          }
           await db
             .update(relayedAuthorizations)
-            .set({ status: 'refused' })
+            .set({ status: 'sent' })
             .where(eq(relayedAuthorizations.id, id))
-          deps.logger.warn('relayer: the node refused the transaction', {
+          deps.logger.info('relayer: authorization sent', {
             network: req.network,
-            error: (e as BaseError).shortMessage ?? String(e),
+            hash,
+            transactionId: req.transactionId,
           })
-          return deny(
-            'unavailable',
-            `the network did not take the relayer's transaction: ${(e as BaseError).shortMessage ?? String(e)}`,
-          )
-        }
-        await db
-          .update(relayedAuthorizations)
-          .set({ status: 'sent' })
-          .where(eq(relayedAuthorizations.id, id))
-        deps.logger.info('relayer: authorization sent', {
-          network: req.network,
-          hash,
-          transactionId: req.transactionId,
-        })
-        return ok({ hash })
-      })
+          return ok({ hash })
+        },
+      )
     },
 
     /**

@@ -48,12 +48,20 @@ export interface Database {
     onReconnect?: () => void,
   ): Promise<() => Promise<void>>
   notify(channel: string, payload: string): Promise<void>
+  /**
+   * Runs `fn` while no other section of the same `key` runs, in this process or another: on
+   * PostgreSQL under a session advisory lock held on a connection of its own (released if the
+   * process dies); on PGlite, whose one process is the only instance, in turns within it.
+   */
+  exclusive<T>(key: string, fn: () => Promise<T>): Promise<T>
   close(): Promise<void>
 }
 
 const MIGRATIONS = fileURLToPath(new URL('../../drizzle', import.meta.url))
 /** Any constant works; it only has to be the same in every instance. */
 const MIGRATION_LOCK_ID = 727_001
+/** How often `exclusive` asks again for a lock another instance holds. */
+const LOCK_RETRY_MS = 20
 
 export interface OpenOptions {
   databaseUrl: string | null
@@ -76,6 +84,23 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
   return database
 }
 
+/**
+ * Sections of one key in this process, one after another (advisory locks are re-entrant within a
+ * session, so the lock alone would not keep two of this process apart).
+ */
+function sectionTurns() {
+  const turns = new Map<string, Promise<unknown>>()
+  return <T>(key: string, run: () => Promise<T>): Promise<T> => {
+    const next = (turns.get(key) ?? Promise.resolve()).then(run, run)
+    const settled = next.catch(() => {})
+    turns.set(key, settled)
+    void settled.then(() => {
+      if (turns.get(key) === settled) turns.delete(key)
+    })
+    return next
+  }
+}
+
 async function openPostgres(url: string, max: number): Promise<Database> {
   // Refuse to run on a driver whose pool slows down under steady load (the fix is applied at
   // install).
@@ -96,6 +121,10 @@ async function openPostgres(url: string, max: number): Promise<Database> {
   const client = postgres(url, { max, onnotice: () => {} })
   const db = drizzlePostgres(client, { schema }) as unknown as Db
   const leaseClient = postgres(url, { max: 1, onnotice: () => {} })
+  // Holds the session locks of `exclusive`, so a section never takes a connection from the pool
+  // (whose statements it may need) and never waits behind the pool's queue.
+  const lockClient = postgres(url, { max: 1, onnotice: () => {} })
+  const inTurns = sectionTurns()
   return {
     kind: 'postgres',
     db,
@@ -123,8 +152,26 @@ async function openPostgres(url: string, max: number): Promise<Database> {
     notify: async (channel, payload) => {
       await client`select pg_notify(${channel}, ${payload})`
     },
+    exclusive: (key, fn) =>
+      inTurns(key, async () => {
+        // Tried, not waited for, on the one locking connection: a wait there would hold up every
+        // other key's section behind this one.
+        while (
+          !(await lockClient`select pg_try_advisory_lock(hashtextextended(${key}, 0)) as ok`)[0]!.ok
+        )
+          await new Promise((r) => setTimeout(r, LOCK_RETRY_MS))
+        try {
+          return await fn()
+        } finally {
+          await lockClient`select pg_advisory_unlock(hashtextextended(${key}, 0))`
+        }
+      }),
     close: async () => {
-      await Promise.all([client.end({ timeout: 5 }), leaseClient.end({ timeout: 5 })])
+      await Promise.all([
+        client.end({ timeout: 5 }),
+        leaseClient.end({ timeout: 5 }),
+        lockClient.end({ timeout: 5 }),
+      ])
     },
   }
 }
@@ -172,6 +219,7 @@ async function openPglite(dir: string | null, warn?: (message: string) => void):
       'this PGlite lacks the private methods named statements use: every statement is parsed and planned each time (docs/upstream/pglite.md)',
     )
   const client = withoutQueryParsers(withNamedStatements(pglite))
+  const inTurns = sectionTurns()
   await client.waitReady
   // PostgreSQL fills every new 16 MB WAL segment with zeros before writing to it. PGlite runs in
   // the server's own thread, so that stopped every request for ~50 ms once per segment: under a
@@ -199,6 +247,7 @@ async function openPglite(dir: string | null, warn?: (message: string) => void):
     notify: async (channel, payload) => {
       await client.query('select pg_notify($1, $2)', [channel, payload])
     },
+    exclusive: (key, fn) => inTurns(key, fn),
     close: () => client.close(),
   }
 }

@@ -27,6 +27,10 @@ const OPERATIONS = [
   ['GET', '/api/sweeps'],
   ['GET', '/api/sweeps/{id}'],
   ['POST', '/api/sweeps'],
+  ['GET', '/api/x402/pay-to'],
+  ['GET', '/api/x402/supported'],
+  ['POST', '/api/x402/verify'],
+  ['POST', '/api/x402/settle'],
 ]
 
 describeWithBrowser('Swagger UI at /swagger', () => {

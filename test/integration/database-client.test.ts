@@ -150,6 +150,53 @@ describe.if(backends().includes('postgres'))('the instance lease on PostgreSQL',
   })
 })
 
+describe.if(backends().includes('postgres'))('exclusive sections on PostgreSQL', () => {
+  test('two instances never run a section of the same key at once; other keys run beside it; a thrown section lets go', async () => {
+    const pg = await freshPostgres()
+    const [a, b] = await Promise.all(
+      [1, 2].map(() => openDatabase({ databaseUrl: pg.url, pgliteDir: null, poolSize: 3 })),
+    )
+    try {
+      const log: string[] = []
+      let inside = 0
+      let most = 0
+      const section = (d: Database, key: string, name: string) =>
+        d.exclusive(key, async () => {
+          inside++
+          most = Math.max(most, inside)
+          log.push(`${name} in`)
+          // Long enough for the other instance to ask for the lock meanwhile.
+          await d.rows(sql`select pg_sleep(0.05)`)
+          log.push(`${name} out`)
+          inside--
+        })
+      await Promise.all(
+        [1, 2, 3].flatMap((i) => [section(a!, 'k', `a${i}`), section(b!, 'k', `b${i}`)]),
+      )
+      expect(most).toBe(1)
+      // Each section left before the next came in.
+      for (let i = 0; i < log.length; i += 2)
+        expect(log[i + 1]).toBe(log[i]!.replace(' in', ' out'))
+      // A different key is not held up by a section of this one.
+      let release!: () => void
+      const holding = a!.exclusive('k', () => new Promise<void>((r) => (release = r)))
+      await b!.exclusive('other', async () => {})
+      release()
+      await holding
+      // A section that throws lets go of the lock.
+      await expect(
+        a!.exclusive('k', async () => {
+          throw new Error('boom')
+        }),
+      ).rejects.toThrow('boom')
+      expect(await b!.exclusive('k', async () => 'free')).toBe('free')
+    } finally {
+      await Promise.all([a!.close(), b!.close()])
+      await pg.drop()
+    }
+  })
+})
+
 describe('the embedded database', () => {
   test("does not write a new WAL segment full of zeros before using it (16 MB, a ~50 ms stop of the server's thread)", async () => {
     const dataDir = await freshDataDir()

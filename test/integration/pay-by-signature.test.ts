@@ -126,7 +126,9 @@ for (const backend of backends()) {
         signature,
       }
     }
-    const relayerNonce = () => wallet.getTransactionCount({ address: RELAYER.address })
+    // Pending included: a transaction the node took counts before it is mined.
+    const relayerNonce = () =>
+      wallet.getTransactionCount({ address: RELAYER.address, blockTag: 'pending' })
 
     test('a customer holding TUSD and no ETH pays by one signature; the relayer pays the gas and the payment confirms like any other', async () => {
       const s = await prepared(12)
@@ -299,6 +301,9 @@ for (const backend of backends()) {
       expect(first.nonce).not.toBe(second.nonce)
       const paid = await post(`/pay/${s.id}/authorization`, first)
       expect(paid.status).toBe(200)
+      await wallet.waitForTransactionReceipt({
+        hash: ((await paid.json()) as any).transaction_hash,
+      })
       const before = await relayerNonce()
       const again = await post(`/pay/${s.id}/authorization`, second)
       expect(again.status).toBe(409)

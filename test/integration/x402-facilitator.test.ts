@@ -133,7 +133,9 @@ for (const backend of backends()) {
         functionName: 'balanceOf',
         args: [a],
       })
-    const relayerNonce = () => wallet.getTransactionCount({ address: RELAYER.address })
+    // Pending included: a transaction the node took counts before it is mined.
+    const relayerNonce = () =>
+      wallet.getTransactionCount({ address: RELAYER.address, blockTag: 'pending' })
     const x402 = (path: string, body: unknown) => api(t, key).post(`/api/x402/${path}`, body)
 
     test("an agent pays a merchant's own endpoint: the resource is served, the tokens reach the treasury, and the transaction completes with its webhook", async () => {

@@ -86,7 +86,9 @@ for (const backend of backends()) {
         }),
       )
     const pathOf = (url: string) => new URL(url).pathname
-    const relayerNonce = () => wallet.getTransactionCount({ address: RELAYER.address })
+    // Pending included: a transaction the node took counts before it is mined.
+    const relayerNonce = () =>
+      wallet.getTransactionCount({ address: RELAYER.address, blockTag: 'pending' })
 
     test('@x402/fetch pays an x402_url: 402 with the requirement, then 200 with PAYMENT-RESPONSE, and the payment completes', async () => {
       const tx = await transaction(12)
@@ -240,6 +242,8 @@ for (const backend of backends()) {
       // The real one goes through once; sent again, it is refused before any gas.
       const paid = await send(good)
       expect(paid.status).toBe(200)
+      const settled = decodeHeader(paid.headers.get('payment-response')!) as any
+      await wallet.waitForTransactionReceipt({ hash: settled.transaction })
       const afterFirst = await relayerNonce()
       expect(afterFirst).toBe(before + 1)
       await waitUntil(
