@@ -64,6 +64,12 @@ const BENCHES: { name: string; script: string; measures: string }[] = [
     measures:
       'JSON-RPC calls per block followed: one and three instances, polling and WebSocket heads',
   },
+  {
+    name: 'signature-payment',
+    script: 'signature-payment.ts',
+    measures:
+      'paying by signature against a plain transfer: sent -> processing, gas per payment, settles/s on one instance',
+  },
   { name: 'metrics', script: 'metrics.ts', measures: 'metrics on vs off on the GET hot path' },
   {
     name: 'sweep',

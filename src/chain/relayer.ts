@@ -283,34 +283,39 @@ export function createRelayer(deps: {
      * allow, signs, records and sends it. Resolves with the relayer's transaction hash once the
      * node accepted it.
      */
-    relay(req: RelayRequest): Promise<Outcome<{ hash: Hex }>> {
+    async relay(req: RelayRequest): Promise<Outcome<{ hash: Hex }>> {
       const n = byName.get(req.network)
-      if (!n) return Promise.resolve(deny('unavailable', `no relayer on ${req.network}`))
+      if (!n) return deny('unavailable', `no relayer on ${req.network}`)
       const a = req.authorization
       const data = transferData(req)
+      // Asked of the node before taking the lock: none of it depends on another submission.
+      const refusal = await simulate(n, data, req.token)
+      if (refusal)
+        return deny('invalid_request', `the token would refuse this authorization: ${refusal}`)
+      const [gas, fees] = await Promise.all([
+        n.client.estimateGas({ account: sender, to: req.token, data }),
+        n.client.estimateFeesPerGas(),
+      ])
+      if (fees.maxFeePerGas > deps.bounds.maxFeePerGasWei)
+        return deny(
+          'unavailable',
+          `gas costs ${formatGwei(fees.maxFeePerGas)} gwei now, above the relayer's cap of ${formatGwei(deps.bounds.maxFeePerGasWei)} gwei; pay by transfer, or try again later`,
+        )
+      // A margin over the estimate: the authorization's storage writes are fixed, but a node may
+      // estimate low.
+      const gasLimit = (gas * 6n) / 5n
       // One submission at a time per network and relayer account, in this process and across
-      // instances sharing the key, so no two take one nonce of the account.
+      // instances sharing the key: no two take one nonce of the account, see each other's earlier
+      // payment of a transaction, or overspend the hour's budget together.
       return deps.database.exclusive(
         `relayer:${req.network}:${sender.toLowerCase()}`,
         async (): Promise<Outcome<{ hash: Hex }>> => {
-          const refusal = await simulate(n, data, req.token)
-          if (refusal)
-            return deny('invalid_request', `the token would refuse this authorization: ${refusal}`)
           const earlier = await earlierPayment(n, req)
           if (earlier) return deny('conflict', earlier)
-          const [gas, fees, txNonce] = await Promise.all([
-            n.client.estimateGas({ account: sender, to: req.token, data }),
-            n.client.estimateFeesPerGas(),
-            n.client.getTransactionCount({ address: sender, blockTag: 'pending' }),
-          ])
-          if (fees.maxFeePerGas > deps.bounds.maxFeePerGasWei)
-            return deny(
-              'unavailable',
-              `gas costs ${formatGwei(fees.maxFeePerGas)} gwei now, above the relayer's cap of ${formatGwei(deps.bounds.maxFeePerGasWei)} gwei; pay by transfer, or try again later`,
-            )
-          // A margin over the estimate: the authorization's storage writes are fixed, but a node
-          // may estimate low.
-          const gasLimit = (gas * 6n) / 5n
+          const txNonce = await n.client.getTransactionCount({
+            address: sender,
+            blockTag: 'pending',
+          })
           const maxCost = gasLimit * fees.maxFeePerGas
           const spent = await spentThisHour(req.network)
           if (spent + maxCost > deps.bounds.maxSpendPerHourWei)

@@ -69,8 +69,11 @@ export function x402Controller(deps: { facilitator: FacilitatorService }) {
     )
     .post(
       '/verify',
-      async ({ request, body, set }) =>
-        json(set, await deps.facilitator.verify(principalOf(request), body as Request402)),
+      async ({ request, body, set }) => {
+        const r = await deps.facilitator.verify(principalOf(request), body as Request402)
+        if (!r.ok) throw ApiError.from(r)
+        return json(set, r.value)
+      },
       {
         parse: 'none',
         transform: [requireScope('x402:settle'), strictJsonBody(FacilitatorRequest)],

@@ -23,7 +23,7 @@ import { CHANNELS } from '../../db/channels.ts'
 import type { Database } from '../../db/client.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { centsToDecimal } from '../../lib/money.ts'
-import { deny, ok, type Outcome } from '../../lib/outcome.ts'
+import { type Denial, deny, ok, type Outcome } from '../../lib/outcome.ts'
 import type { Mode, ProjectMode } from '../../projects/mode.ts'
 import {
   caip2,
@@ -100,6 +100,13 @@ interface Accepted {
 }
 
 type Judged = { ok: true; value: Accepted } | { ok: false; reason: string; message: string }
+
+/** A node or price feed that could not be asked: nothing was sent, the caller may try again. */
+const unreachable = (e: unknown): Denial =>
+  deny(
+    'unavailable',
+    `a node cannot be asked right now (${(e as { shortMessage?: string }).shortMessage ?? (e as Error).message}); nothing was sent, try again`,
+  )
 const invalid = (reason: string, message: string): Judged => ({ ok: false, reason, message })
 
 export function createFacilitatorService(deps: FacilitatorDeps) {
@@ -366,12 +373,15 @@ export function createFacilitatorService(deps: FacilitatorDeps) {
     },
 
     /** x402 `POST /verify`: whether settle would go through now; nothing is sent. */
-    async verify(caller: ProjectMode, body: FacilitatorRequest): Promise<VerifyResult> {
-      const judged = await judge(caller, body)
+    async verify(caller: ProjectMode, body: FacilitatorRequest): Promise<Outcome<VerifyResult>> {
+      const judged = await judge(caller, body).catch(unreachable)
+      if (!judged.ok && 'code' in judged) return judged
       const payer = getAddress(body.paymentPayload.payload.authorization.from)
-      return judged.ok
-        ? { isValid: true, payer }
-        : { isValid: false, invalidReason: judged.reason, invalidMessage: judged.message, payer }
+      return ok(
+        judged.ok
+          ? { isValid: true, payer }
+          : { isValid: false, invalidReason: judged.reason, invalidMessage: judged.message, payer },
+      )
     },
 
     /**
@@ -390,22 +400,25 @@ export function createFacilitatorService(deps: FacilitatorDeps) {
           transaction: '',
           network,
         })
-      const judged = await judge(caller, body)
+      const judged = await judge(caller, body).catch(unreachable)
+      if (!judged.ok && 'code' in judged) return judged
       if (!judged.ok) return refused(judged.reason, judged.message)
       const p = judged.value
       let transactionId: string | null = null
-      const sent = await deps.relayer!.relay({
-        network: p.network.name,
-        token: getAddress(p.token.address) as Address,
-        authorization: p.authorization,
-        signature: p.signature,
-        transactionId: null,
-        projectId: caller.projectId,
-        makeTransaction: async () => {
-          transactionId = await record(caller, p, body.paymentPayload.resource)
-          return transactionId
-        },
-      })
+      const sent = await deps
+        .relayer!.relay({
+          network: p.network.name,
+          token: getAddress(p.token.address) as Address,
+          authorization: p.authorization,
+          signature: p.signature,
+          transactionId: null,
+          projectId: caller.projectId,
+          makeTransaction: async () => {
+            transactionId = await record(caller, p, body.paymentPayload.resource)
+            return transactionId
+          },
+        })
+        .catch(unreachable)
       if (!sent.ok) {
         if (transactionId)
           await deps.lifecycle.apply(transactionId, { type: 'cancel.requested', by: 'merchant' })
