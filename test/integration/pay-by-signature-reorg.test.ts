@@ -6,26 +6,19 @@
  * same signature, posted again, is sent again by the relayer (the customer signs nothing more)
  * and that payment completes.
  */
-import { afterAll, describe, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { describe, expect, test } from 'bun:test'
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { type Hex, bytesToHex, getAddress } from 'viem'
-import { generatePrivateKey, mnemonicToAccount, privateKeyToAccount } from 'viem/accounts'
 import { TestStablecoin } from '../../src/chain/artifacts/index.ts'
-import { ANVIL_DEFAULT_MNEMONIC } from '../../src/chain/devnet.ts'
 import { transferAuthorizationTypedData } from '../../src/chain/eip3009.ts'
 import { type ManualChain, waitUntil } from '../helpers/chain.ts'
 import { backends } from '../helpers/databases.ts'
 import { api, type TestServer } from '../helpers/server.ts'
+import { RELAYER, relayerKeyDir } from '../helpers/relayer.ts'
 import { useStack } from '../helpers/stack.ts'
 
 const CONFIRMATIONS = 3
-const RELAYER = mnemonicToAccount(ANVIL_DEFAULT_MNEMONIC, { addressIndex: 8 })
-const keyDir = mkdtempSync(join(tmpdir(), 'relayer-key-'))
-const KEY_FILE = join(keyDir, 'relayer.key')
-writeFileSync(KEY_FILE, `${bytesToHex(RELAYER.getHdKey().privateKey!)}\n`, { mode: 0o600 })
-afterAll(() => rmSync(keyDir, { recursive: true, force: true }))
+const { keyFile: KEY_FILE } = relayerKeyDir('relayer-key-')
 
 const randomNonce = () => bytesToHex(crypto.getRandomValues(new Uint8Array(32)))
 

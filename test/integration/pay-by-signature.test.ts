@@ -5,31 +5,22 @@
  * payment is then found and confirmed by the follower like any transfer. Every hostile variant is
  * refused with a 4xx naming the reason, and the relayer sends nothing for any of them.
  */
-import { afterAll, describe, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { describe, expect, test } from 'bun:test'
+import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { type Hex, bytesToHex, formatEther, getAddress } from 'viem'
-import { generatePrivateKey, mnemonicToAccount, privateKeyToAccount } from 'viem/accounts'
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { TestStablecoin } from '../../src/chain/artifacts/index.ts'
-import {
-  ANVIL_DEFAULT_MNEMONIC,
-  createDevnetClient,
-  type Devnet,
-  type DevnetClient,
-} from '../../src/chain/devnet.ts'
+import { createDevnetClient, type Devnet, type DevnetClient } from '../../src/chain/devnet.ts'
 import { transferAuthorizationTypedData } from '../../src/chain/eip3009.ts'
 import { waitUntil } from '../helpers/chain.ts'
 import { BUN, ROOT } from '../helpers/processes.ts'
 import { backends } from '../helpers/databases.ts'
 import { api, type TestServer } from '../helpers/server.ts'
+import { RELAYER, relayerKeyDir, tusdHolder } from '../helpers/relayer.ts'
 import { useStack } from '../helpers/stack.ts'
 
-const RELAYER = mnemonicToAccount(ANVIL_DEFAULT_MNEMONIC, { addressIndex: 8 })
-const keyDir = mkdtempSync(join(tmpdir(), 'relayer-key-'))
-const KEY_FILE = join(keyDir, 'relayer.key')
-writeFileSync(KEY_FILE, `${bytesToHex(RELAYER.getHdKey().privateKey!)}\n`, { mode: 0o600 })
-afterAll(() => rmSync(keyDir, { recursive: true, force: true }))
+const { dir: keyDir, keyFile: KEY_FILE } = relayerKeyDir('relayer-key-')
 
 const randomNonce = () => bytesToHex(crypto.getRandomValues(new Uint8Array(32)))
 
@@ -74,19 +65,7 @@ for (const backend of backends()) {
       return s
     }
     /** A customer with `tokens` TUSD and no ETH at all. */
-    async function customer(tokens: bigint) {
-      const account = privateKeyToAccount(generatePrivateKey())
-      if (tokens > 0n)
-        await wallet.waitForTransactionReceipt({
-          hash: await wallet.writeContract({
-            address: devnet.stablecoin,
-            abi: TestStablecoin.abi,
-            functionName: 'mint',
-            args: [account.address, tokens],
-          }),
-        })
-      return account
-    }
+    const customer = (tokens: bigint) => tusdHolder(wallet, devnet.stablecoin, tokens)
     /** Signs what the page offers (overridden where a test lies), as a wallet would. */
     async function sign(
       account: ReturnType<typeof privateKeyToAccount>,

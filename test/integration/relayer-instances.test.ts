@@ -6,28 +6,17 @@
  */
 import { afterAll, describe, expect, test } from 'bun:test'
 import { randomBytes } from 'node:crypto'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { bytesToHex, getAddress, type Hex } from 'viem'
-import { generatePrivateKey, mnemonicToAccount, privateKeyToAccount } from 'viem/accounts'
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { TestStablecoin } from '../../src/chain/artifacts/index.ts'
-import {
-  ANVIL_DEFAULT_MNEMONIC,
-  createDevnetClient,
-  type Devnet,
-  type DevnetClient,
-} from '../../src/chain/devnet.ts'
+import { createDevnetClient, type Devnet, type DevnetClient } from '../../src/chain/devnet.ts'
 import { transferAuthorizationTypedData } from '../../src/chain/eip3009.ts'
 import { waitUntil } from '../helpers/chain.ts'
 import { api, startTestServer, type TestServer } from '../helpers/server.ts'
+import { RELAYER, relayerKeyDir } from '../helpers/relayer.ts'
 import { useStack } from '../helpers/stack.ts'
 
-const RELAYER = mnemonicToAccount(ANVIL_DEFAULT_MNEMONIC, { addressIndex: 8 })
-const dir = mkdtempSync(join(tmpdir(), 'relayer-instances-'))
-const KEY_FILE = join(dir, 'relayer.key')
-writeFileSync(KEY_FILE, `${bytesToHex(RELAYER.getHdKey().privateKey!)}\n`, { mode: 0o600 })
-afterAll(() => rmSync(dir, { recursive: true, force: true }))
+const { keyFile: KEY_FILE } = relayerKeyDir('relayer-instances-')
 const SECRET_KEY = randomBytes(32).toString('hex')
 const PAYMENTS = 8
 

@@ -10,33 +10,24 @@
  */
 import { afterAll, describe, expect, test } from 'bun:test'
 import { type ChildProcess, spawn } from 'node:child_process'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { ExactEvmScheme } from '@x402/evm'
 import { decodePaymentResponseHeader, wrapFetchWithPayment, x402Client } from '@x402/fetch'
 import { bytesToHex, getAddress, type Hex } from 'viem'
-import { generatePrivateKey, mnemonicToAccount, privateKeyToAccount } from 'viem/accounts'
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { TestStablecoin } from '../../src/chain/artifacts/index.ts'
-import {
-  ANVIL_DEFAULT_MNEMONIC,
-  createDevnetClient,
-  type Devnet,
-  type DevnetClient,
-} from '../../src/chain/devnet.ts'
+import { createDevnetClient, type Devnet, type DevnetClient } from '../../src/chain/devnet.ts'
 import { transferAuthorizationTypedData } from '../../src/chain/eip3009.ts'
 import { waitUntil } from '../helpers/chain.ts'
 import { backends } from '../helpers/databases.ts'
 import { BUN, ROOT } from '../helpers/processes.ts'
 import { api, type TestServer } from '../helpers/server.ts'
+import { RELAYER, relayerKeyDir, tusdHolder } from '../helpers/relayer.ts'
 import { useStack } from '../helpers/stack.ts'
 import { startWebhookSink, type WebhookSink } from '../helpers/webhook-sink.ts'
 
-const RELAYER = mnemonicToAccount(ANVIL_DEFAULT_MNEMONIC, { addressIndex: 8 })
-const dir = mkdtempSync(join(tmpdir(), 'x402-facilitator-'))
-const KEY_FILE = join(dir, 'relayer.key')
-writeFileSync(KEY_FILE, `${bytesToHex(RELAYER.getHdKey().privateKey!)}\n`, { mode: 0o600 })
-afterAll(() => rmSync(dir, { recursive: true, force: true }))
+const { dir, keyFile: KEY_FILE } = relayerKeyDir('x402-facilitator-')
 
 /** The merchant's treasury: where its x402 payments go (any address the merchant holds). */
 const TREASURY = privateKeyToAccount(generatePrivateKey()).address
@@ -114,18 +105,7 @@ for (const backend of backends()) {
       await sink?.stop()
     })
 
-    async function agent(tokens: bigint) {
-      const account = privateKeyToAccount(generatePrivateKey())
-      await wallet.waitForTransactionReceipt({
-        hash: await wallet.writeContract({
-          address: devnet.stablecoin,
-          abi: TestStablecoin.abi,
-          functionName: 'mint',
-          args: [account.address, tokens],
-        }),
-      })
-      return account
-    }
+    const agent = (tokens: bigint) => tusdHolder(wallet, devnet.stablecoin, tokens)
     const held = (a: Hex) =>
       wallet.readContract({
         address: devnet.stablecoin,

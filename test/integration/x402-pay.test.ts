@@ -7,32 +7,19 @@
  * refused with 402 and the reason, and the relayer sends nothing.
  */
 import { describe, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { ExactEvmScheme } from '@x402/evm'
 import { decodePaymentResponseHeader, wrapFetchWithPayment, x402Client } from '@x402/fetch'
-import { afterAll } from 'bun:test'
-import { bytesToHex, getAddress } from 'viem'
-import { generatePrivateKey, mnemonicToAccount, privateKeyToAccount } from 'viem/accounts'
-import { TestStablecoin } from '../../src/chain/artifacts/index.ts'
-import {
-  ANVIL_DEFAULT_MNEMONIC,
-  createDevnetClient,
-  type Devnet,
-  type DevnetClient,
-} from '../../src/chain/devnet.ts'
+import { getAddress } from 'viem'
+import type { privateKeyToAccount } from 'viem/accounts'
+import { createDevnetClient, type Devnet, type DevnetClient } from '../../src/chain/devnet.ts'
 import { decodeHeader, encodeHeader } from '../../src/x402/protocol.ts'
 import { waitUntil } from '../helpers/chain.ts'
 import { backends } from '../helpers/databases.ts'
 import { api, type TestServer } from '../helpers/server.ts'
+import { RELAYER, relayerKeyDir, tusdHolder } from '../helpers/relayer.ts'
 import { useStack } from '../helpers/stack.ts'
 
-const RELAYER = mnemonicToAccount(ANVIL_DEFAULT_MNEMONIC, { addressIndex: 8 })
-const keyDir = mkdtempSync(join(tmpdir(), 'relayer-key-'))
-const KEY_FILE = join(keyDir, 'relayer.key')
-writeFileSync(KEY_FILE, `${bytesToHex(RELAYER.getHdKey().privateKey!)}\n`, { mode: 0o600 })
-afterAll(() => rmSync(keyDir, { recursive: true, force: true }))
+const { keyFile: KEY_FILE } = relayerKeyDir('relayer-key-')
 
 for (const backend of backends()) {
   describe(`x402 on a transaction [${backend}]`, () => {
@@ -65,18 +52,7 @@ for (const backend of backends()) {
       const r = await api(t, key).create({ amount })
       return ((await r.json()) as any).transaction as { id: string; x402_url: string }
     }
-    async function agent(tokens: bigint) {
-      const account = privateKeyToAccount(generatePrivateKey())
-      await wallet.waitForTransactionReceipt({
-        hash: await wallet.writeContract({
-          address: devnet.stablecoin,
-          abi: TestStablecoin.abi,
-          functionName: 'mint',
-          args: [account.address, tokens],
-        }),
-      })
-      return account
-    }
+    const agent = (tokens: bigint) => tusdHolder(wallet, devnet.stablecoin, tokens)
     /** The reference client, told that the devnet's TUSD is an asset it may spend. */
     const payingFetch = (account: ReturnType<typeof privateKeyToAccount>) =>
       wrapFetchWithPayment(
