@@ -64,12 +64,16 @@ const NAMED: Record<string, TSchema> = {
   ...WEBHOOK_SCHEMAS,
 }
 
+/** The one operation outside /api: a transaction's x402_url (docs/decisions/0063-x402.md). */
+export const X402_URL_OPERATION = 'payTransactionX402'
+
 const STATUS_TEXT: Record<string, string> = {
   200: 'Success',
   400: 'Invalid request: `error.details` names each bad field',
   401: 'API key missing, malformed, unknown or revoked',
   403: 'Key lacks the scope, project inactive, IP not allowed, another project, or plain HTTP',
   404: 'No such transaction for this key (other projects and modes look the same)',
+  402: 'Payment required (x402): `PAYMENT-REQUIRED` says what would be taken, and why a payment sent was refused',
   409: 'Conflict: Idempotency-Key reused with another body, or the transaction is not in a status that allows it',
   413: `Request body larger than ${MAX_BODY_BYTES / 1024} KiB`,
   429: 'Rate limit exceeded: wait Retry-After seconds; the X-RateLimit-* headers say which window',
@@ -149,6 +153,17 @@ const HEADERS: Record<string, Json> = {
       },
     ]),
   ),
+  'PAYMENT-REQUIRED': {
+    description:
+      'x402 v2: base64 of the JSON `X402PaymentRequired` (the same as the body): what would be taken, and why a payment was refused if one was.',
+    schema: { type: 'string' },
+    required: true,
+  },
+  'PAYMENT-RESPONSE': {
+    description:
+      "x402 v2: base64 of the JSON settlement (`success`, `transaction`: the relayer's transaction hash, `network`, `payer`), when this request paid the transaction.",
+    schema: { type: 'string' },
+  },
   'Idempotent-Replayed': {
     description:
       'Present, as `true`, when an Idempotency-Key replayed the response of an earlier request instead of creating a transaction.',
@@ -173,6 +188,16 @@ function responseHeaders(operationId: string, status: string): Json {
     name,
     { $ref: `#/components/headers/${component}` },
   ]
+  // A transaction's x402_url: no API key, so no X-RateLimit-* (its limit is the pay page's, per
+  // client IP); x402's own headers instead.
+  if (operationId === X402_URL_OPERATION)
+    return Object.fromEntries([
+      ref('X-Request-Id'),
+      ...(status === '200' ? [ref('PAYMENT-RESPONSE')] : []),
+      ...(status === '402' ? [ref('PAYMENT-REQUIRED')] : []),
+      ...(status === '429' ? [ref('Retry-After')] : []),
+      ...SECURITY_HEADERS.map((name) => ref(name)),
+    ])
   const limited = status !== '400' && status !== '403'
   return Object.fromEntries([
     ref('X-Request-Id'),

@@ -112,7 +112,9 @@ export function openapi(servers: ServerEntry[]) {
           path: '/swagger',
           specPath: '/swagger/json',
           provider: 'swagger-ui',
-          exclude: [/^\/swagger/, /^\/pay/, /^\/dashboard/, '/'],
+          // The pay page's routes are for its page, not the API; a transaction's x402_url is for
+          // programs, so it is documented.
+          exclude: [/^\/swagger/, /^\/pay\/(?!\{id\}\/x402$)/, /^\/dashboard/, '/'],
           documentation: {
             info: OPENAPI_INFO,
             components: {

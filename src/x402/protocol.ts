@@ -50,12 +50,17 @@ export const ResourceInfo = Type.Object({
 })
 export type ResourceInfo = Static<typeof ResourceInfo>
 
-export interface PaymentRequired {
-  x402Version: typeof X402_VERSION
-  error?: string
-  resource: ResourceInfo
-  accepts: PaymentRequirements[]
-}
+/** A 402's `PAYMENT-REQUIRED`: what the resource takes, and why a payment was refused if one was. */
+export const PaymentRequired = Type.Object(
+  {
+    x402Version: Type.Literal(X402_VERSION),
+    error: Type.Optional(Type.String({ description: 'Why the payment sent was refused.' })),
+    resource: ResourceInfo,
+    accepts: Type.Array(PaymentRequirements),
+  },
+  { additionalProperties: false },
+)
+export type PaymentRequired = Static<typeof PaymentRequired>
 
 /** The `exact` scheme's EVM payload: an EIP-3009 TransferWithAuthorization and its signature. */
 export const ExactEvmPayload = Type.Object({

@@ -31,6 +31,7 @@ const OPERATIONS = [
   ['GET', '/api/x402/supported'],
   ['POST', '/api/x402/verify'],
   ['POST', '/api/x402/settle'],
+  ['GET', '/pay/{id}/x402'],
 ]
 
 describeWithBrowser('Swagger UI at /swagger', () => {

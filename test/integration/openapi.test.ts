@@ -52,6 +52,14 @@ function operations(doc: OpenApi, section: 'paths' | 'webhooks' = 'paths') {
   )
 }
 const operation = (id: string) => operations(committed).find((o) => o.op.operationId === id)!.op
+/**
+ * A transaction's x402_url, the one operation outside /api (docs/decisions/0063-x402.md): public
+ * (the transaction's id authorises it, as on the pay page), limited per client IP without the
+ * X-RateLimit-* headers, and answering 402 with x402's own body and header. Checked on its own
+ * below; the API's rules apply to every other operation.
+ */
+const X402_URL = 'payTransactionX402'
+const apiOperations = (doc: OpenApi) => operations(doc).filter((o) => o.op.operationId !== X402_URL)
 
 /** Every `$ref` string anywhere in the document. */
 function refs(node: unknown, found: string[] = []): string[] {
@@ -164,6 +172,7 @@ describe('openapi/openapi.json', () => {
         'GET /api/x402/supported',
         'POST /api/x402/settle',
         'POST /api/x402/verify',
+        'GET /pay/{id}/x402',
       ].sort(),
     )
     expect(Object.keys(committed.webhooks).sort()).toEqual([...WEBHOOK_EVENT_TYPES].sort())
@@ -197,7 +206,7 @@ describe('openapi/openapi.json', () => {
     expect(
       committed.security?.some((req) => Object.keys(req).some((n) => bearer.includes(n))),
     ).toBe(true)
-    for (const { name, op } of operations(committed)) {
+    for (const { name, op } of apiOperations(committed)) {
       // An operation-level `security` replaces the global one; `[]` would make it public.
       if (op.security !== undefined)
         expect(
@@ -207,10 +216,11 @@ describe('openapi/openapi.json', () => {
     }
     for (const { name, op } of operations(committed, 'webhooks'))
       expect(op.security, name).toEqual([])
+    expect(operation(X402_URL).security).toEqual([])
   })
 
   test('every operation documents 400, 401, 403, 413, 429 and 500 with the ErrorResponse schema, whose type is the list of error types', () => {
-    for (const { name, op } of operations(committed)) {
+    for (const { name, op } of apiOperations(committed)) {
       for (const status of ['200', '400', '401', '403', '413', '429', '500'])
         expect(Object.keys(op.responses), `${name} does not document ${status}`).toContain(status)
       for (const [status, res] of Object.entries<Json>(op.responses)) {
@@ -221,6 +231,17 @@ describe('openapi/openapi.json', () => {
         ).toBe(ERROR_REF)
       }
     }
+    // The x402_url: 402 is x402's own body; its other errors are the API's.
+    const x402 = operation(X402_URL)
+    expect(Object.keys(x402.responses).sort()).toEqual(
+      ['200', '402', '404', '409', '429', '500', '503'].sort(),
+    )
+    for (const [status, res] of Object.entries<Json>(x402.responses))
+      if (Number(status) > 402)
+        expect(res.content['application/json'].schema.$ref, status).toBe(ERROR_REF)
+    expect(x402.responses['402'].content['application/json'].schema.$ref).toBe(
+      '#/components/schemas/X402PaymentRequired',
+    )
     expect(committed.components.schemas.Error).toBeUndefined()
     expect(
       [...committed.components.schemas.ErrorResponse.properties.error.properties.type.enum].sort(),
@@ -228,7 +249,22 @@ describe('openapi/openapi.json', () => {
   })
 
   test('every response has a description, a JSON body and declared headers: X-Request-Id always, the rate limits, Retry-After on 429', () => {
-    for (const { name, op } of operations(committed)) {
+    // The x402_url: X-Request-Id, x402's headers, Retry-After on 429; no X-RateLimit-*.
+    const x402 = operation(X402_URL)
+    const headersOf = (status: string) => Object.keys(x402.responses[status].headers)
+    expect(headersOf('402')).toContain('PAYMENT-REQUIRED')
+    expect(deref(x402.responses['402'].headers['PAYMENT-REQUIRED']).required).toBe(true)
+    expect(headersOf('200')).toContain('PAYMENT-RESPONSE')
+    expect(headersOf('429')).toContain('Retry-After')
+    for (const status of Object.keys(x402.responses)) {
+      expect(headersOf(status)).toContain('X-Request-Id')
+      expect(headersOf(status).some((h) => h.startsWith('X-RateLimit'))).toBe(false)
+    }
+    expect(x402.parameters.find((p: Json) => p.name === 'PAYMENT-SIGNATURE')).toMatchObject({
+      in: 'header',
+      required: false,
+    })
+    for (const { name, op } of apiOperations(committed)) {
       for (const [status, res] of Object.entries<Json>(op.responses)) {
         expect(
           typeof res.description === 'string' && res.description.length > 0,

@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url'
 import { Elysia } from 'elysia'
 import { factsOf } from '../../http/context.ts'
-import { ApiError } from '../../http/errors.ts'
+import { ApiError, ErrorResponse } from '../../http/errors.ts'
 import { json, respond, type Gathered } from '../../http/json-response.ts'
 import { strictJsonBody } from '../../http/json-body.ts'
 import type { Outcome } from '../../lib/outcome.ts'
@@ -10,6 +10,7 @@ import type { RateLimits } from '../../projects/project.service.ts'
 import {
   SelectBody,
   SignedAuthorizationBody,
+  X402TransactionState,
   type PayState,
   type SignedAuthorization,
 } from './model.ts'
@@ -22,6 +23,7 @@ import type { X402Answer } from './x402-payment.ts'
 import {
   decodeHeader,
   encodeHeader,
+  PaymentRequired,
   PAYMENT_REQUIRED_HEADER,
   PAYMENT_RESPONSE_HEADER,
   PAYMENT_SIGNATURE_HEADER,
@@ -202,7 +204,36 @@ export function payController(deps: {
           detail: { hide: true },
         },
       )
-      .get('/:id/x402', x402, { detail: { hide: true } })
+      .model({ ErrorResponse, X402PaymentRequired: PaymentRequired, X402TransactionState })
+      .get('/:id/x402', x402, {
+        response: {
+          200: 'X402TransactionState',
+          402: 'X402PaymentRequired',
+          404: 'ErrorResponse',
+          409: 'ErrorResponse',
+          429: 'ErrorResponse',
+          500: 'ErrorResponse',
+          503: 'ErrorResponse',
+        },
+        detail: {
+          tags: ['x402'],
+          operationId: 'payTransactionX402',
+          summary: 'Pay a transaction over x402 (its x402_url)',
+          description:
+            "A transaction's `x402_url`, for programs paying with x402 v2; authorised by the transaction's unguessable id (no API key), rate-limited per client IP like the pay page. Without `PAYMENT-SIGNATURE`: 402 with `PAYMENT-REQUIRED` (and the same JSON as the body), one `exact` EIP-3009 requirement per token that takes signatures and that the transaction can be paid in, quoted now, to its deposit address. With a `PAYMENT-SIGNATURE` naming one of them exactly: the payment is checked and the service's relayer submits it, paying the gas; 200 with `PAYMENT-RESPONSE` and the transaction. A refused payment is 402 with the reason in `PAYMENT-REQUIRED`'s `error`. A transaction already paid (or being confirmed) answers 200 and takes nothing. 409: the transaction cannot be paid (expired, failed, cancelled), or the service has no relayer or no such token; 503: the relayer is over its bounds or a node cannot be reached. POST answers the same.",
+          security: [],
+          parameters: [
+            {
+              name: 'PAYMENT-SIGNATURE',
+              in: 'header',
+              required: false,
+              description:
+                'x402 v2: base64 of the JSON payment payload (`x402Version` 2, `accepted`: the requirement chosen, `payload`: the signed EIP-3009 authorization and its signature).',
+              schema: { type: 'string' },
+            },
+          ],
+        },
+      })
       .post('/:id/x402', x402, { parse: 'none', detail: { hide: true } })
       .post(
         '/:id/test-wallet',

@@ -75,6 +75,25 @@ export interface PayState {
   version: number
 }
 
+/**
+ * The OpenAPI model of what a transaction's x402_url answers once paid: the pay page's state
+ * (`PayState`), its main fields named, the rest as the pay page reads them.
+ */
+export const X402TransactionState = Type.Object(
+  {
+    id: Type.String({ format: 'uuid' }),
+    status: Type.String({ description: 'The transaction status (processing once paid).' }),
+    amount_due: Type.Union([Type.String(), Type.Null()], {
+      description: "Still due, in the token's smallest units.",
+    }),
+    transaction_hash: Type.Union([Type.String(), Type.Null()]),
+  },
+  {
+    additionalProperties: true,
+    description: 'The transaction as its pay page sees it (`GET /pay/{id}/state`).',
+  },
+)
+
 /** `POST /pay/{id}/select`. */
 export const SelectBody = Type.Object(
   {

@@ -469,6 +469,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/pay/{id}/x402": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Pay a transaction over x402 (its x402_url)
+         * @description A transaction's `x402_url`, for programs paying with x402 v2; authorised by the transaction's unguessable id (no API key), rate-limited per client IP like the pay page. Without `PAYMENT-SIGNATURE`: 402 with `PAYMENT-REQUIRED` (and the same JSON as the body), one `exact` EIP-3009 requirement per token that takes signatures and that the transaction can be paid in, quoted now, to its deposit address. With a `PAYMENT-SIGNATURE` naming one of them exactly: the payment is checked and the service's relayer submits it, paying the gas; 200 with `PAYMENT-RESPONSE` and the transaction. A refused payment is 402 with the reason in `PAYMENT-REQUIRED`'s `error`. A transaction already paid (or being confirmed) answers 200 and takes nothing. 409: the transaction cannot be paid (expired, failed, cancelled), or the service has no relayer or no such token; 503: the relayer is over its bounds or a node cannot be reached. POST answers the same.
+         */
+        get: operations["payTransactionX402"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     "transaction.created": {
@@ -1288,6 +1308,40 @@ export interface components {
                 /** @description What the tool read there, smallest units. */
                 amount: string;
             }[];
+        };
+        X402PaymentRequired: {
+            /** @constant */
+            x402Version: 2;
+            /** @description Why the payment sent was refused. */
+            error?: string;
+            resource: {
+                url: string;
+                description?: string;
+                mimeType?: string;
+            };
+            accepts: {
+                scheme: string;
+                network: string;
+                asset: string;
+                amount: string;
+                payTo: string;
+                maxTimeoutSeconds: number;
+                extra?: {
+                    [key: string]: unknown;
+                };
+            }[];
+        };
+        /** @description The transaction as its pay page sees it (`GET /pay/{id}/state`). */
+        X402TransactionState: {
+            /** Format: uuid */
+            id: string;
+            /** @description The transaction status (processing once paid). */
+            status: string;
+            /** @description Still due, in the token's smallest units. */
+            amount_due: string | null;
+            transaction_hash: string | null;
+        } & {
+            [key: string]: unknown;
         };
         Transaction: {
             /** Format: uuid */
@@ -2235,6 +2289,10 @@ export interface components {
         "X-RateLimit-Remaining-Day.optional": number;
         /** @description When the current day window ends (windows are aligned to UTC). Absent when the request was refused before the rate limiter (no Host, plain HTTP). */
         "X-RateLimit-Reset-Day.optional": string;
+        /** @description x402 v2: base64 of the JSON `X402PaymentRequired` (the same as the body): what would be taken, and why a payment was refused if one was. */
+        "PAYMENT-REQUIRED": string;
+        /** @description x402 v2: base64 of the JSON settlement (`success`, `transaction`: the relayer's transaction hash, `network`, `payer`), when this request paid the transaction. */
+        "PAYMENT-RESPONSE": string;
         /** @description Present, as `true`, when an Idempotency-Key replayed the response of an earlier request instead of creating a transaction. */
         "Idempotent-Replayed": "true";
     };
@@ -7515,6 +7573,130 @@ export interface operations {
                     "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
                     "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
                     "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Referrer-Policy": components["headers"]["Referrer-Policy"];
+                    "X-Frame-Options": components["headers"]["X-Frame-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    payTransactionX402: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description x402 v2: base64 of the JSON payment payload (`x402Version` 2, `accepted`: the requirement chosen, `payload`: the signed EIP-3009 authorization and its signature). */
+                "PAYMENT-SIGNATURE"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "PAYMENT-RESPONSE": components["headers"]["PAYMENT-RESPONSE"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Referrer-Policy": components["headers"]["Referrer-Policy"];
+                    "X-Frame-Options": components["headers"]["X-Frame-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["X402TransactionState"];
+                };
+            };
+            /** @description Payment required (x402): `PAYMENT-REQUIRED` says what would be taken, and why a payment sent was refused */
+            402: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "PAYMENT-REQUIRED": components["headers"]["PAYMENT-REQUIRED"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Referrer-Policy": components["headers"]["Referrer-Policy"];
+                    "X-Frame-Options": components["headers"]["X-Frame-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["X402PaymentRequired"];
+                };
+            };
+            /** @description No such transaction for this key (other projects and modes look the same) */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Referrer-Policy": components["headers"]["Referrer-Policy"];
+                    "X-Frame-Options": components["headers"]["X-Frame-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Conflict: Idempotency-Key reused with another body, or the transaction is not in a status that allows it */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Referrer-Policy": components["headers"]["Referrer-Policy"];
+                    "X-Frame-Options": components["headers"]["X-Frame-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Rate limit exceeded: wait Retry-After seconds; the X-RateLimit-* headers say which window */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Referrer-Policy": components["headers"]["Referrer-Policy"];
+                    "X-Frame-Options": components["headers"]["X-Frame-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Internal error: quote `error.request_id` */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Referrer-Policy": components["headers"]["Referrer-Policy"];
+                    "X-Frame-Options": components["headers"]["X-Frame-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The change could not be applied right now and nothing changed: retry */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     "Cache-Control": components["headers"]["Cache-Control"];
                     "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
