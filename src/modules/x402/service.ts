@@ -274,6 +274,7 @@ export function createFacilitatorService(deps: FacilitatorDeps) {
         ...newTransactionRow(
           caller,
           {
+            // Replaced below by the value received: nobody asked a USD price.
             amount: 0.01,
             order_description: (
               resource?.description || (url ? `x402: ${url}` : 'x402 payment')
