@@ -27,6 +27,7 @@ import type { InstanceLease } from '../instances/lease.ts'
 import type { LifecycleRepo, NewTransaction, StoredActor } from './lifecycle.repo.ts'
 import { projectRow } from './projection.ts'
 import { restoreActor } from './restore-actor.ts'
+import { keyedTurns } from '../lib/keyed-turns.ts'
 import type { Scheduler } from './scheduler.ts'
 
 type TxActor = Actor<typeof transactionMachine>
@@ -129,7 +130,6 @@ export function createTransactionRegistry(deps: RegistryDeps) {
     },
   })
   const running = new Map<string, { actor: TxActor; version: number }>()
-  const queues = new Map<string, Promise<unknown>>()
   const me = deps.lease.instanceId
   let unlisten: (() => Promise<void>) | null = null
   let stopped = false
@@ -139,18 +139,7 @@ export function createTransactionRegistry(deps: RegistryDeps) {
   }
 
   /** Runs `fn` after every earlier call for the same transaction has finished. */
-  function serialize<T>(id: string, fn: () => Promise<T> | T): Promise<T> {
-    const run = (queues.get(id) ?? Promise.resolve()).then(fn, fn)
-    const tail = run.then(
-      () => {},
-      () => {},
-    )
-    queues.set(id, tail)
-    void tail.then(() => {
-      if (queues.get(id) === tail) queues.delete(id)
-    })
-    return run
-  }
+  const serialize = keyedTurns()
 
   /** The deadline of a running actor passed: its expiry is applied like any event. */
   function expire(id: string, at: number) {
@@ -417,7 +406,7 @@ export function createTransactionRegistry(deps: RegistryDeps) {
       )
     for (const [id, version] of before) if (owned.get(id) !== version) settle(id)
     for (const id of owned.keys())
-      if (!before.has(id) && !running.has(id) && !queues.has(id)) settle(id)
+      if (!before.has(id) && !running.has(id) && !serialize.busy(id)) settle(id)
   }
 
   const claims: Claims = createClaims<StoredActor>({
@@ -434,7 +423,7 @@ export function createTransactionRegistry(deps: RegistryDeps) {
           all ? deps.repo.claimAll(me, limit) : deps.repo.claimFree(me, now, limit),
         take: async (s) => {
           try {
-            if (queues.has(s.transactionId)) await serialize(s.transactionId, () => restore(s))
+            if (serialize.busy(s.transactionId)) await serialize(s.transactionId, () => restore(s))
             else restore(s)
           } catch (e) {
             running.delete(s.transactionId)
@@ -533,7 +522,7 @@ export function createTransactionRegistry(deps: RegistryDeps) {
     async stop() {
       stopped = true
       await claims.stop(async () => {
-        await Promise.all([...queues.values()])
+        await serialize.idle()
         for (const id of [...running.keys()]) stopRunning(id)
         await unlisten?.()
       })

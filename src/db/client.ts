@@ -1,6 +1,7 @@
 import { mkdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { keyedTurns } from '../lib/keyed-turns.ts'
 import { PGlite } from '@electric-sql/pglite'
 import { sql, type SQL } from 'drizzle-orm'
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
@@ -84,23 +85,6 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
   return database
 }
 
-/**
- * Sections of one key in this process, one after another (advisory locks are re-entrant within a
- * session, so the lock alone would not keep two of this process apart).
- */
-function sectionTurns() {
-  const turns = new Map<string, Promise<unknown>>()
-  return <T>(key: string, run: () => Promise<T>): Promise<T> => {
-    const next = (turns.get(key) ?? Promise.resolve()).then(run, run)
-    const settled = next.catch(() => {})
-    turns.set(key, settled)
-    void settled.then(() => {
-      if (turns.get(key) === settled) turns.delete(key)
-    })
-    return next
-  }
-}
-
 async function openPostgres(url: string, max: number): Promise<Database> {
   // Refuse to run on a driver whose pool slows down under steady load (the fix is applied at
   // install).
@@ -124,7 +108,9 @@ async function openPostgres(url: string, max: number): Promise<Database> {
   // Holds the session locks of `exclusive`, so a section never takes a connection from the pool
   // (whose statements it may need) and never waits behind the pool's queue.
   const lockClient = postgres(url, { max: 1, onnotice: () => {} })
-  const inTurns = sectionTurns()
+  // Sections of one key in this process take turns first: advisory locks are re-entrant within a
+  // session, so the lock alone would not keep two of this process apart.
+  const inTurns = keyedTurns()
   return {
     kind: 'postgres',
     db,
@@ -219,7 +205,7 @@ async function openPglite(dir: string | null, warn?: (message: string) => void):
       'this PGlite lacks the private methods named statements use: every statement is parsed and planned each time (docs/upstream/pglite.md)',
     )
   const client = withoutQueryParsers(withNamedStatements(pglite))
-  const inTurns = sectionTurns()
+  const inTurns = keyedTurns()
   await client.waitReady
   // PostgreSQL fills every new 16 MB WAL segment with zeros before writing to it. PGlite runs in
   // the server's own thread, so that stopped every request for ~50 ms once per segment: under a
