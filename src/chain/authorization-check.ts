@@ -5,12 +5,34 @@
  */
 import { type Address, type Hex, type PublicClient, recoverTypedDataAddress } from 'viem'
 import { deny, ok, type Outcome } from '../lib/outcome.ts'
+import type { NetworkConfig, TokenConfig } from './networks-config.ts'
+import type { Relayer } from './relayer.ts'
 import {
   type AuthorizationDomain,
   eip3009Abi,
   type TransferAuthorization,
   transferAuthorizationTypedData,
 } from './eip3009.ts'
+
+/**
+ * The tokens of `network` that can be paid by one signature here, with the EIP-712 domain each
+ * signs in: a relayer serves the network, and the token's domain was read from its contract and
+ * verified at start (only a token declared `eip3009` has one).
+ */
+export function signatureTokens(
+  network: NetworkConfig,
+  relayer: Pick<Relayer, 'offers'> | null,
+  authorizationDomain: (network: string, token: string) => AuthorizationDomain | null,
+): { token: Extract<TokenConfig, { kind: 'erc20' }>; domain: AuthorizationDomain }[] {
+  if (!relayer?.offers(network.name)) return []
+  return network.tokens.flatMap((token) => {
+    const domain =
+      token.kind === 'erc20' && token.eip3009
+        ? authorizationDomain(network.name, token.address)
+        : null
+    return token.kind === 'erc20' && domain ? [{ token, domain }] : []
+  })
+}
 
 /**
  * Whether the token would take this authorization now, checked before any gas: the signature is

@@ -177,16 +177,21 @@ export function createRelayer(deps: {
       if (receipt?.status === 'success')
         return `this transaction was paid by an earlier signature (${hash})`
       if (receipt) continue
-      const held = await n.client.getTransaction({ hash }).then(
-        () => true,
-        (e) => {
-          if (e instanceof TransactionNotFoundError) return false
-          throw e
-        },
-      )
-      if (held) return `an earlier signature paying this transaction is being mined (${hash})`
+      if (await nodeHolds(n, hash))
+        return `an earlier signature paying this transaction is being mined (${hash})`
     }
     return null
+  }
+
+  /** Whether the node knows the transaction: pending, or mined on its chain. */
+  async function nodeHolds(n: RelayerNetwork, hash: Hex): Promise<boolean> {
+    return n.client.getTransaction({ hash }).then(
+      () => true,
+      (e) => {
+        if (e instanceof TransactionNotFoundError) return false
+        throw e
+      },
+    )
   }
 
   /** The record of an earlier submission of the same authorization, if any. */
@@ -222,14 +227,7 @@ export function createRelayer(deps: {
       'txNonce' | 'rawTransaction' | 'txHash' | 'maxCostWei' | 'status' | 'createdAt'
     >,
   ): Promise<Outcome<string>> {
-    const held = await n.client
-      .getTransaction({ hash: before.txHash as Hex })
-      .then(() => true)
-      .catch((e) => {
-        if (e instanceof TransactionNotFoundError) return false
-        throw e
-      })
-    if (held)
+    if (await nodeHolds(n, before.txHash as Hex))
       return deny('conflict', 'this authorization was submitted already and waits to be mined')
     await db
       .update(relayedAuthorizations)
@@ -240,6 +238,21 @@ export function createRelayer(deps: {
       previous: before.txHash,
     })
     return ok(before.id)
+  }
+
+  /**
+   * Whether the token would take this authorization now, by a simulation from the relayer;
+   * nothing is signed or sent.
+   */
+  async function check(
+    req: Omit<RelayRequest, 'transactionId' | 'projectId'>,
+  ): Promise<Outcome<void>> {
+    const n = byName.get(req.network)
+    if (!n) return deny('unavailable', `no relayer on ${req.network}`)
+    const refusal = await simulate(n, transferData(req), req.token)
+    return refusal
+      ? deny('invalid_request', `the token would refuse this authorization: ${refusal}`)
+      : ok(undefined)
   }
 
   /** Balances read lately, so a scrape or a readiness probe does not ask the node each time. */
@@ -266,18 +279,8 @@ export function createRelayer(deps: {
     },
     /** Networks the relayer can submit on. */
     offers: (network: string) => byName.has(network),
-    /**
-     * Whether the token would take this authorization now, by the same simulation `relay` runs
-     * first; nothing is signed or sent.
-     */
-    async check(req: Omit<RelayRequest, 'transactionId' | 'projectId'>): Promise<Outcome<void>> {
-      const n = byName.get(req.network)
-      if (!n) return deny('unavailable', `no relayer on ${req.network}`)
-      const refusal = await simulate(n, transferData(req), req.token)
-      return refusal
-        ? deny('invalid_request', `the token would refuse this authorization: ${refusal}`)
-        : ok(undefined)
-    },
+    /** Whether the token would take this authorization now (the simulation `relay` runs first). */
+    check,
     /**
      * Checks the authorization by simulation and, when the token would take it and the bounds
      * allow, signs, records and sends it. Resolves with the relayer's transaction hash once the
@@ -289,9 +292,8 @@ export function createRelayer(deps: {
       const a = req.authorization
       const data = transferData(req)
       // Asked of the node before taking the lock: none of it depends on another submission.
-      const refusal = await simulate(n, data, req.token)
-      if (refusal)
-        return deny('invalid_request', `the token would refuse this authorization: ${refusal}`)
+      const checked = await check(req)
+      if (!checked.ok) return checked
       const [gas, fees] = await Promise.all([
         n.client.estimateGas({ account: sender, to: req.token, data }),
         n.client.estimateFeesPerGas(),

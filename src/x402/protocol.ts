@@ -86,6 +86,21 @@ export const PaymentPayload = Type.Object({
 })
 export type PaymentPayload = Static<typeof PaymentPayload>
 
+/**
+ * Whether two requirements ask for the same payment: scheme, network, asset, recipient and
+ * amount (addresses compared without case). The timeout is not compared: a transaction's shrinks
+ * as its expiry nears.
+ */
+export function sameRequirement(a: PaymentRequirements, b: PaymentRequirements): boolean {
+  return (
+    a.scheme === b.scheme &&
+    a.network === b.network &&
+    a.asset.toLowerCase() === b.asset.toLowerCase() &&
+    a.payTo.toLowerCase() === b.payTo.toLowerCase() &&
+    a.amount === b.amount
+  )
+}
+
 /** The settlement's outcome, for the payer. */
 export interface SettleResponse {
   success: boolean

@@ -19,7 +19,7 @@ import type { AuthorizationDomain } from '../../chain/eip3009.ts'
 import { createPayRepo } from './pay.repo.ts'
 import { modeOf } from '../../projects/mode.ts'
 import type { PaymentPayload } from '../../x402/protocol.ts'
-import { createX402Payment, type X402Answer, type X402Transaction } from './x402-payment.ts'
+import { createX402Payment, isPaid, type X402Answer, type X402Transaction } from './x402-payment.ts'
 
 export interface PayDeps {
   database: Database
@@ -163,6 +163,21 @@ export function createPayService(deps: PayDeps) {
       : deny('not_found', `No transaction ${id}`)
   }
 
+  /**
+   * The transaction's deposit address (docs/decisions/0017-deposit-addresses-from-an-xpub.md): the
+   * one it has, or the next one derived for it; watched by this instance's followers at once.
+   */
+  async function depositAddressOf(tx: TransactionRow): Promise<Outcome<string>> {
+    const a = await deps.deposits.assign({
+      id: tx.id,
+      projectId: tx.projectId,
+      mode: modeOf(tx.testingMode),
+    })
+    if (!a.ok) return a
+    deps.watch(a.value.address)
+    return ok(a.value.address)
+  }
+
   /** What `token` costs now for the transaction's amount, in smallest units, rounded up. */
   async function quoteUnits(
     tx: TransactionRow,
@@ -208,11 +223,7 @@ export function createPayService(deps: PayDeps) {
     }
     const units = await quoteUnits(tx, found.network, found.token)
     if (!units.ok) return units
-    const address = await deps.deposits.assign({
-      id: tx.id,
-      projectId: tx.projectId,
-      mode: modeOf(tx.testingMode),
-    })
+    const address = await depositAddressOf(tx)
     if (!address.ok) return address
     // What the address already held when the native coin was first quoted on this network is not
     // a payment: arrivals by internal call count above it. Chosen again, the baseline stays: what
@@ -224,7 +235,7 @@ export function createPayService(deps: PayDeps) {
       deps.nativeBalance &&
       !(tx.nativeBaseline !== null && baselineNetwork === found.network.name)
     ) {
-      const held = await deps.nativeBalance(found.network.name, address.value.address)
+      const held = await deps.nativeBalance(found.network.name, address.value)
       if (held === null)
         return deny(
           'unavailable',
@@ -232,7 +243,6 @@ export function createPayService(deps: PayDeps) {
         )
       await repo.setNativeBaseline(tx.id, found.network.name, held)
     }
-    deps.watch(address.value.address)
     if (clientIp && tx.customerIpAddress === null) {
       await repo.recordCustomerIp(tx.id, clientIp)
     }
@@ -241,7 +251,7 @@ export function createPayService(deps: PayDeps) {
       network: found.network.name,
       tokenAmount: units.value.toString(),
       // Checksummed (EIP-55) for people and wallets; stored lowercase for matching.
-      depositAddress: getAddress(address.value.address),
+      depositAddress: getAddress(address.value),
       requiredConfirmations: found.network.confirmations,
       ...(found.network.finality === 'confirmations' ? {} : { finality: found.network.finality }),
     }
@@ -253,23 +263,11 @@ export function createPayService(deps: PayDeps) {
     return {
       state,
       quote: (network, token) => quoteUnits(tx, network, token),
-      depositAddress: async () => {
-        const a = await deps.deposits.assign({
-          id: tx.id,
-          projectId: tx.projectId,
-          mode: modeOf(tx.testingMode),
-        })
-        if (!a.ok) return a
-        deps.watch(a.value.address)
-        return ok(a.value.address)
-      },
+      depositAddress: () => depositAddressOf(tx),
     }
   }
 
   const x402Url = (id: string) => `${deps.baseUrl}/pay/${id}/x402`
-
-  /** Paid, or being confirmed: an x402_url answers with the transaction. */
-  const paid = (s: PayState) => ['processing', 'confirming', 'completed'].includes(s.status)
 
   return {
     state,
@@ -315,7 +313,7 @@ export function createPayService(deps: PayDeps) {
       const r = await load(id)
       if (!r) return deny('not_found', `No transaction ${id}`)
       const s = await view(r.tx, r.projectName, r.wrongAsset)
-      if (paid(s)) return ok({ kind: 'paid', state: s, settlement: null })
+      if (isPaid(s)) return ok({ kind: 'paid', state: s, settlement: null })
       const opts = await x402.options(x402Transaction(r.tx, s))
       if (!opts.ok) return opts
       return ok({
@@ -338,7 +336,7 @@ export function createPayService(deps: PayDeps) {
       if (!r) return deny('not_found', `No transaction ${id}`)
       let s = await view(r.tx, r.projectName, r.wrongAsset)
       // Paid already: nothing more is taken.
-      if (paid(s)) return ok({ kind: 'paid', state: s, settlement: null })
+      if (isPaid(s)) return ok({ kind: 'paid', state: s, settlement: null })
       const opts = await x402.options(x402Transaction(r.tx, s))
       if (!opts.ok) return opts
       const refuse = async (why: string): Promise<Outcome<X402Answer>> => {

@@ -10,6 +10,7 @@
  * and confirmed by the follower like any transfer.
  */
 import { getAddress } from 'viem'
+import { signatureTokens } from '../../chain/authorization-check.ts'
 import type { NetworkConfig, TokenConfig } from '../../chain/networks-config.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { deny, ok, type Outcome } from '../../lib/outcome.ts'
@@ -19,6 +20,7 @@ import {
   type PaymentRequired,
   type PaymentRequirements,
   type SettleResponse,
+  sameRequirement,
   X402_VERSION,
 } from '../../x402/protocol.ts'
 import type { PayState } from './model.ts'
@@ -64,10 +66,9 @@ export interface X402Transaction {
   depositAddress: () => Promise<Outcome<string>>
 }
 
-/**
- * Statuses in which the transaction was paid, or is being confirmed: its x402_url answers 200.
- */
-const PAID = new Set(['processing', 'confirming', 'completed'])
+/** Paid, or being confirmed: a transaction's x402_url answers 200 with it and takes nothing. */
+export const isPaid = (s: Pick<PayState, 'status'>) =>
+  ['processing', 'confirming', 'completed'].includes(s.status)
 
 /** Seconds the authorization may stay valid for this transaction now (0: too late to offer). */
 export function x402Timeout(s: Pick<PayState, 'expires_at'>, now: number): number {
@@ -96,20 +97,6 @@ export function exactRequirement(o: {
   }
 }
 
-/**
- * Whether two requirements ask for the same payment (addresses compared without case; the timeout
- * shrinks as the transaction's expiry nears, so it is not compared).
- */
-export function sameRequirement(a: PaymentRequirements, b: PaymentRequirements): boolean {
-  return (
-    a.scheme === b.scheme &&
-    a.network === b.network &&
-    a.asset.toLowerCase() === b.asset.toLowerCase() &&
-    a.payTo.toLowerCase() === b.payTo.toLowerCase() &&
-    a.amount === b.amount
-  )
-}
-
 export function createX402Payment(deps: X402Deps) {
   /**
    * The ways to pay this transaction over x402 now: the locked token alone once the customer said
@@ -117,26 +104,21 @@ export function createX402Payment(deps: X402Deps) {
    */
   async function options(tx: X402Transaction): Promise<Outcome<X402Option[]>> {
     const s = tx.state
-    if (PAID.has(s.status) || !['created', 'prepared', 'pending'].includes(s.status))
+    if (!['created', 'prepared', 'pending'].includes(s.status))
       return deny('conflict', `This transaction cannot be paid: it is ${s.status}`)
     const timeout = x402Timeout(s, deps.clock.now())
     if (timeout === 0)
       return deny('conflict', 'This transaction expires too soon to be paid over x402')
     const relayer = deps.signatures.relayer
-    const candidates = deps
-      .offered(s.testing_mode)
-      .flatMap((network) =>
-        network.tokens.flatMap((token) =>
-          token.kind === 'erc20' &&
-          token.eip3009 &&
-          relayer?.offers(network.name) &&
-          deps.signatures.authorizationDomain(network.name, token.address) &&
-          (s.status !== 'pending' ||
-            (s.quote?.blockchain_network === network.name && s.quote.token_symbol === token.symbol))
-            ? [{ network, token }]
-            : [],
-        ),
-      )
+    const candidates = deps.offered(s.testing_mode).flatMap((network) =>
+      signatureTokens(network, relayer, deps.signatures.authorizationDomain)
+        .filter(
+          ({ token }) =>
+            s.status !== 'pending' ||
+            (s.quote?.blockchain_network === network.name && s.quote.token_symbol === token.symbol),
+        )
+        .map(({ token, domain }) => ({ network, token, domain })),
+    )
     if (candidates.length === 0)
       return deny(
         'conflict',
@@ -148,7 +130,7 @@ export function createX402Payment(deps: X402Deps) {
     if (!payTo.ok) return payTo
     const out: X402Option[] = []
     let unpriced: string | null = null
-    for (const { network, token } of candidates) {
+    for (const { network, token, domain } of candidates) {
       const locked =
         s.quote?.blockchain_network === network.name && s.quote.token_symbol === token.symbol
       const amount = locked
@@ -159,7 +141,6 @@ export function createX402Payment(deps: X402Deps) {
         continue
       }
       if (amount.value <= 0n) continue
-      const domain = deps.signatures.authorizationDomain(network.name, token.address)!
       out.push({
         network,
         token,

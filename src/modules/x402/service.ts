@@ -13,7 +13,7 @@
  */
 import { type Address, getAddress, type Hex, type PublicClient } from 'viem'
 import type { Quote, TxEvent } from '../../../machines/transaction.machine.ts'
-import { checkAuthorization } from '../../chain/authorization-check.ts'
+import { checkAuthorization, signatureTokens } from '../../chain/authorization-check.ts'
 import type { AuthorizationDomain, TransferAuthorization } from '../../chain/eip3009.ts'
 import type { NetworkConfig, TokenConfig } from '../../chain/networks-config.ts'
 import type { PriceReader } from '../../chain/prices.ts'
@@ -30,6 +30,7 @@ import {
   chainIdOf,
   type PaymentPayload,
   type PaymentRequirements,
+  sameRequirement,
 } from '../../x402/protocol.ts'
 import type { TransactionRow } from '../transactions/transaction.repo.ts'
 import { newTransactionRow } from '../transactions/service.ts'
@@ -114,18 +115,11 @@ export function createFacilitatorService(deps: FacilitatorDeps) {
 
   /** Networks of this mode the facilitator settles on, with their signature tokens. */
   function settleable(mode: Mode) {
-    const relayer = deps.relayer
-    if (!relayer) return []
     return deps.networks
       .filter((n) => n.testnet === (mode === 'test') && deps.verified(n.name))
-      .filter((n) => relayer.offers(n.name))
       .map((n) => ({
         network: n,
-        tokens: n.tokens.flatMap((t) => {
-          const domain =
-            t.kind === 'erc20' && t.eip3009 ? deps.authorizationDomain(n.name, t.address) : null
-          return domain ? [{ token: t as Erc20, domain }] : []
-        }),
+        tokens: signatureTokens(n, deps.relayer, deps.authorizationDomain),
       }))
       .filter((n) => n.tokens.length > 0)
   }
@@ -172,13 +166,7 @@ export function createFacilitatorService(deps: FacilitatorDeps) {
         'invalid_exact_evm_recipient_mismatch',
         `payTo must be this project's x402 address, ${getAddress(own)}`,
       )
-    const accepted = payment.accepted
-    if (
-      accepted.network !== req.network ||
-      accepted.asset.toLowerCase() !== req.asset.toLowerCase() ||
-      accepted.payTo.toLowerCase() !== req.payTo.toLowerCase() ||
-      accepted.amount !== req.amount
-    )
+    if (!sameRequirement(payment.accepted, req))
       return invalid(
         'invalid_payment_requirements',
         'paymentPayload.accepted is not paymentRequirements',
@@ -431,33 +419,20 @@ export function createFacilitatorService(deps: FacilitatorDeps) {
         .client(p.network.name)!
         .waitForTransactionReceipt({ hash: sent.value.hash, timeout: RECEIPT_TIMEOUT_MS })
         .catch(() => null)
-      const extra = transactionId ? { transaction_id: transactionId as string } : undefined
-      if (!receipt)
-        return ok({
-          success: false,
-          errorReason: 'invalid_exact_evm_transaction_failed',
-          errorMessage: `sent as ${sent.value.hash} but not mined within ${RECEIPT_TIMEOUT_MS / 1000} s; the transaction completes if it is mined`,
-          payer,
-          transaction: sent.value.hash,
-          network,
-          ...(extra ? { extra } : {}),
-        })
-      if (receipt.status !== 'success')
-        return ok({
-          success: false,
-          errorReason: 'invalid_exact_evm_transaction_failed',
-          errorMessage: 'the relayed transaction reverted',
-          payer,
-          transaction: sent.value.hash,
-          network,
-          ...(extra ? { extra } : {}),
-        })
-      return ok({
-        success: true,
+      const settled = {
         payer,
         transaction: sent.value.hash,
         network,
-        ...(extra ? { extra } : {}),
+        ...(transactionId ? { extra: { transaction_id: transactionId as string } } : {}),
+      }
+      if (receipt?.status === 'success') return ok({ success: true, ...settled })
+      return ok({
+        success: false,
+        errorReason: 'invalid_exact_evm_transaction_failed',
+        errorMessage: receipt
+          ? 'the relayed transaction reverted'
+          : `sent as ${sent.value.hash} but not mined within ${RECEIPT_TIMEOUT_MS / 1000} s; the transaction completes if it is mined`,
+        ...settled,
       })
     },
   }
