@@ -33,8 +33,18 @@ const REPLAYED = { ...JSON_TYPE, 'idempotent-replayed': 'true' }
  * already guarantees (the route's TypeBox response model stays for OpenAPI), so Elysia does not
  * re-validate every field, formats included, on every response.
  */
-export function json(set: Gathered, body: unknown, status = 200): Response {
-  return respond(set, JSON.stringify(body), status, JSON_TYPE)
+export function json(
+  set: Gathered,
+  body: unknown,
+  status = 200,
+  headers?: Record<string, string>,
+): Response {
+  return respond(
+    set,
+    JSON.stringify(body),
+    status,
+    headers ? { ...JSON_TYPE, ...headers } : JSON_TYPE,
+  )
 }
 
 /**

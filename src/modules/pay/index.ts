@@ -91,14 +91,17 @@ export function payController(deps: {
         ? { ...r.value, paymentRequired: { ...r.value.paymentRequired, error: parsed.reason } }
         : r.value
     if (answer.kind === 'required')
-      return respond(set, JSON.stringify(answer.paymentRequired), 402, {
-        'content-type': 'application/json; charset=utf-8',
+      return json(set, answer.paymentRequired, 402, {
         [PAYMENT_REQUIRED_HEADER]: encodeHeader(answer.paymentRequired),
       })
-    return respond(set, JSON.stringify(answer.state), 200, {
-      'content-type': 'application/json; charset=utf-8',
-      ...(answer.settlement ? { [PAYMENT_RESPONSE_HEADER]: encodeHeader(answer.settlement) } : {}),
-    })
+    return json(
+      set,
+      answer.state,
+      200,
+      answer.settlement
+        ? { [PAYMENT_RESPONSE_HEADER]: encodeHeader(answer.settlement) }
+        : undefined,
+    )
   }
   /** Seconds to wait when this client is over the per-IP limit, else null. */
   const overLimit = async (request: Request): Promise<number | null> => {
