@@ -11,6 +11,7 @@ import { createEmbeddedRateLimiter, createRateLimiter } from '../src/limits/rate
 import { createRateLimitRepo } from '../src/limits/rate-limit.repo.ts'
 import type { CreateTransactionInput } from '../src/modules/transactions/model.ts'
 import { newTransactionRow } from '../src/modules/transactions/service.ts'
+import { centsToDecimal, usdToCents } from '../src/lib/money.ts'
 import { webhookData } from '../src/webhooks/payload.ts'
 
 /**
@@ -99,9 +100,12 @@ const app = new Elysia()
   .post('/limited/create', async ({ body, set }) => {
     await limited(set)
     // The row as the service builds it for a create.
+    const input = body as CreateTransactionInput
+    const amount = centsToDecimal(usdToCents(input.amount))
     const row = newTransactionRow(
       { projectId, mode: 'test' },
-      body as CreateTransactionInput,
+      input,
+      { currency: 'USD', amountInCurrency: amount, amountUsd: amount, usdRate: null },
       new Date(),
     )
     await lifecycle.insertCreated({

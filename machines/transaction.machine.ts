@@ -52,6 +52,36 @@ export interface Quote {
    * the block is there yet (`confirmations.updated.final`).
    */
   finality?: 'safe' | 'finalized'
+  /** The rates the amount was computed with (absent in quotes locked before they were kept). */
+  rates?: QuoteRates
+}
+
+/**
+ * A price or rate as it was read for a quote or a creation: dollars per unit (a whole token, or one
+ * unit of a fiat currency) as an exact decimal, and where it came from, so an auditor can price
+ * the payment again.
+ */
+export interface RecordedRate {
+  usd: string
+  source: 'chainlink' | 'fixed'
+  /** The network whose feed answered (null for a fixed rate). */
+  network: string | null
+  feed: string | null
+  roundId: string | null
+  /** When the answer was set (the round's time; the read's time for a fixed rate). */
+  updatedAt: string
+}
+
+/**
+ * How a quote's token amount was reached (docs/decisions/0064-priced-in-the-merchants-currency.md):
+ * `par`, a stablecoin of the transaction's own currency, one whole token per unit, no rate; `usd`,
+ * through the token's USD price and the currency's USD rate (null for USD).
+ */
+export interface QuoteRates {
+  quotedAt: string
+  method: 'par' | 'usd'
+  tokenUsd: RecordedRate | null
+  currencyUsd: RecordedRate | null
 }
 
 /** A transfer to the deposit address; `blockNumber` is null until it is in a block. */

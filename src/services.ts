@@ -337,6 +337,7 @@ export async function createServices(deps: {
     lifecycle,
     clock,
     baseUrl: deps.baseUrl,
+    rates: chain.rates,
   })
   const stats = createStatsService({ db: database.db })
   const pay = createPayService({
@@ -347,6 +348,7 @@ export async function createServices(deps: {
     verified: chain.verified,
     nativeBalance: chain.nativeBalance,
     prices: chain.prices,
+    rates: chain.rates,
     deposits,
     watch: chain.watch,
     lifecycle,

@@ -14,6 +14,15 @@ const block = Type.Integer({ minimum: 0 })
  */
 const logIndex = Type.Optional(Type.Integer({ minimum: -2 }))
 const obj = <T extends TProperties>(props: T) => Type.Object(props, { additionalProperties: false })
+const nullableString = Type.Union([Type.String(), Type.Null()])
+const recordedRate = obj({
+  usd: Type.String({ pattern: '^[0-9]+(\\.[0-9]+)?$' }),
+  source: Type.Union([Type.Literal('chainlink'), Type.Literal('fixed')]),
+  network: nullableString,
+  feed: nullableString,
+  roundId: nullableString,
+  updatedAt: Type.String({ minLength: 1 }),
+})
 
 /** Lifecycle events as data, for events that arrive from outside the process (the CLI). */
 const TxEventSchema = Type.Union([
@@ -26,6 +35,14 @@ const TxEventSchema = Type.Union([
       depositAddress: Type.String({ minLength: 1 }),
       requiredConfirmations: Type.Integer({ minimum: 1 }),
       finality: Type.Optional(Type.Union([Type.Literal('safe'), Type.Literal('finalized')])),
+      rates: Type.Optional(
+        obj({
+          quotedAt: Type.String({ minLength: 1 }),
+          method: Type.Union([Type.Literal('par'), Type.Literal('usd')]),
+          tokenUsd: Type.Union([recordedRate, Type.Null()]),
+          currencyUsd: Type.Union([recordedRate, Type.Null()]),
+        }),
+      ),
     }),
   }),
   obj({ type: Type.Literal('customer.confirmed') }),

@@ -76,10 +76,10 @@ const k = idempotencyKeys
 const createRows = (guard: ReturnType<typeof sql>) => sql`
 t AS (
   INSERT INTO ${t} (${bare(t.id)}, ${bare(t.projectId)}, ${bare(t.testingMode)}, ${bare(t.transactionNumber)}, ${bare(t.status)}, ${bare(t.amountUsd)},
-    ${bare(t.currency)}, ${bare(t.orderId)}, ${bare(t.orderDescription)}, ${bare(t.customerEmail)}, ${bare(t.customerName)}, ${bare(t.customerIpAddress)},
+    ${bare(t.currency)}, ${bare(t.amountInCurrency)}, ${bare(t.usdRate)}, ${bare(t.orderId)}, ${bare(t.orderDescription)}, ${bare(t.customerEmail)}, ${bare(t.customerName)}, ${bare(t.customerIpAddress)},
     ${bare(t.metadata)}, ${bare(t.successUrl)}, ${bare(t.cancelUrl)}, ${bare(t.expiresAt)}, ${bare(t.createdAt)}, ${bare(t.updatedAt)}, ${bare(t.version)})
   SELECT ${param('id', 'uuid')}, ${param('projectId')}, ${param('testingMode', 'boolean')}, ${param('transactionNumber')}, ${param('status')}, ${param('amountUsd', 'numeric')},
-    ${param('currency')}, ${param('orderId')}, ${param('orderDescription')}, ${param('customerEmail')}, ${param('customerName')}, ${param('customerIpAddress')},
+    ${param('currency')}, ${param('amountInCurrency', 'numeric')}, ${param('usdRate', 'jsonb')}, ${param('orderId')}, ${param('orderDescription')}, ${param('customerEmail')}, ${param('customerName')}, ${param('customerIpAddress')},
     ${param('metadata', 'jsonb')}, ${param('successUrl')}, ${param('cancelUrl')}, ${param('expiresAt', 'timestamptz')}, ${param('createdAt', 'timestamptz')},
     ${param('createdAt', 'timestamptz')}, 0
   ${guard}
@@ -116,7 +116,7 @@ const COMMIT = sql`WITH t AS (
   UPDATE ${t} SET ${bare(t.status)} = ${param('status')}, ${bare(t.tokenSymbol)} = ${param('tokenSymbol')},
     ${bare(t.tokenAmount)} = ${param('tokenAmount', 'numeric')}, ${bare(t.blockchainNetwork)} = ${param('blockchainNetwork')},
     ${bare(t.depositAddress)} = ${param('depositAddress')}, ${bare(t.requiredConfirmations)} = ${param('requiredConfirmations', 'int')},
-    ${bare(t.finality)} = ${param('finality')},
+    ${bare(t.finality)} = ${param('finality')}, ${bare(t.quoteRates)} = ${param('quoteRates', 'jsonb')},
     ${bare(t.amountReceived)} = ${param('amountReceived', 'numeric')}, ${bare(t.transactionHash)} = ${param('transactionHash')},
     ${bare(t.transactionHashNames)} = ${param('transactionHashNames')},
     ${bare(t.blockNumber)} = ${param('blockNumber', 'bigint')}, ${bare(t.confirmations)} = ${param('confirmations', 'int')},
@@ -249,6 +249,8 @@ export function createLifecycleRepo(database: Database) {
         status: r.status,
         amountUsd: r.amountUsd,
         currency: r.currency,
+        amountInCurrency: r.amountInCurrency,
+        usdRate: json(r.usdRate),
         orderId: r.orderId,
         orderDescription: r.orderDescription,
         customerEmail: r.customerEmail,
@@ -318,6 +320,7 @@ export function createLifecycleRepo(database: Database) {
         depositAddress: p.depositAddress,
         requiredConfirmations: p.requiredConfirmations,
         finality: p.finality,
+        quoteRates: json(p.quoteRates),
         amountReceived: p.amountReceived,
         transactionHash: p.transactionHash,
         transactionHashNames: p.transactionHashNames,

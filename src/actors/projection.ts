@@ -13,6 +13,7 @@ export type MachineColumns = Required<
     | 'depositAddress'
     | 'requiredConfirmations'
     | 'finality'
+    | 'quoteRates'
     | 'amountReceived'
     | 'transactionHash'
     | 'transactionHashNames'
@@ -40,6 +41,7 @@ export function projectRow(status: TxStatus, c: TxContext, now: Date): MachineCo
     // A network that waits for its safe or finalized block counts nothing to a requirement.
     requiredConfirmations: c.quote && !c.quote.finality ? c.quote.requiredConfirmations : null,
     finality: c.quote ? (c.quote.finality ?? 'confirmations') : null,
+    quoteRates: c.quote?.rates ?? null,
     amountReceived: c.quote ? c.received : null,
     transactionHash,
     transactionHashNames: transactionHash === null ? null : namesBlock ? 'block' : 'transaction',

@@ -27,6 +27,8 @@ import { nativeToken, type NetworkConfig } from './networks-config.ts'
 import { createPaymentTracker, type Lifecycle } from './payment-tracker.ts'
 import { createOutgoingTracker, type OutgoingLedger } from './outgoing-tracker.ts'
 import { createPriceReader, type PriceReader } from './prices.ts'
+import { createRateBook } from './fx-rates.ts'
+import { modeOf } from '../projects/mode.ts'
 import { createChainClient } from './rpc.ts'
 import { subscribeHeads, type HeadSubscription } from './follower/head-subscription.ts'
 import { NetworkMismatchError, verifyNetwork, type Verdict } from './network-verification.ts'
@@ -107,9 +109,22 @@ export function createChainWatcher(deps: {
   const prices = new Map<string, PriceReader>(
     deps.networks.map((n) => [
       n.name,
-      createPriceReader({ client: clients.get(n.name)!, clock: deps.clock }),
+      createPriceReader({
+        client: clients.get(n.name)!,
+        network: n.name,
+        clock: deps.clock,
+        // A stablecoin of another currency is worth that currency's rate in its network's mode.
+        par: (currency) => rates.read(modeOf(n.testnet), currency),
+      }),
     ]),
   )
+  /** Fiat currencies' USD rates (fx-rates.ts), read through the same price readers. */
+  const rates = createRateBook({
+    networks: deps.networks,
+    readers: (n) => prices.get(n) ?? null,
+    verified: (n) => verdicts.get(n)?.status === 'verified',
+    clock: deps.clock,
+  })
   const followers = new Map<string, BlockFollower>()
   const pushes = new Map<string, HeadSubscription>()
   /**
@@ -332,6 +347,8 @@ export function createChainWatcher(deps: {
     client: (network: string): PublicClient | null => clients.get(network) ?? null,
     /** The price reader for a network's tokens (null for an unknown network). */
     prices: (network: string) => prices.get(network) ?? null,
+    /** The USD rates of the fiat currencies transactions may be priced in. */
+    rates,
     /**
      * Checks every network against its chain (start-up): throws NetworkMismatchError naming every
      * disagreement; an RPC that does not answer is checked again before its network is followed.
@@ -402,6 +419,7 @@ export function createChainWatcher(deps: {
       )
       await loadWatched()
       await claims.start()
+      await rates.start()
     },
     /**
      * The networks whose new heads are pushed to this instance now (a live WebSocket subscription).
@@ -498,6 +516,7 @@ export function createChainWatcher(deps: {
       ),
     async stop() {
       stopped = true
+      await rates.stop()
       await claims.stop(async () => {
         await claimPasses.stop()
         await Promise.all([...followers.keys()].map(unfollow))

@@ -1,8 +1,10 @@
 /**
  * The local chain `npm start` runs when NETWORKS_CONFIG is absent
  * (docs/decisions/0016-networks-config-and-devnet.md): anvil with a deployed 6-decimal test
- * stablecoin (priced at a fixed $1) and a Chainlink-style ETH/USD feed for the native coin, and a
- * funded wallet to pay with. Test mode only: the wallet is anvil's first default account, whose
+ * stablecoin (priced at a fixed $1), a Chainlink-style ETH/USD feed for the native coin, a test
+ * euro stablecoin (TEUR, at par to EUR) and `EUR / USD`, `GBP / USD` and `JPY / USD` feeds, so
+ * transactions can be priced in those currencies
+ * (docs/decisions/0064-priced-in-the-merchants-currency.md), and a funded wallet to pay with. Test mode only: the wallet is anvil's first default account, whose
  * private key is public knowledge.
  *
  * Mining: automine plus a block every `blockTime` seconds (anvil `--mixed-mining`). Automine puts
@@ -68,6 +70,8 @@ export interface DevnetOptions {
   feedRefreshMs?: number
   /** ETH price in USD as a decimal string (default "3000"). */
   ethUsd?: string
+  /** USD per unit of each fiat currency the devnet offers (default EUR 1.08, GBP 1.27, JPY 0.0067). */
+  fxUsd?: Record<string, string>
   /** Confirmations the devnet network requires (default 2). */
   confirmations?: number
   /** Follower poll interval for the devnet network (default 500 ms). */
@@ -100,6 +104,10 @@ export interface Devnet {
   relayerKey: Hex
   stablecoin: Address
   feed: Address
+  /** TEUR: a 6-decimal test euro stablecoin taking EIP-3009 authorizations, priced at par to EUR. */
+  euroCoin: Address
+  /** The fiat feeds (`<CODE> / USD`, 8 decimals) by currency code. */
+  fxFeeds: Record<string, Address>
   rpcUrl: string
   /** anvil's process id (tests check it is gone after stop). */
   pid: number
@@ -113,6 +121,16 @@ interface DevnetManifest {
   chainId: number
   stablecoin: Address
   feed: Address
+  /** Absent in a devnet kept from before it offered currencies: deployed then. */
+  euroCoin?: Address
+  fxFeeds?: Record<string, Address>
+}
+
+/** What the devnet's fiat feeds answer unless told otherwise. */
+export const DEVNET_FX_USD: Readonly<Record<string, string>> = {
+  EUR: '1.08',
+  GBP: '1.27',
+  JPY: '0.0067',
 }
 
 /**
@@ -221,6 +239,15 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
     throw new RangeError(
       `ethUsd: not a decimal with at most ${DEVNET_FEED_DECIMALS} places: ${ethUsd}`,
     )
+  const fxUsd = options.fxUsd ?? DEVNET_FX_USD
+  const fxAnswers = Object.entries(fxUsd).map(([currency, usd]) => {
+    const a = decimalToUnits(usd, DEVNET_FEED_DECIMALS)
+    if (a === null)
+      throw new RangeError(
+        `fxUsd.${currency}: not a decimal with at most ${DEVNET_FEED_DECIMALS} places: ${usd}`,
+      )
+    return { currency, answer: a }
+  })
 
   const { node, manifest } = await restoreDevnet(options.stateDir, (stateFile) =>
     // Prague: EIP-7702, which the treasury's sweeps and refunds use
@@ -246,6 +273,17 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
     const oracle = createDevnetClient(node.rpcUrl, anvilKey(1))
     let stablecoin: Address
     let feed: Address
+    let euroCoin: Address
+    let fxFeeds: Record<string, Address>
+    const mintTo = async (coin: Address) => {
+      const mint = await wallet.writeContract({
+        address: coin,
+        abi: TestStablecoin.abi,
+        functionName: 'mint',
+        args: [wallet.account.address, (options.mintTokens ?? 1_000_000n) * 10n ** 6n],
+      })
+      await wallet.waitForTransactionReceipt({ hash: mint })
+    }
     if (manifest) {
       ;({ stablecoin, feed } = manifest)
     } else {
@@ -254,26 +292,44 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
         deployTestStablecoin(wallet),
         deployMockAggregator(oracle, { answer }),
       ])
-      const mint = await wallet.writeContract({
-        address: stablecoin,
-        abi: TestStablecoin.abi,
-        functionName: 'mint',
-        args: [wallet.account.address, (options.mintTokens ?? 1_000_000n) * 10n ** 6n],
-      })
-      await wallet.waitForTransactionReceipt({ hash: mint })
-      if (options.stateDir)
-        writeFileSync(
-          join(options.stateDir, 'devnet.json'),
-          JSON.stringify({ chainId: DEVNET_CHAIN_ID, stablecoin, feed } satisfies DevnetManifest),
-        )
+      await mintTo(stablecoin)
     }
+    // The currencies' contracts: kept ones, or deployed now (also on a devnet kept from before
+    // they existed, whose chain stays as it was).
+    const keptFx = manifest?.fxFeeds ?? {}
+    if (manifest?.euroCoin && fxAnswers.every((f) => keptFx[f.currency])) {
+      euroCoin = manifest.euroCoin
+      fxFeeds = keptFx
+    } else {
+      euroCoin = await deployTestStablecoin(wallet, 'Test Euro', 'TEUR')
+      await mintTo(euroCoin)
+      fxFeeds = {}
+      for (const f of fxAnswers)
+        fxFeeds[f.currency] = await deployMockAggregator(oracle, {
+          description: `${f.currency} / USD`,
+          answer: f.answer,
+        })
+    }
+    if (options.stateDir && (!manifest || manifest.euroCoin !== euroCoin))
+      writeFileSync(
+        join(options.stateDir, 'devnet.json'),
+        JSON.stringify({
+          chainId: DEVNET_CHAIN_ID,
+          stablecoin,
+          feed,
+          euroCoin,
+          fxFeeds,
+        } satisfies DevnetManifest),
+      )
 
     await installMulticall3(wallet)
 
     const running = startFeedRefresher({
       oracle,
-      feed,
-      answer,
+      feeds: [
+        { feed, answer },
+        ...fxAnswers.map((f) => ({ feed: fxFeeds[f.currency]!, answer: f.answer })),
+      ],
       clock,
       everyMs: feedRefreshMs,
       logger: options.logger,
@@ -310,7 +366,19 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
             decimals: 18,
             price: { kind: 'chainlink', feed, maxAgeSeconds: 3600 },
           },
+          {
+            kind: 'erc20',
+            symbol: 'TEUR',
+            decimals: 6,
+            address: euroCoin,
+            eip3009: true,
+            price: { kind: 'par', currency: 'EUR' },
+          },
         ],
+        fx: fxAnswers.map((f) => ({
+          currency: f.currency,
+          rate: { kind: 'chainlink', feed: fxFeeds[f.currency]!, maxAgeSeconds: 3600 },
+        })),
       },
     ]
     options.logger?.info(manifest ? 'devnet restored' : 'devnet started', {
@@ -328,6 +396,8 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
       relayerKey: anvilKey(8),
       stablecoin,
       feed,
+      euroCoin,
+      fxFeeds,
       rpcUrl: node.rpcUrl,
       pid: node.pid,
       restored: manifest !== null,
@@ -364,17 +434,21 @@ interface FeedRefresher {
 
 function startFeedRefresher(deps: {
   oracle: DevnetClient
-  feed: Address
-  answer: bigint
+  feeds: { feed: Address; answer: bigint }[]
   clock: Clock
   everyMs: number
   logger?: Logger
 }): FeedRefresher {
-  const { oracle, feed, answer, clock, logger } = deps
+  const { oracle, clock, logger } = deps
   let inFlight: Promise<void> | null = null
   let stopped = false
 
   async function publish() {
+    // One after another: they share the oracle's nonces.
+    for (const { feed, answer } of deps.feeds) await publishRound(feed, answer)
+  }
+
+  async function publishRound(feed: Address, answer: bigint) {
     const [roundId] = await oracle.readContract({
       address: feed,
       abi: MockAggregatorV3.abi,

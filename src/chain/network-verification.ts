@@ -7,7 +7,8 @@
  *   answers (`onchainSymbols`, else the label), compared case-insensitively;
  * - every Chainlink feed answers `decimals()`, a `description()` among the expected ones
  *   (`descriptions`, else `"<symbol> / USD"`) and a `latestRoundData()` the price reader accepts
- *   (positive, complete, no older than `maxAgeSeconds`).
+ *   (positive, complete, no older than `maxAgeSeconds`); so does each fiat currency's rate feed
+ *   (`fx`, described `"<CODE> / USD"`, e.g. "EUR / USD").
  *
  * The verdict tells a disagreement from silence. A node that answers differently (another chain
  * id, another symbol, no contract at the address: an empty answer or a revert) is a `mismatch`,
@@ -34,7 +35,7 @@ import {
 } from 'viem'
 import type { Clock } from '../lib/clock.ts'
 import { errorSummary } from '../lib/logger.ts'
-import type { NetworkConfig, TokenConfig } from './networks-config.ts'
+import type { NetworkConfig, PriceSource, TokenConfig } from './networks-config.ts'
 import { aggregatorV3Abi, createPriceReader } from './prices.ts'
 import { probeEip7702, type Eip7702Verdict } from './eip7702-probe.ts'
 import { readAgainOnErrorAnswer } from './read-again.ts'
@@ -112,8 +113,24 @@ async function checkNetwork(
       status: 'mismatch',
       problems: [`network ${name}: chain id expected ${network.chainId}, found ${chainId}`],
     }
-  const found = await Promise.all(network.tokens.map((t) => verifyToken(network, t, client, clock)))
-  const problems = found.flatMap((f) => f.problems)
+  const [found, rates] = await Promise.all([
+    Promise.all(network.tokens.map((t) => verifyToken(network, t, client, clock))),
+    Promise.all(
+      (network.fx ?? []).map(({ currency, rate }) =>
+        rate.kind === 'chainlink'
+          ? verifyFeed(
+              { symbol: currency, price: rate },
+              rate.feed,
+              rate.descriptions,
+              client,
+              clock,
+              (what, address) => `network ${name}, ${currency} rate: ${what} ${address}`,
+            )
+          : [],
+      ),
+    ),
+  ])
+  const problems = [...found.flatMap((f) => f.problems), ...rates.flat()]
   if (problems.length) return { network: name, status: 'mismatch', problems }
   return {
     network: name,
@@ -183,7 +200,7 @@ async function verifyErc20(
 }
 
 async function verifyFeed(
-  token: TokenConfig,
+  token: { symbol: string; price: PriceSource },
   feed: Address,
   descriptions: string[] | undefined,
   client: Client,

@@ -46,6 +46,14 @@
  *   providers cap it (often 500-10,000), so a node that refuses larger ranges can be served.
  * - `price.maxAgeSeconds` on a Chainlink price (default 3600): an answer older than this is
  *   stale and refused. Chainlink's ETH/USD heartbeat is an hour; set it to the feed's heartbeat.
+ * - a token's `price` may be `{ "par": "EUR" }`: a stablecoin of that currency (Circle's EURC),
+ *   one whole token per unit. It pays transactions priced in its currency at par, with no rate;
+ *   its USD value is the currency's rate.
+ * - `fx` (default none): `{ "EUR": { "chainlinkFeed": "0x...", "maxAgeSeconds": 86400 } }`, the
+ *   USD rates of fiat currencies read on this chain (a Chainlink `EUR / USD` feed, or a
+ *   `fixedUsd`). Each makes its currency one that transactions of this network's mode may be
+ *   priced in (docs/decisions/0064-priced-in-the-merchants-currency.md); a feed's `description()`
+ *   defaults to `"<CODE> / USD"` and is checked at start-up like a token's.
  *
  * The shape is one TypeBox schema (`NetworksFile`), compiled once, as request bodies are; each
  * field's schema carries the words its problems are reported in. Rules beyond the shape run on
@@ -61,6 +69,7 @@ import { getAddress, isAddress, zeroAddress, type Address } from 'viem'
 import { explainErrors, type SchemaProblem, type Segment } from '../lib/typebox-errors.ts'
 import { MAX_CONFIRMATIONS, WINDOW_MARGIN } from './follower/cursor.ts'
 import { NETWORK_PRESETS, PRESET_NAMES, presetPollIntervalMs, type Finality } from './presets.ts'
+import { isKnownCurrency, MINOR_UNITS } from '../lib/currency.ts'
 
 export type { Finality } from './presets.ts'
 
@@ -73,6 +82,15 @@ export type PriceSource =
       /** What the feed's `description()` may answer (absent: `"<symbol> / USD"`). */
       descriptions?: string[]
     }
+  /**
+   * A stablecoin of a fiat currency: one whole token is one unit of `currency` (ISO 4217). It pays
+   * transactions priced in that currency at par, with no rate; any other through the currency's
+   * USD rate (fx-rates.ts).
+   */
+  | { kind: 'par'; currency: string }
+
+/** A source of a fiat currency's USD rate: what one unit of it is worth in dollars. */
+export type RateSource = Exclude<PriceSource, { kind: 'par' }>
 
 interface TokenBase {
   /** The label customers see. */
@@ -117,6 +135,12 @@ export interface NetworkConfig {
   /** true: used by test-mode transactions; false: live. */
   testnet: boolean
   tokens: TokenConfig[]
+  /**
+   * Fiat currencies' USD rates read on this chain (Chainlink's `<CODE> / USD` feeds): each makes its
+   * currency one that transactions of this network's mode may be priced in (fx-rates.ts). Absent:
+   * none.
+   */
+  fx?: { currency: string; rate: RateSource }[]
 }
 
 /** The network's native coin, when it accepts one. */
@@ -165,7 +189,9 @@ const EvmAddress = Type.String({
 /** `new URL` judges the rest (a rule below): a pattern would accept what it refuses. */
 const HttpUrl = Type.String(say('must be an http(s) URL'))
 const WsUrl = Type.String(say('must be a ws(s) URL'))
-const PRICE_SHAPE = '{ "fixedUsd": "1" } or { "chainlinkFeed": "0x..." }'
+const PRICE_SHAPE = '{ "fixedUsd": "1" }, { "chainlinkFeed": "0x..." } or { "par": "EUR" }'
+const RATE_SHAPE = '{ "chainlinkFeed": "0x..." } or { "fixedUsd": "1.08" }'
+const CURRENCY_WORDS = `an ISO 4217 code in capitals, one of ${Object.keys(MINOR_UNITS).join(', ')}`
 /** Answers a contract gives (a symbol, a feed's description), to check it by at start-up. */
 const Answers = (what: string) =>
   Type.Array(
@@ -179,33 +205,45 @@ const Answers = (what: string) =>
   )
 
 /** Each source is told apart by its first (required) key; see explainChoice. */
+const RATE_VARIANTS = [
+  Type.Object(
+    // The lookahead asks for a non-zero digit: the price must be positive.
+    {
+      fixedUsd: Type.String({
+        pattern: '^(?=[0-9.]*[1-9])[0-9]+(\\.[0-9]{1,18})?$',
+        ...say(
+          'must be a positive decimal string such as "1" or "0.9998" (at most 18 decimal places)',
+        ),
+      }),
+    },
+    closed,
+  ),
+  Type.Object(
+    {
+      chainlinkFeed: EvmAddress,
+      maxAgeSeconds: Type.Optional(
+        integer(1, 31_536_000, 'must be an integer number of seconds from 1 to 31536000'),
+      ),
+      descriptions: Type.Optional(Answers('feed description such as "ETH / USD"')),
+    },
+    closed,
+  ),
+]
 const Price = Type.Union(
   [
+    ...RATE_VARIANTS,
     Type.Object(
-      // The lookahead asks for a non-zero digit: the price must be positive.
-      {
-        fixedUsd: Type.String({
-          pattern: '^(?=[0-9.]*[1-9])[0-9]+(\\.[0-9]{1,18})?$',
-          ...say(
-            'must be a positive decimal string such as "1" or "0.9998" (at most 18 decimal places)',
-          ),
-        }),
-      },
-      closed,
-    ),
-    Type.Object(
-      {
-        chainlinkFeed: EvmAddress,
-        maxAgeSeconds: Type.Optional(
-          integer(1, 31_536_000, 'must be an integer number of seconds from 1 to 31536000'),
-        ),
-        descriptions: Type.Optional(Answers('feed description such as "ETH / USD"')),
-      },
+      { par: Type.String({ pattern: '^[A-Z]{3}$', ...say(`must be ${CURRENCY_WORDS}`) }) },
       closed,
     ),
   ],
   say(`must be ${PRICE_SHAPE}`, `is required: ${PRICE_SHAPE}`),
 )
+const Rate = Type.Union(RATE_VARIANTS, say(`must be ${RATE_SHAPE}`))
+/** Keys are checked by a rule (so a bad one is named); values are rate sources. */
+const Fx = Type.Record(Type.String(), Rate, {
+  ...say(`must be an object of currency codes to rate sources: { "EUR": ${RATE_SHAPE} }`),
+})
 
 /**
  * `address` (ERC-20) or `native`: exactly one of them, a rule, so a token with neither is told so
@@ -280,6 +318,7 @@ const Network = Type.Object(
       tooFew: 'must list at least one token',
       ...say('must be a list of tokens', 'is required: a list of tokens'),
     }),
+    fx: Type.Optional(Fx),
   },
   anObject,
 )
@@ -350,15 +389,7 @@ function toNetwork(n: Static<typeof Network>): NetworkConfig {
     testnet: n.testnet,
     tokens: n.tokens.map(
       ({ symbol, decimals, address, onchainSymbols, eip3009, price: p }): TokenConfig => {
-        const price: PriceSource =
-          'fixedUsd' in p
-            ? { kind: 'fixedUsd', usd: p.fixedUsd }
-            : {
-                kind: 'chainlink',
-                feed: getAddress(p.chainlinkFeed),
-                maxAgeSeconds: p.maxAgeSeconds ?? NETWORK_DEFAULTS.maxAgeSeconds,
-                ...(p.descriptions ? { descriptions: [...p.descriptions] } : {}),
-              }
+        const price: PriceSource = 'par' in p ? { kind: 'par', currency: p.par } : toRate(p)
         if (address === undefined) return { kind: 'native', symbol, decimals, price }
         return {
           kind: 'erc20',
@@ -371,7 +402,23 @@ function toNetwork(n: Static<typeof Network>): NetworkConfig {
         }
       },
     ),
+    ...(n.fx && Object.keys(n.fx).length
+      ? {
+          fx: Object.entries(n.fx).map(([currency, rate]) => ({ currency, rate: toRate(rate) })),
+        }
+      : {}),
   }
+}
+
+function toRate(p: Static<typeof Rate>): RateSource {
+  return 'fixedUsd' in p
+    ? { kind: 'fixedUsd', usd: p.fixedUsd }
+    : {
+        kind: 'chainlink',
+        feed: getAddress(p.chainlinkFeed),
+        maxAgeSeconds: p.maxAgeSeconds ?? NETWORK_DEFAULTS.maxAgeSeconds,
+        ...(p.descriptions ? { descriptions: [...p.descriptions] } : {}),
+      }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -405,7 +452,7 @@ function withPresets(value: unknown, problems: Problems): unknown {
       )
       return n
     }
-    const { blockTimeSeconds: _, depth: __, tokens: presetTokens, ...fields } = preset
+    const { blockTimeSeconds: _, depth: __, tokens: presetTokens, fx, ...fields } = preset
     const tokens =
       n.tokens === undefined
         ? presetTokens
@@ -414,7 +461,10 @@ function withPresets(value: unknown, problems: Problems): unknown {
               presetToken(t, presetTokens, name as string, [i, 'tokens', j], problems),
             )
           : n.tokens
-    return { name, pollIntervalMs: presetPollIntervalMs(preset), ...fields, ...n, tokens }
+    // A currency given beside the preset replaces the preset's source for it; the others stay.
+    const rates =
+      fx && (n.fx === undefined || isObject(n.fx)) ? { fx: { ...fx, ...(n.fx as Obj) } } : {}
+    return { name, pollIntervalMs: presetPollIntervalMs(preset), ...fields, ...n, tokens, ...rates }
   })
 }
 
@@ -566,6 +616,14 @@ function applyRules(value: unknown, problems: Problems) {
     if (Array.isArray(n.fallbackRpcUrls))
       for (const [j, u] of n.fallbackRpcUrls.entries())
         urlRule(u, [i, 'fallbackRpcUrls', j], problems)
+    if (isObject(n.fx))
+      for (const [code, rate] of Object.entries(n.fx)) {
+        if (code === 'USD') problems.add([i, 'fx', code], 'USD needs no rate (it is 1)')
+        else if (!isKnownCurrency(code))
+          problems.add([i, 'fx', code], `must be keyed by ${CURRENCY_WORDS}`)
+        else if (isObject(rate) && has(rate, 'chainlinkFeed'))
+          addressRule(rate.chainlinkFeed, [i, 'fx', code, 'chainlinkFeed'], problems)
+      }
     if (!Array.isArray(n.tokens)) return
     for (const [j, t] of n.tokens.entries())
       if (isObject(t)) tokenRules(t, [i, 'tokens', j], problems)
@@ -615,8 +673,10 @@ function tokenRules(t: Obj, at: Segment[], problems: Problems) {
       [...at, 'eip3009'],
       'applies to ERC-20 tokens only (a native coin cannot be sent by signature)',
     )
-  if (isObject(t.price) && !has(t.price, 'fixedUsd'))
+  if (isObject(t.price) && has(t.price, 'chainlinkFeed'))
     addressRule(t.price.chainlinkFeed, [...at, 'price', 'chainlinkFeed'], problems)
+  if (isObject(t.price) && typeof t.price.par === 'string' && !isKnownCurrency(t.price.par))
+    problems.add([...at, 'price', 'par'], `must be ${CURRENCY_WORDS}`)
 }
 
 /** A mixed-case address must carry a correct EIP-55 checksum: a wrong one is usually a typo. */

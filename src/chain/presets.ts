@@ -32,6 +32,17 @@
  * the USDT customers hold there.
  * - Chainlink, "Price Feed Contract Addresses": https://docs.chain.link/data-feeds/price-feeds/addresses
  *   (all the feeds below answer 8 decimals)
+ * - Circle, "EURC contract addresses": https://developers.circle.com/stablecoins/eurc-contract-addresses
+ *   (6 decimals; Circle's FiatToken, so EIP-3009 like USDC, checked against each contract at
+ *   start-up). Priced `par` to EUR: it pays EUR transactions one token per euro, others at the
+ *   EUR rate.
+ * - Chainlink's fiat feeds (`fx`, "<CODE> / USD", 8 decimals): the addresses of Chainlink's feed
+ *   directory as published in its npm package `@chainlink/mcp-server` 0.0.1-alpha.17,
+ *   data/feeds/<chain>.json (generated 2025-11-03), the same as Chainlink's "Price Feed Contract
+ *   Addresses" page. Ethereum's fiat feeds have a 24-hour heartbeat and 0.15% deviation
+ *   (Chainlink's feeds-mainnet.json); the other chains' are an hour or a day, so every fiat feed
+ *   allows 24 hours and 5 minutes. Base has no JPY feed, Optimism no GBP, CHF or CAD, BNB Chain no
+ *   CAD, Avalanche no GBP, CAD or AUD; of the testnets only Sepolia, OP Sepolia and Amoy have any.
  * - BNB Chain's tokens are Binance's pegged ones (not issued by Circle or Tether) and have 18
  *   decimals: https://bscscan.com/token/0x8AC76a51cc950d9822D68b83fE1Ad97B32Cd580d and
  *   https://bscscan.com/token/0x55d398326f99059fF775485246999027B3197955
@@ -79,6 +90,14 @@ export interface PresetToken {
   price:
     | { fixedUsd: string }
     | { chainlinkFeed: Address; maxAgeSeconds: number; descriptions?: string[] }
+    | { par: string }
+}
+
+/** A Chainlink `<CODE> / USD` feed of a preset, in the networks file's shape. */
+export interface PresetRate {
+  chainlinkFeed: Address
+  /** The feed's heartbeat (Chainlink lists 86,400 s for its fiat feeds) plus a margin. */
+  maxAgeSeconds: number
 }
 
 export interface NetworkPreset {
@@ -91,10 +110,22 @@ export interface NetworkPreset {
   /** Why this depth, in one line (the README's preset table quotes it). */
   depth: string
   tokens: PresetToken[]
+  /** Fiat currencies' USD rates on this chain, by ISO 4217 code. */
+  fx?: Record<string, PresetRate>
 }
 
 const HOUR = 3600
+/** Chainlink's fiat feeds beat every 24 hours at most; five minutes' margin for the write. */
+const FX_MAX_AGE = 24 * HOUR + 300
+const fx = (chainlinkFeed: Address): PresetRate => ({ chainlinkFeed, maxAgeSeconds: FX_MAX_AGE })
 const fixedDollar = { fixedUsd: '1' } as const
+const eurc = (address: Address): PresetToken => ({
+  symbol: 'EURC',
+  decimals: 6,
+  address,
+  eip3009: true,
+  price: { par: 'EUR' },
+})
 const usdc = (address: Address, decimals = 6): PresetToken => ({
   symbol: 'USDC',
   decimals,
@@ -147,7 +178,17 @@ export const NETWORK_PRESETS: Readonly<Record<string, NetworkPreset>> = {
       usdc('0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48'), // Circle, USDC contract addresses: Ethereum
       usdt('0xdAC17F958D2ee523a2206206994597C13D831ec7'), // Tether, supported protocols: Ethereum (ERC-20)
       native('ETH', '0x5f4eC3Df9cbd43714FE2740f5E3616155c5b8419'), // Chainlink, Ethereum Mainnet: ETH / USD
+      eurc('0x1aBaEA1f7C830bD89Acc67eC4af516284b1bC33c'), // Circle, EURC contract addresses: Ethereum
     ],
+    // Chainlink feed directory (@chainlink/mcp-server data/feeds/ethereum.json), Ethereum Mainnet
+    fx: {
+      EUR: fx('0xb49f677943BC038e9857d61E7d053CaA2C1734C1'),
+      GBP: fx('0x5c0Ab2d9b5a7ed9f470386e82BB36A3613cDd4b5'),
+      JPY: fx('0xBcE206caE7f0ec07b545EddE332A47C2F75bbeb3'),
+      CHF: fx('0x449d117117838fFA61263B61dA6301AA2a88B13A'),
+      CAD: fx('0xa34317DB73e77d453b1B8d04550c44D10e981C8e'),
+      AUD: fx('0x77F9710E7d0A19669A13c055F62cd80d313dF022'),
+    },
   },
   base: {
     chainId: 8453,
@@ -160,7 +201,16 @@ export const NETWORK_PRESETS: Readonly<Record<string, NetworkPreset>> = {
       usdc('0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913'), // Circle, USDC contract addresses: Base
       usdt('0xfde4C96c8593536E31F229EA8f37b2ADa2699bb2'), // Superchain token list, data/USDT/data.json: base (bridged Tether USD; Tether issues none on Base)
       native('ETH', '0x71041dddad3595F9CEd3DcCFBe3D1F4b0a16Bb70'), // Chainlink, Base Mainnet: ETH / USD
+      eurc('0x60a3E35Cc302bFA44Cb288Bc5a4F316Fdb1adb42'), // Circle, EURC contract addresses: Base
     ],
+    // Chainlink feed directory (@chainlink/mcp-server data/feeds/base.json), Base Mainnet
+    fx: {
+      EUR: fx('0xc91D87E81faB8f93699ECf7Ee9B44D11e1D53F0F'),
+      GBP: fx('0xCceA6576904C118037695eB71195a5425E69Fa15'),
+      CHF: fx('0x3A1d6444fb6a402470098E23DaD0B7E86E14252F'),
+      CAD: fx('0xA840145F87572E82519d578b1F36340368a25D5d'),
+      AUD: fx('0x46e51B8cA41d709928EdA9Ae43e42193E6CDf229'),
+    },
   },
   arbitrum: {
     chainId: 42161,
@@ -174,6 +224,15 @@ export const NETWORK_PRESETS: Readonly<Record<string, NetworkPreset>> = {
       usdt('0xFd086bC7CD5C481DCC9C85ebE478A1C0b69FCbb9', USDT0), // USDT0 deployments: Arbitrum One (migrated in place)
       native('ETH', '0x639Fe6ab55C921f74e7fac1ee960C0B6293ba612', 24 * HOUR + 300), // Chainlink, Arbitrum Mainnet: ETH / USD (24 h heartbeat)
     ],
+    // Chainlink feed directory (@chainlink/mcp-server data/feeds/arbitrum.json), Arbitrum Mainnet
+    fx: {
+      EUR: fx('0xA14d53bC1F1c0F31B4aA3BD109344E5009051a84'),
+      GBP: fx('0x9C4424Fd84C6661F97D8d6b3fc3C1aAc2BeDd137'),
+      JPY: fx('0x3dD6e51CB9caE717d5a8778CF79A04029f9cFDF8'),
+      CHF: fx('0xe32AccC8c4eC03F6E75bd3621BfC9Fbb234E1FC3'),
+      CAD: fx('0xf6DA27749484843c4F02f5Ad1378ceE723dD61d4'),
+      AUD: fx('0x9854e9a850e7C354c1de177eA953a6b1fba8Fc22'),
+    },
   },
   optimism: {
     chainId: 10,
@@ -188,6 +247,12 @@ export const NETWORK_PRESETS: Readonly<Record<string, NetworkPreset>> = {
       { ...usdt('0x01bFF41798a0BcF287b996046Ca68b395DbC1071', USDT0), symbol: 'USDT0' }, // USDT0 deployments: Optimism; Superchain token list, data/USD₮0/data.json: optimism
       native('ETH', '0x13e3Ee699D1909E989722E753853AE30b17e08c5'), // Chainlink, OP Mainnet: ETH / USD
     ],
+    // Chainlink feed directory (@chainlink/mcp-server data/feeds/optimism.json), OP Mainnet
+    fx: {
+      EUR: fx('0x3626369857A10CcC6cc3A6e4f5C2f5984a519F20'),
+      JPY: fx('0x536944c3A71FEb7c1E5C66Ee37d1a148d8D8f619'),
+      AUD: fx('0x39be70E93D2D285C9E71be7f70FC5a45A7777B14'),
+    },
   },
   polygon: {
     chainId: 137,
@@ -201,6 +266,15 @@ export const NETWORK_PRESETS: Readonly<Record<string, NetworkPreset>> = {
       usdt('0xc2132D05D31c914a87C6611C10748AEb04B58e8F', [...USDT0, 'USDT']), // USDT0 deployments: Polygon PoS (migrated in place; read USDT before)
       native('POL', '0xAB594600376Ec9fD91F8e885dADF0CE036862dE0', HOUR, POL_FEED_NAMES), // Chainlink, Polygon Mainnet: POL (MATIC) / USD
     ],
+    // Chainlink feed directory (@chainlink/mcp-server data/feeds/polygon.json), Polygon Mainnet
+    fx: {
+      EUR: fx('0x73366Fe0AA0Ded304479862808e02506FE556a98'),
+      GBP: fx('0x099a2540848573e94fb1Ca0Fa420b00acbBc845a'),
+      JPY: fx('0xD647a6fC9BC6402301583C91decC5989d8Bc382D'),
+      CHF: fx('0xc76f762CedF0F78a439727861628E0fdfE1e70c2'),
+      CAD: fx('0xACA44ABb8B04D07D883202F99FA5E3c53ed57Fb5'),
+      AUD: fx('0x062Df9C4efd2030e243ffCc398b652e8b8F95C6f'),
+    },
   },
   bsc: {
     chainId: 56,
@@ -214,6 +288,14 @@ export const NETWORK_PRESETS: Readonly<Record<string, NetworkPreset>> = {
       usdt('0x55d398326f99059fF775485246999027B3197955', undefined, 18), // BscScan: Binance-Peg BSC-USD (symbol() USDT, 18 decimals)
       native('BNB', '0x0567F2323251f0Aab15c8dFb1967E4e8A7D42aeE'), // Chainlink, BNB Chain Mainnet: BNB / USD
     ],
+    // Chainlink feed directory (@chainlink/mcp-server data/feeds/bnb-chain.json), BNB Chain Mainnet
+    fx: {
+      EUR: fx('0x0bf79F617988C472DcA68ff41eFe1338955b9A80'),
+      GBP: fx('0x8FAf16F710003E538189334541F5D4a391Da46a0'),
+      JPY: fx('0x22Db8397a6E77E41471dE256a7803829fDC8bC57'),
+      CHF: fx('0x964261740356cB4aaD0C3D2003Ce808A4176a46d'),
+      AUD: fx('0x498F912B09B5dF618c77fcC9E8DA503304Df92bF'),
+    },
   },
   avalanche: {
     chainId: 43114,
@@ -227,7 +309,14 @@ export const NETWORK_PRESETS: Readonly<Record<string, NetworkPreset>> = {
       usdt('0x9702230A8Ea53601f5cD2dc00fDBc13d4dF4A8c7', ['USDt']), // Tether, supported protocols: Avalanche C-Chain (USDt)
       { ...usdt('0xc7198437980c041c805A1EDcbA50c1Ce5db95118'), symbol: 'USDT.e' }, // Ava Labs, avalanche-bridge-resources, avalanche_contract_address.json: USDT.e (bridged)
       native('AVAX', '0x0A77230d17318075983913bC2145DB16C7366156'), // Chainlink, Avalanche Mainnet: AVAX / USD
+      eurc('0xC891EB4cbdEFf6e073e859e987815Ed1505c2ACD'), // Circle, EURC contract addresses: Avalanche C-Chain
     ],
+    // Chainlink feed directory (@chainlink/mcp-server data/feeds/avalanche.json), Avalanche Mainnet
+    fx: {
+      EUR: fx('0x192f2DBA961Bb0277520C082d6bfa87D5961333E'),
+      JPY: fx('0xf8B283aD4d969ECFD70005714DD5910160565b94'),
+      CHF: fx('0xA418573AB5226711c8564Eeb449c3618ABFaf677'),
+    },
   },
   sepolia: {
     chainId: 11155111,
@@ -239,7 +328,15 @@ export const NETWORK_PRESETS: Readonly<Record<string, NetworkPreset>> = {
     tokens: [
       usdc('0x1c7D4B196Cb0C7B01d743Fbc6116a902379C7238'), // Circle, USDC contract addresses (testnet): Ethereum Sepolia
       native('ETH', '0x694AA1769357215DE4FAC081bf1f309aDC325306'), // Chainlink, Ethereum Sepolia: ETH / USD
+      eurc('0x08210F9170F89Ab7658F0B5E3fF39b0E03C594D4'), // Circle, EURC contract addresses (testnet): Ethereum Sepolia
     ],
+    // Chainlink feed directory (@chainlink/mcp-server data/feeds/ethereum.json), Ethereum Sepolia
+    fx: {
+      EUR: fx('0x1a81afB8146aeFfCFc5E50e8479e826E7D55b910'),
+      GBP: fx('0x91FAB41F5f3bE955963a986366edAcff1aaeaa83'),
+      JPY: fx('0x8A6af2B75F23831ADc973ce6288e5329F63D86c6'),
+      AUD: fx('0xB0C712f98daE15264c8E26132BCC91C40aD4d5F9'),
+    },
   },
   'base-sepolia': {
     chainId: 84532,
@@ -251,6 +348,7 @@ export const NETWORK_PRESETS: Readonly<Record<string, NetworkPreset>> = {
     tokens: [
       usdc('0x036CbD53842c5426634e7929541eC2318f3dCF7e'), // Circle, USDC contract addresses (testnet): Base Sepolia
       native('ETH', '0x4aDC67696bA383F43DD60A9e78F2C97Fbbfc7cb1'), // Chainlink, Base Sepolia: ETH / USD
+      eurc('0x808456652fdb597867f38412077A9182bf77359F'), // Circle, EURC contract addresses (testnet): Base Sepolia
     ],
   },
   'arbitrum-sepolia': {
@@ -276,6 +374,12 @@ export const NETWORK_PRESETS: Readonly<Record<string, NetworkPreset>> = {
       usdc('0x5fd84259d66Cd46123540766Be93DFE6D43130D7'), // Circle, USDC contract addresses (testnet): OP Sepolia
       native('ETH', '0x61Ec26aA57019C486B10502285c5A3D4A4750AD7'), // Chainlink, OP Sepolia: ETH / USD
     ],
+    // Chainlink feed directory (@chainlink/mcp-server data/feeds/optimism.json), OP Sepolia
+    fx: {
+      EUR: fx('0x828eda6b1B7266AD4d04Eb18468B965fc70940bd'),
+      GBP: fx('0xbC1d7d0fb258164ad94B26D6718F256Aa85e1CaF'),
+      AUD: fx('0x9AD8e9Fb2b2E6a25c1E89250Ff61945d68477977'),
+    },
   },
   'polygon-amoy': {
     chainId: 80002,
@@ -288,6 +392,8 @@ export const NETWORK_PRESETS: Readonly<Record<string, NetworkPreset>> = {
       usdc('0x41E94Eb019C0762f9Bfcf9Fb1E58725BfB0e7582'), // Circle, USDC contract addresses (testnet): Polygon PoS Amoy
       native('POL', '0x001382149eBa3441043c1c66972b4772963f5D43', HOUR, POL_FEED_NAMES), // Chainlink, Polygon Amoy: POL (MATIC) / USD
     ],
+    // Chainlink feed directory (@chainlink/mcp-server data/feeds/polygon.json), Polygon Amoy
+    fx: { EUR: fx('0xa73B1C149CB4a0bf27e36dE347CBcfbe88F65DB2') },
   },
 }
 

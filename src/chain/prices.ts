@@ -15,6 +15,9 @@
  *   that answered with an error of its own is asked again first (read-again.ts).
  * Anything else (a bug) throws.
  *
+ * A stablecoin priced `par` to a fiat currency is worth that currency's USD rate: the reader asks
+ * `par` (fx-rates.ts), so every price of a token, wherever it comes from, is read here.
+ *
  * One reader serves one network (its client). Plain `readContract` calls: anvil has no
  * multicall contract unless one is deployed. A feed's `decimals` is cached per address because
  * Chainlink proxies keep it across aggregator upgrades; the round is read on every call.
@@ -35,8 +38,12 @@ export type PriceResult =
       updatedAt: Date
       /** The Chainlink round the answer came from; absent for a fixed price. */
       roundId?: bigint
+      /** Where the answer was read: a feed on a network, or a fixed price of the config. */
+      source: PriceOrigin
     }
   | { ok: false; reason: 'stale' | 'invalid' | 'unavailable'; message: string }
+
+export type PriceOrigin = { kind: 'chainlink'; network: string; feed: Address } | { kind: 'fixed' }
 
 export interface PriceReader {
   read(token: { price: PriceSource }): Promise<PriceResult>
@@ -72,10 +79,14 @@ export const aggregatorV3Abi = [
 export interface PriceReaderDeps {
   /** Needed only for Chainlink sources. */
   client?: Pick<PublicClient, 'readContract'>
+  /** The network the client reads (named in each answer's source). */
+  network?: string
   clock: Clock
+  /** A fiat currency's USD rate, for tokens priced at par to it (absent: such tokens are refused). */
+  par?: (currency: string) => Promise<PriceResult>
 }
 
-export function createPriceReader({ client, clock }: PriceReaderDeps): PriceReader {
+export function createPriceReader({ client, network, clock, par }: PriceReaderDeps): PriceReader {
   const feedDecimals = new Map<Address, number>()
 
   async function readChainlink(feed: Address, maxAgeSeconds: number): Promise<PriceResult> {
@@ -132,7 +143,14 @@ export function createPriceReader({ client, clock }: PriceReaderDeps): PriceRead
         `price feed ${feed} was last updated ${age} s ago (limit ${maxAgeSeconds} s)`,
       )
     }
-    return { ok: true, answer, decimals, updatedAt: new Date(Number(updatedAt) * 1000), roundId }
+    return {
+      ok: true,
+      answer,
+      decimals,
+      updatedAt: new Date(Number(updatedAt) * 1000),
+      roundId,
+      source: { kind: 'chainlink', network: network ?? '', feed },
+    }
   }
 
   return {
@@ -140,10 +158,28 @@ export function createPriceReader({ client, clock }: PriceReaderDeps): PriceRead
       switch (price.kind) {
         case 'fixedUsd': {
           const { answer, decimals } = usdPriceFromDecimal(price.usd)
-          return { ok: true, answer, decimals, updatedAt: new Date(clock.now()) }
+          return {
+            ok: true,
+            answer,
+            decimals,
+            updatedAt: new Date(clock.now()),
+            source: { kind: 'fixed' },
+          }
         }
         case 'chainlink':
           return readChainlink(price.feed, price.maxAgeSeconds)
+        case 'par':
+          if (price.currency === 'USD')
+            return {
+              ok: true,
+              answer: 1n,
+              decimals: 0,
+              updatedAt: new Date(clock.now()),
+              source: { kind: 'fixed' },
+            }
+          return par
+            ? par(price.currency)
+            : refuse('invalid', `no ${price.currency} rate is configured for this network's mode`)
       }
     },
   }

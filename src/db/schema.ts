@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm'
 import { REFUND_STATUSES } from '../../machines/refund.machine.ts'
+import type { QuoteRates, RecordedRate } from '../../machines/transaction.machine.ts'
 import {
   bigint,
   bigserial,
@@ -67,8 +68,19 @@ export const transactions = pgTable(
     testingMode: boolean('testing_mode').notNull(),
     transactionNumber: text('transaction_number').notNull().unique(),
     status: text('status').notNull(),
+    /**
+     * The USD value at creation (docs/decisions/0064-priced-in-the-merchants-currency.md): the
+     * amount itself for USD, else the amount at `usdRate`, to the nearest cent.
+     */
     amountUsd: numeric('amount_usd', { precision: 12, scale: 2 }).notNull(),
+    /** ISO 4217. */
     currency: text('currency').notNull().default('USD'),
+    /** The amount charged, in `currency`, with at most its minor units' places. */
+    amountInCurrency: numeric('amount_in_currency', { precision: 18, scale: 3 }).notNull(),
+    /** The currency's USD rate `amountUsd` was computed with; null for USD. */
+    usdRate: jsonb('usd_rate').$type<RecordedRate>(),
+    /** The rates the locked quote was computed with; null until a token is chosen. */
+    quoteRates: jsonb('quote_rates').$type<QuoteRates>(),
     orderId: text('order_id'),
     orderDescription: text('order_description'),
     customerEmail: text('customer_email'),

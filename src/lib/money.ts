@@ -4,16 +4,8 @@
  * arithmetic decides an amount.
  */
 
-const USD_RE = /^(0|[1-9]\d*)(\.\d{1,2})?$/
-
-/** True when `n` is a positive amount with at most two decimal places, as written. */
-export function isUsdAmount(n: number): boolean {
-  // String(n) is the shortest round-trip representation, so 10.1 stays "10.1" and 0.1+0.2 fails.
-  return Number.isFinite(n) && n > 0 && USD_RE.test(String(n))
-}
-
 /**
- * Exact cents of an amount accepted by `isUsdAmount` or a numeric(…,2) string from the database.
+ * Exact cents of a USD amount with at most two places, or a numeric(…,2) string from the database.
  */
 export function usdToCents(v: number | string): bigint {
   const s = typeof v === 'number' ? String(v) : v

@@ -30,9 +30,14 @@ const always = (status: TSchema) => ({
   status,
   amount_in_currency: Type.Number({
     examples: [25],
-    description: 'The USD amount of the transaction.',
+    description:
+      'The amount charged, in `currency`, as the transaction was created (its USD value is the transaction\'s `amount_usd`).',
   }),
-  currency: Type.Literal('USD'),
+  currency: Type.String({
+    pattern: '^[A-Z]{3}$',
+    examples: ['USD', 'EUR'],
+    description: 'ISO 4217 code of the currency the transaction is priced in.',
+  }),
   created_at: timestamp('When the transaction was created.'),
   testing_mode: Type.Boolean({ description: 'True for a test-mode transaction.' }),
 })

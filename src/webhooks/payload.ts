@@ -1,5 +1,6 @@
 import type { TxStatus } from '../../machines/transaction.machine.ts'
 import type { TransactionRow } from '../db/schema.ts'
+import { decimalAmountNumber } from '../lib/currency.ts'
 
 /**
  * Status changes that merchants hear about (docs/integrating/webhooks.md#events;
@@ -36,7 +37,7 @@ export function webhookData(r: TransactionRow, failureReason: string | null = nu
     transaction_id: r.id,
     transaction_number: r.transactionNumber,
     status: r.status,
-    amount_in_currency: Number(r.amountUsd),
+    amount_in_currency: decimalAmountNumber(r.amountInCurrency, r.currency),
     currency: r.currency,
     created_at: r.createdAt.toISOString(),
     testing_mode: r.testingMode,

@@ -9,7 +9,7 @@ import {
   createDevnetClient,
   type DevnetClient,
 } from '../../src/chain/devnet.ts'
-import type { NetworkConfig } from '../../src/chain/networks-config.ts'
+import type { NetworkConfig, RateSource } from '../../src/chain/networks-config.ts'
 
 /**
  * Writes networks as an docs/decisions/0016-networks-config-and-devnet.md NETWORKS_CONFIG file, as
@@ -38,15 +38,11 @@ export function writeNetworksFile(dir: string, networks: NetworkConfig[]): strin
             ...(t.eip3009 ? { eip3009: true } : {}),
           }
         : { native: true }),
-      price:
-        t.price.kind === 'fixedUsd'
-          ? { fixedUsd: t.price.usd }
-          : {
-              chainlinkFeed: t.price.feed,
-              maxAgeSeconds: t.price.maxAgeSeconds,
-              ...(t.price.descriptions ? { descriptions: t.price.descriptions } : {}),
-            },
+      price: t.price.kind === 'par' ? { par: t.price.currency } : rateInFile(t.price),
     })),
+    ...(n.fx?.length
+      ? { fx: Object.fromEntries(n.fx.map((f) => [f.currency, rateInFile(f.rate)])) }
+      : {}),
   }))
   const path = join(dir, `networks-${Math.random().toString(36).slice(2)}.json`)
   writeFileSync(path, JSON.stringify(json, null, 2))
@@ -233,4 +229,14 @@ export async function startManualChain(
     await node.stop()
     throw e
   }
+}
+
+function rateInFile(p: RateSource) {
+  return p.kind === 'fixedUsd'
+    ? { fixedUsd: p.usd }
+    : {
+        chainlinkFeed: p.feed,
+        maxAgeSeconds: p.maxAgeSeconds,
+        ...(p.descriptions ? { descriptions: p.descriptions } : {}),
+      }
 }

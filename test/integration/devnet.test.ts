@@ -49,7 +49,7 @@ const token = (symbol: string): TokenConfig =>
   devnet.networks[0]!.tokens.find((t) => t.symbol === symbol)!
 
 describe('startDevnet()', () => {
-  test('describes one valid testnet network with TUSD and ETH', () => {
+  test('describes one valid testnet network with TUSD, ETH and TEUR, and EUR, GBP and JPY feeds', async () => {
     expect(devnet.networks).toHaveLength(1)
     const network = devnet.networks[0]!
     expect(network).toMatchObject({
@@ -72,9 +72,34 @@ describe('startDevnet()', () => {
       decimals: 18,
       price: { kind: 'chainlink', feed: devnet.feed, maxAgeSeconds: 3600 },
     })
+    expect(token('TEUR')).toEqual({
+      kind: 'erc20',
+      symbol: 'TEUR',
+      decimals: 6,
+      address: devnet.euroCoin,
+      eip3009: true,
+      price: { kind: 'par', currency: 'EUR' },
+    })
+    expect(network.fx!.map((f) => f.currency)).toEqual(['EUR', 'GBP', 'JPY'])
+    for (const f of network.fx!)
+      expect(
+        await client.readContract({
+          address: devnet.fxFeeds[f.currency]!,
+          abi: [
+            {
+              type: 'function',
+              name: 'description',
+              stateMutability: 'view',
+              inputs: [],
+              outputs: [{ type: 'string' }],
+            },
+          ] as const,
+          functionName: 'description',
+        }),
+      ).toBe(`${f.currency} / USD`)
     // The same network written as docs/decisions/0016-networks-config-and-devnet.md JSON passes the
     // config validator. (No call limit and no WebSocket are the fields left out.)
-    const { tokens, maxRequestsPerSecond, wsUrl, ...rest } = network
+    const { tokens, maxRequestsPerSecond, wsUrl, fx, ...rest } = network
     expect([maxRequestsPerSecond, wsUrl]).toEqual([null, null])
     const asJson = {
       ...rest,
@@ -92,7 +117,20 @@ describe('startDevnet()', () => {
           native: true,
           price: { chainlinkFeed: devnet.feed, maxAgeSeconds: 3600 },
         },
+        {
+          symbol: 'TEUR',
+          decimals: 6,
+          address: devnet.euroCoin,
+          eip3009: true,
+          price: { par: 'EUR' },
+        },
       ],
+      fx: Object.fromEntries(
+        fx!.map((f) => [
+          f.currency,
+          { chainlinkFeed: devnet.fxFeeds[f.currency], maxAgeSeconds: 3600 },
+        ]),
+      ),
     }
     expect(parseNetworksConfig([asJson])).toEqual(devnet.networks)
   })

@@ -60,7 +60,12 @@ for (const backend of backends()) {
           from_status: null,
           to_status: 'created',
           cause: 'transaction.created',
-          details: { amount_usd: '25.00', expires_at: tx.expires_at },
+          details: {
+            amount_in_currency: '25.00',
+            currency: 'USD',
+            amount_usd: '25.00',
+            expires_at: tx.expires_at,
+          },
           at: tx.created_at,
         },
       ])

@@ -64,6 +64,7 @@ for (const backend of backends()) {
         stats: {
           total_transactions: 6,
           total_volume_usd: 30.31,
+          volume_by_currency: { USD: 30.31 },
           completed_transactions: 3,
           conversion_rate: 50,
           by_status: Object.fromEntries(
@@ -190,6 +191,7 @@ for (const backend of backends()) {
       expect(body.stats).toEqual({
         total_transactions: 0,
         total_volume_usd: 0,
+        volume_by_currency: {},
         completed_transactions: 0,
         conversion_rate: 0,
         by_status: Object.fromEntries(STATUSES.map((s) => [s, 0])),

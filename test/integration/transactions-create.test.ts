@@ -10,6 +10,9 @@ const R7_FIELDS = [
   'status',
   'amount_usd',
   'currency',
+  'amount_in_currency',
+  'usd_rate',
+  'quote_rates',
   'payment_url',
   'x402_url',
   'testing_mode',
@@ -78,6 +81,9 @@ for (const backend of backends()) {
         expect(tx.status).toBe('created')
         expect(tx.amount_usd).toBe(49.99)
         expect(tx.currency).toBe('USD')
+        expect(tx.amount_in_currency).toBe(49.99)
+        expect(tx.usd_rate).toBeNull()
+        expect(tx.quote_rates).toBeNull()
         expect(tx.testing_mode).toBe(true)
         expect(tx.payment_url).toBe(`${t.url}/pay/${tx.id}`)
         expect(tx.x402_url).toBe(`${t.url}/pay/${tx.id}/x402`)

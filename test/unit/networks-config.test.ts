@@ -447,7 +447,76 @@ describe('presets', () => {
       kind: 'chainlink',
       descriptions: ['POL / USD', 'MATIC / USD'],
     })
-    expect(tokens('base').map((t) => t.symbol)).toEqual(['USDC', 'USDT', 'ETH'])
+    expect(tokens('base').map((t) => t.symbol)).toEqual(['USDC', 'USDT', 'ETH', 'EURC'])
+  })
+
+  test("Circle's EURC is a stablecoin of EUR (par) where Circle issues it, with Chainlink's fiat feeds beside it", () => {
+    const network = (preset: string) => parseNetworksConfig([{ preset, rpcUrl: RPC }])[0]!
+    for (const preset of ['ethereum', 'base', 'avalanche', 'sepolia', 'base-sepolia']) {
+      expect(network(preset).tokens.find((t) => t.symbol === 'EURC')).toMatchObject({
+        kind: 'erc20',
+        decimals: 6,
+        eip3009: true,
+        price: { kind: 'par', currency: 'EUR' },
+      })
+    }
+    for (const preset of ['arbitrum', 'optimism', 'polygon', 'bsc'])
+      expect(network(preset).tokens.some((t) => t.symbol === 'EURC')).toBe(false)
+    const eth = network('ethereum')
+    expect(eth.fx!.map((f) => f.currency)).toEqual(['EUR', 'GBP', 'JPY', 'CHF', 'CAD', 'AUD'])
+    expect(eth.fx![0]!.rate).toEqual({
+      kind: 'chainlink',
+      feed: '0xb49f677943BC038e9857d61E7d053CaA2C1734C1',
+      maxAgeSeconds: 86_700,
+    })
+    // Base has no JPY feed; a currency given beside the preset replaces that one source only.
+    const base = parseNetworksConfig([
+      { preset: 'base', rpcUrl: RPC, fx: { EUR: { fixedUsd: '1.1' } } },
+    ])[0]!
+    expect(base.fx!.map((f) => f.currency)).toEqual(['EUR', 'GBP', 'CHF', 'CAD', 'AUD'])
+    expect(base.fx![0]!.rate).toEqual({ kind: 'fixedUsd', usd: '1.1' })
+    expect(network('base-sepolia').fx).toBeUndefined()
+  })
+
+  test('fx keys and par currencies must be ISO 4217 codes this service knows; USD needs no rate', () => {
+    const problems = (fx: unknown, price: unknown = { fixedUsd: '1' }) => {
+      const r = validateNetworksConfig([
+        {
+          name: 'x',
+          chainId: 5,
+          rpcUrl: RPC,
+          confirmations: 1,
+          pollIntervalMs: 1000,
+          testnet: true,
+          tokens: [
+            {
+              symbol: 'T',
+              decimals: 6,
+              address: '0x1c7D4B196Cb0C7B01d743Fbc6116a902379C7238',
+              price,
+            },
+          ],
+          fx,
+        },
+      ])
+      return r.ok ? [] : r.problems.map((p) => `${p.path}: ${p.message}`)
+    }
+    expect(problems({ EUR: { fixedUsd: '1.08' } })).toEqual([])
+    expect(problems({ USD: { fixedUsd: '1' } })).toEqual([
+      'networks[0].fx.USD: USD needs no rate (it is 1)',
+    ])
+    expect(problems({ XYZ: { fixedUsd: '1' } })[0]).toStartWith(
+      'networks[0].fx.XYZ: must be keyed by an ISO 4217 code',
+    )
+    expect(
+      problems({
+        EUR: { chainlinkFeed: '0x1c7d4b196cb0c7b01d743fbc6116a902379c7238'.replace('c7d', 'C7d') },
+      })[0],
+    ).toContain('checksum')
+    expect(problems({}, { par: 'EUR' })).toEqual([])
+    expect(problems({}, { par: 'eur' })[0]).toStartWith(
+      'networks[0].tokens[0].price.par: must be an ISO 4217 code',
+    )
   })
 
   test('where two contracts circulate as USDT, each has a label of its own and is checked against its own symbol()', () => {
@@ -583,7 +652,7 @@ describe('presets', () => {
     expect(
       problemAt([{ preset: 'base', rpcUrl: RPC, tokens: ['DAI'] }], 'networks[0].tokens[0]'),
     ).toBe(
-      'networks[0].tokens[0]: preset base has no token "DAI" (its tokens: USDC, USDT, ETH); give the token in full to add one',
+      'networks[0].tokens[0]: preset base has no token "DAI" (its tokens: USDC, USDT, ETH, EURC); give the token in full to add one',
     )
     expect(problemAt([network({ tokens: ['USDC'] })], 'networks[0].tokens[0]')).toContain(
       'needs a "preset"',

@@ -17,6 +17,7 @@ function state(over: Partial<PayState> = {}): PayState {
     testing_mode: true,
     amount_usd: 12.5,
     currency: 'USD',
+    amount_in_currency: 12.5,
     order_description: 'Two coffees',
     expires_at: new Date(NOW + 3_600_000).toISOString(),
     server_time: new Date(NOW).toISOString(),

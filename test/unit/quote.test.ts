@@ -1,5 +1,13 @@
 import { describe, expect, test } from 'bun:test'
-import { quoteTokenUnits, tokenUnitsToCents, usdPriceFromDecimal } from '../../src/chain/quote.ts'
+import {
+  currencyToUsdCents,
+  ONE_DOLLAR,
+  priceToDecimal,
+  quoteInCurrency,
+  quoteTokenUnits,
+  tokenUnitsToCents,
+  usdPriceFromDecimal,
+} from '../../src/chain/quote.ts'
 
 const ONE_USD = { answer: 1n, decimals: 0 }
 /** ETH at $3,000 as a Chainlink ETH/USD feed reports it (8 decimals). */
@@ -104,5 +112,64 @@ describe('tokenUnitsToCents()', () => {
   test('refuses nonsense', () => {
     expect(() => tokenUnitsToCents(-1n, 6, ONE_USD)).toThrow(RangeError)
     expect(() => tokenUnitsToCents(1n, 78, ONE_USD)).toThrow(RangeError)
+  })
+})
+
+describe('quoteInCurrency()', () => {
+  const EUR_108 = { answer: 108_000_000n, decimals: 8 } // EUR / USD 1.08
+  const JPY = { answer: 670_000n, decimals: 8 } // JPY / USD 0.0067
+
+  test('a stablecoin of the currency itself is at par: one whole token per unit, no rate', () => {
+    expect(quoteInCurrency({ minor: 1999n, places: 2 }, 6, 'par', ONE_DOLLAR)).toBe(19_990_000n)
+    expect(quoteInCurrency({ minor: 1500n, places: 0 }, 6, 'par', ONE_DOLLAR)).toBe(1_500_000_000n)
+    // A token with fewer places than the currency rounds up.
+    expect(quoteInCurrency({ minor: 1999n, places: 2 }, 0, 'par', ONE_DOLLAR)).toBe(20n)
+  })
+
+  test('any other token goes through USD: amount x rate / price, rounded up', () => {
+    // EUR 10.00 at 1.08 = $10.80 = 10.8 TUSD at $1
+    expect(quoteInCurrency({ minor: 1000n, places: 2 }, 6, ONE_DOLLAR, EUR_108)).toBe(10_800_000n)
+    // JPY 1,500 at 0.0067 = $10.05 = 0.00335 ETH at $3,000
+    expect(quoteInCurrency({ minor: 1500n, places: 0 }, 18, ETH_3000, JPY)).toBe(
+      3_350_000_000_000_000n,
+    )
+    // USD is the special case of a rate of one: the same as quoteTokenUnits.
+    expect(quoteInCurrency({ minor: 1n, places: 2 }, 18, ETH_3000, ONE_DOLLAR)).toBe(
+      quoteTokenUnits(1n, 18, ETH_3000),
+    )
+  })
+
+  test('every quote covers the amount at the rates and is the smallest that does', () => {
+    for (const rate of [EUR_108, JPY, { answer: 127_123_457n, decimals: 8 }])
+      for (const price of [ONE_USD, ETH_3000, usdPriceFromDecimal('0.9998')])
+        for (const minor of [1n, 99n, 1999n, 123_456_789n])
+          for (const tokenDecimals of [0, 6, 18]) {
+            const units = quoteInCurrency({ minor, places: 2 }, tokenDecimals, price, rate)
+            // value(units) >= amount: units * price / 10^(dec+pd) >= minor/100 * rate / 10^rd
+            const lhs = units * price.answer * 100n * 10n ** BigInt(rate.decimals)
+            const rhs = minor * rate.answer * 10n ** BigInt(tokenDecimals + price.decimals)
+            expect(lhs >= rhs).toBe(true)
+            if (units > 0n)
+              expect((units - 1n) * price.answer * 100n * 10n ** BigInt(rate.decimals) < rhs).toBe(
+                true,
+              )
+          }
+  })
+})
+
+describe('currencyToUsdCents()', () => {
+  test('the USD value at creation, to the nearest cent, half a cent up', () => {
+    const EUR = { answer: 108_345_000n, decimals: 8 } // 1.08345
+    expect(currencyToUsdCents({ minor: 1000n, places: 2 }, EUR)).toBe(1083n) // 10.8345
+    expect(currencyToUsdCents({ minor: 100n, places: 2 }, EUR)).toBe(108n) // 1.08345
+    expect(currencyToUsdCents({ minor: 1n, places: 0 }, { answer: 5n, decimals: 3 })).toBe(1n) // 0.005 up
+    expect(currencyToUsdCents({ minor: 1n, places: 0 }, { answer: 4n, decimals: 3 })).toBe(0n)
+    expect(currencyToUsdCents({ minor: 4999n, places: 2 }, ONE_DOLLAR)).toBe(4999n)
+  })
+
+  test('priceToDecimal() writes the exact answer', () => {
+    expect(priceToDecimal({ answer: 108_000_000n, decimals: 8 })).toBe('1.08000000')
+    expect(priceToDecimal({ answer: 670_000n, decimals: 8 })).toBe('0.00670000')
+    expect(priceToDecimal(ONE_DOLLAR)).toBe('1')
   })
 })

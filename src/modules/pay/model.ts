@@ -11,7 +11,10 @@ export interface PayState {
   project_name: string
   testing_mode: boolean
   amount_usd: number
+  /** ISO 4217: what the amount is in. */
   currency: string
+  /** The amount charged, in `currency`. */
+  amount_in_currency: number
   order_description: string | null
   expires_at: string
   /**

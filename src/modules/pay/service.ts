@@ -5,10 +5,12 @@ import type { NetworkConfig, TokenConfig } from '../../chain/networks-config.ts'
 import { paymentUri } from '../../chain/payment-uri.ts'
 import type { PriceReader } from '../../chain/prices.ts'
 import type { TestWallet } from '../../chain/test-wallet.ts'
-import { quoteTokenUnits } from '../../chain/quote.ts'
+import { canQuote, quoteToken } from '../../chain/pricing.ts'
+import type { RateBook } from '../../chain/fx-rates.ts'
+import { modeOf as modeOfTx } from '../../projects/mode.ts'
+import { decimalAmountNumber } from '../../lib/currency.ts'
 import type { Database } from '../../db/client.ts'
 import type { Clock } from '../../lib/clock.ts'
-import { usdToCents } from '../../lib/money.ts'
 import { UUID_RE } from '../../lib/ids.ts'
 import { deny, ok, type Outcome } from '../../lib/outcome.ts'
 import type { TransactionRow } from '../transactions/transaction.repo.ts'
@@ -28,6 +30,8 @@ export interface PayDeps {
   baseUrl: string
   networks: NetworkConfig[]
   prices: (network: string) => PriceReader | null
+  /** Fiat currencies' USD rates (fx-rates.ts); absent: USD only. */
+  rates?: Pick<RateBook, 'offered' | 'read'>
   deposits: DepositService
   /** The native balance an address holds now on a network (null: the node cannot say). */
   nativeBalance?: (network: string, address: string) => Promise<bigint | null>
@@ -68,6 +72,10 @@ export function createPayService(deps: PayDeps) {
   const usable = (n: NetworkConfig) => deps.verified?.(n.name) ?? true
   const offered = (testingMode: boolean) =>
     deps.networks.filter((n) => n.testnet === testingMode && usable(n))
+  const currencies = (testingMode: boolean) => deps.rates?.offered(modeOfTx(testingMode)) ?? ['USD']
+  /** A token a transaction can be quoted in: a stablecoin of another currency needs its rate. */
+  const quotable = (tx: Pick<TransactionRow, 'currency' | 'testingMode'>, t: TokenConfig) =>
+    canQuote(t, tx.currency, currencies(tx.testingMode))
   const x402 = createX402Payment({ clock: deps.clock, signatures, offered })
   const tokenOf = (network: string | null, symbol: string | null) => {
     const n = deps.networks.find((x) => x.name === network)
@@ -97,17 +105,20 @@ export function createPayService(deps: PayDeps) {
       testing_mode: tx.testingMode,
       amount_usd: Number(tx.amountUsd),
       currency: tx.currency,
+      amount_in_currency: decimalAmountNumber(tx.amountInCurrency, tx.currency),
       order_description: tx.orderDescription,
       expires_at: tx.expiresAt.toISOString(),
       server_time: new Date(deps.clock.now()).toISOString(),
       completed_at: tx.completedAt?.toISOString() ?? null,
       tokens: offered(tx.testingMode).flatMap((n) =>
-        n.tokens.map((t) => ({
-          token_symbol: t.symbol,
-          blockchain_network: n.name,
-          decimals: t.decimals,
-          native: t.kind === 'native',
-        })),
+        n.tokens
+          .filter((t) => quotable(tx, t))
+          .map((t) => ({
+            token_symbol: t.symbol,
+            blockchain_network: n.name,
+            decimals: t.decimals,
+            native: t.kind === 'native',
+          })),
       ),
       quote:
         tx.tokenAmount !== null && tx.depositAddress && chosen
@@ -178,24 +189,20 @@ export function createPayService(deps: PayDeps) {
     return ok(a.value.address)
   }
 
-  /** What `token` costs now for the transaction's amount, in smallest units, rounded up. */
-  async function quoteUnits(
-    tx: TransactionRow,
-    network: NetworkConfig,
-    token: TokenConfig,
-  ): Promise<Outcome<bigint>> {
-    const price = await deps.prices(network.name)!.read(token)
-    if (!price.ok)
-      return deny(
-        'unavailable',
-        `The ${token.symbol} price is unavailable right now (${price.reason}); please try again in a moment or choose another token`,
-      )
-    return ok(
-      quoteTokenUnits(usdToCents(tx.amountUsd), token.decimals, {
-        answer: price.answer,
-        decimals: price.decimals,
-      }),
-    )
+  /**
+   * What `token` costs now for the transaction's amount, in smallest units, rounded up, with the
+   * rates it was computed with (src/chain/pricing.ts).
+   */
+  function quoteFor(tx: TransactionRow, network: NetworkConfig, token: TokenConfig) {
+    return quoteToken({
+      tx,
+      token,
+      prices: deps.prices(network.name)!,
+      rates: deps.rates ?? {
+        read: async () => ({ ok: false, reason: 'unavailable', message: 'only USD is offered' }),
+      },
+      clock: deps.clock,
+    })
   }
 
   /**
@@ -214,15 +221,20 @@ export function createPayService(deps: PayDeps) {
     if (tx.status !== 'created' && tx.status !== 'prepared')
       return deny('conflict', `A token can no longer be chosen: the transaction is ${tx.status}`)
     const found = tokenOf(choice.blockchain_network, choice.token_symbol)
-    if (!found || found.network.testnet !== tx.testingMode || !usable(found.network)) {
+    if (
+      !found ||
+      found.network.testnet !== tx.testingMode ||
+      !usable(found.network) ||
+      !quotable(tx, found.token)
+    ) {
       return deny(
         'invalid_request',
         `${choice.token_symbol} on ${choice.blockchain_network} is not offered for this transaction`,
         [{ path: 'token_symbol', message: 'one of the offered tokens' }],
       )
     }
-    const units = await quoteUnits(tx, found.network, found.token)
-    if (!units.ok) return units
+    const priced = await quoteFor(tx, found.network, found.token)
+    if (!priced.ok) return priced
     const address = await depositAddressOf(tx)
     if (!address.ok) return address
     // What the address already held when the native coin was first quoted on this network is not
@@ -249,11 +261,12 @@ export function createPayService(deps: PayDeps) {
     const quote: Quote = {
       tokenSymbol: found.token.symbol,
       network: found.network.name,
-      tokenAmount: units.value.toString(),
+      tokenAmount: priced.value.units.toString(),
       // Checksummed (EIP-55) for people and wallets; stored lowercase for matching.
       depositAddress: getAddress(address.value),
       requiredConfirmations: found.network.confirmations,
       ...(found.network.finality === 'confirmations' ? {} : { finality: found.network.finality }),
+      rates: priced.value.rates,
     }
     return stateAfter(id, await deps.lifecycle.apply(id, { type: 'token.selected', quote }))
   }
@@ -262,7 +275,10 @@ export function createPayService(deps: PayDeps) {
   function x402Transaction(tx: TransactionRow, state: PayState): X402Transaction {
     return {
       state,
-      quote: (network, token) => quoteUnits(tx, network, token),
+      quote: async (network, token) => {
+        const priced = await quoteFor(tx, network, token)
+        return priced.ok ? ok(priced.value.units) : priced
+      },
       depositAddress: () => depositAddressOf(tx),
     }
   }

@@ -85,12 +85,15 @@ export function displayUnits(units: string, decimals: number): string {
   return frac ? `${grouped}.${frac}` : grouped
 }
 
-const usdFormats = new Map<string, Intl.NumberFormat>()
-/** "$12.50". Formatters are cached: building one costs more than rendering the whole page. */
-export function formatUsd(amount: number, currency: string): string {
-  let f = usdFormats.get(currency)
+const moneyFormats = new Map<string, Intl.NumberFormat>()
+/** "$12.50", "€12.50", "¥1,500": the currency's symbol and places, written as the page reads (English). Formatters are cached: building one costs more than rendering the whole page. */
+export function formatMoney(amount: number, currency: string): string {
+  let f = moneyFormats.get(currency)
   if (!f)
-    usdFormats.set(currency, (f = new Intl.NumberFormat('en-US', { style: 'currency', currency })))
+    moneyFormats.set(
+      currency,
+      (f = new Intl.NumberFormat('en-US', { style: 'currency', currency })),
+    )
   return f.format(amount)
 }
 
@@ -206,7 +209,7 @@ export function payView(s: PayState, t: PayText, serverNow: number): View {
     'receipt-paid': {
       text: q ? `${amountOf(s.amount_received ?? q.token_amount)} · ${q.blockchain_network}` : '',
     },
-    'receipt-amount': { text: formatUsd(s.amount_usd, s.currency) },
+    'receipt-amount': { text: formatMoney(s.amount_in_currency, s.currency) },
     'receipt-completed': {
       text: s.completed_at
         ? new Date(s.completed_at).toLocaleString('en-US', {

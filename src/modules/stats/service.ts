@@ -3,6 +3,7 @@ import type { Db } from '../../db/client.ts'
 import { transactions } from '../../db/schema.ts'
 import type { ProjectMode } from '../../projects/mode.ts'
 import { centsToDecimal, decimalToNumber, usdToCents } from '../../lib/money.ts'
+import { decimalToMinor, minorToDecimal } from '../../lib/currency.ts'
 import { deny, ok, type FieldProblem, type Outcome } from '../../lib/outcome.ts'
 import { STATUSES, type Status } from '../transactions/model.ts'
 
@@ -47,11 +48,22 @@ export interface DailyStats {
 const rate = (completed: number, total: number) =>
   total === 0 ? 0 : Math.round((completed * 10_000) / total) / 100
 
+/** The `created_at` range a query's `start_date` and `end_date` select; null bounds are open. */
+export interface CreatedRange {
+  start: Date | null
+  end: Date | null
+  /** Whether `end` itself is in the range (a timestamp end) or only what is before it (a date). */
+  endInclusive: boolean
+}
+
 /**
- * docs/decisions/0009-keys-see-their-own-mode.md and docs/decisions/0010-stats.md: which
- * transactions a caller's stats cover, or why the range is refused.
+ * docs/decisions/0010-stats.md: the `created_at` range of `start_date` and `end_date`, or why it
+ * is refused (the same parsing and messages wherever a query takes them).
  */
-function selection(caller: ProjectMode, q: StatsQuery): Outcome<SQL | undefined> {
+export function createdRange(q: {
+  start_date?: string
+  end_date?: string
+}): Outcome<CreatedRange> {
   const problems: FieldProblem[] = []
   const start = q.start_date === undefined ? null : parseBound(q.start_date, 'start')
   const end = q.end_date === undefined ? null : parseBound(q.end_date, 'end')
@@ -69,6 +81,18 @@ function selection(caller: ProjectMode, q: StatsQuery): Outcome<SQL | undefined>
       problems.map((p) => `${p.path} ${p.message}`).join('; '),
       problems,
     )
+  // A date-only end is exclusive at the next midnight; a timestamp end is inclusive.
+  return ok({ start, end, endInclusive: !(endDateOnly && end?.getTime() !== MAX_BOUND) })
+}
+
+/**
+ * docs/decisions/0009-keys-see-their-own-mode.md and docs/decisions/0010-stats.md: which
+ * transactions a caller's stats cover, or why the range is refused.
+ */
+function selection(caller: ProjectMode, q: StatsQuery): Outcome<SQL | undefined> {
+  const range = createdRange(q)
+  if (!range.ok) return range
+  const { start, end, endInclusive } = range.value
 
   // docs/decisions/0009-keys-see-their-own-mode.md: a live key counts live transactions, plus test
   // ones on request; a test key only test ones.
@@ -78,12 +102,9 @@ function selection(caller: ProjectMode, q: StatsQuery): Outcome<SQL | undefined>
     inArray(transactions.testingMode, modes),
   ]
   if (start) conditions.push(gte(transactions.createdAt, start))
-  // A date-only end is exclusive at the next midnight; a timestamp end is inclusive.
   if (end)
     conditions.push(
-      endDateOnly && end.getTime() !== MAX_BOUND
-        ? lt(transactions.createdAt, end)
-        : lte(transactions.createdAt, end),
+      endInclusive ? lte(transactions.createdAt, end) : lt(transactions.createdAt, end),
     )
   return ok(and(...conditions))
 }
@@ -96,25 +117,39 @@ export function createStatsService(deps: { db: Db }) {
       const rows = await deps.db
         .select({
           status: transactions.status,
+          currency: transactions.currency,
           n: count(),
           volume: sql<string | null>`sum(${transactions.amountUsd})`,
+          inCurrency: sql<string | null>`sum(${transactions.amountInCurrency})`,
         })
         .from(transactions)
         .where(where.value)
-        .groupBy(transactions.status)
+        .groupBy(transactions.status, transactions.currency)
 
       const byStatus = Object.fromEntries(STATUSES.map((s) => [s, 0])) as Record<Status, number>
       let total = 0
       let volumeCents = 0n
+      const byCurrency = new Map<string, bigint>()
       for (const r of rows) {
-        byStatus[r.status as Status] = Number(r.n)
+        byStatus[r.status as Status] += Number(r.n)
         total += Number(r.n)
-        if (r.status === 'completed' && r.volume) volumeCents += usdToCents(r.volume)
+        if (r.status !== 'completed') continue
+        if (r.volume) volumeCents += usdToCents(r.volume)
+        if (r.inCurrency)
+          byCurrency.set(
+            r.currency,
+            (byCurrency.get(r.currency) ?? 0n) + decimalToMinor(r.inCurrency, r.currency),
+          )
       }
       const completed = byStatus.completed
       return ok({
         total_transactions: total,
         total_volume_usd: decimalToNumber(centsToDecimal(volumeCents)),
+        volume_by_currency: Object.fromEntries(
+          [...byCurrency.keys()]
+            .sort()
+            .map((c) => [c, Number(minorToDecimal(byCurrency.get(c)!, c))]),
+        ),
         completed_transactions: completed,
         conversion_rate: rate(completed, total),
         by_status: byStatus,

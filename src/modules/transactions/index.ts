@@ -30,6 +30,12 @@ const ListQuery = Type.Object(
     status: Type.Optional(
       StringEnum(STATUSES, { description: 'Only transactions in this status.' }),
     ),
+    currency: Type.Optional(
+      Type.String({
+        pattern: '^[A-Za-z]{3}$',
+        description: 'Only transactions priced in this currency (ISO 4217, any case).',
+      }),
+    ),
     limit: Type.Optional(
       Type.Integer({
         minimum: 1,
@@ -105,7 +111,7 @@ export function transactionsController(deps: {
           operationId: 'createTransaction',
           summary: 'Create a transaction',
           description:
-            'Creates a transaction in status `created` for a USD amount and returns its `payment_url`, where the customer chooses a token. Scope `transactions:write`. Test keys create test transactions.',
+            "Creates a transaction in status `created` for an amount in `currency` (USD when omitted) and returns its `payment_url`, where the customer chooses a token. `amount_usd` is the amount's USD value now, at the rate shown in `usd_rate`. Scope `transactions:write`. Test keys create test transactions.",
         },
       },
     )
@@ -210,6 +216,7 @@ export function transactionsController(deps: {
         const q = query as Static<typeof ListQuery>
         const result = await deps.transactions.list(principalOf(request), params.projectId, {
           status: q.status,
+          currency: q.currency?.toUpperCase(),
           limit: q.limit ?? 50,
           offset: q.offset ?? 0,
         })

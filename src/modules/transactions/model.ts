@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { isUsdAmount } from '../../lib/money.ts'
+import { amountToMinor, isKnownCurrency, minorUnits } from '../../lib/currency.ts'
 import { StringEnum } from '../../lib/string-enum.ts'
 import type { FieldProblem } from '../../lib/outcome.ts'
 
@@ -17,6 +17,11 @@ export const STATUSES = [
 export type Status = (typeof STATUSES)[number]
 export const TransactionStatus = StringEnum(STATUSES)
 
+/** The largest `amount` the schema takes; the rule that binds is its USD value (1,000,000). */
+const MAX_AMOUNT = 1_000_000_000_000
+/** The most a transaction may be worth, in USD cents, at creation. */
+export const MAX_USD_CENTS = 100_000_000n
+
 const nullable = <T extends ReturnType<typeof Type.String>>(s: T) =>
   Type.Optional(Type.Union([s, Type.Null()]))
 
@@ -28,11 +33,22 @@ export const CreateTransactionBody = Type.Object(
   {
     amount: Type.Number({
       exclusiveMinimum: 0,
-      maximum: 1_000_000,
+      maximum: MAX_AMOUNT,
       description:
-        'USD amount, > 0 and <= 1,000,000, at most 2 decimal places (19.99 is taken; 19.999 is refused with 400).',
+        "Amount in `currency`, > 0, with at most the currency's decimal places (2 for USD, EUR and GBP: 19.99 is taken, 19.999 refused; none for JPY: 10.5 refused), worth at most 1,000,000 USD at creation.",
       examples: [49.99],
     }),
+    currency: Type.Optional(
+      Type.Union([
+        Type.String({
+          pattern: '^[A-Za-z]{3}$',
+          description:
+            'ISO 4217 code of the currency `amount` is in (any case; USD when omitted or null). Which currencies a service offers depends on its configuration; one it does not offer is refused with 400 naming those it does.',
+          examples: ['EUR'],
+        }),
+        Type.Null(),
+      ]),
+    ),
     customer_email: nullable(Type.String({ format: 'email', maxLength: 254 })),
     customer_name: nullable(Type.String({ maxLength: 255 })),
     order_id: nullable(
@@ -89,11 +105,24 @@ export const CREATE_TRANSACTION_DOCUMENTED: Record<string, Record<string, unknow
   cancel_url: HTTP_URL,
 }
 
+/** The currency a create request names (USD when it names none), upper case. */
+export const currencyOf = (body: CreateTransactionInput) => (body.currency ?? 'USD').toUpperCase()
+
 /** Rules JSON Schema cannot state (or states with floats): checked after the schema passes. */
 export function createTransactionRules(body: CreateTransactionInput): FieldProblem[] {
   const problems: FieldProblem[] = []
-  if (!isUsdAmount(body.amount))
-    problems.push({ path: 'amount', message: 'must have at most 2 decimal places' })
+  const currency = currencyOf(body)
+  // An unknown or unoffered currency is the service's to refuse (it names those it offers).
+  if (isKnownCurrency(currency) && amountToMinor(body.amount, currency) === null) {
+    const places = minorUnits(currency)
+    problems.push({
+      path: 'amount',
+      message:
+        places === 0
+          ? `must be a whole number of ${currency} (it has no minor units)`
+          : `must have at most ${places} decimal places for ${currency}`,
+    })
+  }
   for (const field of ['success_url', 'cancel_url'] as const) {
     const v = body[field]
     if (v == null) continue
@@ -129,6 +158,46 @@ const time = (description?: string) =>
  */
 export const closed = { additionalProperties: false } as const
 
+/** A rate or price as read: USD per unit, and the feed round it came from. */
+export const Rate = Type.Object(
+  {
+    usd: Type.String({
+      pattern: '^[0-9]+(\\.[0-9]+)?$',
+      description: 'Dollars per one unit (of the currency, or one whole token), exact.',
+      examples: ['1.08340000'],
+    }),
+    source: Type.Union([Type.Literal('chainlink'), Type.Literal('fixed')], {
+      description:
+        '`chainlink`: a Chainlink feed on `network`; `fixed`: a fixed price of the configuration.',
+    }),
+    network: str('The network whose feed answered; null for a fixed price.'),
+    feed: str('The feed contract (EIP-55); null for a fixed price.'),
+    round_id: str(
+      'The Chainlink round the answer came from (uint80, as a string); null for a fixed price.',
+    ),
+    updated_at: Type.String({
+      format: 'date-time',
+      description:
+        "When the answer was set on-chain (the round's time); the time of reading for a fixed price.",
+    }),
+  },
+  { ...closed, title: 'Rate' },
+)
+
+export const QuoteRatesObject = Type.Object(
+  {
+    quoted_at: Type.String({ format: 'date-time' }),
+    method: Type.Union([Type.Literal('par'), Type.Literal('usd')]),
+    token_usd: Type.Union([Rate, Type.Null()], {
+      description: 'USD per whole token (null at par).',
+    }),
+    currency_usd: Type.Union([Rate, Type.Null()], {
+      description: "USD per unit of the transaction's currency (null at par and for USD).",
+    }),
+  },
+  { ...closed, title: 'QuoteRates' },
+)
+
 /**
  * docs/decisions/0007-full-transaction-object.md: create and get return this same object; unknown
  * values are null, never absent.
@@ -138,8 +207,27 @@ export const TransactionObject = Type.Object(
     id: Type.String({ format: 'uuid' }),
     transaction_number: Type.String({ examples: ['TX-7K3M-Q9PD'] }),
     status: TransactionStatus,
-    amount_usd: Type.Number(),
-    currency: Type.Literal('USD'),
+    amount_usd: Type.Number({
+      description:
+        "The transaction's value in USD at creation: amount_in_currency itself for USD, else amount_in_currency at usd_rate, to the nearest cent. It does not move with later rates.",
+    }),
+    currency: Type.String({
+      pattern: '^[A-Z]{3}$',
+      description: 'ISO 4217 code of the currency the transaction is priced in.',
+      examples: ['USD', 'EUR'],
+    }),
+    amount_in_currency: Type.Number({
+      description: 'The amount charged, in `currency`, exactly as created (its decimal places).',
+      examples: [49.99],
+    }),
+    usd_rate: Type.Union([Rate, Type.Null()], {
+      description:
+        "The currency's USD rate amount_usd was computed with at creation; null for USD.",
+    }),
+    quote_rates: Type.Union([QuoteRatesObject, Type.Null()], {
+      description:
+        "How token_amount was computed when the customer chose the token, so the payment can be priced again by anyone: `par` (a stablecoin of the transaction's own currency, one whole token per unit, no rate) or `usd` (the token's USD price and the currency's USD rate, null for USD). Null until a token is chosen.",
+    }),
     payment_url: Type.String({ format: 'uri' }),
     x402_url: Type.String({
       format: 'uri',

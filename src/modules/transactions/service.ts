@@ -2,12 +2,23 @@ import { createHash } from 'node:crypto'
 import type { TransactionRegistry } from '../../actors/transaction-registry.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { newTransactionId, newTransactionNumber } from '../../lib/ids.ts'
-import { centsToDecimal, decimalToNumber, usdToCents } from '../../lib/money.ts'
+import { centsToDecimal, decimalToNumber } from '../../lib/money.ts'
 import { deny, ok, type Outcome } from '../../lib/outcome.ts'
-import type { CreateTransactionInput, Status, TransactionView } from './model.ts'
+import {
+  currencyOf,
+  MAX_USD_CENTS,
+  type CreateTransactionInput,
+  type Status,
+  type TransactionView,
+} from './model.ts'
+import type { RecordedRate } from '../../../machines/transaction.machine.ts'
+import { createRateBook, type RateBook } from '../../chain/fx-rates.ts'
+import { valueAtCreation } from '../../chain/pricing.ts'
+import { amountToMinor, decimalAmountNumber, minorToDecimal } from '../../lib/currency.ts'
 import type { ProjectMode } from '../../projects/mode.ts'
 import type { TransactionRepo, TransactionRow } from './transaction.repo.ts'
 
+const USD_ONLY = createRateBook({ networks: [], readers: () => null, clock: { now: () => 0 } })
 const IDEMPOTENCY_WINDOW_MS = 24 * 3_600_000
 const DEFAULT_EXPIRY_MINUTES = 60
 /** TX-XXXX-XXXX has 30^8 values: a collision is rare, two in a row rarer still. */
@@ -38,10 +49,22 @@ export interface StoredResponse {
  */
 export type Lifecycle = Pick<TransactionRegistry, 'create' | 'apply'>
 
+/** What a new transaction is priced at: its currency and amount, and its USD value now. */
+export interface Priced {
+  currency: string
+  /** Decimal string with the currency's places. */
+  amountInCurrency: string
+  /** Decimal string, two places. */
+  amountUsd: string
+  /** The currency's USD rate used; null for USD. */
+  usdRate: RecordedRate | null
+}
+
 /** The row a new transaction starts as: every column, so response and event need no read-back. */
 export function newTransactionRow(
   caller: Caller,
-  input: CreateTransactionInput,
+  input: Omit<CreateTransactionInput, 'amount' | 'currency'>,
+  priced: Priced,
   now: Date,
 ): TransactionRow {
   return {
@@ -50,8 +73,11 @@ export function newTransactionRow(
     testingMode: caller.mode === 'test',
     transactionNumber: newTransactionNumber(),
     status: 'created' satisfies Status,
-    amountUsd: centsToDecimal(usdToCents(input.amount)),
-    currency: 'USD',
+    amountUsd: priced.amountUsd,
+    currency: priced.currency,
+    amountInCurrency: priced.amountInCurrency,
+    usdRate: priced.usdRate,
+    quoteRates: null,
     orderId: input.order_id ?? null,
     orderDescription: input.order_description ?? null,
     customerEmail: input.customer_email ?? null,
@@ -89,8 +115,42 @@ export function createTransactionService(deps: {
   lifecycle: Lifecycle
   clock: Clock
   baseUrl: string
+  /** The fiat currencies offered and their USD rates (fx-rates.ts); absent: USD only. */
+  rates?: Pick<RateBook, 'offered' | 'current' | 'read'>
 }) {
+  const rates = deps.rates ?? USD_ONLY
   const view = (row: TransactionRow) => toView(row, deps.baseUrl)
+
+  /**
+   * docs/decisions/0064-priced-in-the-merchants-currency.md: the currency must be one the caller's
+   * mode offers; the amount's USD value at the current rate must be at most 1,000,000.
+   */
+  async function price(caller: Caller, input: CreateTransactionInput): Promise<Outcome<Priced>> {
+    const currency = currencyOf(input)
+    const offered = rates.offered(caller.mode)
+    if (!offered.includes(currency))
+      return deny(
+        'invalid_request',
+        `currency ${currency} is not offered; this service prices ${caller.mode} transactions in ${offered.join(', ')}`,
+        [{ path: 'currency', message: `must be one of ${offered.join(', ')}` }],
+      )
+    // The rules checked the places; a currency they could not judge is not offered.
+    const minor = amountToMinor(input.amount, currency)!
+    const value = await valueAtCreation(rates, caller.mode, currency, minor)
+    if (!value.ok) return value
+    if (value.value.usdCents > MAX_USD_CENTS)
+      return deny(
+        'invalid_request',
+        `amount must be worth at most 1,000,000 USD; ${minorToDecimal(minor, currency)} ${currency} is ${centsToDecimal(value.value.usdCents)} USD now`,
+        [{ path: 'amount', message: 'must be worth at most 1,000,000 USD' }],
+      )
+    return ok({
+      currency,
+      amountInCurrency: minorToDecimal(minor, currency),
+      amountUsd: centsToDecimal(value.value.usdCents),
+      usdRate: value.value.usdRate,
+    })
+  }
 
   return {
     /**
@@ -112,10 +172,14 @@ export function createTransactionService(deps: {
           { path: 'Idempotency-Key', message: 'must be 1 to 255 characters' },
         ])
       }
+      // The currency's case is not part of the request: "eur" and "EUR" are the same body.
+      const body = input.currency == null ? input : { ...input, currency: currencyOf(input) }
       const requestHash =
-        key === undefined ? '' : createHash('sha256').update(canonicalJson(input)).digest('hex')
+        key === undefined ? '' : createHash('sha256').update(canonicalJson(body)).digest('hex')
+      const priced = await price(caller, input)
+      if (!priced.ok) return priced
       for (let attempt = 0; attempt < NUMBER_ATTEMPTS; attempt++) {
-        const row = newTransactionRow(caller, input, now)
+        const row = newTransactionRow(caller, input, priced.value, now)
         const transaction = view(row)
         const response: StoredResponse = {
           status: 200,
@@ -127,7 +191,13 @@ export function createTransactionService(deps: {
         }
         const outcome = await deps.lifecycle.create({
           row,
-          timelineDetails: { amount_usd: row.amountUsd, expires_at: row.expiresAt.toISOString() },
+          timelineDetails: {
+            amount_in_currency: row.amountInCurrency,
+            currency: row.currency,
+            amount_usd: row.amountUsd,
+            ...(row.usdRate ? { usd_rate: rateView(row.usdRate) } : {}),
+            expires_at: row.expiresAt.toISOString(),
+          },
           idempotency:
             key === undefined
               ? undefined
@@ -206,7 +276,13 @@ export function createTransactionService(deps: {
     async list(
       caller: Caller,
       projectId: string,
-      filter: { status?: Status; orderIdPrefix?: string; limit: number; offset: number },
+      filter: {
+        status?: Status
+        currency?: string
+        orderIdPrefix?: string
+        limit: number
+        offset: number
+      },
     ) {
       if (projectId !== caller.projectId)
         return deny('forbidden', 'This API key does not belong to that project')
@@ -234,7 +310,17 @@ export function toView(r: TransactionRow, baseUrl: string): TransactionView {
     transaction_number: r.transactionNumber,
     status: r.status as Status,
     amount_usd: decimalToNumber(r.amountUsd),
-    currency: 'USD',
+    currency: r.currency,
+    amount_in_currency: decimalAmountNumber(r.amountInCurrency, r.currency),
+    usd_rate: r.usdRate ? rateView(r.usdRate) : null,
+    quote_rates: r.quoteRates
+      ? {
+          quoted_at: r.quoteRates.quotedAt,
+          method: r.quoteRates.method,
+          token_usd: r.quoteRates.tokenUsd && rateView(r.quoteRates.tokenUsd),
+          currency_usd: r.quoteRates.currencyUsd && rateView(r.quoteRates.currencyUsd),
+        }
+      : null,
     payment_url: `${baseUrl}/pay/${r.id}`,
     x402_url: `${baseUrl}/pay/${r.id}/x402`,
     testing_mode: r.testingMode,
@@ -261,6 +347,18 @@ export function toView(r: TransactionRow, baseUrl: string): TransactionView {
     finality: r.finality,
     confirmed_at: iso(r.confirmedAt),
     completed_at: iso(r.completedAt),
+  }
+}
+
+/** A recorded rate as the API shows it. */
+export function rateView(r: RecordedRate) {
+  return {
+    usd: r.usd,
+    source: r.source,
+    network: r.network,
+    feed: r.feed,
+    round_id: r.roundId,
+    updated_at: r.updatedAt,
   }
 }
 

@@ -29,10 +29,19 @@ export interface TransactionRepo {
    * transactions); null when there is none.
    */
   testingModeOf(id: string): Promise<boolean | null>
-  /** Newest first; `orderIdPrefix` finds the merchant's order ids starting with it. */
+  /**
+   * Newest first; `currency` keeps those priced in it; `orderIdPrefix` finds the merchant's order
+   * ids starting with it.
+   */
   page(
     scope: ProjectMode,
-    filter: { status?: string; orderIdPrefix?: string; limit: number; offset: number },
+    filter: {
+      status?: string
+      currency?: string
+      orderIdPrefix?: string
+      limit: number
+      offset: number
+    },
   ): Promise<{ rows: TransactionRow[]; total: number }>
   /** Every recorded transition, oldest first. */
   timeline(id: string): Promise<(typeof transactionEvents.$inferSelect)[]>
@@ -91,6 +100,7 @@ export function createTransactionRepo(database: Database): TransactionRepo {
       const where = inScope(
         scope,
         filter.status ? eq(transactions.status, filter.status) : undefined,
+        filter.currency ? eq(transactions.currency, filter.currency) : undefined,
         filter.orderIdPrefix
           ? like(
               transactions.orderId,

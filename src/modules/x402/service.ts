@@ -18,6 +18,7 @@ import type { AuthorizationDomain, TransferAuthorization } from '../../chain/eip
 import type { NetworkConfig, TokenConfig } from '../../chain/networks-config.ts'
 import type { PriceReader } from '../../chain/prices.ts'
 import { tokenUnitsToCents } from '../../chain/quote.ts'
+import { recordRate } from '../../chain/pricing.ts'
 import type { Relayer } from '../../chain/relayer.ts'
 import { CHANNELS } from '../../db/channels.ts'
 import type { Database } from '../../db/client.ts'
@@ -250,10 +251,8 @@ export function createFacilitatorService(deps: FacilitatorDeps) {
     resource: PaymentPayload['resource'],
   ): Promise<string> {
     const price = await deps.prices(p.network.name)!.read(p.token)
-    const cents = price.ok
-      ? tokenUnitsToCents(p.authorization.value, p.token.decimals, price)
-      : null
-    if (cents === null) throw new Error(`the ${p.token.symbol} price is unavailable`)
+    if (!price.ok) throw new Error(`the ${p.token.symbol} price is unavailable`)
+    const cents = tokenUnitsToCents(p.authorization.value, p.token.decimals, price)
     const now = new Date(deps.clock.now())
     const url = resource?.url?.slice(0, MAX_RESOURCE_CHARS) ?? null
     let row: TransactionRow | null = null
@@ -262,8 +261,6 @@ export function createFacilitatorService(deps: FacilitatorDeps) {
         ...newTransactionRow(
           caller,
           {
-            // Replaced below by the value received: nobody asked a USD price.
-            amount: 0.01,
             order_description: (
               resource?.description || (url ? `x402: ${url}` : 'x402 payment')
             ).slice(0, 500),
@@ -272,9 +269,15 @@ export function createFacilitatorService(deps: FacilitatorDeps) {
               x402_payer: p.authorization.from,
             },
           },
+          // The value received, in USD: nobody asked a price.
+          {
+            currency: 'USD',
+            amountInCurrency: centsToDecimal(cents),
+            amountUsd: centsToDecimal(cents),
+            usdRate: null,
+          },
           now,
         ),
-        amountUsd: centsToDecimal(cents),
         expiresAt: new Date(Number(p.authorization.validBefore) * 1000 + 60_000),
       }
       const created = await deps.lifecycle.create({
@@ -295,6 +298,12 @@ export function createFacilitatorService(deps: FacilitatorDeps) {
       depositAddress: getAddress(p.payTo),
       requiredConfirmations: p.network.confirmations,
       ...(p.network.finality === 'confirmations' ? {} : { finality: p.network.finality }),
+      rates: {
+        quotedAt: now.toISOString(),
+        method: 'usd',
+        tokenUsd: recordRate(price),
+        currencyUsd: null,
+      },
     }
     const selected = await deps.lifecycle.apply(row.id, { type: 'token.selected', quote })
     if (!selected.ok) throw new Error(selected.message)

@@ -12,7 +12,7 @@ export interface paths {
         put?: never;
         /**
          * Create a transaction
-         * @description Creates a transaction in status `created` for a USD amount and returns its `payment_url`, where the customer chooses a token. Scope `transactions:write`. Test keys create test transactions.
+         * @description Creates a transaction in status `created` for an amount in `currency` (USD when omitted) and returns its `payment_url`, where the customer chooses a token. `amount_usd` is the amount's USD value now, at the rate shown in `usd_rate`. Scope `transactions:write`. Test keys create test transactions.
          */
         post: operations["createTransaction"];
         delete?: never;
@@ -736,10 +736,11 @@ export interface components {
         };
         CreateTransactionRequest: {
             /**
-             * @description USD amount, > 0 and <= 1,000,000, at most 2 decimal places (19.99 is taken; 19.999 is refused with 400).
+             * @description Amount in `currency`, > 0, with at most the currency's decimal places (2 for USD, EUR and GBP: 19.99 is taken, 19.999 refused; none for JPY: 10.5 refused), worth at most 1,000,000 USD at creation.
              * @example 49.99
              */
             amount: number;
+            currency?: string | null;
             customer_email?: string | null;
             customer_name?: string | null;
             order_id?: string | null;
@@ -1349,9 +1350,88 @@ export interface components {
             /** @example TX-7K3M-Q9PD */
             transaction_number: string;
             status: components["schemas"]["TransactionStatus"];
+            /** @description The transaction's value in USD at creation: amount_in_currency itself for USD, else amount_in_currency at usd_rate, to the nearest cent. It does not move with later rates. */
             amount_usd: number;
-            /** @constant */
-            currency: "USD";
+            /**
+             * @description ISO 4217 code of the currency the transaction is priced in.
+             * @example USD
+             * @example EUR
+             */
+            currency: string;
+            /**
+             * @description The amount charged, in `currency`, exactly as created (its decimal places).
+             * @example 49.99
+             */
+            amount_in_currency: number;
+            /** @description The currency's USD rate amount_usd was computed with at creation; null for USD. */
+            usd_rate: {
+                /**
+                 * @description Dollars per one unit (of the currency, or one whole token), exact.
+                 * @example 1.08340000
+                 */
+                usd: string;
+                /** @description `chainlink`: a Chainlink feed on `network`; `fixed`: a fixed price of the configuration. */
+                source: "chainlink" | "fixed";
+                /** @description The network whose feed answered; null for a fixed price. */
+                network: string | null;
+                /** @description The feed contract (EIP-55); null for a fixed price. */
+                feed: string | null;
+                /** @description The Chainlink round the answer came from (uint80, as a string); null for a fixed price. */
+                round_id: string | null;
+                /**
+                 * Format: date-time
+                 * @description When the answer was set on-chain (the round's time); the time of reading for a fixed price.
+                 */
+                updated_at: string;
+            } | null;
+            /** @description How token_amount was computed when the customer chose the token, so the payment can be priced again by anyone: `par` (a stablecoin of the transaction's own currency, one whole token per unit, no rate) or `usd` (the token's USD price and the currency's USD rate, null for USD). Null until a token is chosen. */
+            quote_rates: {
+                /** Format: date-time */
+                quoted_at: string;
+                method: "par" | "usd";
+                /** @description USD per whole token (null at par). */
+                token_usd: {
+                    /**
+                     * @description Dollars per one unit (of the currency, or one whole token), exact.
+                     * @example 1.08340000
+                     */
+                    usd: string;
+                    /** @description `chainlink`: a Chainlink feed on `network`; `fixed`: a fixed price of the configuration. */
+                    source: "chainlink" | "fixed";
+                    /** @description The network whose feed answered; null for a fixed price. */
+                    network: string | null;
+                    /** @description The feed contract (EIP-55); null for a fixed price. */
+                    feed: string | null;
+                    /** @description The Chainlink round the answer came from (uint80, as a string); null for a fixed price. */
+                    round_id: string | null;
+                    /**
+                     * Format: date-time
+                     * @description When the answer was set on-chain (the round's time); the time of reading for a fixed price.
+                     */
+                    updated_at: string;
+                } | null;
+                /** @description USD per unit of the transaction's currency (null at par and for USD). */
+                currency_usd: {
+                    /**
+                     * @description Dollars per one unit (of the currency, or one whole token), exact.
+                     * @example 1.08340000
+                     */
+                    usd: string;
+                    /** @description `chainlink`: a Chainlink feed on `network`; `fixed`: a fixed price of the configuration. */
+                    source: "chainlink" | "fixed";
+                    /** @description The network whose feed answered; null for a fixed price. */
+                    network: string | null;
+                    /** @description The feed contract (EIP-55); null for a fixed price. */
+                    feed: string | null;
+                    /** @description The Chainlink round the answer came from (uint80, as a string); null for a fixed price. */
+                    round_id: string | null;
+                    /**
+                     * Format: date-time
+                     * @description When the answer was set on-chain (the round's time); the time of reading for a fixed price.
+                     */
+                    updated_at: string;
+                } | null;
+            } | null;
             /** Format: uri */
             payment_url: string;
             /**
@@ -1410,8 +1490,18 @@ export interface components {
         };
         Stats: {
             total_transactions: number;
-            /** @description Sum of amount_usd of completed transactions. */
+            /** @description Sum of amount_usd of completed transactions: each at its USD value when it was created. */
             total_volume_usd: number;
+            /**
+             * @description Sum of amount_in_currency of completed transactions, per currency they were priced in (ISO 4217 code to amount); currencies without completed transactions are left out.
+             * @example {
+             *       "USD": 1250.5,
+             *       "EUR": 310
+             *     }
+             */
+            volume_by_currency: {
+                [key: string]: number;
+            };
             completed_transactions: number;
             /**
              * @description completed / total * 100, two decimals; 0 when there are none.
@@ -1477,12 +1567,16 @@ export interface components {
              */
             status: "created";
             /**
-             * @description The USD amount of the transaction.
+             * @description The amount charged, in `currency`, as the transaction was created (its USD value is the transaction's `amount_usd`).
              * @example 25
              */
             amount_in_currency: number;
-            /** @constant */
-            currency: "USD";
+            /**
+             * @description ISO 4217 code of the currency the transaction is priced in.
+             * @example USD
+             * @example EUR
+             */
+            currency: string;
             /**
              * Format: date-time
              * @description When the transaction was created.
@@ -1541,12 +1635,16 @@ export interface components {
              */
             status: "processing";
             /**
-             * @description The USD amount of the transaction.
+             * @description The amount charged, in `currency`, as the transaction was created (its USD value is the transaction's `amount_usd`).
              * @example 25
              */
             amount_in_currency: number;
-            /** @constant */
-            currency: "USD";
+            /**
+             * @description ISO 4217 code of the currency the transaction is priced in.
+             * @example USD
+             * @example EUR
+             */
+            currency: string;
             /**
              * Format: date-time
              * @description When the transaction was created.
@@ -1616,12 +1714,16 @@ export interface components {
              */
             status: "confirming";
             /**
-             * @description The USD amount of the transaction.
+             * @description The amount charged, in `currency`, as the transaction was created (its USD value is the transaction's `amount_usd`).
              * @example 25
              */
             amount_in_currency: number;
-            /** @constant */
-            currency: "USD";
+            /**
+             * @description ISO 4217 code of the currency the transaction is priced in.
+             * @example USD
+             * @example EUR
+             */
+            currency: string;
             /**
              * Format: date-time
              * @description When the transaction was created.
@@ -1692,12 +1794,16 @@ export interface components {
              */
             status: "completed";
             /**
-             * @description The USD amount of the transaction.
+             * @description The amount charged, in `currency`, as the transaction was created (its USD value is the transaction's `amount_usd`).
              * @example 25
              */
             amount_in_currency: number;
-            /** @constant */
-            currency: "USD";
+            /**
+             * @description ISO 4217 code of the currency the transaction is priced in.
+             * @example USD
+             * @example EUR
+             */
+            currency: string;
             /**
              * Format: date-time
              * @description When the transaction was created.
@@ -1771,12 +1877,16 @@ export interface components {
              */
             status: "failed";
             /**
-             * @description The USD amount of the transaction.
+             * @description The amount charged, in `currency`, as the transaction was created (its USD value is the transaction's `amount_usd`).
              * @example 25
              */
             amount_in_currency: number;
-            /** @constant */
-            currency: "USD";
+            /**
+             * @description ISO 4217 code of the currency the transaction is priced in.
+             * @example USD
+             * @example EUR
+             */
+            currency: string;
             /**
              * Format: date-time
              * @description When the transaction was created.
@@ -1834,12 +1944,16 @@ export interface components {
              */
             status: "expired";
             /**
-             * @description The USD amount of the transaction.
+             * @description The amount charged, in `currency`, as the transaction was created (its USD value is the transaction's `amount_usd`).
              * @example 25
              */
             amount_in_currency: number;
-            /** @constant */
-            currency: "USD";
+            /**
+             * @description ISO 4217 code of the currency the transaction is priced in.
+             * @example USD
+             * @example EUR
+             */
+            currency: string;
             /**
              * Format: date-time
              * @description When the transaction was created.
@@ -1892,12 +2006,16 @@ export interface components {
              */
             status: "cancelled";
             /**
-             * @description The USD amount of the transaction.
+             * @description The amount charged, in `currency`, as the transaction was created (its USD value is the transaction's `amount_usd`).
              * @example 25
              */
             amount_in_currency: number;
-            /** @constant */
-            currency: "USD";
+            /**
+             * @description ISO 4217 code of the currency the transaction is priced in.
+             * @example USD
+             * @example EUR
+             */
+            currency: string;
             /**
              * Format: date-time
              * @description When the transaction was created.
@@ -1946,12 +2064,16 @@ export interface components {
             transaction_number: string;
             status: components["schemas"]["TransactionStatus"];
             /**
-             * @description The USD amount of the transaction.
+             * @description The amount charged, in `currency`, as the transaction was created (its USD value is the transaction's `amount_usd`).
              * @example 25
              */
             amount_in_currency: number;
-            /** @constant */
-            currency: "USD";
+            /**
+             * @description ISO 4217 code of the currency the transaction is priced in.
+             * @example USD
+             * @example EUR
+             */
+            currency: string;
             /**
              * Format: date-time
              * @description When the transaction was created.
@@ -2000,12 +2122,16 @@ export interface components {
             transaction_number: string;
             status: components["schemas"]["TransactionStatus"];
             /**
-             * @description The USD amount of the transaction.
+             * @description The amount charged, in `currency`, as the transaction was created (its USD value is the transaction's `amount_usd`).
              * @example 25
              */
             amount_in_currency: number;
-            /** @constant */
-            currency: "USD";
+            /**
+             * @description ISO 4217 code of the currency the transaction is priced in.
+             * @example USD
+             * @example EUR
+             */
+            currency: string;
             /**
              * Format: date-time
              * @description When the transaction was created.
@@ -2105,12 +2231,16 @@ export interface components {
             transaction_number: string;
             status: components["schemas"]["TransactionStatus"];
             /**
-             * @description The USD amount of the transaction.
+             * @description The amount charged, in `currency`, as the transaction was created (its USD value is the transaction's `amount_usd`).
              * @example 25
              */
             amount_in_currency: number;
-            /** @constant */
-            currency: "USD";
+            /**
+             * @description ISO 4217 code of the currency the transaction is priced in.
+             * @example USD
+             * @example EUR
+             */
+            currency: string;
             /**
              * Format: date-time
              * @description When the transaction was created.
@@ -3417,6 +3547,8 @@ export interface operations {
             query?: {
                 /** @description Only transactions in this status. */
                 status?: components["schemas"]["TransactionStatus"];
+                /** @description Only transactions priced in this currency (ISO 4217, any case). */
+                currency?: string;
                 /** @description Results per page, 1 to 100. */
                 limit?: number;
                 /** @description Results to skip. */

@@ -1,7 +1,7 @@
 import { html, jsonForScript } from '../../../lib/html.ts'
 import type { DailyStats } from '../../stats/service.ts'
 import { STATUSES } from '../../transactions/model.ts'
-import { formatUsd } from '../../pay/view.ts'
+import { formatMoney } from '../../pay/view.ts'
 import { base, layout, table, type Frame } from '../layout.ts'
 import type { OverviewStats } from '../service.ts'
 
@@ -57,7 +57,7 @@ export function overviewPage(
     .map(
       (d) =>
         html`<tr><td>${d.date}</td><td>${d.total_transactions}</td><td>${[
-          html`${d.completed_transactions}</td><td>${formatUsd(d.total_volume_usd, 'USD')}</td>`,
+          html`${d.completed_transactions}</td><td>${formatMoney(d.total_volume_usd, 'USD')}</td>`,
           html`<td>${percent(d.conversion_rate)}</td></tr>`,
         ]}`,
     )
@@ -77,7 +77,7 @@ export function overviewPage(
     count(s.completed_transactions),
   ]}</dd></div>
   <div><dt>Volume (completed)</dt><dd data-stat="total_volume_usd"
-    data-value="${s.total_volume_usd}">${formatUsd(s.total_volume_usd, 'USD')}</dd></div>
+    data-value="${s.total_volume_usd}">${formatMoney(s.total_volume_usd, 'USD')}</dd></div>
   <div><dt>Conversion</dt><dd data-stat="conversion_rate"
     data-value="${s.conversion_rate}">${percent(s.conversion_rate)}</dd></div>
 </dl>

@@ -2,7 +2,7 @@ import { html, type Html } from '../../../lib/html.ts'
 import type { TransferView } from '../../../chain/deposit.service.ts'
 import type { DeliveryView } from '../../../webhooks/webhook.service.ts'
 import type { EndpointView } from '../../../webhooks/endpoint.service.ts'
-import { displayUnits, formatUsd } from '../../pay/view.ts'
+import { displayUnits, formatMoney } from '../../pay/view.ts'
 import { STATUSES, type TransactionView } from '../../transactions/model.ts'
 import {
   badge,
@@ -49,7 +49,7 @@ export function transactionsPage(
     (t) => html`<tr>
     <td><a href="${base(f, `/transactions/${t.id}`)}">${t.transaction_number}</a></td>
     <td>${badge(t.status)}</td>
-    <td class="num">${formatUsd(t.amount_usd, t.currency)}</td>
+    <td class="num">${formatMoney(t.amount_in_currency, t.currency)}</td>
     <td class="text">${t.order_id ?? html`<span class="muted">—</span>`}</td>
     <td>${t.token_symbol ?? html`<span class="muted">—</span>`}</td>
     <td>${when(t.created_at)}</td></tr>`,
@@ -133,7 +133,7 @@ export function transactionPage(
     ${resend}
   </div>`
   const late = d.transfers.filter((x) => x.kind === 'late')
-  const body = html`<p class="lead">${badge(t.status)} <strong>${formatUsd(t.amount_usd, t.currency)}</strong> ${t.order_description ? html`<span>${t.order_description}</span>` : ''}</p>
+  const body = html`<p class="lead">${badge(t.status)} <strong>${formatMoney(t.amount_in_currency, t.currency)}</strong> ${t.order_description ? html`<span>${t.order_description}</span>` : ''}</p>
 ${late.length ? html`<div class="alert error" role="alert">A late payment arrived after this transaction ended (${late.map((x) => units(x.amount, x.tokenSymbol, x.network, decimals)).join(', ')}). The status does not change; settle it with the customer.</div>` : ''}
 ${actions}
 <section aria-labelledby="fields"><h2 id="fields">Details</h2>
@@ -141,7 +141,7 @@ ${actions}
   ${field('Id', html`<code>${t.id}</code>`)}
   ${field('Number', t.transaction_number)}
   ${field('Status', t.status)}
-  ${field('Amount', formatUsd(t.amount_usd, t.currency))}
+  ${field('Amount', formatMoney(t.amount_in_currency, t.currency))}
   ${field('Mode', modeOf(t.testing_mode))}
   ${field('Order id', t.order_id)}
   ${field('Order description', t.order_description)}
