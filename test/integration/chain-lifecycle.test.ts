@@ -57,6 +57,8 @@ for (const backend of backends()) {
             ...devnet!.networks[0]!,
             name: 'livenet',
             chainId: 1,
+            // The devnet's fiat feeds are not on this chain.
+            fx: undefined,
             rpcUrl: mainnet.rpcUrl,
             testnet: false,
             tokens: [
@@ -382,7 +384,7 @@ for (const backend of backends()) {
       const offered = (await payState(id)).tokens
         .map((x: any) => `${x.token_symbol}@${x.blockchain_network}`)
         .sort()
-      expect(offered).toEqual(['ETH@devnet', 'TUSD@devnet'])
+      expect(offered).toEqual(['ETH@devnet', 'TEUR@devnet', 'TUSD@devnet'])
       const live = await select(id, 'LUSD', 'livenet')
       await expectStatus(live, 400)
       expect(((await live.json()) as any).error).toMatchObject({

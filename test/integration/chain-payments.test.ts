@@ -36,7 +36,7 @@ for (const backend of backends()) {
     test('an exact stablecoin payment completes after the configured confirmations', async () => {
       const id = await create({ amount: 25 })
       const offered = await state(id)
-      expect(offered.tokens.map((x: any) => x.token_symbol).sort()).toEqual(['ETH', 'TUSD'])
+      expect(offered.tokens.map((x: any) => x.token_symbol).sort()).toEqual(['ETH', 'TEUR', 'TUSD'])
       const r = await select(id, 'TUSD')
       expect(r.status).toBe(200)
       const s = (await r.json()) as any

@@ -101,6 +101,12 @@ function overviewStats(page: string) {
   return {
     total_transactions: text('total_transactions'),
     total_volume_usd: value('total_volume_usd'),
+    volume_by_currency: Object.fromEntries(
+      [...page.matchAll(/data-currency-volume="(\w+)"\s+data-value="([^"]*)"/g)].map((m) => [
+        m[1],
+        Number(m[2]),
+      ]),
+    ),
     completed_transactions: text('completed_transactions'),
     conversion_rate: value('conversion_rate'),
     by_status: Object.fromEntries(

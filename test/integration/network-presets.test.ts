@@ -129,6 +129,33 @@ beforeAll(async () => {
       args: [3000_00000000n],
     }),
   })
+  // Circle's EURC and Chainlink's fiat feeds at the preset's addresses too.
+  const eurc = await deployed(
+    await wallet.deployContract({
+      abi: TestStablecoin.abi,
+      bytecode: TestStablecoin.bytecode,
+      args: ['EURC', 'EURC'],
+    }),
+  )
+  await copyContract(eurc, erc20('EURC').address!, 2)
+  for (const [currency, rate] of Object.entries(BASE.fx ?? {})) {
+    const fx = await deployed(
+      await wallet.deployContract({
+        abi: MockAggregatorV3.abi,
+        bytecode: MockAggregatorV3.bytecode,
+        args: [8, `${currency} / USD`, 1_10000000n],
+      }),
+    )
+    await copyContract(fx, rate.chainlinkFeed, 1)
+    await wallet.waitForTransactionReceipt({
+      hash: await wallet.writeContract({
+        address: rate.chainlinkFeed,
+        abi: MockAggregatorV3.abi,
+        functionName: 'updateAnswer',
+        args: [1_10000000n],
+      }),
+    })
+  }
   otherToken = await deployed(
     await wallet.deployContract({
       abi: TestStablecoin.abi,
@@ -179,13 +206,13 @@ for (const backend of backends()) {
       await t?.stop()
     })
 
-    test('{ preset: "base", rpcUrl } starts, offers the preset\'s tokens (USDC, the bridged USDT, ETH) and takes a USDC payment at the preset\'s address', async () => {
+    test('{ preset: "base", rpcUrl } starts, offers the preset\'s tokens (USDC, the bridged USDT, ETH, EURC) and takes a USDC payment at the preset\'s address', async () => {
       const id = ((await (await api(t, key).create({ amount: 12.5 })).json()) as any).transaction
         .id as string
       const offered = (await (await t.fetch(`/pay/${id}/state`)).json()) as any
       expect(
         offered.tokens.map((x: any) => `${x.token_symbol}@${x.blockchain_network}`).sort(),
-      ).toEqual(['ETH@base', 'USDC@base', 'USDT@base'])
+      ).toEqual(['ETH@base', 'EURC@base', 'USDC@base', 'USDT@base'])
       const selected = await t.fetch(`/pay/${id}/select`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },

@@ -231,6 +231,13 @@ for (const backend of backends()) {
             asset: devnet.stablecoin,
             extra: { name: 'Test USD', version: '2' },
           },
+          {
+            network: 'eip155:31337',
+            blockchain_network: 'devnet',
+            token_symbol: 'TEUR',
+            asset: devnet.euroCoin,
+            extra: { name: 'Test Euro', version: '2' },
+          },
         ],
       })
       const narrow = await t.key(projectId, 'test', ['transactions:read'])

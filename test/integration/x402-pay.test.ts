@@ -84,6 +84,14 @@ for (const backend of backends()) {
             amount: '12000000',
             extra: { name: 'Test USD', version: '2' },
           },
+          // The devnet's euro stablecoin takes signatures too: $12 at EUR 1.08, rounded up.
+          {
+            scheme: 'exact',
+            network: 'eip155:31337',
+            asset: devnet.euroCoin,
+            amount: '11111112',
+            extra: { name: 'Test Euro', version: '2' },
+          },
         ],
       })
       // Still `created`: the 402 locks nothing; the address it names is the transaction's own.
@@ -212,7 +220,7 @@ for (const backend of backends()) {
           error: true,
         })
         // A refusal still says what would be taken.
-        expect(pr.accepts.length).toBe(1)
+        expect(pr.accepts.length).toBe(2)
       }
       expect(await relayerNonce()).toBe(before)
       // The real one goes through once; sent again, it is refused before any gas.

@@ -183,6 +183,8 @@ export function createDashboardService(deps: {
 export interface OverviewStats {
   total_transactions: number
   total_volume_usd: number
+  /** Completed volume per currency the transactions were priced in. */
+  volume_by_currency: Record<string, number>
   completed_transactions: number
   conversion_rate: number
   by_status: Record<Status, number>

@@ -112,6 +112,13 @@ export function createX402Payment(deps: X402Deps) {
     const relayer = deps.signatures.relayer
     const candidates = deps.offered(s.testing_mode).flatMap((network) =>
       signatureTokens(network, relayer, deps.signatures.authorizationDomain)
+        // Only what the pay page offers this transaction (a stablecoin of another currency needs
+        // that currency's rate in its mode).
+        .filter(({ token }) =>
+          s.tokens.some(
+            (o) => o.token_symbol === token.symbol && o.blockchain_network === network.name,
+          ),
+        )
         .filter(
           ({ token }) =>
             s.status !== 'pending' ||

@@ -122,6 +122,13 @@ export const RefundObject = Type.Object(
     amount: units("In the token's smallest unit."),
     token_symbol: Type.String(),
     blockchain_network: Type.String(),
+    currency: Type.Union([Type.String({ pattern: '^[A-Z]{3}$' }), Type.Null()], {
+      description: "The transaction's currency (ISO 4217).",
+    }),
+    amount_in_currency: Type.Union([Type.Number(), Type.Null()], {
+      description:
+        "The refund in the transaction's currency: `amount` at the transaction's locked quote (amount_in_currency per token_amount), rounded down. Null for a token other than the one quoted.",
+    }),
     address: EvmAddress('Where it goes (EIP-55).'),
     reason: nullable(Type.String()),
     deposit_address: EvmAddress(

@@ -242,6 +242,22 @@ export function createRefundRepo(database: Database) {
       return rows.map((a) => ({ ...a, amount: BigInt(a.amount), transactionId: a.transactionId! }))
     },
 
+    /** What refunds of these transactions are stated in their currency from (views.ts). */
+    pricing: (transactionIds: readonly string[]) =>
+      transactionIds.length === 0
+        ? Promise.resolve([])
+        : db
+            .select({
+              id: transactions.id,
+              currency: transactions.currency,
+              amountInCurrency: transactions.amountInCurrency,
+              tokenAmount: transactions.tokenAmount,
+              tokenSymbol: transactions.tokenSymbol,
+              blockchainNetwork: transactions.blockchainNetwork,
+            })
+            .from(transactions)
+            .where(inArray(transactions.id, [...new Set(transactionIds)])),
+
     /** A transaction's refunds, oldest first. */
     ofTransaction: (transactionId: string): Promise<RefundRow[]> =>
       db

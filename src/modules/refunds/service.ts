@@ -245,7 +245,10 @@ export function createRefundService(deps: {
           }
           response = {
             status: 200,
-            body: JSON.stringify({ success: true, refund: view(row, facts.arrivals) }),
+            body: JSON.stringify({
+              success: true,
+              refund: view(row, facts.arrivals, facts.transaction),
+            }),
           }
           return ok({
             row,
@@ -304,7 +307,7 @@ export function createRefundService(deps: {
         deps.repo.facts(transaction),
       ])
       return ok({
-        refunds: rows.map((r) => view(r, facts.arrivals)),
+        refunds: rows.map((r) => view(r, facts.arrivals, transaction)),
         refundable: refundableLines(facts, confirmationsOf).map(lineView),
       })
     },

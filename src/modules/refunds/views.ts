@@ -9,6 +9,28 @@ import { INTERNAL_TRACED, INTERNAL_TRANSFER } from '../../chain/transfer-scan.ts
 import type { RefundView } from './model.ts'
 import type { Arrival, RefundRepo, RefundRow } from './refund.repo.ts'
 import type { RefundableLine } from './refundable.ts'
+import type { TransactionRow } from '../transactions/transaction.repo.ts'
+import { decimalToMinor, minorToDecimal, unitsInCurrency } from '../../lib/currency.ts'
+
+/** What a refund's value in its transaction's currency is computed from: the locked quote. */
+export type TxPricing = Pick<
+  TransactionRow,
+  'id' | 'currency' | 'amountInCurrency' | 'tokenAmount' | 'tokenSymbol' | 'blockchainNetwork'
+>
+
+/**
+ * The refund in the transaction's currency, pro rata to the locked quote and rounded down
+ * (docs/decisions/0064-priced-in-the-merchants-currency.md); null for another token than the one
+ * quoted, which the price was never stated in.
+ */
+function inCurrency(r: RefundRow, p: TxPricing | undefined): number | null {
+  if (!p || p.tokenSymbol !== r.tokenSymbol || p.blockchainNetwork !== r.network) return null
+  const minor = unitsInCurrency(BigInt(r.amount), {
+    tokenAmount: p.tokenAmount,
+    amountMinor: decimalToMinor(p.amountInCurrency, p.currency),
+  })
+  return minor === null ? null : Number(minorToDecimal(minor, p.currency))
+}
 
 /**
  * One arrival as the API shows it: which transfer, from whom (null where only its block is known),
@@ -36,7 +58,11 @@ function arrivalView(a: Arrival) {
 const arrivalsOfRefund = (r: RefundRow, all: readonly Arrival[]) =>
   all.filter((a) => a.network === r.network && a.tokenSymbol === r.tokenSymbol).map(arrivalView)
 
-export function view(r: RefundRow, arrivals: readonly Arrival[]): RefundView {
+export function view(
+  r: RefundRow,
+  arrivals: readonly Arrival[],
+  pricing?: TxPricing,
+): RefundView {
   const c = restoreActor(refundMachine, r.snapshot).getSnapshot().context
   return {
     id: r.id,
@@ -46,6 +72,8 @@ export function view(r: RefundRow, arrivals: readonly Arrival[]): RefundView {
     amount: r.amount,
     token_symbol: r.tokenSymbol,
     blockchain_network: r.network,
+    currency: pricing?.currency ?? null,
+    amount_in_currency: inCurrency(r, pricing),
     address: r.address,
     reason: r.reason,
     deposit_address: getAddress(r.depositAddress),
@@ -67,14 +95,16 @@ export function view(r: RefundRow, arrivals: readonly Arrival[]): RefundView {
 
 /** Views of refunds, each with its arrivals (read in one query). */
 export async function views(
-  repo: Pick<RefundRepo, 'arrivals'>,
+  repo: Pick<RefundRepo, 'arrivals' | 'pricing'>,
   rows: readonly RefundRow[],
 ): Promise<RefundView[]> {
-  const arrivals = await repo.arrivals(rows.map((r) => r.transactionId))
+  const ids = rows.map((r) => r.transactionId)
+  const [arrivals, pricing] = await Promise.all([repo.arrivals(ids), repo.pricing(ids)])
   return rows.map((r) =>
     view(
       r,
       arrivals.filter((a) => a.transactionId === r.transactionId),
+      pricing.find((p) => p.id === r.transactionId),
     ),
   )
 }

@@ -76,8 +76,13 @@ export function overviewPage(
   <div><dt>Completed</dt><dd data-stat="completed_transactions">${[
     count(s.completed_transactions),
   ]}</dd></div>
-  <div><dt>Volume (completed)</dt><dd data-stat="total_volume_usd"
+  <div><dt>Volume (completed, USD at creation)</dt><dd data-stat="total_volume_usd"
     data-value="${s.total_volume_usd}">${formatMoney(s.total_volume_usd, 'USD')}</dd></div>
+  ${Object.entries(s.volume_by_currency).map(
+    ([currency, amount]) =>
+      html`<div><dt>Volume in ${currency}</dt><dd data-currency-volume="${currency}"
+    data-value="${amount}">${formatMoney(amount, currency)}</dd></div>`,
+  )}
   <div><dt>Conversion</dt><dd data-stat="conversion_rate"
     data-value="${s.conversion_rate}">${percent(s.conversion_rate)}</dd></div>
 </dl>
