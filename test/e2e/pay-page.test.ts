@@ -362,6 +362,39 @@ describeWithBrowser('pay page in Chromium on the devnet', () => {
     expect(browser.failures).toEqual([])
   })
 
+  test('a EUR price (docs/decisions/0064-priced-in-the-merchants-currency.md): shown in euros, paid at par in TEUR with the test wallet, a euro receipt; TUSD is quoted through the EUR rate', async () => {
+    const tx = await createTx({ amount: 19.99, currency: 'EUR', order_description: 'Croissants' })
+    const page = await browser.newPage()
+    await page.goto(tx.url)
+    expect(await page.locator('.amount').textContent()).toContain('€19.99')
+    // Through USD: 19.99 EUR at the devnet's 1.08 is $21.5892, rounded up in TUSD's 6 places.
+    await page.getByRole('button', { name: 'TUSD on devnet' }).click()
+    await page.locator('#pay').waitFor({ state: 'visible' })
+    expect(await page.locator('#pay-amount').textContent()).toBe('21.5892 TUSD')
+    // At par: one TEUR per euro.
+    await page.getByRole('button', { name: 'Change token' }).click()
+    await page.getByRole('button', { name: 'TEUR on devnet' }).click()
+    await page.locator('#pay-amount').filter({ hasText: '19.99 TEUR' }).waitFor()
+    await page.screenshot({ path: browser.artifact('pay-page-eur-desktop'), fullPage: true })
+    await page.getByRole('button', { name: PAY_TEXT.testWallet }).click()
+    await waitForStatus(page, PAY_TEXT.statusCompleted)
+    await page.locator('#receipt').waitFor({ state: 'visible' })
+    expect(await page.locator('#receipt-paid').textContent()).toBe('19.99 TEUR · devnet')
+    expect(await page.locator('#receipt-amount').textContent()).toBe('€19.99')
+    await page.screenshot({
+      path: browser.artifact('pay-page-eur-receipt-desktop'),
+      fullPage: true,
+    })
+    const done = (await (await api(t, key).get(`/api/transactions/${tx.id}`)).json()).transaction
+    expect([done.status, done.currency, done.amount_in_currency, done.amount_usd]).toEqual([
+      'completed',
+      'EUR',
+      19.99,
+      21.59,
+    ])
+    expect(browser.failures).toEqual([])
+  })
+
   test('another token sent is named on the page and does not count; the right payment then completes (docs/decisions/0012-transaction-lifecycle.md)', async () => {
     const tx = await createTx({ cancel_url: merchantUrl('/cart') })
     const page = await browser.newPage()
