@@ -4,8 +4,8 @@
  * and `JPY / USD` feeds price them, a test planting its own rounds; TUSD and ETH are quoted
  * through USD, TEUR (a stablecoin of EUR) at par; the payments complete and a real receiver hears
  * `amount_in_currency` and `currency` at every stage. A stale rate refuses the quote, a currency
- * not offered and a JPY amount with decimals are refused, and stats per currency add up to the
- * rows.
+ * not offered and a JPY amount with decimals are refused, stats per currency add up to the rows,
+ * and a refund is stated in the transaction's currency too.
  */
 import { afterAll, describe, expect, test } from 'bun:test'
 import { type Address, erc20Abi } from 'viem'
@@ -186,6 +186,26 @@ for (const backend of backends()) {
       const done = await completed(tx.id)
       expect([done.amount_in_currency, done.currency, done.amount_usd]).toEqual([10, 'EUR', 10.8])
       await heardAtEveryStage(tx.id, 10, 'EUR')
+
+      // A refund is stated in the token and, pro rata to the quote, in euros: 5.4 of 10.8 TUSD.
+      const made = await client.post(`/api/transactions/${tx.id}/refunds`, {
+        amount: '5400000',
+        address: devnet.wallet.address,
+      })
+      expect(made.status).toBe(200)
+      const refund = ((await made.json()) as any).refund
+      expect([
+        refund.amount,
+        refund.token_symbol,
+        refund.currency,
+        refund.amount_in_currency,
+      ]).toEqual(['5400000', 'TUSD', 'EUR', 5])
+      const listed = (
+        (await (await client.get(`/api/transactions/${tx.id}/refunds`)).json()) as any
+      ).refunds
+      const one = ((await (await client.get(`/api/refunds/${refund.id}`)).json()) as any).refund
+      for (const r of [listed[0], one])
+        expect([r.currency, r.amount_in_currency]).toEqual(['EUR', 5])
     }, 60_000)
 
     test('GBP paid in ETH and JPY paid in TUSD, each through its own feed, rounded up', async () => {
