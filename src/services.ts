@@ -277,6 +277,7 @@ export async function createServices(deps: {
     webhookPending: () => runner.size,
     payStreams: () => payStreams.size,
     relayerBalances: () => relayer?.balances() ?? Promise.resolve([]),
+    rates: () => chain.rates.status(),
     chains: () =>
       chain.followerStatus().flatMap(({ network, status }) =>
         status

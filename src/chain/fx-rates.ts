@@ -12,7 +12,7 @@
  *   request path gains no round trip. It is refreshed every `refreshMs` (30 s) and on every
  *   `read`; an answer read longer than `maxCachedMs` ago (5 min: the node has been silent), or
  *   whose round is older than the feed's `maxAgeSeconds` by the clock, is not current (null: the
- *   caller reads).
+ *   caller reads); a feed that answers stale or invalid drops what was read before.
  */
 import type { Clock } from '../lib/clock.ts'
 import type { Mode } from '../projects/mode.ts'
@@ -54,6 +54,8 @@ export function createRateBook(deps: RateBookDeps) {
       sources.set(key, [...(sources.get(key) ?? []), { network: n.name, rate: f.rate }])
     }
   const cache = new Map<string, Cached>()
+  /** Why the last read of each currency failed (cleared by an answer). */
+  const refusals = new Map<string, string>()
   const refreshMs = deps.refreshMs ?? DEFAULT_REFRESH_MS
   const maxCachedMs = deps.maxCachedMs ?? DEFAULT_MAX_CACHED_MS
   let timer: ReturnType<typeof setInterval> | null = null
@@ -88,14 +90,34 @@ export function createRateBook(deps: RateBookDeps) {
           maxAgeSeconds: s.rate.kind === 'chainlink' ? s.rate.maxAgeSeconds : null,
           readAt: deps.clock.now(),
         })
+        refusals.delete(key)
         return r
       }
       last = r
-      // A stale or wrong answer is the feed's verdict: another network's copy of the same pair
-      // is asked only when this one could not be reached.
-      if (r.reason !== 'unavailable') break
+      // A stale or wrong answer is the feed's verdict: what was read before is not used either,
+      // and another network's copy of the same pair is asked only when this one could not be
+      // reached.
+      if (r.reason !== 'unavailable') {
+        cache.delete(key)
+        break
+      }
     }
-    return last ?? { ok: false, reason: 'unavailable', message: `no ${currency} rate source` }
+    const refused: RateResult = last ?? {
+      ok: false,
+      reason: 'unavailable',
+      message: `no ${currency} rate source`,
+    }
+    if (!refused.ok) refusals.set(key, `${refused.reason}: ${refused.message}`)
+    return refused
+  }
+
+  function currentOf(key: string): RateResult | null {
+    const c = cache.get(key)
+    const now = deps.clock.now()
+    if (!c || now - c.readAt > maxCachedMs) return null
+    if (c.maxAgeSeconds !== null && now - c.result.updatedAt.getTime() > c.maxAgeSeconds * 1000)
+      return null
+    return c.result
   }
 
   async function refresh() {
@@ -121,13 +143,35 @@ export function createRateBook(deps: RateBookDeps) {
 
     /** The last answer read for the currency while it is still good; null: read it. */
     current(mode: Mode, currency: string): RateResult | null {
-      if (currency === 'USD') return dollar()
-      const c = cache.get(keyOf(mode, currency))
+      return currency === 'USD' ? dollar() : currentOf(keyOf(mode, currency))
+    },
+
+    /**
+     * Every configured currency of each mode as it stands, for readiness and metrics: whether its
+     * last answer is current, and how old its round is (null: never read).
+     */
+    status(): {
+      mode: Mode
+      currency: string
+      current: boolean
+      roundAgeSeconds: number | null
+      readAgoSeconds: number | null
+      /** Why the last read failed; null when it answered. */
+      problem: string | null
+    }[] {
       const now = deps.clock.now()
-      if (!c || now - c.readAt > maxCachedMs) return null
-      if (c.maxAgeSeconds !== null && now - c.result.updatedAt.getTime() > c.maxAgeSeconds * 1000)
-        return null
-      return c.result
+      return [...sources.keys()].sort().map((key) => {
+        const [mode, currency] = key.split(':') as [Mode, string]
+        const c = cache.get(key)
+        return {
+          mode,
+          currency,
+          current: currentOf(key) !== null,
+          roundAgeSeconds: c ? Math.max(0, (now - c.result.updatedAt.getTime()) / 1000) : null,
+          readAgoSeconds: c ? Math.max(0, (now - c.readAt) / 1000) : null,
+          problem: refusals.get(key) ?? null,
+        }
+      })
     },
 
     /** Reads every rate now (start-up), then every `refreshMs` until `stop`. */

@@ -44,6 +44,8 @@ export interface MetricSources {
   chains(): { network: string; head: bigint | null; synced: bigint | null; halted: boolean }[]
   /** The relayer's native balance per network, in wei (null: the node did not answer). */
   relayerBalances(): Promise<{ network: string; wei: bigint | null }[]>
+  /** Each fiat currency's USD rate as it stands (src/chain/fx-rates.ts). */
+  rates(): { mode: string; currency: string; roundAgeSeconds: number | null }[]
 }
 
 export function createMetrics() {
@@ -165,6 +167,19 @@ export function createMetrics() {
     collect() {
       this.reset()
       for (const c of sources?.chains() ?? []) this.set({ network: c.network }, c.halted ? 1 : 0)
+    },
+  })
+
+  new Gauge({
+    name: 'cryptopay_fx_rate_age_seconds',
+    help: "Age of the round of each fiat currency's USD rate as last read, per mode; absent until first read. Past the feed's maxAgeSeconds, transactions in that currency are refused with 503",
+    labelNames: ['mode', 'currency'] as const,
+    registers,
+    collect() {
+      this.reset()
+      for (const r of sources?.rates() ?? [])
+        if (r.roundAgeSeconds !== null)
+          this.set({ mode: r.mode, currency: r.currency }, r.roundAgeSeconds)
     },
   })
 

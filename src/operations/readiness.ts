@@ -78,7 +78,7 @@ const moneyOut = (v: Verdict | undefined) =>
  */
 export function createReadiness(deps: {
   database: Pick<Database, 'rows'>
-  chain: Pick<ChainWatcher, 'networks' | 'followerStatus' | 'followers' | 'verdicts'>
+  chain: Pick<ChainWatcher, 'networks' | 'followerStatus' | 'followers' | 'verdicts' | 'rates'>
   dataDir: string | null
   maxChainLagMs: number
   instanceId: string
@@ -208,6 +208,31 @@ export function createReadiness(deps: {
     })
   }
 
+  /**
+   * Each fiat currency's USD rate (docs/decisions/0064-priced-in-the-merchants-currency.md): a
+   * warning when its last answer is not current, since creating and quoting transactions in that
+   * currency is then refused with 503; USD and every other currency go on, so the instance stays
+   * ready.
+   */
+  function rateChecks(): Check[] {
+    return deps.chain.rates.status().map((r): Check => {
+      const name = `rate:${r.mode}:${r.currency}`
+      if (r.current)
+        return { name, ok: true, detail: `round ${Math.round(r.roundAgeSeconds!)} s old` }
+      return {
+        name,
+        ok: true,
+        warning: true,
+        detail: `${
+          r.problem ??
+          (r.readAgoSeconds === null
+            ? 'not read yet'
+            : `last read ${Math.round(r.readAgoSeconds)} s ago, its round ${Math.round(r.roundAgeSeconds!)} s old`)
+        }: ${r.currency} transactions of ${r.mode} mode are refused with 503 until its feed answers fresh`,
+      }
+    })
+  }
+
   return {
     /** The graceful stop began: readiness fails from now on. */
     beginStop() {
@@ -259,7 +284,7 @@ export function createReadiness(deps: {
           }),
         )
       }
-      checks.push(...(await chainChecks()), ...(await relayerChecks()))
+      checks.push(...(await chainChecks()), ...(await relayerChecks()), ...rateChecks())
       return { ready: checks.every((c) => c.ok), checks }
     },
   }

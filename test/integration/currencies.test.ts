@@ -269,9 +269,27 @@ for (const backend of backends()) {
         ])
         // At par no rate is needed: TEUR can still be chosen.
         expect((await select(tx.id, 'TEUR')).status).toBe(200)
+        // Nor is a EUR transaction created at the rate read before the feed went stale.
+        const create503 = await create({ amount: 5, currency: 'EUR' })
+        expect(create503.status).toBe(503)
+        expect(create503.body.error.message).toContain('EUR rate is unavailable right now (stale)')
+        expect((await create({ amount: 5, currency: 'GBP' })).status).toBe(200)
+        // The operator sees it: a readiness warning (the instance stays ready) and the metric.
+        const ready = (await (await t.fetch('/readyz')).json()) as any
+        expect(ready.status).toBe('ready')
+        expect(ready.warnings).toContain('rate:test:EUR')
+        expect(ready.checks.find((c: any) => c.name === 'rate:test:EUR').detail).toContain(
+          'EUR transactions of test mode are refused with 503',
+        )
+        expect(ready.warnings).not.toContain('rate:test:GBP')
       } finally {
         await plant('EUR', 108_000_000n)
       }
+      await t.server.services.chain.rates.read('test', 'EUR')
+      const ready = (await (await t.fetch('/readyz')).json()) as any
+      expect(ready.warnings).not.toContain('rate:test:EUR')
+      const metrics = await (await t.fetch('/metrics')).text()
+      expect(metrics).toMatch(/cryptopay_fx_rate_age_seconds\{mode="test",currency="EUR"\} \d/)
     }, 60_000)
 
     test('refused: a currency not offered (naming those that are), JPY with decimals; "eur" and "EUR" are one idempotent request', async () => {
