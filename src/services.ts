@@ -39,6 +39,8 @@ import { createStatusStreams } from './modules/pay/status-streams.ts'
 import { createWebhookService } from './webhooks/webhook.service.ts'
 import { createTransactionRepo } from './modules/transactions/transaction.repo.ts'
 import { createTransactionService } from './modules/transactions/service.ts'
+import { createTransactionExport } from './modules/transactions/export.ts'
+import { createExportRepo } from './modules/transactions/export.repo.ts'
 import { createProjectService, type RateLimits } from './projects/project.service.ts'
 import { createUserService } from './users/user.service.ts'
 import { createSessionService } from './users/session.service.ts'
@@ -341,6 +343,7 @@ export async function createServices(deps: {
     rates: chain.rates,
   })
   const stats = createStatsService({ db: database.db })
+  const transactionExport = createTransactionExport({ repo: createExportRepo(database), clock })
   const pay = createPayService({
     database,
     clock,
@@ -433,6 +436,8 @@ export async function createServices(deps: {
     scheduler,
     transactions,
     stats,
+    /** CSV and JSON lines downloads of transactions and refunds, read page by page. */
+    transactionExport,
     /**
      * Applies a lifecycle event to a test-mode transaction by hand: for trying webhooks and
      * integrations before a chain is connected. Live transactions only move on real payments.

@@ -15,6 +15,7 @@ import {
   dashboardNotFound,
   dashboardRefused,
 } from '../modules/dashboard/index.ts'
+import { transactionsExportSection } from '../modules/dashboard/transactions/index.ts'
 import type { Services } from '../services.ts'
 import { apiGate, pathOf } from './api-gate.ts'
 import { factsOf } from './context.ts'
@@ -114,6 +115,7 @@ export function createApp(services: Services, opts: AppOptions) {
         transactionsController({
           transactions: services.transactions,
           webhooks: services.webhooks,
+          transactionExport: services.transactionExport,
         }),
       )
       .use(statsController({ stats: services.stats }))
@@ -128,6 +130,13 @@ export function createApp(services: Services, opts: AppOptions) {
           limiter: services.limiter,
           limits: services.payLimits,
           asset: assets.url,
+        }),
+      )
+      .use(
+        transactionsExportSection({
+          sessions: services.sessions,
+          asset: assets.url,
+          transactionExport: services.transactionExport,
         }),
       )
       .use(

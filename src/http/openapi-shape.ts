@@ -339,8 +339,13 @@ function webhookOperation(event: WebhookEventType): Json {
   }
 }
 
-/** The plugin offers every body as JSON, form data and text: the API reads and writes JSON only. */
+/**
+ * The plugin offers every body as JSON, form data and text: the API reads and writes JSON only,
+ * but for a body a route declares in media types of its own (the export's CSV and JSON lines).
+ */
 function jsonOnly(content: Json | undefined) {
+  if (content && !('application/json' in content) && !('multipart/form-data' in content))
+    return content
   const schema = content && Object.values<Json>(content)[0]?.schema
   return schema ? { 'application/json': { schema } } : undefined
 }

@@ -31,7 +31,7 @@ const always = (status: TSchema) => ({
   amount_in_currency: Type.Number({
     examples: [25],
     description:
-      'The amount charged, in `currency`, as the transaction was created (its USD value is the transaction\'s `amount_usd`).',
+      "The amount charged, in `currency`, as the transaction was created (its USD value is the transaction's `amount_usd`).",
   }),
   currency: Type.String({
     pattern: '^[A-Z]{3}$',

@@ -10,6 +10,7 @@ const OPERATIONS = [
   ['GET', '/api/transactions/{id}'],
   ['GET', '/api/transactions/project/{projectId}'],
   ['GET', '/api/transactions/stats'],
+  ['GET', '/api/transactions/export'],
   ['POST', '/api/transactions/{id}/cancel'],
   ['GET', '/api/transactions/{id}/timeline'],
   ['POST', '/api/transactions/{id}/retry-webhook'],

@@ -249,20 +249,17 @@ describe('treasury check on each preset main network says how money leaves its d
       MAIN.map(async ({ name, hardfork }) => {
         const preset = NETWORK_PRESETS[name]!
         const node = await anvil({ hardfork, chainId: preset.chainId })
-        await placePresetContracts(
-          createDevnetClient(node.rpcUrl, ANVIL_KEY, preset.chainId),
-          [
-            ...preset.tokens.filter(placeable),
-            // The preset's fiat feeds, placed as feeds of tokens without a contract.
-            ...Object.entries(preset.fx ?? {}).map(
-              ([currency, rate]): PresetToken => ({
-                symbol: currency,
-                decimals: 8,
-                price: { chainlinkFeed: rate.chainlinkFeed, maxAgeSeconds: rate.maxAgeSeconds },
-              }),
-            ),
-          ],
-        )
+        await placePresetContracts(createDevnetClient(node.rpcUrl, ANVIL_KEY, preset.chainId), [
+          ...preset.tokens.filter(placeable),
+          // The preset's fiat feeds, placed as feeds of tokens without a contract.
+          ...Object.entries(preset.fx ?? {}).map(
+            ([currency, rate]): PresetToken => ({
+              symbol: currency,
+              decimals: 8,
+              price: { chainlinkFeed: rate.chainlinkFeed, maxAgeSeconds: rate.maxAgeSeconds },
+            }),
+          ),
+        ])
         rpcUrls.set(name, node.rpcUrl)
       }),
     )

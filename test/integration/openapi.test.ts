@@ -155,6 +155,7 @@ describe('openapi/openapi.json', () => {
         'GET /api/sweeps',
         'GET /api/sweeps/{id}',
         'GET /api/transactions/project/{projectId}',
+        'GET /api/transactions/export',
         'GET /api/transactions/stats',
         'GET /api/transactions/{id}',
         'GET /api/transactions/{id}/refunds',
@@ -270,7 +271,12 @@ describe('openapi/openapi.json', () => {
           typeof res.description === 'string' && res.description.length > 0,
           `${name} ${status} has no description`,
         ).toBe(true)
-        expect(Object.keys(res.content ?? {}), `${name} ${status}`).toEqual(['application/json'])
+        // The export's file is CSV or JSON lines (docs/integrating/export.md); errors are JSON.
+        expect(Object.keys(res.content ?? {}), `${name} ${status}`).toEqual(
+          op.operationId === 'exportTransactions' && status === '200'
+            ? ['text/csv', 'application/jsonl']
+            : ['application/json'],
+        )
         const headers = Object.fromEntries(
           Object.entries<Json>(res.headers ?? {}).map(([h, v]) => [h.toLowerCase(), v]),
         )

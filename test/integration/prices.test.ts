@@ -146,7 +146,11 @@ describe('createPriceReader() against a real anvil feed', () => {
     const result = await createPriceReader({ clock: manualClock(1_000) }).read({
       price: { kind: 'fixedUsd', usd: '0.9998' },
     })
-    expect(result).toEqual({ ok: true, answer: 9998n, decimals: 4, updatedAt: new Date(1_000),
+    expect(result).toEqual({
+      ok: true,
+      answer: 9998n,
+      decimals: 4,
+      updatedAt: new Date(1_000),
       source: { kind: 'fixed' },
     })
   })

@@ -58,11 +58,7 @@ function arrivalView(a: Arrival) {
 const arrivalsOfRefund = (r: RefundRow, all: readonly Arrival[]) =>
   all.filter((a) => a.network === r.network && a.tokenSymbol === r.tokenSymbol).map(arrivalView)
 
-export function view(
-  r: RefundRow,
-  arrivals: readonly Arrival[],
-  pricing?: TxPricing,
-): RefundView {
+export function view(r: RefundRow, arrivals: readonly Arrival[], pricing?: TxPricing): RefundView {
   const c = restoreActor(refundMachine, r.snapshot).getSnapshot().context
   return {
     id: r.id,

@@ -60,10 +60,7 @@ export interface CreatedRange {
  * docs/decisions/0010-stats.md: the `created_at` range of `start_date` and `end_date`, or why it
  * is refused (the same parsing and messages wherever a query takes them).
  */
-export function createdRange(q: {
-  start_date?: string
-  end_date?: string
-}): Outcome<CreatedRange> {
+export function createdRange(q: { start_date?: string; end_date?: string }): Outcome<CreatedRange> {
   const problems: FieldProblem[] = []
   const start = q.start_date === undefined ? null : parseBound(q.start_date, 'start')
   const end = q.end_date === undefined ? null : parseBound(q.end_date, 'end')

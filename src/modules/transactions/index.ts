@@ -2,7 +2,7 @@ import { Type, type Static } from '@sinclair/typebox'
 import { Elysia, t } from 'elysia'
 import { principalOf, requireScope } from '../../http/api-gate.ts'
 import { ApiError, ErrorResponse } from '../../http/errors.ts'
-import { json, storedJson } from '../../http/json-response.ts'
+import { json, respond, storedJson } from '../../http/json-response.ts'
 import { strictJsonBody } from '../../http/json-body.ts'
 import { openApiParameters, strictParams } from '../../http/strict-params.ts'
 import {
@@ -17,6 +17,9 @@ import {
 } from './model.ts'
 import { StringEnum } from '../../lib/string-enum.ts'
 import type { TransactionService } from './service.ts'
+import { EXPORT_COLUMNS, EXPORT_FORMATS } from './export-model.ts'
+import type { TransactionExport } from './export.ts'
+import { DATE_BOUND_PATTERN } from '../stats/service.ts'
 import type { WebhookService } from '../../webhooks/webhook.service.ts'
 
 const IdParams = Type.Object({
@@ -51,11 +54,50 @@ const ListQuery = Type.Object(
   { additionalProperties: true },
 )
 
+const ExportQuery = Type.Object(
+  {
+    format: Type.Optional(
+      StringEnum(EXPORT_FORMATS, {
+        default: 'csv',
+        description: '`csv` (RFC 4180) or `jsonl` (JSON lines, one object per line).',
+      }),
+    ),
+    status: Type.Optional(
+      StringEnum(STATUSES, {
+        description: 'Only transactions in this status (each still followed by all its refunds).',
+      }),
+    ),
+    currency: Type.Optional(
+      Type.String({
+        pattern: '^[A-Za-z]{3}$',
+        description: 'Only transactions priced in this currency (ISO 4217, any case).',
+      }),
+    ),
+    start_date: Type.Optional(
+      Type.String({
+        pattern: DATE_BOUND_PATTERN,
+        description: 'YYYY-MM-DD or ISO 8601 timestamp; inclusive, on created_at.',
+        examples: ['2026-01-01'],
+      }),
+    ),
+    end_date: Type.Optional(
+      Type.String({
+        pattern: DATE_BOUND_PATTERN,
+        description: 'YYYY-MM-DD (covers that whole UTC day) or ISO 8601 timestamp; inclusive.',
+        examples: ['2026-12-31'],
+      }),
+    ),
+  },
+  { additionalProperties: true },
+)
+const EXPORT_ERRORS = [400, 401, 403, 413, 429, 500]
+
 const errors = (...codes: number[]) =>
   Object.fromEntries(codes.map((c) => [c, 'ErrorResponse'])) as Record<number, 'ErrorResponse'>
 
 /**
- * Merchant API: create, get and list transactions (docs/integrating/api.md;
+ * Merchant API: create, get, list and export transactions (docs/integrating/api.md,
+ * docs/integrating/export.md; docs/decisions/0064-priced-in-the-merchants-currency.md;
  * docs/decisions/0005-create-request-bounds.md, docs/decisions/0006-idempotent-create.md,
  * docs/decisions/0007-full-transaction-object.md, docs/decisions/0008-list-order-and-paging.md,
  * docs/decisions/0009-keys-see-their-own-mode.md).
@@ -63,6 +105,7 @@ const errors = (...codes: number[]) =>
 export function transactionsController(deps: {
   transactions: TransactionService
   webhooks: WebhookService
+  transactionExport: TransactionExport
 }) {
   return new Elysia({ name: 'transactions', prefix: '/api/transactions' })
     .model({
@@ -112,6 +155,63 @@ export function transactionsController(deps: {
           summary: 'Create a transaction',
           description:
             "Creates a transaction in status `created` for an amount in `currency` (USD when omitted) and returns its `payment_url`, where the customer chooses a token. `amount_usd` is the amount's USD value now, at the rate shown in `usd_rate`. Scope `transactions:write`. Test keys create test transactions.",
+        },
+      },
+    )
+    .get(
+      '/export',
+      async ({ request, query, set }) => {
+        const caller = principalOf(request)
+        const q = query as Static<typeof ExportQuery>
+        const result = await deps.transactionExport.open(caller, q, request.signal)
+        if (!result.ok) throw ApiError.from(result)
+        const { body, contentType, filename } = result.value
+        return respond(set, body, 200, {
+          'content-type': contentType,
+          'content-disposition': `attachment; filename="${filename}"`,
+        })
+      },
+      {
+        transform: [requireScope('transactions:read'), strictParams('query', ExportQuery)],
+        detail: {
+          tags: ['Transactions'],
+          operationId: 'exportTransactions',
+          parameters: openApiParameters('query', ExportQuery),
+          summary: 'Export transactions and refunds',
+          description:
+            "Every transaction of the key's project and mode, oldest first (`created_at`, then `id`), each followed by its refunds, as CSV or JSON lines, streamed: the response starts at once and is read from the database page by page as it is sent, whatever its size. Sent as an attachment (`Content-Disposition`) named `transactions-<mode>-<date>.csv` or `.jsonl`. Amounts are exact decimal strings with the currency's places, token amounts in smallest units. CSV cells that a spreadsheet would take for a formula (starting with `=`, `+`, `-`, `@`, tab or carriage return) begin with an added `'`. Columns: docs/integrating/export.md. Scope `transactions:read`.",
+          // Written out: the plugin would offer the body as JSON, and this one is not.
+          responses: {
+            200: {
+              description: 'The export',
+              content: {
+                'text/csv': {
+                  schema: {
+                    type: 'string',
+                    description: `UTF-8, CRLF line ends, a header row naming the columns: ${EXPORT_COLUMNS.join(', ')}.`,
+                  },
+                },
+                'application/jsonl': {
+                  schema: {
+                    type: 'string',
+                    description:
+                      "One JSON object per line (LF), with the CSV header row's names as keys and every value a string or null.",
+                  },
+                },
+              },
+            },
+            ...Object.fromEntries(
+              EXPORT_ERRORS.map((c) => [
+                c,
+                {
+                  description: 'Error',
+                  content: {
+                    'application/json': { schema: { $ref: '#/components/schemas/ErrorResponse' } },
+                  },
+                },
+              ]),
+            ),
+          },
         },
       },
     )

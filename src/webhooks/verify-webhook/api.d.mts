@@ -21,6 +21,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/transactions/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export transactions and refunds
+         * @description Every transaction of the key's project and mode, oldest first (`created_at`, then `id`), each followed by its refunds, as CSV or JSON lines, streamed: the response starts at once and is read from the database page by page as it is sent, whatever its size. Sent as an attachment (`Content-Disposition`) named `transactions-<mode>-<date>.csv` or `.jsonl`. Amounts are exact decimal strings with the currency's places, token amounts in smallest units. CSV cells that a spreadsheet would take for a formula (starting with `=`, `+`, `-`, `@`, tab or carriage return) begin with an added `'`. Columns: docs/integrating/export.md. Scope `transactions:read`.
+         */
+        get: operations["exportTransactions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/transactions/{id}": {
         parameters: {
             query?: never;
@@ -821,6 +841,10 @@ export interface components {
                 amount: string;
                 token_symbol: string;
                 blockchain_network: string;
+                /** @description The transaction's currency (ISO 4217). */
+                currency: string | null;
+                /** @description The refund in the transaction's currency: `amount` at the transaction's locked quote (amount_in_currency per token_amount), rounded down. Null for a token other than the one quoted. */
+                amount_in_currency: number | null;
                 /** @description Where it goes (EIP-55). */
                 address: string;
                 reason: string | null;
@@ -886,6 +910,10 @@ export interface components {
                 amount: string;
                 token_symbol: string;
                 blockchain_network: string;
+                /** @description The transaction's currency (ISO 4217). */
+                currency: string | null;
+                /** @description The refund in the transaction's currency: `amount` at the transaction's locked quote (amount_in_currency per token_amount), rounded down. Null for a token other than the one quoted. */
+                amount_in_currency: number | null;
                 /** @description Where it goes (EIP-55). */
                 address: string;
                 reason: string | null;
@@ -960,6 +988,10 @@ export interface components {
                 amount: string;
                 token_symbol: string;
                 blockchain_network: string;
+                /** @description The transaction's currency (ISO 4217). */
+                currency: string | null;
+                /** @description The refund in the transaction's currency: `amount` at the transaction's locked quote (amount_in_currency per token_amount), rounded down. Null for a token other than the one quoted. */
+                amount_in_currency: number | null;
                 /** @description Where it goes (EIP-55). */
                 address: string;
                 reason: string | null;
@@ -2556,6 +2588,198 @@ export interface operations {
                     "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
                     "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
                     "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Referrer-Policy": components["headers"]["Referrer-Policy"];
+                    "X-Frame-Options": components["headers"]["X-Frame-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Request body larger than 64 KiB */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Referrer-Policy": components["headers"]["Referrer-Policy"];
+                    "X-Frame-Options": components["headers"]["X-Frame-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Rate limit exceeded: wait Retry-After seconds; the X-RateLimit-* headers say which window */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Referrer-Policy": components["headers"]["Referrer-Policy"];
+                    "X-Frame-Options": components["headers"]["X-Frame-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Internal error: quote `error.request_id` */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Referrer-Policy": components["headers"]["Referrer-Policy"];
+                    "X-Frame-Options": components["headers"]["X-Frame-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    exportTransactions: {
+        parameters: {
+            query?: {
+                /** @description `csv` (RFC 4180) or `jsonl` (JSON lines, one object per line). */
+                format?: "csv" | "jsonl";
+                /** @description Only transactions in this status (each still followed by all its refunds). */
+                status?: components["schemas"]["TransactionStatus"];
+                /** @description Only transactions priced in this currency (ISO 4217, any case). */
+                currency?: string;
+                /** @description YYYY-MM-DD or ISO 8601 timestamp; inclusive, on created_at. */
+                start_date?: string;
+                /** @description YYYY-MM-DD (covers that whole UTC day) or ISO 8601 timestamp; inclusive. */
+                end_date?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Referrer-Policy": components["headers"]["Referrer-Policy"];
+                    "X-Frame-Options": components["headers"]["X-Frame-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": string;
+                    "application/jsonl": string;
+                };
+            };
+            /** @description Invalid request: `error.details` names each bad field */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute.optional"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute.optional"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute.optional"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour.optional"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour.optional"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour.optional"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day.optional"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day.optional"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day.optional"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Referrer-Policy": components["headers"]["Referrer-Policy"];
+                    "X-Frame-Options": components["headers"]["X-Frame-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description API key missing, malformed, unknown or revoked */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Referrer-Policy": components["headers"]["Referrer-Policy"];
+                    "X-Frame-Options": components["headers"]["X-Frame-Options"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Key lacks the scope, project inactive, IP not allowed, another project, or plain HTTP */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit-Minute": components["headers"]["X-RateLimit-Limit-Minute.optional"];
+                    "X-RateLimit-Remaining-Minute": components["headers"]["X-RateLimit-Remaining-Minute.optional"];
+                    "X-RateLimit-Reset-Minute": components["headers"]["X-RateLimit-Reset-Minute.optional"];
+                    "X-RateLimit-Limit-Hour": components["headers"]["X-RateLimit-Limit-Hour.optional"];
+                    "X-RateLimit-Remaining-Hour": components["headers"]["X-RateLimit-Remaining-Hour.optional"];
+                    "X-RateLimit-Reset-Hour": components["headers"]["X-RateLimit-Reset-Hour.optional"];
+                    "X-RateLimit-Limit-Day": components["headers"]["X-RateLimit-Limit-Day.optional"];
+                    "X-RateLimit-Remaining-Day": components["headers"]["X-RateLimit-Remaining-Day.optional"];
+                    "X-RateLimit-Reset-Day": components["headers"]["X-RateLimit-Reset-Day.optional"];
                     "Cache-Control": components["headers"]["Cache-Control"];
                     "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];

@@ -1,4 +1,6 @@
 import { Elysia } from 'elysia'
+import { respond } from '../../../http/json-response.ts'
+import type { TransactionExport } from '../../transactions/export.ts'
 import { dashboardAccess } from '../access/index.ts'
 import type { DashboardDeps } from '../deps.ts'
 import { base } from '../layout.ts'
@@ -59,5 +61,43 @@ export function transactionsSection(deps: Deps) {
         return redirect(withNotice(to, 'webhook-retried'))
       },
       { csrf: true },
+    )
+}
+
+/**
+ * The list's "Download" links: the export (docs/integrating/export.md) of the signed-in member's
+ * project and mode, narrowed by the list's filters, from the same service as the API's, without
+ * an API key. A GET that changes nothing, so no CSRF token; the session, the membership and the
+ * mode are checked as for every page (`signedIn`). Mounted by the app beside the dashboard, with
+ * the export service the other sections do not need.
+ */
+export function transactionsExportSection(
+  deps: Pick<DashboardDeps, 'sessions' | 'asset'> & { transactionExport: TransactionExport },
+) {
+  return new Elysia({
+    name: 'dashboard-transactions-export',
+    prefix: '/dashboard/:project/:mode/transactions',
+  })
+    .use(dashboardAccess(deps))
+    .get(
+      '/export',
+      async ({ frame, viewer, search, request, set }) => {
+        const r = await deps.transactionExport.open(
+          viewer,
+          {
+            format: search.get('format') ?? undefined,
+            status: search.get('status') || undefined,
+            orderIdPrefix: (search.get('order_id') ?? '').slice(0, 255).trim() || undefined,
+          },
+          request.signal,
+        )
+        if (!r.ok) return denied(frame, 'transactions', r)
+        return respond(set, r.value.body, 200, {
+          'content-type': r.value.contentType,
+          'content-disposition': `attachment; filename="${r.value.filename}"`,
+          'cache-control': 'no-store',
+        })
+      },
+      { signedIn: true },
     )
 }

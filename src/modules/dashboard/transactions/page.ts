@@ -44,6 +44,13 @@ export function transactionsPage(
   <label>Order id <input type="search" name="order_id" value="${q.orderId}" placeholder="starts with…" maxlength="255"></label>
   <button type="submit" class="button secondary">Filter</button>
 </form>`
+  // The export of what the filters select, every page of it, each transaction with its refunds.
+  const download = (format: 'csv' | 'jsonl') =>
+    base(f, `/transactions/export${query({ format, status: q.status, order_id: q.orderId })}`)
+  const downloads = html`<p class="downloads">
+  <a href="${download('csv')}" download>Download CSV</a> · <a href="${download('jsonl')}" download>Download JSON lines</a>
+  <span class="muted">— every page of what these filters select, each transaction with its refunds</span>
+</p>`
   if (!data) return layout(f, 'transactions', 'Transactions', form, opts)
   const rows = data.transactions.map(
     (t) => html`<tr>
@@ -64,6 +71,7 @@ export function transactionsPage(
     'transactions',
     'Transactions',
     html`${form}
+${downloads}
 ${table('Transactions, newest first', ['Number', 'Status', 'Amount', 'Order id', 'Token', 'Created'], rows, q.status || q.orderId ? 'No transaction matches.' : `No ${f.mode} transactions yet.`)}
 ${pager}`,
     opts,
@@ -142,6 +150,15 @@ ${actions}
   ${field('Number', t.transaction_number)}
   ${field('Status', t.status)}
   ${field('Amount', formatMoney(t.amount_in_currency, t.currency))}
+  ${field('USD value at creation', t.currency === 'USD' ? null : html`${formatMoney(t.amount_usd, 'USD')} ${t.usd_rate ? html`<span class="muted">at ${rateText(t.usd_rate)}</span>` : ''}`)}
+  ${field(
+    'Quoted',
+    t.quote_rates
+      ? t.quote_rates.method === 'par'
+        ? `at par: one ${t.token_symbol} per ${t.currency}, no rate`
+        : html`${t.quote_rates.token_usd ? html`${t.token_symbol} at ${rateText(t.quote_rates.token_usd)}` : ''}${t.quote_rates.currency_usd ? html`; ${t.currency} at ${rateText(t.quote_rates.currency_usd)}` : ''} <span class="muted">(${when(t.quote_rates.quoted_at)})</span>`
+      : null,
+  )}
   ${field('Mode', modeOf(t.testing_mode))}
   ${field('Order id', t.order_id)}
   ${field('Order description', t.order_description)}
@@ -215,6 +232,12 @@ const FINISHED = ['completed', 'failed', 'expired', 'cancelled']
  * The transaction's refunds, what is left to refund, and the form to make one
  * (docs/decisions/0038-refunds.md).
  */
+/** "$1.08 per unit (feed 0x… on base, round 7)": a recorded rate, for reading. */
+function rateText(r: NonNullable<TransactionView['usd_rate']>): string {
+  const where = r.feed ? ` from feed ${r.feed} on ${r.network}, round ${r.round_id}` : ' (fixed)'
+  return `${r.usd} USD${where}`
+}
+
 function refundsSection(
   f: Frame,
   d: { transaction: TransactionView; refunds: RefundView[]; refundable: RefundableView[] },
@@ -224,7 +247,7 @@ function refundsSection(
   const t = d.transaction
   const rows = d.refunds.map(
     (r) => html`<tr>
-    <td>${when(r.created_at)}</td><td class="num">${amountOf(r.amount, r.token_symbol, r.blockchain_network, decimals)}</td><td>${shortHash(r.address)}</td>
+    <td>${when(r.created_at)}</td><td class="num">${amountOf(r.amount, r.token_symbol, r.blockchain_network, decimals)}${r.amount_in_currency !== null && r.currency ? html` <span class="muted">(${formatMoney(r.amount_in_currency, r.currency)})</span>` : ''}</td><td>${shortHash(r.address)}</td>
     <td class="text">${r.reason ?? html`<span class="muted">—</span>`}</td>
     <td>${badge(r.status, r.status === 'submitted' || r.status === 'confirming' ? 'processing' : r.status)}${r.failure_detail ? html` <span class="muted">${r.failure_detail}</span>` : ''}</td>
     <td>${shortHash(r.paid_from)}</td><td>${shortHash(r.transaction_hash)}</td>
