@@ -4,25 +4,12 @@ import { principalOf, requireScope } from '../../http/api-gate.ts'
 import { ApiError, ErrorResponse } from '../../http/errors.ts'
 import { json } from '../../http/json-response.ts'
 import { openApiParameters, strictParams } from '../../http/strict-params.ts'
-import { StatsResponse } from './model.ts'
-import { DATE_BOUND_PATTERN, type StatsService } from './service.ts'
+import { DATE_RANGE, StatsResponse } from './model.ts'
+import type { StatsService } from './service.ts'
 
 const StatsQuery = Type.Object(
   {
-    start_date: Type.Optional(
-      Type.String({
-        pattern: DATE_BOUND_PATTERN,
-        description: 'YYYY-MM-DD or ISO 8601 timestamp; inclusive, on created_at.',
-        examples: ['2026-01-01'],
-      }),
-    ),
-    end_date: Type.Optional(
-      Type.String({
-        pattern: DATE_BOUND_PATTERN,
-        description: 'YYYY-MM-DD (covers that whole UTC day) or ISO 8601 timestamp; inclusive.',
-        examples: ['2026-01-31'],
-      }),
-    ),
+    ...DATE_RANGE,
     testing_mode: Type.Optional(
       Type.Boolean({
         default: false,

@@ -1,5 +1,27 @@
 import { Type } from '@sinclair/typebox'
 import { closed, STATUSES } from '../transactions/model.ts'
+import { DATE_BOUND_PATTERN } from './service.ts'
+
+/**
+ * `start_date` and `end_date` as stats and the export take them (docs/decisions/0010-stats.md):
+ * on `created_at`, inclusive.
+ */
+export const DATE_RANGE = {
+  start_date: Type.Optional(
+    Type.String({
+      pattern: DATE_BOUND_PATTERN,
+      description: 'YYYY-MM-DD or ISO 8601 timestamp; inclusive, on created_at.',
+      examples: ['2026-01-01'],
+    }),
+  ),
+  end_date: Type.Optional(
+    Type.String({
+      pattern: DATE_BOUND_PATTERN,
+      description: 'YYYY-MM-DD (covers that whole UTC day) or ISO 8601 timestamp; inclusive.',
+      examples: ['2026-01-31'],
+    }),
+  ),
+}
 
 export const StatsObject = Type.Object(
   {

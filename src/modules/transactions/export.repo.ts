@@ -1,7 +1,8 @@
-import { and, asc, eq, gte, inArray, like, lt, lte, sql } from 'drizzle-orm'
+import { and, asc, eq, gte, inArray, lt, lte, sql } from 'drizzle-orm'
 import type { Database } from '../../db/client.ts'
 import { refunds, transactions } from '../../db/schema.ts'
 import type { ProjectMode } from '../../projects/mode.ts'
+import { listFilter } from './transaction.repo.ts'
 
 /** Which transactions an export covers, besides its project and mode. */
 export interface ExportFilter {
@@ -89,14 +90,7 @@ export function createExportRepo(database: Database) {
           and(
             eq(transactions.projectId, scope.projectId),
             eq(transactions.testingMode, scope.mode === 'test'),
-            filter.status ? eq(transactions.status, filter.status) : undefined,
-            filter.currency ? eq(transactions.currency, filter.currency) : undefined,
-            filter.orderIdPrefix
-              ? like(
-                  transactions.orderId,
-                  `${filter.orderIdPrefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`,
-                )
-              : undefined,
+            ...listFilter(filter),
             start ? gte(transactions.createdAt, start) : undefined,
             end
               ? filter.endInclusive

@@ -19,7 +19,7 @@ import { StringEnum } from '../../lib/string-enum.ts'
 import type { TransactionService } from './service.ts'
 import { EXPORT_COLUMNS, EXPORT_FORMATS } from './export-model.ts'
 import type { TransactionExport } from './export.ts'
-import { DATE_BOUND_PATTERN } from '../stats/service.ts'
+import { DATE_RANGE } from '../stats/model.ts'
 import type { WebhookService } from '../../webhooks/webhook.service.ts'
 
 const IdParams = Type.Object({
@@ -73,20 +73,7 @@ const ExportQuery = Type.Object(
         description: 'Only transactions priced in this currency (ISO 4217, any case).',
       }),
     ),
-    start_date: Type.Optional(
-      Type.String({
-        pattern: DATE_BOUND_PATTERN,
-        description: 'YYYY-MM-DD or ISO 8601 timestamp; inclusive, on created_at.',
-        examples: ['2026-01-01'],
-      }),
-    ),
-    end_date: Type.Optional(
-      Type.String({
-        pattern: DATE_BOUND_PATTERN,
-        description: 'YYYY-MM-DD (covers that whole UTC day) or ISO 8601 timestamp; inclusive.',
-        examples: ['2026-12-31'],
-      }),
-    ),
+    ...DATE_RANGE,
   },
   { additionalProperties: true },
 )

@@ -18,6 +18,18 @@ const inScope = (s: ProjectMode, ...more: (SQL | undefined)[]) =>
     ...more,
   )
 
+/**
+ * The list's filters as conditions (the export takes the same ones): a status, a currency, and
+ * order ids starting with a prefix (LIKE's wildcards in it taken literally).
+ */
+export const listFilter = (f: { status?: string; currency?: string; orderIdPrefix?: string }) => [
+  f.status ? eq(transactions.status, f.status) : undefined,
+  f.currency ? eq(transactions.currency, f.currency) : undefined,
+  f.orderIdPrefix
+    ? like(transactions.orderId, `${f.orderIdPrefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`)
+    : undefined,
+]
+
 export interface TransactionRepo {
   /**
    * A transaction of this project and mode; null for another's, as for none
@@ -97,17 +109,7 @@ export function createTransactionRepo(database: Database): TransactionRepo {
 
     /** Newest first, ties broken by id (docs/decisions/0008-list-order-and-paging.md). */
     async page(scope, filter) {
-      const where = inScope(
-        scope,
-        filter.status ? eq(transactions.status, filter.status) : undefined,
-        filter.currency ? eq(transactions.currency, filter.currency) : undefined,
-        filter.orderIdPrefix
-          ? like(
-              transactions.orderId,
-              `${filter.orderIdPrefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`,
-            )
-          : undefined,
-      )
+      const where = inScope(scope, ...listFilter(filter))
       const [rows, [{ total }]] = await Promise.all([
         // Spelled as the indexes are (drizzle makes them DESC NULLS LAST): a plain DESC means NULLS
         // FIRST to the planner, which then sorts every row of the project instead of reading the
