@@ -19,7 +19,7 @@ import {
 } from '../../src/chain/devnet.ts'
 import { waitUntil } from '../helpers/chain.ts'
 import { backends } from '../helpers/databases.ts'
-import type { api, TestServer } from '../helpers/server.ts'
+import { api, type TestServer } from '../helpers/server.ts'
 import { useStack } from '../helpers/stack.ts'
 import { startWebhookSink, type WebhookSink } from '../helpers/webhook-sink.ts'
 
@@ -305,6 +305,13 @@ for (const backend of backends()) {
       expect((await create({ amount: 10.55, currency: 'EUR' })).status).toBe(200)
       expect((await create({ amount: 10.555, currency: 'EUR' })).status).toBe(400)
       expect((await create({ amount: 1, currency: 'EURO' })).status).toBe(400)
+      // The devnet is a test network: live transactions are offered USD only.
+      const live = await t.key(projectId, 'live')
+      const liveEur = await api(t, live.key).create({ amount: 10, currency: 'EUR' })
+      expect(liveEur.status).toBe(400)
+      expect(((await liveEur.json()) as any).error.details).toEqual([
+        { path: 'currency', message: 'must be one of USD' },
+      ])
 
       const key = { 'idempotency-key': `cur-${backend}` }
       const first = await client.create({ amount: 7, currency: 'eur' }, key)
