@@ -69,9 +69,21 @@ export function createRateBook(deps: RateBookDeps) {
     source: { kind: 'fixed' },
   })
 
-  async function read(mode: Mode, currency: string): Promise<RateResult> {
-    if (currency === 'USD') return dollar()
+  /** Reads of each currency in flight: callers arriving meanwhile share the one answer. */
+  const reading = new Map<string, Promise<RateResult>>()
+
+  function read(mode: Mode, currency: string): Promise<RateResult> {
+    if (currency === 'USD') return Promise.resolve(dollar())
     const key = keyOf(mode, currency)
+    let r = reading.get(key)
+    if (!r) {
+      r = readNow(key, mode, currency).finally(() => reading.delete(key))
+      reading.set(key, r)
+    }
+    return r
+  }
+
+  async function readNow(key: string, mode: Mode, currency: string): Promise<RateResult> {
     const list = (sources.get(key) ?? []).filter((s) => deps.verified?.(s.network) ?? true)
     if (!list.length)
       return {

@@ -143,3 +143,26 @@ describe('rate book', () => {
     expect(r.calls).toEqual([])
   })
 })
+
+test('callers reading a currency at once share one read', async () => {
+  let release!: () => void
+  const gate = new Promise<void>((r) => (release = r))
+  let calls = 0
+  const book = createRateBook({
+    networks: [network('eth', false, [{ currency: 'EUR', rate: feed(FEED_A) }])],
+    readers: () => ({
+      async read() {
+        calls++
+        await gate
+        return answer(108_000_000n, 0)
+      },
+    }),
+    clock: manualClock(0),
+  })
+  const reads = [book.read('live', 'EUR'), book.read('live', 'EUR'), book.read('live', 'EUR')]
+  release()
+  for (const r of await Promise.all(reads)) expect(r).toMatchObject({ ok: true })
+  expect(calls).toBe(1)
+  await book.read('live', 'EUR')
+  expect(calls).toBe(2)
+})
