@@ -70,6 +70,7 @@ const BENCHES: { name: string; script: string; measures: string }[] = [
     measures:
       'paying by signature against a plain transfer: sent -> processing, gas per payment, settles/s on one instance',
   },
+  { name: 'currency-create', script: 'currency-create.ts', measures: 'EUR create vs USD create' },
   { name: 'metrics', script: 'metrics.ts', measures: 'metrics on vs off on the GET hot path' },
   {
     name: 'sweep',
