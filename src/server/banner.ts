@@ -34,6 +34,7 @@ export function banner(s: RunningServer): string {
       s.devnet
         ? 'Then open the payment_url it returns in a browser, choose TUSD and press "Pay with test wallet".'
         : 'Then open the payment_url it returns in a browser.',
+      `Priced in another currency: add "currency": "EUR" (offered in test mode: ${s.services.chain.rates.offered('test').join(', ')})${s.devnet ? '; TEUR pays euros at par' : ''}.`,
     )
   } else if (!s.demo) {
     // PostgreSQL: no demo project is made; the operator makes the first one.
