@@ -94,7 +94,7 @@ describeWithBrowser('money out in the dashboard', () => {
     )
     const row = refunds.locator('tbody tr')
     expect(await row.count()).toBe(1)
-    expect(await row.locator('td').nth(1).textContent()).toBe('12.5 TUSD')
+    expect(await row.locator('td').nth(1).textContent()).toBe('12.5 TUSD ($12.50)')
     expect(await row.locator('.badge').textContent()).toBe('pending')
     expect(await refunds.getByText('Left to refund:').textContent()).toContain('12.5 TUSD')
 
