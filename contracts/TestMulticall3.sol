@@ -4,8 +4,8 @@ pragma solidity ^0.8.24;
 /// @title A stand-in for Multicall3 on anvil, for the devnet and tests only.
 /// @notice Real networks have Multicall3 at 0xcA11bde05977b3631167028862bE2a173976CA11 (the same
 /// address on every chain where it is deployed); anvil has nothing there. The devnet and tests put
-/// this contract's code at that address, so the treasury reads balances the way it does on a real
-/// network. It has the two functions the treasury calls, with Multicall3's signatures.
+/// this contract's code at that address, so the treasury and the block follower read balances the
+/// way they do on a real network. It has the two functions they call, with Multicall3's signatures.
 contract TestMulticall3 {
     struct Call3 {
         address target;

@@ -31,7 +31,12 @@ import { createRateBook } from './fx-rates.ts'
 import { modeOf } from '../projects/mode.ts'
 import { createChainClient } from './rpc.ts'
 import { subscribeHeads, type HeadSubscription } from './follower/head-subscription.ts'
-import { NetworkMismatchError, verifyNetwork, type Verdict } from './network-verification.ts'
+import {
+  NetworkMismatchError,
+  multicall3Of,
+  verifyNetwork,
+  type Verdict,
+} from './network-verification.ts'
 import type { ChainReader } from './record-checks.ts'
 import { createL1FeeReader } from './l1-fee.ts'
 import type { Address } from 'viem'
@@ -196,6 +201,7 @@ export function createChainWatcher(deps: {
       onTickFailed: (e) => isRateLimit(e) || deps.metrics.rpcError(n.name, rpcErrorKind(e)),
       onLogRangeRefused: () => deps.metrics.rpcError(n.name, 'log_range'),
       ...(native ? { balanceWatch: () => repo.nativeQuotedAddresses(n.name, native.symbol) } : {}),
+      multicall3: multicall3Of(verdicts.get(n.name)),
       pushed: () => pushes.get(n.name)?.connected() ?? false,
       recorded: async (from) =>
         (await repo.recordedBlocks(n.name, from)).map((b) => ({

@@ -20,7 +20,10 @@
  *   `DOMAIN_SEPARATOR()` agrees with (eip3009.ts): the domain customers' signatures are made in.
  *
  * A verified network also says whether its chain runs EIP-7702 (eip7702-probe.ts): the route
- * money takes out of deposit addresses there.
+ * money takes out of deposit addresses there; and whether Multicall3 has code at its canonical
+ * address (deposit-account.ts `MULTICALL3`, from github.com/mds1/multicall3, README
+ * "Deployments"): the follower then reads the native balances of deposit addresses through it
+ * (follower/native-balances.ts), else by one eth_getBalance each.
  *
  * A node that answers a call with an error of its own, rather than data, is asked again
  * (read-again.ts): one such answer would otherwise start a server on a config the chain
@@ -40,6 +43,7 @@ import { aggregatorV3Abi, createPriceReader } from './prices.ts'
 import { probeEip7702, type Eip7702Verdict } from './eip7702-probe.ts'
 import { readAgainOnErrorAnswer } from './read-again.ts'
 import { type AuthorizationDomain, readAuthorizationDomain } from './eip3009.ts'
+import { MULTICALL3 } from './deposit-account.ts'
 
 export type Verdict =
   /**
@@ -52,6 +56,8 @@ export type Verdict =
       eip7702: Eip7702Verdict
       /** The EIP-712 domain of each token declared `eip3009`, as its contract states it. */
       authorizationDomains: AuthorizationDomain[]
+      /** Whether Multicall3 has code at its canonical address (`eth_getCode`, non-empty). */
+      multicall3: boolean
     }
   | { network: string; status: 'mismatch'; problems: string[] }
   | { network: string; status: 'unreachable'; error: string }
@@ -132,13 +138,25 @@ async function checkNetwork(
   ])
   const problems = [...found.flatMap((f) => f.problems), ...rates.flat()]
   if (problems.length) return { network: name, status: 'mismatch', problems }
+  const [eip7702, multicall3] = await Promise.all([
+    probeEip7702(client, network.chainId),
+    client.getCode({ address: MULTICALL3 }),
+  ])
   return {
     network: name,
     status: 'verified',
-    eip7702: await probeEip7702(client, network.chainId),
+    eip7702,
     authorizationDomains: found.flatMap((f) => (f.domain ? [f.domain] : [])),
+    multicall3: !!multicall3 && multicall3 !== '0x',
   }
 }
+
+/**
+ * Multicall3's address (deposit-account.ts `MULTICALL3`, from github.com/mds1/multicall3, README
+ * "Deployments") where the network was verified with code there; undefined otherwise.
+ */
+export const multicall3Of = (verdict: Verdict | undefined): Address | undefined =>
+  verdict?.status === 'verified' && verdict.multicall3 ? MULTICALL3 : undefined
 
 /**
  * One line per problem with the token, and its EIP-712 domain when it takes authorizations;

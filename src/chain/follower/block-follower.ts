@@ -118,6 +118,12 @@ export interface BlockFollowerDeps {
    */
   balanceWatch?: () => Promise<readonly { address: string; credited: bigint }[]>
   /**
+   * Multicall3's address, where the chain has it (the network's start-up verification says):
+   * `balanceWatch`'s balances are then read through it, a few thousand an `eth_call`, rather than
+   * by one `eth_getBalance` each (native-balances.ts).
+   */
+  multicall3?: Address
+  /**
    * Whether new heads are being pushed (a live WebSocket subscription): polling then slows to a
    * safety net.
    */
@@ -258,6 +264,7 @@ export function createBlockFollower(deps: BlockFollowerDeps): BlockFollower {
     watch: deps.watch,
     tokens: new Set<string>(tokens),
     balanceWatch: deps.balanceWatch,
+    multicall3: deps.multicall3,
     checkStopped,
     logger,
   })

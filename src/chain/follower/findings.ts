@@ -16,7 +16,8 @@ import {
   type WatchSet,
 } from '../transfer-scan.ts'
 import { createTraceReader, type InternalTransfer } from './internal-traces.ts'
-import { parseQuantity, type FetchedBlock, type Rpc } from './rpc-data.ts'
+import { createNativeBalances } from './native-balances.ts'
+import type { FetchedBlock, Rpc } from './rpc-data.ts'
 
 export interface ChunkFindings {
   /**
@@ -36,11 +37,23 @@ export function createChunkFindings(o: {
    * Deposit addresses (lowercase) whose native balance is compared with what was credited there.
    */
   balanceWatch?: () => Promise<readonly { address: string; credited: bigint }[]>
+  /**
+   * Multicall3's address, where the chain has it (its start-up verification said so): balances
+   * are then read through it, a few thousand addresses a call, rather than one eth_getBalance each.
+   */
+  multicall3?: Address
   /** Throws when the follower stopped: an aborted balance read is not a pruned state. */
   checkStopped: () => void
   logger?: Logger
 }): ChunkFindings {
   const { network, logger } = o
+  const nativeBalances = createNativeBalances({
+    rpc: o.rpc,
+    multicall3: o.multicall3,
+    network: network.name,
+    checkStopped: o.checkStopped,
+    logger,
+  })
   /**
    * Who sent native coin by an internal call, where the node traces (asked only when such coin
    * arrived).
@@ -93,7 +106,8 @@ export function createChunkFindings(o: {
 
   /**
    * The balance-watched addresses' native balances at `block` (read at its hash, EIP-1898, so they
-   * belong to the chain the headers were validated on), with what was credited to each. Null
+   * belong to the chain the headers were validated on; through Multicall3 where the chain has it,
+   * native-balances.ts), with what was credited to each. Null
    * when the node no longer keeps that block's state (a full node
    * keeps about 128 blocks; catching up from further back): the comparison is cumulative, so
    * whatever arrived meanwhile is found at a later chunk the node can answer for.
@@ -104,14 +118,12 @@ export function createChunkFindings(o: {
     head: bigint,
   ): Promise<Map<string, { balance: bigint; credited: bigint }> | null> {
     try {
-      const answers = await Promise.all(
-        watchedNow.map((w) => o.rpc('eth_getBalance', [w.address, { blockHash: block.hash }])),
+      const balances = await nativeBalances.at(
+        watchedNow.map((w) => w.address),
+        block.hash,
       )
       return new Map(
-        watchedNow.map((w, i) => [
-          w.address,
-          { balance: parseQuantity(answers[i], 'eth_getBalance'), credited: w.credited },
-        ]),
+        watchedNow.map((w, i) => [w.address, { balance: balances[i]!, credited: w.credited }]),
       )
     } catch (error) {
       o.checkStopped()
