@@ -256,6 +256,9 @@ for (const backend of backends()) {
 
     test('a stale EUR rate refuses the quote as a stale token price does, and nothing is locked', async () => {
       const tx = (await create({ amount: 5, currency: 'EUR' })).body.transaction
+      const retried = { 'idempotency-key': `stale-${backend}` }
+      const first = await client.create({ amount: 6, currency: 'EUR' }, retried)
+      expect(first.status).toBe(200)
       await plant('EUR', 108_000_000n, 2 * 3600) // two hours old; the feed's limit is one
       try {
         const refused = await select(tx.id, 'TUSD')
@@ -274,6 +277,12 @@ for (const backend of backends()) {
         expect(create503.status).toBe(503)
         expect(create503.body.error.message).toContain('EUR rate is unavailable right now (stale)')
         expect((await create({ amount: 5, currency: 'GBP' })).status).toBe(200)
+        // A retry of a create that went through still gets its first response.
+        const again = await client.create({ amount: 6, currency: 'EUR' }, retried)
+        expect([again.status, again.headers.get('idempotent-replayed')]).toEqual([200, 'true'])
+        expect(((await again.json()) as any).transaction.id).toBe(
+          ((await first.json()) as any).transaction.id,
+        )
         // The operator sees it: a readiness warning (the instance stays ready) and the metric.
         const ready = (await (await t.fetch('/readyz')).json()) as any
         expect(ready.status).toBe('ready')

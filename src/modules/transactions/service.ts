@@ -152,6 +152,27 @@ export function createTransactionService(deps: {
     })
   }
 
+  /**
+   * The first response to `key` within the window, or 409 for another body; null when the key has
+   * no record yet (docs/decisions/0006-idempotent-create.md).
+   */
+  async function replay(
+    caller: Caller,
+    key: string,
+    requestHash: string,
+    now: Date,
+  ): Promise<Outcome<StoredResponse> | null> {
+    const prior = await deps.repo.idempotencyRecord({
+      projectId: caller.projectId,
+      mode: caller.mode,
+      key,
+    })
+    if (!prior || prior.createdAt.getTime() < now.getTime() - IDEMPOTENCY_WINDOW_MS) return null
+    if (prior.requestHash !== requestHash)
+      return deny('conflict', 'This Idempotency-Key was already used with a different request body')
+    return ok({ status: prior.statusCode, body: prior.response, replayed: true })
+  }
+
   return {
     /**
      * docs/decisions/0005-create-request-bounds.md, docs/decisions/0006-idempotent-create.md,
@@ -177,7 +198,12 @@ export function createTransactionService(deps: {
       const requestHash =
         key === undefined ? '' : createHash('sha256').update(canonicalJson(body)).digest('hex')
       const priced = await price(caller, input)
-      if (!priced.ok) return priced
+      if (!priced.ok) {
+        // A retry of a create that succeeded still gets its first response, whatever the rate
+        // does now.
+        const prior = key === undefined ? null : await replay(caller, key, requestHash, now)
+        return prior ?? priced
+      }
       for (let attempt = 0; attempt < NUMBER_ATTEMPTS; attempt++) {
         const row = newTransactionRow(caller, input, priced.value, now)
         const transaction = view(row)
@@ -217,19 +243,10 @@ export function createTransactionService(deps: {
       if (key === undefined)
         throw new Error(`no free transaction number after ${NUMBER_ATTEMPTS} attempts`)
       // The key is taken (and not expired): replay its first response, or refuse another body.
-      const prior = await deps.repo.idempotencyRecord({
-        projectId: caller.projectId,
-        mode: caller.mode,
-        key: key!,
-      })
-      if (!prior)
-        return deny('conflict', 'This Idempotency-Key is being used by a concurrent request; retry')
-      if (prior.requestHash !== requestHash)
-        return deny(
-          'conflict',
-          'This Idempotency-Key was already used with a different request body',
-        )
-      return ok({ status: prior.statusCode, body: prior.response, replayed: true })
+      return (
+        (await replay(caller, key, requestHash, now)) ??
+        deny('conflict', 'This Idempotency-Key is being used by a concurrent request; retry')
+      )
     },
 
     async get(caller: Caller, id: string): Promise<Outcome<TransactionView>> {
