@@ -7,7 +7,6 @@ import type { PriceReader } from '../../chain/prices.ts'
 import type { TestWallet } from '../../chain/test-wallet.ts'
 import { canQuote, quoteToken } from '../../chain/pricing.ts'
 import type { RateBook } from '../../chain/fx-rates.ts'
-import { modeOf as modeOfTx } from '../../projects/mode.ts'
 import { decimalAmountNumber } from '../../lib/currency.ts'
 import type { Database } from '../../db/client.ts'
 import type { Clock } from '../../lib/clock.ts'
@@ -72,7 +71,7 @@ export function createPayService(deps: PayDeps) {
   const usable = (n: NetworkConfig) => deps.verified?.(n.name) ?? true
   const offered = (testingMode: boolean) =>
     deps.networks.filter((n) => n.testnet === testingMode && usable(n))
-  const currencies = (testingMode: boolean) => deps.rates?.offered(modeOfTx(testingMode)) ?? ['USD']
+  const currencies = (testingMode: boolean) => deps.rates?.offered(modeOf(testingMode)) ?? ['USD']
   /** A token a transaction can be quoted in: a stablecoin of another currency needs its rate. */
   const quotable = (tx: Pick<TransactionRow, 'currency' | 'testingMode'>, t: TokenConfig) =>
     canQuote(t, tx.currency, currencies(tx.testingMode))
