@@ -53,7 +53,8 @@
  *   USD rates of fiat currencies read on this chain (a Chainlink `EUR / USD` feed, or a
  *   `fixedUsd`). Each makes its currency one that transactions of this network's mode may be
  *   priced in (docs/decisions/0064-priced-in-the-merchants-currency.md); a feed's `description()`
- *   defaults to `"<CODE> / USD"` and is checked at start-up like a token's.
+ *   defaults to `"<CODE> / USD"` and is checked at start-up like a token's. Beside a preset, a
+ *   currency replaces the preset's source for it and `null` drops it.
  *
  * The shape is one TypeBox schema (`NetworksFile`), compiled once, as request bodies are; each
  * field's schema carries the words its problems are reported in. Rules beyond the shape run on
@@ -461,9 +462,16 @@ function withPresets(value: unknown, problems: Problems): unknown {
               presetToken(t, presetTokens, name as string, [i, 'tokens', j], problems),
             )
           : n.tokens
-    // A currency given beside the preset replaces the preset's source for it; the others stay.
+    // A currency given beside the preset replaces the preset's source for it, `null` drops it;
+    // the others stay.
     const rates =
-      fx && (n.fx === undefined || isObject(n.fx)) ? { fx: { ...fx, ...(n.fx as Obj) } } : {}
+      fx && (n.fx === undefined || isObject(n.fx))
+        ? {
+            fx: Object.fromEntries(
+              Object.entries({ ...fx, ...(n.fx as Obj) }).filter(([, v]) => v !== null),
+            ),
+          }
+        : {}
     return { name, pollIntervalMs: presetPollIntervalMs(preset), ...fields, ...n, tokens, ...rates }
   })
 }

@@ -475,6 +475,11 @@ describe('presets', () => {
     ])[0]!
     expect(base.fx!.map((f) => f.currency)).toEqual(['EUR', 'GBP', 'CHF', 'CAD', 'AUD'])
     expect(base.fx![0]!.rate).toEqual({ kind: 'fixedUsd', usd: '1.1' })
+    // `null` drops one of the preset's currencies.
+    const fewer = parseNetworksConfig([
+      { preset: 'base', rpcUrl: RPC, fx: { CAD: null, AUD: null } },
+    ])[0]!
+    expect(fewer.fx!.map((f) => f.currency)).toEqual(['EUR', 'GBP', 'CHF'])
     expect(network('base-sepolia').fx).toBeUndefined()
   })
 
