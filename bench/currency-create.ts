@@ -33,7 +33,7 @@ import { cpus, tmpdir, totalmem } from 'node:os'
 import { join } from 'node:path'
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads'
 import {
-  cli,
+  liftRateLimits,
   medianRound,
   startService,
   WARMUP_SECONDS,
@@ -234,21 +234,7 @@ async function main() {
       let svc: BenchService | null = null
       try {
         svc = await startService(backend, { NETWORKS_CONFIG: ready.networksFile, ...tls })
-        cli(
-          [
-            'project',
-            'set-limits',
-            '--project',
-            svc.projectId,
-            '--minute',
-            '1000000000',
-            '--hour',
-            '1000000000',
-            '--day',
-            '1000000000',
-          ],
-          svc.env,
-        )
+        liftRateLimits(svc)
         const auth = ['-H', `Authorization: Bearer ${svc.key}`]
         const url = `${svc.base}/api/transactions/create`
         // Once, before measuring: a EUR create answers 200 in EUR with the rate it used. Retried

@@ -21,7 +21,7 @@ import { cpus, tmpdir, totalmem } from 'node:os'
 import { join } from 'node:path'
 import {
   alternateRounds,
-  cli,
+  liftRateLimits,
   median,
   medianRound,
   startProcess,
@@ -109,21 +109,7 @@ for (const backend of BACKENDS) {
   const floorDir = mkdtempSync(join(tmpdir(), 'crypto-pay-bench-floor-'))
   try {
     svc = await startService(backend)
-    cli(
-      [
-        'project',
-        'set-limits',
-        '--project',
-        svc.projectId,
-        '--minute',
-        '1000000000',
-        '--hour',
-        '1000000000',
-        '--day',
-        '1000000000',
-      ],
-      svc.env,
-    )
+    liftRateLimits(svc)
     const created = spawnSync(
       'curl',
       [

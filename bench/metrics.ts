@@ -10,7 +10,13 @@
  */
 import { spawnSync } from 'node:child_process'
 import { cpus, totalmem } from 'node:os'
-import { alternateRounds, cli, median, startService, type BenchService } from './harness.ts'
+import {
+  alternateRounds,
+  liftRateLimits,
+  median,
+  startService,
+  type BenchService,
+} from './harness.ts'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4)
@@ -25,21 +31,7 @@ async function prepared(
   metrics: '0' | '1',
 ): Promise<{ svc: BenchService; url: string }> {
   const svc = await startService(backend, { METRICS: metrics })
-  cli(
-    [
-      'project',
-      'set-limits',
-      '--project',
-      svc.projectId,
-      '--minute',
-      '1000000000',
-      '--hour',
-      '1000000000',
-      '--day',
-      '1000000000',
-    ],
-    svc.env,
-  )
+  liftRateLimits(svc)
   const created = spawnSync(
     'curl',
     [

@@ -14,7 +14,7 @@
 import { readFileSync } from 'node:fs'
 import { connect, type TLSSocket } from 'node:tls'
 import { cpus, totalmem } from 'node:os'
-import { cli, startService, type BenchService } from './harness.ts'
+import { liftRateLimits, startService, type BenchService } from './harness.ts'
 
 const STREAMS = Number(process.env.BENCH_STREAMS ?? 5000)
 const PER_TX = Number(process.env.BENCH_PER_TRANSACTION ?? 10)
@@ -77,21 +77,7 @@ async function run(backend: 'pglite' | 'postgres'): Promise<string> {
   const pid = svc.server.proc.pid!
   const streams: Stream[] = []
   try {
-    cli(
-      [
-        'project',
-        'set-limits',
-        '--project',
-        svc.projectId,
-        '--minute',
-        '1000000000',
-        '--hour',
-        '1000000000',
-        '--day',
-        '1000000000',
-      ],
-      svc.env,
-    )
+    liftRateLimits(svc)
     const port = Number(new URL(svc.base).port)
     const call = (path: string, init: RequestInit = {}) =>
       fetch(`${svc.base}${path}`, { ...init, tls: { rejectUnauthorized: false } } as RequestInit)
