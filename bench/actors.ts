@@ -89,8 +89,8 @@ try {
   await database.rows(sql`insert into projects (id, name) values ('proj_bench', 'Bench')`)
   const t0 = performance.now()
   await database.rows(sql`
-    insert into transactions (id, project_id, testing_mode, transaction_number, status, amount_usd, expires_at, created_at, updated_at)
-    select gen_random_uuid(), 'proj_bench', true, 'TX-B' || g, 'created', 25, ${new Date(expiresAt).toISOString()}, now(), now()
+    insert into transactions (id, project_id, testing_mode, transaction_number, status, amount_usd, amount_in_currency, expires_at, created_at, updated_at)
+    select gen_random_uuid(), 'proj_bench', true, 'TX-B' || g, 'created', 25, 25, ${new Date(expiresAt).toISOString()}, now(), now()
     from generate_series(1, ${N}) g`)
   await database.rows(sql`
     insert into transaction_actors (transaction_id, snapshot, machine_version, owner)

@@ -37,6 +37,7 @@ const BENCHES: { name: string; script: string; measures: string }[] = [
     measures: '5,000 open event streams: memory, idle CPU, change-to-event latency',
   },
   { name: 'dashboard', script: 'dashboard.ts', measures: 'dashboard pages and sign-in' },
+  { name: 'history', script: 'history.ts', measures: 'stats and lists at 100k and 1M rows' },
   {
     name: 'webhooks',
     script: 'webhooks.ts',

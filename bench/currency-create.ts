@@ -41,6 +41,7 @@ import {
   type BenchService,
   type WrkResult,
   type WrkTarget,
+  selfSignedTls,
 } from './harness.ts'
 
 /**
@@ -124,14 +125,7 @@ async function main() {
       `wrk.method = "POST"\nwrk.body = '${body}'\nwrk.headers["Content-Type"] = "application/json"\n`,
     )
   }
-  const { generate } = await import('selfsigned')
-  const pems = await generate([{ name: 'commonName', value: 'localhost' }], {
-    keyType: 'ec',
-    algorithm: 'sha256',
-  } as any)
-  writeFileSync(join(work, 'cert.pem'), pems.cert)
-  writeFileSync(join(work, 'key.pem'), pems.private)
-  const tls = { TLS_CERT_FILE: join(work, 'cert.pem'), TLS_KEY_FILE: join(work, 'key.pem') }
+  const tls = await selfSignedTls(work)
 
   const counts = new Int32Array(new SharedArrayBuffer(SLOTS * Int32Array.BYTES_PER_ELEMENT))
   const chain = new Worker(import.meta.path, { workerData: { counts: counts.buffer } })

@@ -39,6 +39,8 @@ import { cpus, tmpdir, totalmem } from 'node:os'
 import { join } from 'node:path'
 import {
   cli,
+  liftRateLimits,
+  planChain,
   startProcess,
   startService,
   stopProcess,
@@ -46,6 +48,7 @@ import {
   wrk as runWrk,
   type BenchService,
   type WrkResult,
+  selfSignedTls,
 } from './harness.ts'
 
 if (process.argv[2] === '--bare') {
@@ -156,21 +159,7 @@ async function bench() {
   async function seed(svc: BenchService, receiverPort: number) {
     const { projectId, env } = svc
     const { WEBHOOK_EVENT_TYPES } = await import('../src/db/schema.ts')
-    cli(
-      [
-        'project',
-        'set-limits',
-        '--project',
-        projectId,
-        '--minute',
-        '1000000000',
-        '--hour',
-        '1000000000',
-        '--day',
-        '1000000000',
-      ],
-      env,
-    )
+    liftRateLimits(svc)
     cli(['user', 'create', '--email', EMAIL, '--password', PASSWORD, '--project', projectId], env)
     const endpoint = cli(
       [
@@ -535,30 +524,6 @@ async function bench() {
     }
   }
 
-  /** A plan as a chain of node types, outermost first: "Limit → Sort → Seq Scan on t". */
-  function planChain(node: any): string {
-    const parts: string[] = []
-    for (
-      let n = node;
-      n;
-      n = n.Plans?.find((c: any) => c['Parent Relationship'] !== 'InitPlan') ?? n.Plans?.[0]
-    ) {
-      const on = n['Index Name']
-        ? ` using ${n['Index Name']}`
-        : n['Relation Name']
-          ? ` on ${n['Relation Name']}`
-          : ''
-      const key = n['Sort Key'] ? ` (${n['Sort Key'].join(', ')})` : ''
-      if (
-        !['Gather Merge', 'Gather', 'Finalize Aggregate', 'Partial Aggregate'].includes(
-          n['Node Type'],
-        )
-      )
-        parts.push(`${n['Node Type']}${on}${key}`)
-    }
-    return parts.join(' → ')
-  }
-
   /**
    * The same project grown to BIG_ROWS more transactions and deliveries, copied by SQL from
    * the real rows (spread over the last 365 days), then ANALYZEd: the list pages and the
@@ -576,8 +541,8 @@ async function bench() {
     const t0 = Date.now()
     const spread = `(g * interval '1 second' * (365 * 86400 / $2::int))`
     await client.unsafe(
-      `INSERT INTO transactions (id, project_id, testing_mode, transaction_number, status, amount_usd, currency, order_id, order_description, customer_email, metadata, expires_at, created_at, updated_at, version)
-      SELECT gen_random_uuid(), t.project_id, t.testing_mode, 'BIG-' || g, (ARRAY['created','pending','completed','expired','cancelled'])[1 + g % 5], t.amount_usd, t.currency, 'big-' || g, t.order_description, t.customer_email, t.metadata,
+      `INSERT INTO transactions (id, project_id, testing_mode, transaction_number, status, amount_usd, currency, amount_in_currency, order_id, order_description, customer_email, metadata, expires_at, created_at, updated_at, version)
+      SELECT gen_random_uuid(), t.project_id, t.testing_mode, 'BIG-' || g, (ARRAY['created','pending','completed','expired','cancelled'])[1 + g % 5], t.amount_usd, t.currency, t.amount_in_currency, 'big-' || g, t.order_description, t.customer_email, t.metadata,
         now() - ${spread} + interval '1 hour', now() - ${spread}, now() - ${spread}, 0
       FROM generate_series(1, $2::int) g, (SELECT * FROM transactions WHERE project_id = $1 AND status = 'created' LIMIT 1) t`,
       [svc.projectId, BIG_ROWS],
@@ -717,13 +682,7 @@ async function bench() {
   }
 
   const work = mkdtempSync(join(tmpdir(), 'crypto-pay-bench-cert-'))
-  const { generate } = await import('selfsigned')
-  const pems = await generate([{ name: 'commonName', value: 'localhost' }], {
-    keyType: 'ec',
-    algorithm: 'sha256',
-  } as any)
-  writeFileSync(join(work, 'cert.pem'), pems.cert)
-  writeFileSync(join(work, 'key.pem'), pems.private)
+  await selfSignedTls(work)
 
   const results: Result[] = []
   const receiver = await startReceiver()

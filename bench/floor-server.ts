@@ -43,8 +43,8 @@ await database.query(
   [projectId],
 )
 
-const INSERT = `INSERT INTO transactions (id, project_id, testing_mode, transaction_number, status, amount_usd, order_id, metadata, expires_at, created_at, updated_at)
-  VALUES ($1, $2, true, $3, 'created', $4, $5, $6::jsonb, now() + interval '1 hour', now(), now()) RETURNING *`
+const INSERT = `INSERT INTO transactions (id, project_id, testing_mode, transaction_number, status, amount_usd, amount_in_currency, order_id, metadata, expires_at, created_at, updated_at)
+  VALUES ($1, $2, true, $3, 'created', $4, $4, $5, $6::jsonb, now() + interval '1 hour', now(), now()) RETURNING *`
 const SELECT = 'SELECT * FROM transactions WHERE id = $1'
 
 const rateLimitRepo = createRateLimitRepo(database)
@@ -114,7 +114,12 @@ const app = new Elysia()
       machineVersion: MACHINE_VERSION,
       owner: null,
       eventData: webhookData(row),
-      timelineDetails: { amount_usd: row.amountUsd, expires_at: row.expiresAt.toISOString() },
+      timelineDetails: {
+        amount_in_currency: row.amountInCurrency,
+        currency: row.currency,
+        amount_usd: row.amountUsd,
+        expires_at: row.expiresAt.toISOString(),
+      },
     })
     return { success: true, transaction: row }
   })

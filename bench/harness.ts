@@ -226,6 +226,24 @@ export async function startService(
   }
 }
 
+/**
+ * A self-signed localhost certificate written to `dir` (cert.pem, key.pem), and the service's
+ * environment naming it.
+ */
+export async function selfSignedTls(
+  dir: string,
+): Promise<{ TLS_CERT_FILE: string; TLS_KEY_FILE: string }> {
+  const { generate } = await import('selfsigned')
+  const pems = await generate([{ name: 'commonName', value: 'localhost' }], {
+    keyType: 'ec',
+    algorithm: 'sha256',
+  } as any)
+  const { writeFileSync } = await import('node:fs')
+  writeFileSync(join(dir, 'cert.pem'), pems.cert)
+  writeFileSync(join(dir, 'key.pem'), pems.private)
+  return { TLS_CERT_FILE: join(dir, 'cert.pem'), TLS_KEY_FILE: join(dir, 'key.pem') }
+}
+
 /** Raises the service's project limits out of the way, so a benchmark measures work, not 429s. */
 export function liftRateLimits(svc: Pick<BenchService, 'projectId' | 'env'>): void {
   const lots = '1000000000'
@@ -264,4 +282,28 @@ export async function timeCalls(
   }
   t.sort((a, b) => a - b)
   return { median: t[Math.floor(runs / 2)]!, p99: t[Math.min(runs - 1, Math.floor(runs * 0.99))]! }
+}
+
+/** A plan as a chain of node types, outermost first: "Limit → Sort → Seq Scan on t". */
+export function planChain(node: any): string {
+  const parts: string[] = []
+  for (
+    let n = node;
+    n;
+    n = n.Plans?.find((c: any) => c['Parent Relationship'] !== 'InitPlan') ?? n.Plans?.[0]
+  ) {
+    const on = n['Index Name']
+      ? ` using ${n['Index Name']}`
+      : n['Relation Name']
+        ? ` on ${n['Relation Name']}`
+        : ''
+    const key = n['Sort Key'] ? ` (${n['Sort Key'].join(', ')})` : ''
+    if (
+      !['Gather Merge', 'Gather', 'Finalize Aggregate', 'Partial Aggregate'].includes(
+        n['Node Type'],
+      )
+    )
+      parts.push(`${n['Node Type']}${on}${key}`)
+  }
+  return parts.join(' → ')
 }

@@ -32,6 +32,7 @@ import {
   type BenchService,
   type WrkResult,
   type WrkTarget,
+  selfSignedTls,
 } from './harness.ts'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
@@ -49,14 +50,7 @@ writeFileSync(
   lua,
   `wrk.method = "POST"\nwrk.body = '${BODY}'\nwrk.headers["Content-Type"] = "application/json"\n`,
 )
-const { generate } = await import('selfsigned')
-const pems = await generate([{ name: 'commonName', value: 'localhost' }], {
-  keyType: 'ec',
-  algorithm: 'sha256',
-} as any)
-writeFileSync(join(work, 'cert.pem'), pems.cert)
-writeFileSync(join(work, 'key.pem'), pems.private)
-const tls = { TLS_CERT_FILE: join(work, 'cert.pem'), TLS_KEY_FILE: join(work, 'key.pem') }
+const tls = await selfSignedTls(work)
 
 const run = (t: WrkTarget) =>
   wrk(t.name, t.url, { seconds: SECONDS, connections: CONNECTIONS, extraArgs: t.args })

@@ -34,6 +34,7 @@ import {
   wrk as runWrk,
   type BenchProcess,
   type WrkResult,
+  selfSignedTls,
 } from './harness.ts'
 
 const OUT_OF_REACH = '100000000/100000000/1000000000'
@@ -175,13 +176,7 @@ async function bench() {
   }
 
   const work = mkdtempSync(join(tmpdir(), 'crypto-pay-bench-cert-'))
-  const { generate } = await import('selfsigned')
-  const pems = await generate([{ name: 'commonName', value: 'localhost' }], {
-    keyType: 'ec',
-    algorithm: 'sha256',
-  } as any)
-  writeFileSync(join(work, 'cert.pem'), pems.cert)
-  writeFileSync(join(work, 'key.pem'), pems.private)
+  await selfSignedTls(work)
 
   const results: Result[] = []
   let pglite: Awaited<ReturnType<typeof serviceRun>>

@@ -62,7 +62,7 @@ import {
   transferAuthorizationTypedData,
 } from '../src/chain/eip3009.ts'
 import { writeNetworksFile } from '../test/helpers/chain.ts'
-import { type BenchService, cli, startService } from './harness.ts'
+import { type BenchService, liftRateLimits, startService } from './harness.ts'
 
 const PAYMENTS = Number(process.env.BENCH_PAYMENTS ?? 40)
 const WARMUP = Number(process.env.BENCH_WARMUP_PAYMENTS ?? 3)
@@ -151,22 +151,7 @@ try {
     PAY_RATE_LIMITS: OUT_OF_REACH,
   })
   const s = svc
-  const big = '1000000000'
-  cli(
-    [
-      'project',
-      'set-limits',
-      '--project',
-      s.projectId,
-      '--minute',
-      big,
-      '--hour',
-      big,
-      '--day',
-      big,
-    ],
-    s.env,
-  )
+  liftRateLimits(s)
   log(`devnet ${d.rpcUrl}, service ${s.base} (${BACKEND}), relayer ${RELAYER.address}`)
 
   const call = (path: string, init: RequestInit = {}) =>
