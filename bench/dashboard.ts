@@ -49,6 +49,9 @@ import {
   type BenchService,
   type WrkResult,
   selfSignedTls,
+  dashboardSignIn,
+  failWith,
+  loopbackCall,
 } from './harness.ts'
 
 if (process.argv[2] === '--bare') {
@@ -119,24 +122,14 @@ async function bench() {
   const BUN = process.execPath
   const started = Date.now()
 
-  const insecure = { tls: { rejectUnauthorized: false } } as Record<string, unknown>
-  /** fetch over loopback (the service's certificate is self-signed); redirects are not followed. */
-  async function call(
-    url: string,
-    init: RequestInit = {},
-  ): Promise<{ status: number; headers: Headers; body: string }> {
-    const res = await fetch(url, { ...init, redirect: 'manual', ...insecure })
-    return { status: res.status, headers: res.headers, body: await res.text() }
-  }
+  const call = loopbackCall
   const api = (svc: BenchService, path: string, body?: unknown) =>
     call(`${svc.base}${path}`, {
       method: body === undefined ? 'GET' : 'POST',
       headers: { authorization: `Bearer ${svc.key}`, 'content-type': 'application/json' },
       body: body === undefined ? undefined : JSON.stringify(body),
     })
-  const fail = (what: string, r: { status: number; body: string }): never => {
-    throw new Error(`${what}: ${r.status} ${r.body.slice(0, 400)}`)
-  }
+  const fail = failWith
 
   /** The webhook receiver of bench/webhooks.ts, in its own process: 200 on /ok/*. */
   async function startReceiver(): Promise<{ port: number; stop(): void }> {
@@ -262,33 +255,7 @@ async function bench() {
     }
   }
 
-  /** GET the form, POST it: the session token from the 303's cookie. */
-  async function signIn(base: string): Promise<string> {
-    const form = await call(`${base}/dashboard/sign-in`)
-    const pre = /__Host-cp_signin=([^;]+)/.exec(form.headers.get('set-cookie') ?? '')?.[1]
-    const csrf = /name="csrf" value="([^"]+)"/.exec(form.body)?.[1]
-    if (form.status !== 200 || !pre || !csrf) fail('sign-in form', form)
-    const body = new URLSearchParams({
-      email: EMAIL,
-      password: PASSWORD,
-      csrf: csrf!,
-      next: '/dashboard',
-    })
-    const r = await call(`${base}/dashboard/sign-in`, {
-      method: 'POST',
-      headers: {
-        cookie: `__Host-cp_signin=${pre}`,
-        'content-type': 'application/x-www-form-urlencoded',
-      },
-      body,
-    })
-    const token = r.headers
-      .getSetCookie()
-      .map((c) => /^__Host-cp_session=([^;]+)/.exec(c)?.[1])
-      .find(Boolean)
-    if (r.status !== 303 || !token) fail('sign-in', r)
-    return token!
-  }
+  const signIn = (base: string) => dashboardSignIn(base, EMAIL, PASSWORD)
 
   function targets(projectId: string, data: Awaited<ReturnType<typeof seed>>): Target[] {
     const p = `/dashboard/${projectId}/test`

@@ -307,3 +307,55 @@ export function planChain(node: any): string {
   }
   return parts.join(' → ')
 }
+
+const insecure = { tls: { rejectUnauthorized: false } } as Record<string, unknown>
+
+/**
+ * fetch over loopback (the service's certificate is self-signed); redirects are not followed, and
+ * a request still unanswered after `timeoutMs` (if given) is aborted.
+ */
+export async function loopbackCall(
+  url: string,
+  init: RequestInit = {},
+  timeoutMs?: number,
+): Promise<{ status: number; headers: Headers; body: string }> {
+  const res = await fetch(url, {
+    ...init,
+    redirect: 'manual',
+    ...(timeoutMs ? { signal: AbortSignal.timeout(timeoutMs) } : {}),
+    ...insecure,
+  })
+  return { status: res.status, headers: res.headers, body: await res.text() }
+}
+
+/** Throws naming what failed, with the answer's status and the start of its body. */
+export const failWith = (what: string, r: { status: number; body: string }): never => {
+  throw new Error(`${what}: ${r.status} ${r.body.slice(0, 400)}`)
+}
+
+/** The dashboard's sign-in as a browser does it (GET the form, POST it): the session token. */
+export async function dashboardSignIn(
+  base: string,
+  email: string,
+  password: string,
+  call: typeof loopbackCall = loopbackCall,
+): Promise<string> {
+  const form = await call(`${base}/dashboard/sign-in`)
+  const pre = /__Host-cp_signin=([^;]+)/.exec(form.headers.get('set-cookie') ?? '')?.[1]
+  const csrf = /name="csrf" value="([^"]+)"/.exec(form.body)?.[1]
+  if (form.status !== 200 || !pre || !csrf) failWith('sign-in form', form)
+  const r = await call(`${base}/dashboard/sign-in`, {
+    method: 'POST',
+    headers: {
+      cookie: `__Host-cp_signin=${pre}`,
+      'content-type': 'application/x-www-form-urlencoded',
+    },
+    body: new URLSearchParams({ email, password, csrf: csrf!, next: '/dashboard' }),
+  })
+  const token = r.headers
+    .getSetCookie()
+    .map((c) => /^__Host-cp_session=([^;]+)/.exec(c)?.[1])
+    .find(Boolean)
+  if (r.status !== 303 || !token) failWith('sign-in', r)
+  return token!
+}

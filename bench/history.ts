@@ -26,7 +26,15 @@
  */
 import { spawnSync } from 'node:child_process'
 import { cpus, loadavg, totalmem } from 'node:os'
-import { cli, liftRateLimits, planChain, startService, type BenchService } from './harness.ts'
+import {
+  cli,
+  dashboardSignIn,
+  liftRateLimits,
+  loopbackCall,
+  planChain,
+  startService,
+  type BenchService,
+} from './harness.ts'
 
 const LARGE = Number(process.env.BENCH_HISTORY_ROWS ?? 1_000_000)
 const SMALL = Math.min(100_000, LARGE)
@@ -65,46 +73,7 @@ const watchdog = setTimeout(
 process.once('SIGINT', () => abort('history bench: interrupted'))
 process.once('SIGTERM', () => abort('history bench: terminated'))
 
-const insecure = { tls: { rejectUnauthorized: false } } as Record<string, unknown>
-async function call(url: string, init: RequestInit = {}) {
-  const res = await fetch(url, {
-    ...init,
-    redirect: 'manual',
-    signal: AbortSignal.timeout(60_000),
-    ...insecure,
-  })
-  return { status: res.status, headers: res.headers, body: await res.text() }
-}
-const fail = (what: string, r: { status: number; body: string }): never => {
-  throw new Error(`${what}: ${r.status} ${r.body.slice(0, 400)}`)
-}
-
-/** GET the form, POST it, as a browser does (bench/dashboard.ts): the session token. */
-async function signIn(base: string): Promise<string> {
-  const form = await call(`${base}/dashboard/sign-in`)
-  const pre = /__Host-cp_signin=([^;]+)/.exec(form.headers.get('set-cookie') ?? '')?.[1]
-  const csrf = /name="csrf" value="([^"]+)"/.exec(form.body)?.[1]
-  if (form.status !== 200 || !pre || !csrf) fail('sign-in form', form)
-  const r = await call(`${base}/dashboard/sign-in`, {
-    method: 'POST',
-    headers: {
-      cookie: `__Host-cp_signin=${pre}`,
-      'content-type': 'application/x-www-form-urlencoded',
-    },
-    body: new URLSearchParams({
-      email: EMAIL,
-      password: PASSWORD,
-      csrf: csrf!,
-      next: '/dashboard',
-    }),
-  })
-  const token = r.headers
-    .getSetCookie()
-    .map((c) => /^__Host-cp_session=([^;]+)/.exec(c)?.[1])
-    .find(Boolean)
-  if (r.status !== 303 || !token) fail('sign-in', r)
-  return token!
-}
+const call = (url: string, init: RequestInit = {}) => loopbackCall(url, init, 60_000)
 
 /**
  * One slice (`$4` of `$5`) of the two years of history of several projects (`$1` ids, `$2` tags
@@ -247,7 +216,7 @@ try {
   const history = (n: number) => [...neighbours, { id: projectId, tag: 'TX-BENCH-', n }]
   const builtSmall = await insertHistory(history(SMALL))
 
-  const token = await signIn(base)
+  const token = await dashboardSignIn(base, EMAIL, PASSWORD, call)
   const apiAuth = { authorization: `Bearer ${svc.key}` }
   const cookie = { cookie: `__Host-cp_session=${token}` }
   const isoDate = (ms: number) => new Date(ms).toISOString().slice(0, 10)
