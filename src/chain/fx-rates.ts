@@ -211,4 +211,11 @@ export function createRateBook(deps: RateBookDeps) {
 
 export type RateBook = ReturnType<typeof createRateBook>
 
+/** The rate book of a service that prices in USD only (no network carries a rate). */
+export const USD_ONLY: RateBook = createRateBook({
+  networks: [],
+  readers: () => null,
+  clock: { now: () => Date.now() },
+})
+
 const keyOf = (mode: Mode, currency: string) => `${mode}:${currency}`

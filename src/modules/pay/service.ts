@@ -6,7 +6,7 @@ import { paymentUri } from '../../chain/payment-uri.ts'
 import type { PriceReader } from '../../chain/prices.ts'
 import type { TestWallet } from '../../chain/test-wallet.ts'
 import { canQuote, quoteToken } from '../../chain/pricing.ts'
-import type { RateBook } from '../../chain/fx-rates.ts'
+import { type RateBook, USD_ONLY } from '../../chain/fx-rates.ts'
 import { decimalAmountNumber } from '../../lib/currency.ts'
 import type { Database } from '../../db/client.ts'
 import type { Clock } from '../../lib/clock.ts'
@@ -71,7 +71,8 @@ export function createPayService(deps: PayDeps) {
   const usable = (n: NetworkConfig) => deps.verified?.(n.name) ?? true
   const offered = (testingMode: boolean) =>
     deps.networks.filter((n) => n.testnet === testingMode && usable(n))
-  const currencies = (testingMode: boolean) => deps.rates?.offered(modeOf(testingMode)) ?? ['USD']
+  const rates = deps.rates ?? USD_ONLY
+  const currencies = (testingMode: boolean) => rates.offered(modeOf(testingMode))
   /** A token a transaction can be quoted in: a stablecoin of another currency needs its rate. */
   const quotable = (tx: Pick<TransactionRow, 'currency' | 'testingMode'>, t: TokenConfig) =>
     canQuote(t, tx.currency, currencies(tx.testingMode))
@@ -197,9 +198,7 @@ export function createPayService(deps: PayDeps) {
       tx,
       token,
       prices: deps.prices(network.name)!,
-      rates: deps.rates ?? {
-        read: async () => ({ ok: false, reason: 'unavailable', message: 'only USD is offered' }),
-      },
+      rates,
       clock: deps.clock,
     })
   }

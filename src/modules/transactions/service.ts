@@ -12,13 +12,12 @@ import {
   type TransactionView,
 } from './model.ts'
 import type { RecordedRate } from '../../../machines/transaction.machine.ts'
-import { createRateBook, type RateBook } from '../../chain/fx-rates.ts'
+import { type RateBook, USD_ONLY } from '../../chain/fx-rates.ts'
 import { valueAtCreation } from '../../chain/pricing.ts'
 import { amountToMinor, decimalAmountNumber, minorToDecimal } from '../../lib/currency.ts'
 import type { ProjectMode } from '../../projects/mode.ts'
 import type { TransactionRepo, TransactionRow } from './transaction.repo.ts'
 
-const USD_ONLY = createRateBook({ networks: [], readers: () => null, clock: { now: () => 0 } })
 const IDEMPOTENCY_WINDOW_MS = 24 * 3_600_000
 const DEFAULT_EXPIRY_MINUTES = 60
 /** TX-XXXX-XXXX has 30^8 values: a collision is rare, two in a row rarer still. */
