@@ -35,6 +35,8 @@ import { createDepositService } from './chain/deposit.service.ts'
 import type { NetworkConfig } from './chain/networks-config.ts'
 import type { TestWallet } from './chain/test-wallet.ts'
 import { createPayService } from './modules/pay/service.ts'
+import { createCommerceService } from './modules/commerce/service.ts'
+import { createCommerceRepo } from './modules/commerce/commerce.repo.ts'
 import { createStatusStreams } from './modules/pay/status-streams.ts'
 import { createWebhookService } from './webhooks/webhook.service.ts'
 import { createTransactionRepo } from './modules/transactions/transaction.repo.ts'
@@ -175,6 +177,8 @@ export async function createServices(deps: {
     scheduleMs,
     addressRules,
     resolver: deps.resolver,
+    // Made below, from the transactions and pay services; only asked once deliveries run.
+    commerceEvent: (d) => commerce.deliveryEvent(d),
   })
   const dispatcher = createWebhookDispatcher({
     database,
@@ -373,6 +377,18 @@ export async function createServices(deps: {
     lifecycle,
     watch: chain.watch,
   })
+  // The Coinbase Commerce API (docs/decisions/0065-coinbase-commerce-drop-in.md): charges are
+  // transactions, made and paid by the same services.
+  const commerce = createCommerceService({
+    repo: createCommerceRepo(database),
+    transactions,
+    pay,
+    decimals: (network, symbol) =>
+      chain.networks.find((n) => n.name === network)?.tokens.find((t) => t.symbol === symbol)
+        ?.decimals ?? null,
+    clock,
+    baseUrl: deps.baseUrl,
+  })
   const payStreams = createStatusStreams({
     state: pay.state,
     changes: lifecycle.onChange,
@@ -435,6 +451,8 @@ export async function createServices(deps: {
      */
     scheduler,
     transactions,
+    /** The Coinbase Commerce API over the transactions. */
+    commerce,
     stats,
     /** CSV and JSON lines downloads of transactions and refunds, read page by page. */
     transactionExport,

@@ -77,11 +77,12 @@ const createRows = (guard: ReturnType<typeof sql>) => sql`
 t AS (
   INSERT INTO ${t} (${bare(t.id)}, ${bare(t.projectId)}, ${bare(t.testingMode)}, ${bare(t.transactionNumber)}, ${bare(t.status)}, ${bare(t.amountUsd)},
     ${bare(t.currency)}, ${bare(t.amountInCurrency)}, ${bare(t.usdRate)}, ${bare(t.orderId)}, ${bare(t.orderDescription)}, ${bare(t.customerEmail)}, ${bare(t.customerName)}, ${bare(t.customerIpAddress)},
-    ${bare(t.metadata)}, ${bare(t.successUrl)}, ${bare(t.cancelUrl)}, ${bare(t.expiresAt)}, ${bare(t.createdAt)}, ${bare(t.updatedAt)}, ${bare(t.version)})
+    ${bare(t.metadata)}, ${bare(t.successUrl)}, ${bare(t.cancelUrl)}, ${bare(t.expiresAt)}, ${bare(t.createdAt)}, ${bare(t.updatedAt)}, ${bare(t.version)},
+    ${bare(t.anyAmount)}, ${bare(t.commerce)})
   SELECT ${param('id', 'uuid')}, ${param('projectId')}, ${param('testingMode', 'boolean')}, ${param('transactionNumber')}, ${param('status')}, ${param('amountUsd', 'numeric')},
     ${param('currency')}, ${param('amountInCurrency', 'numeric')}, ${param('usdRate', 'jsonb')}, ${param('orderId')}, ${param('orderDescription')}, ${param('customerEmail')}, ${param('customerName')}, ${param('customerIpAddress')},
     ${param('metadata', 'jsonb')}, ${param('successUrl')}, ${param('cancelUrl')}, ${param('expiresAt', 'timestamptz')}, ${param('createdAt', 'timestamptz')},
-    ${param('createdAt', 'timestamptz')}, 0
+    ${param('createdAt', 'timestamptz')}, 0, ${param('anyAmount', 'boolean')}, ${param('commerce', 'jsonb')}
   ${guard}
   RETURNING ${t.id}
 ), a AS (
@@ -141,11 +142,18 @@ SELECT count(*)::int AS updated FROM t`
 
 /**
  * A timeline entry that moves nothing, on a transaction in whatever status it is (a reorg after
- * completion).
+ * completion, a payment after a final status), with the outbox event that announces it, if any
+ * (its data: the transaction's id).
  */
-const NOTE = sql`
-INSERT INTO ${e} (${bare(e.transactionId)}, ${bare(e.fromStatus)}, ${bare(e.toStatus)}, ${bare(e.cause)}, ${bare(e.details)}, ${bare(e.at)})
-SELECT ${t.id}, ${t.status}, ${t.status}, ${param('cause')}, ${param('details', 'jsonb')}, ${param('at', 'timestamptz')} FROM ${t} WHERE ${t.id} = ${param('id', 'uuid')}`
+const NOTE = sql`WITH n AS (
+  INSERT INTO ${e} (${bare(e.transactionId)}, ${bare(e.fromStatus)}, ${bare(e.toStatus)}, ${bare(e.cause)}, ${bare(e.details)}, ${bare(e.at)})
+  SELECT ${t.id}, ${t.status}, ${t.status}, ${param('cause')}, ${param('details', 'jsonb')}, ${param('at', 'timestamptz')} FROM ${t} WHERE ${t.id} = ${param('id', 'uuid')}
+), o AS (
+  INSERT INTO ${o} (${bare(o.transactionId)}, ${bare(o.projectId)}, ${bare(o.testingMode)}, ${bare(o.eventType)}, ${bare(o.data)}, ${bare(o.createdAt)}, ${bare(o.sequence)})
+  SELECT ${t.id}, ${t.projectId}, ${t.testingMode}, ${param('eventType')}, jsonb_build_object('transaction_id', ${t.id}), ${param('at', 'timestamptz')}, ${t.version}
+  FROM ${t} WHERE ${t.id} = ${param('id', 'uuid')} AND ${param('eventType')}::text IS NOT NULL
+)
+SELECT 1`
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null)
 const json = (v: unknown) => (v === null || v === undefined ? null : JSON.stringify(v))
@@ -179,10 +187,10 @@ export function createLifecycleRepo(database: Database) {
     database,
     COMMIT,
   )
-  const note = prepare<unknown, { id: string; cause: string; details: string; at: string }>(
-    database,
-    NOTE,
-  )
+  const note = prepare<
+    unknown,
+    { id: string; cause: string; details: string; at: string; eventType: string | null }
+  >(database, NOTE)
   const byId = db
     .select()
     .from(t)
@@ -261,6 +269,8 @@ export function createLifecycleRepo(database: Database) {
         cancelUrl: r.cancelUrl,
         expiresAt: iso(r.expiresAt),
         createdAt: iso(r.createdAt),
+        anyAmount: r.anyAmount,
+        commerce: json(r.commerce),
         snapshot: json(n.snapshot),
         machineVersion: n.machineVersion,
         owner: n.owner,
@@ -342,18 +352,23 @@ export function createLifecycleRepo(database: Database) {
       return Number(updated) === 1 ? next : null
     },
 
-    /** Records on the timeline something that happened to a transaction without moving it. */
+    /**
+     * Records on the timeline something that happened to a transaction without moving it, and the
+     * outbox event that announces it when `eventType` is given.
+     */
     async appendNote(
       transactionId: string,
       cause: string,
       details: Record<string, unknown>,
       at: Date,
+      eventType: string | null = null,
     ) {
       await note.execute({
         id: transactionId,
         cause,
         details: JSON.stringify(details),
         at: at.toISOString(),
+        eventType,
       })
     },
 

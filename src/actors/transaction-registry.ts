@@ -492,10 +492,12 @@ export function createTransactionRegistry(deps: RegistryDeps) {
       id: string,
       cause: string,
       details: Record<string, unknown>,
+      eventType: string | null = null,
     ): Promise<void> {
       await serialize(id, () =>
-        deps.repo.appendNote(id, cause, details, new Date(deps.clock.now())),
+        deps.repo.appendNote(id, cause, details, new Date(deps.clock.now()), eventType),
       )
+      if (eventType !== null) announce({ id, version: -1, here: true, outbox: true })
     },
 
     /**

@@ -7,6 +7,7 @@ import type { Outcome } from '../lib/outcome.ts'
 import type { FollowerEvent, FollowerHandler } from './follower/events.ts'
 import type { ChainRepo, TransferFinding, TransferKind, UnappliedTransfer } from './chain.repo.ts'
 import { nativeToken, type NetworkConfig } from './networks-config.ts'
+import { LATE_PAYMENT_EVENT } from '../db/schema.ts'
 import {
   INTERNAL_TRACED,
   INTERNAL_TRANSFER,
@@ -20,7 +21,12 @@ import {
  */
 export interface Lifecycle {
   apply(id: string, event: TxEvent): Promise<Outcome<unknown>>
-  noteAfterFinal(id: string, cause: string, details: Record<string, unknown>): Promise<void>
+  noteAfterFinal(
+    id: string,
+    cause: string,
+    details: Record<string, unknown>,
+    eventType?: string | null,
+  ): Promise<void>
 }
 
 /**
@@ -103,7 +109,24 @@ export function createPaymentTracker(deps: {
       await apply(id, { type: 'payment.reorged', ...transfer })
       return row.kind
     }
-    if (FINAL_STATUSES.includes(row.status)) return 'late'
+    if (FINAL_STATUSES.includes(row.status)) {
+      // A late payment moves nothing; the timeline keeps it, and its outbox event tells Commerce
+      // endpoints (charge:delayed; docs/decisions/0065-coinbase-commerce-drop-in.md).
+      await deps.lifecycle.noteAfterFinal(
+        id,
+        'payment.late',
+        {
+          txHash: row.txHash,
+          logIndex: row.logIndex,
+          amount: row.amount,
+          blockNumber,
+          network: network.name,
+          tokenSymbol: row.tokenSymbol,
+        },
+        LATE_PAYMENT_EVENT,
+      )
+      return 'late'
+    }
     if (row.txTokenSymbol === row.tokenSymbol && row.txNetwork === network.name) {
       await apply(id, { type: 'payment.detected', ...transfer, amount: row.amount, blockNumber })
       await apply(id, { type: 'payment.included', ...transfer, blockNumber })

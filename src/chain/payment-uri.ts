@@ -13,21 +13,28 @@ export type PaymentRequest =
   | { kind: 'native'; chainId: number; to: Address; amount: bigint }
   | { kind: 'erc20'; chainId: number; token: Address; to: Address; amount: bigint }
 
-/** The URI of a payment of `amount` smallest units of `token` (a TokenConfig fits) to `to`. */
+/**
+ * The URI of a payment of `amount` smallest units of `token` (a TokenConfig fits) to `to`; with
+ * `amount` null (any amount pays), the same URI without the amount, for the wallet to ask.
+ */
 export function paymentUri(args: {
   chainId: number
   to: Address
-  amount: bigint
+  amount: bigint | null
   token: { kind: 'native' } | { kind: 'erc20'; address: Address }
 }): string {
   const { chainId, amount } = args
   if (!Number.isSafeInteger(chainId) || chainId <= 0)
     throw new RangeError(`chainId must be a positive integer, got ${chainId}`)
-  if (typeof amount !== 'bigint' || amount < 0n)
+  if (amount !== null && (typeof amount !== 'bigint' || amount < 0n))
     throw new RangeError(`amount must be a non-negative bigint, got ${amount}`)
   const to = getAddress(args.to)
-  if (args.token.kind === 'native') return `ethereum:${to}@${chainId}?value=${amount}`
-  return `ethereum:${getAddress(args.token.address)}@${chainId}/transfer?address=${to}&uint256=${amount}`
+  if (args.token.kind === 'native')
+    return amount === null
+      ? `ethereum:${to}@${chainId}`
+      : `ethereum:${to}@${chainId}?value=${amount}`
+  const transfer = `ethereum:${getAddress(args.token.address)}@${chainId}/transfer?address=${to}`
+  return amount === null ? transfer : `${transfer}&uint256=${amount}`
 }
 
 /**

@@ -126,6 +126,16 @@ export const transactions = pgTable(
     updatedAt: ts('updated_at').notNull(),
     /** Optimistic concurrency: every transition bumps it. */
     version: integer('version').notNull().default(0),
+    /**
+     * Any amount pays it (docs/decisions/0065-coinbase-commerce-drop-in.md: a Commerce `no_price`
+     * charge): its quote asks for one smallest unit, and the pay page names no amount.
+     */
+    anyAmount: boolean('any_amount').notNull().default(false),
+    /**
+     * What a charge made through the Commerce API carries beyond a transaction
+     * (docs/decisions/0065-coinbase-commerce-drop-in.md); null for a transaction made otherwise.
+     */
+    commerce: jsonb('commerce').$type<CommerceFacts>(),
   },
   (t) => [
     index('transactions_list_idx').on(t.projectId, t.testingMode, t.createdAt.desc(), t.id.desc()),
@@ -137,6 +147,17 @@ export const transactions = pgTable(
       .where(sql`status in ('prepared', 'pending', 'processing', 'confirming')`),
   ],
 )
+
+/** A Commerce charge's own facts (docs/decisions/0065-coinbase-commerce-drop-in.md). */
+export interface CommerceFacts {
+  name: string | null
+  description: string | null
+  pricingType: 'fixed_price' | 'no_price'
+  /** The checkout it was opened from. */
+  checkoutId: string | null
+  /** When the merchant resolved it (an unresolved charge they accepted as it is). */
+  resolvedAt?: string
+}
 
 export type TransactionRow = typeof transactions.$inferSelect
 export type NewTransactionRow = typeof transactions.$inferInsert
@@ -209,8 +230,17 @@ export const outbox = pgTable(
     dispatchedAt: ts('dispatched_at'),
     /** `x-service-sequence`: the transaction's version after the change this event announces. */
     sequence: integer('sequence').notNull().default(0),
+    /**
+     * The event's id, the same in every delivery of it (`webhook-id`), given when it is fanned out;
+     * the Commerce API's events are found by it.
+     */
+    eventId: text('event_id'),
   },
-  (t) => [index('outbox_pending_idx').on(t.id).where(sql`dispatched_at is null`)],
+  (t) => [
+    index('outbox_pending_idx').on(t.id).where(sql`dispatched_at is null`),
+    uniqueIndex('outbox_event_id_idx').on(t.eventId),
+    index('outbox_project_idx').on(t.projectId, t.testingMode, t.id.desc()),
+  ],
 )
 
 /**
@@ -332,6 +362,14 @@ export const WEBHOOK_EVENT_TYPES = [
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number]
 
 /**
+ * Outbox events no standard endpoint subscribes to: only Commerce-format endpoints hear them, as
+ * charge:delayed and charge:resolved (docs/decisions/0065-coinbase-commerce-drop-in.md). A payment
+ * reached a transaction already in a final status; the merchant resolved an unresolved charge.
+ */
+export const LATE_PAYMENT_EVENT = 'transaction.payment_late'
+export const RESOLVED_EVENT = 'transaction.resolved'
+
+/**
  * docs/decisions/0021-webhook-endpoints-and-private-addresses.md: where a project's events go, per
  * mode. The signing secret is sealed with SECRET_KEY.
  */
@@ -356,6 +394,13 @@ export const webhookEndpoints = pgTable(
     disabledAt: ts('disabled_at'),
     /** The first failed attempt since the last success; null while it answers. */
     failingSince: ts('failing_since'),
+    /**
+     * What its requests look like: `standard` (docs/integrating/webhooks.md) or `commerce`, Coinbase
+     * Commerce's envelope and signature (docs/decisions/0065-coinbase-commerce-drop-in.md).
+     */
+    format: text('format', { enum: ['standard', 'commerce'] })
+      .notNull()
+      .default('standard'),
     createdAt: ts('created_at').notNull(),
     updatedAt: ts('updated_at').notNull(),
   },
@@ -761,4 +806,35 @@ export const x402PayTo = pgTable(
     updatedAt: ts('updated_at').notNull(),
   },
   (t) => [primaryKey({ columns: [t.projectId, t.mode] })],
+)
+
+/**
+ * Commerce checkouts (docs/decisions/0065-coinbase-commerce-drop-in.md): a reusable payment page of
+ * a project in one mode; each opening makes a charge (a transaction) from it.
+ */
+export const commerceCheckouts = pgTable(
+  'commerce_checkouts',
+  {
+    id: uuid('id').primaryKey(),
+    projectId: text('project_id')
+      .notNull()
+      .references(() => projects.id, { onDelete: 'cascade' }),
+    mode: text('mode', { enum: ['test', 'live'] }).notNull(),
+    name: text('name').notNull(),
+    description: text('description'),
+    pricingType: text('pricing_type', { enum: ['fixed_price', 'no_price'] }).notNull(),
+    /** With `fixed_price`: the amount, with the currency's places, and the currency (ISO 4217). */
+    amount: numeric('amount', { precision: 18, scale: 3 }),
+    currency: text('currency'),
+    createdAt: ts('created_at').notNull(),
+    updatedAt: ts('updated_at').notNull(),
+  },
+  (t) => [
+    index('commerce_checkouts_project_idx').on(
+      t.projectId,
+      t.mode,
+      t.createdAt.desc(),
+      t.id.desc(),
+    ),
+  ],
 )

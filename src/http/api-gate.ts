@@ -7,7 +7,8 @@ import type { Decision, RateLimiter } from '../limits/rate-limiter.ts'
 import { WINDOWS } from '../limits/windows.ts'
 import type { RateLimits } from '../projects/project.service.ts'
 import { factsOf, isHostless, peerIpOf, setFacts } from './context.ts'
-import { ApiError } from './errors.ts'
+import { ApiError, isCommercePath } from './errors.ts'
+import { COMMERCE_API_VERSION } from '../modules/commerce/model.ts'
 import { forwardedFor, isApiPath, refuseInsecure } from './transport.ts'
 
 /** docs/decisions/0005-create-request-bounds.md: larger bodies get 413 before they are read. */
@@ -96,10 +97,16 @@ export function apiGate(deps: GateDeps) {
       throw new ApiError('invalid_request', 'The request has no usable Host header', [
         { path: 'host', message: 'must be the host name (and port) this request is for' },
       ])
-    if (!isApiPath(pathOf(request.url))) return
+    const path = pathOf(request.url)
+    // The Commerce API (docs/decisions/0065-coinbase-commerce-drop-in.md) takes the same keys,
+    // in Commerce's header, under the same limits.
+    const commerce = isCommercePath(path)
+    if (!commerce && !isApiPath(path)) return
     set.headers['cache-control'] = 'no-store'
 
-    const token = bearerToken(request.headers.get('authorization'))
+    const token = commerce
+      ? commerceKey(request.headers.get('x-cc-api-key'))
+      : bearerToken(request.headers.get('authorization'))
     const principal = token ? await deps.keys.authenticate(token) : null
     const active = principal?.project.status === 'active'
     const allowed = principal ? ipAllowed(principal.project.ipAllowlist, clientIp) : false
@@ -122,7 +129,9 @@ export function apiGate(deps: GateDeps) {
       throw new ApiError(
         'unauthenticated',
         token === null
-          ? 'Missing API key: send "Authorization: Bearer sk_test_..." or sk_live_...'
+          ? commerce
+            ? 'Missing API key: send "X-CC-Api-Key: sk_test_..." or sk_live_...'
+            : 'Missing API key: send "Authorization: Bearer sk_test_..." or sk_live_...'
           : 'Invalid API key',
       )
     }
@@ -133,6 +142,12 @@ export function apiGate(deps: GateDeps) {
         `Requests from ${clientIp ?? 'this address'} are not in this project's IP allow-list`,
       )
     facts.principal = principal
+    const version = commerce ? request.headers.get('x-cc-version') : null
+    if (version !== null && version !== COMMERCE_API_VERSION)
+      throw new ApiError(
+        'invalid_request',
+        `X-CC-Version ${version.slice(0, 40)} is not supported; this service answers ${COMMERCE_API_VERSION}`,
+      )
 
     const length = request.headers.get('content-length')
     if (length !== null && Number(length) > MAX_BODY_BYTES)
@@ -146,6 +161,11 @@ export function pathOf(url: string): string {
   if (start < 0) return '/'
   const end = url.slice(start).search(/[?#]/)
   return end < 0 ? url.slice(start) : url.slice(start, start + end)
+}
+
+/** The key of an `X-CC-Api-Key` header; '' for an empty one, null when absent. */
+function commerceKey(header: string | null): string | null {
+  return header === null ? null : header.trim()
 }
 
 /** The token of an `Authorization: Bearer` header; '' for a malformed header, null when absent. */

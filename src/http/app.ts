@@ -4,6 +4,7 @@ import type { FieldProblem } from '../lib/outcome.ts'
 import { fieldPath } from '../lib/typebox-errors.ts'
 import { operationsController } from '../modules/operations/index.ts'
 import { statsController } from '../modules/stats/index.ts'
+import { checkoutPageController, commerceController } from '../modules/commerce/index.ts'
 import { transactionsController } from '../modules/transactions/index.ts'
 import { refundsController } from '../modules/refunds/index.ts'
 import { x402Controller } from '../modules/x402/index.ts'
@@ -19,7 +20,7 @@ import { transactionsExportSection } from '../modules/dashboard/transactions/ind
 import type { Services } from '../services.ts'
 import { apiGate, pathOf } from './api-gate.ts'
 import { factsOf } from './context.ts'
-import { ApiError, errorResponse } from './errors.ts'
+import { ApiError, errorResponseFor } from './errors.ts'
 import { openapi } from './openapi.ts'
 import type { ServerEntry } from './openapi-shape.ts'
 import { checkRequestTarget } from './request-target.ts'
@@ -71,11 +72,15 @@ export function createApp(services: Services, opts: AppOptions) {
         if (error instanceof ApiError) {
           return dashboard
             ? dashboardRefused(assets.url, error.status, error.message)
-            : errorResponse(error.code, error.message, { details: error.details, requestId })
+            : errorResponseFor(path, error.code, error.message, {
+                details: error.details,
+                requestId,
+              })
         }
         if (code === 'VALIDATION') {
           const details = validationDetails(error as ValidationError)
-          return errorResponse(
+          return errorResponseFor(
+            path,
             'invalid_request',
             `Invalid request: ${details.map((d) => `${d.path} ${d.message}`).join('; ')}`,
             { details, requestId },
@@ -86,17 +91,22 @@ export function createApp(services: Services, opts: AppOptions) {
           // The pay page's links are opened by people: a path under it that names nothing is its
           // not-found page.
           if (path.startsWith('/pay/')) return payNotFound(assets.url)
-          return errorResponse('not_found', `No route ${request.method} ${path}`, { requestId })
+          return errorResponseFor(path, 'not_found', `No route ${request.method} ${path}`, {
+            requestId,
+          })
         }
         if (code === 'PARSE')
-          return errorResponse('invalid_request', 'Request body could not be parsed', { requestId })
+          return errorResponseFor(path, 'invalid_request', 'Request body could not be parsed', {
+            requestId,
+          })
         opts.logger.error('unhandled error', {
           requestId,
           method: request.method,
           path,
           error: error instanceof Error ? error.stack : String(error),
         })
-        return errorResponse(
+        return errorResponseFor(
+          path,
           'internal',
           `Internal server error. Quote request id ${requestId} when reporting it.`,
           { requestId },
@@ -116,6 +126,14 @@ export function createApp(services: Services, opts: AppOptions) {
           transactions: services.transactions,
           webhooks: services.webhooks,
           transactionExport: services.transactionExport,
+        }),
+      )
+      .use(commerceController({ commerce: services.commerce }))
+      .use(
+        checkoutPageController({
+          commerce: services.commerce,
+          limiter: services.limiter,
+          limits: services.payLimits,
         }),
       )
       .use(statsController({ stats: services.stats }))

@@ -69,6 +69,50 @@ export function errorResponse(
   })
 }
 
+/**
+ * The Commerce API's rendering of the same table (docs/decisions/0065-coinbase-commerce-drop-in.md):
+ * `{error: {type, message}}` with the types Commerce's clients know, at the same statuses. A
+ * refused field is `param_required` when it is missing, `validation_error` otherwise.
+ */
+const COMMERCE_TYPES: Record<ErrorCode, string> = {
+  invalid_request: 'invalid_request',
+  unauthenticated: 'authentication_error',
+  forbidden: 'authentication_error',
+  not_found: 'not_found',
+  conflict: 'invalid_request',
+  payload_too_large: 'invalid_request',
+  rate_limited: 'rate_limit_exceeded',
+  unavailable: 'service_unavailable',
+  https_required: 'invalid_request',
+  internal: 'internal_server_error',
+}
+
+/** Requests of the Commerce API (docs/decisions/0065-coinbase-commerce-drop-in.md). */
+export const isCommercePath = (path: string) =>
+  path === '/commerce' || path.startsWith('/commerce/')
+
+function commerceType(code: ErrorCode, details?: FieldProblem[]) {
+  if (code !== 'invalid_request' || !details?.length) return COMMERCE_TYPES[code]
+  return details.some((d) => /required/i.test(d.message)) ? 'param_required' : 'validation_error'
+}
+
+/** An error response for a request to `path`: the Commerce API's shape there, else the table's. */
+export function errorResponseFor(
+  path: string,
+  code: ErrorCode,
+  message: string,
+  opts: { details?: FieldProblem[]; requestId?: string; headers?: Record<string, string> } = {},
+) {
+  if (!isCommercePath(path)) return errorResponse(code, message, opts)
+  return new Response(
+    JSON.stringify({ error: { type: commerceType(code, opts.details), message } }),
+    {
+      status: ERRORS[code].status,
+      headers: { 'content-type': 'application/json; charset=utf-8', ...opts.headers },
+    },
+  )
+}
+
 /** Every `error.type` a response can carry, once each. */
 export const ERROR_TYPES = [...new Set(Object.values(ERRORS).map((e) => e.type))]
 

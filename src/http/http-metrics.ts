@@ -48,7 +48,7 @@ export function measured(
     const path = pathOf(req.url)
     const template = find(req.method, path)
     if (template) return template
-    for (const area of ['/api', '/pay', '/dashboard'])
+    for (const area of ['/api', '/commerce', '/pay', '/dashboard'])
       if (path === area || path.startsWith(`${area}/`)) return `${area}/(unmatched)`
     return '(unmatched)'
   }

@@ -81,6 +81,27 @@ const STATUS_TEXT: Record<string, string> = {
   503: 'The change could not be applied right now and nothing changed: retry',
 }
 
+/**
+ * The Commerce API's operations (docs/decisions/0065-coinbase-commerce-drop-in.md): its errors are
+ * Commerce's `{error: {type, message}}`, described in its terms.
+ */
+const isCommerce = (operationId: string) => operationId.startsWith('commerce')
+/** A checkout's page: people open it without a key; counted per client IP, like the pay page. */
+export const CHECKOUT_PAGE_OPERATION = 'commerceOpenCheckout'
+const COMMERCE_STATUS_TEXT: Record<string, string> = {
+  200: 'Success',
+  201: 'Created',
+  303: "To the new charge's pay page",
+  400: 'Invalid request: `error.type` is param_required (a field is missing), validation_error (a field is wrong) or invalid_request',
+  401: 'X-CC-Api-Key missing, unknown or revoked (authentication_error)',
+  403: 'Key lacks the scope, project inactive, IP not allowed, or plain HTTP (authentication_error)',
+  404: 'Nothing of that id for this key (other projects and modes look the same)',
+  413: `Request body larger than ${MAX_BODY_BYTES / 1024} KiB`,
+  429: 'Rate limit exceeded (rate_limit_exceeded): wait Retry-After seconds',
+  500: 'Internal error (internal_server_error)',
+  503: 'Not available right now (service_unavailable): retry',
+}
+
 const title = (w: string) => w[0].toUpperCase() + w.slice(1)
 const RATE_LIMIT_HEADERS = WINDOWS.flatMap(
   (w) =>
@@ -190,10 +211,10 @@ function responseHeaders(operationId: string, status: string): Json {
   ]
   // A transaction's x402_url: no API key, so no X-RateLimit-* (its limit is the pay page's, per
   // client IP); x402's own headers instead.
-  if (operationId === X402_URL_OPERATION)
+  if (operationId === X402_URL_OPERATION || operationId === CHECKOUT_PAGE_OPERATION)
     return Object.fromEntries([
       ref('X-Request-Id'),
-      ...(status === '200' ? [ref('PAYMENT-RESPONSE')] : []),
+      ...(status === '200' && operationId === X402_URL_OPERATION ? [ref('PAYMENT-RESPONSE')] : []),
       ...(status === '402' ? [ref('PAYMENT-REQUIRED')] : []),
       ...(status === '429' ? [ref('Retry-After')] : []),
       ...SECURITY_HEADERS.map((name) => ref(name)),
@@ -270,7 +291,9 @@ export function shapeDocument(
           Object.entries<Json>(responses).map(([status, res]) => [
             status,
             {
-              description: STATUS_TEXT[status] ?? 'Response',
+              description:
+                (isCommerce(op.operationId) ? COMMERCE_STATUS_TEXT : STATUS_TEXT)[status] ??
+                'Response',
               headers: responseHeaders(op.operationId, status),
               content: jsonOnly(res.content),
             },

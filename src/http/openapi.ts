@@ -89,6 +89,11 @@ const TAGS = [
       "An x402 v2 facilitator for the merchant's own resources: point x402 middleware (@x402/hono, @x402/express) at {base}/api/x402 with an API key holding `x402:settle`. Payments go to the project's x402 address; each settled one is a transaction with its webhooks.",
   },
   {
+    name: 'Coinbase Commerce',
+    description:
+      "Coinbase Commerce's charge API (version 2018-03-22) at {base}/commerce/: a Commerce integration works by changing its base URL and key (X-CC-Api-Key, a project API key). Charges are this service's transactions. Errors are Commerce's `{error: {type, message}}`. Guide: docs/integrating/coinbase-commerce.md.",
+  },
+  {
     name: 'Webhooks',
     description: "What the service POSTs to your endpoints, signed with the endpoint's secret.",
   },
@@ -123,6 +128,12 @@ export function openapi(servers: ServerEntry[]) {
                   type: 'http',
                   scheme: 'bearer',
                   description: 'A project API key: sk_test_... or sk_live_...',
+                },
+                CommerceApiKey: {
+                  type: 'apiKey',
+                  in: 'header',
+                  name: 'X-CC-Api-Key',
+                  description: 'The Commerce API: a project API key (sk_test_... or sk_live_...).',
                 },
               },
             },

@@ -1,5 +1,5 @@
 import { newRequestId } from '../lib/ids.ts'
-import { errorResponse } from './errors.ts'
+import { errorResponseFor, isCommercePath } from './errors.ts'
 
 export const isApiPath = (pathname: string) => pathname === '/api' || pathname.startsWith('/api/')
 
@@ -35,8 +35,9 @@ export function httpsOriginFor(
 export function refuseInsecure(req: Request, httpsOrigin: (req: Request) => string): Response {
   const url = new URL(req.url)
   const requestId = newRequestId()
-  if (isApiPath(url.pathname)) {
-    return errorResponse(
+  if (isApiPath(url.pathname) || isCommercePath(url.pathname)) {
+    return errorResponseFor(
+      url.pathname,
       'https_required',
       'HTTPS is required: the API rejects plain HTTP requests. Use https://.',
       { requestId, headers: { 'x-request-id': requestId } },
@@ -53,12 +54,17 @@ export function refuseInsecure(req: Request, httpsOrigin: (req: Request) => stri
  * the networks and the actors are ready): 503 in the API's error shape, with `Retry-After`, so
  * a client's usual handling of an unavailable service applies.
  */
-export function startingUp(): Response {
+export function startingUp(req: Request): Response {
   const requestId = newRequestId()
-  return errorResponse('unavailable', 'The service is starting; try again in a moment.', {
-    requestId,
-    headers: { 'x-request-id': requestId, 'retry-after': '1' },
-  })
+  return errorResponseFor(
+    new URL(req.url).pathname,
+    'unavailable',
+    'The service is starting; try again in a moment.',
+    {
+      requestId,
+      headers: { 'x-request-id': requestId, 'retry-after': '1' },
+    },
+  )
 }
 
 /** The forwarded client address: the last X-Forwarded-For hop, the one our proxy appended. */

@@ -42,6 +42,7 @@ import {
   type Resolver,
 } from './url-guard.ts'
 import { signStandardWebhook, signWebhookBody } from './verify-webhook/index.mjs'
+import { commerceBody, commerceHeaders } from './commerce-format.ts'
 
 type DeliveryActor = Actor<typeof webhookDeliveryMachine>
 type DeliverySnapshot = SnapshotFrom<typeof webhookDeliveryMachine>
@@ -68,6 +69,12 @@ export interface RunnerDeps {
   timeoutMs?: number
   /** XState's inspection, for every delivery actor (tests, diagnostics). */
   inspect?: (event: InspectionEvent) => void
+  /**
+   * The Commerce event a delivery to a Commerce-format endpoint carries
+   * (docs/decisions/0065-coinbase-commerce-drop-in.md); null when it has none. Absent: such
+   * deliveries fail.
+   */
+  commerceEvent?: (d: RunnableDelivery) => Promise<Record<string, unknown> | null>
 }
 
 interface Running {
@@ -207,8 +214,17 @@ export function createDeliveryRunner(deps: RunnerDeps) {
     number: number,
     sentAt: Date,
   ): Promise<{ body: string; outcome: SendOutcome; info: SendingInfo | null } | null> {
-    const body = webhookBody(d.eventType, d.data, sentAt, d.test)
     const info = await endpoint(d.endpointId)
+    const commerce = info?.format === 'commerce'
+    const event = commerce ? ((await deps.commerceEvent?.(d)) ?? null) : null
+    const body = commerce
+      ? commerceBody({
+          deliveryId: d.id,
+          scheduledFor: sentAt,
+          attempt: number,
+          event: event ?? {},
+        })
+      : webhookBody(d.eventType, d.data, sentAt, d.test)
     const refused = (error: string) => ({
       body,
       info,
@@ -223,22 +239,25 @@ export function createDeliveryRunner(deps: RunnerDeps) {
     })
     if (!info) return refused('endpoint deleted')
     if (!info.enabled) return null
+    if (commerce && !event) return refused('no Commerce event for this delivery')
     const target = await checkDeliveryTarget(info.url, info.mode, deps.addressRules, resolver)
     if (!target.ok) return refused(`refused: url ${target.reason}`)
-    const headers = webhookHeaders({
-      signature: signWebhookBody(body, info.secret),
-      standardSignature: signStandardWebhook(
-        d.eventId,
-        standardTimestamp(sentAt),
-        body,
-        info.secret,
-      ),
-      eventId: d.eventId,
-      sentAt,
-      attempt: number,
-      test: d.test,
-      sequence: d.sequence,
-    })
+    const headers = commerce
+      ? commerceHeaders(body, info.secret)
+      : webhookHeaders({
+          signature: signWebhookBody(body, info.secret),
+          standardSignature: signStandardWebhook(
+            d.eventId,
+            standardTimestamp(sentAt),
+            body,
+            info.secret,
+          ),
+          eventId: d.eventId,
+          sentAt,
+          attempt: number,
+          test: d.test,
+          sequence: d.sequence,
+        })
     const outcome = await postWebhook(info.url, body, headers, deps.timeoutMs)
     // docs/decisions/0021-webhook-endpoints-and-private-addresses.md: what a private address
     // answers is never kept (nor shown), only its status and timing.

@@ -8,6 +8,7 @@ import type { Database } from '../db/client.ts'
 import { bare, param, prepare } from '../db/prepared.ts'
 import { outbox, webhookAttempts, webhookDeliveries, webhookEndpoints } from '../db/schema.ts'
 import { liveInstances } from '../instances/instance.repo.ts'
+import { COMMERCE_OUTBOX_TYPES } from './commerce-format.ts'
 import type { Mode, ProjectFilter } from '../projects/mode.ts'
 
 /** A delivery to run as an actor here: what its attempts send, and where its actor starts from. */
@@ -97,7 +98,7 @@ WITH ev AS (
     'evt_' || replace(gen_random_uuid()::text, '-', '') AS event_id
   FROM ${outbox} WHERE ${outbox.dispatchedAt} IS NULL ORDER BY ${outbox.id} LIMIT ${param('limit', 'int')} FOR UPDATE SKIP LOCKED
 ), done AS (
-  UPDATE ${outbox} SET ${bare(outbox.dispatchedAt)} = ${param('now', 'timestamptz')} FROM ev WHERE ${outbox.id} = ev.id
+  UPDATE ${outbox} SET ${bare(outbox.dispatchedAt)} = ${param('now', 'timestamptz')}, ${bare(outbox.eventId)} = ev.event_id FROM ev WHERE ${outbox.id} = ev.id
 ), ins AS (
   INSERT INTO ${d} (${bare(d.id)}, ${bare(d.eventId)}, ${bare(d.endpointId)}, ${bare(d.projectId)}, ${bare(d.mode)}, ${bare(d.transactionId)},
     ${bare(d.eventType)}, ${bare(d.data)}, ${bare(d.test)}, ${bare(d.status)}, ${bare(d.attempts)}, ${bare(d.nextAttemptAt)}, ${bare(d.machineVersion)},
@@ -106,7 +107,9 @@ WITH ev AS (
     ev.event_type, ev.data, false, 'pending', 0, ${param('now', 'timestamptz')}, ${param('machineVersion', 'int')}, ${param('owner')}, ev.created_at, ${param('now', 'timestamptz')}, ev.sequence
   FROM ev JOIN ${webhookEndpoints} ON ${webhookEndpoints.projectId} = ev.project_id
     AND ${webhookEndpoints.mode} = CASE WHEN ev.testing_mode THEN 'test' ELSE 'live' END
-    AND ${webhookEndpoints.enabled} AND ev.event_type = ANY(${webhookEndpoints.eventTypes})
+    AND ${webhookEndpoints.enabled}
+    AND CASE WHEN ${webhookEndpoints.format} = 'commerce' THEN ev.event_type = ANY(${sql.raw(`'{${COMMERCE_OUTBOX_TYPES.join(',')}}'::text[]`)})
+      ELSE ev.event_type = ANY(${webhookEndpoints.eventTypes}) END
   ORDER BY ev.id
   RETURNING ${RUNNABLE}
 )

@@ -30,16 +30,27 @@ export interface EndpointView {
   disabledAt: Date | null
   /** The first failed attempt since its last success; null while it answers. */
   failingSince: Date | null
+  format: EndpointFormat
   createdAt: Date
   updatedAt: Date
 }
 
 export type DisabledReason = 'manual' | 'gone' | 'failing'
 
+/**
+ * `standard`: this service's webhooks (docs/integrating/webhooks.md); `commerce`: Coinbase
+ * Commerce's envelope and `X-CC-Webhook-Signature`, every charge event
+ * (docs/decisions/0065-coinbase-commerce-drop-in.md).
+ */
+export const ENDPOINT_FORMATS = ['standard', 'commerce'] as const
+export type EndpointFormat = (typeof ENDPOINT_FORMATS)[number]
+
 /** What the sender needs of an endpoint. */
 export interface SendingInfo {
   url: string
   mode: Mode
+  /** The request's shape and signature (docs/decisions/0065-coinbase-commerce-drop-in.md). */
+  format: EndpointFormat
   secret: string
   enabled: boolean
   failingSince: Date | null
@@ -79,6 +90,7 @@ const view = (r: typeof webhookEndpoints.$inferSelect): EndpointView => ({
   disabledReason: r.enabled ? null : (r.disabledReason ?? 'manual'),
   disabledAt: r.enabled ? null : r.disabledAt,
   failingSince: r.failingSince,
+  format: r.format,
   createdAt: r.createdAt,
   updatedAt: r.updatedAt,
 })
@@ -123,7 +135,14 @@ export function createEndpointService(deps: {
       mode: string
       url: string
       eventTypes: readonly string[]
+      /** `standard` when absent. A Commerce-format endpoint hears every charge event. */
+      format?: string
     }): Promise<Outcome<{ endpoint: EndpointView; secret: string }>> {
+      const format = input.format ?? 'standard'
+      if (!(ENDPOINT_FORMATS as readonly string[]).includes(format))
+        return deny('invalid_request', `format must be ${ENDPOINT_FORMATS.join(' or ')}`, [
+          { path: 'format', message: ENDPOINT_FORMATS.join(' or ') },
+        ])
       if (input.mode !== 'test' && input.mode !== 'live')
         return deny('invalid_request', 'mode must be test or live', [
           { path: 'mode', message: 'test or live' },
@@ -131,7 +150,8 @@ export function createEndpointService(deps: {
       const url = checkEndpointUrl(input.url, input.mode, deps.addressRules)
       if (!url.ok)
         return deny('invalid_request', `url ${url.reason}`, [{ path: 'url', message: url.reason }])
-      const events = parseEventTypes(input.eventTypes)
+      const events: Outcome<WebhookEventType[]> =
+        format === 'commerce' ? ok([]) : parseEventTypes(input.eventTypes)
       if (!events.ok) return events
       const [project] = await db
         .select({ id: projects.id })
@@ -158,6 +178,7 @@ export function createEndpointService(deps: {
           mode: input.mode,
           url: url.url.toString(),
           eventTypes: events.value,
+          format: format as EndpointFormat,
           secretSealed: deps.secrets.seal(secret, id),
           enabled: true,
           createdAt: at,
@@ -228,6 +249,7 @@ export function createEndpointService(deps: {
         .select({
           url: webhookEndpoints.url,
           mode: webhookEndpoints.mode,
+          format: webhookEndpoints.format,
           secretSealed: webhookEndpoints.secretSealed,
           enabled: webhookEndpoints.enabled,
           failingSince: webhookEndpoints.failingSince,
@@ -238,6 +260,7 @@ export function createEndpointService(deps: {
         ? {
             url: r.url,
             mode: r.mode,
+            format: r.format,
             secret: deps.secrets.open(r.secretSealed, id),
             enabled: r.enabled,
             failingSince: r.failingSince,

@@ -59,7 +59,15 @@ const operation = (id: string) => operations(committed).find((o) => o.op.operati
  * below; the API's rules apply to every other operation.
  */
 const X402_URL = 'payTransactionX402'
-const apiOperations = (doc: OpenApi) => operations(doc).filter((o) => o.op.operationId !== X402_URL)
+/**
+ * The Coinbase Commerce API (docs/decisions/0065-coinbase-commerce-drop-in.md): its own key
+ * header and error shape, checked on their own below; and a checkout's page, opened by people.
+ */
+const CHECKOUT_PAGE = 'commerceOpenCheckout'
+const isCommerce = (o: { path: string }) => o.path.startsWith('/commerce/')
+const apiOperations = (doc: OpenApi) => operations(doc).filter((o) => o.path.startsWith('/api/'))
+const commerceOperations = (doc: OpenApi) => operations(doc).filter(isCommerce)
+const COMMERCE_ERROR_REF = '#/components/schemas/CommerceError'
 
 /** Every `$ref` string anywhere in the document. */
 function refs(node: unknown, found: string[] = []): string[] {
@@ -91,9 +99,11 @@ const objects = (node: unknown): Json[] =>
  * - The two paths are the merchant contract's; a transaction id is a UUID, never "project". The
  *   refunds of a transaction (docs/decisions/0038-refunds.md) sit under it the same way, as the issue names them.
  * - A self-hosted service has no one contact or licence to name: each deployment has its operator.
+ * - A checkout's page answers people with a redirect (303) to the charge it made, never a 2xx.
  */
 const JUSTIFIED = {
   redocly: [
+    'operation-2xx-response #/paths/~1checkout~1{id}/get/responses',
     'no-unused-components #/components/schemas/WebhookEvent',
     'no-ambiguous-paths #/paths/~1api~1transactions~1project~1{projectId}',
     'no-ambiguous-paths #/paths/~1api~1transactions~1{id}~1refunds',
@@ -174,6 +184,19 @@ describe('openapi/openapi.json', () => {
         'POST /api/x402/settle',
         'POST /api/x402/verify',
         'GET /pay/{id}/x402',
+        'GET /commerce/charges',
+        'GET /commerce/charges/{id}',
+        'GET /commerce/checkouts',
+        'GET /commerce/checkouts/{id}',
+        'GET /commerce/events',
+        'GET /commerce/events/{id}',
+        'POST /commerce/charges',
+        'POST /commerce/charges/{id}/cancel',
+        'POST /commerce/charges/{id}/resolve',
+        'POST /commerce/checkouts',
+        'PUT /commerce/checkouts/{id}',
+        'DELETE /commerce/checkouts/{id}',
+        'GET /checkout/{id}',
       ].sort(),
     )
     expect(Object.keys(committed.webhooks).sort()).toEqual([...WEBHOOK_EVENT_TYPES].sort())
@@ -218,6 +241,42 @@ describe('openapi/openapi.json', () => {
     for (const { name, op } of operations(committed, 'webhooks'))
       expect(op.security, name).toEqual([])
     expect(operation(X402_URL).security).toEqual([])
+    expect(operation(CHECKOUT_PAGE).security).toEqual([])
+  })
+
+  test('the Commerce API: its key header on every operation, every error in its shape, the rate-limit headers', () => {
+    expect(committed.components.securitySchemes.CommerceApiKey).toEqual({
+      type: 'apiKey',
+      in: 'header',
+      name: 'X-CC-Api-Key',
+      description: expect.any(String),
+    })
+    const ops = commerceOperations(committed)
+    expect(ops).toHaveLength(12)
+    for (const { name, op } of ops) {
+      expect(op.security, name).toEqual([{ CommerceApiKey: [] }])
+      expect(op.tags, name).toEqual(['Coinbase Commerce'])
+      const statuses = Object.keys(op.responses)
+      expect(
+        statuses.filter((st) => Number(st) < 400),
+        name,
+      ).toHaveLength(1)
+      for (const status of ['400', '401', '403', '404', '413', '429', '500'])
+        expect(statuses, `${name} does not document ${status}`).toContain(status)
+      for (const [status, res] of Object.entries<Json>(op.responses)) {
+        const headers = Object.keys(res.headers)
+        expect(headers, `${name} ${status}`).toContain('X-Request-Id')
+        expect(headers, `${name} ${status}`).toContain('X-RateLimit-Remaining-Minute')
+        if (Number(status) >= 400)
+          expect(res.content['application/json'].schema.$ref, `${name} ${status}`).toBe(
+            COMMERCE_ERROR_REF,
+          )
+      }
+    }
+    const page = operation(CHECKOUT_PAGE)
+    expect(Object.keys(page.responses).sort()).toEqual(['303', '400', '404', '429', '500'])
+    for (const res of Object.values<Json>(page.responses))
+      expect(Object.keys(res.headers).some((h) => h.startsWith('X-RateLimit'))).toBe(false)
   })
 
   test('every operation documents 400, 401, 403, 413, 429 and 500 with the ErrorResponse schema, whose type is the list of error types', () => {

@@ -36,6 +36,7 @@ function runnerWith(record: boolean) {
       forSending: async () => ({
         url: 'https://example.com/hook',
         mode: 'test',
+        format: 'standard',
         secret: 's',
         enabled: false,
         failingSince: null,

@@ -18,6 +18,7 @@ function state(over: Partial<PayState> = {}): PayState {
     amount_usd: 12.5,
     currency: 'USD',
     amount_in_currency: 12.5,
+    any_amount: false,
     order_description: 'Two coffees',
     expires_at: new Date(NOW + 3_600_000).toISOString(),
     server_time: new Date(NOW).toISOString(),
@@ -264,6 +265,134 @@ describe('payView()', () => {
       expect(v.return.attrs!.href).toBe('https://shop.example/cart')
       expect(v.return.text).toBe('Return to Acme')
     }
+  })
+})
+
+describe('payView() for any amount (a Commerce no_price charge)', () => {
+  const anyQuote = {
+    ...quote,
+    token_amount: '1',
+    payment_uri: `ethereum:0x00000000000000000000000000000000000000aa@31337/transfer?address=${ADDRESS}`,
+  }
+  const anyState = (over: Partial<PayState> = {}) =>
+    state({
+      any_amount: true,
+      currency: 'EUR',
+      amount_in_currency: 0,
+      amount_usd: 0,
+      ...over,
+    })
+  const anyPrepared = (over: Partial<PayState> = {}) =>
+    anyState({
+      status: 'prepared',
+      quote: anyQuote,
+      amount_received: '0',
+      amount_due: null,
+      test_wallet: true,
+      ...over,
+    })
+
+  test('the headline says any amount in the currency, not a price of 0', () => {
+    const v = payView(anyState(), PAY_TEXT, NOW)
+    expect(v['receipt-amount'].text).toBe('Any amount (EUR)')
+    expect(v['status-title'].text).toBe(PAY_TEXT.statusCreatedAny)
+    expect(shown(v)).toEqual(['countdown', 'choose', 'cancel-area'])
+    const page = renderPayPage(anyState(), (name) => `/assets/${name}`)
+    expect(page).toContain('Any amount (EUR)')
+    expect(page).not.toContain('€0.00')
+    expect(page).toContain(
+      '<p class="amount"><span class="visually-hidden">Amount due: </span>Any amount (EUR)</p>',
+    )
+  })
+
+  test('prepared: send any amount of the token to the address; no amount, no amount copy, no browser-wallet pay', () => {
+    const v = payView(anyPrepared(), PAY_TEXT, NOW)
+    expect(v['pay-heading'].text).toBe('Send any amount of TUSD')
+    expect(v['pay-amount'].text).toBe(fill(PAY_TEXT.sendAnyAmount, { token: 'TUSD' }))
+    expect(v['pay-amount'].text).not.toContain('0.000001')
+    expect(v['pay-amount-copy']).toEqual({ hidden: true, attrs: { 'data-copy': '' } })
+    expect(v['status-detail'].text).toBe(PAY_TEXT.statusPreparedAnyDetail)
+    // The address, the QR code and the amount-less payment URI stay.
+    expect(v['pay-address'].text).toBe(ADDRESS)
+    expect(v['pay-address-copy'].attrs).toEqual({ 'data-copy': ADDRESS })
+    expect(v['open-wallet'].attrs!.href).toBe(anyQuote.payment_uri)
+    expect(v.qr.attrs!.src).toBe(`/pay/${state().id}/qr.svg?v=1`)
+    expect(v.qr.attrs!.alt).toBe(
+      `QR code of the payment request: any amount of TUSD to ${ADDRESS} on devnet`,
+    )
+    // One click pays an amount the page would have to make up: not offered.
+    expect(v['browser-wallet'].hidden).toBe(true)
+    expect(v['sign-wallet'].hidden).toBe(true)
+    expect(v['sign-hint'].hidden).toBe(true)
+    expect(v.partial.hidden).toBe(true)
+    expect(shown(v)).toEqual(
+      expect.arrayContaining(['pay', 'wallet-actions', 'confirm', 'change-token', 'cancel-area']),
+    )
+    expect(v['receipt-amount'].text).toBe('Any amount (EUR)')
+  })
+
+  test('the rendered page has no amount to send or copy', () => {
+    const page = renderPayPage(anyPrepared(), (name) => `/assets/${name}`)
+    expect(page).toContain(
+      'id="pay-amount" class="mono strong">Any amount of TUSD: you choose how much</span>',
+    )
+    expect(page).toMatch(/<button type="button" id="pay-amount-copy" hidden class="copy"/)
+    expect(page).not.toContain('0.000001')
+    expect(page).toMatch(/<button type="button" id="browser-wallet" hidden/)
+    expect(page).toContain(`href="${anyQuote.payment_uri}"`)
+  })
+
+  test('something arriving while awaited is not a partial payment', () => {
+    const v = payView(anyPrepared({ status: 'pending', amount_received: '5000000' }), PAY_TEXT, NOW)
+    expect(v.partial.hidden).toBe(true)
+    expect(v['status-title'].text).toBe(PAY_TEXT.statusPending)
+    expect(v['pay-heading'].text).toBe('Send any amount of TUSD')
+  })
+
+  test('confirming and completed work as before and show what was received', () => {
+    const confirming = payView(
+      anyPrepared({
+        status: 'confirming',
+        confirmations: 1,
+        amount_received: '5000000',
+        transaction_hash: '0xabc',
+        block_number: 42,
+      }),
+      PAY_TEXT,
+      NOW,
+    )
+    expect(confirming['status-title'].text).toBe('Payment confirming: 1 of 2 confirmations.')
+    expect(confirming.pay.hidden).toBe(true)
+    const done = payView(
+      anyPrepared({
+        status: 'completed',
+        confirmations: 2,
+        amount_received: '5000000',
+        transaction_hash: '0xabc',
+        completed_at: new Date(NOW).toISOString(),
+      }),
+      PAY_TEXT,
+      NOW,
+    )
+    expect(done['status-title'].text).toBe(PAY_TEXT.statusCompleted)
+    expect(done.receipt.hidden).toBe(false)
+    expect(done['receipt-paid'].text).toBe('5 TUSD · devnet')
+    expect(done['receipt-amount'].text).toBe('Any amount (EUR)')
+    expect(done['chain-tx-value'].text).toBe('0xabc')
+  })
+
+  test('a priced transaction is unchanged: its amount, copy value and wallet pay button', () => {
+    const v = payView(prepared(), PAY_TEXT, NOW)
+    expect(v['receipt-amount'].text).toBe('$12.50')
+    expect(v['pay-heading'].text).toBe(PAY_TEXT.payHeading)
+    expect(v['pay-amount'].text).toBe('12.5 TUSD')
+    expect(v['pay-amount-copy']).toEqual({ attrs: { 'data-copy': '12.5' } })
+    expect(v['browser-wallet'].hidden).toBe(false)
+    expect(v['status-detail'].text).toBe(PAY_TEXT.statusPreparedDetail)
+    expect(v.qr.attrs!.alt).toBe(
+      `QR code of the payment request: 12.5 TUSD to ${ADDRESS} on devnet`,
+    )
+    expect(payView(state(), PAY_TEXT, NOW)['status-title'].text).toBe(PAY_TEXT.statusCreated)
   })
 })
 

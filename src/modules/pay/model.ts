@@ -15,6 +15,11 @@ export interface PayState {
   currency: string
   /** The amount charged, in `currency`. */
   amount_in_currency: number
+  /**
+   * Any amount pays it (a Commerce `no_price` charge): there is no amount to show, the quote asks
+   * for one smallest unit and the payment URI names none.
+   */
+  any_amount: boolean
   order_description: string | null
   expires_at: string
   /**

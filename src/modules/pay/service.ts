@@ -7,7 +7,7 @@ import type { PriceReader } from '../../chain/prices.ts'
 import type { TestWallet } from '../../chain/test-wallet.ts'
 import { canQuote, quoteToken } from '../../chain/pricing.ts'
 import { type RateBook, USD_ONLY } from '../../chain/fx-rates.ts'
-import { decimalAmountNumber } from '../../lib/currency.ts'
+import { decimalAmountNumber, minorToDecimal } from '../../lib/currency.ts'
 import type { Database } from '../../db/client.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { UUID_RE } from '../../lib/ids.ts'
@@ -95,7 +95,9 @@ export function createPayService(deps: PayDeps) {
   ): Promise<PayState> {
     const chosen = tokenOf(tx.blockchainNetwork, tx.tokenSymbol)
     const short =
-      tx.tokenAmount === null ? null : BigInt(tx.tokenAmount) - BigInt(tx.amountReceived ?? '0')
+      tx.tokenAmount === null || tx.anyAmount
+        ? null
+        : BigInt(tx.tokenAmount) - BigInt(tx.amountReceived ?? '0')
     const due = short === null ? null : short > 0n ? short : 0n
     const s: Omit<PayState, 'authorization'> = {
       id: tx.id,
@@ -106,6 +108,7 @@ export function createPayService(deps: PayDeps) {
       amount_usd: Number(tx.amountUsd),
       currency: tx.currency,
       amount_in_currency: decimalAmountNumber(tx.amountInCurrency, tx.currency),
+      any_amount: tx.anyAmount,
       order_description: tx.orderDescription,
       expires_at: tx.expiresAt.toISOString(),
       server_time: new Date(deps.clock.now()).toISOString(),
@@ -133,7 +136,7 @@ export function createPayService(deps: PayDeps) {
               payment_uri: paymentUri({
                 chainId: chosen.network.chainId,
                 to: tx.depositAddress as `0x${string}`,
-                amount: due!,
+                amount: due,
                 token: chosen.token,
               }),
               required_confirmations: tx.requiredConfirmations ?? chosen.network.confirmations,
@@ -153,7 +156,8 @@ export function createPayService(deps: PayDeps) {
         !!deps.testWallet && tx.testingMode && chosen?.network.name === deps.testWallet.network,
       version: tx.version,
     }
-    return { ...s, authorization: authorizationOffer(signatures, s) }
+    // Paying by signature names an amount: not offered when the customer chooses it.
+    return { ...s, authorization: tx.anyAmount ? null : authorizationOffer(signatures, s) }
   }
 
   async function stateAfter(
@@ -195,7 +199,8 @@ export function createPayService(deps: PayDeps) {
    */
   function quoteFor(tx: TransactionRow, network: NetworkConfig, token: TokenConfig) {
     return quoteToken({
-      tx,
+      // Any amount: the rates of one unit of the currency, so what is paid can be valued.
+      tx: tx.anyAmount ? { ...tx, amountInCurrency: minorToDecimal(1n, tx.currency) } : tx,
       token,
       prices: deps.prices(network.name)!,
       rates,
@@ -259,7 +264,8 @@ export function createPayService(deps: PayDeps) {
     const quote: Quote = {
       tokenSymbol: found.token.symbol,
       network: found.network.name,
-      tokenAmount: priced.value.units.toString(),
+      // Any amount: one smallest unit pays it (a transfer of nothing does not).
+      tokenAmount: tx.anyAmount ? '1' : priced.value.units.toString(),
       // Checksummed (EIP-55) for people and wallets; stored lowercase for matching.
       depositAddress: getAddress(address.value),
       requiredConfirmations: found.network.confirmations,
@@ -282,11 +288,40 @@ export function createPayService(deps: PayDeps) {
   }
 
   const x402Url = (id: string) => `${deps.baseUrl}/pay/${id}/x402`
+  /** x402 pays an exact amount the server names, never one the customer chooses. */
+  const anyAmountRefused = () =>
+    deny('invalid_request', 'This charge takes any amount: pay it on its pay page, not by x402')
 
   return {
     state,
 
     select,
+
+    /**
+     * What each token the transaction may be paid in costs: the chosen one at its locked quote,
+     * the others at current prices (null where a price cannot be read now); none for any amount.
+     */
+    async pricedTokens(
+      tx: TransactionRow,
+    ): Promise<{ network: string; symbol: string; decimals: number; units: bigint | null }[]> {
+      if (tx.anyAmount) return []
+      return Promise.all(
+        offered(tx.testingMode).flatMap((n) =>
+          n.tokens
+            .filter((t) => quotable(tx, t))
+            .map(async (t) => {
+              const chosen =
+                tx.tokenAmount !== null &&
+                tx.blockchainNetwork === n.name &&
+                tx.tokenSymbol === t.symbol
+              const units = chosen
+                ? BigInt(tx.tokenAmount!)
+                : await quoteFor(tx, n, t).then((q) => (q.ok ? q.value.units : null))
+              return { network: n.name, symbol: t.symbol, decimals: t.decimals, units }
+            }),
+        ),
+      )
+    },
 
     /**
      * "I have sent the payment" (docs/decisions/0012-transaction-lifecycle.md: prepared ->
@@ -326,6 +361,7 @@ export function createPayService(deps: PayDeps) {
     async x402Required(id: string): Promise<Outcome<X402Answer>> {
       const r = await load(id)
       if (!r) return deny('not_found', `No transaction ${id}`)
+      if (r.tx.anyAmount) return anyAmountRefused()
       const s = await view(r.tx, r.projectName, r.wrongAsset)
       if (isPaid(s)) return ok({ kind: 'paid', state: s, settlement: null })
       const opts = await x402.options(x402Transaction(r.tx, s))
@@ -348,6 +384,7 @@ export function createPayService(deps: PayDeps) {
     ): Promise<Outcome<X402Answer>> {
       const r = await load(id)
       if (!r) return deny('not_found', `No transaction ${id}`)
+      if (r.tx.anyAmount) return anyAmountRefused()
       let s = await view(r.tx, r.projectName, r.wrongAsset)
       // Paid already: nothing more is taken.
       if (isPaid(s)) return ok({ kind: 'paid', state: s, settlement: null })

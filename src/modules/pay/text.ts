@@ -14,6 +14,7 @@ export const PAY_TEXT = {
   testBanner: 'TEST MODE: test network only, no real funds move.',
   orderLabel: 'Order',
   amountLabel: 'Amount due',
+  anyAmount: 'Any amount ({currency})',
   transactionLabel: 'Payment reference',
   expiresIn: 'Expires in {time}',
   expiresSoon: 'Expires in {time}. Pay now to keep this price.',
@@ -27,7 +28,9 @@ export const PAY_TEXT = {
 
   payHeading: 'Send exactly this amount',
   payHeadingRest: 'Send the rest',
+  payHeadingAny: 'Send any amount of {token}',
   sendLabel: 'Amount',
+  sendAnyAmount: 'Any amount of {token}: you choose how much',
   addressLabel: 'To this address',
   networkLabel: 'Network',
   networkValue: '{network} (chain id {chainId})',
@@ -41,6 +44,7 @@ export const PAY_TEXT = {
   copiedAddress: 'Address copied',
   copyFailed: 'Could not copy. Select the text and copy it yourself.',
   qrAlt: 'QR code of the payment request: {amount} to {address} on {network}',
+  qrAltAny: 'QR code of the payment request: any amount of {token} to {address} on {network}',
   qrHint: 'Scan with your wallet app.',
   openWallet: 'Open in wallet app',
   signWallet: 'Pay by signature, no gas needed',
@@ -71,9 +75,12 @@ export const PAY_TEXT = {
     'Send from a wallet you control, on {network} only. Payments on another network or in another token do not count toward this payment.',
 
   statusCreated: 'Choose a token to see the amount to pay.',
+  statusCreatedAny: 'Choose the token you want to pay with.',
   statusPrepared: 'Waiting for your payment.',
   statusPreparedDetail:
     'Send the amount below, then press "I have sent the payment". Your payment is detected automatically.',
+  statusPreparedAnyDetail:
+    'Send the amount you choose to the address below, then press "I have sent the payment". Your payment is detected automatically.',
   statusPending: 'Waiting for your payment to reach the network.',
   statusPendingDetail:
     'This usually takes under a minute. You can leave this page open; it updates by itself.',

@@ -122,10 +122,14 @@ export const tokenKey = (symbol: string, network: string) => `${symbol}@${networ
 export function payView(s: PayState, t: PayText, serverNow: number): View {
   const q = s.quote
   const project = s.project_name
+  // Any amount pays it (a Commerce `no_price` charge): no price, nothing due, no part to complete;
+  // the customer chooses what to send.
+  const any = s.any_amount
   const received = BigInt(s.amount_received ?? '0')
-  const partial = q !== null && received > 0n && AWAITING.includes(s.status)
+  const partial = !any && q !== null && received > 0n && AWAITING.includes(s.status)
   const wrongAsset = q !== null && s.wrong_asset_received && AWAITING.includes(s.status)
-  const due = q ? (s.amount_due ?? q.token_amount) : null
+  const due = q && !any ? (s.amount_due ?? q.token_amount) : null
+  const paid = s.amount_received ?? (any ? null : (q?.token_amount ?? null))
   const amountOf = (units: string) =>
     q ? `${displayUnits(units, q.decimals)} ${q.token_symbol}` : ''
   const awaiting = AWAITING.includes(s.status) && q !== null
@@ -147,7 +151,13 @@ export function payView(s: PayState, t: PayText, serverNow: number): View {
       ),
     },
     pay: { hidden: !awaiting },
-    'pay-heading': { text: partial ? t.payHeadingRest : t.payHeading },
+    'pay-heading': {
+      text: partial
+        ? t.payHeadingRest
+        : any && q
+          ? fill(t.payHeadingAny, { token: q.token_symbol })
+          : t.payHeading,
+    },
     partial: {
       hidden: !partial,
       text:
@@ -166,8 +176,13 @@ export function payView(s: PayState, t: PayText, serverNow: number): View {
           ? fill(t.wrongAsset, { token: q.token_symbol, network: q.blockchain_network, project })
           : '',
     },
-    'pay-amount': { text: due ? amountOf(due) : '' },
-    'pay-amount-copy': { attrs: { 'data-copy': q && due ? formatUnits(due, q.decimals) : '' } },
+    'pay-amount': {
+      text: due ? amountOf(due) : any && q ? fill(t.sendAnyAmount, { token: q.token_symbol }) : '',
+    },
+    // No amount to copy when the customer chooses it.
+    'pay-amount-copy': any
+      ? { hidden: true, attrs: { 'data-copy': '' } }
+      : { attrs: { 'data-copy': q && due ? formatUnits(due, q.decimals) : '' } },
     'pay-address': { text: q?.deposit_address ?? '' },
     'pay-address-copy': { attrs: { 'data-copy': q?.deposit_address ?? '' } },
     'pay-network': {
@@ -188,13 +203,20 @@ export function payView(s: PayState, t: PayText, serverNow: number): View {
                 address: q.deposit_address,
                 network: q.blockchain_network,
               })
-            : '',
+            : q && any
+              ? fill(t.qrAltAny, {
+                  token: q.token_symbol,
+                  address: q.deposit_address,
+                  network: q.blockchain_network,
+                })
+              : '',
       },
     },
     'open-wallet': { attrs: { href: q?.payment_uri ?? '#' } },
     'wallet-actions': { hidden: !awaiting },
-    // The browser script shows it only when the browser has a wallet (EIP-1193 provider).
-    'browser-wallet': { hidden: !awaiting },
+    // The browser script shows it only when the browser has a wallet (EIP-1193 provider). It sends
+    // what is due: not offered for any amount, where the customer chooses it (address and QR stay).
+    'browser-wallet': { hidden: !(awaiting && !any) },
     // Paying by one signature, gas paid by the service: for tokens that take EIP-3009, when the
     // service runs a relayer (the browser script also needs a wallet to show it).
     'sign-wallet': { hidden: !(awaiting && s.authorization) },
@@ -207,9 +229,14 @@ export function payView(s: PayState, t: PayText, serverNow: number): View {
     'chain-tx-value': { text: s.transaction_hash ?? '' },
     receipt: { hidden: s.status !== 'completed' || s.success_url !== null },
     'receipt-paid': {
-      text: q ? `${amountOf(s.amount_received ?? q.token_amount)} · ${q.blockchain_network}` : '',
+      text: q && paid ? `${amountOf(paid)} · ${q.blockchain_network}` : '',
     },
-    'receipt-amount': { text: formatMoney(s.amount_in_currency, s.currency) },
+    // Also the page's headline: no price for any amount.
+    'receipt-amount': {
+      text: any
+        ? fill(t.anyAmount, { currency: s.currency })
+        : formatMoney(s.amount_in_currency, s.currency),
+    },
     'receipt-completed': {
       text: s.completed_at
         ? new Date(s.completed_at).toLocaleString('en-US', {
@@ -277,11 +304,14 @@ function statusText(s: PayState, t: PayText, partial: boolean): [string, string]
   const project = s.project_name
   switch (s.status) {
     case 'created':
-      return [s.tokens.length ? t.statusCreated : t.noTokens, '']
+      return [
+        s.tokens.length ? (s.any_amount ? t.statusCreatedAny : t.statusCreated) : t.noTokens,
+        '',
+      ]
     case 'prepared':
       return partial
         ? [t.statusPartial, t.statusPartialDetail]
-        : [t.statusPrepared, t.statusPreparedDetail]
+        : [t.statusPrepared, s.any_amount ? t.statusPreparedAnyDetail : t.statusPreparedDetail]
     case 'pending':
       return partial
         ? [t.statusPartial, t.statusPartialDetail]

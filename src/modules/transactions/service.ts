@@ -17,6 +17,7 @@ import { valueAtCreation } from '../../chain/pricing.ts'
 import { amountToMinor, decimalAmountNumber, minorToDecimal } from '../../lib/currency.ts'
 import type { ProjectMode } from '../../projects/mode.ts'
 import type { TransactionRepo, TransactionRow } from './transaction.repo.ts'
+import type { CommerceFacts } from '../../db/schema.ts'
 
 const IDEMPOTENCY_WINDOW_MS = 24 * 3_600_000
 const DEFAULT_EXPIRY_MINUTES = 60
@@ -59,12 +60,20 @@ export interface Priced {
   usdRate: RecordedRate | null
 }
 
+/** What a charge made through the Commerce API adds to a transaction. */
+export interface ChargeExtras {
+  /** A `no_price` charge: any amount pays it. */
+  anyAmount: boolean
+  commerce: CommerceFacts
+}
+
 /** The row a new transaction starts as: every column, so response and event need no read-back. */
 export function newTransactionRow(
   caller: Caller,
   input: Omit<CreateTransactionInput, 'amount' | 'currency'>,
   priced: Priced,
   now: Date,
+  extras: ChargeExtras | null = null,
 ): TransactionRow {
   return {
     id: newTransactionId(),
@@ -106,6 +115,8 @@ export function newTransactionRow(
     createdAt: now,
     updatedAt: now,
     version: 0,
+    anyAmount: extras?.anyAmount ?? false,
+    commerce: extras?.commerce ?? null,
   }
 }
 
@@ -125,14 +136,9 @@ export function createTransactionService(deps: {
    * mode offers; the amount's USD value at the current rate must be at most 1,000,000.
    */
   async function price(caller: Caller, input: CreateTransactionInput): Promise<Outcome<Priced>> {
-    const currency = currencyOf(input)
-    const offered = rates.offered(caller.mode)
-    if (!offered.includes(currency))
-      return deny(
-        'invalid_request',
-        `currency ${currency} is not offered; this service prices ${caller.mode} transactions in ${offered.join(', ')}`,
-        [{ path: 'currency', message: `must be one of ${offered.join(', ')}` }],
-      )
+    const offered = offeredCurrency(caller, currencyOf(input))
+    if (!offered.ok) return offered
+    const currency = offered.value
     // The rules checked the places; a currency they could not judge is not offered.
     const minor = amountToMinor(input.amount, currency)!
     const value = await valueAtCreation(rates, caller.mode, currency, minor)
@@ -172,7 +178,63 @@ export function createTransactionService(deps: {
     return ok({ status: prior.statusCode, body: prior.response, replayed: true })
   }
 
+  /** A currency the caller's mode offers, or the refusal naming those it does. */
+  function offeredCurrency(caller: Caller, currency: string): Outcome<string> {
+    const offered = rates.offered(caller.mode)
+    return offered.includes(currency)
+      ? ok(currency)
+      : deny(
+          'invalid_request',
+          `currency ${currency} is not offered; this service prices ${caller.mode} transactions in ${offered.join(', ')}`,
+          [{ path: 'currency', message: `must be one of ${offered.join(', ')}` }],
+        )
+  }
+
   return {
+    /**
+     * A charge of the Commerce API (docs/decisions/0065-coinbase-commerce-drop-in.md): a
+     * transaction like any other, with the charge's own facts; with `anyAmount` (a `no_price`
+     * charge) it has no amount (0), only the currency payments are valued in. No Idempotency-Key:
+     * Commerce had none.
+     */
+    async createCharge(
+      caller: Caller,
+      input: CreateTransactionInput,
+      extras: ChargeExtras,
+    ): Promise<Outcome<TransactionRow>> {
+      const now = new Date(deps.clock.now())
+      let priced: Outcome<Priced>
+      if (extras.anyAmount) {
+        const currency = offeredCurrency(caller, currencyOf(input))
+        priced = currency.ok
+          ? ok({
+              currency: currency.value,
+              amountInCurrency: minorToDecimal(0n, currency.value),
+              amountUsd: '0.00',
+              usdRate: null,
+            })
+          : currency
+      } else priced = await price(caller, input)
+      if (!priced.ok) return priced
+      for (let attempt = 0; attempt < NUMBER_ATTEMPTS; attempt++) {
+        const row = newTransactionRow(caller, input, priced.value, now, extras)
+        const outcome = await deps.lifecycle.create({
+          row,
+          timelineDetails: {
+            amount_in_currency: row.amountInCurrency,
+            currency: row.currency,
+            amount_usd: row.amountUsd,
+            ...(row.usdRate ? { usd_rate: rateView(row.usdRate) } : {}),
+            ...(row.anyAmount ? { any_amount: true } : {}),
+            expires_at: row.expiresAt.toISOString(),
+          },
+        })
+        if (outcome === 'number_taken') continue
+        return ok(row)
+      }
+      throw new Error(`no free transaction number after ${NUMBER_ATTEMPTS} attempts`)
+    },
+
     /**
      * docs/decisions/0005-create-request-bounds.md, docs/decisions/0006-idempotent-create.md,
      * docs/decisions/0007-full-transaction-object.md. The transaction, its actor, timeline entry

@@ -321,7 +321,8 @@ function paid(): void {
 async function payWithBrowserWallet(button: HTMLButtonElement): Promise<void> {
   const provider = window.ethereum
   const q = state.quote
-  if (!provider || !q || sending) return
+  // Any amount: the customer chooses it, so there is no amount to send (the view hides the button).
+  if (!provider || !q || sending || state.any_amount) return
   // The payment is fixed now: the quote and the amount due as shown when the button was pressed.
   const amount = BigInt(state.amount_due ?? q.token_amount)
   walletMessage(t.browserWalletBusy)
