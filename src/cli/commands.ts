@@ -2,7 +2,7 @@ import { EVENT_TYPES } from '../../machines/transaction.machine.ts'
 import { parseTxEvent } from '../actors/event-schema.ts'
 import type { Outcome } from '../lib/outcome.ts'
 import type { Services } from '../services.ts'
-import type { EndpointView } from '../webhooks/endpoint.service.ts'
+import { ENDPOINT_FORMATS, type EndpointView } from '../webhooks/endpoint.service.ts'
 import type { DeliveryView } from '../webhooks/webhook.service.ts'
 
 export type { Flags } from '../lib/command-line.ts'
@@ -18,6 +18,11 @@ interface Command {
   required: string[]
   /** Flags it also takes; any other flag is a usage error (a typo must not be ignored). */
   optional?: string[]
+  /**
+   * What else the flags must be, known before anything runs (a flag required only with some
+   * other flag's value): usage errors like a missing required flag.
+   */
+  check?(f: Record<string, string>): { path: string; message: string }[]
   run(s: Services, f: Record<string, string>): Promise<Outcome<Record<string, unknown>>>
 }
 
@@ -44,6 +49,7 @@ const endpointView = (e: EndpointView) => ({
   project: e.projectId,
   mode: e.mode,
   url: e.url,
+  format: e.format,
   events: e.eventTypes,
   enabled: e.enabled,
   disabled_reason: e.disabledReason,
@@ -229,8 +235,15 @@ export const COMMANDS: Record<string, Command> = {
     },
   },
   'endpoint create': {
-    usage: 'endpoint create --project ID --mode test|live --url U --events e1,e2',
-    required: ['project', 'mode', 'url', 'events'],
+    usage: `endpoint create --project ID --mode test|live --url U --events e1,e2 [--format ${ENDPOINT_FORMATS.join('|')}]   (commerce: Coinbase Commerce's webhooks, every charge event, no --events)`,
+    required: ['project', 'mode', 'url'],
+    optional: ['events', 'format'],
+    // A standard endpoint names its events; a Commerce one hears every charge event. An unknown
+    // format is left to the service, which names the formats.
+    check: (f) =>
+      f.events === undefined && (f.format === undefined || f.format === 'standard')
+        ? [{ path: '--events', message: 'is required (unless --format commerce)' }]
+        : [],
     run: (s, f) =>
       map(
         s.endpoints.create({
@@ -238,6 +251,7 @@ export const COMMANDS: Record<string, Command> = {
           mode: f.mode,
           url: f.url,
           eventTypes: list(f.events),
+          format: f.format,
         }),
         (r) => ({ ...endpointView(r.endpoint), secret: r.secret }),
       ),
@@ -456,6 +470,7 @@ export function prepareCommand(
   }
   for (const r of command.required)
     if (values[r] === undefined) problems.push({ path: `--${r}`, message: 'is required' })
+  problems.push(...(command.check?.(values) ?? []))
   const known = new Set([...command.required, ...(command.optional ?? [])])
   for (const k of Object.keys(values))
     if (!known.has(k))

@@ -5,6 +5,7 @@
  * (360 px) and on a desktop.
  */
 import { afterAll, afterEach, beforeAll, beforeEach, expect, test } from 'bun:test'
+import { createHmac } from 'node:crypto'
 import type { Dialog, Page } from 'playwright-core'
 import { xpubFromMnemonic } from '../../src/chain/deposit-addresses.ts'
 import { ANVIL_DEFAULT_MNEMONIC } from '../../src/chain/devnet.ts'
@@ -503,6 +504,70 @@ describeWithBrowser('merchant dashboard in Chromium', () => {
     expect(await enabled(endpointId)).toBe(true)
     // The one expected failure: the wrong password's 401.
     expectOnlyFailures([['POST', dash(`/endpoints/${endpointId}/reveal`), 401]])
+  })
+
+  test('a Coinbase Commerce endpoint: chosen by its format with no event checked; the list and its page show the format; its test event carries X-CC-Webhook-Signature and is delivered', async () => {
+    // A receiver of its own: the sink checks this service's own signature, which Commerce-format
+    // requests do not carry.
+    const heard: { body: string; signature: string | null }[] = []
+    const receiver = Bun.serve({
+      port: 0,
+      hostname: '127.0.0.1',
+      async fetch(req) {
+        heard.push({
+          body: await req.text(),
+          signature: req.headers.get('x-cc-webhook-signature'),
+        })
+        return new Response('ok')
+      },
+    })
+    try {
+      const page = await open(dash('/endpoints'))
+      const dialogs = answerDialogs(page)
+      expect(await page.getByRole('radio', { name: 'Standard' }).isChecked()).toBe(true)
+      await page.getByLabel('URL').fill(`http://127.0.0.1:${receiver.port}/commerce`)
+      await page.getByRole('radio', { name: 'Coinbase Commerce' }).check()
+      await page.getByRole('button', { name: 'Add test endpoint' }).click()
+      await page.locator('#revealed-value').waitFor()
+      const secret = (await page.locator('#revealed-value').textContent())!
+      const endpointId = (await field(page, 'Id').textContent())!
+      expect(await field(page, 'Format').textContent()).toBe('Coinbase Commerce')
+      expect(await field(page, 'Events').textContent()).toStartWith('every charge event')
+
+      await page.goto(full(dash('/endpoints')))
+      const listed = page
+        .locator('tr')
+        .filter({ has: page.locator(`a[href="${dash(`/endpoints/${endpointId}`)}"]`) })
+      expect(await listed.locator('[data-col="format"]').textContent()).toBe('Coinbase Commerce')
+      await listed.getByRole('link').click()
+      await page.waitForURL(full(dash(`/endpoints/${endpointId}`)))
+      // No event type to choose: a Commerce test event is a charge:created.
+      expect(await page.getByLabel('Event type').count()).toBe(0)
+      await page.getByRole('button', { name: 'Send test event' }).click()
+      await page.waitForURL(full(dash(`/endpoints/${endpointId}?notice=test-sent`)))
+      await waitUntil(
+        'the Commerce test event to arrive',
+        async () => heard.length,
+        (n) => n >= 1,
+      )
+      const [got] = heard
+      expect(got!.signature).toBe(createHmac('sha256', secret).update(got!.body).digest('hex'))
+      expect(JSON.parse(got!.body).event.type).toBe('charge:created')
+      await reloadUntil(
+        page,
+        dash(`/endpoints/${endpointId}`),
+        'the Commerce test delivery to show success',
+        async () => (await rowStatuses(page)).join() === 'success',
+      )
+
+      // Disabled before its receiver goes: the later tests' events are not sent to it.
+      await page.getByRole('button', { name: 'Disable' }).click()
+      await page.waitForURL(full(dash(`/endpoints/${endpointId}?notice=endpoint-disabled`)))
+      expect(dialogs).toHaveLength(1)
+      expect(browser.failures).toEqual([])
+    } finally {
+      receiver.stop(true)
+    }
   })
 
   test('a failing endpoint: the log shows retrying with retries and the next retry, then failed; filters show only matching rows; the attempt shows what was sent and received', async () => {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:test'
-import { randomBytes } from 'node:crypto'
+import { createHmac, randomBytes } from 'node:crypto'
 import { WEBHOOK_EVENT_TYPES } from '../../src/db/schema.ts'
 import { SCOPES } from '../../src/keys/api-key.ts'
 import { manualClock } from '../../src/lib/clock.ts'
@@ -1586,6 +1586,162 @@ for (const backend of backends()) {
         expect(right.status).toBe(200)
         expect(revealedValue(right.text)).toBe(secret)
         expect(must(await services().endpoints.revealSecret(id)).secret).toBe(secret)
+      })
+
+      test('the endpoint form takes a format: a Coinbase Commerce endpoint needs no events and shows its format on the list and its page, and its test event is Commerce-shaped and signed with X-CC-Webhook-Signature; a standard endpoint still needs events; an unknown format is refused by name', async () => {
+        const heard: { body: string; headers: Headers }[] = []
+        const hooks = Bun.serve({
+          port: 0,
+          hostname: '127.0.0.1',
+          async fetch(req) {
+            heard.push({ body: await req.text(), headers: req.headers })
+            return new Response('ok')
+          },
+        })
+        try {
+          // A project of its own: A's test mode is near its endpoint limit by now.
+          const shop = await memberOf(t, { projectName: 'Moved from Commerce' })
+          const c = await signedIn(shop)
+          const list = `${base(shop)}/endpoints`
+          const hook = (path: string) => `http://127.0.0.1:${hooks.port}/${path}`
+          const field = (page: string, name: string) => {
+            const m = new RegExp(`<dt>${name}</dt><dd>([^<]*)</dd>`).exec(page)
+            return m ? unescapeHtml(m[1]!) : null
+          }
+          const idOf = (page: string) => /\/endpoints\/(ep_[A-Za-z0-9]+)\/reveal"/.exec(page)![1]!
+          const EVERY_CHARGE_EVENT =
+            'every charge event (charge:created, charge:pending, charge:confirmed, charge:failed, charge:delayed, charge:resolved)'
+
+          // The form offers both formats, Standard chosen, and says a Commerce endpoint needs no
+          // events: no script needed to read it.
+          const form = await c.page(list)
+          expect(form.status).toBe(200)
+          const formText = unescapeHtml(form.text)
+          expect(formText).toContain(
+            '<input type="radio" name="format" value="standard" checked> Standard',
+          )
+          expect(formText).toContain(
+            '<input type="radio" name="format" value="commerce"> Coinbase Commerce',
+          )
+          expect(formText).toContain(
+            "Coinbase Commerce: Commerce's webhook body and X-CC-Webhook-Signature, for shops that moved from Commerce; hears every charge event.",
+          )
+          expect(formText).toContain(
+            'Standard: choose at least one. Coinbase Commerce: not needed, leave them unchecked',
+          )
+
+          // Commerce with no event checked: made, its secret shown once, its format on its page.
+          const made = await c.post(list, { url: hook('commerce'), format: 'commerce' })
+          expect(made.status).toBe(201)
+          const secret = revealedValue(made.text)!
+          expect(secret).toMatch(/^whsec_/)
+          const commerce = idOf(made.text)
+          expect({
+            format: field(made.text, 'Format'),
+            events: field(made.text, 'Events'),
+          }).toEqual({ format: 'Coinbase Commerce', events: EVERY_CHARGE_EVENT })
+          // Events checked anyway are not what it hears: it hears every charge event.
+          const ticked = await c.post(list, {
+            url: hook('commerce-ticked'),
+            format: 'commerce',
+            events: ['transaction.completed'],
+          })
+          expect({ status: ticked.status, events: field(ticked.text, 'Events') }).toEqual({
+            status: 201,
+            events: EVERY_CHARGE_EVENT,
+          })
+
+          // A standard endpoint still needs events, whether the form says standard or (an older
+          // form) says no format at all; the form comes back as it was sent.
+          const unchosen: [string, Record<string, string>][] = [
+            ['format=standard', { url: hook('standard-bare'), format: 'standard' }],
+            ['no format field', { url: hook('standard-bare') }],
+          ]
+          for (const [label, fields] of unchosen) {
+            const res = await c.post(list, fields)
+            expect({
+              label,
+              status: res.status,
+              error: errorOf(res.text),
+              standardChosen: res.text.includes('name="format" value="standard" checked'),
+              urlKept: res.text.includes(`value="${hook('standard-bare')}"`),
+            }).toEqual({
+              label,
+              status: 400,
+              error: 'Select at least one event type',
+              standardChosen: true,
+              urlKept: true,
+            })
+          }
+          // A format the service has no name for is refused, naming the ones it has.
+          const bogus = await c.post(list, {
+            url: hook('bogus'),
+            format: 'shopify',
+            events: ['transaction.completed'],
+          })
+          expect({ status: bogus.status, error: errorOf(bogus.text) }).toEqual({
+            status: 400,
+            error: 'format must be standard or commerce',
+          })
+          const standard = await c.post(list, {
+            url: hook('standard'),
+            format: 'standard',
+            events: ['transaction.completed'],
+          })
+          expect(standard.status).toBe(201)
+          expect({
+            format: field(standard.text, 'Format'),
+            events: field(standard.text, 'Events'),
+          }).toEqual({ format: 'Standard', events: 'transaction.completed' })
+
+          // The list: exactly the three made (nothing of the refused posts), each with its format.
+          const listed = await c.page(list)
+          const rows = [
+            ...listed.text.matchAll(/<tr data-endpoint="([^"]+)">([\s\S]*?)<\/tr>/g),
+          ].map((m) => [
+            m[1],
+            unescapeHtml(/data-col="format">([^<]*)</.exec(m[2]!)![1]!),
+            m[2]!.includes('every charge event'),
+          ])
+          expect(rows.sort()).toEqual(
+            [
+              [commerce, 'Coinbase Commerce', true],
+              [idOf(ticked.text), 'Coinbase Commerce', true],
+              [idOf(standard.text), 'Standard', false],
+            ].sort(),
+          )
+
+          // Its page: the format again, and a test event that needs no type.
+          const shown = await c.page(`${list}/${commerce}`)
+          expect(field(shown.text, 'Format')).toBe('Coinbase Commerce')
+          expect(shown.text).not.toContain('<select name="event">')
+          expect(shown.text).not.toContain(secret)
+          const sent = await c.post(
+            `${list}/${commerce}/test`,
+            Object.fromEntries(
+              [...shown.text.matchAll(/<input type="hidden" name="(event)" value="([^"]*)">/g)].map(
+                (m) => [m[1]!, m[2]!],
+              ),
+            ),
+          )
+          expect({ status: sent.status, location: sent.location }).toEqual({
+            status: 303,
+            location: `${list}/${commerce}?notice=test-sent`,
+          })
+          await services().dispatcher.runOnce()
+          expect(heard).toHaveLength(1)
+          const [got] = heard
+          expect(got!.headers.get('x-cc-webhook-signature')).toBe(
+            createHmac('sha256', secret).update(got!.body).digest('hex'),
+          )
+          expect(got!.headers.get('x-service-signature')).toBeNull()
+          expect(JSON.parse(got!.body)).toMatchObject({
+            attempt_number: 1,
+            event: { type: 'charge:created', data: { code: 'TEST', metadata: { test: true } } },
+          })
+        } finally {
+          hooks.stop(true)
+        }
       })
 
       test("rotating a secret asks for the password as revealing does: without it or with a wrong one the answer is reveal's 401 and nothing changes (the old secret still signs); with the right one the new secret is shown and signs the next delivery", async () => {

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { createHmac } from 'node:crypto'
 import { rmSync } from 'node:fs'
 import { backends, freshDataDir, freshPostgres } from '../helpers/databases.ts'
 import { killAllProcesses, spawnServer, type ServerProcess } from '../helpers/processes.ts'
@@ -90,6 +91,7 @@ for (const backend of backends()) {
         project: s.projectId,
         mode: 'test',
         url: sink.url('/cli-a'),
+        format: 'standard',
         events: ['transaction.created', 'transaction.completed'],
         enabled: true,
         created_at: expect.any(String),
@@ -173,6 +175,80 @@ for (const backend of backends()) {
       expect(
         (await cli.ok('endpoint', 'list', '--project', s.projectId, '--mode', 'live')).endpoints,
       ).toEqual([])
+    })
+
+    test('endpoint create --format commerce needs no --events; create and list show each format; its test event is Commerce-shaped, signed with X-CC-Webhook-Signature', async () => {
+      // A project of its own, so the endpoints above stay the only ones that hear this project.
+      const shop = await cli.ok('project', 'create', '--name', 'Moved from Commerce')
+      const commerce = await cli.ok(
+        'endpoint',
+        'create',
+        '--project',
+        shop.id,
+        '--mode',
+        'test',
+        '--url',
+        sink.url('/cli-commerce'),
+        '--format',
+        'commerce',
+      )
+      expect(commerce).toEqual({
+        id: expect.stringMatching(/^ep_/),
+        secret: expect.stringMatching(/^whsec_[A-Za-z0-9]{32,}$/),
+        project: shop.id,
+        mode: 'test',
+        url: sink.url('/cli-commerce'),
+        format: 'commerce',
+        events: [],
+        enabled: true,
+        created_at: expect.any(String),
+        disabled_reason: null,
+        disabled_at: null,
+        failing_since: null,
+      })
+      const standard = await cli.ok(
+        'endpoint',
+        'create',
+        '--project',
+        shop.id,
+        '--mode',
+        'test',
+        '--url',
+        sink.url('/cli-standard'),
+        '--events',
+        'transaction.completed',
+        '--format',
+        'standard',
+      )
+      expect(standard).toMatchObject({ format: 'standard', events: ['transaction.completed'] })
+      const r = await cli.run('endpoint', 'list', '--project', shop.id)
+      expect(r.code).toBe(0)
+      expect(r.stdout).not.toContain('whsec_')
+      expect(
+        r.json.endpoints.map((e: Record<string, unknown>) => [e.id, e.format, e.events]),
+      ).toEqual([
+        [commerce.id, 'commerce', []],
+        [standard.id, 'standard', ['transaction.completed']],
+      ])
+
+      await sink.configure('/cli-commerce', { secret: commerce.secret, mode: 'ok' })
+      await cli.ok(
+        'endpoint',
+        'test',
+        '--endpoint',
+        commerce.id,
+        '--event',
+        'transaction.completed',
+      )
+      const [got] = await sink.waitFor('/cli-commerce', (x) => x.length >= 1, 15_000)
+      expect(got!.headers['x-cc-webhook-signature']).toBe(
+        createHmac('sha256', commerce.secret).update(got!.body).digest('hex'),
+      )
+      expect(got!.headers['x-service-signature']).toBeUndefined()
+      expect(JSON.parse(got!.body)).toMatchObject({
+        attempt_number: 1,
+        event: { type: 'charge:created', data: { code: 'TEST', metadata: { test: true } } },
+      })
     })
 
     test('endpoint rotate-secret: later deliveries, test and real, verify with the new secret only', async () => {
@@ -319,6 +395,40 @@ for (const backend of backends()) {
           ],
           2,
           '--events is required',
+        ],
+        [
+          'endpoint create --format standard without --events',
+          () => [
+            'endpoint',
+            'create',
+            '--project',
+            s.projectId,
+            '--mode',
+            'test',
+            '--url',
+            sink.url('/x'),
+            '--format',
+            'standard',
+          ],
+          2,
+          '--events is required (unless --format commerce)',
+        ],
+        [
+          'endpoint create with an unknown format',
+          () => [
+            'endpoint',
+            'create',
+            '--project',
+            s.projectId,
+            '--mode',
+            'test',
+            '--url',
+            sink.url('/x'),
+            '--format',
+            'shopify',
+          ],
+          1,
+          'format must be standard or commerce',
         ],
         [
           'endpoint test with --endpoint but no value',

@@ -1,6 +1,7 @@
 import { html, type Html } from '../../../lib/html.ts'
 import { WEBHOOK_EVENT_TYPES } from '../../../db/schema.ts'
-import type { EndpointView } from '../../../webhooks/endpoint.service.ts'
+import { COMMERCE_EVENT_OF } from '../../../webhooks/commerce-format.ts'
+import type { EndpointFormat, EndpointView } from '../../../webhooks/endpoint.service.ts'
 import type { DeliveryView } from '../../../webhooks/webhook.service.ts'
 import {
   badge,
@@ -49,29 +50,57 @@ function health(e: EndpointView): Html | string {
   return ''
 }
 
+/** How the pages name each endpoint format. */
+const FORMAT_LABELS: Record<EndpointFormat, string> = {
+  standard: 'Standard',
+  commerce: 'Coinbase Commerce',
+}
+
+const FORMAT_HELP =
+  "Coinbase Commerce: Commerce's webhook body and X-CC-Webhook-Signature, for shops that moved from Commerce; hears every charge event."
+
+/** The Commerce events a Commerce-format endpoint hears, in order. */
+const CHARGE_EVENTS = [...new Set(Object.values(COMMERCE_EVENT_OF))]
+
+/** What an endpoint receives, as its list row shows it. */
+function eventsSummary(e: EndpointView): string {
+  if (e.format === 'commerce') return 'every charge event'
+  return e.eventTypes.length === WEBHOOK_EVENT_TYPES.length ? 'all events' : e.eventTypes.join(', ')
+}
+
 /** A datetime-local input's value (UTC, to the minute). */
 const inputTime = (d: Date) => d.toISOString().slice(0, 16)
 
 export function endpointsPage(
   f: Frame,
   endpoints: EndpointView[],
-  form: { url: string; events: string[] },
+  form: { url: string; events: string[]; format: string },
   opts: { error?: string | null },
 ): string {
   const rows = endpoints.map(
-    (e) => html`<tr>
+    (e) => html`<tr data-endpoint="${e.id}">
     <td class="text"><a href="${base(f, `/endpoints/${e.id}`)}">${e.url}</a></td>
     <td>${stateBadge(e)}</td>
-    <td class="text">${e.eventTypes.length === WEBHOOK_EVENT_TYPES.length ? 'all events' : e.eventTypes.join(', ')}</td>
+    <td class="text">${eventsSummary(e)}</td>
+    <td class="text" data-col="format">${FORMAT_LABELS[e.format]}</td>
     <td>${when(e.createdAt)}</td></tr>`,
   )
-  const body = html`${table(`${f.mode} webhook endpoints`, ['URL', 'State', 'Events', 'Created'], rows, `No ${f.mode} webhook endpoints yet.`)}
+  const formats = Object.entries(FORMAT_LABELS).map(
+    ([value, label]) =>
+      html`<label class="check"><input type="radio" name="format" value="${value}"${form.format === value ? html` checked` : ''}> ${label}</label>`,
+  )
+  const body = html`${table(`${f.mode} webhook endpoints`, ['URL', 'State', 'Events', 'Format', 'Created'], rows, `No ${f.mode} webhook endpoints yet.`)}
 <section aria-labelledby="new-endpoint"><h2 id="new-endpoint">Add an endpoint</h2>
 <form method="post" action="${base(f, '/endpoints')}" class="stack">
   ${csrfField(f.csrf)}
   <label>URL <input type="url" name="url" value="${form.url}" required maxlength="2048" placeholder="https://shop.example.com/webhooks/crypto-pay" autocomplete="off"></label>
   <p class="muted">${f.mode === 'live' ? 'Live endpoints must use https and a public address.' : 'Test endpoints may use http; local addresses only where the operator allows them.'}</p>
-  <fieldset><legend>Events to send</legend>
+  <fieldset aria-describedby="format-help"><legend>Format</legend>
+  ${formats}
+  <p class="muted" id="format-help">${FORMAT_HELP}</p>
+  </fieldset>
+  <fieldset aria-describedby="events-help"><legend>Events to send</legend>
+  <p class="muted" id="events-help">Standard: choose at least one. Coinbase Commerce: not needed, leave them unchecked (it hears every charge event).</p>
   ${WEBHOOK_EVENT_TYPES.map((t) => html`<label class="check"><input type="checkbox" name="events" value="${t}"${form.events.includes(t) ? html` checked` : ''}> ${t}</label>`)}
   </fieldset>
   <button type="submit" class="button">Add ${f.mode} endpoint</button>
@@ -94,10 +123,13 @@ export function endpointPage(
   const e = d.endpoint
   const here = (rest = '') => base(f, `/endpoints/${e.id}${rest}`)
   const link = (status: string, before = '') => here(query({ status, before }))
+  const commerce = e.format === 'commerce'
   const secretNote = {
     created:
       "Store it in your server's configuration now. You can reveal it again here after entering your password.",
-    revealed: "Verify each delivery's x-service-signature with it (HMAC-SHA-256 of the raw body).",
+    revealed: commerce
+      ? "Verify each delivery's X-CC-Webhook-Signature with it (HMAC-SHA-256 of the raw body): it is the shared secret your Commerce webhook code expects."
+      : "Verify each delivery's x-service-signature with it (HMAC-SHA-256 of the raw body).",
     rotated:
       'The old secret stopped working: deliveries from now on are signed with this one. Update your server.',
   }
@@ -108,7 +140,8 @@ ${opts.secret ? revealed('Signing secret', opts.secret.value, secretNote[opts.se
 <dl class="fields">
   <div><dt>Id</dt><dd><code>${e.id}</code></dd></div>
   <div><dt>Mode</dt><dd>${e.mode}</dd></div>
-  <div><dt>Events</dt><dd>${e.eventTypes.join(', ')}</dd></div>
+  <div><dt>Format</dt><dd>${FORMAT_LABELS[e.format]}</dd></div>
+  <div><dt>Events</dt><dd>${commerce ? `every charge event (${CHARGE_EVENTS.join(', ')})` : e.eventTypes.join(', ')}</dd></div>
   <div><dt>Created</dt><dd>${when(e.createdAt)}</dd></div>
 </dl>
 <div class="actions">
@@ -139,10 +172,10 @@ ${opts.secret ? revealed('Signing secret', opts.secret.value, secretNote[opts.se
 <section aria-labelledby="test-title"><h2 id="test-title">Send a test event</h2>
 <form method="post" action="${here('/test')}" class="filters">
   ${csrfField(f.csrf)}
-  <label>Event type <select name="event">${WEBHOOK_EVENT_TYPES.map((t) => html`<option value="${t}">${t}</option>`)}</select></label>
+  ${commerce ? html`<input type="hidden" name="event" value="transaction.created">` : html`<label>Event type <select name="event">${WEBHOOK_EVENT_TYPES.map((t) => html`<option value="${t}">${t}</option>`)}</select></label>`}
   <button type="submit" class="button"${e.enabled ? '' : html` disabled`}>Send test event</button>
 </form>
-<p class="muted">The payload carries <code>"test": true</code> and a made-up transaction, signed like any other delivery.${e.enabled ? '' : ' Enable the endpoint first.'}</p>
+<p class="muted">${commerce ? html`A Commerce <code>charge:created</code> event for a made-up charge (code <code>TEST</code>, <code>"metadata": {"test": true}</code>), signed like any other delivery.` : html`The payload carries <code>"test": true</code> and a made-up transaction, signed like any other delivery.`}${e.enabled ? '' : ' Enable the endpoint first.'}</p>
 </section>
 <section aria-labelledby="deliveries-title"><h2 id="deliveries-title">Deliveries to this endpoint</h2>
 ${statusFilter(q.status, (s) => link(s))}

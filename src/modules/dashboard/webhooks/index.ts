@@ -90,19 +90,26 @@ export function webhooksSection(deps: Deps) {
         '/endpoints',
         async ({ frame, viewer }) => {
           const list = await deps.dashboard.endpoints(viewer)
-          return page(endpointsPage(frame, list, { url: '', events: [] }, {}))
+          return page(endpointsPage(frame, list, { url: '', events: [], format: 'standard' }, {}))
         },
         { signedIn: true },
       )
       .post(
         '/endpoints',
         async (v) => {
-          const input = { url: (v.form.get('url') ?? '').trim(), events: v.form.getAll('events') }
+          // No format given (a form from before formats existed): standard, as the service says.
+          const format = v.form.get('format') ?? undefined
+          const input = {
+            url: (v.form.get('url') ?? '').trim(),
+            events: v.form.getAll('events'),
+            format: format ?? 'standard',
+          }
           const r = await deps.endpoints.create({
             projectId: v.viewer.projectId,
             mode: v.viewer.mode,
             url: input.url,
             eventTypes: input.events,
+            format,
           })
           if (r.ok) {
             const secret = { value: r.value.secret, why: 'created' as const }
