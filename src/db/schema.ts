@@ -240,6 +240,7 @@ export const outbox = pgTable(
     index('outbox_pending_idx').on(t.id).where(sql`dispatched_at is null`),
     uniqueIndex('outbox_event_id_idx').on(t.eventId),
     index('outbox_project_idx').on(t.projectId, t.testingMode, t.id.desc()),
+    index('outbox_transaction_idx').on(t.transactionId, t.id),
   ],
 )
 

@@ -134,6 +134,7 @@ export function createApp(services: Services, opts: AppOptions) {
           commerce: services.commerce,
           limiter: services.limiter,
           limits: services.payLimits,
+          asset: assets.url,
         }),
       )
       .use(statsController({ stats: services.stats }))

@@ -472,7 +472,10 @@ export function createDeliveryRepo(database: Database) {
             eq(webhookEndpoints.projectId, projectId),
             eq(webhookEndpoints.mode, mode),
             eq(webhookEndpoints.enabled, true),
-            sql`${eventType} = ANY(${webhookEndpoints.eventTypes})`,
+            // A Commerce-format endpoint hears every event that has a Commerce name.
+            COMMERCE_OUTBOX_TYPES.includes(eventType)
+              ? sql`(${eventType} = ANY(${webhookEndpoints.eventTypes}) OR ${webhookEndpoints.format} = 'commerce')`
+              : sql`${eventType} = ANY(${webhookEndpoints.eventTypes})`,
           ),
         )
       return rows.map((r) => r.id)

@@ -326,9 +326,19 @@ for (const backend of backends()) {
         amount_received: '0',
         transaction_hash: null,
       })
-      expect((await timeline(id)).at(-1)).toMatchObject({
+      // The timeline keeps the late payment as a note after the expiry; it moved nothing.
+      const entries = await timeline(id)
+      expect(entries.at(-2)).toMatchObject({ to_status: 'expired', cause: 'expiry.reached' })
+      expect(entries.at(-1)).toMatchObject({
+        from_status: 'expired',
         to_status: 'expired',
-        cause: 'expiry.reached',
+        cause: 'payment.late',
+        details: {
+          txHash: hash.toLowerCase(),
+          amount: units.toString(),
+          network: 'devnet',
+          tokenSymbol: 'TUSD',
+        },
       })
     })
 

@@ -166,6 +166,25 @@ for (const backend of backends()) {
       expect(event).toMatchObject({ id: confirmed.event.id, type: 'charge:confirmed' })
       expect(event.data.id).toBe(charge.id)
 
+      // The merchant's manual re-send reaches the Commerce endpoint too: the same event again, in a
+      // new delivery.
+      const retried = await t.fetch(`/api/transactions/${charge.id}/retry-webhook`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}` },
+      })
+      expect(retried.status).toBe(200)
+      const again = await waitUntil(
+        'the re-sent charge:confirmed',
+        () => hooksOf(charge.id),
+        (hs) => hs.filter((h) => h.type === 'charge:confirmed').length === 2,
+      )
+      const [firstSend, secondSend] = again
+        .filter((h) => h.type === 'charge:confirmed')
+        .map((h) => JSON.parse(h.body))
+      expect(secondSend.event.id).toBe(firstSend.event.id)
+      expect(secondSend.id).not.toBe(firstSend.id)
+      expect(again.every((h) => h.verified)).toBe(true)
+
       // A tampered body is refused by the SDK's own check.
       const body = hooks[0]!.body.replace('"attempt_number":1', '"attempt_number":2')
       const refused = await shop.refused('verify', { body, signature: hooks[0]!.signature })
@@ -261,7 +280,10 @@ for (const backend of backends()) {
         name: 'ResourceNotFoundError',
         status: 404,
       })
-      expect((await t.fetch(new URL(made.hosted_url).pathname)).status).toBe(404)
+      // People open it: what it refuses is a page.
+      const gone = await t.fetch(new URL(made.hosted_url).pathname)
+      expect(gone.status).toBe(404)
+      expect(gone.headers.get('content-type')).toContain('text/html')
       // The charges made from it stay.
       expect((await retrieve(byId.id)).checkout).toEqual({ id: made.id })
     })

@@ -274,7 +274,7 @@ describe('openapi/openapi.json', () => {
       }
     }
     const page = operation(CHECKOUT_PAGE)
-    expect(Object.keys(page.responses).sort()).toEqual(['303', '400', '404', '429', '500'])
+    expect(Object.keys(page.responses).sort()).toEqual(['303', '404', '429', '503'])
     for (const res of Object.values<Json>(page.responses))
       expect(Object.keys(res.headers).some((h) => h.startsWith('X-RateLimit'))).toBe(false)
   })

@@ -302,6 +302,24 @@ SELECT count(*)::int AS resolved FROM r`)
       return r ? { ...r, eventId: r.eventId! } : null
     },
 
+    /** The first event of a type about a transaction (a manual re-send repeats it). */
+    async firstEventOf(transactionId: string, eventType: string): Promise<EventRow | null> {
+      if (!UUID_RE.test(transactionId)) return null
+      const [r] = await db
+        .select(EVENT_COLUMNS)
+        .from(outbox)
+        .where(
+          and(
+            eq(outbox.transactionId, transactionId),
+            eq(outbox.eventType, eventType),
+            isNotNull(outbox.eventId),
+          ),
+        )
+        .orderBy(asc(outbox.id))
+        .limit(1)
+      return r ? { ...r, eventId: r.eventId! } : null
+    },
+
     /** An event of this project and mode, by its id. */
     async findEvent(
       scope: ProjectMode,

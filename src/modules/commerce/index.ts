@@ -6,7 +6,11 @@ import { ApiError } from '../../http/errors.ts'
 import { json } from '../../http/json-response.ts'
 import { strictJsonBody } from '../../http/json-body.ts'
 import { openApiParameters, strictParams } from '../../http/strict-params.ts'
-import type { Outcome } from '../../lib/outcome.ts'
+import { UUID_RE } from '../../lib/ids.ts'
+import { deny, type Outcome } from '../../lib/outcome.ts'
+import { payMessage, payNotFound } from '../pay/index.ts'
+import type { AssetUrl } from '../pay/page.ts'
+import { fill, PAY_TEXT } from '../pay/text.ts'
 import type { RateLimiter } from '../../limits/rate-limiter.ts'
 import type { RateLimits } from '../../projects/project.service.ts'
 import {
@@ -31,6 +35,7 @@ const IdParams = Type.Object({
   }),
 })
 const CheckoutParams = Type.Object({ id: Type.String({ format: 'uuid' }) })
+const CHECKOUT_UNAVAILABLE_TITLE = 'This payment link cannot take a payment right now'
 
 const errors = (...codes: number[]) =>
   Object.fromEntries(codes.map((c) => [c, 'CommerceError'])) as Record<number, 'CommerceError'>
@@ -283,30 +288,38 @@ export function checkoutPageController(deps: {
   commerce: CommerceService
   limiter: RateLimiter
   limits: RateLimits
+  asset: AssetUrl
 }) {
   return new Elysia({ name: 'commerce-checkout-page' }).get(
     '/checkout/:id',
-    async ({ request, params, set }) => {
-      set.headers['cache-control'] = 'no-store'
+    async ({ request, params }) => {
       const decision = await deps.limiter.check(
         `pay:${factsOf(request)?.clientIp ?? 'unknown'}`,
         deps.limits,
       )
-      if (!decision.allowed) {
-        set.headers['retry-after'] = String(decision.retryAfter)
-        throw new ApiError(
-          'rate_limited',
-          `Too many requests; retry after ${decision.retryAfter} s`,
+      // People read what it refuses: pages in the pay page's look.
+      if (!decision.allowed)
+        return payMessage(
+          deps.asset,
+          429,
+          PAY_TEXT.tooManyTitle,
+          fill(PAY_TEXT.tooManyBody, { seconds: decision.retryAfter ?? 1 }),
+          { 'retry-after': String(decision.retryAfter ?? 1) },
         )
-      }
-      const url = unwrap(await deps.commerce.openCheckout(params.id))
+      const opened = UUID_RE.test(params.id)
+        ? await deps.commerce.openCheckout(params.id)
+        : deny('not_found', 'No such checkout')
+      if (!opened.ok)
+        return opened.code === 'not_found'
+          ? payNotFound(deps.asset)
+          : payMessage(deps.asset, 503, CHECKOUT_UNAVAILABLE_TITLE, opened.message)
       return new Response(null, {
         status: 303,
-        headers: { location: url, 'cache-control': 'no-store' },
+        headers: { location: opened.value, 'cache-control': 'no-store' },
       })
     },
     {
-      transform: [strictParams('params', CheckoutParams)],
+      params: Type.Object({ id: Type.String() }),
       detail: {
         tags: [TAG],
         operationId: 'commerceOpenCheckout',
@@ -319,13 +332,11 @@ export function checkoutPageController(deps: {
         responses: {
           303: { description: "To the new charge's pay page." },
           ...Object.fromEntries(
-            [400, 404, 429, 500].map((s) => [
-              s,
+            [404, 429, 503].map((st) => [
+              st,
               {
-                description: 'Error',
-                content: {
-                  'application/json': { schema: { $ref: '#/components/schemas/ErrorResponse' } },
-                },
+                description: 'A page saying why',
+                content: { 'text/html': { schema: { type: 'string' } } },
               },
             ]),
           ),

@@ -368,7 +368,13 @@ export function createCommerceService(deps: CommerceDeps) {
           created_at: new Date(d.eventAt).toISOString(),
           data: { resource: 'charge', code: 'TEST', metadata: { test: true }, timeline: [] },
         }
-      const e = await repo.eventById(d.eventId, COMMERCE_OUTBOX_TYPES)
+      // A manual re-send of a completion is a new delivery of the event first sent: the same
+      // event id, so receivers see the one event again.
+      const e =
+        (await repo.eventById(d.eventId, COMMERCE_OUTBOX_TYPES)) ??
+        (typeof d.data.transaction_id === 'string'
+          ? await repo.firstEventOf(d.data.transaction_id, d.eventType)
+          : null)
       return e ? await eventView(e, null) : null
     },
   }

@@ -44,6 +44,20 @@ const page = (body: string, status: number, set?: Gathered, extra?: Record<strin
   return set ? respond(set, body, status, headers) : new Response(body, { status, headers })
 }
 
+/**
+ * A message page in the pay page's look (a checkout's page uses it for what it refuses): `status`,
+ * with extra headers such as Retry-After.
+ */
+export function payMessage(
+  asset: AssetUrl,
+  status: number,
+  title: string,
+  body: string,
+  extra?: Record<string, string>,
+): Response {
+  return page(renderMessagePage(asset, title, body), status, undefined, extra)
+}
+
 /** The page for an unknown payment, and for any path under /pay that names nothing. */
 export function payNotFound(asset: AssetUrl): Response {
   return page(renderMessagePage(asset, PAY_TEXT.notFoundTitle, PAY_TEXT.notFoundBody), 404)

@@ -3,11 +3,17 @@ import type { Quote, TxEvent } from '../../../machines/transaction.machine.ts'
 import type { DepositService } from '../../chain/deposit.service.ts'
 import type { NetworkConfig, TokenConfig } from '../../chain/networks-config.ts'
 import { paymentUri } from '../../chain/payment-uri.ts'
-import type { PriceReader } from '../../chain/prices.ts'
+import type { PriceReader, PriceResult } from '../../chain/prices.ts'
 import type { TestWallet } from '../../chain/test-wallet.ts'
 import { canQuote, quoteToken } from '../../chain/pricing.ts'
 import { type RateBook, USD_ONLY } from '../../chain/fx-rates.ts'
-import { decimalAmountNumber, minorToDecimal } from '../../lib/currency.ts'
+import {
+  decimalAmountNumber,
+  decimalToMinor,
+  minorToDecimal,
+  minorUnits,
+} from '../../lib/currency.ts'
+import { ONE_DOLLAR, quoteInCurrency } from '../../chain/quote.ts'
 import type { Database } from '../../db/client.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { UUID_RE } from '../../lib/ids.ts'
@@ -30,7 +36,7 @@ export interface PayDeps {
   networks: NetworkConfig[]
   prices: (network: string) => PriceReader | null
   /** Fiat currencies' USD rates (fx-rates.ts); absent: USD only. */
-  rates?: Pick<RateBook, 'offered' | 'read'>
+  rates?: Pick<RateBook, 'offered' | 'read' | 'current'>
   deposits: DepositService
   /** The native balance an address holds now on a network (null: the node cannot say). */
   nativeBalance?: (network: string, address: string) => Promise<bigint | null>
@@ -59,6 +65,9 @@ export interface PayDeps {
  * `testnet` flag matches the mode and that were checked against their chain (an unchecked contract
  * address is never quoted).
  */
+/** How long token prices shown as a guide (never a quote) are kept. */
+const PRICE_BOARD_MS = 30_000
+
 export function createPayService(deps: PayDeps) {
   const repo = createPayRepo(deps.database)
   const signatures: SignatureDeps = {
@@ -287,6 +296,25 @@ export function createPayService(deps: PayDeps) {
     }
   }
 
+  /** The offered tokens' prices per mode, read at most once per PRICE_BOARD_MS. */
+  const boards = new Map<boolean, { at: number; prices: Promise<Map<string, PriceResult>> }>()
+  function priceBoard(testingMode: boolean): Promise<Map<string, PriceResult>> {
+    const now = deps.clock.now()
+    const held = boards.get(testingMode)
+    if (held && now - held.at < PRICE_BOARD_MS) return held.prices
+    const prices = Promise.all(
+      offered(testingMode).flatMap((n) =>
+        n.tokens.map(
+          async (t) =>
+            [`${n.name}:${t.symbol}`, await deps.prices(n.name)!.read(t)] as [string, PriceResult],
+        ),
+      ),
+    ).then((entries) => new Map(entries))
+    boards.set(testingMode, { at: now, prices })
+    prices.catch(() => boards.delete(testingMode))
+    return prices
+  }
+
   const x402Url = (id: string) => `${deps.baseUrl}/pay/${id}/x402`
   /** x402 pays an exact amount the server names, never one the customer chooses. */
   const anyAmountRefused = () =>
@@ -298,28 +326,39 @@ export function createPayService(deps: PayDeps) {
     select,
 
     /**
-     * What each token the transaction may be paid in costs: the chosen one at its locked quote,
-     * the others at current prices (null where a price cannot be read now); none for any amount.
+     * What each token the transaction may be paid in costs, as a guide (a Commerce charge's
+     * `pricing`): the chosen one at its locked quote, the others at the prices of the last
+     * PRICE_BOARD_MS and the currency's current rate (null where either is missing); none for any
+     * amount. Never a read per transaction: a page of charges costs one read per token at most.
      */
     async pricedTokens(
       tx: TransactionRow,
     ): Promise<{ network: string; symbol: string; decimals: number; units: bigint | null }[]> {
       if (tx.anyAmount) return []
-      return Promise.all(
-        offered(tx.testingMode).flatMap((n) =>
-          n.tokens
-            .filter((t) => quotable(tx, t))
-            .map(async (t) => {
-              const chosen =
-                tx.tokenAmount !== null &&
-                tx.blockchainNetwork === n.name &&
-                tx.tokenSymbol === t.symbol
-              const units = chosen
-                ? BigInt(tx.tokenAmount!)
-                : await quoteFor(tx, n, t).then((q) => (q.ok ? q.value.units : null))
-              return { network: n.name, symbol: t.symbol, decimals: t.decimals, units }
-            }),
-        ),
+      const prices = await priceBoard(tx.testingMode)
+      const rate = rates.current(modeOf(tx.testingMode), tx.currency)
+      const amount = {
+        minor: decimalToMinor(tx.amountInCurrency, tx.currency),
+        places: minorUnits(tx.currency),
+      }
+      return offered(tx.testingMode).flatMap((n) =>
+        n.tokens
+          .filter((t) => quotable(tx, t))
+          .map((t) => {
+            const chosen =
+              tx.tokenAmount !== null &&
+              tx.blockchainNetwork === n.name &&
+              tx.tokenSymbol === t.symbol
+            const price = prices.get(`${n.name}:${t.symbol}`)
+            const units = chosen
+              ? BigInt(tx.tokenAmount!)
+              : t.price.kind === 'par' && t.price.currency === tx.currency
+                ? quoteInCurrency(amount, t.decimals, 'par', ONE_DOLLAR)
+                : price?.ok && rate?.ok
+                  ? quoteInCurrency(amount, t.decimals, price, rate)
+                  : null
+            return { network: n.name, symbol: t.symbol, decimals: t.decimals, units }
+          }),
       )
     },
 

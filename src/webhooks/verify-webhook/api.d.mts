@@ -7263,21 +7263,6 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid request: `error.type` is param_required (a field is missing), validation_error (a field is wrong) or invalid_request */
-            400: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "Cache-Control": components["headers"]["Cache-Control"];
-                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
-                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
-                    "Referrer-Policy": components["headers"]["Referrer-Policy"];
-                    "X-Frame-Options": components["headers"]["X-Frame-Options"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
             /** @description Nothing of that id for this key (other projects and modes look the same) */
             404: {
                 headers: {
@@ -7290,7 +7275,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
+                    "text/html": string;
                 };
             };
             /** @description Rate limit exceeded (rate_limit_exceeded): wait Retry-After seconds */
@@ -7306,11 +7291,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
+                    "text/html": string;
                 };
             };
-            /** @description Internal error (internal_server_error) */
-            500: {
+            /** @description Not available right now (service_unavailable): retry */
+            503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "Cache-Control": components["headers"]["Cache-Control"];
@@ -7321,7 +7306,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
+                    "text/html": string;
                 };
             };
         };
