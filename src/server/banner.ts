@@ -12,6 +12,7 @@ export function banner(s: RunningServer): string {
     `  Swagger UI    ${s.baseUrl}/swagger   (OpenAPI JSON at /swagger/json)`,
     `  Pay pages     ${s.baseUrl}/pay/{transaction id}`,
     `  Dashboard     ${s.baseUrl}/dashboard`,
+    `  Commerce API  ${s.baseUrl}/commerce/   (Coinbase Commerce's charge API; key in X-CC-Api-Key)`,
     ...(s.httpPort
       ? [`  Plain HTTP    port ${s.httpPort} redirects to HTTPS and refuses /api`]
       : []),
