@@ -125,10 +125,20 @@ export function createCommerceRepo(database: Database) {
       return r ?? null
     },
 
-    /** A transaction by id, whoever's (a delivery's event names it). */
-    async chargeById(id: string): Promise<TransactionRow | null> {
-      const [r] = await db.select().from(tx).where(eq(tx.id, id))
-      return r ?? null
+    /**
+     * Transactions by id, of this project and mode (null scope: whoever's, as a delivery's event
+     * names them).
+     */
+    async chargesByIds(
+      scope: ProjectMode | null,
+      ids: string[],
+    ): Promise<Map<string, TransactionRow>> {
+      if (ids.length === 0) return new Map()
+      const rows = await db
+        .select()
+        .from(tx)
+        .where(and(scope ? inMode(scope) : undefined, inArray(tx.id, [...new Set(ids)])))
+      return new Map(rows.map((r) => [r.id, r]))
     },
 
     /** Each charge's timeline, oldest first. */

@@ -87,25 +87,29 @@ export function createCommerceService(deps: CommerceDeps) {
     return ok({ anyAmount: body.pricing_type === 'no_price', amount, currency })
   }
 
-  async function facts(rows: TransactionRow[], asOf: Date | null = null): Promise<Charge[]> {
-    const ids = rows.map((r) => r.id)
+  /**
+   * Charges rendered together, their reads batched: each as it is, or as of a moment (an event's
+   * time: its timeline and transfers up to then).
+   */
+  async function facts(items: { row: TransactionRow; asOf?: Date }[]): Promise<Charge[]> {
+    const ids = [...new Set(items.map((x) => x.row.id))]
     const [timelines, transfers, tokens] = await Promise.all([
       repo.timelines(ids),
       repo.transfers(ids),
-      Promise.all(rows.map((r) => deps.pay.pricedTokens(r))) as Promise<PricedToken[][]>,
+      Promise.all(items.map((x) => deps.pay.pricedTokens(x.row))) as Promise<PricedToken[][]>,
     ])
-    return rows.map((row, i) =>
+    return items.map(({ row, asOf }, i) =>
       chargeOf({
         row,
-        timeline: (timelines.get(row.id) ?? []).filter((s) => asOf === null || s.at <= asOf),
-        transfers: (transfers.get(row.id) ?? []).filter((t) => asOf === null || t.seenAt <= asOf),
+        timeline: (timelines.get(row.id) ?? []).filter((s) => !asOf || s.at <= asOf),
+        transfers: (transfers.get(row.id) ?? []).filter((t) => !asOf || t.seenAt <= asOf),
         tokens: tokens[i]!,
         decimals: deps.decimals,
         baseUrl: deps.baseUrl,
       }),
     )
   }
-  const charge = async (row: TransactionRow) => (await facts([row]))[0]!
+  const charge = async (row: TransactionRow) => (await facts([{ row }]))[0]!
 
   async function makeCharge(
     caller: ProjectMode,
@@ -177,19 +181,24 @@ export function createCommerceService(deps: CommerceDeps) {
     updated_at: k.updatedAt.toISOString(),
   })
 
-  async function eventView(e: EventRow, scope: ProjectMode | null) {
-    const row = scope ? await repo.findCharge(scope, e.transactionId) : null
-    const found = row ?? (scope ? null : await repo.chargeById(e.transactionId))
-    if (!found) return null
-    const [data] = await facts([found], e.createdAt)
-    return {
+  /** Events as the API shows them, each with its charge as of the event (one read per kind). */
+  async function eventViews(events: EventRow[], scope: ProjectMode | null) {
+    const rows = await repo.chargesByIds(
+      scope,
+      events.map((e) => e.transactionId),
+    )
+    const found = events.filter((e) => rows.has(e.transactionId))
+    const charges = await facts(
+      found.map((e) => ({ row: rows.get(e.transactionId)!, asOf: e.createdAt })),
+    )
+    return found.map((e, i) => ({
       id: e.eventId,
       resource: 'event' as const,
       type: COMMERCE_EVENT_OF[e.eventType]!,
       api_version: COMMERCE_API_VERSION,
       created_at: e.createdAt.toISOString(),
-      data: data!,
-    }
+      data: charges[i]!,
+    }))
   }
 
   const notFound = (what: string, id: string) => deny('not_found', `No ${what} ${id}`)
@@ -225,7 +234,8 @@ export function createCommerceService(deps: CommerceDeps) {
       const c = cursorOf(q)
       const page = await repo.charges(caller, c)
       if (page === 'unknown') return unknownCursor(c)
-      return ok(await listed(page, c, await facts(page.rows), (x) => x.id, 'charges', deps.baseUrl))
+      const charges = await facts(page.rows.map((row) => ({ row })))
+      return ok(await listed(page, c, charges, (x) => x.id, 'charges', deps.baseUrl))
     },
 
     /** Commerce cancels only a charge nobody paid: here, one in created, prepared or pending. */
@@ -340,7 +350,7 @@ export function createCommerceService(deps: CommerceDeps) {
 
     async retrieveEvent(caller: ProjectMode, id: string) {
       const e = await repo.findEvent(caller, id, COMMERCE_OUTBOX_TYPES)
-      const view = e ? await eventView(e, caller) : null
+      const [view] = e ? await eventViews([e], caller) : []
       return view ? ok(view) : notFound('event', id)
     },
 
@@ -348,10 +358,16 @@ export function createCommerceService(deps: CommerceDeps) {
       const c = cursorOf(q)
       const page = await repo.events(caller, c, COMMERCE_OUTBOX_TYPES)
       if (page === 'unknown') return unknownCursor(c)
-      const views = (await Promise.all(page.rows.map((e) => eventView(e, caller)))).filter(
-        (v) => v !== null,
+      return ok(
+        await listed(
+          page,
+          c,
+          await eventViews(page.rows, caller),
+          (x) => x.id,
+          'events',
+          deps.baseUrl,
+        ),
       )
-      return ok(await listed(page, c, views, (x) => x.id, 'events', deps.baseUrl))
     },
 
     /**
@@ -375,7 +391,7 @@ export function createCommerceService(deps: CommerceDeps) {
         (typeof d.data.transaction_id === 'string'
           ? await repo.firstEventOf(d.data.transaction_id, d.eventType)
           : null)
-      return e ? await eventView(e, null) : null
+      return e ? ((await eventViews([e], null))[0] ?? null) : null
     },
   }
 }
