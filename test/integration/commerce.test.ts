@@ -392,6 +392,10 @@ for (const backend of backends()) {
       expect([...times].sort((a, b) => b - a)).toEqual(times)
       const oldest = await shop.call('event.list', { arg: { limit: 1, order: 'asc' } })
       expect(oldest.list[0].type).toBe('charge:created')
+      // Every Commerce-format delivery so far passed the SDK's own check.
+      const hooks = (await shop.call('hooks')) as ShopHook[]
+      expect(hooks.length).toBeGreaterThan(10)
+      expect(hooks.filter((h) => !h.verified)).toEqual([])
     })
 
     test('Charge.list and Charge.all page through 120 charges by cursor', async () => {
@@ -504,6 +508,16 @@ for (const backend of backends()) {
           },
         }),
       ).toMatchObject({ name: 'ValidationError' })
+      const badUrl = await shop.refused('charge.create', {
+        arg: {
+          name: 'Elsewhere',
+          pricing_type: 'fixed_price',
+          local_price: { amount: '5.00', currency: 'USD' },
+          redirect_url: 'ftp://shop.example/thanks',
+        },
+      })
+      expect(badUrl).toMatchObject({ name: 'ValidationError', status: 400 })
+      expect(badUrl.message).toContain('redirect_url')
       expect(await shop.refused('charge.retrieve', { arg: 'TX-NONE-NONE' })).toMatchObject({
         name: 'ResourceNotFoundError',
       })

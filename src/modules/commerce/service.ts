@@ -31,6 +31,12 @@ const CHARGE_FIELDS = [
 ]
 const CHECKOUT_FIELDS = ['name', 'description', 'pricing_type', 'local_price', 'requested_info']
 
+/** The native create's field names as a Commerce request names them. */
+const RENAMED: Record<string, string> = {
+  amount: 'local_price.amount',
+  success_url: 'redirect_url',
+}
+
 const ignored = (body: object, known: string[]) =>
   Object.keys(body)
     .filter((k) => !known.includes(k))
@@ -118,19 +124,6 @@ export function createCommerceService(deps: CommerceDeps) {
   ): Promise<Outcome<Charge>> {
     const priced = pricing(body)
     if (!priced.ok) return priced
-    const urls: FieldProblem[] = []
-    for (const f of ['redirect_url', 'cancel_url'] as const) {
-      const v = body[f]
-      if (v == null) continue
-      let fine = false
-      try {
-        const u = new URL(v)
-        fine = (u.protocol === 'http:' || u.protocol === 'https:') && !!u.hostname
-      } catch {}
-      if (!fine) urls.push({ path: f, message: 'must be an absolute http or https URL' })
-    }
-    if (urls.length)
-      return deny('invalid_request', urls.map((p) => `${p.path} ${p.message}`).join('; '), urls)
     const input: CreateTransactionInput = {
       amount: priced.value.amount,
       currency: priced.value.currency,
@@ -139,6 +132,17 @@ export function createCommerceService(deps: CommerceDeps) {
       success_url: body.redirect_url ?? null,
       cancel_url: body.cancel_url ?? null,
     }
+    // The native rules (places, URLs, metadata keys), named as this request names the fields.
+    const problems = createTransactionRules(input).map((p) => ({
+      ...p,
+      path: RENAMED[p.path] ?? p.path,
+    }))
+    if (problems.length)
+      return deny(
+        'invalid_request',
+        problems.map((p) => `${p.path} ${p.message}`).join('; '),
+        problems,
+      )
     const commerce: CommerceFacts = {
       name: body.name,
       description: body.description ?? null,

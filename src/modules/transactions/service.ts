@@ -220,14 +220,7 @@ export function createTransactionService(deps: {
         const row = newTransactionRow(caller, input, priced.value, now, extras)
         const outcome = await deps.lifecycle.create({
           row,
-          timelineDetails: {
-            amount_in_currency: row.amountInCurrency,
-            currency: row.currency,
-            amount_usd: row.amountUsd,
-            ...(row.usdRate ? { usd_rate: rateView(row.usdRate) } : {}),
-            ...(row.anyAmount ? { any_amount: true } : {}),
-            expires_at: row.expiresAt.toISOString(),
-          },
+          timelineDetails: creationDetails(row),
         })
         if (outcome === 'number_taken') continue
         return ok(row)
@@ -278,13 +271,7 @@ export function createTransactionService(deps: {
         }
         const outcome = await deps.lifecycle.create({
           row,
-          timelineDetails: {
-            amount_in_currency: row.amountInCurrency,
-            currency: row.currency,
-            amount_usd: row.amountUsd,
-            ...(row.usdRate ? { usd_rate: rateView(row.usdRate) } : {}),
-            expires_at: row.expiresAt.toISOString(),
-          },
+          timelineDetails: creationDetails(row),
           idempotency:
             key === undefined
               ? undefined
@@ -425,6 +412,18 @@ export function toView(r: TransactionRow, baseUrl: string): TransactionView {
     finality: r.finality,
     confirmed_at: iso(r.confirmedAt),
     completed_at: iso(r.completedAt),
+  }
+}
+
+/** What the timeline's creation entry records: the price, its USD value and rate, the deadline. */
+function creationDetails(row: TransactionRow): Record<string, unknown> {
+  return {
+    amount_in_currency: row.amountInCurrency,
+    currency: row.currency,
+    amount_usd: row.amountUsd,
+    ...(row.usdRate ? { usd_rate: rateView(row.usdRate) } : {}),
+    ...(row.anyAmount ? { any_amount: true } : {}),
+    expires_at: row.expiresAt.toISOString(),
   }
 }
 
