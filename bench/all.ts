@@ -72,6 +72,11 @@ const BENCHES: { name: string; script: string; measures: string }[] = [
       'paying by signature against a plain transfer: sent -> processing, gas per payment, settles/s on one instance',
   },
   { name: 'currency-create', script: 'currency-create.ts', measures: 'EUR create vs USD create' },
+  {
+    name: 'commerce',
+    script: 'commerce.ts',
+    measures: 'the Commerce API reading a charge and a page of 100 against the native reads',
+  },
   { name: 'metrics', script: 'metrics.ts', measures: 'metrics on vs off on the GET hot path' },
   {
     name: 'sweep',

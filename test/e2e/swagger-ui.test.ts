@@ -33,6 +33,19 @@ const OPERATIONS = [
   ['POST', '/api/x402/verify'],
   ['POST', '/api/x402/settle'],
   ['GET', '/pay/{id}/x402'],
+  ['POST', '/commerce/charges'],
+  ['GET', '/commerce/charges'],
+  ['GET', '/commerce/charges/{id}'],
+  ['POST', '/commerce/charges/{id}/cancel'],
+  ['POST', '/commerce/charges/{id}/resolve'],
+  ['POST', '/commerce/checkouts'],
+  ['GET', '/commerce/checkouts'],
+  ['GET', '/commerce/checkouts/{id}'],
+  ['PUT', '/commerce/checkouts/{id}'],
+  ['DELETE', '/commerce/checkouts/{id}'],
+  ['GET', '/commerce/events'],
+  ['GET', '/commerce/events/{id}'],
+  ['GET', '/checkout/{id}'],
 ]
 
 describeWithBrowser('Swagger UI at /swagger', () => {
