@@ -34,7 +34,9 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32)
 const CHARGES = Number(process.env.BENCH_CHARGES ?? 1_000)
-process.env.DATABASE_URL ??= 'postgres://postgres@127.0.0.1:5432/test'
+/** The PostgreSQL server the postgres run makes its fresh database on (never the PGlite run's). */
+const PG_SERVER = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
+delete process.env.DATABASE_URL
 const BACKENDS = (['pglite', 'postgres'] as const).filter((b) =>
   (process.env.BENCH_DATABASES ?? 'pglite,postgres').split(',').includes(b),
 )
@@ -86,6 +88,7 @@ async function makeCharges(svc: BenchService): Promise<string> {
 
 const rows: Row[] = []
 for (const backend of BACKENDS) {
+  if (backend === 'postgres') process.env.DATABASE_URL = PG_SERVER
   const svc = await startService(backend)
   try {
     liftRateLimits(svc)

@@ -7,7 +7,6 @@ import {
   gt,
   inArray,
   isNotNull,
-  isNull,
   lt,
   or,
   sql,
@@ -98,9 +97,57 @@ const asPage = <T>(rows: T[], limit: number, reversed: boolean, total: number): 
   return { rows: reversed ? page.reverse() : page, more, total }
 }
 
+/** A transaction with what its charge shows beyond the row: its timeline and transfers. */
+export interface ChargeRecord {
+  row: TransactionRow
+  /** Oldest first. */
+  timeline: NativeStep[]
+  /** To its deposit address, still on the canonical chain, in chain order. */
+  transfers: RecordedTransfer[]
+}
+
+/**
+ * A charge's columns: the row, and its timeline and transfers as JSON arrays of the same
+ * statement, so a charge (or a page of them) is one read. The subqueries name the outer row as
+ * `transactions.id`: drizzle writes a one-table select's columns unqualified.
+ */
+const RECORD = {
+  row: tx,
+  timeline: sql<unknown>`(SELECT coalesce(json_agg(json_build_object('fromStatus', e.from_status, 'toStatus', e.to_status, 'cause', e.cause, 'details', e.details, 'at', e.at) ORDER BY e.id), '[]'::json) FROM ${transactionEvents} e WHERE e.transaction_id = transactions.id)`,
+  transfers: sql<unknown>`(SELECT coalesce(json_agg(json_build_object('network', c.network, 'txHash', c.tx_hash, 'blockNumber', c.block_number, 'blockHash', c.block_hash, 'tokenSymbol', c.token_symbol, 'amount', c.amount::text, 'kind', c.kind, 'seenAt', c.seen_at) ORDER BY c.block_number, c.id), '[]'::json) FROM ${chainTransfers} c WHERE c.transaction_id = transactions.id AND c.reorged_at IS NULL)`,
+}
+
+/** JSON arrives parsed from one driver and as text from another. */
+const parsedJson = <T>(v: unknown): T => (typeof v === 'string' ? JSON.parse(v) : v) as T
+
+function record(r: { row: TransactionRow; timeline: unknown; transfers: unknown }): ChargeRecord {
+  return {
+    row: r.row,
+    timeline: parsedJson<(Omit<NativeStep, 'at'> & { at: string })[]>(r.timeline).map((e) => ({
+      ...e,
+      at: new Date(e.at),
+    })),
+    transfers: parsedJson<(Omit<RecordedTransfer, 'seenAt'> & { seenAt: string })[]>(
+      r.transfers,
+    ).map((t) => ({ ...t, blockNumber: Number(t.blockNumber), seenAt: new Date(t.seenAt) })),
+  }
+}
+
 /** Reads and writes of the Commerce API; charges are the project's transactions. */
 export function createCommerceRepo(database: Database) {
   const db = database.db
+
+  // The hot reads as prepared statements: built once, planned once per connection.
+  const byId = db
+    .select(RECORD)
+    .from(tx)
+    .where(eq(tx.id, sql.placeholder('id')))
+    .prepare('commerce_charge_by_id')
+  const byNumber = db
+    .select(RECORD)
+    .from(tx)
+    .where(eq(tx.transactionNumber, sql.placeholder('number')))
+    .prepare('commerce_charge_by_number')
 
   async function chargeAnchor(scope: ProjectMode, id: string | undefined) {
     if (id === undefined) return null
@@ -114,15 +161,17 @@ export function createCommerceRepo(database: Database) {
 
   return {
     /** A charge of this project and mode by its id or its code; null for another's, as for none. */
-    async findCharge(scope: ProjectMode, idOrCode: string): Promise<TransactionRow | null> {
-      const by = UUID_RE.test(idOrCode)
-        ? eq(tx.id, idOrCode)
-        : eq(tx.transactionNumber, idOrCode.toUpperCase())
-      const [r] = await db
-        .select()
-        .from(tx)
-        .where(and(inMode(scope), by))
-      return r ?? null
+    async findCharge(scope: ProjectMode, idOrCode: string): Promise<ChargeRecord | null> {
+      const [r] = UUID_RE.test(idOrCode)
+        ? await byId.execute({ id: idOrCode })
+        : await byNumber.execute({ number: idOrCode.toUpperCase() })
+      // The scope is checked here, as the native read does (src/modules/transactions/transaction.repo.ts):
+      // read by the unique key alone, the plan never walks the project's rows.
+      return r &&
+        r.row.projectId === scope.projectId &&
+        r.row.testingMode === (scope.mode === 'test')
+        ? record(r)
+        : null
     },
 
     /**
@@ -132,68 +181,30 @@ export function createCommerceRepo(database: Database) {
     async chargesByIds(
       scope: ProjectMode | null,
       ids: string[],
-    ): Promise<Map<string, TransactionRow>> {
+    ): Promise<Map<string, ChargeRecord>> {
       if (ids.length === 0) return new Map()
       const rows = await db
-        .select()
+        .select(RECORD)
         .from(tx)
         .where(and(scope ? inMode(scope) : undefined, inArray(tx.id, [...new Set(ids)])))
-      return new Map(rows.map((r) => [r.id, r]))
-    },
-
-    /** Each charge's timeline, oldest first. */
-    async timelines(ids: string[]): Promise<Map<string, NativeStep[]>> {
-      const out = new Map<string, NativeStep[]>(ids.map((id) => [id, []]))
-      if (ids.length === 0) return out
-      const e = transactionEvents
-      const rows = await db
-        .select()
-        .from(e)
-        .where(inArray(e.transactionId, ids))
-        .orderBy(asc(e.transactionId), asc(e.id))
-      for (const r of rows) out.get(r.transactionId)?.push(r)
-      return out
-    },
-
-    /** The transfers to each charge's deposit address still on the canonical chain, in order. */
-    async transfers(ids: string[]): Promise<Map<string, RecordedTransfer[]>> {
-      const out = new Map<string, RecordedTransfer[]>(ids.map((id) => [id, []]))
-      if (ids.length === 0) return out
-      const c = chainTransfers
-      const rows = await db
-        .select({
-          transactionId: c.transactionId,
-          network: c.network,
-          txHash: c.txHash,
-          blockNumber: c.blockNumber,
-          blockHash: c.blockHash,
-          tokenSymbol: c.tokenSymbol,
-          amount: c.amount,
-          kind: c.kind,
-          seenAt: c.seenAt,
-        })
-        .from(c)
-        .where(and(inArray(c.transactionId, ids), isNull(c.reorgedAt)))
-        .orderBy(asc(c.blockNumber), asc(c.id))
-      for (const r of rows) out.get(r.transactionId)?.push(r)
-      return out
+      return new Map(rows.map((r) => [r.row.id, record(r)]))
     },
 
     /** A page of charges; `unknown` when a cursor names no charge of the caller's. */
-    async charges(scope: ProjectMode, c: Cursor): Promise<CursorPage<TransactionRow> | 'unknown'> {
+    async charges(scope: ProjectMode, c: Cursor): Promise<CursorPage<ChargeRecord> | 'unknown'> {
       const anchor = await chargeAnchor(scope, c.startingAfter ?? c.endingBefore)
       if (anchor === 'unknown') return 'unknown'
       const k = keyset({ createdAt: tx.createdAt, id: tx.id }, c, anchor)
       const [rows, [{ total }]] = await Promise.all([
         db
-          .select()
+          .select(RECORD)
           .from(tx)
           .where(and(inMode(scope), k.where))
           .orderBy(...k.orderBy)
           .limit(c.limit + 1),
         db.select({ total: count() }).from(tx).where(inMode(scope)),
       ])
-      return asPage(rows, c.limit, k.reversed, total)
+      return asPage(rows.map(record), c.limit, k.reversed, total)
     },
 
     /**

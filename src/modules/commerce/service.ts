@@ -1,4 +1,4 @@
-import type { CommerceFacts, TransactionRow } from '../../db/schema.ts'
+import type { CommerceFacts } from '../../db/schema.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { isKnownCurrency } from '../../lib/currency.ts'
 import { deny, type FieldProblem, ok, type Outcome } from '../../lib/outcome.ts'
@@ -8,8 +8,15 @@ import type { RunnableDelivery } from '../../webhooks/delivery.repo.ts'
 import type { PayService } from '../pay/service.ts'
 import { createTransactionRules, type CreateTransactionInput } from '../transactions/model.ts'
 import type { TransactionService } from '../transactions/service.ts'
-import { type Charge, chargeOf, currentStatus, localAmount, type PricedToken } from './charge.ts'
-import type { CheckoutRow, CommerceRepo, Cursor, CursorPage, EventRow } from './commerce.repo.ts'
+import { type Charge, chargeOf, currentStatus, localAmount } from './charge.ts'
+import type {
+  ChargeRecord,
+  CheckoutRow,
+  CommerceRepo,
+  Cursor,
+  CursorPage,
+  EventRow,
+} from './commerce.repo.ts'
 import {
   COMMERCE_API_VERSION,
   type CreateChargeInput,
@@ -94,28 +101,23 @@ export function createCommerceService(deps: CommerceDeps) {
   }
 
   /**
-   * Charges rendered together, their reads batched: each as it is, or as of a moment (an event's
-   * time: its timeline and transfers up to then).
+   * Charges rendered together: each as it is, or as of a moment (an event's time: its timeline and
+   * transfers up to then).
    */
-  async function facts(items: { row: TransactionRow; asOf?: Date }[]): Promise<Charge[]> {
-    const ids = [...new Set(items.map((x) => x.row.id))]
-    const [timelines, transfers, tokens] = await Promise.all([
-      repo.timelines(ids),
-      repo.transfers(ids),
-      Promise.all(items.map((x) => deps.pay.pricedTokens(x.row))) as Promise<PricedToken[][]>,
-    ])
-    return items.map(({ row, asOf }, i) =>
+  async function facts(items: { record: ChargeRecord; asOf?: Date }[]): Promise<Charge[]> {
+    const tokens = await Promise.all(items.map((x) => deps.pay.pricedTokens(x.record.row)))
+    return items.map(({ record, asOf }, i) =>
       chargeOf({
-        row,
-        timeline: (timelines.get(row.id) ?? []).filter((s) => !asOf || s.at <= asOf),
-        transfers: (transfers.get(row.id) ?? []).filter((t) => !asOf || t.seenAt <= asOf),
+        row: record.row,
+        timeline: record.timeline.filter((s) => !asOf || s.at <= asOf),
+        transfers: record.transfers.filter((t) => !asOf || t.seenAt <= asOf),
         tokens: tokens[i]!,
         decimals: deps.decimals,
         baseUrl: deps.baseUrl,
       }),
     )
   }
-  const charge = async (row: TransactionRow) => (await facts([{ row }]))[0]!
+  const charge = async (record: ChargeRecord) => (await facts([{ record }]))[0]!
 
   async function makeCharge(
     caller: ProjectMode,
@@ -153,7 +155,24 @@ export function createCommerceService(deps: CommerceDeps) {
       anyAmount: priced.value.anyAmount,
       commerce,
     })
-    return row.ok ? ok(await charge(row.value)) : row
+    // A new charge: its first timeline entry and no transfers, as just committed.
+    return row.ok
+      ? ok(
+          await charge({
+            row: row.value,
+            timeline: [
+              {
+                fromStatus: null,
+                toStatus: 'created',
+                cause: 'transaction.created',
+                details: {},
+                at: row.value.createdAt,
+              },
+            ],
+            transfers: [],
+          }),
+        )
+      : row
   }
 
   /** A checkout's request body, as a charge's. */
@@ -193,7 +212,7 @@ export function createCommerceService(deps: CommerceDeps) {
     )
     const found = events.filter((e) => rows.has(e.transactionId))
     const charges = await facts(
-      found.map((e) => ({ row: rows.get(e.transactionId)!, asOf: e.createdAt })),
+      found.map((e) => ({ record: rows.get(e.transactionId)!, asOf: e.createdAt })),
     )
     return found.map((e, i) => ({
       id: e.eventId,
@@ -238,24 +257,25 @@ export function createCommerceService(deps: CommerceDeps) {
       const c = cursorOf(q)
       const page = await repo.charges(caller, c)
       if (page === 'unknown') return unknownCursor(c)
-      const charges = await facts(page.rows.map((row) => ({ row })))
+      const charges = await facts(page.rows.map((record) => ({ record })))
       return ok(await listed(page, c, charges, (x) => x.id, 'charges', deps.baseUrl))
     },
 
     /** Commerce cancels only a charge nobody paid: here, one in created, prepared or pending. */
     async cancelCharge(caller: ProjectMode, idOrCode: string): Promise<Outcome<Charge>> {
-      const row = await repo.findCharge(caller, idOrCode)
-      if (!row) return notFound('charge', idOrCode)
-      const r = await deps.transactions.cancel(caller, row.id)
+      const found = await repo.findCharge(caller, idOrCode)
+      if (!found) return notFound('charge', idOrCode)
+      const r = await deps.transactions.cancel(caller, found.row.id)
       if (!r.ok) return r.code === 'conflict' ? deny('invalid_request', r.message) : r
-      return retrieveCharge(caller, row.id)
+      return retrieveCharge(caller, found.row.id)
     },
 
     /** The merchant accepts an UNRESOLVED charge as it is (charge:resolved). */
     async resolveCharge(caller: ProjectMode, idOrCode: string): Promise<Outcome<Charge>> {
-      const row = await repo.findCharge(caller, idOrCode)
-      if (!row) return notFound('charge', idOrCode)
-      const now = currentStatus(await charge(row))
+      const found = await repo.findCharge(caller, idOrCode)
+      if (!found) return notFound('charge', idOrCode)
+      const row = found.row
+      const now = currentStatus(await charge(found))
       if (now.status !== 'UNRESOLVED')
         return deny(
           'invalid_request',
