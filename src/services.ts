@@ -346,7 +346,7 @@ export async function createServices(deps: {
     baseUrl: deps.baseUrl,
     rates: chain.rates,
   })
-  const stats = createStatsService({ db: database.db })
+  const stats = createStatsService({ db: database.db, clock })
   const transactionExport = createTransactionExport({ repo: createExportRepo(database), clock })
   const pay = createPayService({
     database,

@@ -5,6 +5,7 @@ import {
   bigint,
   bigserial,
   boolean,
+  date,
   index,
   integer,
   jsonb,
@@ -838,4 +839,41 @@ export const commerceCheckouts = pgTable(
       t.id.desc(),
     ),
   ],
+)
+
+/**
+ * Stats rollups (docs/decisions/0066-stats-from-settled-days.md): per project, mode, UTC day of
+ * creation, status and currency, the count and sums of the transactions created that day, written
+ * once every transaction of the day is in a final status (a final status never changes, nor does an
+ * amount), so a rolled-up day never changes again. `transaction_rollup_marks` says through which
+ * day each project and mode is rolled up.
+ */
+export const transactionRollups = pgTable(
+  'transaction_rollups',
+  {
+    projectId: text('project_id')
+      .notNull()
+      .references(() => projects.id, { onDelete: 'cascade' }),
+    testingMode: boolean('testing_mode').notNull(),
+    day: date('day', { mode: 'string' }).notNull(),
+    status: text('status').notNull(),
+    currency: text('currency').notNull(),
+    n: integer('n').notNull(),
+    amountUsd: numeric('amount_usd', { precision: 20, scale: 2 }).notNull(),
+    amountInCurrency: numeric('amount_in_currency', { precision: 26, scale: 3 }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.projectId, t.testingMode, t.day, t.status, t.currency] })],
+)
+
+export const transactionRollupMarks = pgTable(
+  'transaction_rollup_marks',
+  {
+    projectId: text('project_id')
+      .notNull()
+      .references(() => projects.id, { onDelete: 'cascade' }),
+    testingMode: boolean('testing_mode').notNull(),
+    /** The last UTC day rolled up (every day up to it, inclusive). */
+    throughDay: date('through_day', { mode: 'string' }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.projectId, t.testingMode] })],
 )

@@ -1,6 +1,6 @@
-import { and, count, eq, gte, inArray, lt, lte, sql, type SQL } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
-import { transactions } from '../../db/schema.ts'
+import type { Clock } from '../../lib/clock.ts'
+import { createRollups, type Range } from './rollups.ts'
 import type { ProjectMode } from '../../projects/mode.ts'
 import { centsToDecimal, decimalToNumber, usdToCents } from '../../lib/money.ts'
 import { decimalToMinor, minorToDecimal } from '../../lib/currency.ts'
@@ -48,19 +48,11 @@ export interface DailyStats {
 const rate = (completed: number, total: number) =>
   total === 0 ? 0 : Math.round((completed * 10_000) / total) / 100
 
-/** The `created_at` range a query's `start_date` and `end_date` select; null bounds are open. */
-export interface CreatedRange {
-  start: Date | null
-  end: Date | null
-  /** Whether `end` itself is in the range (a timestamp end) or only what is before it (a date). */
-  endInclusive: boolean
-}
-
 /**
  * docs/decisions/0010-stats.md: the `created_at` range of `start_date` and `end_date`, or why it
  * is refused (the same parsing and messages wherever a query takes them).
  */
-export function createdRange(q: { start_date?: string; end_date?: string }): Outcome<CreatedRange> {
+export function createdRange(q: { start_date?: string; end_date?: string }): Outcome<Range> {
   const problems: FieldProblem[] = []
   const start = q.start_date === undefined ? null : parseBound(q.start_date, 'start')
   const end = q.end_date === undefined ? null : parseBound(q.end_date, 'end')
@@ -83,59 +75,50 @@ export function createdRange(q: { start_date?: string; end_date?: string }): Out
 }
 
 /**
- * docs/decisions/0009-keys-see-their-own-mode.md and docs/decisions/0010-stats.md: which
- * transactions a caller's stats cover, or why the range is refused.
+ * docs/decisions/0009-keys-see-their-own-mode.md and docs/decisions/0010-stats.md: which modes and
+ * `created_at` range a caller's stats cover, or why the range is refused.
  */
-function selection(caller: ProjectMode, q: StatsQuery): Outcome<SQL | undefined> {
+function selection(
+  caller: ProjectMode,
+  q: StatsQuery,
+): Outcome<{ modes: boolean[]; range: Range }> {
   const range = createdRange(q)
   if (!range.ok) return range
-  const { start, end, endInclusive } = range.value
-
   // docs/decisions/0009-keys-see-their-own-mode.md: a live key counts live transactions, plus test
   // ones on request; a test key only test ones.
   const modes = caller.mode === 'test' ? [true] : q.testing_mode ? [false, true] : [false]
-  const conditions: (SQL | undefined)[] = [
-    eq(transactions.projectId, caller.projectId),
-    inArray(transactions.testingMode, modes),
-  ]
-  if (start) conditions.push(gte(transactions.createdAt, start))
-  if (end)
-    conditions.push(
-      endInclusive ? lte(transactions.createdAt, end) : lt(transactions.createdAt, end),
-    )
-  return ok(and(...conditions))
+  return ok({ modes, range: range.value })
 }
 
-export function createStatsService(deps: { db: Db }) {
+/**
+ * docs/decisions/0010-stats.md over rollups of settled days and the rest read directly
+ * (docs/decisions/0066-stats-from-settled-days.md).
+ */
+export function createStatsService(deps: { db: Db; clock: Clock }) {
+  const rollups = createRollups(deps)
   return {
     async stats(caller: ProjectMode, q: StatsQuery): Promise<Outcome<unknown>> {
       const where = selection(caller, q)
       if (!where.ok) return where
-      const rows = await deps.db
-        .select({
-          status: transactions.status,
-          currency: transactions.currency,
-          n: count(),
-          volume: sql<string | null>`sum(${transactions.amountUsd})`,
-          inCurrency: sql<string | null>`sum(${transactions.amountInCurrency})`,
-        })
-        .from(transactions)
-        .where(where.value)
-        .groupBy(transactions.status, transactions.currency)
-
+      const rows = await rollups.aggregate(
+        caller.projectId,
+        where.value.modes,
+        where.value.range,
+        false,
+      )
       const byStatus = Object.fromEntries(STATUSES.map((s) => [s, 0])) as Record<Status, number>
       let total = 0
       let volumeCents = 0n
       const byCurrency = new Map<string, bigint>()
       for (const r of rows) {
-        byStatus[r.status as Status] += Number(r.n)
-        total += Number(r.n)
+        byStatus[r.status as Status] += r.n
+        total += r.n
         if (r.status !== 'completed') continue
-        if (r.volume) volumeCents += usdToCents(r.volume)
-        if (r.inCurrency)
+        if (r.amountUsd) volumeCents += usdToCents(r.amountUsd)
+        if (r.amountInCurrency)
           byCurrency.set(
             r.currency,
-            (byCurrency.get(r.currency) ?? 0n) + decimalToMinor(r.inCurrency, r.currency),
+            (byCurrency.get(r.currency) ?? 0n) + decimalToMinor(r.amountInCurrency, r.currency),
           )
       }
       const completed = byStatus.completed
@@ -160,30 +143,31 @@ export function createStatsService(deps: { db: Db }) {
     async daily(caller: ProjectMode, q: StatsQuery): Promise<Outcome<DailyStats[]>> {
       const where = selection(caller, q)
       if (!where.ok) return where
-      const day = sql<string>`to_char(${transactions.createdAt} AT TIME ZONE 'UTC', 'YYYY-MM-DD')`
-      const rows = await deps.db
-        .select({
-          day,
-          n: count(),
-          completed: sql<string>`count(*) FILTER (WHERE ${transactions.status} = 'completed')`,
-          volume: sql<
-            string | null
-          >`sum(${transactions.amountUsd}) FILTER (WHERE ${transactions.status} = 'completed')`,
-        })
-        .from(transactions)
-        .where(where.value)
-        .groupBy(day)
-        .orderBy(day)
+      const rows = await rollups.aggregate(
+        caller.projectId,
+        where.value.modes,
+        where.value.range,
+        true,
+      )
+      const days = new Map<string, { total: number; completed: number; cents: bigint }>()
+      for (const r of rows) {
+        const d = days.get(r.day!) ?? { total: 0, completed: 0, cents: 0n }
+        d.total += r.n
+        if (r.status === 'completed') {
+          d.completed += r.n
+          if (r.amountUsd) d.cents += usdToCents(r.amountUsd)
+        }
+        days.set(r.day!, d)
+      }
       return ok(
-        rows.map((r) => {
-          const total = Number(r.n)
-          const completed = Number(r.completed)
+        [...days.keys()].sort().map((date) => {
+          const d = days.get(date)!
           return {
-            date: r.day,
-            total_transactions: total,
-            completed_transactions: completed,
-            total_volume_usd: r.volume ? decimalToNumber(centsToDecimal(usdToCents(r.volume))) : 0,
-            conversion_rate: rate(completed, total),
+            date,
+            total_transactions: d.total,
+            completed_transactions: d.completed,
+            total_volume_usd: decimalToNumber(centsToDecimal(d.cents)),
+            conversion_rate: rate(d.completed, d.total),
           }
         }),
       )

@@ -1,0 +1,190 @@
+import { and, eq, gte, inArray, lt, lte, min, not, sql, type SQL } from 'drizzle-orm'
+import type { Db } from '../../db/client.ts'
+import { transactionRollupMarks, transactionRollups, transactions } from '../../db/schema.ts'
+import type { Clock } from '../../lib/clock.ts'
+
+/**
+ * Stats from settled days (docs/decisions/0066-stats-from-settled-days.md). A UTC day of a
+ * project's mode is settled once every transaction created that day is in a final status: a final
+ * status never changes and neither does an amount, so the day's counts and sums are rolled up once
+ * and never change. Stats add the rolled-up days a range covers whole to a direct aggregate of the
+ * rest (the range's partial days at its edges, and the recent days not rolled up yet: the last
+ * SETTLE_LAG_DAYS and any day with an open transaction, a week at most). Nothing is written on the
+ * payment path: a day is rolled up by whoever asks for stats first after it settled.
+ */
+
+const DAY_MS = 86_400_000
+/**
+ * Days before today (UTC) never rolled up, whatever their statuses: a row may still be created
+ * with a time just before midnight by an instance whose clock lags.
+ */
+export const SETTLE_LAG_DAYS = 2
+/** An instance looks for newly settled days of a project's mode at most this often. */
+const SETTLE_EVERY_MS = 60_000
+const OPEN = ['created', 'prepared', 'pending', 'processing', 'confirming']
+
+const dayOf = (ms: number) => new Date(Math.floor(ms / DAY_MS) * DAY_MS).toISOString().slice(0, 10)
+const startOf = (day: string) => Date.parse(`${day}T00:00:00Z`)
+
+/** What a selection's rows add up to, per status and currency (and per day when asked). */
+export interface Aggregate {
+  day: string | null
+  status: string
+  currency: string
+  n: number
+  /** Decimal strings (null: no rows). */
+  amountUsd: string | null
+  amountInCurrency: string | null
+}
+
+/** The `created_at` range a query's `start_date` and `end_date` select; null bounds are open. */
+export interface Range {
+  start: Date | null
+  end: Date | null
+  /** Whether `end` itself is in the range (a timestamp end) or only what is before it (a date). */
+  endInclusive: boolean
+}
+
+export function createRollups(deps: { db: Db; clock: Clock }) {
+  const { db } = deps
+  const t = transactions
+  const r = transactionRollups
+  const m = transactionRollupMarks
+  const tried = new Map<string, number>()
+
+  async function markOf(projectId: string, testingMode: boolean): Promise<string | null> {
+    const [row] = await db
+      .select({ through: m.throughDay })
+      .from(m)
+      .where(and(eq(m.projectId, projectId), eq(m.testingMode, testingMode)))
+    return row?.through ?? null
+  }
+
+  /**
+   * Rolls up the days of a project's mode that settled since its mark, in one statement that
+   * moves the mark only from the value read (another instance doing the same writes nothing).
+   */
+  async function settle(projectId: string, testingMode: boolean): Promise<void> {
+    const now = deps.clock.now()
+    const key = `${projectId}:${testingMode}`
+    if (now - (tried.get(key) ?? Number.NEGATIVE_INFINITY) < SETTLE_EVERY_MS) return
+    tried.set(key, now)
+    const prior = await markOf(projectId, testingMode)
+    const [open] = await db
+      .select({ first: min(t.createdAt) })
+      .from(t)
+      .where(
+        and(eq(t.projectId, projectId), eq(t.testingMode, testingMode), inArray(t.status, OPEN)),
+      )
+    const lastAllowed = startOf(dayOf(now)) - (SETTLE_LAG_DAYS + 1) * DAY_MS
+    const beforeOpen = open?.first ? startOf(dayOf(open.first.getTime())) - DAY_MS : Infinity
+    const through = dayOf(Math.min(lastAllowed, beforeOpen))
+    if (prior !== null && through <= prior) return
+    const from = prior === null ? null : new Date(startOf(prior) + DAY_MS)
+    const until = new Date(startOf(through) + DAY_MS)
+    await db.execute(sql`WITH moved AS (
+  INSERT INTO ${m} (project_id, testing_mode, through_day) VALUES (${projectId}, ${testingMode}, ${through}::date)
+  ON CONFLICT (project_id, testing_mode) DO UPDATE SET through_day = excluded.through_day
+    WHERE ${m}.through_day = ${prior}::date
+  RETURNING 1
+)
+INSERT INTO ${r} (project_id, testing_mode, day, status, currency, n, amount_usd, amount_in_currency)
+SELECT project_id, testing_mode, (created_at AT TIME ZONE 'UTC')::date, status, currency, count(*), sum(amount_usd), sum(amount_in_currency)
+FROM ${t}
+WHERE project_id = ${projectId} AND testing_mode = ${testingMode}
+  AND ${from === null ? sql`true` : sql`created_at >= ${from.toISOString()}::timestamptz`}
+  AND created_at < ${until.toISOString()}::timestamptz
+  AND EXISTS (SELECT 1 FROM moved)
+GROUP BY 1, 2, 3, 4, 5`)
+  }
+
+  /**
+   * The rows of a project in `modes` created in `range`, added up per status and currency (and UTC
+   * day with `byDay`): rolled-up days the range covers whole from their rollups, the rest from the
+   * transactions themselves.
+   */
+  async function aggregate(
+    projectId: string,
+    modes: boolean[],
+    range: Range,
+    byDay: boolean,
+  ): Promise<Aggregate[]> {
+    const parts = await Promise.all(
+      modes.map(async (testingMode) => {
+        await settle(projectId, testingMode)
+        const through = await markOf(projectId, testingMode)
+        // Whole days of the range: from the first midnight at or after its start, to the last
+        // day ending at or before its end.
+        const endExclusive =
+          range.end === null ? null : range.end.getTime() + (range.endInclusive ? 1 : 0)
+        const first = range.start === null ? null : dayOf(range.start.getTime() + DAY_MS - 1)
+        const lastWhole = endExclusive === null ? null : dayOf(endExclusive - DAY_MS)
+        const last =
+          through === null ? null : lastWhole === null || through < lastWhole ? through : lastWhole
+        const covered = last !== null && (first === null || first <= last)
+        const inRange: (SQL | undefined)[] = [
+          eq(t.projectId, projectId),
+          eq(t.testingMode, testingMode),
+          range.start ? gte(t.createdAt, range.start) : undefined,
+          range.end
+            ? range.endInclusive
+              ? lte(t.createdAt, range.end)
+              : lt(t.createdAt, range.end)
+            : undefined,
+        ]
+        const day = sql<string>`to_char(${t.createdAt} AT TIME ZONE 'UTC', 'YYYY-MM-DD')`
+        const directWhere = covered
+          ? and(
+              ...inRange,
+              not(
+                and(
+                  first === null ? undefined : gte(t.createdAt, new Date(startOf(first))),
+                  lt(t.createdAt, new Date(startOf(last!) + DAY_MS)),
+                )!,
+              ),
+            )
+          : and(...inRange)
+        const direct = db
+          .select({
+            day: byDay ? day : sql<null>`null`,
+            status: t.status,
+            currency: t.currency,
+            n: sql<string>`count(*)`,
+            amountUsd: sql<string | null>`sum(${t.amountUsd})`,
+            amountInCurrency: sql<string | null>`sum(${t.amountInCurrency})`,
+          })
+          .from(t)
+          .where(directWhere)
+          .groupBy(...(byDay ? [day] : []), t.status, t.currency)
+        const rolled = covered
+          ? db
+              .select({
+                day: byDay ? sql<string>`to_char(${r.day}, 'YYYY-MM-DD')` : sql<null>`null`,
+                status: r.status,
+                currency: r.currency,
+                n: sql<string>`sum(${r.n})`,
+                amountUsd: sql<string | null>`sum(${r.amountUsd})`,
+                amountInCurrency: sql<string | null>`sum(${r.amountInCurrency})`,
+              })
+              .from(r)
+              .where(
+                and(
+                  eq(r.projectId, projectId),
+                  eq(r.testingMode, testingMode),
+                  first === null ? undefined : gte(r.day, first),
+                  lte(r.day, last!),
+                ),
+              )
+              .groupBy(...(byDay ? [r.day] : []), r.status, r.currency)
+          : Promise.resolve([])
+        const [a, b] = await Promise.all([direct, rolled])
+        return [...a, ...b]
+      }),
+    )
+    return parts.flat().map((x) => ({ ...x, n: Number(x.n) }))
+  }
+
+  return { aggregate, settle }
+}
+
+export type Rollups = ReturnType<typeof createRollups>
