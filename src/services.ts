@@ -41,6 +41,7 @@ import { createStatusStreams } from './modules/pay/status-streams.ts'
 import { createWebhookService } from './webhooks/webhook.service.ts'
 import { createTransactionRepo } from './modules/transactions/transaction.repo.ts'
 import { createTransactionService } from './modules/transactions/service.ts'
+import { createRollups } from './modules/transactions/rollups.ts'
 import { createTransactionExport } from './modules/transactions/export.ts'
 import { createExportRepo } from './modules/transactions/export.repo.ts'
 import { createProjectService, type RateLimits } from './projects/project.service.ts'
@@ -192,7 +193,10 @@ export async function createServices(deps: {
     eventsGatherMs: singleInstance ? EMBEDDED_FANOUT_GATHER_MS : 0,
   })
   const rateLimitRepo = createRateLimitRepo(database)
-  const transactionRepo = createTransactionRepo(database)
+  // Stats and the list's counts read settled days from rollups
+  // (docs/decisions/0066-stats-from-settled-days.md).
+  const rollups = createRollups({ db: database.db, clock })
+  const transactionRepo = createTransactionRepo(database, rollups)
   const lifecycle = createTransactionRegistry({
     database,
     repo: createLifecycleRepo(database),
@@ -346,7 +350,7 @@ export async function createServices(deps: {
     baseUrl: deps.baseUrl,
     rates: chain.rates,
   })
-  const stats = createStatsService({ db: database.db, clock })
+  const stats = createStatsService({ rollups })
   const transactionExport = createTransactionExport({ repo: createExportRepo(database), clock })
   const pay = createPayService({
     database,

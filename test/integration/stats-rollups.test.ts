@@ -65,6 +65,13 @@ for (const backend of backends()) {
           t.server.services.scheduler.runDue()
         }
       }
+      // A busy day (600 more, left to expire): the list's deep pages start 500 rows in.
+      clock.set(T0 + 44 * DAY)
+      for (let i = 0; i < 600; i++) {
+        clock.advance(1_000)
+        const r = await api(t, p.key).create({ amount: 1, expires_in_minutes: 1 })
+        if (r.status !== 200) throw new Error(`create: ${r.status}`)
+      }
       clock.set(T0 + 48 * DAY)
       t.server.services.scheduler.runDue()
     })
@@ -231,6 +238,38 @@ for (const backend of backends()) {
         [p.id],
       )
       expect(await rolledUp()).toBe(Number(all[0]!.n))
+    })
+    test('the list over rolled-up days: its total and any page, deep ones included, are those of the rows themselves', async () => {
+      const rows = await t.server.services.database.query<{ id: string; status: string }>(
+        'SELECT id, status FROM transactions WHERE project_id = $1 AND testing_mode ORDER BY created_at DESC, id DESC',
+        [p.id],
+      )
+      // Every day is rolled up by now: the pages are read from the days' rollup counts.
+      expect(await marked()).toBe(new Date(T0 + 45 * DAY).toISOString().slice(0, 10))
+      for (const [status, offset, limit] of [
+        [undefined, 0, 50],
+        [undefined, 510, 37],
+        [undefined, rows.length - 5, 20],
+        ['expired', 520, 40],
+        ['completed', 3, 10],
+        [undefined, rows.length + 3, 10],
+      ] as const) {
+        const want = rows.filter((r) => !status || r.status === status)
+        const qs = new URLSearchParams({
+          limit: String(limit),
+          offset: String(offset),
+          ...(status ? { status } : {}),
+        })
+        const res = await api(t, p.key).get(`/api/transactions/project/${p.id}?${qs}`)
+        const body = (await res.json()) as any
+        expect({ qs: String(qs), total: body.pagination.total }).toEqual({
+          qs: String(qs),
+          total: want.length,
+        })
+        expect(body.transactions.map((x: any) => x.id)).toEqual(
+          want.slice(offset, offset + limit).map((r) => r.id),
+        )
+      }
     })
   })
 }

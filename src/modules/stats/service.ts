@@ -1,6 +1,4 @@
-import type { Db } from '../../db/client.ts'
-import type { Clock } from '../../lib/clock.ts'
-import { createRollups, type Range } from './rollups.ts'
+import type { Range, Rollups } from '../transactions/rollups.ts'
 import type { ProjectMode } from '../../projects/mode.ts'
 import { centsToDecimal, decimalToNumber, usdToCents } from '../../lib/money.ts'
 import { decimalToMinor, minorToDecimal } from '../../lib/currency.ts'
@@ -94,8 +92,8 @@ function selection(
  * docs/decisions/0010-stats.md over rollups of settled days and the rest read directly
  * (docs/decisions/0066-stats-from-settled-days.md).
  */
-export function createStatsService(deps: { db: Db; clock: Clock }) {
-  const rollups = createRollups(deps)
+export function createStatsService(deps: { rollups: Rollups }) {
+  const { rollups } = deps
   return {
     async stats(caller: ProjectMode, q: StatsQuery): Promise<Outcome<unknown>> {
       const where = selection(caller, q)

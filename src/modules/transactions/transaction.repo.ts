@@ -8,6 +8,8 @@ import {
 } from '../../db/schema.ts'
 import { UUID_RE } from '../../lib/ids.ts'
 import type { ProjectMode } from '../../projects/mode.ts'
+import { systemClock } from '../../lib/clock.ts'
+import { createRollups, pageStart, type Rollups } from './rollups.ts'
 
 export type { TransactionRow } from '../../db/schema.ts'
 
@@ -66,7 +68,13 @@ export interface TransactionRepo {
 const ph = (name: string) => sql.placeholder(name)
 
 /** Persistence of transactions and their idempotency records; no business rules here. */
-export function createTransactionRepo(database: Database): TransactionRepo {
+/** From this offset on, a page starts at its day (its rollup counts) rather than skipping rows. */
+const DEEP_OFFSET = 500
+
+export function createTransactionRepo(
+  database: Database,
+  rollups: Rollups = createRollups({ db: database.db, clock: systemClock }),
+): TransactionRepo {
   const db = database.db
   // The hot read runs as a prepared statement: built once, and on PostgreSQL parsed and planned
   // once per connection (drizzle's unprepared queries cost several times more; bench/RESULTS.md).
@@ -109,6 +117,32 @@ export function createTransactionRepo(database: Database): TransactionRepo {
 
     /** Newest first, ties broken by id (docs/decisions/0008-list-order-and-paging.md). */
     async page(scope, filter) {
+      // docs/decisions/0066-stats-from-settled-days.md: the total from the days' counts (settled
+      // days from their rollups), and a deep page started at its day instead of skipping every
+      // newer row. An order-id prefix is not in the rollups: counted and skipped row by row.
+      if (!filter.orderIdPrefix) {
+        const days = await rollups.dayCounts(scope.projectId, scope.mode === 'test', filter)
+        const total = days.reduce((n, d) => n + d.n, 0)
+        const start = filter.offset >= DEEP_OFFSET ? pageStart(days, filter.offset) : null
+        if (filter.offset >= total) return { rows: [], total }
+        const rows = await db
+          .select()
+          .from(transactions)
+          .where(
+            inScope(
+              scope,
+              ...listFilter(filter),
+              start ? lt(transactions.createdAt, start.before) : undefined,
+            ),
+          )
+          .orderBy(
+            sql`${transactions.createdAt} DESC NULLS LAST`,
+            sql`${transactions.id} DESC NULLS LAST`,
+          )
+          .limit(filter.limit)
+          .offset(start ? start.skip : filter.offset)
+        return { rows, total }
+      }
       const where = inScope(scope, ...listFilter(filter))
       const [rows, [{ total }]] = await Promise.all([
         // Spelled as the indexes are (drizzle makes them DESC NULLS LAST): a plain DESC means NULLS

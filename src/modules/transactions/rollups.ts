@@ -184,7 +184,75 @@ GROUP BY 1, 2, 3, 4, 5`)
     return parts.flat().map((x) => ({ ...x, n: Number(x.n) }))
   }
 
-  return { aggregate, settle }
+  /**
+   * How many transactions of a project's mode (in a status, a currency, when given) were created
+   * each UTC day, newest day first: settled days from their rollups, the rest counted directly.
+   */
+  async function dayCounts(
+    projectId: string,
+    testingMode: boolean,
+    filter: { status?: string; currency?: string },
+  ): Promise<{ day: string; n: number }[]> {
+    await settle(projectId, testingMode)
+    const through = await markOf(projectId, testingMode)
+    const day = sql<string>`to_char(${t.createdAt} AT TIME ZONE 'UTC', 'YYYY-MM-DD')`
+    const [direct, rolled] = await Promise.all([
+      db
+        .select({ day, n: sql<string>`count(*)` })
+        .from(t)
+        .where(
+          and(
+            eq(t.projectId, projectId),
+            eq(t.testingMode, testingMode),
+            filter.status ? eq(t.status, filter.status) : undefined,
+            filter.currency ? eq(t.currency, filter.currency) : undefined,
+            through === null ? undefined : gte(t.createdAt, new Date(startOf(through) + DAY_MS)),
+          ),
+        )
+        .groupBy(day),
+      through === null
+        ? Promise.resolve([])
+        : db
+            .select({
+              day: sql<string>`to_char(${r.day}, 'YYYY-MM-DD')`,
+              n: sql<string>`sum(${r.n})`,
+            })
+            .from(r)
+            .where(
+              and(
+                eq(r.projectId, projectId),
+                eq(r.testingMode, testingMode),
+                filter.status ? eq(r.status, filter.status) : undefined,
+                filter.currency ? eq(r.currency, filter.currency) : undefined,
+              ),
+            )
+            .groupBy(r.day),
+    ])
+    return [...direct, ...rolled]
+      .map((x) => ({ day: x.day, n: Number(x.n) }))
+      .filter((x) => x.n > 0)
+      .sort((a, b) => (a.day < b.day ? 1 : a.day > b.day ? -1 : 0))
+  }
+
+  return { aggregate, settle, dayCounts }
+}
+
+/**
+ * Where a page `offset` rows into a newest-first list starts, from its day counts: before the end
+ * of the day holding that row, `skip` rows into it. Exact, as the list orders by creation time
+ * and a day's rows are all its own.
+ */
+export function pageStart(
+  days: { day: string; n: number }[],
+  offset: number,
+): { before: Date; skip: number } | null {
+  let newer = 0
+  for (const d of days) {
+    if (newer + d.n > offset)
+      return { before: new Date(startOf(d.day) + DAY_MS), skip: offset - newer }
+    newer += d.n
+  }
+  return null
 }
 
 export type Rollups = ReturnType<typeof createRollups>
