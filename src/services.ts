@@ -384,7 +384,7 @@ export async function createServices(deps: {
   // The Coinbase Commerce API (docs/decisions/0065-coinbase-commerce-drop-in.md): charges are
   // transactions, made and paid by the same services.
   const commerce = createCommerceService({
-    repo: createCommerceRepo(database),
+    repo: createCommerceRepo(database, rollups),
     transactions,
     pay,
     decimals: (network, symbol) =>

@@ -24,6 +24,7 @@ import {
 } from '../../db/schema.ts'
 import { UUID_RE } from '../../lib/ids.ts'
 import type { ProjectMode } from '../../projects/mode.ts'
+import type { Rollups } from '../transactions/rollups.ts'
 import type { NativeStep, RecordedTransfer } from './charge.ts'
 
 export type CheckoutRow = typeof commerceCheckouts.$inferSelect
@@ -134,7 +135,7 @@ function record(r: { row: TransactionRow; timeline: unknown; transfers: unknown 
 }
 
 /** Reads and writes of the Commerce API; charges are the project's transactions. */
-export function createCommerceRepo(database: Database) {
+export function createCommerceRepo(database: Database, rollups: Pick<Rollups, 'dayCounts'>) {
   const db = database.db
 
   // The hot reads as prepared statements: built once, planned once per connection.
@@ -202,7 +203,11 @@ export function createCommerceRepo(database: Database) {
           .where(and(inMode(scope), k.where))
           .orderBy(...k.orderBy)
           .limit(c.limit + 1),
-        db.select({ total: count() }).from(tx).where(inMode(scope)),
+        // The days' counts: settled days from their rollups
+        // (docs/decisions/0066-stats-from-settled-days.md), not a count of every row.
+        rollups
+          .dayCounts(scope.projectId, scope.mode === 'test', {})
+          .then((days) => [{ total: days.reduce((n, d) => n + d.n, 0) }]),
       ])
       return asPage(rows.map(record), c.limit, k.reversed, total)
     },
