@@ -154,14 +154,25 @@ for (const backend of backends()) {
           label,
           cents: Number(want.cents),
         })
+        const selected = {
+          ...(s.query ? { start_date: s.query } : {}),
+          ...(e.query ? { end_date: e.query } : {}),
+        }
         const daily = await t.server.services.stats.daily(
           { projectId: p.id, mode: 'test' },
-          {
-            ...(s.query ? { start_date: s.query } : {}),
-            ...(e.query ? { end_date: e.query } : {}),
-          },
+          selected,
         )
         if (!daily.ok) throw new Error(daily.message)
+        // The dashboard's overview reads both at once: the same numbers.
+        const overview = await t.server.services.stats.overview(
+          { projectId: p.id, mode: 'test' },
+          selected,
+        )
+        if (!overview.ok) throw new Error(overview.message)
+        expect({ label, overview: overview.value }).toEqual({
+          label,
+          overview: { stats: body, daily: daily.value },
+        })
         expect({
           label,
           days: daily.value.map((d) => [

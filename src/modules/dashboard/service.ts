@@ -55,13 +55,9 @@ export function createDashboardService(deps: {
      * selection per day for the chart.
      */
     async overview(v: Viewer, range: { start_date: string; end_date: string }) {
-      const [stats, daily] = await Promise.all([
-        deps.stats.stats(v, range),
-        deps.stats.daily(v, range),
-      ])
-      if (!stats.ok) return stats
-      if (!daily.ok) return daily
-      return ok({ stats: stats.value as OverviewStats, daily: daily.value })
+      // Both from one read of the range (docs/decisions/0066-stats-from-settled-days.md).
+      const r = await deps.stats.overview(v, range)
+      return r.ok ? ok({ stats: r.value.stats as OverviewStats, daily: r.value.daily }) : r
     },
 
     async transactions(v: Viewer, q: { status?: string; orderId?: string; page: number }) {

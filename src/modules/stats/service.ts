@@ -1,4 +1,4 @@
-import type { Range, Rollups } from '../transactions/rollups.ts'
+import type { Aggregate, Range, Rollups } from '../transactions/rollups.ts'
 import type { ProjectMode } from '../../projects/mode.ts'
 import { centsToDecimal, decimalToNumber, usdToCents } from '../../lib/money.ts'
 import { decimalToMinor, minorToDecimal } from '../../lib/currency.ts'
@@ -92,46 +92,77 @@ function selection(
  * docs/decisions/0010-stats.md over rollups of settled days and the rest read directly
  * (docs/decisions/0066-stats-from-settled-days.md).
  */
+/** The stats object from aggregated rows (per status and currency, any days). */
+function summarize(rows: Aggregate[]) {
+  const byStatus = Object.fromEntries(STATUSES.map((s) => [s, 0])) as Record<Status, number>
+  let total = 0
+  let volumeCents = 0n
+  const byCurrency = new Map<string, bigint>()
+  for (const r of rows) {
+    byStatus[r.status as Status] += r.n
+    total += r.n
+    if (r.status !== 'completed') continue
+    if (r.amountUsd) volumeCents += usdToCents(r.amountUsd)
+    if (r.amountInCurrency)
+      byCurrency.set(
+        r.currency,
+        (byCurrency.get(r.currency) ?? 0n) + decimalToMinor(r.amountInCurrency, r.currency),
+      )
+  }
+  const completed = byStatus.completed
+  return {
+    total_transactions: total,
+    total_volume_usd: decimalToNumber(centsToDecimal(volumeCents)),
+    volume_by_currency: Object.fromEntries(
+      [...byCurrency.keys()].sort().map((c) => [c, Number(minorToDecimal(byCurrency.get(c)!, c))]),
+    ),
+    completed_transactions: completed,
+    conversion_rate: rate(completed, total),
+    by_status: byStatus,
+  }
+}
+
+/** The daily series from rows aggregated per day: oldest first, days without rows left out. */
+function perDay(rows: Aggregate[]): DailyStats[] {
+  const days = new Map<string, { total: number; completed: number; cents: bigint }>()
+  for (const r of rows) {
+    const d = days.get(r.day!) ?? { total: 0, completed: 0, cents: 0n }
+    d.total += r.n
+    if (r.status === 'completed') {
+      d.completed += r.n
+      if (r.amountUsd) d.cents += usdToCents(r.amountUsd)
+    }
+    days.set(r.day!, d)
+  }
+  return [...days.keys()].sort().map((date) => {
+    const d = days.get(date)!
+    return {
+      date,
+      total_transactions: d.total,
+      completed_transactions: d.completed,
+      total_volume_usd: decimalToNumber(centsToDecimal(d.cents)),
+      conversion_rate: rate(d.completed, d.total),
+    }
+  })
+}
+
+/**
+ * docs/decisions/0010-stats.md over rollups of settled days and the rest read directly
+ * (docs/decisions/0066-stats-from-settled-days.md).
+ */
 export function createStatsService(deps: { rollups: Rollups }) {
   const { rollups } = deps
+  const rowsOf = async (caller: ProjectMode, q: StatsQuery, byDay: boolean) => {
+    const where = selection(caller, q)
+    if (!where.ok) return where
+    return ok(
+      await rollups.aggregate(caller.projectId, where.value.modes, where.value.range, byDay),
+    )
+  }
   return {
     async stats(caller: ProjectMode, q: StatsQuery): Promise<Outcome<unknown>> {
-      const where = selection(caller, q)
-      if (!where.ok) return where
-      const rows = await rollups.aggregate(
-        caller.projectId,
-        where.value.modes,
-        where.value.range,
-        false,
-      )
-      const byStatus = Object.fromEntries(STATUSES.map((s) => [s, 0])) as Record<Status, number>
-      let total = 0
-      let volumeCents = 0n
-      const byCurrency = new Map<string, bigint>()
-      for (const r of rows) {
-        byStatus[r.status as Status] += r.n
-        total += r.n
-        if (r.status !== 'completed') continue
-        if (r.amountUsd) volumeCents += usdToCents(r.amountUsd)
-        if (r.amountInCurrency)
-          byCurrency.set(
-            r.currency,
-            (byCurrency.get(r.currency) ?? 0n) + decimalToMinor(r.amountInCurrency, r.currency),
-          )
-      }
-      const completed = byStatus.completed
-      return ok({
-        total_transactions: total,
-        total_volume_usd: decimalToNumber(centsToDecimal(volumeCents)),
-        volume_by_currency: Object.fromEntries(
-          [...byCurrency.keys()]
-            .sort()
-            .map((c) => [c, Number(minorToDecimal(byCurrency.get(c)!, c))]),
-        ),
-        completed_transactions: completed,
-        conversion_rate: rate(completed, total),
-        by_status: byStatus,
-      })
+      const rows = await rowsOf(caller, q, false)
+      return rows.ok ? ok(summarize(rows.value)) : rows
     },
 
     /**
@@ -139,36 +170,17 @@ export function createStatsService(deps: { rollups: Rollups }) {
      * transactions are left out.
      */
     async daily(caller: ProjectMode, q: StatsQuery): Promise<Outcome<DailyStats[]>> {
-      const where = selection(caller, q)
-      if (!where.ok) return where
-      const rows = await rollups.aggregate(
-        caller.projectId,
-        where.value.modes,
-        where.value.range,
-        true,
-      )
-      const days = new Map<string, { total: number; completed: number; cents: bigint }>()
-      for (const r of rows) {
-        const d = days.get(r.day!) ?? { total: 0, completed: 0, cents: 0n }
-        d.total += r.n
-        if (r.status === 'completed') {
-          d.completed += r.n
-          if (r.amountUsd) d.cents += usdToCents(r.amountUsd)
-        }
-        days.set(r.day!, d)
-      }
-      return ok(
-        [...days.keys()].sort().map((date) => {
-          const d = days.get(date)!
-          return {
-            date,
-            total_transactions: d.total,
-            completed_transactions: d.completed,
-            total_volume_usd: decimalToNumber(centsToDecimal(d.cents)),
-            conversion_rate: rate(d.completed, d.total),
-          }
-        }),
-      )
+      const rows = await rowsOf(caller, q, true)
+      return rows.ok ? ok(perDay(rows.value)) : rows
+    },
+
+    /** Both, from one read (the dashboard's overview and chart). */
+    async overview(
+      caller: ProjectMode,
+      q: StatsQuery,
+    ): Promise<Outcome<{ stats: ReturnType<typeof summarize>; daily: DailyStats[] }>> {
+      const rows = await rowsOf(caller, q, true)
+      return rows.ok ? ok({ stats: summarize(rows.value), daily: perDay(rows.value) }) : rows
     },
   }
 }
