@@ -45,6 +45,9 @@ export interface Range {
   endInclusive: boolean
 }
 
+/** Every transaction, whenever created. */
+const ALL_TIME: Range = { start: null, end: null, endInclusive: false }
+
 export function createRollups(deps: { db: Db; clock: Clock }) {
   const { db } = deps
   const t = transactions
@@ -99,6 +102,65 @@ GROUP BY 1, 2, 3, 4, 5`)
   }
 
   /**
+   * Where the rows of a project's mode created in `range` (in a status and currency, when given)
+   * are read, once its settled days are rolled up: the days the range covers whole up to the mark
+   * from the rollups (`rolled`, null when there are none), the rest from the transactions
+   * themselves (`direct`).
+   */
+  async function sources(
+    projectId: string,
+    testingMode: boolean,
+    range: Range,
+    filter: { status?: string; currency?: string },
+  ): Promise<{ direct: SQL | undefined; rolled: SQL | undefined | null }> {
+    await settle(projectId, testingMode)
+    const through = await markOf(projectId, testingMode)
+    // Whole days of the range: from the first midnight at or after its start, to the last day
+    // ending at or before its end.
+    const endExclusive =
+      range.end === null ? null : range.end.getTime() + (range.endInclusive ? 1 : 0)
+    const first = range.start === null ? null : dayOf(range.start.getTime() + DAY_MS - 1)
+    const lastWhole = endExclusive === null ? null : dayOf(endExclusive - DAY_MS)
+    const last =
+      through === null ? null : lastWhole === null || through < lastWhole ? through : lastWhole
+    const inRange = and(
+      eq(t.projectId, projectId),
+      eq(t.testingMode, testingMode),
+      filter.status ? eq(t.status, filter.status) : undefined,
+      filter.currency ? eq(t.currency, filter.currency) : undefined,
+      range.start ? gte(t.createdAt, range.start) : undefined,
+      range.end
+        ? range.endInclusive
+          ? lte(t.createdAt, range.end)
+          : lt(t.createdAt, range.end)
+        : undefined,
+    )
+    if (last === null || (first !== null && first > last)) return { direct: inRange, rolled: null }
+    return {
+      direct: and(
+        inRange,
+        not(
+          and(
+            first === null ? undefined : gte(t.createdAt, new Date(startOf(first))),
+            lt(t.createdAt, new Date(startOf(last) + DAY_MS)),
+          )!,
+        ),
+      ),
+      rolled: and(
+        eq(r.projectId, projectId),
+        eq(r.testingMode, testingMode),
+        filter.status ? eq(r.status, filter.status) : undefined,
+        filter.currency ? eq(r.currency, filter.currency) : undefined,
+        first === null ? undefined : gte(r.day, first),
+        lte(r.day, last),
+      ),
+    }
+  }
+
+  const txDay = sql<string>`to_char(${t.createdAt} AT TIME ZONE 'UTC', 'YYYY-MM-DD')`
+  const rollupDay = sql<string>`to_char(${r.day}, 'YYYY-MM-DD')`
+
+  /**
    * The rows of a project in `modes` created in `range`, added up per status and currency (and UTC
    * day with `byDay`): rolled-up days the range covers whole from their rollups, the rest from the
    * transactions themselves.
@@ -111,42 +173,10 @@ GROUP BY 1, 2, 3, 4, 5`)
   ): Promise<Aggregate[]> {
     const parts = await Promise.all(
       modes.map(async (testingMode) => {
-        await settle(projectId, testingMode)
-        const through = await markOf(projectId, testingMode)
-        // Whole days of the range: from the first midnight at or after its start, to the last
-        // day ending at or before its end.
-        const endExclusive =
-          range.end === null ? null : range.end.getTime() + (range.endInclusive ? 1 : 0)
-        const first = range.start === null ? null : dayOf(range.start.getTime() + DAY_MS - 1)
-        const lastWhole = endExclusive === null ? null : dayOf(endExclusive - DAY_MS)
-        const last =
-          through === null ? null : lastWhole === null || through < lastWhole ? through : lastWhole
-        const covered = last !== null && (first === null || first <= last)
-        const inRange: (SQL | undefined)[] = [
-          eq(t.projectId, projectId),
-          eq(t.testingMode, testingMode),
-          range.start ? gte(t.createdAt, range.start) : undefined,
-          range.end
-            ? range.endInclusive
-              ? lte(t.createdAt, range.end)
-              : lt(t.createdAt, range.end)
-            : undefined,
-        ]
-        const day = sql<string>`to_char(${t.createdAt} AT TIME ZONE 'UTC', 'YYYY-MM-DD')`
-        const directWhere = covered
-          ? and(
-              ...inRange,
-              not(
-                and(
-                  first === null ? undefined : gte(t.createdAt, new Date(startOf(first))),
-                  lt(t.createdAt, new Date(startOf(last!) + DAY_MS)),
-                )!,
-              ),
-            )
-          : and(...inRange)
+        const from = await sources(projectId, testingMode, range, {})
         const direct = db
           .select({
-            day: byDay ? day : sql<null>`null`,
+            day: byDay ? txDay : sql<null>`null`,
             status: t.status,
             currency: t.currency,
             n: sql<string>`count(*)`,
@@ -154,29 +184,23 @@ GROUP BY 1, 2, 3, 4, 5`)
             amountInCurrency: sql<string | null>`sum(${t.amountInCurrency})`,
           })
           .from(t)
-          .where(directWhere)
-          .groupBy(...(byDay ? [day] : []), t.status, t.currency)
-        const rolled = covered
-          ? db
-              .select({
-                day: byDay ? sql<string>`to_char(${r.day}, 'YYYY-MM-DD')` : sql<null>`null`,
-                status: r.status,
-                currency: r.currency,
-                n: sql<string>`sum(${r.n})`,
-                amountUsd: sql<string | null>`sum(${r.amountUsd})`,
-                amountInCurrency: sql<string | null>`sum(${r.amountInCurrency})`,
-              })
-              .from(r)
-              .where(
-                and(
-                  eq(r.projectId, projectId),
-                  eq(r.testingMode, testingMode),
-                  first === null ? undefined : gte(r.day, first),
-                  lte(r.day, last!),
-                ),
-              )
-              .groupBy(...(byDay ? [r.day] : []), r.status, r.currency)
-          : Promise.resolve([])
+          .where(from.direct)
+          .groupBy(...(byDay ? [txDay] : []), t.status, t.currency)
+        const rolled =
+          from.rolled === null
+            ? Promise.resolve([])
+            : db
+                .select({
+                  day: byDay ? rollupDay : sql<null>`null`,
+                  status: r.status,
+                  currency: r.currency,
+                  n: sql<string>`sum(${r.n})`,
+                  amountUsd: sql<string | null>`sum(${r.amountUsd})`,
+                  amountInCurrency: sql<string | null>`sum(${r.amountInCurrency})`,
+                })
+                .from(r)
+                .where(from.rolled)
+                .groupBy(...(byDay ? [r.day] : []), r.status, r.currency)
         const [a, b] = await Promise.all([direct, rolled])
         return [...a, ...b]
       }),
@@ -193,39 +217,15 @@ GROUP BY 1, 2, 3, 4, 5`)
     testingMode: boolean,
     filter: { status?: string; currency?: string },
   ): Promise<{ day: string; n: number }[]> {
-    await settle(projectId, testingMode)
-    const through = await markOf(projectId, testingMode)
-    const day = sql<string>`to_char(${t.createdAt} AT TIME ZONE 'UTC', 'YYYY-MM-DD')`
+    const from = await sources(projectId, testingMode, ALL_TIME, filter)
     const [direct, rolled] = await Promise.all([
-      db
-        .select({ day, n: sql<string>`count(*)` })
-        .from(t)
-        .where(
-          and(
-            eq(t.projectId, projectId),
-            eq(t.testingMode, testingMode),
-            filter.status ? eq(t.status, filter.status) : undefined,
-            filter.currency ? eq(t.currency, filter.currency) : undefined,
-            through === null ? undefined : gte(t.createdAt, new Date(startOf(through) + DAY_MS)),
-          ),
-        )
-        .groupBy(day),
-      through === null
+      db.select({ day: txDay, n: sql<string>`count(*)` }).from(t).where(from.direct).groupBy(txDay),
+      from.rolled === null
         ? Promise.resolve([])
         : db
-            .select({
-              day: sql<string>`to_char(${r.day}, 'YYYY-MM-DD')`,
-              n: sql<string>`sum(${r.n})`,
-            })
+            .select({ day: rollupDay, n: sql<string>`sum(${r.n})` })
             .from(r)
-            .where(
-              and(
-                eq(r.projectId, projectId),
-                eq(r.testingMode, testingMode),
-                filter.status ? eq(r.status, filter.status) : undefined,
-                filter.currency ? eq(r.currency, filter.currency) : undefined,
-              ),
-            )
+            .where(from.rolled)
             .groupBy(r.day),
     ])
     return [...direct, ...rolled]
