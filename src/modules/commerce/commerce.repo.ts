@@ -66,6 +66,15 @@ const inMode = (s: ProjectMode) =>
   and(eq(tx.projectId, s.projectId), eq(tx.testingMode, s.mode === 'test'))
 
 /**
+ * How a cursor page is read: backwards from `ending_before` (then turned around), else forwards
+ * from `starting_after`; the direction rows are read in is the list's order, or its opposite.
+ */
+function direction(c: Cursor): { reversed: boolean; descending: boolean } {
+  const reversed = c.endingBefore !== undefined && c.startingAfter === undefined
+  return { reversed, descending: (c.order === 'desc') !== reversed }
+}
+
+/**
  * The keyset condition and order of a cursor page over (created_at, id): after the cursor row in
  * `order`, or before it (read backwards, then turned around).
  */
@@ -74,9 +83,7 @@ function keyset(
   c: Cursor,
   anchor: { createdAt: Date; id: string } | null,
 ): { where: SQL | undefined; orderBy: SQL[]; reversed: boolean } {
-  const reversed = c.endingBefore !== undefined && c.startingAfter === undefined
-  // The direction rows are read in: the list's order, or its opposite for `ending_before`.
-  const descending = (c.order === 'desc') !== reversed
+  const { reversed, descending } = direction(c)
   const where = anchor
     ? descending
       ? or(
@@ -218,7 +225,7 @@ export function createCommerceRepo(database: Database, rollups: Pick<Rollups, 'd
      * record one (false for the other).
      */
     async resolve(id: string, at: Date, prior: string | null): Promise<boolean> {
-      const r = await db.execute(sql`WITH r AS (
+      const [r] = await database.rows<{ resolved: number }>(sql`WITH r AS (
   UPDATE ${tx} SET commerce = coalesce(commerce, '{}'::jsonb) || jsonb_build_object('resolvedAt', ${at.toISOString()}::text)
   WHERE ${tx.id} = ${id}::uuid AND coalesce(commerce->>'resolvedAt', '') = ${prior ?? ''}
   RETURNING id, status, project_id, testing_mode, version
@@ -230,10 +237,7 @@ export function createCommerceRepo(database: Database, rollups: Pick<Rollups, 'd
   SELECT id, project_id, testing_mode, ${RESOLVED_EVENT}, jsonb_build_object('transaction_id', id), ${at.toISOString()}::timestamptz, version FROM r
 )
 SELECT count(*)::int AS resolved FROM r`)
-      const rows = (Array.isArray(r) ? r : (r as { rows: unknown[] }).rows) as {
-        resolved: number
-      }[]
-      return Number(rows[0]?.resolved) === 1
+      return Number(r?.resolved) === 1
     },
 
     // --- Checkouts ---
@@ -319,15 +323,6 @@ SELECT count(*)::int AS resolved FROM r`)
 
     // --- Events ---
 
-    /** An event by its id, whoever's (a delivery names it). */
-    async eventById(eventId: string, types: string[]): Promise<EventRow | null> {
-      const [r] = await db
-        .select(EVENT_COLUMNS)
-        .from(outbox)
-        .where(and(eq(outbox.eventId, eventId), inArray(outbox.eventType, types)))
-      return r ? { ...r, eventId: r.eventId! } : null
-    },
-
     /** The first event of a type about a transaction (a manual re-send repeats it). */
     async firstEventOf(transactionId: string, eventType: string): Promise<EventRow | null> {
       if (!UUID_RE.test(transactionId)) return null
@@ -346,9 +341,9 @@ SELECT count(*)::int AS resolved FROM r`)
       return r ? { ...r, eventId: r.eventId! } : null
     },
 
-    /** An event of this project and mode, by its id. */
+    /** An event by its id, of this project and mode (null scope: whoever's, as a delivery names it). */
     async findEvent(
-      scope: ProjectMode,
+      scope: ProjectMode | null,
       eventId: string,
       types: string[],
     ): Promise<EventRow | null> {
@@ -358,8 +353,8 @@ SELECT count(*)::int AS resolved FROM r`)
         .where(
           and(
             eq(outbox.eventId, eventId),
-            eq(outbox.projectId, scope.projectId),
-            eq(outbox.testingMode, scope.mode === 'test'),
+            scope ? eq(outbox.projectId, scope.projectId) : undefined,
+            scope ? eq(outbox.testingMode, scope.mode === 'test') : undefined,
             inArray(outbox.eventType, types),
           ),
         )
@@ -391,8 +386,7 @@ SELECT count(*)::int AS resolved FROM r`)
         if (!found) return 'unknown'
         anchor = found.id
       }
-      const reversed = c.endingBefore !== undefined && c.startingAfter === undefined
-      const descending = (c.order === 'desc') !== reversed
+      const { reversed, descending } = direction(c)
       const [rows, [{ total }]] = await Promise.all([
         db
           .select(EVENT_COLUMNS)

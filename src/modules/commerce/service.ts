@@ -411,7 +411,7 @@ export function createCommerceService(deps: CommerceDeps) {
       // A manual re-send of a completion is a new delivery of the event first sent: the same
       // event id, so receivers see the one event again.
       const e =
-        (await repo.eventById(d.eventId, COMMERCE_OUTBOX_TYPES)) ??
+        (await repo.findEvent(null, d.eventId, COMMERCE_OUTBOX_TYPES)) ??
         (typeof d.data.transaction_id === 'string'
           ? await repo.firstEventOf(d.data.transaction_id, d.eventType)
           : null)
