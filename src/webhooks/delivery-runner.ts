@@ -216,7 +216,8 @@ export function createDeliveryRunner(deps: RunnerDeps) {
   ): Promise<{ body: string; outcome: SendOutcome; info: SendingInfo | null } | null> {
     const info = await endpoint(d.endpointId)
     const commerce = info?.format === 'commerce'
-    const event = commerce ? ((await deps.commerceEvent?.(d)) ?? null) : null
+    // Rendered only for a delivery that will be sent (a disabled endpoint gets no attempt).
+    const event = commerce && info.enabled ? ((await deps.commerceEvent?.(d)) ?? null) : null
     const body = commerce
       ? commerceBody({
           deliveryId: d.id,

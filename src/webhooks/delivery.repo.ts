@@ -87,6 +87,15 @@ const RUNNABLE = sql`${d.id} AS id, ${d.eventId} AS "eventId", ${d.endpointId} A
   ${d.nextAttemptAt} AS "nextAttemptAt"`
 
 /**
+ * Whether an endpoint hears an event of type `eventType`: a standard endpoint the types it
+ * selected, a Commerce-format one every type with a Commerce name
+ * (docs/decisions/0065-coinbase-commerce-drop-in.md).
+ */
+const hears = (eventType: SQL) =>
+  sql`CASE WHEN ${webhookEndpoints.format} = 'commerce' THEN ${eventType} = ANY(${sql.raw(`'{${COMMERCE_OUTBOX_TYPES.join(',')}}'::text[]`)})
+      ELSE ${eventType} = ANY(${webhookEndpoints.eventTypes}) END`
+
+/**
  * Fans outbox events out into deliveries, one per enabled endpoint of the event's project and
  * mode that selected its type, in the statement that marks the events dispatched. The
  * deliveries come back claimed by the caller, who runs their actors at once.
@@ -107,9 +116,7 @@ WITH ev AS (
     ev.event_type, ev.data, false, 'pending', 0, ${param('now', 'timestamptz')}, ${param('machineVersion', 'int')}, ${param('owner')}, ev.created_at, ${param('now', 'timestamptz')}, ev.sequence
   FROM ev JOIN ${webhookEndpoints} ON ${webhookEndpoints.projectId} = ev.project_id
     AND ${webhookEndpoints.mode} = CASE WHEN ev.testing_mode THEN 'test' ELSE 'live' END
-    AND ${webhookEndpoints.enabled}
-    AND CASE WHEN ${webhookEndpoints.format} = 'commerce' THEN ev.event_type = ANY(${sql.raw(`'{${COMMERCE_OUTBOX_TYPES.join(',')}}'::text[]`)})
-      ELSE ev.event_type = ANY(${webhookEndpoints.eventTypes}) END
+    AND ${webhookEndpoints.enabled} AND ${hears(sql`ev.event_type`)}
   ORDER BY ev.id
   RETURNING ${RUNNABLE}
 )
@@ -472,10 +479,7 @@ export function createDeliveryRepo(database: Database) {
             eq(webhookEndpoints.projectId, projectId),
             eq(webhookEndpoints.mode, mode),
             eq(webhookEndpoints.enabled, true),
-            // A Commerce-format endpoint hears every event that has a Commerce name.
-            COMMERCE_OUTBOX_TYPES.includes(eventType)
-              ? sql`(${eventType} = ANY(${webhookEndpoints.eventTypes}) OR ${webhookEndpoints.format} = 'commerce')`
-              : sql`${eventType} = ANY(${webhookEndpoints.eventTypes})`,
+            hears(sql`${eventType}::text`),
           ),
         )
       return rows.map((r) => r.id)
