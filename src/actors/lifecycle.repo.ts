@@ -153,7 +153,7 @@ const NOTE = sql`WITH n AS (
   SELECT ${t.id}, ${t.projectId}, ${t.testingMode}, ${param('eventType')}, jsonb_build_object('transaction_id', ${t.id}), ${param('at', 'timestamptz')}, ${t.version}
   FROM ${t} WHERE ${t.id} = ${param('id', 'uuid')} AND ${param('eventType')}::text IS NOT NULL
 )
-SELECT 1`
+SELECT ${t.version} AS version FROM ${t} WHERE ${t.id} = ${param('id', 'uuid')}`
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null)
 const json = (v: unknown) => (v === null || v === undefined ? null : JSON.stringify(v))
@@ -188,7 +188,7 @@ export function createLifecycleRepo(database: Database) {
     COMMIT,
   )
   const note = prepare<
-    unknown,
+    { version: number },
     { id: string; cause: string; details: string; at: string; eventType: string | null }
   >(database, NOTE)
   const byId = db
@@ -354,7 +354,8 @@ export function createLifecycleRepo(database: Database) {
 
     /**
      * Records on the timeline something that happened to a transaction without moving it, and the
-     * outbox event that announces it when `eventType` is given.
+     * outbox event that announces it when `eventType` is given. Returns the transaction's version,
+     * which a note leaves as it was.
      */
     async appendNote(
       transactionId: string,
@@ -362,14 +363,15 @@ export function createLifecycleRepo(database: Database) {
       details: Record<string, unknown>,
       at: Date,
       eventType: string | null = null,
-    ) {
-      await note.execute({
+    ): Promise<number> {
+      const [r] = await note.execute({
         id: transactionId,
         cause,
         details: JSON.stringify(details),
         at: at.toISOString(),
         eventType,
       })
+      return Number(r?.version ?? 0)
     },
 
     /** The stored actor of an active transaction with its row, or null once it is final. */

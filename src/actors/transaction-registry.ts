@@ -494,10 +494,11 @@ export function createTransactionRegistry(deps: RegistryDeps) {
       details: Record<string, unknown>,
       eventType: string | null = null,
     ): Promise<void> {
-      await serialize(id, () =>
+      const version = await serialize(id, () =>
         deps.repo.appendNote(id, cause, details, new Date(deps.clock.now()), eventType),
       )
-      if (eventType !== null) announce({ id, version: -1, here: true, outbox: true })
+      // The note leaves the version as it was: streams already at it read nothing again.
+      if (eventType !== null) announce({ id, version, here: true, outbox: true })
     },
 
     /**
