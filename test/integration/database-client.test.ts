@@ -179,7 +179,14 @@ describe.if(backends().includes('postgres'))('exclusive sections on PostgreSQL',
         expect(log[i + 1]).toBe(log[i]!.replace(' in', ' out'))
       // A different key is not held up by a section of this one.
       let release!: () => void
-      const holding = a!.exclusive('k', () => new Promise<void>((r) => (release = r)))
+      let entered!: () => void
+      const held = new Promise<void>((r) => (entered = r))
+      const holding = a!.exclusive('k', () => {
+        entered()
+        return new Promise<void>((r) => (release = r))
+      })
+      // Held first, then the other key is asked for.
+      await held
       await b!.exclusive('other', async () => {})
       release()
       await holding

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { TxEvent } from '../../machines/transaction.machine.ts'
 import { manualClock } from '../../src/lib/clock.ts'
 import { backends } from '../helpers/databases.ts'
+import { waitUntil } from '../helpers/chain.ts'
 import { PATH_TO, TX_HASH } from '../helpers/lifecycle.ts'
 import { api, startTestServer, type TestServer } from '../helpers/server.ts'
 
@@ -44,6 +45,24 @@ for (const backend of backends()) {
       }
     }
 
+    /**
+     * Waits for the deadlines `runDue` fired to be recorded (an actor's transition is written after
+     * the call returns): nothing open but the `processing` ones left so on purpose.
+     */
+    const deadlinesRecorded = (processing: number) =>
+      waitUntil(
+        'the due deadlines recorded',
+        async () =>
+          (
+            await t.server.services.database.query<{ status: string; n: string }>(
+              `SELECT status, count(*)::text AS n FROM transactions WHERE project_id = $1
+                 AND status IN ('created', 'prepared', 'pending', 'processing', 'confirming') GROUP BY 1`,
+              [p.id],
+            )
+          ).map((r) => `${r.status}:${r.n}`),
+        (open) => open.join() === (processing ? `processing:${processing}` : ''),
+      )
+
     beforeAll(async () => {
       t = await startTestServer(backend, {}, { clock })
       p = await t.project()
@@ -74,6 +93,7 @@ for (const backend of backends()) {
       }
       clock.set(T0 + 48 * DAY)
       t.server.services.scheduler.runDue()
+      await deadlinesRecorded(open.length)
     })
     afterAll(() => t?.stop())
 
@@ -238,6 +258,7 @@ for (const backend of backends()) {
         } else await apply(id, [{ type: 'payment.reverted', txHash: TX_HASH }])
       }
       t.server.services.scheduler.runDue()
+      await deadlinesRecorded(0)
       // A minute later, the next stats call looks for settled days again.
       clock.advance(61_000)
       await checkRanges(40)
