@@ -1,12 +1,13 @@
 import { Elysia } from 'elysia'
+import type { TransactionRow } from '../db/schema.ts'
 import type { Scope } from '../keys/api-key.ts'
 import type { KeyService, Principal } from '../keys/key.service.ts'
 import { ipAllowed } from '../lib/cidr.ts'
-import { newRequestId } from '../lib/ids.ts'
+import { newRequestId, UUID_RE } from '../lib/ids.ts'
 import type { Decision, RateLimiter } from '../limits/rate-limiter.ts'
 import { WINDOWS } from '../limits/windows.ts'
 import type { RateLimits } from '../projects/project.service.ts'
-import { factsOf, isHostless, peerIpOf, setFacts } from './context.ts'
+import { factsOf, isHostless, peerIpOf, setFacts, type RequestFacts } from './context.ts'
 import { ApiError, isCommercePath } from './errors.ts'
 import { COMMERCE_API_VERSION } from '../modules/commerce/model.ts'
 import { forwardedFor, isApiPath, refuseInsecure } from './transport.ts'
@@ -87,10 +88,7 @@ export function apiGate(deps: GateDeps) {
       }
       clientIp = forwardedFor(request) ?? clientIp
     }
-    const facts: { requestId: string; clientIp: string | null; principal?: Principal } = {
-      requestId,
-      clientIp,
-    }
+    const facts: RequestFacts = { requestId, clientIp }
     setFacts(request, facts)
     // RFC 9112 3.2: a request must say which host it is for; HTTP/1.0 clients may leave it out.
     if (isHostless(request))
@@ -114,7 +112,11 @@ export function apiGate(deps: GateDeps) {
     // outside the allow-list (or an inactive project's key) counts against the caller's IP.
     const decision =
       principal && active && allowed
-        ? await deps.limiter.check(`project:${principal.projectId}`, principal.project.limits)
+        ? await deps.limiter.check(
+            `project:${principal.projectId}`,
+            principal.project.limits,
+            commerce ? undefined : transactionRead(request.method, path),
+          )
         : await deps.limiter.check(`ip:${clientIp ?? 'unknown'}`, deps.anonymousLimits)
     setRateLimitHeaders(set, decision)
     if (!decision.allowed) {
@@ -142,6 +144,7 @@ export function apiGate(deps: GateDeps) {
         `Requests from ${clientIp ?? 'this address'} are not in this project's IP allow-list`,
       )
     facts.principal = principal
+    facts.read = decision.read
     const version = commerce ? request.headers.get('x-cc-version') : null
     if (version !== null && version !== COMMERCE_API_VERSION)
       throw new ApiError(
@@ -153,6 +156,18 @@ export function apiGate(deps: GateDeps) {
     if (length !== null && Number(length) > MAX_BODY_BYTES)
       throw new ApiError('payload_too_large', `Request body is larger than ${MAX_BODY_BYTES} bytes`)
   })
+}
+
+const TRANSACTION_PATH = '/api/transactions/'
+
+/**
+ * The transaction a request reads and nothing else, so the grant's statement can read it too:
+ * GET /api/transactions/{id} with a UUID id (any other id is a 404 without reading).
+ */
+function transactionRead(method: string, path: string): string | undefined {
+  if (method !== 'GET' || !path.startsWith(TRANSACTION_PATH)) return undefined
+  const id = path.slice(TRANSACTION_PATH.length)
+  return UUID_RE.test(id) ? id.toLowerCase() : undefined
 }
 
 /** The path of an absolute URL, without building a URL object on every request. */
@@ -180,6 +195,15 @@ export function principalOf(request: Request): Principal {
   const p = factsOf(request)?.principal
   if (!p) throw new ApiError('unauthenticated', 'Missing API key')
   return p
+}
+
+/**
+ * The transaction `id` as the gate read it with the request's rate-limit grant (the row in any
+ * project, or null for none); undefined when it did not, and the route reads it itself.
+ */
+export function readWithGrant(request: Request, id: string): TransactionRow | null | undefined {
+  const read = factsOf(request)?.read
+  return read?.id === id.toLowerCase() ? read.row : undefined
 }
 
 /**

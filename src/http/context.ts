@@ -1,3 +1,4 @@
+import type { TransactionRow } from '../db/schema.ts'
 import type { Principal } from '../keys/key.service.ts'
 
 /**
@@ -9,6 +10,12 @@ export interface RequestFacts {
   /** Client address as the runtime saw it, or from X-Forwarded-For under TRUST_PROXY. */
   clientIp: string | null
   principal?: Principal
+  /**
+   * The transaction this request reads, read by the gate with its rate-limit grant in one
+   * statement (GET /api/transactions/{id} on the shared limiter): the row in any project, or null
+   * for none. The route checks the caller's scope and uses it instead of reading again.
+   */
+  read?: { id: string; row: TransactionRow | null }
   /**
    * The route template Elysia matched (`/api/transactions/:id`), for metrics; unset when none
    * matched.

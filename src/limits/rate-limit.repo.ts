@@ -1,8 +1,8 @@
-import { inArray, lt, sql } from 'drizzle-orm'
+import { getTableColumns, inArray, lt, sql } from 'drizzle-orm'
 import type { PgColumn } from 'drizzle-orm/pg-core'
 import type { Database } from '../db/client.ts'
 import { bare, param, prepare } from '../db/prepared.ts'
-import { rateLimits } from '../db/schema.ts'
+import { rateLimits, transactions, type TransactionRow } from '../db/schema.ts'
 import type { RateLimits } from '../projects/project.service.ts'
 import { windowStart, type WindowName } from './windows.ts'
 
@@ -21,6 +21,8 @@ export interface TakeResult {
   granted: number
   /** Usage of each window before this grant. */
   used: RateLimits
+  /** The transactions read with the grant (`take`'s `read`) that exist, in any project. */
+  read?: TransactionRow[]
 }
 
 /*
@@ -51,6 +53,9 @@ const FIRST_K = sql`GREATEST(0, LEAST(${N}, ${LIMIT.minute}, ${LIMIT.hour}, ${LI
 const LATER_START = (w: WindowName) =>
   sql`GREATEST(${WINDOW_COLUMNS[w].start}, excluded.${bare(WINDOW_COLUMNS[w].start)})`
 
+/** The transaction columns a grant that reads carries, each as `t_<key>`. */
+const TX_COLUMNS = Object.entries(getTableColumns(transactions))
+
 /**
  * docs/decisions/0023-rate-limits-exact.md counters in the database: the only truth every instance
  * shares.
@@ -58,12 +63,7 @@ const LATER_START = (w: WindowName) =>
 export function createRateLimitRepo(database: Database) {
   const { db } = database
   // Every API request is counted here: prepared once, each value sent once.
-  const take = prepare<
-    { lastGrant: number; minuteUsed: number; hourUsed: number; dayUsed: number },
-    Record<string, string | number>
-  >(
-    database,
-    sql`
+  const GRANT = sql`
     INSERT INTO ${rateLimits} (${bare(rateLimits.subject)}, ${bare(rateLimits.minuteStart)}, ${bare(rateLimits.minuteUsed)}, ${bare(rateLimits.hourStart)},
       ${bare(rateLimits.hourUsed)}, ${bare(rateLimits.dayStart)}, ${bare(rateLimits.dayUsed)}, ${bare(rateLimits.lastGrant)})
     VALUES (${param('subject')}, ${param('minuteStart', 'timestamptz')}, ${FIRST_K}, ${param('hourStart', 'timestamptz')}, ${FIRST_K},
@@ -73,14 +73,37 @@ export function createRateLimitRepo(database: Database) {
       ${bare(rateLimits.hourStart)} = ${LATER_START('hour')}, ${bare(rateLimits.hourUsed)} = ${OLD('hour')} + ${K},
       ${bare(rateLimits.dayStart)} = ${LATER_START('day')}, ${bare(rateLimits.dayUsed)} = ${OLD('day')} + ${K},
       ${bare(rateLimits.lastGrant)} = ${K}
-    RETURNING ${rateLimits.lastGrant} AS "lastGrant", ${rateLimits.minuteUsed} AS "minuteUsed", ${rateLimits.hourUsed} AS "hourUsed", ${rateLimits.dayUsed} AS "dayUsed"`,
+    RETURNING ${rateLimits.lastGrant} AS "lastGrant", ${rateLimits.minuteUsed} AS "minuteUsed", ${rateLimits.hourUsed} AS "hourUsed", ${rateLimits.dayUsed} AS "dayUsed"`
+  type Granted = { lastGrant: number; minuteUsed: number; hourUsed: number; dayUsed: number }
+  const take = prepare<Granted, Record<string, string | number>>(database, GRANT)
+  // The grant of requests that read one transaction each (GET /api/transactions/{id}) with their
+  // reads: one statement, one round trip, for the whole batch. The grant's row comes back once
+  // per transaction found (by primary key alone, in any project: the caller checks the scope),
+  // or once with NULL columns when none is.
+  const takeAndRead = prepare<Granted & Record<string, unknown>, Record<string, string | number>>(
+    database,
+    sql`WITH granted AS (${GRANT})
+    SELECT granted.*, ${sql.join(
+      TX_COLUMNS.map(([key, column]) => sql`t.${bare(column)} AS ${sql.identifier(`t_${key}`)}`),
+      sql`, `,
+    )}
+    FROM granted LEFT JOIN ${transactions} t ON t.${bare(transactions.id)} = ANY(${param('ids', 'uuid[]')})`,
   )
 
   return {
-    /** Takes up to `n` units from all three windows of `subject` at once, in one round trip. */
-    async take(subject: string, limits: RateLimits, n: number, now: number): Promise<TakeResult> {
+    /**
+     * Takes up to `n` units from all three windows of `subject` at once, in one round trip; with
+     * `read`, the same statement reads those transactions (ids already known to be UUIDs).
+     */
+    async take(
+      subject: string,
+      limits: RateLimits,
+      n: number,
+      now: number,
+      read: string[] = [],
+    ): Promise<TakeResult> {
       const start = (name: WindowName) => new Date(windowStart(name, now)).toISOString()
-      const [row] = await take.execute({
+      const params = {
         subject,
         minuteStart: start('minute'),
         hourStart: start('hour'),
@@ -89,7 +112,12 @@ export function createRateLimitRepo(database: Database) {
         hourLimit: limits.hour,
         dayLimit: limits.day,
         n,
-      })
+      }
+      const rows =
+        read.length === 0
+          ? await take.execute(params)
+          : await takeAndRead.execute({ ...params, ids: `{${read.join(',')}}` })
+      const row = rows[0]!
       const k = Number(row.lastGrant)
       return {
         granted: k,
@@ -98,6 +126,13 @@ export function createRateLimitRepo(database: Database) {
           hour: Number(row.hourUsed) - k,
           day: Number(row.dayUsed) - k,
         },
+        ...(read.length === 0
+          ? {}
+          : {
+              read: rows
+                .filter((r) => (r as Record<string, unknown>).t_id != null)
+                .map(transactionOf),
+            }),
       }
     },
 
@@ -153,6 +188,16 @@ export function createRateLimitRepo(database: Database) {
       await db.delete(rateLimits).where(lt(rateLimits.dayStart, new Date(now - 2 * 86_400_000)))
     },
   }
+}
+
+/** A transaction from its `t_<key>` columns, each decoded as drizzle decodes it in a select. */
+function transactionOf(raw: Record<string, unknown>): TransactionRow {
+  const row: Record<string, unknown> = {}
+  for (const [key, column] of TX_COLUMNS) {
+    const v = raw[`t_${key}`]
+    row[key] = v === null || v === undefined ? null : column.mapFromDriverValue(v)
+  }
+  return row as TransactionRow
 }
 
 export type RateLimitRepo = ReturnType<typeof createRateLimitRepo>

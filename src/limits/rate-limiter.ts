@@ -1,3 +1,4 @@
+import type { TransactionRow } from '../db/schema.ts'
 import type { LimitedSurface, Metrics } from '../metrics/metrics.ts'
 import { createWorkLoop } from '../instances/work-loop.ts'
 import type { Clock } from '../lib/clock.ts'
@@ -17,12 +18,22 @@ export interface Decision {
   windows: Record<WindowName, WindowState>
   /** Seconds until the exhausted windows have all reset (only when refused). */
   retryAfter: number | null
+  /**
+   * The transaction asked to be read with the grant (`check`'s `read`), when the grant's
+   * statement read it and the request was admitted: the row (in any project; the caller checks
+   * the scope), or null for none. Absent when the limiter read nothing (the caller reads it).
+   */
+  read?: { id: string; row: TransactionRow | null }
 }
 
 /** Counts requests per subject against its limits (docs/decisions/0023-rate-limits-exact.md). */
 export interface RateLimiter {
-  /** Counts one request for `subject` and says whether it may proceed. */
-  check(subject: string, limits: RateLimits): Promise<Decision>
+  /**
+   * Counts one request for `subject` and says whether it may proceed. `read`, the id (a UUID) of
+   * the transaction the request will read, lets the shared limiter read it in the grant's own
+   * statement, so the request needs no second round trip.
+   */
+  check(subject: string, limits: RateLimits, read?: string): Promise<Decision>
   /**
    * Writes what is counted but not stored yet (the embedded limiter; the shared one stores as it
    * counts).
@@ -32,6 +43,7 @@ export interface RateLimiter {
 
 interface Waiter {
   limits: RateLimits
+  read: string | undefined
   resolve(d: Decision): void
   reject(e: unknown): void
 }
@@ -41,7 +53,10 @@ interface Waiter {
  * only truth and every admitted request is counted there before it is admitted. To keep that from
  * costing a round trip per request, requests for one subject that arrive while a round trip is in
  * flight wait and are granted together by the next one (group commit). Under load a batch holds
- * every request that queued during one round trip; idle, a request costs one round trip.
+ * every request that queued during one round trip; idle, a request costs one round trip. A
+ * request that only reads one transaction (GET /api/transactions/{id}) hands its id along, and
+ * the batch's statement reads those transactions as it grants: such a request costs no round
+ * trip of its own.
  *
  * Leased quota blocks were the alternative: cheaper, but an instance holding unused units
  * makes another instance refuse requests while the window still has room, and the
@@ -68,11 +83,14 @@ export function createRateLimiter(deps: {
     q.busy = true
     const limits = batch[batch.length - 1].limits
     const now = deps.clock.now()
+    const ids = [...new Set(batch.flatMap((w) => (w.read ? [w.read] : [])))]
     try {
-      const { granted, used } = await deps.repo.take(subject, limits, batch.length, now)
+      const { granted, used, read } = await deps.repo.take(subject, limits, batch.length, now, ids)
+      const found = new Map(read?.map((row) => [row.id, row]))
       batch.forEach((w, i) => {
         const decision = decide(limits, used, granted, i, now)
         if (!decision.allowed) deps.metrics?.rateLimited(surfaceOf(subject))
+        else if (w.read && read) decision.read = { id: w.read, row: found.get(w.read) ?? null }
         w.resolve(decision)
       })
     } catch (e) {
@@ -85,11 +103,11 @@ export function createRateLimiter(deps: {
   }
 
   return {
-    check(subject: string, limits: RateLimits): Promise<Decision> {
+    check(subject: string, limits: RateLimits, read?: string): Promise<Decision> {
       return new Promise((resolve, reject) => {
         let q = queues.get(subject)
         if (!q) queues.set(subject, (q = { waiting: [], busy: false }))
-        q.waiting.push({ limits, resolve, reject })
+        q.waiting.push({ limits, read, resolve, reject })
         if (!q.busy && q.waiting.length === 1) void flush(subject)
       })
     },

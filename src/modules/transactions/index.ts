@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { Elysia, t } from 'elysia'
-import { principalOf, requireScope } from '../../http/api-gate.ts'
+import { principalOf, readWithGrant, requireScope } from '../../http/api-gate.ts'
 import { ApiError, ErrorResponse } from '../../http/errors.ts'
 import { json, respond, storedJson } from '../../http/json-response.ts'
 import { strictJsonBody } from '../../http/json-body.ts'
@@ -205,7 +205,11 @@ export function transactionsController(deps: {
     .get(
       '/:id',
       async ({ request, params, set }) => {
-        const result = await deps.transactions.get(principalOf(request), params.id)
+        const result = await deps.transactions.get(
+          principalOf(request),
+          params.id,
+          readWithGrant(request, params.id),
+        )
         if (!result.ok) throw ApiError.from(result)
         return json(set, { success: true, transaction: result.value })
       },

@@ -16,7 +16,7 @@ import { type RateBook, USD_ONLY } from '../../chain/fx-rates.ts'
 import { valueAtCreation } from '../../chain/pricing.ts'
 import { amountToMinor, decimalAmountNumber, minorToDecimal } from '../../lib/currency.ts'
 import type { ProjectMode } from '../../projects/mode.ts'
-import type { TransactionRepo, TransactionRow } from './transaction.repo.ts'
+import { ownRow, type TransactionRepo, type TransactionRow } from './transaction.repo.ts'
 import type { CommerceFacts } from '../../db/schema.ts'
 
 const IDEMPOTENCY_WINDOW_MS = 24 * 3_600_000
@@ -297,8 +297,16 @@ export function createTransactionService(deps: {
       )
     },
 
-    async get(caller: Caller, id: string): Promise<Outcome<TransactionView>> {
-      const row = await deps.repo.find(caller, id)
+    /**
+     * `read`: the row as already read with the request's rate-limit grant (any project's, or
+     * null for none), so it is not read again; its scope is checked all the same.
+     */
+    async get(
+      caller: Caller,
+      id: string,
+      read?: TransactionRow | null,
+    ): Promise<Outcome<TransactionView>> {
+      const row = read === undefined ? await deps.repo.find(caller, id) : ownRow(caller, read)
       // Another project's or mode's transaction is indistinguishable from none
       // (docs/decisions/0009-keys-see-their-own-mode.md).
       return row ? ok(view(row)) : deny('not_found', `No transaction ${id}`)

@@ -67,6 +67,16 @@ export interface TransactionRepo {
 
 const ph = (name: string) => sql.placeholder(name)
 
+/**
+ * The row when it is the scope's project and mode, else null: another project's or mode's
+ * transaction is indistinguishable from none (docs/decisions/0009-keys-see-their-own-mode.md).
+ */
+export function ownRow(scope: ProjectMode, row: TransactionRow | null): TransactionRow | null {
+  return row && row.projectId === scope.projectId && row.testingMode === (scope.mode === 'test')
+    ? row
+    : null
+}
+
 /** Persistence of transactions and their idempotency records; no business rules here. */
 /** From this offset on, a page starts at its day (its rollup counts) rather than skipping rows. */
 const DEEP_OFFSET = 500
@@ -93,9 +103,7 @@ export function createTransactionRepo(
       // Not a UUID: no such transaction (the column would refuse the comparison).
       if (!UUID_RE.test(id)) return null
       const [row] = await findOne.execute({ id })
-      return row && row.projectId === scope.projectId && row.testingMode === (scope.mode === 'test')
-        ? row
-        : null
+      return ownRow(scope, row ?? null)
     },
 
     async testingModeOf(id) {
