@@ -195,7 +195,7 @@ export async function createServices(deps: {
   const rateLimitRepo = createRateLimitRepo(database)
   // Stats and the list's counts read settled days from rollups
   // (docs/decisions/0066-stats-from-settled-days.md).
-  const rollups = createRollups({ db: database.db, clock })
+  const rollups = createRollups({ database, clock })
   const transactionRepo = createTransactionRepo(database, rollups)
   const lifecycle = createTransactionRegistry({
     database,

@@ -1,5 +1,5 @@
 import { and, eq, gte, inArray, lt, lte, min, not, sql, type SQL } from 'drizzle-orm'
-import type { Db } from '../../db/client.ts'
+import type { Database } from '../../db/client.ts'
 import { transactionRollupMarks, transactionRollups, transactions } from '../../db/schema.ts'
 import type { Clock } from '../../lib/clock.ts'
 
@@ -48,8 +48,9 @@ export interface Range {
 /** Every transaction, whenever created. */
 const ALL_TIME: Range = { start: null, end: null, endInclusive: false }
 
-export function createRollups(deps: { db: Db; clock: Clock }) {
-  const { db } = deps
+export function createRollups(deps: { database: Pick<Database, 'db' | 'rows'>; clock: Clock }) {
+  const { database } = deps
+  const { db } = database
   const t = transactions
   const r = transactionRollups
   const m = transactionRollupMarks
@@ -66,11 +67,16 @@ export function createRollups(deps: { db: Db; clock: Clock }) {
   /**
    * Rolls up the days of a project's mode that settled since its mark, in one statement that
    * moves the mark only from the value read (another instance doing the same writes nothing).
+   * Returns the mark when it knows it (read, or moved by this call); undefined when it did not
+   * look (it looked less than a minute ago) or another instance moved the mark meanwhile.
    */
-  async function settle(projectId: string, testingMode: boolean): Promise<void> {
+  async function settle(
+    projectId: string,
+    testingMode: boolean,
+  ): Promise<string | null | undefined> {
     const now = deps.clock.now()
     const key = `${projectId}:${testingMode}`
-    if (now - (tried.get(key) ?? Number.NEGATIVE_INFINITY) < SETTLE_EVERY_MS) return
+    if (now - (tried.get(key) ?? Number.NEGATIVE_INFINITY) < SETTLE_EVERY_MS) return undefined
     tried.set(key, now)
     const prior = await markOf(projectId, testingMode)
     const [open] = await db
@@ -82,15 +88,15 @@ export function createRollups(deps: { db: Db; clock: Clock }) {
     const lastAllowed = startOf(dayOf(now)) - (SETTLE_LAG_DAYS + 1) * DAY_MS
     const beforeOpen = open?.first ? startOf(dayOf(open.first.getTime())) - DAY_MS : Infinity
     const through = dayOf(Math.min(lastAllowed, beforeOpen))
-    if (prior !== null && through <= prior) return
+    if (prior !== null && through <= prior) return prior
     const from = prior === null ? null : new Date(startOf(prior) + DAY_MS)
     const until = new Date(startOf(through) + DAY_MS)
-    await db.execute(sql`WITH moved AS (
+    const [moved] = await database.rows<{ moved: boolean }>(sql`WITH moved AS (
   INSERT INTO ${m} (project_id, testing_mode, through_day) VALUES (${projectId}, ${testingMode}, ${through}::date)
   ON CONFLICT (project_id, testing_mode) DO UPDATE SET through_day = excluded.through_day
     WHERE ${m}.through_day = ${prior}::date
   RETURNING 1
-)
+), added AS (
 INSERT INTO ${r} (project_id, testing_mode, day, status, currency, n, amount_usd, amount_in_currency)
 SELECT project_id, testing_mode, (created_at AT TIME ZONE 'UTC')::date, status, currency, count(*), sum(amount_usd), sum(amount_in_currency)
 FROM ${t}
@@ -98,7 +104,11 @@ WHERE project_id = ${projectId} AND testing_mode = ${testingMode}
   AND ${from === null ? sql`true` : sql`created_at >= ${from.toISOString()}::timestamptz`}
   AND created_at < ${until.toISOString()}::timestamptz
   AND EXISTS (SELECT 1 FROM moved)
-GROUP BY 1, 2, 3, 4, 5`)
+GROUP BY 1, 2, 3, 4, 5
+RETURNING 1
+)
+SELECT EXISTS (SELECT 1 FROM moved) AS moved`)
+    return moved?.moved ? through : undefined
   }
 
   /**
@@ -113,8 +123,8 @@ GROUP BY 1, 2, 3, 4, 5`)
     range: Range,
     filter: { status?: string; currency?: string },
   ): Promise<{ direct: SQL | undefined; rolled: SQL | undefined | null }> {
-    await settle(projectId, testingMode)
-    const through = await markOf(projectId, testingMode)
+    const known = await settle(projectId, testingMode)
+    const through = known === undefined ? await markOf(projectId, testingMode) : known
     // Whole days of the range: from the first midnight at or after its start, to the last day
     // ending at or before its end.
     const endExclusive =

@@ -83,7 +83,7 @@ const DEEP_OFFSET = 500
 
 export function createTransactionRepo(
   database: Database,
-  rollups: Rollups = createRollups({ db: database.db, clock: systemClock }),
+  rollups: Rollups = createRollups({ database, clock: systemClock }),
 ): TransactionRepo {
   const db = database.db
   // The hot read runs as a prepared statement: built once, and on PostgreSQL parsed and planned
