@@ -190,6 +190,8 @@ export interface BenchService {
 export async function startService(
   backend: 'pglite' | 'postgres',
   extraEnv: Record<string, string> = {},
+  /** The URL the service reaches its fresh PostgreSQL database by (a counting proxy). */
+  via: (databaseUrl: string) => string = (url) => url,
 ): Promise<BenchService> {
   const { freshPostgres } = await import('../test/helpers/databases.ts')
   const dataDir = mkdtempSync(join(tmpdir(), 'crypto-pay-bench-'))
@@ -199,7 +201,7 @@ export async function startService(
     PORT: '0',
     HTTP_PORT: '0',
     ...extraEnv,
-    ...(pg ? pg.env : {}),
+    ...(pg ? { ...pg.env, DATABASE_URL: via(pg.url) } : {}),
   }
   let server: BenchProcess | null = null
   const stop = async () => {
