@@ -246,6 +246,25 @@ export async function selfSignedTls(
   return { TLS_CERT_FILE: join(dir, 'cert.pem'), TLS_KEY_FILE: join(dir, 'key.pem') }
 }
 
+/** Creates one transaction of 10 USD through the service's API (curl); returns its id. */
+export function createOne(svc: Pick<BenchService, 'base' | 'key'>): string {
+  const created = spawnSync(
+    'curl',
+    [
+      '-sk',
+      `${svc.base}/api/transactions/create`,
+      '-H',
+      `Authorization: Bearer ${svc.key}`,
+      '-H',
+      'Content-Type: application/json',
+      '-d',
+      '{"amount": 10}',
+    ],
+    { encoding: 'utf8' },
+  )
+  return JSON.parse(created.stdout).transaction.id as string
+}
+
 /** Raises the service's project limits out of the way, so a benchmark measures work, not 429s. */
 export function liftRateLimits(svc: Pick<BenchService, 'projectId' | 'env'>): void {
   const lots = '1000000000'

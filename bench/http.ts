@@ -21,6 +21,7 @@ import { cpus, tmpdir, totalmem } from 'node:os'
 import { join } from 'node:path'
 import {
   alternateRounds,
+  createOne,
   liftRateLimits,
   median,
   medianRound,
@@ -104,21 +105,7 @@ for (const backend of BACKENDS) {
   try {
     svc = await startService(backend)
     liftRateLimits(svc)
-    const created = spawnSync(
-      'curl',
-      [
-        '-sk',
-        `${svc.base}/api/transactions/create`,
-        '-H',
-        `Authorization: Bearer ${svc.key}`,
-        '-H',
-        'Content-Type: application/json',
-        '-d',
-        '{"amount": 10}',
-      ],
-      { encoding: 'utf8' },
-    )
-    const id = JSON.parse(created.stdout).transaction.id
+    const id = createOne(svc)
     let floorEnv: Record<string, string> = { ...tls, DATA_DIR: floorDir }
     if (backend === 'postgres') {
       const { freshPostgres } = await import('../test/helpers/databases.ts')

@@ -8,10 +8,10 @@
  * Env: BENCH_SECONDS per round (default 5), BENCH_ROUNDS (4), BENCH_CONNECTIONS (32),
  * DATABASE_URL (PostgreSQL server; default postgres://postgres@127.0.0.1:5432/test).
  */
-import { spawnSync } from 'node:child_process'
 import { cpus, totalmem } from 'node:os'
 import {
   alternateRounds,
+  createOne,
   liftRateLimits,
   median,
   startService,
@@ -32,21 +32,7 @@ async function prepared(
 ): Promise<{ svc: BenchService; url: string }> {
   const svc = await startService(backend, { METRICS: metrics })
   liftRateLimits(svc)
-  const created = spawnSync(
-    'curl',
-    [
-      '-sk',
-      `${svc.base}/api/transactions/create`,
-      '-H',
-      `Authorization: Bearer ${svc.key}`,
-      '-H',
-      'Content-Type: application/json',
-      '-d',
-      '{"amount": 10}',
-    ],
-    { encoding: 'utf8' },
-  )
-  return { svc, url: `${svc.base}/api/transactions/${JSON.parse(created.stdout).transaction.id}` }
+  return { svc, url: `${svc.base}/api/transactions/${createOne(svc)}` }
 }
 
 const rows: string[] = []

@@ -10,11 +10,17 @@
  * Env: BENCH_SECONDS per round (default 5), DATABASE_URL (a PostgreSQL server; default
  * postgres://postgres@127.0.0.1:5432/test; a fresh database is created and dropped).
  */
-import { spawnSync } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { liftRateLimits, startProcess, startService, stopProcess, wrk } from './harness.ts'
+import {
+  createOne,
+  liftRateLimits,
+  startProcess,
+  startService,
+  stopProcess,
+  wrk,
+} from './harness.ts'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
 process.env.DATABASE_URL ??= 'postgres://postgres@127.0.0.1:5432/test'
@@ -41,21 +47,7 @@ const svc = await startService('postgres', {}, (url) => {
 const rows: string[] = []
 try {
   liftRateLimits(svc)
-  const created = spawnSync(
-    'curl',
-    [
-      '-sk',
-      `${svc.base}/api/transactions/create`,
-      '-H',
-      `Authorization: Bearer ${svc.key}`,
-      '-H',
-      'Content-Type: application/json',
-      '-d',
-      '{"amount": 10}',
-    ],
-    { encoding: 'utf8' },
-  )
-  const id = JSON.parse(created.stdout).transaction.id as string
+  const id = createOne(svc)
   const auth = ['-H', `Authorization: Bearer ${svc.key}`]
 
   // What the service sends with no request at all, per second.
