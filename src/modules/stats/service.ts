@@ -88,10 +88,6 @@ function selection(
   return ok({ modes, range: range.value })
 }
 
-/**
- * docs/decisions/0010-stats.md over rollups of settled days and the rest read directly
- * (docs/decisions/0066-stats-from-settled-days.md).
- */
 /** The stats object from aggregated rows (per status and currency, any days). */
 function summarize(rows: Aggregate[]) {
   const byStatus = Object.fromEntries(STATUSES.map((s) => [s, 0])) as Record<Status, number>

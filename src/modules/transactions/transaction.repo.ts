@@ -77,10 +77,10 @@ export function ownRow(scope: ProjectMode, row: TransactionRow | null): Transact
     : null
 }
 
-/** Persistence of transactions and their idempotency records; no business rules here. */
 /** From this offset on, a page starts at its day (its rollup counts) rather than skipping rows. */
 const DEEP_OFFSET = 500
 
+/** Persistence of transactions and their idempotency records; no business rules here. */
 export function createTransactionRepo(
   database: Database,
   rollups: Rollups = createRollups({ database, clock: systemClock }),
