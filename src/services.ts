@@ -195,7 +195,7 @@ export async function createServices(deps: {
   const rateLimitRepo = createRateLimitRepo(database)
   // Stats and the list's counts read settled days from rollups
   // (docs/decisions/0066-stats-from-settled-days.md).
-  const rollups = createRollups({ database, clock })
+  const rollups = createRollups({ database, clock, logger })
   const transactionRepo = createTransactionRepo(database, rollups)
   const lifecycle = createTransactionRegistry({
     database,
@@ -458,6 +458,11 @@ export async function createServices(deps: {
     /** The Coinbase Commerce API over the transactions. */
     commerce,
     stats,
+    /**
+     * Rollups of settled days, written in the background (at start, and after a stats call finds
+     * newly settled days).
+     */
+    rollups,
     /** CSV and JSON lines downloads of transactions and refunds, read page by page. */
     transactionExport,
     /**
@@ -479,6 +484,7 @@ export async function createServices(deps: {
       await deliveryRepo.pruneOutbox(new Date(now - OUTBOX_KEPT_MS))
     },
     async stop() {
+      await rollups.stop()
       await chain.stop()
       await dispatcher.stop()
       await lifecycle.stop()

@@ -158,6 +158,9 @@ export async function startServer(
         { stateDir: join(config.dataDir, 'devnet') },
       )
     }
+    // Stats: days that settled while the service was down (or before rollups existed) are rolled
+    // up in the background, chunk by chunk (docs/decisions/0066-stats-from-settled-days.md).
+    await services.rollups.settleAll()
     // Chains: each network's follower catches up from its cursor, then follows the head.
     await services.chain.start()
     // Signed payments recorded but perhaps not sent before a crash go out again (the same bytes).

@@ -3,12 +3,14 @@
  * ranges (date and timestamp bounds, whole and partial days, open ends), `GET
  * /api/transactions/stats` and the dashboard's daily series equal a direct aggregate over the same
  * rows, before and after days are rolled up, after status changes (completions, cancellations,
- * expiries) and after reorgs that take a payment back. A seeded random history of 45 days on a
- * manual clock; transactions move only through the lifecycle, as in the service.
+ * expiries) and after reorgs that take a payment back; rolled up in bounded chunks, by two instances
+ * at once, and at start. A seeded random history of 45 days on a manual clock; transactions move
+ * only through the lifecycle, as in the service.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { TxEvent } from '../../machines/transaction.machine.ts'
 import { manualClock } from '../../src/lib/clock.ts'
+import { createRollups } from '../../src/modules/transactions/rollups.ts'
 import { backends } from '../helpers/databases.ts'
 import { waitUntil } from '../helpers/chain.ts'
 import { PATH_TO, TX_HASH } from '../helpers/lifecycle.ts'
@@ -232,9 +234,21 @@ for (const backend of backends()) {
         )[0]!.n,
       )
 
+    const rowsByDay = async () =>
+      new Map(
+        (
+          await t.server.services.database.query<{ day: string; n: string }>(
+            `SELECT to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, count(*)::text AS n
+             FROM transactions WHERE project_id = $1 AND testing_mode GROUP BY 1`,
+            [p.id],
+          )
+        ).map((r) => [r.day, Number(r.n)]),
+      )
+
     test('random ranges, with days rolled up up to the first one holding an open payment', async () => {
       expect(open.length).toBeGreaterThan(0)
       await checkRanges(40)
+      await t.server.services.rollups.idle()
       // Rolled up: every day before the first open one, and not that day.
       const firstOpen = await t.server.services.database.query<{ day: string }>(
         `SELECT to_char(min(created_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day FROM transactions WHERE project_id = $1 AND status = 'processing'`,
@@ -259,10 +273,13 @@ for (const backend of backends()) {
       }
       t.server.services.scheduler.runDue()
       await deadlinesRecorded(0)
-      // A minute later, the next stats call looks for settled days again.
-      clock.advance(61_000)
-      await checkRanges(40)
+      // Read before the newly settled days are rolled up: the rest read directly.
+      await checkRanges(10)
+      // A restart asks for every project's settled days at start, before any stats call.
+      await t.restart()
+      await t.server.services.rollups.idle()
       expect(await marked()).toBe(new Date(T0 + 45 * DAY).toISOString().slice(0, 10))
+      await checkRanges(30)
       expect(await rolledUp()).toBeGreaterThan(before)
       // Every transaction of the history is rolled up now: nothing is open, the last day is 3 days old.
       const all = await t.server.services.database.query<{ n: string }>(
@@ -271,6 +288,40 @@ for (const backend of backends()) {
       )
       expect(await rolledUp()).toBe(Number(all[0]!.n))
     })
+    test('a history without rollups (an upgrade), rolled up by two instances at once in bounded chunks: whole days, about chunkRows each, each day once', async () => {
+      const { database } = t.server.services
+      await database.query('DELETE FROM transaction_rollups WHERE project_id = $1', [p.id])
+      await database.query('DELETE FROM transaction_rollup_marks WHERE project_id = $1', [p.id])
+      const [a, b] = [
+        createRollups({ database, clock, chunkRows: 20 }),
+        createRollups({ database, clock, chunkRows: 20 }),
+      ]
+      const moved = (await Promise.all([a.catchUp(p.id, true), b.catchUp(p.id, true)])).flat()
+      const marks = [...new Set(moved)].sort()
+      expect(marks.length).toBe(moved.length)
+      expect(marks.length).toBeGreaterThan(3)
+      // Each chunk is the days after the previous mark up to its own: more than one day only
+      // while its rows stay within chunkRows.
+      const days = await rowsByDay()
+      let prior = '0000-00-00'
+      for (const mark of marks) {
+        const inChunk = [...days].filter(([d]) => d > prior && d <= mark)
+        if (inChunk.length > 1)
+          expect({ mark, rows: inChunk.reduce((s, [, n]) => s + n, 0) <= 20 }).toEqual({
+            mark,
+            rows: true,
+          })
+        prior = mark
+      }
+      expect(await marked()).toBe(marks.at(-1)!)
+      const rolled = [...days].filter(([d]) => d <= marks.at(-1)!).reduce((s, [, n]) => s + n, 0)
+      expect(await rolledUp()).toBe(rolled)
+      expect(marks.at(-1)).toBe(new Date(T0 + 45 * DAY).toISOString().slice(0, 10))
+      // Caught up: nothing more until days settle.
+      expect(await a.catchUp(p.id, true)).toEqual([])
+      await checkRanges(10)
+    })
+
     test('the list over rolled-up days: its total and any page, deep ones included, are those of the rows themselves', async () => {
       const rows = await t.server.services.database.query<{ id: string; status: string }>(
         'SELECT id, status FROM transactions WHERE project_id = $1 AND testing_mode ORDER BY created_at DESC, id DESC',

@@ -1,7 +1,14 @@
 import { and, eq, gte, inArray, lt, lte, min, not, sql, type SQL } from 'drizzle-orm'
 import type { Database } from '../../db/client.ts'
-import { transactionRollupMarks, transactionRollups, transactions } from '../../db/schema.ts'
+import {
+  projects,
+  transactionRollupMarks,
+  transactionRollups,
+  transactions,
+} from '../../db/schema.ts'
+import { createWorkLoop } from '../../instances/work-loop.ts'
 import type { Clock } from '../../lib/clock.ts'
+import { errorSummary, type Logger } from '../../lib/logger.ts'
 
 /**
  * Stats from settled days (docs/decisions/0066-stats-from-settled-days.md). A UTC day of a
@@ -10,7 +17,9 @@ import type { Clock } from '../../lib/clock.ts'
  * and never change. Stats add the rolled-up days a range covers whole to a direct aggregate of the
  * rest (the range's partial days at its edges, and the recent days not rolled up yet: the last
  * SETTLE_LAG_DAYS and any day with an open transaction, a week at most). Nothing is written on the
- * payment path: a day is rolled up by whoever asks for stats first after it settled.
+ * payment path, nor on a reader's: the first stats call after days settle asks for them to be
+ * rolled up in the background, in bounded chunks, and reads them directly until they are; at
+ * start, every project's settled days are asked for.
  */
 
 const DAY_MS = 86_400_000
@@ -21,6 +30,11 @@ const DAY_MS = 86_400_000
 export const SETTLE_LAG_DAYS = 2
 /** An instance looks for newly settled days of a project's mode at most this often. */
 const SETTLE_EVERY_MS = 60_000
+/**
+ * About how many transactions one roll-up statement aggregates: a history that predates its
+ * rollups (an upgrade) is rolled up in statements of bounded length, not one of every row.
+ */
+const CHUNK_ROWS = 50_000
 const OPEN = ['created', 'prepared', 'pending', 'processing', 'confirming']
 
 const dayOf = (ms: number) => new Date(Math.floor(ms / DAY_MS) * DAY_MS).toISOString().slice(0, 10)
@@ -48,13 +62,21 @@ export interface Range {
 /** Every transaction, whenever created. */
 const ALL_TIME: Range = { start: null, end: null, endInclusive: false }
 
-export function createRollups(deps: { database: Pick<Database, 'db' | 'rows'>; clock: Clock }) {
+export function createRollups(deps: {
+  database: Pick<Database, 'db' | 'rows'>
+  clock: Clock
+  logger?: Logger
+  /** About how many transactions one roll-up statement aggregates (default CHUNK_ROWS). */
+  chunkRows?: number
+}) {
   const { database } = deps
   const { db } = database
   const t = transactions
   const r = transactionRollups
   const m = transactionRollupMarks
   const tried = new Map<string, number>()
+  const chunkRows = deps.chunkRows ?? CHUNK_ROWS
+  let stopped = false
 
   async function markOf(projectId: string, testingMode: boolean): Promise<string | null> {
     const [row] = await db
@@ -65,31 +87,41 @@ export function createRollups(deps: { database: Pick<Database, 'db' | 'rows'>; c
   }
 
   /**
-   * Rolls up the days of a project's mode that settled since its mark, in one statement that
-   * moves the mark only from the value read (another instance doing the same writes nothing).
-   * Returns the mark when it knows it (read, or moved by this call); undefined when it did not
-   * look (it looked less than a minute ago) or another instance moved the mark meanwhile.
+   * Rolls up the next days of a project's mode that settled since its mark: as many whole days
+   * as hold about `chunkRows` transactions (one day at least), in one statement that moves the
+   * mark only from the value read (another instance doing the same writes nothing). Returns the
+   * new mark, or null when nothing was left to roll up or another instance moved the mark first.
    */
-  async function settle(
-    projectId: string,
-    testingMode: boolean,
-  ): Promise<string | null | undefined> {
+  async function rollNext(projectId: string, testingMode: boolean): Promise<string | null> {
     const now = deps.clock.now()
-    const key = `${projectId}:${testingMode}`
-    if (now - (tried.get(key) ?? Number.NEGATIVE_INFINITY) < SETTLE_EVERY_MS) return undefined
-    tried.set(key, now)
     const prior = await markOf(projectId, testingMode)
+    const mine = and(eq(t.projectId, projectId), eq(t.testingMode, testingMode))
     const [open] = await db
       .select({ first: min(t.createdAt) })
       .from(t)
-      .where(
-        and(eq(t.projectId, projectId), eq(t.testingMode, testingMode), inArray(t.status, OPEN)),
-      )
+      .where(and(mine, inArray(t.status, OPEN)))
     const lastAllowed = startOf(dayOf(now)) - (SETTLE_LAG_DAYS + 1) * DAY_MS
     const beforeOpen = open?.first ? startOf(dayOf(open.first.getTime())) - DAY_MS : Infinity
-    const through = dayOf(Math.min(lastAllowed, beforeOpen))
-    if (prior !== null && through <= prior) return prior
+    const settled = dayOf(Math.min(lastAllowed, beforeOpen))
+    if (prior !== null && settled <= prior) return null
     const from = prior === null ? null : new Date(startOf(prior) + DAY_MS)
+    // The chunk: the whole days before the one holding its (chunkRows + 1)th row; that day itself
+    // when it is the chunk's first (a day is never split).
+    const [beyond] = await db
+      .select({ at: t.createdAt })
+      .from(t)
+      .where(and(mine, from === null ? undefined : gte(t.createdAt, from)))
+      // NULLS FIRST: the list's index (created_at DESC NULLS LAST) read backwards, not a sort.
+      .orderBy(sql`${t.createdAt} asc nulls first`)
+      .offset(chunkRows)
+      .limit(1)
+    let through = settled
+    if (beyond) {
+      const day = dayOf(beyond.at.getTime())
+      const before = dayOf(startOf(day) - DAY_MS)
+      const end = prior !== null && before <= prior ? day : before
+      if (end < through) through = end
+    }
     const until = new Date(startOf(through) + DAY_MS)
     const [moved] = await database.rows<{ moved: boolean }>(sql`WITH moved AS (
   INSERT INTO ${m} (project_id, testing_mode, through_day) VALUES (${projectId}, ${testingMode}, ${through}::date)
@@ -108,7 +140,51 @@ GROUP BY 1, 2, 3, 4, 5
 RETURNING 1
 )
 SELECT EXISTS (SELECT 1 FROM moved) AS moved`)
-    return moved?.moved ? through : undefined
+    return moved?.moved ? through : null
+  }
+
+  /**
+   * Rolls up every day of a project's mode that settled since its mark, chunk by chunk; returns
+   * the marks it moved to, one per chunk. Stops early (between chunks) once the rollups stop.
+   */
+  async function catchUp(projectId: string, testingMode: boolean): Promise<string[]> {
+    const marks: string[] = []
+    for (let mark: string | null; !stopped && (mark = await rollNext(projectId, testingMode)); )
+      marks.push(mark)
+    return marks
+  }
+
+  /** The roll-ups asked for, run one project's mode at a time in the background. */
+  const background = createWorkLoop<Set<string>>({
+    merge: (a, b) => new Set([...a, ...b]),
+    async run(keys) {
+      for (const key of keys) {
+        const [projectId, mode] = key.split(' ') as [string, string]
+        try {
+          await catchUp(projectId, mode === 'test')
+        } catch (e) {
+          // Looked for again by the next stats call after SETTLE_EVERY_MS.
+          deps.logger?.warn('rolling up settled days failed; stats read those days directly', {
+            projectId,
+            mode,
+            error: errorSummary(e),
+          })
+        }
+      }
+    },
+  })
+
+  /**
+   * Asks for the days of a project's mode that settled since its mark to be rolled up in the
+   * background, when this instance has not looked in the last SETTLE_EVERY_MS. Never waits:
+   * until they are, the reader reads those days directly.
+   */
+  function settle(projectId: string, testingMode: boolean): void {
+    const now = deps.clock.now()
+    const key = `${projectId} ${testingMode ? 'test' : 'live'}`
+    if (now - (tried.get(key) ?? Number.NEGATIVE_INFINITY) < SETTLE_EVERY_MS) return
+    tried.set(key, now)
+    void background.request(new Set([key]))
   }
 
   /**
@@ -123,8 +199,8 @@ SELECT EXISTS (SELECT 1 FROM moved) AS moved`)
     range: Range,
     filter: { status?: string; currency?: string },
   ): Promise<{ direct: SQL | undefined; rolled: SQL | undefined | null }> {
-    const known = await settle(projectId, testingMode)
-    const through = known === undefined ? await markOf(projectId, testingMode) : known
+    settle(projectId, testingMode)
+    const through = await markOf(projectId, testingMode)
     // Whole days of the range: from the first midnight at or after its start, to the last day
     // ending at or before its end.
     const endExclusive =
@@ -244,7 +320,26 @@ SELECT EXISTS (SELECT 1 FROM moved) AS moved`)
       .sort((a, b) => (a.day < b.day ? 1 : a.day > b.day ? -1 : 0))
   }
 
-  return { aggregate, settle, dayCounts }
+  return {
+    aggregate,
+    dayCounts,
+    catchUp,
+    /**
+     * Asks for every project's settled days to be rolled up in the background (at start: a
+     * history that predates its rollups is rolled up before anyone asks for stats).
+     */
+    async settleAll(): Promise<void> {
+      const all = await db.select({ id: projects.id }).from(projects)
+      for (const p of all) for (const testingMode of [true, false]) settle(p.id, testingMode)
+    },
+    /** Resolves once no roll-up is running or asked for. */
+    idle: () => background.idle(),
+    /** Stops between chunks; a chunk in progress completes. */
+    async stop() {
+      stopped = true
+      await background.stop()
+    },
+  }
 }
 
 /**
