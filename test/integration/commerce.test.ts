@@ -15,6 +15,7 @@ import { createDevnetClient, type Devnet, type DevnetClient } from '../../src/ch
 import { manualClock } from '../../src/lib/clock.ts'
 import { payToken, waitUntil } from '../helpers/chain.ts'
 import { startCommerceShop, type CommerceShop, type ShopHook } from '../helpers/commerce-shop.ts'
+import { dashboardClient } from '../helpers/dashboard.ts'
 import { backends } from '../helpers/databases.ts'
 import type { TestServer } from '../helpers/server.ts'
 import { useStack } from '../helpers/stack.ts'
@@ -219,6 +220,22 @@ for (const backend of backends()) {
       })
       expect(done.payments[0].value.local).toEqual({ amount: '3.14', currency: 'USD' })
       expect(done.timeline.some((s: any) => s.status === 'UNRESOLVED')).toBe(false)
+      // The merchant's dashboard says what was asked: any amount, not a price of zero.
+      const email = 'tips@example.com'
+      const password = 'correct horse battery staple'
+      const user = await t.server.services.users.create({ email, password, projectId })
+      if (!user.ok) throw new Error(user.message)
+      const dashboard = dashboardClient(t)
+      expect((await dashboard.signIn(email, password)).status).toBe(303)
+      for (const page of [`/transactions/${charge.id}`, '/transactions']) {
+        const res = await dashboard.get(`/dashboard/${projectId}/test${page}`)
+        expect({ page, status: res.status, any: res.text.includes('Any amount (USD)') }).toEqual({
+          page,
+          status: 200,
+          any: true,
+        })
+        expect(res.text).not.toContain('$0.00')
+      }
     })
 
     test('checkouts: create, update, retrieve, list, a charge made from one (opened and by checkout_id), delete', async () => {

@@ -56,7 +56,7 @@ export function transactionsPage(
     (t) => html`<tr>
     <td><a href="${base(f, `/transactions/${t.id}`)}">${t.transaction_number}</a></td>
     <td>${badge(t.status)}</td>
-    <td class="num">${formatMoney(t.amount_in_currency, t.currency)}</td>
+    <td class="num">${priceOf(t)}</td>
     <td class="text">${t.order_id ?? html`<span class="muted">—</span>`}</td>
     <td>${t.token_symbol ?? html`<span class="muted">—</span>`}</td>
     <td>${when(t.created_at)}</td></tr>`,
@@ -76,6 +76,17 @@ ${table('Transactions, newest first', ['Number', 'Status', 'Amount', 'Order id',
 ${pager}`,
     opts,
   )
+}
+
+/**
+ * A Coinbase Commerce `no_price` charge has no price, only the currency payments are valued in: its
+ * amount is 0, which no other transaction has (an API amount is greater than zero).
+ */
+const anyAmount = (t: Pick<TransactionView, 'amount_in_currency'>) => t.amount_in_currency === 0
+
+/** What the customer was asked to pay. */
+function priceOf(t: Pick<TransactionView, 'amount_in_currency' | 'currency'>): string {
+  return anyAmount(t) ? `Any amount (${t.currency})` : formatMoney(t.amount_in_currency, t.currency)
 }
 
 function field(label: string, value: Html | string | number | null | undefined): Html {
@@ -141,7 +152,7 @@ export function transactionPage(
     ${resend}
   </div>`
   const late = d.transfers.filter((x) => x.kind === 'late')
-  const body = html`<p class="lead">${badge(t.status)} <strong>${formatMoney(t.amount_in_currency, t.currency)}</strong> ${t.order_description ? html`<span>${t.order_description}</span>` : ''}</p>
+  const body = html`<p class="lead">${badge(t.status)} <strong>${priceOf(t)}</strong> ${t.order_description ? html`<span>${t.order_description}</span>` : ''}</p>
 ${late.length ? html`<div class="alert error" role="alert">A late payment arrived after this transaction ended (${late.map((x) => units(x.amount, x.tokenSymbol, x.network, decimals)).join(', ')}). The status does not change; settle it with the customer.</div>` : ''}
 ${actions}
 <section aria-labelledby="fields"><h2 id="fields">Details</h2>
@@ -149,8 +160,8 @@ ${actions}
   ${field('Id', html`<code>${t.id}</code>`)}
   ${field('Number', t.transaction_number)}
   ${field('Status', t.status)}
-  ${field('Amount', formatMoney(t.amount_in_currency, t.currency))}
-  ${field('USD value at creation', t.currency === 'USD' ? null : html`${formatMoney(t.amount_usd, 'USD')} ${t.usd_rate ? html`<span class="muted">at ${rateText(t.usd_rate)}</span>` : ''}`)}
+  ${field('Amount', priceOf(t))}
+  ${field('USD value at creation', t.currency === 'USD' || anyAmount(t) ? null : html`${formatMoney(t.amount_usd, 'USD')} ${t.usd_rate ? html`<span class="muted">at ${rateText(t.usd_rate)}</span>` : ''}`)}
   ${field(
     'Quoted',
     t.quote_rates
