@@ -10,6 +10,7 @@ import { createScheduler } from '../../src/actors/scheduler.ts'
 import { createTransactionRegistry } from '../../src/actors/transaction-registry.ts'
 import { manualClock } from '../../src/lib/clock.ts'
 import { createTransactionRepo } from '../../src/modules/transactions/transaction.repo.ts'
+import { createRollups } from '../../src/modules/transactions/rollups.ts'
 import { createTransactionService } from '../../src/modules/transactions/service.ts'
 import { createLogger } from '../../src/lib/logger.ts'
 import { backends } from '../helpers/databases.ts'
@@ -355,7 +356,7 @@ for (const backend of backends()) {
         singleInstance: false,
       })
       const service = createTransactionService({
-        repo: createTransactionRepo(database),
+        repo: createTransactionRepo(database, createRollups({ database, clock: ownClock })),
         lifecycle: registry,
         clock: ownClock,
         baseUrl: 'https://localhost',
@@ -430,7 +431,7 @@ for (const backend of backends()) {
           }),
       })
       const service = createTransactionService({
-        repo: createTransactionRepo(database),
+        repo: createTransactionRepo(database, createRollups({ database, clock: ownClock })),
         lifecycle: registry,
         clock: ownClock,
         baseUrl: 'https://localhost',

@@ -284,7 +284,7 @@ for (const backend of backends()) {
 
     test('a transaction number already taken is reported and writes nothing, so create draws another', async () => {
       const first = (await (await api(t, key).create({ amount: 1 })).json()).transaction
-      const repo = createTransactionRepo(t.server.services.database)
+      const repo = createTransactionRepo(t.server.services.database, t.server.services.rollups)
       const row = (await repo.find(
         { projectId: (await t.server.services.keys.authenticate(key))!.projectId, mode: 'test' },
         first.id,

@@ -8,8 +8,7 @@ import {
 } from '../../db/schema.ts'
 import { UUID_RE } from '../../lib/ids.ts'
 import type { ProjectMode } from '../../projects/mode.ts'
-import { systemClock } from '../../lib/clock.ts'
-import { createRollups, pageStart, type Rollups } from './rollups.ts'
+import { pageStart, type Rollups } from './rollups.ts'
 
 export type { TransactionRow } from '../../db/schema.ts'
 
@@ -81,10 +80,7 @@ export function ownRow(scope: ProjectMode, row: TransactionRow | null): Transact
 const DEEP_OFFSET = 500
 
 /** Persistence of transactions and their idempotency records; no business rules here. */
-export function createTransactionRepo(
-  database: Database,
-  rollups: Rollups = createRollups({ database, clock: systemClock }),
-): TransactionRepo {
+export function createTransactionRepo(database: Database, rollups: Rollups): TransactionRepo {
   const db = database.db
   // The hot read runs as a prepared statement: built once, and on PostgreSQL parsed and planned
   // once per connection (drizzle's unprepared queries cost several times more; bench/RESULTS.md).
