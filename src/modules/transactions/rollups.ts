@@ -1,4 +1,4 @@
-import { and, eq, gte, inArray, lt, lte, min, not, sql, type SQL } from 'drizzle-orm'
+import { and, eq, gte, inArray, lt, lte, min, or, sql, type SQL } from 'drizzle-orm'
 import type { Database } from '../../db/client.ts'
 import {
   projects,
@@ -222,16 +222,27 @@ SELECT EXISTS (SELECT 1 FROM moved) AS moved`)
         : undefined,
     )
     if (last === null || (first !== null && first > last)) return { direct: inRange, rolled: null }
+    // The rest, as plain ranges of creation time: what comes before the first whole day, and
+    // what comes after the last rolled-up one. PostgreSQL estimates such ranges from its
+    // histogram; "in range and not in the rolled-up days" it overestimated thirty times at
+    // 10,000,000 transactions, and JIT-compiled the statement (76 ms) for rows it never read.
+    const firstStart = first === null ? null : new Date(startOf(first))
+    const lastEnd = new Date(startOf(last) + DAY_MS)
+    const head =
+      range.start !== null && firstStart !== null && range.start < firstStart
+        ? lt(t.createdAt, firstStart)
+        : undefined
+    const tail =
+      endExclusive === null || endExclusive > lastEnd.getTime()
+        ? gte(t.createdAt, lastEnd)
+        : undefined
     return {
-      direct: and(
-        inRange,
-        not(
-          and(
-            first === null ? undefined : gte(t.createdAt, new Date(startOf(first))),
-            lt(t.createdAt, new Date(startOf(last) + DAY_MS)),
-          )!,
-        ),
-      ),
+      direct:
+        head && tail
+          ? and(inRange, or(head, tail))
+          : head || tail
+            ? and(inRange, head ?? tail)
+            : sql`false`,
       rolled: and(
         eq(r.projectId, projectId),
         eq(r.testingMode, testingMode),
