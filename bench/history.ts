@@ -199,6 +199,7 @@ function rowsRead(node: any): number {
 
 try {
   svc = await startService('postgres')
+  const serviceStarted = Date.now()
   const { projectId, env, base } = svc
   liftRateLimits(svc)
   cli(['user', 'create', '--email', EMAIL, '--password', PASSWORD, '--project', projectId], env)
@@ -215,6 +216,11 @@ try {
     await client.unsafe('INSERT INTO projects (id, name) VALUES ($1, $2)', [p.id, p.id])
   const history = (n: number) => [...neighbours, { id: projectId, tag: 'TX-BENCH-', n }]
   const builtSmall = await insertHistory(history(SMALL))
+  // Written behind the service's back into days it already rolled up at its start (empty then):
+  // the rollups go, as in a database upgraded to them. The service looks for newly settled days of
+  // a project's mode at most once a minute.
+  await client.unsafe('TRUNCATE transaction_rollups, transaction_rollup_marks')
+  await Bun.sleep(Math.max(0, serviceStarted + 61_000 - Date.now()))
 
   const token = await dashboardSignIn(base, EMAIL, PASSWORD, call)
   const apiAuth = { authorization: `Bearer ${svc.key}` }
@@ -377,16 +383,37 @@ try {
   }
 
   /**
-   * The first stats call after the history was written rolls up its settled days
-   * (docs/decisions/0066-stats-from-settled-days.md): timed on its own, once per size.
+   * The first stats call after the history was written asks for its settled days to be rolled up
+   * in the background (docs/decisions/0066-stats-from-settled-days.md) and reads them directly
+   * meanwhile: that call timed on its own, then the roll-up until the project's mark reaches the
+   * last settled day (three days ago: the last half hour is still open), once per size.
    */
-  async function firstCall(rows: number): Promise<number> {
+  async function firstCall(
+    rows: number,
+  ): Promise<{ call: number; failed: string | null; rollUp: number }> {
     const s = Bun.nanoseconds()
-    const r = await call(ops[0]!.url, { headers: ops[0]!.headers })
-    if (r.status !== 200) throw new Error(`the first stats call at ${rows}: ${r.status} ${r.body}`)
+    // Recorded, not thrown: what that call meets is one of the findings.
+    const failed = await call(ops[0]!.url, { headers: ops[0]!.headers }).then(
+      (r) => (r.status === 200 ? null : `status ${r.status}`),
+      (e) => String(e),
+    )
     const ms = (Bun.nanoseconds() - s) / 1e6
-    console.error(`first stats call at ${rows} rows (rolls up the history): ${ms.toFixed(0)} ms`)
-    return ms
+    const settled = new Date(Math.floor(Date.now() / DAY_MS) * DAY_MS - 3 * DAY_MS)
+      .toISOString()
+      .slice(0, 10)
+    for (;;) {
+      const [mark] = await client.unsafe(
+        `SELECT to_char(through_day, 'YYYY-MM-DD') AS through FROM transaction_rollup_marks WHERE project_id = $1 AND testing_mode`,
+        [projectId],
+      )
+      if (mark && mark.through >= settled) break
+      await Bun.sleep(50)
+    }
+    const rollUp = (Bun.nanoseconds() - s) / 1e9
+    console.error(
+      `first stats call at ${rows} rows: ${ms.toFixed(0)} ms (reads directly${failed ? `; failed: ${failed}` : ''}); rolled up in ${rollUp.toFixed(1)} s`,
+    )
+    return { call: ms, failed, rollUp }
   }
 
   const firstSmall = await firstCall(SMALL)
@@ -420,7 +447,7 @@ try {
     `Table: the project's test history of ${n(SMALL)}, then (rebuilt) ${n(LARGE)} transactions over the last 730 days, beside ${NEIGHBOURS} projects of ${n(NEIGHBOUR_ROWS)} over the same days, all written in order of creation (${size} with its indexes at the large size). Inserted by SQL in ${builtSmall.inserted.toFixed(0)} s and ${builtLarge.inserted.toFixed(0)} s; VACUUM ANALYZE ${builtSmall.vacuumed.toFixed(0)} s and ${builtLarge.vacuumed.toFixed(0)} s.\n`,
   )
   console.log(
-    `The first stats call after the history was written rolls up its settled days: ${firstSmall.toFixed(0)} ms at ${n(SMALL)}, ${firstLarge.toFixed(0)} ms at ${n(LARGE)} (once; later calls read the rollups).\n`,
+    `The first stats call after the history was written reads it directly while its settled days are rolled up in the background, in chunks: ${firstSmall.call.toFixed(0)} ms at ${n(SMALL)}${firstSmall.failed ? ` (failed: ${firstSmall.failed})` : ''}, ${firstLarge.call.toFixed(0)} ms at ${n(LARGE)}${firstLarge.failed ? ` (failed: ${firstLarge.failed})` : ''}; the roll-up took ${firstSmall.rollUp.toFixed(1)} s and ${firstLarge.rollUp.toFixed(1)} s (once; later calls read the rollups).\n`,
   )
   console.log(
     `| operation | p50 / p99 ms at ${n(SMALL)} | p50 / p99 ms at ${n(LARGE)} | growth p50 / p99 | goal: p99 < ${GOAL_P99_MS} ms, flat (p50 < ${FLAT}×) |`,
