@@ -1,7 +1,7 @@
 import { html, jsonForScript } from '../../../lib/html.ts'
 import type { DailyStats } from '../../stats/service.ts'
 import { STATUSES } from '../../transactions/model.ts'
-import { formatMoney } from '../../pay/view.ts'
+import { formatCount, formatMoney } from '../../pay/view.ts'
 import { base, layout, table, type Frame } from '../layout.ts'
 import type { OverviewStats } from '../service.ts'
 
@@ -31,10 +31,9 @@ export function fillDays(start: string, end: string, daily: DailyStats[]): Daily
   return out
 }
 
-// Formatters made once: Number#toLocaleString with options builds one per call (88 µs here), and
-// a year's overview formats a percentage for each of its 365 days.
+// Made once: Number#toLocaleString with options builds a formatter per call (88 µs here), and a
+// year's overview formats a percentage for each of its 365 days.
 const PERCENT = new Intl.NumberFormat('en-US', { maximumFractionDigits: 2 })
-const COUNT = new Intl.NumberFormat('en-US')
 const percent = (n: number) => `${PERCENT.format(n)}%`
 
 /**
@@ -55,7 +54,6 @@ export function overviewPage(
   if (!data) return layout(f, 'overview', 'Overview', form, { error })
   const s = data.stats
   const days = fillDays(range.start, range.end, data.daily)
-  const count = (n: number) => COUNT.format(n)
   const dayRows = days
     .filter((d) => d.total_transactions > 0)
     .map(
@@ -75,10 +73,10 @@ export function overviewPage(
 <p class="muted">Transactions created from ${range.start} to ${range.end} (UTC), ${f.mode} mode.</p>
 <dl class="stats">
   <div><dt>Transactions</dt><dd data-stat="total_transactions">${[
-    count(s.total_transactions),
+    formatCount(s.total_transactions),
   ]}</dd></div>
   <div><dt>Completed</dt><dd data-stat="completed_transactions">${[
-    count(s.completed_transactions),
+    formatCount(s.completed_transactions),
   ]}</dd></div>
   <div><dt>Volume (completed, USD at creation)</dt><dd data-stat="total_volume_usd"
     data-value="${s.total_volume_usd}">${formatMoney(s.total_volume_usd, 'USD')}</dd></div>

@@ -1,6 +1,7 @@
 import { html } from '../../../lib/html.ts'
 import type { Project } from '../../../projects/project.service.ts'
 import { badge, layout, table, type Frame } from '../layout.ts'
+import { formatCount } from '../../pay/view.ts'
 
 export interface XpubView {
   mode: 'test' | 'live'
@@ -64,9 +65,9 @@ ${table(
   ]}</section>
 <section aria-labelledby="limits"><h2 id="limits">API rate limits</h2>
 <dl class="fields">
-  <div><dt>Per minute</dt><dd>${p.limits.minute.toLocaleString('en-US')}</dd></div>
-  <div><dt>Per hour</dt><dd>${p.limits.hour.toLocaleString('en-US')}</dd></div>
-  <div><dt>Per day</dt><dd>${p.limits.day.toLocaleString('en-US')}</dd></div>
+  <div><dt>Per minute</dt><dd>${formatCount(p.limits.minute)}</dd></div>
+  <div><dt>Per hour</dt><dd>${formatCount(p.limits.hour)}</dd></div>
+  <div><dt>Per day</dt><dd>${formatCount(p.limits.day)}</dd></div>
 </dl><p class="muted">Test and live keys share these.</p></section>
 <section aria-labelledby="allowlist"><h2 id="allowlist">IP allow-list</h2>
 ${allowlist}</section>`

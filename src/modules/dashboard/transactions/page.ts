@@ -2,7 +2,7 @@ import { html, type Html } from '../../../lib/html.ts'
 import type { TransferView } from '../../../chain/deposit.service.ts'
 import type { DeliveryView } from '../../../webhooks/webhook.service.ts'
 import type { EndpointView } from '../../../webhooks/endpoint.service.ts'
-import { displayUnits, formatMoney } from '../../pay/view.ts'
+import { displayUnits, formatCount, formatMoney } from '../../pay/view.ts'
 import { STATUSES, type TransactionView } from '../../transactions/model.ts'
 import {
   badge,
@@ -64,7 +64,7 @@ export function transactionsPage(
   const { total, has_more } = data.pagination
   const pager = html`<nav class="pager" aria-label="Pages">
     ${data.page > 1 ? html`<a href="${pageLink(data.page - 1)}" rel="prev">Newer</a>` : ''}
-    <span>Page ${data.page} · ${total.toLocaleString('en-US')} transaction${total === 1 ? '' : 's'}</span>
+    <span>Page ${data.page} · ${formatCount(total)} transaction${total === 1 ? '' : 's'}</span>
     ${has_more ? html`<a href="${pageLink(data.page + 1)}" rel="next">Older</a>` : ''}</nav>`
   return layout(
     f,
