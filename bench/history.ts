@@ -35,6 +35,7 @@ import {
   startService,
   type BenchService,
 } from './harness.ts'
+import { SETTLE_LAG_DAYS } from '../src/modules/transactions/rollups.ts'
 
 const LARGE = Number(process.env.BENCH_HISTORY_ROWS ?? 1_000_000)
 const SMALL = Math.min(100_000, LARGE)
@@ -386,7 +387,8 @@ try {
    * The first stats call after the history was written asks for its settled days to be rolled up
    * in the background (docs/decisions/0066-stats-from-settled-days.md) and reads them directly
    * meanwhile: that call timed on its own, then the roll-up until the project's mark reaches the
-   * last settled day (three days ago: the last half hour is still open), once per size.
+   * last settled day (the day before the settle lag's: the last half hour is still open), once per
+   * size.
    */
   async function firstCall(
     rows: number,
@@ -398,7 +400,9 @@ try {
       (e) => String(e),
     )
     const ms = (Bun.nanoseconds() - s) / 1e6
-    const settled = new Date(Math.floor(Date.now() / DAY_MS) * DAY_MS - 3 * DAY_MS)
+    const settled = new Date(
+      Math.floor(Date.now() / DAY_MS) * DAY_MS - (SETTLE_LAG_DAYS + 1) * DAY_MS,
+    )
       .toISOString()
       .slice(0, 10)
     for (;;) {
