@@ -120,6 +120,10 @@ export function postButton(
 }
 
 /** A date as UTC text in a `<time>` (the browser script shows it in the reader's zone too). */
+const COUNT = new Intl.NumberFormat('en-US')
+/** "1,500": a count, grouped as the dashboard reads (English); the formatter is made once. */
+export const formatCount = (n: number): string => COUNT.format(n)
+
 export function when(d: Date | string | null | undefined): Html {
   if (!d) return html`<span class="muted">—</span>`
   const date = typeof d === 'string' ? new Date(d) : d

@@ -85,10 +85,6 @@ export function displayUnits(units: string, decimals: number): string {
   return frac ? `${grouped}.${frac}` : grouped
 }
 
-const COUNT = new Intl.NumberFormat('en-US')
-/** "1,500": a count, grouped as the page reads (English). */
-export const formatCount = (n: number): string => COUNT.format(n)
-
 const moneyFormats = new Map<string, Intl.NumberFormat>()
 /** "$12.50", "€12.50", "¥1,500": the currency's symbol and places, written as the page reads (English). Formatters are cached: building one costs more than rendering the whole page. */
 export function formatMoney(amount: number, currency: string): string {

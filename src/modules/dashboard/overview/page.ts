@@ -1,8 +1,8 @@
 import { html, jsonForScript } from '../../../lib/html.ts'
 import type { DailyStats } from '../../stats/service.ts'
 import { STATUSES } from '../../transactions/model.ts'
-import { formatCount, formatMoney } from '../../pay/view.ts'
-import { base, layout, table, type Frame } from '../layout.ts'
+import { formatMoney } from '../../pay/view.ts'
+import { base, formatCount, layout, table, type Frame } from '../layout.ts'
 import type { OverviewStats } from '../service.ts'
 
 /**

@@ -1,7 +1,6 @@
 import { html } from '../../../lib/html.ts'
 import type { Project } from '../../../projects/project.service.ts'
-import { badge, layout, table, type Frame } from '../layout.ts'
-import { formatCount } from '../../pay/view.ts'
+import { badge, formatCount, layout, table, type Frame } from '../layout.ts'
 
 export interface XpubView {
   mode: 'test' | 'live'

@@ -2,12 +2,13 @@ import { html, type Html } from '../../../lib/html.ts'
 import type { TransferView } from '../../../chain/deposit.service.ts'
 import type { DeliveryView } from '../../../webhooks/webhook.service.ts'
 import type { EndpointView } from '../../../webhooks/endpoint.service.ts'
-import { displayUnits, formatCount, formatMoney } from '../../pay/view.ts'
+import { displayUnits, formatMoney } from '../../pay/view.ts'
 import { STATUSES, type TransactionView } from '../../transactions/model.ts'
 import {
   badge,
   base,
   csrfField,
+  formatCount,
   layout,
   postButton,
   query,
