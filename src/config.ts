@@ -88,10 +88,30 @@ export interface Config {
    */
   relayerKeyFile: string | null
   /**
-   * The relayer's bounds: max fee per gas (gwei) and gas per network per hour (native coin); and
-   * the balance (native coin) below which readiness warns.
+   * The relayer's bounds (docs/decisions/0067-the-relayer-pays-only-for-what-succeeds.md): max fee
+   * per gas (gwei); gas per rolling hour (native coin) per network, per project on a network and
+   * per payer on a network; relays of one project on one network that may revert in an hour and
+   * that may be unmined at once; and the balance (native coin) below which readiness warns.
    */
-  relayer: { maxFeeGwei: string; maxSpendPerHour: string; minBalance: string }
+  relayer: {
+    maxFeeGwei: string
+    maxSpendPerHour: string
+    projectSpendPerHour: string
+    payerSpendPerHour: string
+    failuresPerHour: number
+    inFlight: number
+    minBalance: string
+  }
+  /**
+   * Settles (and verifies) per API key of the x402 facilitator, per minute/hour/day
+   * (X402_SETTLE_RATE_LIMITS); null: the default (60/1000/10000).
+   */
+  x402SettleRateLimits: { minute: number; hour: number; day: number } | null
+  /**
+   * How long an x402 settle (the facilitator's, or a transaction's x402_url) waits for the
+   * relayer's receipt before answering `settlement_pending` (X402_SETTLE_WAIT, default 60s).
+   */
+  x402SettleWaitMs: number
 }
 
 export class ConfigError extends Error {
@@ -144,10 +164,18 @@ const EnvSchema = Type.Object({
   WEBHOOK_DISABLE_AFTER: Type.Optional(Type.String({ pattern: DURATION })),
   READY_CHAIN_MAX_LAG: Type.Optional(Type.String({ pattern: DURATION })),
   SHUTDOWN_DRAIN: Type.Optional(Type.String({ pattern: '^\\d{1,4}s$' })),
+  X402_SETTLE_WAIT: Type.Optional(Type.String({ pattern: '^(?=\\d*[1-9])\\d{1,3}s$' })),
   RELAYER_KEY_FILE: text(),
   RELAYER_MAX_FEE_GWEI: Type.Optional(Type.String({ pattern: DECIMAL })),
   RELAYER_MAX_SPEND_PER_HOUR: Type.Optional(Type.String({ pattern: DECIMAL })),
   RELAYER_MIN_BALANCE: Type.Optional(Type.String({ pattern: DECIMAL })),
+  RELAYER_PROJECT_SPEND_PER_HOUR: Type.Optional(Type.String({ pattern: DECIMAL })),
+  RELAYER_PAYER_SPEND_PER_HOUR: Type.Optional(Type.String({ pattern: DECIMAL })),
+  RELAYER_FAILURES_PER_HOUR: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000 })),
+  RELAYER_IN_FLIGHT: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000 })),
+  X402_SETTLE_RATE_LIMITS: Type.Optional(
+    Type.String({ pattern: '^\\s*\\d{1,9}/\\d{1,9}/\\d{1,10}\\s*$' }),
+  ),
 })
 type Vars = Static<typeof EnvSchema>
 type Variable = keyof Vars
@@ -217,6 +245,15 @@ const EXPLAIN: Partial<Record<Variable, Explain>> = {
     `must be a positive decimal amount of the native coin (like 0.05), got "${raw}"`,
   RELAYER_MIN_BALANCE: (_, raw) =>
     `must be a positive decimal amount of the native coin (like 0.02), got "${raw}"`,
+  RELAYER_PROJECT_SPEND_PER_HOUR: (_, raw) =>
+    `must be a positive decimal amount of the native coin (like 0.01), got "${raw}"`,
+  RELAYER_PAYER_SPEND_PER_HOUR: (_, raw) =>
+    `must be a positive decimal amount of the native coin (like 0.002), got "${raw}"`,
+  RELAYER_FAILURES_PER_HOUR: (e, raw) =>
+    `must be a whole number from ${e.schema.minimum} to ${e.schema.maximum}, got "${raw}"`,
+  RELAYER_IN_FLIGHT: (e, raw) =>
+    `must be a whole number from ${e.schema.minimum} to ${e.schema.maximum}, got "${raw}"`,
+  X402_SETTLE_RATE_LIMITS: (_, raw) => payRateLimitsMessage(raw),
   METRICS_TOKEN: () =>
     'must be 16 to 200 characters of letters, digits and ._~+/- (for example: openssl rand -hex 32)',
   WEBHOOK_DISABLE_AFTER: (_, raw) =>
@@ -224,6 +261,7 @@ const EXPLAIN: Partial<Record<Variable, Explain>> = {
   READY_CHAIN_MAX_LAG: (_, raw) =>
     `must be a positive duration with a unit s, m, h or d (like 120s or 5m), got "${raw}"`,
   SHUTDOWN_DRAIN: (_, raw) => `must be whole seconds like 0s or 15s, got "${raw}"`,
+  X402_SETTLE_WAIT: (_, raw) => `must be whole seconds from 1s to 999s, like 60s, got "${raw}"`,
 }
 
 const TLS_PAIR = 'TLS_CERT_FILE and TLS_KEY_FILE must be set together'
@@ -263,17 +301,16 @@ const RULES: [Variable, (v: Vars) => string | undefined][] = [
         return 'is required with DATABASE_URL, the same in every instance (generate one with: openssl rand -hex 32)'
     },
   ],
-  [
-    'PAY_RATE_LIMITS',
-    (v) => {
-      if (v.PAY_RATE_LIMITS === undefined) return
-      const { minute, hour, day } = rateLimits(v.PAY_RATE_LIMITS)
-      return minute > 0 && minute <= hour && hour <= day
-        ? undefined
-        : payRateLimitsMessage(v.PAY_RATE_LIMITS)
-    },
-  ],
+  ['PAY_RATE_LIMITS', (v) => orderedLimits(v.PAY_RATE_LIMITS)],
+  ['X402_SETTLE_RATE_LIMITS', (v) => orderedLimits(v.X402_SETTLE_RATE_LIMITS)],
 ]
+
+/** Limits minute/hour/day must be positive and each no larger than the next. */
+function orderedLimits(raw: string | undefined): string | undefined {
+  if (raw === undefined) return
+  const { minute, hour, day } = rateLimits(raw)
+  return minute > 0 && minute <= hour && hour <= day ? undefined : payRateLimitsMessage(raw)
+}
 
 /** The variables of `env`, read and checked; throws ConfigError naming the first one at fault. */
 function validated(env: Env): Vars {
@@ -344,11 +381,18 @@ export function loadConfig(env: Env = process.env): Config {
     webhookDisableAfterMs: durationMs(v.WEBHOOK_DISABLE_AFTER ?? '5d'),
     readyChainMaxLagMs: durationMs(v.READY_CHAIN_MAX_LAG ?? '120s'),
     shutdownDrainMs: durationMs(v.SHUTDOWN_DRAIN ?? '0s'),
+    x402SettleWaitMs: durationMs(v.X402_SETTLE_WAIT ?? '60s'),
     relayerKeyFile: v.RELAYER_KEY_FILE === undefined ? null : resolve(v.RELAYER_KEY_FILE),
     relayer: {
       maxFeeGwei: v.RELAYER_MAX_FEE_GWEI ?? '200',
       maxSpendPerHour: v.RELAYER_MAX_SPEND_PER_HOUR ?? '0.05',
+      projectSpendPerHour: v.RELAYER_PROJECT_SPEND_PER_HOUR ?? '0.01',
+      payerSpendPerHour: v.RELAYER_PAYER_SPEND_PER_HOUR ?? '0.002',
+      failuresPerHour: v.RELAYER_FAILURES_PER_HOUR ?? 3,
+      inFlight: v.RELAYER_IN_FLIGHT ?? 4,
       minBalance: v.RELAYER_MIN_BALANCE ?? '0.02',
     },
+    x402SettleRateLimits:
+      v.X402_SETTLE_RATE_LIMITS === undefined ? null : rateLimits(v.X402_SETTLE_RATE_LIMITS),
   }
 }

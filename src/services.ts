@@ -1,6 +1,9 @@
 import type { Hex } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
-import { createRelayer, type RelayerBounds } from './chain/relayer.ts'
+import { createRelayer } from './chain/signature-pay/relayer.ts'
+import { createRelayerRepo } from './chain/signature-pay/relayer.repo.ts'
+import type { RelayLimits } from './chain/signature-pay/relay-limits.ts'
+import { type NetworkConfig, relayerRules } from './chain/networks-config.ts'
 import { createInstanceLease } from './instances/lease.ts'
 import { createInstanceRepo } from './instances/instance.repo.ts'
 import { createLifecycleRepo } from './actors/lifecycle.repo.ts'
@@ -32,7 +35,6 @@ import { createReadiness, DEFAULT_CHAIN_MAX_LAG_MS } from './operations/readines
 import type { Resolver } from './webhooks/url-guard.ts'
 import { createChainWatcher } from './chain/chain-watcher.ts'
 import { createDepositService } from './chain/deposit.service.ts'
-import type { NetworkConfig } from './chain/networks-config.ts'
 import type { TestWallet } from './chain/test-wallet.ts'
 import { createPayService } from './modules/pay/service.ts'
 import { createCommerceService } from './modules/commerce/service.ts'
@@ -78,6 +80,11 @@ export const OUTBOX_KEPT_MS = 7 * 86_400_000
  * for at most this long, so one pass serves many (an idle server still fans out at once).
  */
 export const EMBEDDED_FANOUT_GATHER_MS = 10
+/**
+ * docs/decisions/0067-the-relayer-pays-only-for-what-succeeds.md: x402 verifies and settles per API
+ * key, beside the project's own limits (X402_SETTLE_RATE_LIMITS).
+ */
+export const DEFAULT_X402_SETTLE_LIMITS: RateLimits = { minute: 60, hour: 1000, day: 10_000 }
 /** Dashboard sign-in attempts per client IP (accounts also lock after repeated wrong passwords). */
 export const SIGN_IN_LIMITS: RateLimits = { minute: 10, hour: 100, day: 500 }
 
@@ -112,13 +119,17 @@ export async function createServices(deps: {
   /** The devnet's funded wallet, when this server runs its own devnet. */
   testWallet?: TestWallet | null
   /**
-   * The relayer's key and bounds (docs/decisions/0062-pay-by-signature.md): it pays the gas of
+   * The relayer's key and limits (docs/decisions/0062-pay-by-signature.md): it pays the gas of
    * customers' signed payments and holds nobody's funds. Absent: payment by signature is not
    * offered.
    */
-  relayer?: { privateKey: Hex; bounds: RelayerBounds; minBalanceWei: bigint } | null
+  relayer?: { privateKey: Hex; limits: RelayLimits; minBalanceWei: bigint } | null
   /** Per-IP limits of the pay routes (PAY_RATE_LIMITS). */
   payLimits?: RateLimits | null
+  /** Per-key limits of x402 verifies and settles (X402_SETTLE_RATE_LIMITS). */
+  x402SettleLimits?: RateLimits | null
+  /** How long an x402 settle waits for the relayer's receipt (X402_SETTLE_WAIT). */
+  x402SettleWaitMs?: number
   /**
    * WEBHOOK_DISABLE_AFTER: an endpoint failing every attempt this long is disabled (default 5
    * days).
@@ -264,17 +275,23 @@ export async function createServices(deps: {
   const relayer = deps.relayer
     ? createRelayer({
         account: privateKeyToAccount(deps.relayer.privateKey),
-        bounds: deps.relayer.bounds,
+        limits: deps.relayer.limits,
         networks: chain.networks.map((n) => ({
           name: n.name,
           chainId: n.chainId,
+          pollIntervalMs: n.pollIntervalMs,
+          rules: relayerRules(n),
           client: chain.client(n.name)!,
         })),
-        database,
+        repo: createRelayerRepo(database),
+        exclusive: (key, fn) => database.exclusive(key, fn),
+        authorizationDomain: chain.authorizationDomain,
         clock,
         logger,
+        metrics,
       })
     : null
+  if (relayer) metrics.relayerNetworks(chain.networks.map((n) => n.name))
   metrics.setSources({
     activeByStatus: () => {
       const counts: Record<string, number> = {}
@@ -368,6 +385,7 @@ export async function createServices(deps: {
     relayer,
     authorizationDomain: chain.authorizationDomain,
     client: chain.client,
+    settleWaitMs: deps.x402SettleWaitMs,
   })
   const facilitator = createFacilitatorService({
     database,
@@ -378,6 +396,7 @@ export async function createServices(deps: {
     authorizationDomain: chain.authorizationDomain,
     client: chain.client,
     prices: chain.prices,
+    settleWaitMs: deps.x402SettleWaitMs,
     lifecycle,
     watch: chain.watch,
   })
@@ -415,6 +434,7 @@ export async function createServices(deps: {
     payStreams,
     anonymousLimits: DEFAULT_LIMITS,
     payLimits: deps.payLimits ?? DEFAULT_PAY_LIMITS,
+    x402SettleLimits: deps.x402SettleLimits ?? DEFAULT_X402_SETTLE_LIMITS,
     projects,
     keys,
     users: createUserService({ database }),
@@ -485,6 +505,7 @@ export async function createServices(deps: {
     },
     async stop() {
       await rollups.stop()
+      await relayer?.stop()
       await chain.stop()
       await dispatcher.stop()
       await lifecycle.stop()

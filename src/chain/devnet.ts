@@ -53,7 +53,7 @@ import { join } from 'node:path'
 import { startAnvil, type AnvilNode } from './anvil.ts'
 import { MockAggregatorV3, TestMulticall3, TestStablecoin } from './artifacts/index.ts'
 import { MULTICALL3 } from './deposit-account.ts'
-import type { NetworkConfig } from './networks-config.ts'
+import { type NetworkConfig, RELAYER_RULE_DEFAULTS } from './networks-config.ts'
 
 /** anvil's default mnemonic: its accounts are public test keys, never for real funds. */
 export const ANVIL_DEFAULT_MNEMONIC = 'test test test test test test test test test test test junk'
@@ -99,7 +99,7 @@ export interface Devnet {
   wallet: { address: Address; privateKey: Hex }
   /**
    * The relayer's key on the devnet (anvil's account 8, funded with its 10,000 ETH): it pays the
-   * gas of payments made by signature (src/chain/relayer.ts).
+   * gas of payments made by signature (src/chain/signature-pay/relayer.ts).
    */
   relayerKey: Hex
   stablecoin: Address
@@ -379,6 +379,9 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
           currency: f.currency,
           rate: { kind: 'chainlink', feed: fxFeeds[f.currency]!, maxAgeSeconds: 3600 },
         })),
+        // The devnet's gas is play money: the facilitator settles down to a cent here (on a real
+        // network its floor defaults to what the relay's gas costs).
+        relayer: { ...RELAYER_RULE_DEFAULTS, minSettleUsd: '0.01' },
       },
     ]
     options.logger?.info(manifest ? 'devnet restored' : 'devnet started', {

@@ -55,6 +55,11 @@
  *   priced in (docs/decisions/0064-priced-in-the-merchants-currency.md); a feed's `description()`
  *   defaults to `"<CODE> / USD"` and is checked at start-up like a token's. Beside a preset, a
  *   currency replaces the preset's source for it and `null` drops it.
+ * - `relayer` (default `{ "contractPayers": false, "contractPayerGas": 50000 }`): whether the
+ *   relayer of payments by signature relays for payers with code (contract wallets, EIP-7702
+ *   delegated accounts), how much gas their signature check may add, and `minSettleUsd`, the x402
+ *   facilitator's smallest settle (default: what the relay's gas costs at the time)
+ *   (docs/decisions/0067-the-relayer-pays-only-for-what-succeeds.md).
  *
  * The shape is one TypeBox schema (`NetworksFile`), compiled once, as request bodies are; each
  * field's schema carries the words its problems are reported in. Rules beyond the shape run on
@@ -142,7 +147,38 @@ export interface NetworkConfig {
    * none.
    */
   fx?: { currency: string; rate: RateSource }[]
+  /**
+   * What the relayer of payments by signature may do here
+   * (docs/decisions/0067-the-relayer-pays-only-for-what-succeeds.md). Absent: the defaults.
+   */
+  relayer?: RelayerRules
 }
+
+/** A network's rules for the relayer (the networks file's `relayer`). */
+export interface RelayerRules {
+  /**
+   * Relay authorizations whose payer has code (an EIP-1271 contract wallet, an EIP-7702 delegated
+   * account); false (the default): such payers pay by transfer.
+   */
+  contractPayers: boolean
+  /** Gas a contract payer's signature check may add to the token's transfer cost (default 50,000). */
+  contractPayerGas: number
+  /**
+   * The facilitator's smallest settle here, in USD; null (the default): what the relay's gas costs
+   * at the moment of the settle.
+   */
+  minSettleUsd: string | null
+}
+
+export const RELAYER_RULE_DEFAULTS: RelayerRules = {
+  contractPayers: false,
+  contractPayerGas: 50_000,
+  minSettleUsd: null,
+}
+
+/** The relayer's rules on `n`, defaults filled in. */
+export const relayerRules = (n: Pick<NetworkConfig, 'relayer'>): RelayerRules =>
+  n.relayer ?? RELAYER_RULE_DEFAULTS
 
 /** The network's native coin, when it accepts one. */
 export const nativeToken = (n: Pick<NetworkConfig, 'tokens'>) =>
@@ -320,6 +356,29 @@ const Network = Type.Object(
       ...say('must be a list of tokens', 'is required: a list of tokens'),
     }),
     fx: Type.Optional(Fx),
+    relayer: Type.Optional(
+      Type.Object(
+        {
+          contractPayers: Type.Optional(
+            Type.Boolean(
+              say(
+                'must be true or false (true: relay payments signed by contract wallets and EIP-7702 delegated accounts)',
+              ),
+            ),
+          ),
+          contractPayerGas: Type.Optional(
+            integer(0, 5_000_000, 'must be an integer amount of gas from 0 to 5000000'),
+          ),
+          minSettleUsd: Type.Optional(
+            Type.String({
+              pattern: '^[0-9]{1,9}(\\.[0-9]{1,2})?$',
+              ...say('must be a decimal amount of US dollars with at most 2 places, like "0.05"'),
+            }),
+          ),
+        },
+        anObject,
+      ),
+    ),
   },
   anObject,
 )
@@ -406,6 +465,15 @@ function toNetwork(n: Static<typeof Network>): NetworkConfig {
     ...(n.fx && Object.keys(n.fx).length
       ? {
           fx: Object.entries(n.fx).map(([currency, rate]) => ({ currency, rate: toRate(rate) })),
+        }
+      : {}),
+    ...(n.relayer
+      ? {
+          relayer: {
+            contractPayers: n.relayer.contractPayers ?? RELAYER_RULE_DEFAULTS.contractPayers,
+            contractPayerGas: n.relayer.contractPayerGas ?? RELAYER_RULE_DEFAULTS.contractPayerGas,
+            minSettleUsd: n.relayer.minSettleUsd ?? RELAYER_RULE_DEFAULTS.minSettleUsd,
+          },
         }
       : {}),
   }

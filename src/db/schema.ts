@@ -740,11 +740,23 @@ export const sweepItems = pgTable(
   ],
 )
 
-export const RELAYED_STATUSES = ['sending', 'sent', 'refused'] as const
+/**
+ * `sending`: recorded, perhaps not broadcast yet; `sent`: the node took it; `refused`: the node
+ * did not (no gas spent); then, from its receipt, `succeeded` or `reverted`, or `dropped` once it
+ * can no longer be mined and no node holds it (no gas spent).
+ */
+export const RELAYED_STATUSES = [
+  'sending',
+  'sent',
+  'refused',
+  'succeeded',
+  'reverted',
+  'dropped',
+] as const
 export type RelayedStatus = (typeof RELAYED_STATUSES)[number]
 
 /**
- * EIP-3009 authorizations the relayer submits (src/chain/relayer.ts): recorded before the
+ * EIP-3009 authorizations the relayer submits (src/chain/signature-pay/relayer.ts): recorded before the
  * transaction is sent, with the signed transaction, so a crash between the two sends the same
  * bytes again (its nonce keeps it from being mined twice; the token's nonce keeps the payment from
  * moving twice). The payment itself is found by the follower like any transfer: these rows only
@@ -777,13 +789,32 @@ export const relayedAuthorizations = pgTable(
     /** The most the relayer can pay in gas for it (gas limit x max fee), in wei. */
     maxCostWei: numeric('max_cost_wei', { precision: 78, scale: 0 }).notNull(),
     status: text('status', { enum: RELAYED_STATUSES }).notNull(),
+    /**
+     * Who asked for it, for the cool-down after a revert (docs/decisions/0067-the-relayer-pays-only-for-what-succeeds.md):
+     * `ip:<address>` (an IPv6 address by its /64) for the pay page and a transaction's x402_url;
+     * null for the facilitator, whose caller is the merchant's own server.
+     */
+    client: text('client'),
+    /** From the receipt: gas used and what it cost (gas used x effective price, plus any L1 fee). */
+    gasUsed: numeric('gas_used', { precision: 78, scale: 0 }),
+    costWei: numeric('cost_wei', { precision: 78, scale: 0 }),
+    resolvedAt: ts('resolved_at'),
+    /**
+     * When the facilitator first answered a settle of it with success: a settle of the same
+     * authorization after that is a replay, refused (docs/decisions/0063-x402.md).
+     */
+    answeredAt: ts('answered_at'),
     createdAt: ts('created_at').notNull(),
   },
   (t) => [
     // One authorization is relayed once: the token refuses a nonce used before, and so do we.
     uniqueIndex('relayed_authorizations_nonce_idx').on(t.network, t.token, t.payer, t.nonce),
-    // The spend in the last hour, per network.
+    // The spend, failures and cool-downs of the last hour, per network.
     index('relayed_authorizations_spend_idx').on(t.network, t.createdAt),
+    // Relays whose outcome is not known yet, watched until it is.
+    index('relayed_authorizations_unresolved_idx')
+      .on(t.status)
+      .where(sql`${t.status} in ('sending', 'sent')`),
     // A transfer to an x402 address is its transaction's by the relayer's transaction hash.
     index('relayed_authorizations_tx_idx').on(t.txHash),
     // A transaction's earlier signed payments, so a second does not charge twice.

@@ -139,7 +139,13 @@ export function createApp(services: Services, opts: AppOptions) {
       )
       .use(statsController({ stats: services.stats }))
       .use(refundsController({ refunds: services.refunds }))
-      .use(x402Controller({ facilitator: services.facilitator }))
+      .use(
+        x402Controller({
+          facilitator: services.facilitator,
+          limiter: services.limiter,
+          settleLimits: services.x402SettleLimits,
+        }),
+      )
       .use(treasuryController({ treasury: services.treasury }))
       .use(staticAssetsController(assets))
       .use(

@@ -31,6 +31,24 @@ export type RpcErrorKind =
   | 'log_range'
   | 'other'
 
+/** How a relayed transaction ended (docs/decisions/0067-the-relayer-pays-only-for-what-succeeds.md). */
+export const RELAY_OUTCOMES = ['succeeded', 'reverted', 'dropped'] as const
+export type RelayOutcomeLabel = (typeof RELAY_OUTCOMES)[number]
+/** Why the relayer refused to send, before any gas. */
+export const RELAY_REFUSALS = [
+  'contract_payer',
+  'gas_ceiling',
+  'fee_cap',
+  'simulation',
+  'cooldown',
+  'failures',
+  'in_flight',
+  'network_budget',
+  'project_budget',
+  'payer_budget',
+] as const
+export type RelayRefusalLabel = (typeof RELAY_REFUSALS)[number]
+
 /** Read at scrape time from whoever knows (the registry, the runner, the chain watcher). */
 export interface MetricSources {
   activeByStatus(): Record<string, number>
@@ -104,6 +122,25 @@ export function createMetrics() {
     name: 'cryptopay_reorgs_after_final_total',
     help: 'Payments taken back by a reorg after their transaction reached a final status (the operator must act)',
     labelNames: ['network'] as const,
+    registers,
+  })
+
+  const relays = new Counter({
+    name: 'cryptopay_relayer_relays_total',
+    help: "The relayer's transactions by how they ended, per network: succeeded, reverted (gas spent for nothing), dropped (never mined, no gas spent)",
+    labelNames: ['network', 'outcome'] as const,
+    registers,
+  })
+  const relayGas = new Counter({
+    name: 'cryptopay_relayer_spent_total',
+    help: 'Gas the relayer paid, in whole native coins (ETH on Ethereum), per network and outcome (succeeded or reverted), as its receipts say',
+    labelNames: ['network', 'outcome'] as const,
+    registers,
+  })
+  const relayRefusals = new Counter({
+    name: 'cryptopay_relayer_refusals_total',
+    help: 'Payments by signature the relayer refused before spending anything, per network and reason',
+    labelNames: ['network', 'reason'] as const,
     registers,
   })
 
@@ -210,6 +247,21 @@ export function createMetrics() {
     rateLimited: (surface: LimitedSurface) => rateLimited.inc({ surface }),
     reorgAfterFinal: (network: string) => reorgsAfterFinal.inc({ network }),
     deepReorg: (network: string) => deepReorgs.inc({ network }),
+    /** Every relayer series of `networks` at zero, so a first event is an increase. */
+    relayerNetworks(networks: string[]) {
+      for (const network of networks) {
+        for (const outcome of RELAY_OUTCOMES) relays.inc({ network, outcome }, 0)
+        for (const outcome of ['succeeded', 'reverted'] as const)
+          relayGas.inc({ network, outcome }, 0)
+        for (const reason of RELAY_REFUSALS) relayRefusals.inc({ network, reason }, 0)
+      }
+    },
+    relayEnded: (network: string, outcome: RelayOutcomeLabel, costWei: bigint) => {
+      relays.inc({ network, outcome })
+      if (costWei > 0n) relayGas.inc({ network, outcome }, Number(formatEther(costWei)))
+    },
+    relayRefused: (network: string, reason: RelayRefusalLabel) =>
+      relayRefusals.inc({ network, reason }),
     /** The exposition text and its content type. */
     async scrape(): Promise<{ body: string; contentType: string }> {
       return {

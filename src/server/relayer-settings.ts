@@ -1,24 +1,29 @@
 import { readFileSync } from 'node:fs'
 import { type Hex, parseEther, parseGwei } from 'viem'
-import type { RelayerBounds } from '../chain/relayer.ts'
+import type { RelayLimits } from '../chain/signature-pay/relay-limits.ts'
 import { ConfigError, type Config } from '../config.ts'
 
 /**
- * The relayer's key and bounds (docs/decisions/0062-pay-by-signature.md): RELAYER_KEY_FILE's key,
+ * The relayer's key and limits (docs/decisions/0062-pay-by-signature.md,
+ * docs/decisions/0067-the-relayer-pays-only-for-what-succeeds.md): RELAYER_KEY_FILE's key,
  * else on the service's own devnet one of its funded accounts, else none (paying by signature is
  * then not offered). The key pays gas only and moves nobody's funds.
  */
 export function relayerSettings(
   config: Pick<Config, 'relayerKeyFile' | 'relayer'>,
   devnetKey: Hex | null,
-): { privateKey: Hex; bounds: RelayerBounds; minBalanceWei: bigint } | null {
+): { privateKey: Hex; limits: RelayLimits; minBalanceWei: bigint } | null {
   const privateKey = config.relayerKeyFile ? readKey(config.relayerKeyFile) : devnetKey
   if (!privateKey) return null
   return {
     privateKey,
-    bounds: {
+    limits: {
       maxFeePerGasWei: parseGwei(config.relayer.maxFeeGwei),
       maxSpendPerHourWei: parseEther(config.relayer.maxSpendPerHour),
+      projectSpendPerHourWei: parseEther(config.relayer.projectSpendPerHour),
+      payerSpendPerHourWei: parseEther(config.relayer.payerSpendPerHour),
+      failuresPerHour: config.relayer.failuresPerHour,
+      inFlight: config.relayer.inFlight,
     },
     minBalanceWei: parseEther(config.relayer.minBalance),
   }

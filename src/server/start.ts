@@ -130,6 +130,8 @@ export async function startServer(
       resolver: opts.resolver,
       allowPrivateTestEndpoints: config.allowPrivateTestEndpoints,
       payLimits: config.payRateLimits,
+      x402SettleLimits: config.x402SettleRateLimits,
+      x402SettleWaitMs: config.x402SettleWaitMs,
       webhookDisableAfterMs: config.webhookDisableAfterMs,
       readyChainMaxLagMs: config.readyChainMaxLagMs,
       dataDir: config.dataDir,
@@ -163,7 +165,8 @@ export async function startServer(
     await services.rollups.settleAll()
     // Chains: each network's follower catches up from its cursor, then follows the head.
     await services.chain.start()
-    // Signed payments recorded but perhaps not sent before a crash go out again (the same bytes).
+    // Signed payments recorded but perhaps not sent before a crash go out again (the same bytes),
+    // and every relay whose outcome is not known yet is watched to its receipt.
     if (services.relayer) {
       await services.relayer.resume()
       logger.info(

@@ -111,6 +111,34 @@ export interface SettleResponse {
   network: string
 }
 
+/** How long a settle waits for the relayer's receipt by default (X402_SETTLE_WAIT). */
+export const DEFAULT_SETTLE_WAIT_MS = 60_000
+
+/**
+ * x402's failure answer for a relayed payment that did not succeed within the wait: `reverted` and
+ * `dropped` paid nothing; `pending` may still be mined, and the same payment sent again is
+ * answered from that transaction (x402's `settlement_pending`, which the reference server retries
+ * once).
+ */
+export function settleFailure(
+  outcome: 'reverted' | 'dropped' | 'pending',
+  hash: string,
+  waitMs: number,
+): { errorReason: string; errorMessage: string } {
+  if (outcome === 'pending')
+    return {
+      errorReason: 'settlement_pending',
+      errorMessage: `sent as ${hash} but not mined within ${Math.round(waitMs / 1000)} s; it completes if it is mined, and the same payment sent again is answered from it`,
+    }
+  return {
+    errorReason: 'invalid_exact_evm_transaction_failed',
+    errorMessage:
+      outcome === 'reverted'
+        ? `the relayed transaction ${hash} reverted on chain: nothing was paid`
+        : `the relayed transaction ${hash} was never mined and can no longer be: nothing was paid`,
+  }
+}
+
 /** A JSON value as x402 headers carry it: UTF-8 JSON in standard base64. */
 export function encodeHeader(value: unknown): string {
   const bytes = new TextEncoder().encode(JSON.stringify(value))

@@ -43,6 +43,15 @@ export function writeNetworksFile(dir: string, networks: NetworkConfig[]): strin
     ...(n.fx?.length
       ? { fx: Object.fromEntries(n.fx.map((f) => [f.currency, rateInFile(f.rate)])) }
       : {}),
+    ...(n.relayer
+      ? {
+          relayer: {
+            contractPayers: n.relayer.contractPayers,
+            contractPayerGas: n.relayer.contractPayerGas,
+            ...(n.relayer.minSettleUsd === null ? {} : { minSettleUsd: n.relayer.minSettleUsd }),
+          },
+        }
+      : {}),
   }))
   const path = join(dir, `networks-${Math.random().toString(36).slice(2)}.json`)
   writeFileSync(path, JSON.stringify(json, null, 2))

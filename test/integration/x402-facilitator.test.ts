@@ -154,8 +154,14 @@ for (const backend of backends()) {
         token_amount: PRICE.toString(),
         blockchain_network: 'devnet',
         deposit_address: TREASURY,
-        metadata: { x402_resource: `${merchant.url}/weather`, x402_payer: payer.address },
-        order_description: 'Weather for agents',
+        // What the caller said of its resource is kept as its word, marked, never as the
+        // merchant's order description.
+        metadata: {
+          x402_caller_resource: `${merchant.url}/weather`,
+          x402_caller_description: 'Weather for agents',
+          x402_payer: payer.address,
+        },
+        order_description: 'x402 payment',
       })
       const done = await waitUntil(
         'completed',
@@ -172,6 +178,12 @@ for (const backend of backends()) {
       )!
       expect(completed.verified).toBe(true)
       expect(JSON.parse(completed.body).event).toBe('transaction.completed')
+      // The caller's words reach the merchant's webhook only as marked metadata.
+      expect(JSON.parse(completed.body).data.metadata).toEqual({
+        x402_caller_resource: `${merchant.url}/weather`,
+        x402_caller_description: 'Weather for agents',
+        x402_payer: payer.address,
+      })
       // Paid to the treasury, not to a deposit address: the treasury tool has nothing to refund
       // it from, and says so.
       const refund = await api(t, key).post(`/api/transactions/${recorded.id}/refunds`, {

@@ -107,6 +107,9 @@ export function payController(deps: {
     if (answer.kind === 'required')
       return json(set, answer.paymentRequired, 402, {
         [PAYMENT_REQUIRED_HEADER]: encodeHeader(answer.paymentRequired),
+        ...(answer.settlement
+          ? { [PAYMENT_RESPONSE_HEADER]: encodeHeader(answer.settlement) }
+          : {}),
       })
     return json(
       set,
@@ -210,8 +213,12 @@ export function payController(deps: {
       })
       .post(
         '/:id/authorization',
-        async ({ params, body, set }) => {
-          const r = await deps.pay.payBySignature(params.id, body as SignedAuthorization)
+        async ({ params, body, request, set }) => {
+          const r = await deps.pay.payBySignature(
+            params.id,
+            body as SignedAuthorization,
+            factsOf(request)?.clientIp ?? null,
+          )
           if (!r.ok) throw ApiError.from(r)
           return json(set, { transaction_hash: r.value.transactionHash })
         },

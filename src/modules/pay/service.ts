@@ -21,11 +21,11 @@ import { deny, ok, type Outcome } from '../../lib/outcome.ts'
 import type { TransactionRow } from '../transactions/transaction.repo.ts'
 import type { PayState, SignedAuthorization } from './model.ts'
 import { authorizationOffer, type SignatureDeps, submitAuthorization } from './signature-payment.ts'
-import type { Relayer } from '../../chain/relayer.ts'
+import type { Relayer } from '../../chain/signature-pay/relayer.ts'
 import type { AuthorizationDomain } from '../../chain/eip3009.ts'
 import { createPayRepo } from './pay.repo.ts'
 import { modeOf } from '../../projects/mode.ts'
-import type { PaymentPayload } from '../../x402/protocol.ts'
+import { DEFAULT_SETTLE_WAIT_MS, type PaymentPayload, settleFailure } from '../../x402/protocol.ts'
 import { createX402Payment, isPaid, type X402Answer, type X402Transaction } from './x402-payment.ts'
 
 export interface PayDeps {
@@ -56,6 +56,8 @@ export interface PayDeps {
   authorizationDomain?: (network: string, token: string) => AuthorizationDomain | null
   /** A network's JSON-RPC client, to check a signed payment before the relayer sends it. */
   client?: SignatureDeps['client']
+  /** How long an x402 payment waits for the relayer's receipt (X402_SETTLE_WAIT, default 60 s). */
+  settleWaitMs?: number
 }
 
 /**
@@ -86,6 +88,7 @@ export function createPayService(deps: PayDeps) {
   const quotable = (tx: Pick<TransactionRow, 'currency' | 'testingMode'>, t: TokenConfig) =>
     canQuote(t, tx.currency, currencies(tx.testingMode))
   const x402 = createX402Payment({ clock: deps.clock, signatures, offered })
+  const settleWaitMs = deps.settleWaitMs ?? DEFAULT_SETTLE_WAIT_MS
   const tokenOf = (network: string | null, symbol: string | null) => {
     const n = deps.networks.find((x) => x.name === network)
     const t = n?.tokens.find((x) => x.symbol === symbol)
@@ -386,11 +389,13 @@ export function createPayService(deps: PayDeps) {
     async payBySignature(
       id: string,
       body: SignedAuthorization,
+      clientIp: string | null,
     ): Promise<Outcome<{ transactionHash: string }>> {
       const r = await load(id)
       if (!r) return deny('not_found', `No transaction ${id}`)
       const s = await view(r.tx, r.projectName, r.wrongAsset)
-      return submitAuthorization(signatures, s, r.tx.projectId, body)
+      const sent = await submitAuthorization(signatures, s, r.tx.projectId, body, clientIp)
+      return sent.ok ? ok({ transactionHash: sent.value.hash }) : sent
     },
 
     /**
@@ -468,30 +473,41 @@ export function createPayService(deps: PayDeps) {
             `the ${chosen.token.symbol} price moved since this requirement was offered; sign the new amount`,
           )
       }
-      const sent = await submitAuthorization(signatures, s, r.tx.projectId, {
-        from: a.from,
-        value: a.value,
-        valid_after: a.validAfter,
-        valid_before: a.validBefore,
-        nonce: a.nonce,
-        signature: payment.payload.signature,
-      })
+      const sent = await submitAuthorization(
+        signatures,
+        s,
+        r.tx.projectId,
+        {
+          from: a.from,
+          value: a.value,
+          valid_after: a.validAfter,
+          valid_before: a.validBefore,
+          nonce: a.nonce,
+          signature: payment.payload.signature,
+        },
+        clientIp,
+      )
       if (!sent.ok)
         return sent.code === 'unavailable' || sent.code === 'not_found'
           ? sent
           : refuse(sent.message)
+      // Success only for a successful receipt (docs/decisions/0067-the-relayer-pays-only-for-what-succeeds.md).
+      const settlement = {
+        transaction: sent.value.hash,
+        network: chosen.requirement.network,
+        payer: getAddress(a.from),
+      }
+      const outcome = await signatures.relayer!.outcome(sent.value, settleWaitMs)
+      if (outcome !== 'succeeded') {
+        const failure = settleFailure(outcome, sent.value.hash, settleWaitMs)
+        const answer = await refuse(failure.errorMessage)
+        return answer.ok && answer.value.kind === 'required'
+          ? ok({ ...answer.value, settlement: { success: false, ...failure, ...settlement } })
+          : answer
+      }
       const after = await state(id)
       if (!after.ok) return after
-      return ok({
-        kind: 'paid',
-        state: after.value,
-        settlement: {
-          success: true,
-          transaction: sent.value.transactionHash,
-          network: chosen.requirement.network,
-          payer: getAddress(a.from),
-        },
-      })
+      return ok({ kind: 'paid', state: after.value, settlement: { success: true, ...settlement } })
     },
 
     /**

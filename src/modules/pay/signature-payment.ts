@@ -12,11 +12,11 @@
  * included: nothing here moves the transaction's status.
  */
 import { type Address, getAddress, type Hex, isAddress, isHex, type PublicClient } from 'viem'
-import { checkAuthorization } from '../../chain/authorization-check.ts'
+import { checkAuthorization } from '../../chain/signature-pay/authorization-check.ts'
 import type { AuthorizationDomain, TransferAuthorization } from '../../chain/eip3009.ts'
-import type { Relayer } from '../../chain/relayer.ts'
+import { clientKey, type Relayed, type Relayer } from '../../chain/signature-pay/relayer.ts'
 import type { Clock } from '../../lib/clock.ts'
-import { deny, ok, type Outcome } from '../../lib/outcome.ts'
+import { deny, type Outcome } from '../../lib/outcome.ts'
 import type { PayState, SignedAuthorization } from './model.ts'
 
 /**
@@ -67,7 +67,8 @@ export async function submitAuthorization(
   s: PayState,
   projectId: string,
   body: SignedAuthorization,
-): Promise<Outcome<{ transactionHash: Hex }>> {
+  clientIp: string | null,
+): Promise<Outcome<Relayed>> {
   // What the state offers was judged when it was read (authorizationOffer, above).
   const offer = s.authorization
   if (!offer || !s.quote)
@@ -126,6 +127,7 @@ export async function submitAuthorization(
       signature: body.signature as Hex,
       transactionId: s.id,
       projectId,
+      client: clientKey(clientIp),
     })
     .catch((e) =>
       deny(
@@ -133,5 +135,5 @@ export async function submitAuthorization(
         `The relayer could not submit it now (${(e as { shortMessage?: string }).shortMessage ?? (e as Error).message}); nothing was sent, please try again`,
       ),
     )
-  return sent.ok ? ok({ transactionHash: sent.value.hash }) : sent
+  return sent
 }

@@ -10,7 +10,7 @@
  * and confirmed by the follower like any transfer.
  */
 import { getAddress } from 'viem'
-import { signatureTokens } from '../../chain/authorization-check.ts'
+import { signatureTokens } from '../../chain/signature-pay/authorization-check.ts'
 import type { NetworkConfig, TokenConfig } from '../../chain/networks-config.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { deny, ok, type Outcome } from '../../lib/outcome.ts'
@@ -38,8 +38,11 @@ const MIN_TIMEOUT_SECONDS = 30
 
 /** What a transaction's x402_url answers. */
 export type X402Answer =
-  /** 402: what to pay (`error` set when a payment was refused). */
-  | { kind: 'required'; paymentRequired: PaymentRequired }
+  /**
+   * 402: what to pay (`error` set when a payment was refused); `settlement` (success false) when
+   * the relayer sent this payment and its transaction did not succeed within the wait.
+   */
+  | { kind: 'required'; paymentRequired: PaymentRequired; settlement?: SettleResponse }
   /** 200: the transaction, with the settlement when this request paid it. */
   | { kind: 'paid'; state: PayState; settlement: SettleResponse | null }
 

@@ -2,7 +2,9 @@ import { Elysia } from 'elysia'
 import { principalOf, requireScope } from '../../http/api-gate.ts'
 import { ApiError, ErrorResponse } from '../../http/errors.ts'
 import { strictJsonBody } from '../../http/json-body.ts'
-import { json } from '../../http/json-response.ts'
+import { type Gathered, json } from '../../http/json-response.ts'
+import type { RateLimiter } from '../../limits/rate-limiter.ts'
+import type { RateLimits } from '../../projects/project.service.ts'
 import {
   FacilitatorRequest,
   PayToResponse,
@@ -22,7 +24,23 @@ const SCOPE = 'Scope `x402:settle`.'
  * (docs/decisions/0063-x402.md), as x402 v2 facilitators answer, so the reference middleware
  * (`@x402/hono`, `@x402/express`) works with this service's URL and an API key.
  */
-export function x402Controller(deps: { facilitator: FacilitatorService }) {
+export function x402Controller(deps: {
+  facilitator: FacilitatorService
+  limiter: Pick<RateLimiter, 'check'>
+  /** Verifies and settles per API key (docs/decisions/0067-the-relayer-pays-only-for-what-succeeds.md). */
+  settleLimits: RateLimits
+}) {
+  /** A `transform` hook: each key's verifies and settles count against its own limits. */
+  const perKey = async ({ request, set }: { request: Request; set: Gathered }) => {
+    const caller = principalOf(request)
+    const decision = await deps.limiter.check(`x402-key:${caller.keyId}`, deps.settleLimits)
+    if (decision.allowed) return
+    set.headers['retry-after'] = String(decision.retryAfter)
+    throw new ApiError(
+      'rate_limited',
+      `This API key has reached its x402 verify and settle limit (${deps.settleLimits.minute} a minute, ${deps.settleLimits.hour} an hour, ${deps.settleLimits.day} a day). Retry after ${decision.retryAfter} s.`,
+    )
+  }
   return new Elysia({ name: 'x402', prefix: '/api/x402' })
     .model({
       ErrorResponse,
@@ -76,7 +94,7 @@ export function x402Controller(deps: { facilitator: FacilitatorService }) {
       },
       {
         parse: 'none',
-        transform: [requireScope('x402:settle'), strictJsonBody(FacilitatorRequest)],
+        transform: [requireScope('x402:settle'), perKey, strictJsonBody(FacilitatorRequest)],
         body: 'X402FacilitatorRequest',
         response: { 200: 'X402VerifyResult', ...errors(400, 401, 403, 413, 429, 500, 503) },
         detail: {
@@ -96,7 +114,7 @@ export function x402Controller(deps: { facilitator: FacilitatorService }) {
       },
       {
         parse: 'none',
-        transform: [requireScope('x402:settle'), strictJsonBody(FacilitatorRequest)],
+        transform: [requireScope('x402:settle'), perKey, strictJsonBody(FacilitatorRequest)],
         body: 'X402FacilitatorRequest',
         response: { 200: 'X402SettleResult', ...errors(400, 401, 403, 413, 429, 500, 503) },
         detail: {

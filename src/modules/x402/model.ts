@@ -100,6 +100,10 @@ export const PayToResponse = Type.Object(
             { name: Type.String(), version: Type.String() },
             { description: "The token's EIP-712 domain, read from the chain." },
           ),
+          min_amount: Type.Union([Type.String({ pattern: '^[0-9]+$' }), Type.Null()], {
+            description:
+              "The smallest amount (the token's smallest units) a settle of this asset may be now: the network's `minSettleUsd`, else what one relay's gas can cost at the current fees; a smaller one is refused with `invalid_exact_evm_authorization_value`. Null: a price or the node cannot be read right now.",
+          }),
         },
         { additionalProperties: false },
       ),

@@ -8,21 +8,34 @@
  *
  * Everything is checked before any gas: the requirement must be one this service would issue
  * (scheme `exact`, a network of the key's mode a relayer serves, a token taking signatures with its
- * domain in `extra`, `payTo` the project's address), the payment must be for it exactly, and the
- * authorization must be good on chain (signer, window, nonce unused, balance, simulation).
+ * domain in `extra`, `payTo` the project's address, an amount at least the network's floor), the
+ * payment must be for it exactly, and the authorization must be good on chain (signer, window,
+ * nonce unused, balance, simulation). The relayer's own limits (per project, per payer) apply on
+ * top (docs/decisions/0067-the-relayer-pays-only-for-what-succeeds.md). A settle answers success
+ * only for a successful receipt; the same authorization settled again while its transaction is
+ * pending is answered from that transaction, and once success was answered it is a replay.
  */
-import { type Address, getAddress, type Hex, type PublicClient } from 'viem'
+import { type Address, formatUnits, getAddress, type Hex, type PublicClient } from 'viem'
 import type { Quote, TxEvent } from '../../../machines/transaction.machine.ts'
-import { checkAuthorization, signatureTokens } from '../../chain/authorization-check.ts'
+import {
+  checkAuthorization,
+  signatureTokens,
+} from '../../chain/signature-pay/authorization-check.ts'
 import type { AuthorizationDomain, TransferAuthorization } from '../../chain/eip3009.ts'
-import type { NetworkConfig, TokenConfig } from '../../chain/networks-config.ts'
-import type { PriceReader } from '../../chain/prices.ts'
-import { tokenUnitsToCents } from '../../chain/quote.ts'
+import {
+  type NetworkConfig,
+  nativeToken,
+  relayerRules,
+  type TokenConfig,
+} from '../../chain/networks-config.ts'
+import type { PriceReader, PriceResult } from '../../chain/prices.ts'
+import { quoteTokenUnits, tokenUnitsToCents, type UsdPrice } from '../../chain/quote.ts'
 import { recordRate } from '../../chain/pricing.ts'
-import type { Relayer } from '../../chain/relayer.ts'
+import type { Relayed, Relayer } from '../../chain/signature-pay/relayer.ts'
 import { CHANNELS } from '../../db/channels.ts'
 import type { Database } from '../../db/client.ts'
 import type { Clock } from '../../lib/clock.ts'
+import { decimalToMinor } from '../../lib/currency.ts'
 import { centsToDecimal } from '../../lib/money.ts'
 import { type Denial, deny, ok, type Outcome } from '../../lib/outcome.ts'
 import type { Mode, ProjectMode } from '../../projects/mode.ts'
@@ -30,8 +43,10 @@ import {
   caip2,
   chainIdOf,
   type PaymentPayload,
+  DEFAULT_SETTLE_WAIT_MS,
   type PaymentRequirements,
   sameRequirement,
+  settleFailure,
 } from '../../x402/protocol.ts'
 import type { TransactionRow } from '../transactions/transaction.repo.ts'
 import { newTransactionRow } from '../transactions/service.ts'
@@ -41,10 +56,15 @@ import { createPayToRepo } from './pay-to.repo.ts'
 const MIN_VALID_SECONDS = 10n
 /** How far past `maxTimeoutSeconds` a `validBefore` may reach (the client's clock may run ahead). */
 const CLOCK_SLACK_SECONDS = 60n
-/** How long settle waits for the relayer's transaction to be mined. */
-const RECEIPT_TIMEOUT_MS = 60_000
-/** The longest recorded resource URL. */
+/**
+ * The order description of a settled payment: the service's words. The caller's own account of the
+ * resource is kept in metadata (`x402_caller_resource`, `x402_caller_description`).
+ */
+export const X402_ORDER_DESCRIPTION = 'x402 payment'
+/** The longest caller-supplied text kept (a metadata value's limit). */
 const MAX_RESOURCE_CHARS = 500
+/** A floor below a cent is no floor: a settle of less than a cent is refused however cheap gas is. */
+const MIN_FLOOR_CENTS = 1n
 
 export interface FacilitatorDeps {
   database: Database
@@ -57,6 +77,8 @@ export interface FacilitatorDeps {
     network: string,
   ) => Pick<PublicClient, 'readContract' | 'getCode' | 'waitForTransactionReceipt'> | null
   prices: (network: string) => PriceReader | null
+  /** How long a settle waits for the relayer's receipt (X402_SETTLE_WAIT, default 60 s). */
+  settleWaitMs?: number
   lifecycle: {
     create(request: {
       row: TransactionRow
@@ -96,6 +118,8 @@ type Erc20 = Extract<TokenConfig, { kind: 'erc20' }>
 interface Accepted {
   network: NetworkConfig
   token: Erc20
+  /** The token's USD price, read for the floor; the recorded transaction's value. */
+  price: Extract<PriceResult, { ok: true }>
   authorization: TransferAuthorization
   signature: Hex
   payTo: string
@@ -113,6 +137,28 @@ const invalid = (reason: string, message: string): Judged => ({ ok: false, reaso
 
 export function createFacilitatorService(deps: FacilitatorDeps) {
   const payTo = createPayToRepo(deps.database)
+  const waitMs = deps.settleWaitMs ?? DEFAULT_SETTLE_WAIT_MS
+
+  /**
+   * The smallest settle of `token` on `n`, in its smallest units at `price`: the network's
+   * `minSettleUsd`, else what one relay's gas can cost now (its ceiling at the current max fee)
+   * at the native coin's price; never under a cent.
+   */
+  async function floorUnits(n: NetworkConfig, token: Erc20, price: UsdPrice): Promise<bigint> {
+    const rules = relayerRules(n)
+    let cents = MIN_FLOOR_CENTS
+    if (rules.minSettleUsd !== null) cents = decimalToMinor(rules.minSettleUsd, 'USD')
+    else {
+      const native = nativeToken(n)
+      const nativePrice = native ? await deps.prices(n.name)!.read(native) : null
+      if (nativePrice?.ok) {
+        const wei = await deps.relayer!.worstCost(n.name, getAddress(token.address))
+        // Rounded up: the floor covers the gas.
+        cents = tokenUnitsToCents(wei, native!.decimals, nativePrice) + 1n
+      }
+    }
+    return quoteTokenUnits(cents > MIN_FLOOR_CENTS ? cents : MIN_FLOOR_CENTS, token.decimals, price)
+  }
 
   /** Networks of this mode the facilitator settles on, with their signature tokens. */
   function settleable(mode: Mode) {
@@ -203,6 +249,14 @@ export function createFacilitatorService(deps: FacilitatorDeps) {
       validBefore,
       nonce: a.nonce.toLowerCase() as Hex,
     }
+    const price = await deps.prices(where.network.name)!.read(found.token)
+    if (!price.ok) throw new Error(`the ${found.token.symbol} price is unavailable`)
+    const floor = await floorUnits(where.network, found.token, price)
+    if (BigInt(req.amount) < floor)
+      return invalid(
+        'invalid_exact_evm_authorization_value',
+        `amount ${req.amount} is below this facilitator's smallest settle on ${where.network.name}, ${floor} (${formatUnits(floor, found.token.decimals)} ${found.token.symbol}): the relay's gas would cost more than the payment`,
+      )
     const signature = payment.payload.signature as Hex
     const client = deps.client(where.network.name)
     if (!client) throw new Error(`${where.network.name} has no client`)
@@ -233,10 +287,22 @@ export function createFacilitatorService(deps: FacilitatorDeps) {
       signature,
     })
     if (!simulated.ok)
-      return invalid('invalid_exact_evm_transaction_simulation_failed', simulated.message)
+      return invalid(
+        simulated.details?.[0]?.path === 'from'
+          ? 'invalid_exact_evm_signature'
+          : 'invalid_exact_evm_transaction_simulation_failed',
+        simulated.message,
+      )
     return {
       ok: true,
-      value: { network: where.network, token: found.token, authorization, signature, payTo: own },
+      value: {
+        network: where.network,
+        token: found.token,
+        price,
+        authorization,
+        signature,
+        payTo: own,
+      },
     }
   }
 
@@ -250,23 +316,24 @@ export function createFacilitatorService(deps: FacilitatorDeps) {
     p: Accepted,
     resource: PaymentPayload['resource'],
   ): Promise<string> {
-    const price = await deps.prices(p.network.name)!.read(p.token)
-    if (!price.ok) throw new Error(`the ${p.token.symbol} price is unavailable`)
+    const price = p.price
     const cents = tokenUnitsToCents(p.authorization.value, p.token.decimals, price)
     const now = new Date(deps.clock.now())
+    // What the settling caller said of the resource is its word, not the merchant's: kept under
+    // metadata keys that say so, never as the order's description.
     const url = resource?.url?.slice(0, MAX_RESOURCE_CHARS) ?? null
+    const description = resource?.description?.slice(0, MAX_RESOURCE_CHARS) ?? null
     let row: TransactionRow | null = null
     for (let attempt = 0; attempt < 5 && !row; attempt++) {
       const candidate = {
         ...newTransactionRow(
           caller,
           {
-            order_description: (
-              resource?.description || (url ? `x402: ${url}` : 'x402 payment')
-            ).slice(0, 500),
+            order_description: X402_ORDER_DESCRIPTION,
             metadata: {
-              x402_resource: url,
               x402_payer: p.authorization.from,
+              x402_caller_resource: url,
+              x402_caller_description: description,
             },
           },
           // The value received, in USD: nobody asked a price.
@@ -285,7 +352,7 @@ export function createFacilitatorService(deps: FacilitatorDeps) {
         timelineDetails: {
           amount_usd: candidate.amountUsd,
           expires_at: candidate.expiresAt.toISOString(),
-          x402_resource: url,
+          x402_caller_resource: url,
         },
       })
       if (created === 'created') row = candidate
@@ -313,23 +380,88 @@ export function createFacilitatorService(deps: FacilitatorDeps) {
     return row.id
   }
 
+  /** The relayer's request for a settle (no client: the caller is the merchant's own server). */
+  const relayRequest = (
+    caller: ProjectMode,
+    network: string,
+    token: Erc20,
+    authorization: TransferAuthorization,
+    signature: Hex,
+  ) => ({
+    network,
+    token: getAddress(token.address) as Address,
+    authorization,
+    signature,
+    transactionId: null,
+    projectId: caller.projectId,
+    client: null,
+  })
+
+  /**
+   * A settle of an authorization the relayer was asked to send before (a retry after
+   * `settlement_pending`, or a replay): its record and the request to answer it by, `replay` when
+   * it is not this caller's same payment or success was answered already; null for a new one.
+   * The payment must equal the recorded one (recipient, value, window), so a retry never answers
+   * for a payment other than the one first checked.
+   */
+  async function earlier(caller: ProjectMode, body: FacilitatorRequest) {
+    const req = body.paymentRequirements
+    const a = body.paymentPayload.payload.authorization
+    const chainId = chainIdOf(req.network)
+    const where = settleable(caller.mode).find((n) => n.network.chainId === chainId)
+    const found = where?.tokens.find(
+      (t) => t.token.address.toLowerCase() === req.asset.toLowerCase(),
+    )
+    if (!where || !found) return null
+    const authorization: TransferAuthorization = {
+      from: getAddress(a.from),
+      to: getAddress(a.to),
+      value: BigInt(a.value),
+      validAfter: BigInt(a.validAfter),
+      validBefore: BigInt(a.validBefore),
+      nonce: a.nonce.toLowerCase() as Hex,
+    }
+    const request = relayRequest(
+      caller,
+      where.network.name,
+      found.token,
+      authorization,
+      body.paymentPayload.payload.signature as Hex,
+    )
+    const row = await deps.relayer!.find(request)
+    if (!row) return null
+    const same =
+      row.projectId === caller.projectId &&
+      row.payTo === a.to.toLowerCase() &&
+      row.value === a.value &&
+      row.validBefore === authorization.validBefore
+    return ok({ row: same && !row.answeredAt ? row : ('replay' as const), request })
+  }
+
   return {
     /** The address and assets a merchant's middleware is to use in this key's mode. */
     async payTo(caller: ProjectMode) {
       const own = await payTo.get(caller)
-      return {
-        pay_to: own ? getAddress(own) : null,
-        assets: settleable(caller.mode).flatMap(({ network, tokens }) =>
-          tokens.map(({ token, domain }) => ({
+      const assets = settleable(caller.mode).flatMap(({ network, tokens }) =>
+        tokens.map(async ({ token, domain }) => {
+          // The floor as it stands now (null: a price or the node cannot be read right now).
+          const price = await deps
+            .prices(network.name)!
+            .read(token)
+            .catch(() => null)
+          const floor = price?.ok ? await floorUnits(network, token, price).catch(() => null) : null
+          return {
             network: caip2(network.chainId),
             blockchain_network: network.name,
             token_symbol: token.symbol,
             asset: getAddress(token.address),
             decimals: token.decimals,
             extra: { name: domain.name, version: domain.version },
-          })),
-        ),
-      }
+            min_amount: floor === null ? null : floor.toString(),
+          }
+        }),
+      )
+      return { pay_to: own ? getAddress(own) : null, assets: await Promise.all(assets) }
     },
 
     /** `project set-x402-pay-to`: the operator names where the project's x402 payments go. */
@@ -398,6 +530,46 @@ export function createFacilitatorService(deps: FacilitatorDeps) {
           transaction: '',
           network,
         })
+      /** What the relay `sent` (paying transaction `transactionId`) answers, once it ends or the wait does. */
+      const answer = async (
+        sent: Pick<Relayed, 'id' | 'hash'>,
+        transactionId: string | null,
+      ): Promise<Outcome<SettleResult>> => {
+        const outcome = await deps.relayer!.outcome(sent, waitMs)
+        const settled = {
+          payer,
+          transaction: sent.hash,
+          network,
+          ...(transactionId ? { extra: { transaction_id: transactionId } } : {}),
+        }
+        if (outcome !== 'succeeded')
+          return ok({ success: false, ...settleFailure(outcome, sent.hash, waitMs), ...settled })
+        // Success is answered once: a settle of the same payment after that is a replay, which
+        // a resource server would otherwise serve again for nothing.
+        if (!(await deps.relayer!.markAnswered(sent.id)))
+          return refused(
+            'invalid_exact_evm_nonce_already_used',
+            `this payment was settled already (${sent.hash}); a payment is settled once`,
+          )
+        return ok({ success: true, ...settled })
+      }
+      const again = await earlier(caller, body).catch(unreachable)
+      if (again && !again.ok) return again
+      if (again?.ok) {
+        const { row, request } = again.value
+        if (row === 'replay')
+          return refused(
+            'invalid_exact_evm_nonce_already_used',
+            'this authorization was settled already, or belongs to another settle',
+          )
+        // Sent before: answered from that transaction (sent again if it left the chain).
+        const sent = await deps.relayer!.relay(request).catch(unreachable)
+        if (!sent.ok)
+          return sent.code === 'unavailable'
+            ? sent
+            : refused('invalid_exact_evm_transaction_simulation_failed', sent.message)
+        return answer(sent.value, row.transactionId)
+      }
       const judged = await judge(caller, body).catch(unreachable)
       if (!judged.ok && 'code' in judged) return judged
       if (!judged.ok) return refused(judged.reason, judged.message)
@@ -405,12 +577,7 @@ export function createFacilitatorService(deps: FacilitatorDeps) {
       let transactionId: string | null = null
       const sent = await deps
         .relayer!.relay({
-          network: p.network.name,
-          token: getAddress(p.token.address) as Address,
-          authorization: p.authorization,
-          signature: p.signature,
-          transactionId: null,
-          projectId: caller.projectId,
+          ...relayRequest(caller, p.network.name, p.token, p.authorization, p.signature),
           makeTransaction: async () => {
             transactionId = await record(caller, p, body.paymentPayload.resource)
             return transactionId
@@ -422,27 +589,14 @@ export function createFacilitatorService(deps: FacilitatorDeps) {
           await deps.lifecycle.apply(transactionId, { type: 'cancel.requested', by: 'merchant' })
         return sent.code === 'unavailable'
           ? sent
-          : refused('invalid_exact_evm_transaction_simulation_failed', sent.message)
+          : refused(
+              sent.details?.[0]?.path === 'from'
+                ? 'invalid_exact_evm_signature'
+                : 'invalid_exact_evm_transaction_simulation_failed',
+              sent.message,
+            )
       }
-      const receipt = await deps
-        .client(p.network.name)!
-        .waitForTransactionReceipt({ hash: sent.value.hash, timeout: RECEIPT_TIMEOUT_MS })
-        .catch(() => null)
-      const settled = {
-        payer,
-        transaction: sent.value.hash,
-        network,
-        ...(transactionId ? { extra: { transaction_id: transactionId as string } } : {}),
-      }
-      if (receipt?.status === 'success') return ok({ success: true, ...settled })
-      return ok({
-        success: false,
-        errorReason: 'invalid_exact_evm_transaction_failed',
-        errorMessage: receipt
-          ? 'the relayed transaction reverted'
-          : `sent as ${sent.value.hash} but not mined within ${RECEIPT_TIMEOUT_MS / 1000} s; the transaction completes if it is mined`,
-        ...settled,
-      })
+      return answer(sent.value, transactionId)
     },
   }
 }

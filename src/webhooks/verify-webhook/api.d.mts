@@ -1945,6 +1945,8 @@ export interface components {
                     name: string;
                     version: string;
                 };
+                /** @description The smallest amount (the token's smallest units) a settle of this asset may be now: the network's `minSettleUsd`, else what one relay's gas can cost at the current fees; a smaller one is refused with `invalid_exact_evm_authorization_value`. Null: a price or the node cannot be read right now. */
+                min_amount: string | null;
             }[];
         };
         NetworkList: {

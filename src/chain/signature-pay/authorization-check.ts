@@ -1,18 +1,18 @@
 /**
  * The checks an EIP-3009 authorization passes before the relayer spends anything on it
  * (docs/decisions/0062-pay-by-signature.md), shared by the pay page, a transaction's x402_url and
- * the x402 facilitator. Server-side only: the browser bundle imports ./eip3009.ts alone.
+ * the x402 facilitator. Server-side only: the browser bundle imports ../eip3009.ts alone.
  */
 import { type Address, type Hex, type PublicClient, recoverTypedDataAddress } from 'viem'
-import { deny, ok, type Outcome } from '../lib/outcome.ts'
-import type { NetworkConfig, TokenConfig } from './networks-config.ts'
+import { deny, ok, type Outcome } from '../../lib/outcome.ts'
+import type { NetworkConfig, TokenConfig } from '../networks-config.ts'
 import type { Relayer } from './relayer.ts'
 import {
   type AuthorizationDomain,
   eip3009Abi,
   type TransferAuthorization,
   transferAuthorizationTypedData,
-} from './eip3009.ts'
+} from '../eip3009.ts'
 
 /**
  * The tokens of `network` that can be paid by one signature here, with the EIP-712 domain each
