@@ -24,6 +24,8 @@ const CONTRACTS = [
   'TestBatchPayer',
   'DepositAccount',
   'TestMulticall3',
+  'TestLyingWallet',
+  'TestPlainToken',
 ] as const
 const outDir = join(root, 'src/chain/artifacts')
 

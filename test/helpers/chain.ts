@@ -140,14 +140,15 @@ export interface ManualChain {
 /**
  * `slotsInAnEpoch`: anvil serves the `safe` block that many blocks below the head and `finalized`
  * twice that many (default 32). `historyStates` (default 256): past states kept, the deepest
- * reorg `reorg()` can make.
+ * reorg `reorg()` can make. `hardfork` (default cancun): `prague` for EIP-7702.
  */
 export async function startManualChain(
-  options: { slotsInAnEpoch?: number; historyStates?: number } = {},
+  options: { slotsInAnEpoch?: number; historyStates?: number; hardfork?: 'cancun' | 'prague' } = {},
 ): Promise<ManualChain> {
   const node = await startAnvil({
     noMining: true,
     historyStates: options.historyStates ?? 256,
+    ...(options.hardfork ? { hardfork: options.hardfork } : {}),
     extraArgs: options.slotsInAnEpoch
       ? ['--slots-in-an-epoch', String(options.slotsInAnEpoch)]
       : [],
