@@ -34,6 +34,7 @@ import { createMetrics } from './metrics/metrics.ts'
 import { createReadiness, DEFAULT_CHAIN_MAX_LAG_MS } from './operations/readiness.ts'
 import type { Resolver } from './webhooks/url-guard.ts'
 import { createChainWatcher } from './chain/chain-watcher.ts'
+import { createOutgoingClaims } from './chain/outgoing-claims.repo.ts'
 import { createDepositService } from './chain/deposit.service.ts'
 import type { TestWallet } from './chain/test-wallet.ts'
 import { createPayService } from './modules/pay/service.ts'
@@ -231,9 +232,12 @@ export async function createServices(deps: {
     clock,
     eventsWritten: () => dispatcher.eventsWritten(),
   })
+  // A signed transaction is recorded as a sweep or as a refund's payment, never as both.
+  const outgoingClaims = createOutgoingClaims(database)
   const refunds = createRefundService({
     repo: refundRepo,
     changes: refundChanges,
+    claims: outgoingClaims,
     chain: { eip7702: (n) => chain.eip7702(n), reader: (n) => chain.reader(n) },
     transactions: transactionRepo,
     networks: deps.networks ?? [],
@@ -242,6 +246,7 @@ export async function createServices(deps: {
   })
   const treasury = createTreasuryService({
     repo: createTreasuryRepo(database),
+    claims: outgoingClaims,
     deposits,
     clock,
     logger,

@@ -745,6 +745,25 @@ export const sweepItems = pgTable(
  * did not (no gas spent); then, from its receipt, `succeeded` or `reverted`, or `dropped` once it
  * can no longer be mined and no node holds it (no gas spent).
  */
+/**
+ * Every signed transaction the service records as money out, whichever record holds it
+ * (src/chain/outgoing-claims.repo.ts): a sweep's, or a refund's payment. One transaction is one
+ * or the other, so money that left a deposit address is never counted twice (as swept and as
+ * refunded).
+ */
+export const outgoingTransactions = pgTable(
+  'outgoing_transactions',
+  {
+    network: text('network').notNull(),
+    /** Lowercase hex. */
+    txHash: text('tx_hash').notNull(),
+    kind: text('kind', { enum: ['sweep', 'refund'] }).notNull(),
+    /** The sweep's or the refund's id. */
+    recordId: text('record_id').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.network, t.txHash] })],
+)
+
 export const RELAYED_STATUSES = [
   'sending',
   'sent',

@@ -250,20 +250,21 @@ export const toolArgs = (
 
 /**
  * Runs the treasury tool with `args` (its RPC through a proxy in front of `rpcUrl`) and SIGKILLs
- * it at its `nth` eth_sendRawTransaction, which never reaches the chain: a run that recorded a
- * transaction and died before sending it.
+ * it at its `nth` eth_sendRawTransaction (or the first whose signed transaction `nth` picks),
+ * which never reaches the chain: a run that recorded a transaction and died before sending it.
  */
 export async function killedAtSend(
   rpcUrl: string,
   args: (rpcUrl: string) => string[],
-  nth = 1,
+  nth: number | ((raw: Hex) => boolean) = 1,
 ): Promise<void> {
   const proxy = await startRpcProxy(rpcUrl)
   let sends = 0
   let reached!: () => void
   const held = new Promise<void>((r) => (reached = r))
+  const picked = (raw: Hex) => (typeof nth === 'number' ? ++sends === nth : nth(raw))
   proxy.beforeCall = async (call) => {
-    if (call.method !== 'eth_sendRawTransaction' || ++sends !== nth) return
+    if (call.method !== 'eth_sendRawTransaction' || !picked((call.params as Hex[])[0]!)) return
     reached()
     await new Promise(() => {})
   }

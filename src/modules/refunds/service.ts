@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto'
 import { getAddress, isAddress, type Address, type Hex } from 'viem'
 import { getInitialSnapshot } from 'xstate'
 import { FINAL_STATUSES, type TxStatus } from '../../../machines/transaction.machine.ts'
+import type { OutgoingClaims } from '../../chain/outgoing-claims.repo.ts'
 import {
   REFUND_MACHINE_VERSION,
   refundMachine,
@@ -53,6 +54,8 @@ const KEY_PREFIX = 'refund:'
 export function createRefundService(deps: {
   repo: RefundRepo
   changes: RefundChanges
+  /** Which record holds each money-out transaction: a refund's payment is never also a sweep. */
+  claims: OutgoingClaims
   /**
    * The networks' nodes now: what recorded payments are checked against, and whether each chain
    * runs EIP-7702.
@@ -466,6 +469,12 @@ export function createRefundService(deps: {
         }
       } else submission = { txHash: tx.hash, from: tx.from, nonce: tx.nonce, route }
       const paidFrom = route === 'gas' ? tx.from : row.depositAddress
+      const held = await deps.claims.claim(row.network, tx.hash, 'refund', id)
+      if (held)
+        return deny(
+          'conflict',
+          `This transaction is recorded as sweep ${held.recordId}; one transaction is a sweep or a refund, never both`,
+        )
       let r: Outcome<RefundRow>
       try {
         r = await deps.changes.apply(id, { type: 'submission.recorded', submission }, () => ({

@@ -4,6 +4,7 @@ import { DEPOSIT_ACCOUNT, depositAccountEvents } from '../../chain/deposit-accou
 import { depositKeyFingerprint, ETHEREUM_ACCOUNT_PATH } from '../../chain/deposit-addresses.ts'
 import type { DepositService } from '../../chain/deposit.service.ts'
 import type { NetworkConfig, TokenConfig } from '../../chain/networks-config.ts'
+import type { OutgoingClaims } from '../../chain/outgoing-claims.repo.ts'
 import type { OutgoingLedger, OutgoingNews, OutgoingReceipt } from '../../chain/outgoing-tracker.ts'
 import { receiptTransfers } from '../../chain/transfer-scan.ts'
 import type { PriceReader } from '../../chain/prices.ts'
@@ -83,6 +84,8 @@ function plainSweep(
  */
 export function createTreasuryService(deps: {
   repo: TreasuryRepo
+  /** Which record holds each money-out transaction: a sweep is never also a refund's payment. */
+  claims: OutgoingClaims
   deposits: Pick<DepositService, 'xpubs'>
   chain: TreasuryChain
   clock: Clock
@@ -404,9 +407,16 @@ export function createTreasuryService(deps: {
           problems,
         )
       const at = now()
+      const id = newId('swp')
+      const held = await deps.claims.claim(n.name, tx.hash, 'sweep', id)
+      if (held)
+        return deny(
+          'conflict',
+          `This transaction is recorded as the payment of refund ${held.recordId}; one transaction is a sweep or a refund, never both`,
+        )
       const { row } = await deps.repo.insertSweep(
         {
-          id: newId('swp'),
+          id,
           projectId: caller.projectId,
           mode: caller.mode,
           network: n.name,

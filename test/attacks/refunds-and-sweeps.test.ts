@@ -987,6 +987,80 @@ for (const backend of backends()) {
       expect(rest.json.paid).toHaveLength(1)
     })
   })
+
+  describe(`one transaction is a sweep or a refund, never both (a chain without EIP-7702) [${backend}]`, () => {
+    let chain: TreasuryChain
+    let t: TestServer
+    let shop: string
+    let tool: string
+    let dir: string
+    let files: ReturnType<typeof writeMerchantFiles>
+    useStack(
+      backend,
+      {
+        treasury: { hardfork: 'cancun' },
+        network: { confirmations: CONFIRMATIONS },
+        project: false,
+      },
+      async (s) => {
+        chain = s.treasury
+        t = s.t
+        dir = s.dir
+        const p = await t.project()
+        shop = p.key
+        ;({ tool, files } = await setUpMerchant(t, p.id, dir, chain))
+      },
+    )
+
+    test("a refund paid by the deposit address itself cannot be recorded again as a sweep: the Funds page's count stays exact", async () => {
+      const payer = chain.customer.account.address
+      const [paid] = await paidTransactions(t, shop, chain, 1, 'TUSD', 9)
+      const made = (
+        (await (
+          await api(t, shop).post(`/api/transactions/${paid!.id}/refunds`, {
+            address: payer,
+            amount: '4000000',
+          })
+        ).json()) as any
+      ).refund
+      // The tool tops the address up, records the refund's own transfer, and dies before sending
+      // it: recorded, still mineable.
+      await killedAtSend(
+        chain.rpcUrl,
+        (rpc) => [
+          'refunds',
+          'pay',
+          ...toolArgs(t, tool, chain, files, rpc),
+          '--mnemonic-file',
+          files.mnemonic,
+          '--gas-key-file',
+          files.gasKey,
+          '--json',
+        ],
+        // The deposit address's own transfer is the run's one legacy transaction.
+        (raw) => parseTransaction(raw).type === 'legacy',
+      )
+      const refund = ((await (await api(t, tool).get(`/api/refunds/${made.id}`)).json()) as any)
+        .refund
+      expect({ status: refund.status, paid_from: refund.paid_from }).toEqual({
+        status: 'submitted',
+        paid_from: getAddress(paid!.address),
+      })
+      // The same signed transaction, a deposit address's own transfer of its token, offered as
+      // a sweep of that address (which it also looks like).
+      const asSweep = await api(t, tool).post('/api/sweeps', {
+        blockchain_network: 'localchain',
+        raw_transaction: refund.raw_transaction,
+        items: [{ address: paid!.address, token_symbol: 'TUSD', amount: '4000000' }],
+      })
+      expect(asSweep.status).toBe(409)
+      expect(((await asSweep.json()) as any).message).toMatch(
+        new RegExp(`recorded as the payment of refund ${made.id}`),
+      )
+      const sweeps = ((await (await api(t, tool).get('/api/sweeps')).json()) as any).sweeps
+      expect(sweeps).toEqual([])
+    })
+  })
 }
 
 /**
