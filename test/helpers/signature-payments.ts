@@ -86,3 +86,48 @@ export function counterValues(exposition: string, name: string): Map<string, num
   for (const m of exposition.matchAll(re)) out.set(m[1]!, Number(m[2]))
   return out
 }
+
+/**
+ * A `PAYMENT-SIGNATURE` payload paying `accept` (one of a 402's `accepts`) as the reference client
+ * signs it: validAfter 0, validBefore now + maxTimeoutSeconds, a fresh nonce.
+ */
+export async function x402Payload(
+  account: PrivateKeyAccount,
+  required: { resource: unknown; accepts: any[] },
+  accept = required.accepts[0],
+  nonce = randomNonce(),
+) {
+  const message = {
+    from: account.address,
+    to: getAddress(accept.payTo),
+    value: BigInt(accept.amount),
+    validAfter: 0n,
+    validBefore: BigInt(Math.floor(Date.now() / 1000) + accept.maxTimeoutSeconds),
+    nonce,
+  }
+  const domain = {
+    name: accept.extra.name,
+    version: accept.extra.version,
+    chainId: Number(String(accept.network).split(':')[1]),
+    verifyingContract: getAddress(accept.asset),
+  }
+  const signature = await account.signTypedData(
+    transferAuthorizationTypedData(domain, message) as never,
+  )
+  return {
+    x402Version: 2,
+    resource: required.resource,
+    accepted: accept,
+    payload: {
+      authorization: {
+        from: message.from,
+        to: message.to,
+        value: String(message.value),
+        validAfter: '0',
+        validBefore: String(message.validBefore),
+        nonce,
+      },
+      signature,
+    },
+  }
+}

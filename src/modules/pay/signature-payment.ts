@@ -14,7 +14,12 @@
 import { type Address, getAddress, type Hex, isAddress, isHex, type PublicClient } from 'viem'
 import { checkAuthorization } from '../../chain/signature-pay/authorization-check.ts'
 import type { AuthorizationDomain, TransferAuthorization } from '../../chain/eip3009.ts'
-import { clientKey, type Relayed, type Relayer } from '../../chain/signature-pay/relayer.ts'
+import {
+  clientKey,
+  type Relayed,
+  type RelayRequest,
+  type Relayer,
+} from '../../chain/signature-pay/relayer.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { deny, type Outcome } from '../../lib/outcome.ts'
 import type { PayState, SignedAuthorization } from './model.ts'
@@ -109,6 +114,30 @@ export async function submitAuthorization(
     validBefore,
     nonce: body.nonce.toLowerCase() as Hex,
   }
+  const request: RelayRequest = {
+    network: s.quote.blockchain_network,
+    token: token as Address,
+    authorization,
+    signature: body.signature as Hex,
+    transactionId: s.id,
+    projectId,
+    client: clientKey(clientIp),
+  }
+  const relay = () =>
+    deps
+      .relayer!.relay(request)
+      .catch((e) =>
+        deny(
+          'unavailable',
+          `The relayer could not submit it now (${(e as { shortMessage?: string }).shortMessage ?? (e as Error).message}); nothing was sent, please try again`,
+        ),
+      )
+  // The same authorization sent again for this transaction (a double click, an x402 client
+  // retrying after `settlement_pending`): answered from the relayer's first transaction, which
+  // `relay` returns while it stands (and sends again only if it left the chain).
+  const before = await deps.relayer!.find(request)
+  if (before?.transactionId === s.id && before.status !== 'refused' && before.status !== 'dropped')
+    return relay()
   const client = deps.client(s.quote.blockchain_network)
   if (!client) return deny('unavailable', `${s.quote.blockchain_network} cannot be reached`)
   const checked = await checkAuthorization(client, {
@@ -119,21 +148,5 @@ export async function submitAuthorization(
     signature: body.signature as Hex,
   })
   if (!checked.ok) return checked
-  const sent = await deps
-    .relayer!.relay({
-      network: s.quote.blockchain_network,
-      token: token as Address,
-      authorization,
-      signature: body.signature as Hex,
-      transactionId: s.id,
-      projectId,
-      client: clientKey(clientIp),
-    })
-    .catch((e) =>
-      deny(
-        'unavailable',
-        `The relayer could not submit it now (${(e as { shortMessage?: string }).shortMessage ?? (e as Error).message}); nothing was sent, please try again`,
-      ),
-    )
-  return sent
+  return relay()
 }
