@@ -85,7 +85,11 @@ export interface PresetToken {
   native?: true
   /** What the contract's `symbol()` answers when it is not the label. */
   onchainSymbols?: string[]
-  /** The contract takes EIP-3009 authorizations (Circle's FiatToken v2.2: USDC, EURC). */
+  /**
+   * The contract takes EIP-3009 authorizations (Circle's FiatToken v2.2: USDC, EURC), as its
+   * source (cited where the token is) says; start-up reads its EIP-712 domain and refuses the
+   * network without one.
+   */
   eip3009?: true
   price:
     | { fixedUsd: string }
@@ -119,6 +123,7 @@ const HOUR = 3600
 const FX_MAX_AGE = 24 * HOUR + 300
 const fx = (chainlinkFeed: Address): PresetRate => ({ chainlinkFeed, maxAgeSeconds: FX_MAX_AGE })
 const fixedDollar = { fixedUsd: '1' } as const
+/** Circle's EURC: the same FiatToken v2.2 as USDC (Circle's stablecoin-evm), so EIP-3009. */
 const eurc = (address: Address): PresetToken => ({
   symbol: 'EURC',
   decimals: 6,
@@ -126,13 +131,18 @@ const eurc = (address: Address): PresetToken => ({
   eip3009: true,
   price: { par: 'EUR' },
 })
-const usdc = (address: Address, decimals = 6): PresetToken => ({
+/**
+ * Circle's native USDC: FiatToken v2.2 behind Circle's proxy on every chain listed here, which
+ * takes EIP-3009 authorizations (Circle's stablecoin-evm, contracts/v2/EIP3009.sol, in every
+ * FiatToken since v2.0; x402's reference package lists each of these contracts as an EIP-3009
+ * asset with its EIP-712 domain: @x402/evm 2.27, src/defaultAssets.ts). `pegged` USDC (Binance's on
+ * BNB Chain) is not Circle's and takes no signatures.
+ */
+const usdc = (address: Address, o: { decimals?: number; pegged?: true } = {}): PresetToken => ({
   symbol: 'USDC',
-  decimals,
+  decimals: o.decimals ?? 6,
   address,
-  // Circle's USDC is FiatToken v2.2 on every chain listed here: EIP-3009 transferWithAuthorization
-  // (Circle, "USDC on ...": https://developers.circle.com/stablecoins/usdc-contract-addresses).
-  eip3009: true,
+  ...(o.pegged ? {} : { eip3009: true as const }),
   price: fixedDollar,
 })
 const usdt = (address: Address, onchainSymbols?: string[], decimals = 6): PresetToken => ({
@@ -284,7 +294,9 @@ export const NETWORK_PRESETS: Readonly<Record<string, NetworkPreset>> = {
     finality: 'finalized',
     depth: BSC_DEPTH,
     tokens: [
-      usdc('0x8AC76a51cc950d9822D68b83fE1Ad97B32Cd580d', 18), // BscScan: Binance-Peg USD Coin (18 decimals; Circle issues none on BNB Chain)
+      // BscScan: Binance-Peg USD Coin (18 decimals; Circle issues none on BNB Chain). Its verified
+      // source (BEP20TokenImplementation) has no EIP-712 domain and no transferWithAuthorization.
+      usdc('0x8AC76a51cc950d9822D68b83fE1Ad97B32Cd580d', { decimals: 18, pegged: true }),
       usdt('0x55d398326f99059fF775485246999027B3197955', undefined, 18), // BscScan: Binance-Peg BSC-USD (symbol() USDT, 18 decimals)
       native('BNB', '0x0567F2323251f0Aab15c8dFb1967E4e8A7D42aeE'), // Chainlink, BNB Chain Mainnet: BNB / USD
     ],

@@ -14,7 +14,11 @@ import { join } from 'node:path'
 import { bytesToHex, getAddress, type Address, type Hex } from 'viem'
 import { mnemonicToAccount } from 'viem/accounts'
 import { startAnvil, type AnvilNode } from '../../src/chain/anvil.ts'
-import { MockAggregatorV3, TestStablecoin } from '../../src/chain/artifacts/index.ts'
+import {
+  MockAggregatorV3,
+  TestPlainToken,
+  TestStablecoin,
+} from '../../src/chain/artifacts/index.ts'
 import {
   ANVIL_DEFAULT_MNEMONIC,
   createDevnetClient,
@@ -103,14 +107,15 @@ beforeAll(async () => {
       args: [wallet.account.address, 10n ** 12n],
     }),
   })
+  // The bridged Tether USD takes no signatures: a plain ERC-20 (name, symbol, decimals in slots 0-2).
   const usdt = await deployed(
     await wallet.deployContract({
-      abi: TestStablecoin.abi,
-      bytecode: TestStablecoin.bytecode,
-      args: ['Tether USD', 'USDT'],
+      abi: TestPlainToken.abi,
+      bytecode: TestPlainToken.bytecode,
+      args: ['Tether USD', 'USDT', 6],
     }),
   )
-  await copyContract(usdt, BASE_USDT, 2)
+  await copyContract(usdt, BASE_USDT, 3)
   // MockAggregatorV3 keeps its description in slot 0 and its decimals (8) in its code; a fresh
   // round is written at the preset's address.
   const feed = await deployed(

@@ -626,16 +626,22 @@ describe('presets', () => {
     expect(n!.tokens[2]).toMatchObject({ symbol: 'DAI', address: USDC })
   })
 
-  test("every preset's USDC takes EIP-3009 authorizations (eip3009: true); no native coin does", () => {
+  test("presets flag EIP-3009 on Circle's USDC and EURC only: not BNB Chain's pegged USDC, no USDT, no native coin (test/integration/preset-tokens.test.ts checks each against its contract)", () => {
     const tokens = Object.keys(NETWORK_PRESETS).flatMap((preset) =>
       parseNetworksConfig([{ preset, rpcUrl: RPC }])[0]!.tokens.map((t) => ({ preset, ...t })),
     )
-    const usdc = tokens.filter((t) => t.symbol === 'USDC')
-    expect(usdc.length).toBeGreaterThan(0)
+    const circle = tokens.filter(
+      (t) => (t.symbol === 'USDC' && t.preset !== 'bsc') || t.symbol === 'EURC',
+    )
+    expect(circle.length).toBeGreaterThan(0)
     // The preset's name rides along, so a failure says which one.
-    for (const t of usdc) expect(t).toMatchObject({ kind: 'erc20', eip3009: true })
-    for (const t of tokens.filter((x) => x.kind === 'native'))
-      expect(Object.keys(t)).not.toContain('eip3009')
+    for (const t of circle) expect(t).toMatchObject({ kind: 'erc20', eip3009: true })
+    for (const t of tokens.filter((x) => !circle.includes(x)))
+      expect({ preset: t.preset, symbol: t.symbol, keys: Object.keys(t) }).toEqual({
+        preset: t.preset,
+        symbol: t.symbol,
+        keys: expect.not.arrayContaining(['eip3009']),
+      })
   })
 
   test("a preset's eip3009 stays with its contract: kept over other fields, dropped for another address unless declared again, turned off by false", () => {
