@@ -354,5 +354,34 @@ for (const backend of backends()) {
         )
       }
     })
+
+    test("bounds at the calendar's edges, with days rolled up, answer 200 or 400 and never 500: stats and the export", async () => {
+      const edges = [
+        '9999-12-31T23:59:59.999Z',
+        '9999-12-31T23:59:59Z',
+        '9999-12-31',
+        '9999-12-30T00:00:01+00:00',
+        '0001-01-01',
+        '0001-01-01T00:00:00.001Z',
+        '0001-01-01T00:00:00+01:00',
+        '2030-01-10T23:59:59.999-23:59',
+      ]
+      for (const start of [...edges, undefined])
+        for (const end of [...edges, undefined]) {
+          const qs = new URLSearchParams({
+            ...(start ? { start_date: start } : {}),
+            ...(end ? { end_date: end } : {}),
+          })
+          for (const path of ['/api/transactions/stats', '/api/transactions/export']) {
+            const res = await api(t, p.key).get(`${path}?${qs}`)
+            await res.arrayBuffer()
+            expect({ path, qs: String(qs), ok: [200, 400].includes(res.status) }).toEqual({
+              path,
+              qs: String(qs),
+              ok: true,
+            })
+          }
+        }
+    })
   })
 }

@@ -39,6 +39,9 @@ const OPEN = ['created', 'prepared', 'pending', 'processing', 'confirming']
 
 const dayOf = (ms: number) => new Date(Math.floor(ms / DAY_MS) * DAY_MS).toISOString().slice(0, 10)
 const startOf = (day: string) => Date.parse(`${day}T00:00:00Z`)
+/** The calendar a day of the rollups may fall in: what a `date` column and a bound can be. */
+const FIRST_DAY_MS = startOf('0001-01-01')
+const LAST_DAY_MS = startOf('9999-12-31')
 
 /** What a selection's rows add up to, per status and currency (and per day when asked). */
 export interface Aggregate {
@@ -57,6 +60,36 @@ export interface Range {
   end: Date | null
   /** Whether `end` itself is in the range (a timestamp end) or only what is before it (a date). */
   endInclusive: boolean
+}
+
+/**
+ * The rolled-up days (`YYYY-MM-DD`) a range reads from the rollups: its whole days (from the first
+ * midnight at or after its start to the last day ending at or before its end) through `through`,
+ * the last day rolled up; `first` null for a range open at its start. Null when there are none.
+ * Every day named is a calendar day of years 1-9999 (a bound at the calendar's edge has no whole
+ * day past it), so the statement's dates are ones PostgreSQL takes.
+ */
+export function rolledDays(
+  range: Range,
+  through: string | null,
+): { first: string | null; last: string } | null {
+  if (through === null) return null
+  const endExclusive =
+    range.end === null ? null : range.end.getTime() + (range.endInclusive ? 1 : 0)
+  const firstMs =
+    range.start === null
+      ? null
+      : Math.max(FIRST_DAY_MS, Math.floor((range.start.getTime() + DAY_MS - 1) / DAY_MS) * DAY_MS)
+  const lastWholeMs = endExclusive === null ? null : endExclusive - DAY_MS
+  if (
+    (firstMs !== null && firstMs > LAST_DAY_MS) ||
+    (lastWholeMs !== null && lastWholeMs < FIRST_DAY_MS)
+  )
+    return null
+  const first = firstMs === null ? null : dayOf(firstMs)
+  const lastWhole = lastWholeMs === null ? null : dayOf(Math.min(lastWholeMs, LAST_DAY_MS))
+  const last = lastWhole === null || through < lastWhole ? through : lastWhole
+  return first !== null && first > last ? null : { first, last }
 }
 
 /** Every transaction, whenever created. */
@@ -201,14 +234,11 @@ SELECT EXISTS (SELECT 1 FROM moved) AS moved`)
   ): Promise<{ direct: SQL | undefined; rolled: SQL | undefined | null }> {
     settle(projectId, testingMode)
     const through = await markOf(projectId, testingMode)
-    // Whole days of the range: from the first midnight at or after its start, to the last day
-    // ending at or before its end.
+    const days = rolledDays(range, through)
+    const first = days?.first ?? null
+    const last = days?.last ?? null
     const endExclusive =
       range.end === null ? null : range.end.getTime() + (range.endInclusive ? 1 : 0)
-    const first = range.start === null ? null : dayOf(range.start.getTime() + DAY_MS - 1)
-    const lastWhole = endExclusive === null ? null : dayOf(endExclusive - DAY_MS)
-    const last =
-      through === null ? null : lastWhole === null || through < lastWhole ? through : lastWhole
     const inRange = and(
       eq(t.projectId, projectId),
       eq(t.testingMode, testingMode),
@@ -221,7 +251,7 @@ SELECT EXISTS (SELECT 1 FROM moved) AS moved`)
           : lt(t.createdAt, range.end)
         : undefined,
     )
-    if (last === null || (first !== null && first > last)) return { direct: inRange, rolled: null }
+    if (last === null) return { direct: inRange, rolled: null }
     // The rest, as plain ranges of creation time: what comes before the first whole day, and
     // what comes after the last rolled-up one. PostgreSQL estimates such ranges from its
     // histogram; "in range and not in the rolled-up days" it overestimated thirty times at
