@@ -4,7 +4,11 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
 /** What the HTTP benchmarks share: starting the service and the CLI, and running wrk. */
-const ROOT = new URL('..', import.meta.url).pathname
+/**
+ * The tree whose service and CLI run: this one, or BENCH_SERVER_ROOT (another checkout, with its
+ * own node_modules or a link to these), to measure the code before a change in the same run.
+ */
+const ROOT = process.env.BENCH_SERVER_ROOT ?? new URL('..', import.meta.url).pathname
 const BUN = process.execPath
 
 export interface BenchProcess {

@@ -142,12 +142,22 @@ try {
   const d = devnet
   const token = d.stablecoin
   svc = await startService(BACKEND, {
-    NETWORKS_CONFIG: writeNetworksFile(dir, d.networks),
+    // An older tree (BENCH_SERVER_ROOT) refuses the networks file's `relayer` block.
+    NETWORKS_CONFIG: writeNetworksFile(
+      dir,
+      process.env.BENCH_SERVER_ROOT ? d.networks.map(({ relayer: _, ...n }) => n) : d.networks,
+    ),
     RELAYER_KEY_FILE: keyFile,
     // The default 0.05 ETH an hour counts ~0.00015 ETH (gas limit x max fee) per payment at the
     // devnet's fees, ~300 an hour: raised so a longer run (more BENCH_PAYMENTS or BENCH_SETTLES,
     // or runs back to back) is never refused for the budget.
     RELAYER_MAX_SPEND_PER_HOUR: '100',
+    // The same for each project and payer, and relays in flight per project (4 by default, which
+    // would refuse part of the settles below at 8 in flight): BENCH_RELAYER_IN_FLIGHT sets it,
+    // to measure the limit itself (docs/decisions/0067-the-relayer-pays-only-for-what-succeeds.md).
+    RELAYER_PROJECT_SPEND_PER_HOUR: '100',
+    RELAYER_PAYER_SPEND_PER_HOUR: '100',
+    RELAYER_IN_FLIGHT: process.env.BENCH_RELAYER_IN_FLIGHT ?? '10000',
     PAY_RATE_LIMITS: OUT_OF_REACH,
   })
   const s = svc
@@ -350,8 +360,11 @@ try {
     const receipt = await wallet.getTransactionReceipt({ hash })
     if (receipt.status !== 'success' || getAddress(receipt.from) !== RELAYER.address)
       throw new Error(`relayed ${hash}: ${receipt.status} from ${receipt.from}`)
+    gasLimits.push((await wallet.getTransaction({ hash })).gas)
     return { latency: at - t0, sent, gasUsed: receipt.gasUsed }
   }
+  /** The relayer's gas limit per payment: what its allowances count until the receipt. */
+  const gasLimits: bigint[] = []
 
   const phase0 = Math.random()
   for (let i = 0; i < total; i++) {
@@ -525,6 +538,9 @@ try {
     )
   console.log(
     `| gas per payment (gasUsed, median) | ${n0(gT)}${range(gas.transfer)} | ${n0(gS)}${range(gas.signature)} | ${x(Number(gS), Number(gT))} |`,
+  )
+  console.log(
+    `| the relayer's gas limit per payment (median; counted at limit x max fee until the receipt) | | ${n0(medianBig(gasLimits))}${range(gasLimits)} | |`,
   )
   console.log(
     '\n| settles on one instance | floor: signed beforehand, sent straight to anvil | POST /pay/{id}/authorization (relayer) | service / floor |\n|---|---:|---:|---:|',

@@ -11,8 +11,8 @@
  * It pays only for what will succeed, and a failure costs it at most once
  * (docs/decisions/0067-the-relayer-pays-only-for-what-succeeds.md):
  * - a payer with code (an EIP-1271 contract wallet, an EIP-7702 delegated account) is not relayed
- *   for unless the network's rules allow it, checked before the simulation and again just before
- *   signing: such code can answer one way in a simulation and another on chain;
+ *   for unless the network's rules allow it: such code can answer one way in a simulation and
+ *   another on chain;
  * - every relay has a gas ceiling measured from the token's own transfer (gas-ceiling.ts);
  * - spend per network, per project and per payer, failures and relays in flight per project, and a
  *   cool-down after a revert for the payer, the transaction and the client (relay-limits.ts), all
@@ -497,12 +497,9 @@ export function createRelayer(deps: {
           if (again) return again
           const earlier = await earlierPayment(n, req)
           if (earlier) return deny('conflict', earlier)
-          // Asked again just before signing: an account can take code (an EIP-7702 delegation)
-          // between the first check and now.
-          if (!code.value) {
-            const still = await payerCode(n, req.authorization.from)
-            if (!still.ok) return still
-          }
+          // The payer's code is not asked again here: an account can take code (an EIP-7702
+          // delegation) until the relay is mined, so no check before sending closes that window;
+          // the gas ceiling and the failure limits bound what it costs.
           const over = await limited(n, req, maxCost)
           if (over) return over
           const txNonce = await n.client.getTransactionCount({
