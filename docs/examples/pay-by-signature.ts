@@ -5,7 +5,7 @@
  * it). The service checks the signed EIP-3009 authorization and its relayer submits it, paying the
  * gas; the payment then confirms like any other.
  *
- *   NODE_EXTRA_CA_CERTS=.data/tls/cert.pem bun docs/examples/pay-by-signature.ts <transaction id> <devnet RPC URL>
+ *   NODE_EXTRA_CA_CERTS=.data/tls/cert.pem npx bun docs/examples/pay-by-signature.ts <transaction id> <devnet RPC URL>
  *
  * SERVICE_URL defaults to https://localhost:3000. Prints each step, then the completed state.
  */

@@ -4,7 +4,7 @@
  * no ETH at all (the devnet's funded wallet, anvil's well-known account 0, mints it), and pays by
  * one signature: the facilitator's relayer pays the gas.
  *
- *   bun docs/examples/x402-agent.ts http://127.0.0.1:4021/weather <devnet RPC URL>
+ *   npx bun docs/examples/x402-agent.ts http://127.0.0.1:4021/weather <devnet RPC URL>
  *
  * The devnet's RPC URL is printed by `npm start`. Prints the resource and the settlement.
  */

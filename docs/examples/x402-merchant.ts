@@ -5,7 +5,7 @@
  * protocol; this service verifies and settles (its relayer pays the gas) and records each payment
  * as a transaction with its webhooks.
  *
- *   NODE_EXTRA_CA_CERTS=.data/tls/cert.pem API_KEY=sk_test_... bun docs/examples/x402-merchant.ts
+ *   NODE_EXTRA_CA_CERTS=.data/tls/cert.pem API_KEY=sk_test_... npx bun docs/examples/x402-merchant.ts
  *
  * SERVICE_URL (default https://localhost:3000), API_KEY (a key with the x402:settle scope), PORT
  * (default 4021; 0 picks one). Prints `listening <url>`.

@@ -8,7 +8,7 @@
  * linear as the chain grows.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
@@ -30,7 +30,11 @@ export interface AnvilOptions {
   historyStates?: number
   /**
    * Keep the chain in this file (`--state`): loaded at start when it exists, written every
-   * 30 s and at a graceful stop. Blocks keep their hashes across restarts.
+   * 30 s and at a graceful stop. Blocks keep their hashes across restarts (anvil keeps only its
+   * recent blocks in the file, so block 0 may come back with another hash: the follower knows the
+   * chain by the blocks it followed last, follower/reorgs.ts). The node's process id is kept
+   * beside it (`<stateFile>.pid`): a node left running by a process that was killed is stopped
+   * (and writes its state) before a new one loads the file, so two never share it.
    */
   stateFile?: string
   /**
@@ -66,7 +70,42 @@ export function anvilBinary(): string {
   return join(dirname(manifest), 'bin', process.platform === 'win32' ? 'anvil.exe' : 'anvil')
 }
 
+/** How long a node keeping a state file may take to write it when stopped. */
+const STATE_STOP_MS = 30_000
+
+/**
+ * Stops the node a killed process left running on `stateFile` (its pid beside it), waiting for
+ * it to write the state: what it mined meanwhile is then loaded, not lost or overwritten.
+ */
+async function stopLeftOver(pidFile: string): Promise<void> {
+  if (!existsSync(pidFile)) return
+  const pid = Number(readFileSync(pidFile, 'utf8').trim())
+  rmSync(pidFile, { force: true })
+  if (!Number.isInteger(pid) || pid <= 0 || !isAnvil(pid)) return
+  process.kill(pid, 'SIGTERM')
+  const end = Date.now() + STATE_STOP_MS
+  while (isAnvil(pid) && Date.now() < end) await new Promise((r) => setTimeout(r, 50))
+  if (isAnvil(pid)) process.kill(pid, 'SIGKILL')
+}
+
+/** Whether `pid` is a live anvil process (its command line says so, where /proc tells). */
+function isAnvil(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+  } catch {
+    return false
+  }
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('anvil')
+  } catch {
+    // No /proc (macOS): a live process with the recorded pid is taken to be it.
+    return true
+  }
+}
+
 export async function startAnvil(options: AnvilOptions = {}): Promise<AnvilNode> {
+  const pidFile = options.stateFile ? `${options.stateFile}.pid` : null
+  if (pidFile) await stopLeftOver(pidFile)
   const home = mkdtempSync(join(tmpdir(), 'anvil-'))
   const args = [
     '--host',
@@ -91,16 +130,20 @@ export async function startAnvil(options: AnvilOptions = {}): Promise<AnvilNode>
     env: { ...process.env, HOME: home, XDG_CACHE_HOME: join(home, 'xdg') },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
-  // If this process ends without stop() (an uncaught error, process.exit), anvil goes too.
+  // If this process ends without stop() (an uncaught error, process.exit), anvil goes too: one
+  // keeping a state file is asked to stop (it writes the state as it goes, and its pid file stays
+  // so the next start waits for it), any other is killed.
   const onExit = () => {
-    child.kill('SIGKILL')
+    child.kill(pidFile ? 'SIGTERM' : 'SIGKILL')
     rmSync(home, { recursive: true, force: true })
   }
   process.once('exit', onExit)
   const cleanup = () => {
     process.off('exit', onExit)
     rmSync(home, { recursive: true, force: true })
+    if (pidFile) rmSync(pidFile, { force: true })
   }
+  if (pidFile) writeFileSync(pidFile, String(child.pid))
 
   let port: number
   try {
@@ -124,7 +167,8 @@ export async function startAnvil(options: AnvilOptions = {}): Promise<AnvilNode>
         if (child.exitCode === null && child.signalCode === null) {
           const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
           child.kill('SIGTERM')
-          const timer = setTimeout(() => child.kill('SIGKILL'), 2000)
+          // A node keeping a state file writes it as it stops: give it the time.
+          const timer = setTimeout(() => child.kill('SIGKILL'), pidFile ? STATE_STOP_MS : 2000)
           await exited
           clearTimeout(timer)
         }

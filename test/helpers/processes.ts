@@ -250,11 +250,21 @@ export interface CliResult {
   json: any
 }
 
-/** `bun src/cli/main.ts ...args` (or under Deno) to completion. */
-export const runCli = (
+/**
+ * The operator's CLI with `args` to completion: in this process (src/cli/run.ts, what
+ * src/cli/main.ts runs for its process), or as its own process under Bun or Deno when asked
+ * (`process: true`, or `runtime`), where what the process itself does (its exit code, its two
+ * streams) is what is tested.
+ */
+export async function runCli(
   args: string[],
-  opts: { env?: Record<string, string>; runtime?: Runtime } = {},
-) => runScript('src/cli/main.ts', args, opts)
+  opts: { env?: Record<string, string>; runtime?: Runtime; process?: boolean } = {},
+): Promise<CliResult> {
+  if (opts.process || opts.runtime) return runScript('src/cli/main.ts', args, opts)
+  const { runCli: run } = await import('../../src/cli/run.ts')
+  const r = await run(args, childEnv(opts.env ?? {}))
+  return { ...r, json: outputJson(r.code, r.stdout, r.stderr) }
+}
 
 /**
  * `bun src/treasury/main.ts ...args` (or under Deno) to completion: the merchant's treasury tool.
@@ -274,13 +284,12 @@ export async function runScript(
   const { code } = await proc.exited
   const stdout = proc.stdout()
   const stderr = proc.stderr()
-  return {
-    code,
-    stdout,
-    stderr,
-    json: parseJson(code === 0 ? stdout : stderr) ?? parseJson(stdout) ?? parseJson(stderr),
-  }
+  return { code, stdout, stderr, json: outputJson(code, stdout, stderr) }
 }
+
+/** The JSON object printed with --json: stdout on success, stderr on failure; null if none. */
+const outputJson = (code: number | null, stdout: string, stderr: string) =>
+  parseJson(code === 0 ? stdout : stderr) ?? parseJson(stdout) ?? parseJson(stderr)
 
 function parseJson(text: string): any {
   const t = text.trim()

@@ -810,3 +810,32 @@ describe('CLI usage errors', () => {
     expect(r.json?.error?.message).toContain('Usage')
   })
 })
+
+describe('the CLI as a process (npm run cli): what the tests above run in theirs', () => {
+  test('exit 0 with the result on stdout, 1 for a refusal and 2 for bad usage with the error on stderr, and --help', async () => {
+    const d = await dataDir()
+    const env = { DATA_DIR: d }
+    const made = await runCli(['project', 'create', '--name', 'a process', '--json'], {
+      env,
+      process: true,
+    })
+    expect({ code: made.code, stderr: made.stderr, name: made.json?.name }).toEqual({
+      code: 0,
+      stderr: '',
+      name: 'a process',
+    })
+    const refused = await runCli(
+      ['project', 'set-status', '--project', 'proj_nope', '--status', 'inactive', '--json'],
+      { env, process: true },
+    )
+    expect({ code: refused.code, stdout: refused.stdout }).toEqual({ code: 1, stdout: '' })
+    expect(refused.json.error.message).toMatch(/proj_nope/)
+    const usage = await runCli(['project', 'create', '--json'], { env, process: true })
+    expect({ code: usage.code, stdout: usage.stdout }).toEqual({ code: 2, stdout: '' })
+    const help = await runCli(['--help'], { env, process: true })
+    expect({ code: help.code, usage: help.stdout.includes('Usage') }).toEqual({
+      code: 0,
+      usage: true,
+    })
+  })
+})

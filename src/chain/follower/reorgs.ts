@@ -198,9 +198,30 @@ export function createReconciler(o: {
     const [zero] = await fetcher.blocks(0n, 0n, false)
     if (!zero) throw new Error('the RPC does not serve block 0')
     const expected = position.cursor()?.genesis
-    if (expected && expected !== zero.hash) throw new ChainReplacedError(expected, zero.hash)
+    if (expected && expected !== zero.hash) {
+      if (!(await holdsRemembered())) throw new ChainReplacedError(expected, zero.hash)
+      // The same chain: the node no longer keeps its first blocks as they were (anvil restored
+      // from a state file that kept only its recent blocks answers a new block 0), but the blocks
+      // followed last are still there with their hashes.
+      logger?.info(
+        'block 0 of the chain followed has another hash now; the blocks followed last are unchanged, so it is the same chain',
+        {
+          network: o.network,
+          expectedGenesis: expected,
+          foundGenesis: zero.hash,
+        },
+      )
+    }
     position.genesisChecked(zero.hash)
     replaced = null
+  }
+
+  /** Whether any block the cursor remembers is on the chain now, with the hash remembered. */
+  async function holdsRemembered(): Promise<boolean> {
+    const recent = position.cursor()?.recent ?? []
+    if (recent.length === 0) return false
+    const onChain = await fetcher.canonicalHashes(recent.map((r) => r.number))
+    return recent.some((r) => onChain.get(r.number) === r.hash.toLowerCase())
   }
 
   /**
