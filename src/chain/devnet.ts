@@ -53,7 +53,7 @@ import { join } from 'node:path'
 import { startAnvil, type AnvilNode } from './anvil.ts'
 import { MockAggregatorV3, TestMulticall3, TestStablecoin } from './artifacts/index.ts'
 import { MULTICALL3 } from './deposit-account.ts'
-import { type NetworkConfig, RELAYER_RULE_DEFAULTS } from './networks-config.ts'
+import { type NetworkConfig, networksFileJson, RELAYER_RULE_DEFAULTS } from './networks-config.ts'
 
 /** anvil's default mnemonic: its accounts are public test keys, never for real funds. */
 export const ANVIL_DEFAULT_MNEMONIC = 'test test test test test test test test test test test junk'
@@ -384,6 +384,13 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
         relayer: { ...RELAYER_RULE_DEFAULTS, minSettleUsd: '0.01' },
       },
     ]
+    // The devnet as a NETWORKS_CONFIG file, for another instance on the same database to follow
+    // (docs/operating/instances.md): written at every start, since the port may change.
+    if (options.stateDir)
+      writeFileSync(
+        join(options.stateDir, 'networks.json'),
+        `${JSON.stringify(networksFileJson(networks), null, 2)}\n`,
+      )
     options.logger?.info(manifest ? 'devnet restored' : 'devnet started', {
       rpcUrl: node.rpcUrl,
       chainId: DEVNET_CHAIN_ID,

@@ -479,6 +479,58 @@ function toNetwork(n: Static<typeof Network>): NetworkConfig {
   }
 }
 
+/**
+ * Networks as a NETWORKS_CONFIG file writes them (the inverse of parsing it): what the devnet
+ * leaves in DATA_DIR/devnet/networks.json for other instances, and what tests write.
+ */
+export function networksFileJson(networks: readonly NetworkConfig[]): unknown[] {
+  const rate = (p: RateSource) =>
+    p.kind === 'fixedUsd'
+      ? { fixedUsd: p.usd }
+      : {
+          chainlinkFeed: p.feed,
+          maxAgeSeconds: p.maxAgeSeconds,
+          ...(p.descriptions ? { descriptions: p.descriptions } : {}),
+        }
+  return networks.map((n) => ({
+    name: n.name,
+    chainId: n.chainId,
+    rpcUrl: n.rpcUrl,
+    ...(n.fallbackRpcUrls.length ? { fallbackRpcUrls: n.fallbackRpcUrls } : {}),
+    ...(n.wsUrl ? { wsUrl: n.wsUrl } : {}),
+    confirmations: n.confirmations,
+    ...(n.finality !== 'confirmations' ? { finality: n.finality } : {}),
+    pollIntervalMs: n.pollIntervalMs,
+    ...(n.maxLogRange !== NETWORK_DEFAULTS.maxLogRange ? { maxLogRange: n.maxLogRange } : {}),
+    ...(n.maxRequestsPerSecond ? { maxRequestsPerSecond: n.maxRequestsPerSecond } : {}),
+    testnet: n.testnet,
+    tokens: n.tokens.map((t) => ({
+      symbol: t.symbol,
+      decimals: t.decimals,
+      ...(t.kind === 'erc20'
+        ? {
+            address: t.address,
+            ...(t.onchainSymbols ? { onchainSymbols: t.onchainSymbols } : {}),
+            ...(t.eip3009 ? { eip3009: true } : {}),
+          }
+        : { native: true }),
+      price: t.price.kind === 'par' ? { par: t.price.currency } : rate(t.price),
+    })),
+    ...(n.fx?.length
+      ? { fx: Object.fromEntries(n.fx.map((f) => [f.currency, rate(f.rate)])) }
+      : {}),
+    ...(n.relayer
+      ? {
+          relayer: {
+            contractPayers: n.relayer.contractPayers,
+            contractPayerGas: n.relayer.contractPayerGas,
+            ...(n.relayer.minSettleUsd === null ? {} : { minSettleUsd: n.relayer.minSettleUsd }),
+          },
+        }
+      : {}),
+  }))
+}
+
 function toRate(p: Static<typeof Rate>): RateSource {
   return 'fixedUsd' in p
     ? { kind: 'fixedUsd', usd: p.fixedUsd }

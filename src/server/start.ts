@@ -8,7 +8,9 @@ import { relayerSettings } from './relayer-settings.ts'
 import { loadNetworksConfig, type NetworkConfig } from '../chain/networks-config.ts'
 import { NetworkMismatchError } from '../chain/network-verification.ts'
 import { createTestWallet } from '../chain/test-wallet.ts'
-import { openDatabase, pgliteDirOf } from '../db/client.ts'
+import { type Database, openDatabase, pgliteDirOf } from '../db/client.ts'
+import { createDevnetOwners } from '../instances/devnet-owner.repo.ts'
+import { createInstanceRepo } from '../instances/instance.repo.ts'
 import { createApp } from '../http/app.ts'
 import { measured } from '../http/http-metrics.ts'
 import { servedServers } from '../http/openapi-shape.ts'
@@ -110,7 +112,8 @@ export async function startServer(
       config.trustProxy,
     )
 
-    const networks = await loadNetworks(config, logger, cleanups)
+    const instanceId = instanceIdOf(config.dataDir)
+    const networks = await loadNetworks(config, logger, cleanups, { database, instanceId, clock })
     const services = await createServices({
       database,
       clock,
@@ -118,7 +121,7 @@ export async function startServer(
       baseUrl,
       leaseMs: config.actorLeaseMs,
       networks: networks.networks,
-      instanceId: instanceIdOf(config.dataDir),
+      instanceId,
       testWallet: networks.devnet
         ? createTestWallet({
             network: networks.devnet.networks[0],
@@ -271,6 +274,7 @@ async function loadNetworks(
   config: Config,
   logger: Logger,
   cleanups: (() => Promise<void> | void)[],
+  shared: { database: Database; instanceId: string; clock: Clock },
 ): Promise<{ networks: NetworkConfig[]; devnet: Devnet | null }> {
   if (config.networksConfig) {
     try {
@@ -280,7 +284,38 @@ async function loadNetworks(
     }
   }
   // Kept in DATA_DIR, so a restart finds the same chain and the payments made on it.
-  const devnet = await startDevnet({ logger, stateDir: join(config.dataDir, 'devnet') })
-  cleanups.unshift(() => devnet.stop())
-  return { networks: devnet.networks, devnet }
+  const stateDir = join(config.dataDir, 'devnet')
+  const start = async () => {
+    const devnet = await startDevnet({ logger, stateDir })
+    cleanups.unshift(() => devnet.stop())
+    return { networks: devnet.networks, devnet }
+  }
+  // The embedded database is one process's: its devnet is too. On PostgreSQL, one instance runs
+  // the database's devnet; another without NETWORKS_CONFIG would follow a chain of its own that
+  // payments through the first never reach, so it is refused, told where the devnet is.
+  if (!config.databaseUrl) return start()
+  const owners = createDevnetOwners(shared.database)
+  return shared.database.exclusive('devnet-owner', async () => {
+    const now = shared.clock.now()
+    const other = await owners.liveOther(shared.instanceId, new Date(now))
+    if (other)
+      throw new ConfigError(
+        'NETWORKS_CONFIG',
+        `is unset, and instance ${other.instanceId} already runs this database's devnet (anvil at ${other.rpcUrl}); set NETWORKS_CONFIG=${other.networksFile} (that devnet as a networks file) to follow the same chain, or run one instance on the devnet`,
+      )
+    const started = await start()
+    await owners.claim({
+      instanceId: shared.instanceId,
+      rpcUrl: started.devnet.rpcUrl,
+      networksFile: join(stateDir, 'networks.json'),
+    })
+    // Live from now (its lease proper starts with the services): another instance starting at
+    // this moment sees the owner.
+    await createInstanceRepo(shared.database.leaseDb).renew(
+      shared.instanceId,
+      new Date(now + Math.max(config.actorLeaseMs, 30_000)),
+      new Date(now),
+    )
+    return started
+  })
 }

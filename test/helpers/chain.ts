@@ -9,52 +9,15 @@ import {
   createDevnetClient,
   type DevnetClient,
 } from '../../src/chain/devnet.ts'
-import type { NetworkConfig, RateSource } from '../../src/chain/networks-config.ts'
+import { type NetworkConfig, networksFileJson } from '../../src/chain/networks-config.ts'
 
 /**
  * Writes networks as an docs/decisions/0016-networks-config-and-devnet.md NETWORKS_CONFIG file, as
  * an operator would, and returns its path.
  */
 export function writeNetworksFile(dir: string, networks: NetworkConfig[]): string {
-  const json = networks.map((n) => ({
-    name: n.name,
-    chainId: n.chainId,
-    rpcUrl: n.rpcUrl,
-    ...(n.fallbackRpcUrls.length ? { fallbackRpcUrls: n.fallbackRpcUrls } : {}),
-    ...(n.wsUrl ? { wsUrl: n.wsUrl } : {}),
-    confirmations: n.confirmations,
-    ...(n.finality !== 'confirmations' ? { finality: n.finality } : {}),
-    pollIntervalMs: n.pollIntervalMs,
-    ...(n.maxLogRange !== 1000 ? { maxLogRange: n.maxLogRange } : {}),
-    ...(n.maxRequestsPerSecond ? { maxRequestsPerSecond: n.maxRequestsPerSecond } : {}),
-    testnet: n.testnet,
-    tokens: n.tokens.map((t) => ({
-      symbol: t.symbol,
-      decimals: t.decimals,
-      ...(t.kind === 'erc20'
-        ? {
-            address: t.address,
-            ...(t.onchainSymbols ? { onchainSymbols: t.onchainSymbols } : {}),
-            ...(t.eip3009 ? { eip3009: true } : {}),
-          }
-        : { native: true }),
-      price: t.price.kind === 'par' ? { par: t.price.currency } : rateInFile(t.price),
-    })),
-    ...(n.fx?.length
-      ? { fx: Object.fromEntries(n.fx.map((f) => [f.currency, rateInFile(f.rate)])) }
-      : {}),
-    ...(n.relayer
-      ? {
-          relayer: {
-            contractPayers: n.relayer.contractPayers,
-            contractPayerGas: n.relayer.contractPayerGas,
-            ...(n.relayer.minSettleUsd === null ? {} : { minSettleUsd: n.relayer.minSettleUsd }),
-          },
-        }
-      : {}),
-  }))
   const path = join(dir, `networks-${Math.random().toString(36).slice(2)}.json`)
-  writeFileSync(path, JSON.stringify(json, null, 2))
+  writeFileSync(path, JSON.stringify(networksFileJson(networks), null, 2))
   return path
 }
 
@@ -239,14 +202,4 @@ export async function startManualChain(
     await node.stop()
     throw e
   }
-}
-
-function rateInFile(p: RateSource) {
-  return p.kind === 'fixedUsd'
-    ? { fixedUsd: p.usd }
-    : {
-        chainlinkFeed: p.feed,
-        maxAgeSeconds: p.maxAgeSeconds,
-        ...(p.descriptions ? { descriptions: p.descriptions } : {}),
-      }
 }
