@@ -14,9 +14,8 @@ export interface CliRun {
 
 /**
  * docs/decisions/0025-operator-cli.md: `npm run cli -- <command> [--json]`, given its arguments
- * and environment, to completion. On PostgreSQL it opens the database itself; on the embedded
- * database it asks the running server through its admin socket, or opens PGlite when no server
- * runs. src/cli/main.ts runs it for the process; tests run it in theirs.
+ * and environment, to completion. It asks the server running on its DATA_DIR through its admin
+ * socket; when none runs, it opens the database itself (PGlite, or PostgreSQL). src/cli/main.ts runs it for the process; tests run it in theirs.
  */
 export async function runCli(
   argv: string[],
@@ -41,9 +40,10 @@ export async function runCli(
 }
 
 async function execute(config: Config, words: string[], flags: Flags): Promise<CommandResult> {
+  // A server running on this DATA_DIR answers for itself (its own readiness, its own state).
+  const viaServer = await sendAdminCommand(config.dataDir, words, flags)
+  if (viaServer) return viaServer
   if (!config.databaseUrl) {
-    const viaServer = await sendAdminCommand(config.dataDir, words, flags)
-    if (viaServer) return viaServer
     const lock = lockDataDir(config.dataDir, 'cli')
     if ('heldBy' in lock)
       return {

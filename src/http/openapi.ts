@@ -15,7 +15,7 @@ export const OPENAPI_INFO = {
   title: 'Crypto Pay merchant API',
   version: '1.0.0',
   description:
-    'Accept cryptocurrency priced in US dollars. Create a transaction, send the customer to its `payment_url`, and learn of the payment through signed webhooks. ' +
+    'Accept cryptocurrency priced in your own currency (USD, EUR, GBP, JPY and more). Create a transaction, send the customer to its `payment_url`, and learn of the payment through signed webhooks. ' +
     'Every request needs `Authorization: Bearer sk_test_...` (test mode) or `sk_live_...` (live mode) and HTTPS. ' +
     'Every /api response carries X-Request-Id and the nine X-RateLimit-* headers. ' +
     'The webhooks section lists every event the service POSTs to your endpoints, with its body and headers.',

@@ -5,9 +5,11 @@ import { runCommand, type CommandResult, type Flags } from '../cli/commands.ts'
 import type { Services } from '../services.ts'
 
 /**
- * docs/decisions/0025-operator-cli.md: with the embedded database the server holds PGlite
- * exclusively, so the CLI sends its command here: a Unix socket in DATA_DIR/run, a directory only
- * its owner can enter. One JSON line in, one JSON line out.
+ * docs/decisions/0025-operator-cli.md: the CLI sends its command to the server running on its
+ * DATA_DIR here: a Unix socket in DATA_DIR/run, a directory only its owner can enter. One JSON line
+ * in, one JSON line out. With the embedded database the server holds PGlite exclusively, so this
+ * is the CLI's only way in while it runs; on PostgreSQL it makes `status` the instance's own
+ * readiness, as GET /readyz reports it.
  */
 export const adminSocketPath = (dataDir: string) => join(dataDir, 'run', 'admin.sock')
 

@@ -75,7 +75,7 @@ export function banner(s: RunningServer): string {
       `Devnet (no NETWORKS_CONFIG): anvil at ${s.devnet.rpcUrl}, network "${n.name}", chain id ${n.chainId}, ${n.confirmations} confirmations`,
       `  tokens ${n.tokens.map((t) => `${t.symbol}${t.kind === 'erc20' ? ` (${t.address})` : ' (native)'}`).join(', ')}`,
       `  funded test wallet ${s.devnet.wallet.address} (anvil's well-known account 0; test mode only)`,
-      `  sweeps and refunds: npm run treasury -- ... --network ${n.name} --rpc-url ${s.devnet.rpcUrl} (README, "Money out")`,
+      `  sweeps and refunds: npm run treasury -- ... --network ${n.name} --rpc-url ${s.devnet.rpcUrl} (docs/operating/money-out.md)`,
     )
   }
   return `${lines.join('\n')}\n`

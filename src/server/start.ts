@@ -199,10 +199,10 @@ export async function startServer(
       })
       listeners.push(plain)
     }
-    if (embedded) {
-      const admin = await listenAdminSocket(config.dataDir, services)
-      cleanups.unshift(() => admin.close())
-    }
+    // The CLI given this instance's DATA_DIR asks it (its `status` is then this instance's
+    // readiness, as GET /readyz reports it); on the embedded database it is also the only way in.
+    const admin = await listenAdminSocket(config.dataDir, services)
+    cleanups.unshift(() => admin.close())
     const demo = embedded ? await ensureDemoProject(services) : null
 
     const timer = setInterval(
