@@ -296,6 +296,7 @@ export async function createServices(deps: {
         metrics,
       })
     : null
+  metrics.networksKnown(chain.networks.map((n) => n.name))
   if (relayer) metrics.relayerNetworks(chain.networks.map((n) => n.name))
   metrics.setSources({
     activeByStatus: () => {

@@ -1,5 +1,6 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
 import { formatEther } from 'viem'
+import type { TxStatus } from '../../machines/transaction.machine.ts'
 import { createHttpRequestMetrics } from './http-requests.ts'
 
 /**
@@ -21,15 +22,29 @@ export type LimitedSurface = 'api' | 'pay' | 'sign_in'
  * `rate_limited`: HTTP 429 or a JSON-RPC rate-limit answer (each one, also those a retry got past);
  * `log_range`: an eth_getLogs range the provider refused (split and asked again).
  */
-export type RpcErrorKind =
-  | 'timeout'
-  | 'unreachable'
-  | 'http'
-  | 'rpc'
-  | 'invalid_response'
-  | 'rate_limited'
-  | 'log_range'
-  | 'other'
+export const RPC_ERROR_KINDS = [
+  'timeout',
+  'unreachable',
+  'http',
+  'rpc',
+  'invalid_response',
+  'rate_limited',
+  'log_range',
+  'other',
+] as const
+export type RpcErrorKind = (typeof RPC_ERROR_KINDS)[number]
+/** The statuses `cryptopay_transactions_total` counts (machines/transaction.machine.ts). */
+const TRANSACTION_STATUSES = [
+  'created',
+  'prepared',
+  'pending',
+  'processing',
+  'confirming',
+  'completed',
+  'failed',
+  'expired',
+  'cancelled',
+] as const satisfies readonly TxStatus[]
 
 /** How a relayed transaction ended (docs/decisions/0067-the-relayer-pays-only-for-what-succeeds.md). */
 export const RELAY_OUTCOMES = ['succeeded', 'reverted', 'dropped'] as const
@@ -232,7 +247,22 @@ export function createMetrics() {
     },
   })
 
+  // Every counter's series exists from the start at zero, so an alert on `increase(...) > 0`
+  // fires on the first event too (a series born at 1 shows no increase).
+  for (const result of ['success', 'failure']) deliveries.inc({ result }, 0)
+  for (const reason of ['gone', 'failing']) endpointsDisabled.inc({ reason }, 0)
+  for (const surface of ['api', 'pay', 'sign_in']) rateLimited.inc({ surface }, 0)
+  for (const status of TRANSACTION_STATUSES) transactionsTotal.inc({ status }, 0)
+
   return {
+    /** The networks followed: their counters' series at zero before any event. */
+    networksKnown(networks: string[]) {
+      for (const network of networks) {
+        reorgsAfterFinal.inc({ network }, 0)
+        deepReorgs.inc({ network }, 0)
+        for (const kind of RPC_ERROR_KINDS) rpcErrors.inc({ network, kind }, 0)
+      }
+    },
     /** Tells the gauges where to read (the services, once wired). */
     setSources(s: MetricSources) {
       sources = s
