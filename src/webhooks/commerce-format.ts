@@ -18,6 +18,13 @@ export const COMMERCE_EVENT_OF: Readonly<Record<string, string>> = {
   [RESOLVED_EVENT]: 'charge:resolved',
 }
 
+/**
+ * An event's name as an endpoint of `format` receives it: a Commerce-format endpoint hears
+ * `charge:confirmed` where a standard one hears `transaction.completed`.
+ */
+export const eventNameFor = (format: string, eventType: string) =>
+  format === 'commerce' ? (COMMERCE_EVENT_OF[eventType] ?? eventType) : eventType
+
 /** The outbox event types that have a Commerce name. */
 export const COMMERCE_OUTBOX_TYPES = Object.keys(COMMERCE_EVENT_OF)
 

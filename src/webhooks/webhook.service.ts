@@ -88,14 +88,24 @@ export function createWebhookService(deps: {
     id: string,
     scope: ProjectFilter = {},
   ): Promise<
-    Outcome<{ delivery: DeliveryView; data: Record<string, unknown>; attempts: AttemptView[] }>
+    Outcome<{
+      delivery: DeliveryView
+      data: Record<string, unknown>
+      attempts: AttemptView[]
+      /** Its endpoint's format (`standard` when the endpoint is gone). */
+      format: string
+    }>
   > {
     const row = await deps.repo.find(id, scope, now())
     if (!row) return deny('not_found', `No webhook delivery ${id}`)
-    const attempts = await deps.repo.attempts(id)
+    const [attempts, endpoint] = await Promise.all([
+      deps.repo.attempts(id),
+      deps.endpoints.get(row.endpointId),
+    ])
     return ok({
       delivery: view(row),
       data: row.data,
+      format: endpoint.ok ? endpoint.value.format : 'standard',
       attempts: attempts.map((a) => ({
         number: a.number,
         trigger: a.trigger,

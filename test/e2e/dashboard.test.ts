@@ -970,8 +970,24 @@ describeWithBrowser('merchant dashboard in Chromium', () => {
     expect(browser.failures).toEqual([])
   })
 
-  test('every page at 360 px and at desktop width (1280 px): screenshots; no sideways scrolling and every section reachable on the phone; every table column in sight on the desktop', async () => {
-    // Something on every page: a transaction with long texts, an endpoint with deliveries.
+  test('every page at 360 px, 1100 px and 1280 px: screenshots; no sideways scrolling and every section reachable on the phone; every table column in sight from 1100 px; the timeline readable; Commerce deliveries under their Commerce names', async () => {
+    // Something on every page: an endpoint of each format with deliveries of a transaction with
+    // long texts.
+    const shots = await sinkEndpoint(`/dash-shots-with-a-long-path/${crypto.randomUUID()}`, 'ok', [
+      'transaction.created',
+      'transaction.completed',
+      'transaction.cancelled',
+    ])
+    const commercePath = `/dash-shots-commerce/${crypto.randomUUID()}`
+    const commerce = await t.server.services.endpoints.create({
+      projectId: member.project.id,
+      mode: 'test',
+      url: sink.url(commercePath),
+      eventTypes: [],
+      format: 'commerce',
+    })
+    if (!commerce.ok) throw new Error(commerce.message)
+    await sink.configure(commercePath, { secret: commerce.value.secret, mode: 'ok' })
     const tx = await createTx(member.project.key, {
       order_id: `order-with-a-rather-long-identifier-${crypto.randomUUID()}`,
       order_description:
@@ -979,11 +995,15 @@ describeWithBrowser('merchant dashboard in Chromium', () => {
       metadata: { cart: 'c-123456789', note: 'leave at the door, ring twice, the dog is friendly' },
     })
     await walk(tx.id, 'completed')
-    const shots = await sinkEndpoint(`/dash-shots-with-a-long-path/${crypto.randomUUID()}`, 'ok', [
-      'transaction.created',
-      'transaction.completed',
-      'transaction.cancelled',
-    ])
+    await waitUntil(
+      "the transaction's deliveries to both endpoints",
+      () =>
+        t.server.services.webhooks.listDeliveries(
+          { projectId: member.project.id },
+          { transactionId: tx.id },
+        ),
+      (r) => r.ok && r.value.length >= 3,
+    )
     const sent = await t.server.services.webhooks.sendTest(shots.id, 'transaction.completed')
     if (!sent.ok) throw new Error(sent.message)
     await waitUntil(
@@ -998,6 +1018,7 @@ describeWithBrowser('merchant dashboard in Chromium', () => {
 
     for (const [size, viewport] of [
       ['360', PHONE],
+      ['1100', { width: 1100, height: 900 }],
       ['desktop', DESKTOP],
     ] as const) {
       const page = await open(dash(), viewport)
@@ -1006,7 +1027,7 @@ describeWithBrowser('merchant dashboard in Chromium', () => {
         await ready?.()
         if (size === '360') await expectNoSidewaysScroll(page)
         if (size === '360') await expectNavigationReachable(page)
-        if (size === 'desktop') await expectTablesFit(page)
+        if (size !== '360') await expectTablesFit(page)
         await page.screenshot({
           path: browser.artifact(`dashboard-${name}-${size}`),
           fullPage: true,
@@ -1015,6 +1036,15 @@ describeWithBrowser('merchant dashboard in Chromium', () => {
       await shoot('overview', dash(), () => expectChartInsideItsBox(page))
       await shoot('transactions', dash('/transactions'))
       await shoot('transaction', dash(`/transactions/${tx.id}`))
+      // The timeline reads as lines of label and value, not as JSON.
+      expect(await page.locator('.timeline').textContent()).not.toContain('{"')
+      // Deliveries to the Commerce endpoint are named as it receives them.
+      const events = await page
+        .getByRole('region', { name: 'Webhook deliveries of this transaction' })
+        .locator('td.event')
+        .allTextContents()
+      expect(events).toContain('charge:confirmed')
+      expect(events.filter((e) => e === 'transaction.completed')).toHaveLength(1)
       await page.goto(full(dash('/keys')))
       await page.getByLabel('Name').fill(`Screenshot key ${size}`)
       await page.getByRole('button', { name: 'Create test key' }).click()

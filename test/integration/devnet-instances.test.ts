@@ -33,14 +33,14 @@ describe.skipIf(!process.env.DATABASE_URL)(
           expect(second.stderr()).toContain(`NETWORKS_CONFIG=${file}`)
 
           // `cli status` with an instance's DATA_DIR is that instance's readiness, as /readyz says.
-        const readyz = (await (await first.fetch('/readyz')).json()) as any
-        const status = await runCli(['status', '--json'], { env: { ...pg.env, DATA_DIR: a } })
-        expect(status.json.checks.map((c: any) => c.name)).toEqual(
-          readyz.checks.map((c: any) => c.name),
-        )
-        expect(readyz.checks.map((c: any) => c.name)).toContain('relayer:devnet')
+          const readyz = (await (await first.fetch('/readyz')).json()) as any
+          const status = await runCli(['status', '--json'], { env: { ...pg.env, DATA_DIR: a } })
+          expect(status.json.checks.map((c: any) => c.name)).toEqual(
+            readyz.checks.map((c: any) => c.name),
+          )
+          expect(readyz.checks.map((c: any) => c.name)).toContain('relayer:devnet')
 
-        const follower = await spawnServer({ ...base, DATA_DIR: b, NETWORKS_CONFIG: file })
+          const follower = await spawnServer({ ...base, DATA_DIR: b, NETWORKS_CONFIG: file })
           try {
             await waitUntil(
               'the second follows the devnet',

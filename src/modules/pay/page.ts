@@ -185,7 +185,7 @@ ${({ s }) => (s.testing_mode ? TEST_BANNER : '')}
   <p ${at('sign-hint')} class="hint">${T.signHint}</p>
   <p id="wallet-message" class="wallet-message" role="status" aria-live="polite"></p>
   <div class="actions">
-    <button type="button" ${at('confirm')} class="button primary">${T.confirmSent}</button>
+    <button type="button" ${at('confirm')} class="button">${T.confirmSent}</button>
     <button type="button" ${at('change-token')} class="button quiet">${T.changeToken}</button>
   </div>
 </section>

@@ -62,7 +62,7 @@ export const PAY_TEXT = {
   testWallet: 'Pay with test wallet',
   testWalletBusy: 'Sending from the test wallet…',
   testWalletSent: 'The test wallet sent the payment. Transaction {hash}',
-  confirmSent: 'I have sent the payment',
+  confirmSent: 'I have sent it',
   changeToken: 'Change token',
   cancel: 'Cancel payment',
   cancelAsk: 'Cancel this payment?',
@@ -78,9 +78,9 @@ export const PAY_TEXT = {
   statusCreatedAny: 'Choose the token you want to pay with.',
   statusPrepared: 'Waiting for your payment.',
   statusPreparedDetail:
-    'Send the amount below, then press "I have sent the payment". Your payment is detected automatically.',
+    'Send the amount below. This page sees your payment by itself as soon as the network has it: there is nothing else to press.',
   statusPreparedAnyDetail:
-    'Send the amount you choose to the address below, then press "I have sent the payment". Your payment is detected automatically.',
+    'Send the amount you choose to the address below. This page sees your payment by itself as soon as the network has it: there is nothing else to press.',
   statusPending: 'Waiting for your payment to reach the network.',
   statusPendingDetail:
     'This usually takes under a minute. You can leave this page open; it updates by itself.',

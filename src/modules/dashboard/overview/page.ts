@@ -78,11 +78,11 @@ export function overviewPage(
   <div><dt>Completed</dt><dd data-stat="completed_transactions">${[
     formatCount(s.completed_transactions),
   ]}</dd></div>
-  <div><dt>Volume (completed, USD at creation)</dt><dd data-stat="total_volume_usd"
+  <div><dt>Completed volume, every currency in USD (at creation)</dt><dd data-stat="total_volume_usd"
     data-value="${s.total_volume_usd}">${formatMoney(s.total_volume_usd, 'USD')}</dd></div>
   ${Object.entries(s.volume_by_currency).map(
     ([currency, amount]) =>
-      html`<div><dt>Volume in ${currency}</dt><dd data-currency-volume="${currency}"
+      html`<div><dt>Completed, charged in ${currency}</dt><dd data-currency-volume="${currency}"
     data-value="${amount}">${formatMoney(amount, currency)}</dd></div>`,
   )}
   <div><dt>Conversion</dt><dd data-stat="conversion_rate"

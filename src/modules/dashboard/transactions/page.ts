@@ -105,6 +105,36 @@ function units(
   return d === null ? `${amount} smallest units` : `${displayUnits(amount, d)} ${symbol}`
 }
 
+/**
+ * A record (a timeline entry's details, metadata) for reading: one `label: value` line per field,
+ * nested fields one line each under their path, addresses and hashes as code.
+ */
+function readable(value: unknown): Html {
+  const lines: [string, unknown][] = []
+  const walk = (path: string, v: unknown) => {
+    if (v && typeof v === 'object' && !Array.isArray(v))
+      for (const [k, x] of Object.entries(v)) walk(path ? `${path} ${k}` : k, x)
+    else lines.push([path, v])
+  }
+  walk('', value)
+  const label = (key: string) => {
+    const words = key
+      .replace(/_/g, ' ')
+      .replace(/([a-z])([A-Z])/g, '$1 $2')
+      .toLowerCase()
+    return words.charAt(0).toUpperCase() + words.slice(1)
+  }
+  const shown = (v: unknown) =>
+    v === null || v === undefined
+      ? html`<span class="muted">—</span>`
+      : typeof v === 'string' && /^0x[0-9a-fA-F]+$/.test(v)
+        ? html`<code class="wrap">${v}</code>`
+        : Array.isArray(v)
+          ? v.map((x) => (typeof x === 'object' ? JSON.stringify(x) : String(x))).join(', ')
+          : String(v)
+  return html`<dl class="readable">${lines.map(([k, v]) => html`<div><dt>${label(k)}</dt><dd>${shown(v)}</dd></div>`)}</dl>`
+}
+
 const TRANSFER_KIND: Record<TransferView['kind'], string> = {
   pending: 'being judged',
   payment: 'payment',
@@ -176,7 +206,7 @@ ${actions}
   ${field('Order description', t.order_description)}
   ${field('Customer name', t.customer_name)}
   ${field('Customer e-mail', t.customer_email)}
-  ${field('Metadata', t.metadata ? html`<code class="wrap">${JSON.stringify(t.metadata)}</code>` : null)}
+  ${field('Metadata', t.metadata && Object.keys(t.metadata).length ? readable(t.metadata) : null)}
   ${field('Pay page', html`<a href="${t.payment_url}" rel="noreferrer" target="_blank">${t.payment_url}</a>`)}
   ${field('Success URL', t.success_url)}
   ${field('Cancel URL', t.cancel_url)}
@@ -197,9 +227,7 @@ ${actions}
 <ol class="timeline">${d.timeline.map(
     (e) =>
       html`<li><span class="at">${when(e.at)}</span> <strong>${e.from_status ? `${e.from_status} → ` : ''}${e.to_status}</strong> <span class="muted">(${e.cause})</span>${
-        Object.keys(e.details ?? {}).length
-          ? html`<code class="wrap details">${JSON.stringify(e.details)}</code>`
-          : ''
+        Object.keys(e.details ?? {}).length ? readable(e.details) : ''
       }</li>`,
   )}</ol></section>
 <section aria-labelledby="transfers"><h2 id="transfers">Transfers seen on chain</h2>

@@ -1,4 +1,5 @@
 import { html, type Html } from '../../../lib/html.ts'
+import { eventNameFor } from '../../../webhooks/commerce-format.ts'
 import type { EndpointView } from '../../../webhooks/endpoint.service.ts'
 import type { AttemptView, DeliveryView } from '../../../webhooks/webhook.service.ts'
 import { badge, base, layout, postButton, query, table, when, type Frame } from '../layout.ts'
@@ -35,9 +36,10 @@ export function deliveryRows(
   endpoints?: EndpointView[],
 ): Html[] {
   const urls = endpoints ? new Map(endpoints.map((e) => [e.id, e.url])) : null
+  const formats = new Map((endpoints ?? []).map((e) => [e.id, e.format]))
   return deliveries.map(
     (d) => html`<tr data-delivery="${d.id}">
-    <td class="event"><a href="${base(f, `/deliveries/${d.id}`)}">${d.eventType}</a>${d.test ? html` ${badge('test event', 'test')}` : ''}</td>
+    <td class="event"><a href="${base(f, `/deliveries/${d.id}`)}">${eventNameFor(formats.get(d.endpointId) ?? 'standard', d.eventType)}</a>${d.test ? html` ${badge('test event', 'test')}` : ''}</td>
     <td data-col="status">${badge(d.status)}</td>
     <td data-col="next-retry">${pending(d) ? when(d.nextAttemptAt) : html`<span class="muted">—</span>`}</td>
     <td class="num" data-col="attempts">${d.attempts}</td>
@@ -106,11 +108,17 @@ function attempt(a: AttemptView): Html {
 
 export function deliveryPage(
   f: Frame,
-  d: { delivery: DeliveryView; data: Record<string, unknown>; attempts: AttemptView[] },
+  d: {
+    delivery: DeliveryView
+    data: Record<string, unknown>
+    attempts: AttemptView[]
+    /** Its endpoint's format: the event is named as that format names it. */
+    format: string
+  },
   opts: { notice?: string | null; error?: string | null },
 ): string {
   const v = d.delivery
-  const body = html`<p class="lead">${badge(v.status)} <strong>${v.eventType}</strong>${v.test ? html` ${badge('test event', 'test')}` : ''}</p>
+  const body = html`<p class="lead">${badge(v.status)} <strong>${eventNameFor(d.format, v.eventType)}</strong>${v.test ? html` ${badge('test event', 'test')}` : ''}</p>
 <div class="actions">${postButton(f, base(f, `/deliveries/${v.id}/redeliver`), pending(v) ? 'Send now' : 'Redeliver')}</div>
 <dl class="fields">
   <div><dt>Event id</dt><dd><code>${v.eventId}</code></dd></div>
