@@ -90,6 +90,25 @@ async function run(c) {
     }
     case 'checkout.update':
       return plain(await Checkout.updateById(c.arg, c.data))
+    case 'checkout.save': {
+      // The SDK README's other way to update: a new Checkout with its id and the fields to change.
+      const checkout = new Checkout()
+      checkout.id = c.arg
+      for (const [k, v] of Object.entries(c.data)) checkout[k] = v
+      return plain(await checkout.save())
+    }
+    case 'checkout.insert': {
+      // The README's instance way to create: a new Checkout with its fields, saved.
+      const checkout = new Checkout()
+      for (const [k, v] of Object.entries(c.data)) checkout[k] = v
+      return plain(await checkout.save())
+    }
+    case 'checkout.instance-delete': {
+      const checkout = new Checkout()
+      checkout.id = c.arg
+      await checkout.delete()
+      return null
+    }
     case 'checkout.delete':
       await Checkout.deleteById(c.arg)
       return null

@@ -264,6 +264,26 @@ for (const backend of backends()) {
         local_price: { amount: '5.00', currency: 'EUR' },
       })
       expect((await shop.call('checkout.retrieve', { arg: made.id })).name).toBe('Big sticker')
+      // A partial update, as the SDK's own example makes it: only the name changes.
+      const renamed = await shop.call('checkout.update', {
+        arg: made.id,
+        data: { name: 'Bigger sticker' },
+      })
+      expect(renamed).toMatchObject({
+        name: 'Bigger sticker',
+        description: 'A round sticker',
+        pricing_type: 'fixed_price',
+        local_price: { amount: '5.00', currency: 'EUR' },
+      })
+      // The README's other way: a new Checkout with the id and the one field, saved.
+      const saved = await shop.call('checkout.save', {
+        arg: made.id,
+        data: { name: 'Big sticker' },
+      })
+      expect(saved).toMatchObject({
+        name: 'Big sticker',
+        local_price: { amount: '5.00', currency: 'EUR' },
+      })
       const { list } = await shop.call('checkout.list', { arg: { limit: 10 } })
       expect(list.map((k: any) => k.id)).toContain(made.id)
 
@@ -290,6 +310,20 @@ for (const backend of backends()) {
         checkout: { id: made.id },
         metadata: { order: '7' },
         pricing_type: 'fixed_price',
+      })
+
+      // The instance ways to create and delete, as the SDK's README shows them.
+      const inserted = await shop.call('checkout.insert', {
+        data: {
+          name: 'Mug',
+          pricing_type: 'fixed_price',
+          local_price: { amount: '12.00', currency: 'USD' },
+        },
+      })
+      expect(inserted).toMatchObject({ resource: 'checkout', name: 'Mug' })
+      await shop.call('checkout.instance-delete', { arg: inserted.id })
+      expect(await shop.refused('checkout.retrieve', { arg: inserted.id })).toMatchObject({
+        status: 404,
       })
 
       await shop.call('checkout.delete', { arg: made.id })
