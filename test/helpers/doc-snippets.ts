@@ -7,6 +7,10 @@
  *   <!-- docs-test: expect /<regex>/ -->   run; the block's output must match
  *   <!-- docs-test: until /<regex>/ -->    run; its last command again until its output matches
  *   <!-- docs-test: fresh-dir -->          run in a new empty directory (a merchant's own project)
+ *   <!-- docs-test: background ready /<re>/ until /<re>/ -->
+ *                                          run in the background (another terminal): the next block
+ *                                          starts once its output matches `ready`; by the end of
+ *                                          the document it has exited 0 having printed `until`
  *   <!-- docs-test: excerpt <path> -->     not run: its lines appear, in order, in that file
  *   <!-- docs-test: fragment: <why> -->    not run: a piece of code the reader completes
  *
@@ -22,6 +26,7 @@ export type Marker =
   | { kind: 'expect'; pattern: RegExp }
   | { kind: 'until'; pattern: RegExp }
   | { kind: 'fresh-dir' }
+  | { kind: 'background'; ready: RegExp; until: RegExp }
   | { kind: 'excerpt'; of: string }
 
 export interface Snippet {
@@ -42,6 +47,8 @@ function parseMarker(text: string, where: string): Marker {
   const re = /^(expect|until)\s+\/(.+)\/([a-z]*)$/.exec(text)
   if (re) return { kind: re[1] as 'expect' | 'until', pattern: new RegExp(re[2]!, re[3]) }
   if (text === 'fresh-dir') return { kind: 'fresh-dir' }
+  const bg = /^background\s+ready\s+\/(.+)\/\s+until\s+\/(.+)\/$/.exec(text)
+  if (bg) return { kind: 'background', ready: new RegExp(bg[1]!), until: new RegExp(bg[2]!) }
   const ex = /^excerpt\s+(\S+)$/.exec(text)
   if (ex) return { kind: 'excerpt', of: ex[1]! }
   throw new Error(`${where}: an unknown docs-test marker: ${text}`)
@@ -52,16 +59,19 @@ export function snippetsOf(markdown: string, file: string): Snippet[] {
   const lines = markdown.split('\n')
   const out: Snippet[] = []
   for (let i = 0; i < lines.length; i++) {
-    const open = /^```(\w*)\s*$/.exec(lines[i]!)
+    // A fence may be indented (inside a list item): its block is, by as much.
+    const open = /^( *)```(\w*)\s*$/.exec(lines[i]!)
     if (!open) continue
+    const indent = open[1]!.length
     const start = i
     const body: string[] = []
-    for (i++; i < lines.length && !/^```\s*$/.test(lines[i]!); i++) body.push(lines[i]!)
+    for (i++; i < lines.length && !/^ *```\s*$/.test(lines[i]!); i++)
+      body.push(lines[i]!.slice(Math.min(indent, lines[i]!.search(/\S|$/))))
     const before = start > 0 ? MARKER.exec(lines[start - 1]!.trim()) : null
     out.push({
       file,
       line: start + 1,
-      lang: open[1] ?? '',
+      lang: open[2] ?? '',
       code: body.join('\n'),
       marker: before ? parseMarker(before[1]!, `${file}:${start}`) : null,
     })
