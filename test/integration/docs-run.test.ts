@@ -99,7 +99,9 @@ describe('the docs, as written', () => {
       shell?.close()
       for (const j of jobs) kill(-j.pid)
       if (server?.pid) kill(-server.pid, 'SIGTERM')
-      await new Promise((r) => (server && server.exitCode === null ? server.once('exit', r) : r(null)))
+      await new Promise((r) =>
+        server && server.exitCode === null ? server.once('exit', r) : r(null),
+      )
       if (work) rmSync(work, { recursive: true, force: true })
     })
 
@@ -120,7 +122,11 @@ describe('the docs, as written', () => {
               const job = await shell.background(fill(s.code, seen), work)
               jobs.push({ ...job, where, until: s.marker.until })
               const ready = s.marker.ready
-              const text = await waitFor(() => job.output(), (o) => ready.test(o), `${where}: ${ready}`)
+              const text = await waitFor(
+                () => job.output(),
+                (o) => ready.test(o),
+                `${where}: ${ready}`,
+              )
               learn(seen, text)
               return
             }
@@ -164,8 +170,15 @@ describe('the docs, as written', () => {
           test(`${file}: what ran in the background finished as described`, async () => {
             for (const j of jobs.filter((x) => x.where.startsWith(`${file}:`) && x.until)) {
               const until = j.until!
-              await waitFor(() => j.output(), (o) => until.test(o), `${j.where}: ${until}`)
-              expect({ where: j.where, code: await j.exitCode!() }).toEqual({ where: j.where, code: 0 })
+              await waitFor(
+                () => j.output(),
+                (o) => until.test(o),
+                `${j.where}: ${until}`,
+              )
+              expect({ where: j.where, code: await j.exitCode!() }).toEqual({
+                where: j.where,
+                code: 0,
+              })
             }
           }, 120_000)
       })
@@ -243,7 +256,9 @@ function learn(f: Record<string, string>, out: string) {
   }
   // A transaction: a create's answer, or a pay page's address.
   const transaction = [
-    ...out.matchAll(/"transaction"\s*:\s*\{\s*"id"\s*:\s*"([0-9a-f-]{36})"|\/pay\/([0-9a-f-]{36})/g),
+    ...out.matchAll(
+      /"transaction"\s*:\s*\{\s*"id"\s*:\s*"([0-9a-f-]{36})"|\/pay\/([0-9a-f-]{36})/g,
+    ),
   ].at(-1)
   remember('id', transaction?.[1] ?? transaction?.[2])
   remember('project', last(/"id"\s*:\s*"(proj_\w+)"/g))
@@ -323,7 +338,15 @@ function startShell(cwd: string): Shell {
         until: null,
         output: () => read(log),
         exitCode: async () =>
-          Number((await waitFor(() => read(code), (c) => c.trim() !== '', `${log} to end`)).trim()),
+          Number(
+            (
+              await waitFor(
+                () => read(code),
+                (c) => c.trim() !== '',
+                `${log} to end`,
+              )
+            ).trim(),
+          ),
       }
     },
     close() {

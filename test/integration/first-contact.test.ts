@@ -28,7 +28,7 @@ const cleanEnv = (env: Record<string, string>): Record<string, string> => ({
 describe('browser tests without a browser', () => {
   const SUITE = 'test/e2e/swagger-ui.test.ts'
   test('outside CI every browser test file is skipped (its hooks too), with a message naming what to install or set', async () => {
-    const r = await run([BUN, 'test', 'test/e2e'], {
+    const r = await run([BUN, 'test', '--timeout', '120000', 'test/e2e'], {
       cwd: ROOT,
       env: cleanEnv({ CHROMIUM_PATH: '/nonexistent/chromium' }),
       timeoutMs: 60_000,
@@ -45,7 +45,7 @@ describe('browser tests without a browser', () => {
   })
 
   test('under CI=true they run, and a missing browser fails them with the same message', async () => {
-    const r = await run([BUN, 'test', SUITE], {
+    const r = await run([BUN, 'test', '--timeout', '120000', SUITE], {
       cwd: ROOT,
       env: cleanEnv({ CHROMIUM_PATH: '/nonexistent/chromium', CI: 'true' }),
       timeoutMs: 60_000,

@@ -38,12 +38,14 @@ async function scrape(
   const text = await r.text()
   const families = parsePrometheusTextFormat(text) as Family[]
   const family = (name: string) => families.find((f) => f.name === name)
-  /** The value of one sample (0 when the label set has none yet). */
-  const value = (name: string, labels: Record<string, string> = {}) => {
-    const f = family(name)
-    const m = f?.metrics.find((x) => Object.entries(labels).every(([k, v]) => x.labels?.[k] === v))
-    return Number(m?.value ?? m?.count ?? 0)
-  }
+  /**
+   * The sum of the samples carrying these labels (0 when none does yet): counters start at zero
+   * for every label set they know, so one label may name several series.
+   */
+  const value = (name: string, labels: Record<string, string> = {}) =>
+    (family(name)?.metrics ?? [])
+      .filter((x) => Object.entries(labels).every(([k, v]) => x.labels?.[k] === v))
+      .reduce((sum, m) => sum + Number(m.value ?? m.count ?? 0), 0)
   /**
    * A histogram's observation count for one label set. The parser keeps a histogram's buckets
    * but drops its labels, `_count` and `_sum`, so this one reads the `_count` sample's line.

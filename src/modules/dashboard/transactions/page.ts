@@ -107,17 +107,21 @@ function units(
 
 /**
  * A record (a timeline entry's details, metadata) for reading: one `label: value` line per field,
- * nested fields one line each under their path, addresses and hashes as code.
+ * nested fields one line each under their path, addresses and hashes as code. The service's own
+ * fields read as words; the merchant's (metadata) keep the keys they wrote, nested ones joined
+ * by dots.
  */
-function readable(value: unknown): Html {
+function readable(value: unknown, keys: 'labels' | 'as-written' = 'labels'): Html {
   const lines: [string, unknown][] = []
   const walk = (path: string, v: unknown) => {
     if (v && typeof v === 'object' && !Array.isArray(v))
-      for (const [k, x] of Object.entries(v)) walk(path ? `${path} ${k}` : k, x)
+      for (const [k, x] of Object.entries(v))
+        walk(path ? `${path}${keys === 'as-written' ? '.' : ' '}${k}` : k, x)
     else lines.push([path, v])
   }
   walk('', value)
   const label = (key: string) => {
+    if (keys === 'as-written') return key
     const words = key
       .replace(/_/g, ' ')
       .replace(/([a-z])([A-Z])/g, '$1 $2')
@@ -206,7 +210,7 @@ ${actions}
   ${field('Order description', t.order_description)}
   ${field('Customer name', t.customer_name)}
   ${field('Customer e-mail', t.customer_email)}
-  ${field('Metadata', t.metadata && Object.keys(t.metadata).length ? readable(t.metadata) : null)}
+  ${field('Metadata', t.metadata && Object.keys(t.metadata).length ? readable(t.metadata, 'as-written') : null)}
   ${field('Pay page', html`<a href="${t.payment_url}" rel="noreferrer" target="_blank">${t.payment_url}</a>`)}
   ${field('Success URL', t.success_url)}
   ${field('Cancel URL', t.cancel_url)}
