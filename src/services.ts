@@ -12,6 +12,7 @@ import { createTransactionRegistry } from './actors/transaction-registry.ts'
 import { createChangeFeed, type ChangeFeed } from './db/change-feed.ts'
 import type { Database } from './db/client.ts'
 import { createKeyService } from './keys/key.service.ts'
+import { createKeyRepo } from './keys/key.repo.ts'
 import type { Clock } from './lib/clock.ts'
 import type { TxEvent } from '../machines/transaction.machine.ts'
 import { newId } from './lib/ids.ts'
@@ -20,8 +21,7 @@ import type { Logger } from './lib/logger.ts'
 import { createRateLimitRepo } from './limits/rate-limit.repo.ts'
 import { createEmbeddedRateLimiter, createRateLimiter } from './limits/rate-limiter.ts'
 import { createStatsService } from './modules/stats/service.ts'
-import { settings } from './db/schema.ts'
-import { eq } from 'drizzle-orm'
+import { createSettingsRepo } from './db/settings.repo.ts'
 import { ConfigError } from './config.ts'
 import { createSecretBox, type SecretBox } from './lib/secret-box.ts'
 import { DEFAULT_RETRY_SCHEDULE_MS } from '../machines/webhook-delivery.machine.ts'
@@ -29,6 +29,7 @@ import { createDeliveryRepo } from './webhooks/delivery.repo.ts'
 import { createWebhookDispatcher } from './webhooks/dispatcher.ts'
 import { createDeliveryRunner } from './webhooks/delivery-runner.ts'
 import { createEndpointService } from './webhooks/endpoint.service.ts'
+import { createEndpointRepo } from './webhooks/endpoint.repo.ts'
 import { createEndpointHealth, DEFAULT_DISABLE_AFTER_MS } from './webhooks/endpoint-health.ts'
 import { createMetrics } from './metrics/metrics.ts'
 import { createReadiness, DEFAULT_CHAIN_MAX_LAG_MS } from './operations/readiness.ts'
@@ -48,7 +49,9 @@ import { createRollups } from './modules/transactions/rollups.ts'
 import { createTransactionExport } from './modules/transactions/export.ts'
 import { createExportRepo } from './modules/transactions/export.repo.ts'
 import { createProjectService, type RateLimits } from './projects/project.service.ts'
+import { createProjectRepo } from './projects/project.repo.ts'
 import { createUserService } from './users/user.service.ts'
+import { createUsersRepo } from './users/users.repo.ts'
 import { createSessionService } from './users/session.service.ts'
 import { createDashboardService } from './modules/dashboard/service.ts'
 import { createRefundRepo } from './modules/refunds/refund.repo.ts'
@@ -151,7 +154,13 @@ export async function createServices(deps: {
   const instanceId = deps.instanceId ?? newId('inst')
   const scheduleMs = deps.webhookRetryScheduleMs ?? DEFAULT_RETRY_SCHEDULE_MS
   const addressRules = { allowPrivateTestEndpoints: deps.allowPrivateTestEndpoints ?? false }
-  const endpoints = createEndpointService({ database, changes, clock, secrets, addressRules })
+  const endpoints = createEndpointService({
+    repo: createEndpointRepo(database),
+    changes,
+    clock,
+    secrets,
+    addressRules,
+  })
   const singleInstance = database.kind === 'pglite'
   // One lease covers every actor this instance runs, transactions and deliveries alike. Only
   // servers take it (src/server/start.ts starts the registry and the dispatcher); the CLI never
@@ -349,9 +358,9 @@ export async function createServices(deps: {
         ? { balances: relayer.balances, minBalanceWei: deps.relayer.minBalanceWei }
         : null,
   })
-  const projects = createProjectService({ database, changes })
+  const projects = createProjectService({ repo: createProjectRepo(database), changes, clock })
   const keys = createKeyService({
-    database,
+    repo: createKeyRepo(database),
     changes,
     clock,
     onError: (e) => logger.warn('last_used_at update failed', { error: String(e) }),
@@ -374,6 +383,7 @@ export async function createServices(deps: {
     rates: chain.rates,
   })
   const stats = createStatsService({ rollups })
+  const usersRepo = createUsersRepo(database)
   const transactionExport = createTransactionExport({ repo: createExportRepo(database), clock })
   const pay = createPayService({
     database,
@@ -443,8 +453,8 @@ export async function createServices(deps: {
     x402SettleLimits: deps.x402SettleLimits ?? DEFAULT_X402_SETTLE_LIMITS,
     projects,
     keys,
-    users: createUserService({ database }),
-    sessions: createSessionService({ database, clock, secretKey: deps.secretKey }),
+    users: createUserService({ repo: usersRepo }),
+    sessions: createSessionService({ repo: usersRepo, clock, secretKey: deps.secretKey }),
     signInLimits: SIGN_IN_LIMITS,
     dashboard: createDashboardService({
       transactions,
@@ -530,15 +540,11 @@ export type Services = Awaited<ReturnType<typeof createServices>>
  * with: every webhook signature would otherwise fail at delivery time, far from the cause.
  */
 async function checkSecretKey(database: Database, secrets: SecretBox) {
-  await database.db
-    .insert(settings)
-    .values({ key: 'secret_key_fingerprint', value: secrets.fingerprint })
-    .onConflictDoNothing()
-  const [row] = await database.db
-    .select()
-    .from(settings)
-    .where(eq(settings.key, 'secret_key_fingerprint'))
-  if (row.value !== secrets.fingerprint) {
+  const sealedWith = await createSettingsRepo(database).firstOf(
+    'secret_key_fingerprint',
+    secrets.fingerprint,
+  )
+  if (sealedWith !== secrets.fingerprint) {
     throw new ConfigError(
       'SECRET_KEY',
       "differs from the key this database's secrets were sealed with; use the original SECRET_KEY (or DATA_DIR/secret.key)",

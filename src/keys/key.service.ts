@@ -1,7 +1,4 @@
-import { and, eq, isNull } from 'drizzle-orm'
 import type { ChangeFeed } from '../db/change-feed.ts'
-import type { Database } from '../db/client.ts'
-import { apiKeys, projects } from '../db/schema.ts'
 import type { Clock } from '../lib/clock.ts'
 import { newId } from '../lib/ids.ts'
 import { deny, ok, type Outcome } from '../lib/outcome.ts'
@@ -16,6 +13,7 @@ import {
   SCOPES,
   type Scope,
 } from './api-key.ts'
+import type { ApiKeyRow, KeyRepo } from './key.repo.ts'
 
 /** Who is calling: a live, unrevoked key and what its project allows. */
 export interface Principal {
@@ -38,12 +36,6 @@ export interface ApiKeyRecord {
   revokedAt: Date | null
 }
 
-const inScope = (s: ProjectFilter) =>
-  and(
-    s.projectId ? eq(apiKeys.projectId, s.projectId) : undefined,
-    s.mode ? eq(apiKeys.mode, s.mode) : undefined,
-  )
-
 const CACHE_MAX = 10_000
 /**
  * A safety net only: revocation and project changes evict entries at once through the change feed.
@@ -53,12 +45,12 @@ const CACHE_TTL_MS = 5 * 60_000
 const TOUCH_EVERY_MS = 60_000
 
 export function createKeyService(deps: {
-  database: Database
+  repo: KeyRepo
   changes: ChangeFeed
   clock: Clock
   onError?: (e: unknown) => void
 }) {
-  const { db } = deps.database
+  const { repo } = deps
   const cache = new Map<string, { principal: Principal; at: number }>()
   const touched = new Map<string, number>()
   // Bumped by every change: a lookup that was in flight across a change is not cached, so a
@@ -78,11 +70,7 @@ export function createKeyService(deps: {
   })
 
   async function load(hash: string): Promise<Principal | null> {
-    const [row] = await db
-      .select({ key: apiKeys, project: projects })
-      .from(apiKeys)
-      .innerJoin(projects, eq(projects.id, apiKeys.projectId))
-      .where(and(eq(apiKeys.hash, hash), isNull(apiKeys.revokedAt)))
+    const row = await repo.withProject(hash)
     if (!row) return null
     return {
       keyId: row.key.id,
@@ -105,10 +93,7 @@ export function createKeyService(deps: {
     const now = deps.clock.now()
     if (now - (touched.get(keyId) ?? 0) < TOUCH_EVERY_MS) return
     touched.set(keyId, now)
-    db.update(apiKeys)
-      .set({ lastUsedAt: new Date(now) })
-      .where(eq(apiKeys.id, keyId))
-      .then(() => {}, deps.onError)
+    repo.touch(keyId, new Date(now)).then(() => {}, deps.onError)
   }
 
   return {
@@ -163,44 +148,26 @@ export function createKeyService(deps: {
           problems.map((p) => `${p.path} ${p.message}`).join('; '),
           problems,
         )
-      const [project] = await db
-        .select({ id: projects.id })
-        .from(projects)
-        .where(eq(projects.id, input.projectId))
-      if (!project) return deny('not_found', `No project ${input.projectId}`)
       const key = generateApiKey(input.mode as Mode)
-      const [row] = await db
-        .insert(apiKeys)
-        .values({
-          id: newId('key'),
-          projectId: input.projectId,
-          name,
-          mode: input.mode as Mode,
-          hash: hashApiKey(key),
-          displayPrefix: displayPrefix(key),
-          scopes: [...new Set(scopes)],
-        })
-        .returning()
+      const row = await repo.insert({
+        id: newId('key'),
+        projectId: input.projectId,
+        name,
+        mode: input.mode as Mode,
+        hash: hashApiKey(key),
+        displayPrefix: displayPrefix(key),
+        scopes: [...new Set(scopes)],
+      })
+      if (!row) return deny('not_found', `No project ${input.projectId}`)
       return ok({ record: toRecord(row), key })
     },
 
     /** Revoked keys answer 401 from the next request on, in every instance. */
     async revoke(keyId: string, scope: ProjectFilter = {}): Promise<Outcome<ApiKeyRecord>> {
-      const [row] = await db
-        .update(apiKeys)
-        .set({ revokedAt: new Date(deps.clock.now()) })
-        .where(and(eq(apiKeys.id, keyId), isNull(apiKeys.revokedAt), inScope(scope)))
-        .returning()
-      if (!row) {
-        const [existing] = await db
-          .select()
-          .from(apiKeys)
-          .where(and(eq(apiKeys.id, keyId), inScope(scope)))
-        if (!existing) return deny('not_found', `No API key ${keyId}`)
-        return ok(toRecord(existing))
-      }
-      await deps.changes.publish({ kind: 'key', id: keyId })
-      return ok(toRecord(row))
+      const r = await repo.revoke(keyId, scope, new Date(deps.clock.now()))
+      if (!r) return deny('not_found', `No API key ${keyId}`)
+      if (r.revoked) await deps.changes.publish({ kind: 'key', id: keyId })
+      return ok(toRecord(r.row))
     },
 
     /**
@@ -208,27 +175,18 @@ export function createKeyService(deps: {
      * answers 401, and it leaves the list.
      */
     async delete(keyId: string, scope: ProjectFilter = {}): Promise<Outcome<{ id: string }>> {
-      const [row] = await db
-        .delete(apiKeys)
-        .where(and(eq(apiKeys.id, keyId), inScope(scope)))
-        .returning({ id: apiKeys.id })
-      if (!row) return deny('not_found', `No API key ${keyId}`)
+      if (!(await repo.delete(keyId, scope))) return deny('not_found', `No API key ${keyId}`)
       await deps.changes.publish({ kind: 'key', id: keyId })
-      return ok({ id: row.id })
+      return ok({ id: keyId })
     },
 
     async list(projectId: string, mode?: Mode): Promise<ApiKeyRecord[]> {
-      const rows = await db
-        .select()
-        .from(apiKeys)
-        .where(and(eq(apiKeys.projectId, projectId), mode ? eq(apiKeys.mode, mode) : undefined))
-        .orderBy(apiKeys.createdAt, apiKeys.id)
-      return rows.map(toRecord)
+      return (await repo.list(projectId, mode)).map(toRecord)
     },
   }
 }
 
-function toRecord(r: typeof apiKeys.$inferSelect): ApiKeyRecord {
+function toRecord(r: ApiKeyRow): ApiKeyRecord {
   return {
     id: r.id,
     projectId: r.projectId,

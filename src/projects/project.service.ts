@@ -1,10 +1,9 @@
-import { eq } from 'drizzle-orm'
 import type { ChangeFeed } from '../db/change-feed.ts'
-import type { Database } from '../db/client.ts'
-import { projects } from '../db/schema.ts'
 import { parseCidr } from '../lib/cidr.ts'
+import type { Clock } from '../lib/clock.ts'
 import { newId } from '../lib/ids.ts'
 import { deny, ok, type Outcome } from '../lib/outcome.ts'
+import type { ProjectRepo, ProjectRow } from './project.repo.ts'
 
 export type ProjectStatus = 'active' | 'inactive'
 export interface RateLimits {
@@ -21,8 +20,7 @@ export interface Project {
   createdAt: Date
 }
 
-type Row = typeof projects.$inferSelect
-const toProject = (r: Row): Project => ({
+const toProject = (r: ProjectRow): Project => ({
   id: r.id,
   name: r.name,
   status: r.status,
@@ -34,15 +32,13 @@ const toProject = (r: Row): Project => ({
 const MAX_LIMIT = 1_000_000_000
 
 /** Operator-level project management (CLI today, dashboard settings later). */
-export function createProjectService(deps: { database: Database; changes: ChangeFeed }) {
-  const { db } = deps.database
-
-  async function update(id: string, values: Partial<Row>): Promise<Outcome<Project>> {
-    const [row] = await db
-      .update(projects)
-      .set({ ...values, updatedAt: new Date() })
-      .where(eq(projects.id, id))
-      .returning()
+export function createProjectService(deps: {
+  repo: ProjectRepo
+  changes: ChangeFeed
+  clock: Clock
+}) {
+  async function update(id: string, values: Partial<ProjectRow>): Promise<Outcome<Project>> {
+    const row = await deps.repo.update(id, values, new Date(deps.clock.now()))
     if (!row) return deny('not_found', `No project ${id}`)
     await deps.changes.publish({ kind: 'project', id })
     return ok(toProject(row))
@@ -55,17 +51,16 @@ export function createProjectService(deps: { database: Database; changes: Change
         return deny('invalid_request', 'Project name must be 1 to 100 characters', [
           { path: 'name', message: 'must be 1 to 100 characters' },
         ])
-      const [row] = await db
-        .insert(projects)
-        .values({ id: newId('proj'), name: trimmed })
-        .returning()
-      return ok(toProject(row))
+      return ok(toProject(await deps.repo.insert(newId('proj'), trimmed)))
     },
 
     async get(id: string): Promise<Project | null> {
-      const [row] = await db.select().from(projects).where(eq(projects.id, id))
+      const row = await deps.repo.find(id)
       return row ? toProject(row) : null
     },
+
+    /** The project created first (the demo project, on the embedded defaults). */
+    first: (): Promise<string | null> => deps.repo.first(),
 
     setStatus(id: string, status: string): Promise<Outcome<Project>> {
       if (status !== 'active' && status !== 'inactive') {

@@ -1,5 +1,3 @@
-import { count } from 'drizzle-orm'
-import { projects } from '../db/schema.ts'
 import { randomString } from '../lib/ids.ts'
 import type { Services } from '../services.ts'
 
@@ -18,16 +16,9 @@ export const DEMO_EMAIL = 'demo@example.com'
  * demo project, its test key and a dashboard user.
  */
 export async function ensureDemoProject(services: Services): Promise<Demo | null> {
-  const { db } = services.database
-  const [{ n }] = await db.select({ n: count() }).from(projects)
-  if (Number(n) > 0) {
-    const [first] = await db
-      .select({ id: projects.id })
-      .from(projects)
-      .orderBy(projects.createdAt)
-      .limit(1)
-    return { projectId: first.id, testKey: null, user: { email: DEMO_EMAIL, password: null } }
-  }
+  const first = await services.projects.first()
+  if (first !== null)
+    return { projectId: first, testKey: null, user: { email: DEMO_EMAIL, password: null } }
   const project = await services.projects.create('Demo project')
   if (!project.ok) throw new Error(project.message)
   const key = await services.keys.create({

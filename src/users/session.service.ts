@@ -1,8 +1,7 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
-import type { Database } from '../db/client.ts'
 import type { Clock } from '../lib/clock.ts'
 import { deny, ok, type Outcome } from '../lib/outcome.ts'
-import { createSessionRepo, type UserRow } from './session.repo.ts'
+import type { UserRow, UsersRepo } from './users.repo.ts'
 import { hashPassword, verifyPassword } from './user.service.ts'
 
 /** A session ends after this long without a request... */
@@ -42,12 +41,8 @@ const sha256 = (s: string) => createHash('sha256').update(s).digest('hex')
  * session, and project membership. Nothing here knows about cookies or forms: the dashboard
  * controller carries the tokens.
  */
-export function createSessionService(deps: {
-  database: Database
-  clock: Clock
-  secretKey: Buffer
-}) {
-  const repo = createSessionRepo(deps.database)
+export function createSessionService(deps: { repo: UsersRepo; clock: Clock; secretKey: Buffer }) {
+  const { repo } = deps
   const now = () => new Date(deps.clock.now())
   const csrfKey = createHmac('sha256', deps.secretKey).update('dashboard csrf').digest()
   // The hash unknown e-mails and locked accounts are checked against. Made on first need: the

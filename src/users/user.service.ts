@@ -1,9 +1,7 @@
 import { randomBytes, scrypt, timingSafeEqual } from 'node:crypto'
-import { eq } from 'drizzle-orm'
-import type { Database } from '../db/client.ts'
-import { projectMembers, projects, users } from '../db/schema.ts'
 import { newId } from '../lib/ids.ts'
 import { deny, ok, type Outcome } from '../lib/outcome.ts'
+import type { UsersRepo } from './users.repo.ts'
 
 // scrypt is memory-hard (N=2^15, r=8: 32 MiB per hash) and built into Bun, Deno and Node.
 const N = 2 ** 15
@@ -46,8 +44,10 @@ export async function verifyPassword(password: string, stored: string): Promise<
 const EMAIL_RE = /^[^\s@]+@[^\s@]+\.[^\s@]+$/
 
 /** Dashboard users (sign-in arrives with the dashboard issue); created by the operator's CLI. */
-export function createUserService(deps: { database: Database }) {
-  const { db } = deps.database
+export function createUserService(deps: {
+  repo: Pick<UsersRepo, 'projectExists' | 'userByEmail' | 'insertUser' | 'addMember'>
+}) {
+  const { repo } = deps
   return {
     /** Creates the user, or adds an existing one to another project when the password matches. */
     async create(input: {
@@ -67,12 +67,9 @@ export function createUserService(deps: { database: Database }) {
           problems.map((p) => `${p.path} ${p.message}`).join('; '),
           problems,
         )
-      const [project] = await db
-        .select({ id: projects.id })
-        .from(projects)
-        .where(eq(projects.id, input.projectId))
-      if (!project) return deny('not_found', `No project ${input.projectId}`)
-      const [existing] = await db.select().from(users).where(eq(users.email, email))
+      if (!(await repo.projectExists(input.projectId)))
+        return deny('not_found', `No project ${input.projectId}`)
+      const existing = await repo.userByEmail(email)
       let userId: string
       if (existing) {
         if (!(await verifyPassword(input.password, existing.passwordHash)))
@@ -80,14 +77,13 @@ export function createUserService(deps: { database: Database }) {
         userId = existing.id
       } else {
         userId = newId('usr')
-        await db
-          .insert(users)
-          .values({ id: userId, email, passwordHash: await hashPassword(input.password) })
+        await repo.insertUser({
+          id: userId,
+          email,
+          passwordHash: await hashPassword(input.password),
+        })
       }
-      await db
-        .insert(projectMembers)
-        .values({ userId, projectId: input.projectId })
-        .onConflictDoNothing()
+      await repo.addMember(userId, input.projectId)
       return ok({ id: userId, email, projectId: input.projectId })
     },
   }

@@ -1,17 +1,11 @@
-import { and, asc, eq, isNotNull, isNull } from 'drizzle-orm'
 import type { ChangeFeed } from '../db/change-feed.ts'
-import type { Database } from '../db/client.ts'
-import {
-  projects,
-  WEBHOOK_EVENT_TYPES,
-  webhookEndpoints,
-  type WebhookEventType,
-} from '../db/schema.ts'
+import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../db/schema.ts'
 import type { Clock } from '../lib/clock.ts'
 import { newId, randomString } from '../lib/ids.ts'
 import { deny, ok, type Outcome } from '../lib/outcome.ts'
 import type { SecretBox } from '../lib/secret-box.ts'
 import type { Mode, ProjectFilter } from '../projects/mode.ts'
+import type { EndpointPatch, EndpointRepo, EndpointRow } from './endpoint.repo.ts'
 import { checkEndpointUrl, type AddressRules } from './url-guard.ts'
 
 /** An endpoint as the CLI and dashboard show it: never its secret. */
@@ -56,13 +50,6 @@ export interface SendingInfo {
   failingSince: Date | null
 }
 
-const inScope = (id: string, s: ProjectFilter) =>
-  and(
-    eq(webhookEndpoints.id, id),
-    s.projectId ? eq(webhookEndpoints.projectId, s.projectId) : undefined,
-    s.mode ? eq(webhookEndpoints.mode, s.mode) : undefined,
-  )
-
 /** `whsec_` and 40 base62 characters (238 bits). */
 const newSecret = () => `whsec_${randomString(40)}`
 const MAX_ENDPOINTS_PER_MODE = 20
@@ -80,7 +67,7 @@ function parseEventTypes(raw: readonly string[]): Outcome<WebhookEventType[]> {
   return ok([...new Set(raw)] as WebhookEventType[])
 }
 
-const view = (r: typeof webhookEndpoints.$inferSelect): EndpointView => ({
+const view = (r: EndpointRow): EndpointView => ({
   id: r.id,
   projectId: r.projectId,
   mode: r.mode,
@@ -100,30 +87,22 @@ const view = (r: typeof webhookEndpoints.$inferSelect): EndpointView => ({
  * mode; secrets sealed at rest, shown at creation and on request.
  */
 export function createEndpointService(deps: {
-  database: Database
+  repo: EndpointRepo
   changes: ChangeFeed
   clock: Clock
   secrets: SecretBox
   addressRules: AddressRules
 }) {
-  const { db } = deps.database
+  const { repo } = deps
   const now = () => new Date(deps.clock.now())
-
-  async function row(id: string, scope: ProjectFilter) {
-    const [r] = await db.select().from(webhookEndpoints).where(inScope(id, scope))
-    return r ?? null
-  }
+  const row = (id: string, scope: ProjectFilter) => repo.find(id, scope)
 
   async function update(
     id: string,
     scope: ProjectFilter,
-    patch: Partial<typeof webhookEndpoints.$inferInsert>,
+    patch: EndpointPatch,
   ): Promise<Outcome<EndpointView>> {
-    const [r] = await db
-      .update(webhookEndpoints)
-      .set({ ...patch, updatedAt: now() })
-      .where(inScope(id, scope))
-      .returning()
+    const r = await repo.update(id, scope, { ...patch, updatedAt: now() })
     if (!r) return deny('not_found', `No webhook endpoint ${id}`)
     await deps.changes.publish({ kind: 'endpoint', id })
     return ok(view(r))
@@ -153,15 +132,9 @@ export function createEndpointService(deps: {
       const events: Outcome<WebhookEventType[]> =
         format === 'commerce' ? ok([]) : parseEventTypes(input.eventTypes)
       if (!events.ok) return events
-      const [project] = await db
-        .select({ id: projects.id })
-        .from(projects)
-        .where(eq(projects.id, input.projectId))
-      if (!project) return deny('not_found', `No project ${input.projectId}`)
-      const existing = await db.$count(
-        webhookEndpoints,
-        and(eq(webhookEndpoints.projectId, input.projectId), eq(webhookEndpoints.mode, input.mode)),
-      )
+      if (!(await repo.projectExists(input.projectId)))
+        return deny('not_found', `No project ${input.projectId}`)
+      const existing = await repo.count(input.projectId, input.mode)
       if (existing >= MAX_ENDPOINTS_PER_MODE)
         return deny(
           'conflict',
@@ -170,36 +143,23 @@ export function createEndpointService(deps: {
       const id = newId('ep')
       const secret = newSecret()
       const at = now()
-      const [r] = await db
-        .insert(webhookEndpoints)
-        .values({
-          id,
-          projectId: input.projectId,
-          mode: input.mode,
-          url: url.url.toString(),
-          eventTypes: events.value,
-          format: format as EndpointFormat,
-          secretSealed: deps.secrets.seal(secret, id),
-          enabled: true,
-          createdAt: at,
-          updatedAt: at,
-        })
-        .returning()
+      const r = await repo.insert({
+        id,
+        projectId: input.projectId,
+        mode: input.mode,
+        url: url.url.toString(),
+        eventTypes: events.value,
+        format: format as EndpointFormat,
+        secretSealed: deps.secrets.seal(secret, id),
+        enabled: true,
+        createdAt: at,
+        updatedAt: at,
+      })
       return ok({ endpoint: view(r), secret })
     },
 
     async list(projectId: string, mode?: Mode): Promise<EndpointView[]> {
-      const rows = await db
-        .select()
-        .from(webhookEndpoints)
-        .where(
-          and(
-            eq(webhookEndpoints.projectId, projectId),
-            mode ? eq(webhookEndpoints.mode, mode) : undefined,
-          ),
-        )
-        .orderBy(asc(webhookEndpoints.createdAt), asc(webhookEndpoints.id))
-      return rows.map(view)
+      return (await repo.list(projectId, mode)).map(view)
     },
 
     async get(id: string, scope: ProjectFilter = {}): Promise<Outcome<EndpointView>> {
@@ -245,17 +205,7 @@ export function createEndpointService(deps: {
      * fails; null once deleted.
      */
     async forSending(id: string): Promise<SendingInfo | null> {
-      const [r] = await db
-        .select({
-          url: webhookEndpoints.url,
-          mode: webhookEndpoints.mode,
-          format: webhookEndpoints.format,
-          secretSealed: webhookEndpoints.secretSealed,
-          enabled: webhookEndpoints.enabled,
-          failingSince: webhookEndpoints.failingSince,
-        })
-        .from(webhookEndpoints)
-        .where(eq(webhookEndpoints.id, id))
+      const r = await repo.forSending(id)
       return r
         ? {
             url: r.url,
@@ -270,22 +220,12 @@ export function createEndpointService(deps: {
 
     /** A failed attempt: the streak starts now unless it already runs. */
     async markFailing(id: string, at: Date): Promise<void> {
-      const rows = await db
-        .update(webhookEndpoints)
-        .set({ failingSince: at })
-        .where(and(eq(webhookEndpoints.id, id), isNull(webhookEndpoints.failingSince)))
-        .returning({ id: webhookEndpoints.id })
-      if (rows.length) await deps.changes.publish({ kind: 'endpoint', id })
+      if (await repo.markFailing(id, at)) await deps.changes.publish({ kind: 'endpoint', id })
     },
 
     /** A successful attempt ends the streak. */
     async markAnswering(id: string): Promise<void> {
-      const rows = await db
-        .update(webhookEndpoints)
-        .set({ failingSince: null })
-        .where(and(eq(webhookEndpoints.id, id), isNotNull(webhookEndpoints.failingSince)))
-        .returning({ id: webhookEndpoints.id })
-      if (rows.length) await deps.changes.publish({ kind: 'endpoint', id })
+      if (await repo.markAnswering(id)) await deps.changes.publish({ kind: 'endpoint', id })
     },
 
     /**
@@ -297,11 +237,7 @@ export function createEndpointService(deps: {
       reason: 'gone' | 'failing',
       at: Date,
     ): Promise<EndpointView | null> {
-      const [r] = await db
-        .update(webhookEndpoints)
-        .set({ enabled: false, disabledReason: reason, disabledAt: at, updatedAt: at })
-        .where(and(eq(webhookEndpoints.id, id), eq(webhookEndpoints.enabled, true)))
-        .returning()
+      const r = await repo.disableEnabled(id, reason, at)
       if (!r) return null
       await deps.changes.publish({ kind: 'endpoint', id })
       return view(r)

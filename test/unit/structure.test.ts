@@ -6,7 +6,7 @@ import { ROOT } from '../helpers/processes.ts'
 /**
  * The shape the project keeps (README, "How it runs"): data flows one way, so no module imports
  * one that imports it back; machines are pure; only controllers and the HTTP assembly know
- * Elysia; statements are written and prepared in repositories only.
+ * Elysia; statements are written, prepared and run in repositories only.
  */
 function sources(dir: string): string[] {
   return readdirSync(join(ROOT, dir)).flatMap((name) => {
@@ -29,6 +29,26 @@ const localImports = (file: string) =>
     .filter((s) => s.startsWith('.'))
     .map((s) => normalize(join(dirname(file), s)))
     .filter((p) => existsSync(join(ROOT, p)))
+
+/**
+ * What makes a text a statement's home: a value import from drizzle-orm, a query builder called
+ * on a connection (`db`, `tx`), raw SQL, or the database's own runners; the first one found, or
+ * null.
+ */
+const STATEMENT_SIGNS: RegExp[] = [
+  /^import\s+(?!type\b)[^;]*?from\s+['"]drizzle-orm/m,
+  /\b(?:db|tx|leaseDb)\s*\.\s*(?:select|selectDistinct|insert|update|delete|execute|\$count)\s*\(/,
+  /\bdatabase\s*\.\s*(?:rows|query|transaction)\s*[<(]/,
+  /\bsql\s*`/,
+  /\.prepare\s*\(/,
+]
+function statementIn(source: string): string | null {
+  for (const sign of STATEMENT_SIGNS) {
+    const m = sign.exec(source)
+    if (m) return m[0].replace(/\s+/g, ' ')
+  }
+  return null
+}
 
 /** The strongly connected components of more than one module (Tarjan). */
 function cycles(graph: Map<string, string[]>): string[][] {
@@ -120,15 +140,39 @@ describe('structure', () => {
     ).toEqual([])
   })
 
-  test('statements are prepared and run in repositories only (*.repo.ts and src/db/)', () => {
-    const raw = FILES.filter((f) =>
-      /\bprepare\(|\bdatabase\.(query|rows)\(|\.prepare\('/.test(text.get(f)!),
-    )
+  test('statements are written, prepared and run in repositories only (*.repo.ts and src/db/): no other file imports drizzle-orm but for types, builds a select, insert, update or delete, writes raw SQL or runs it', () => {
     expect(
-      raw
-        .filter((f) => !f.endsWith('.repo.ts') && !f.startsWith('src/db/'))
-        .map((f) => relative('.', f)),
+      FILES.filter((f) => !f.endsWith('.repo.ts') && !f.startsWith('src/db/'))
+        .filter((f) => statementIn(text.get(f)!) !== null)
+        .map((f) => `${relative('.', f)}: ${statementIn(text.get(f)!)}`),
     ).toEqual([])
+  })
+
+  test('the statement finder finds each kind of statement, and not a method of that name elsewhere', () => {
+    for (const written of [
+      "import { eq } from 'drizzle-orm'",
+      "import { and, type SQL } from 'drizzle-orm'",
+      'const rows = await db.select().from(projects)',
+      'await tx\n  .insert(users).values(u)',
+      'await db.update(apiKeys).set({})',
+      'await deps.database.db.delete(apiKeys)',
+      'await db.$count(webhookEndpoints)',
+      'const [r] = await database.rows<{ n: number }>(q)',
+      "await database.query('SELECT 1', [])",
+      'await database.transaction(async (q) => q)',
+      'const q = sql`SELECT 1`',
+      "db.select().from(t).prepare('name')",
+    ])
+      expect({ written, found: statementIn(written) !== null }).toEqual({ written, found: true })
+    for (const plain of [
+      "import type { SQL } from 'drizzle-orm'",
+      'running.delete(id)',
+      'cache.delete(hash)',
+      'await deps.dashboard.transaction(viewer, id)',
+      'createInstanceRepo(database.leaseDb)',
+      'const update = (id: string) => id',
+    ])
+      expect({ plain, found: statementIn(plain) }).toEqual({ plain, found: null })
   })
 
   test('a production install (npm ci --omit=dev) has what npm start runs: the runtime and every package src/ and machines/ import', () => {

@@ -1,14 +1,10 @@
-import { and, eq, gte, inArray, lt, lte, min, or, sql, type SQL } from 'drizzle-orm'
 import type { Database } from '../../db/client.ts'
-import {
-  projects,
-  transactionRollupMarks,
-  transactionRollups,
-  transactions,
-} from '../../db/schema.ts'
 import { createWorkLoop } from '../../instances/work-loop.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { errorSummary, type Logger } from '../../lib/logger.ts'
+import { type Aggregate, createRollupsRepo, type Range, type ReadPlan } from './rollups.repo.ts'
+
+export type { Aggregate, Range } from './rollups.repo.ts'
 
 /**
  * Stats from settled days (docs/decisions/0066-stats-from-settled-days.md). A UTC day of a
@@ -42,25 +38,6 @@ const startOf = (day: string) => Date.parse(`${day}T00:00:00Z`)
 /** The calendar a day of the rollups may fall in: what a `date` column and a bound can be. */
 const FIRST_DAY_MS = startOf('0001-01-01')
 const LAST_DAY_MS = startOf('9999-12-31')
-
-/** What a selection's rows add up to, per status and currency (and per day when asked). */
-export interface Aggregate {
-  day: string | null
-  status: string
-  currency: string
-  n: number
-  /** Decimal strings (null: no rows). */
-  amountUsd: string | null
-  amountInCurrency: string | null
-}
-
-/** The `created_at` range a query's `start_date` and `end_date` select; null bounds are open. */
-export interface Range {
-  start: Date | null
-  end: Date | null
-  /** Whether `end` itself is in the range (a timestamp end) or only what is before it (a date). */
-  endInclusive: boolean
-}
 
 /**
  * The rolled-up days (`YYYY-MM-DD`) a range reads from the rollups: its whole days (from the first
@@ -102,22 +79,10 @@ export function createRollups(deps: {
   /** About how many transactions one roll-up statement aggregates (default CHUNK_ROWS). */
   chunkRows?: number
 }) {
-  const { database } = deps
-  const { db } = database
-  const t = transactions
-  const r = transactionRollups
-  const m = transactionRollupMarks
+  const repo = createRollupsRepo(deps.database)
   const tried = new Map<string, number>()
   const chunkRows = deps.chunkRows ?? CHUNK_ROWS
   let stopped = false
-
-  async function markOf(projectId: string, testingMode: boolean): Promise<string | null> {
-    const [row] = await db
-      .select({ through: m.throughDay })
-      .from(m)
-      .where(and(eq(m.projectId, projectId), eq(m.testingMode, testingMode)))
-    return row?.through ?? null
-  }
 
   /**
    * Rolls up the next days of a project's mode that settled since its mark: as many whole days
@@ -127,53 +92,26 @@ export function createRollups(deps: {
    */
   async function rollNext(projectId: string, testingMode: boolean): Promise<string | null> {
     const now = deps.clock.now()
-    const prior = await markOf(projectId, testingMode)
-    const mine = and(eq(t.projectId, projectId), eq(t.testingMode, testingMode))
-    const [open] = await db
-      .select({ first: min(t.createdAt) })
-      .from(t)
-      .where(and(mine, inArray(t.status, OPEN)))
+    const prior = await repo.mark(projectId, testingMode)
+    const firstOpen = await repo.firstCreatedIn(projectId, testingMode, OPEN)
     const lastAllowed = startOf(dayOf(now)) - (SETTLE_LAG_DAYS + 1) * DAY_MS
-    const beforeOpen = open?.first ? startOf(dayOf(open.first.getTime())) - DAY_MS : Infinity
+    const beforeOpen = firstOpen ? startOf(dayOf(firstOpen.getTime())) - DAY_MS : Infinity
     const settled = dayOf(Math.min(lastAllowed, beforeOpen))
     if (prior !== null && settled <= prior) return null
     const from = prior === null ? null : new Date(startOf(prior) + DAY_MS)
     // The chunk: the whole days before the one holding its (chunkRows + 1)th row; that day itself
     // when it is the chunk's first (a day is never split).
-    const [beyond] = await db
-      .select({ at: t.createdAt })
-      .from(t)
-      .where(and(mine, from === null ? undefined : gte(t.createdAt, from)))
-      // NULLS FIRST: the list's index (created_at DESC NULLS LAST) read backwards, not a sort.
-      .orderBy(sql`${t.createdAt} asc nulls first`)
-      .offset(chunkRows)
-      .limit(1)
+    const beyond = await repo.createdAtOffset(projectId, testingMode, from, chunkRows)
     let through = settled
     if (beyond) {
-      const day = dayOf(beyond.at.getTime())
+      const day = dayOf(beyond.getTime())
       const before = dayOf(startOf(day) - DAY_MS)
       const end = prior !== null && before <= prior ? day : before
       if (end < through) through = end
     }
     const until = new Date(startOf(through) + DAY_MS)
-    const [moved] = await database.rows<{ moved: boolean }>(sql`WITH moved AS (
-  INSERT INTO ${m} (project_id, testing_mode, through_day) VALUES (${projectId}, ${testingMode}, ${through}::date)
-  ON CONFLICT (project_id, testing_mode) DO UPDATE SET through_day = excluded.through_day
-    WHERE ${m}.through_day = ${prior}::date
-  RETURNING 1
-), added AS (
-INSERT INTO ${r} (project_id, testing_mode, day, status, currency, n, amount_usd, amount_in_currency)
-SELECT project_id, testing_mode, (created_at AT TIME ZONE 'UTC')::date, status, currency, count(*), sum(amount_usd), sum(amount_in_currency)
-FROM ${t}
-WHERE project_id = ${projectId} AND testing_mode = ${testingMode}
-  AND ${from === null ? sql`true` : sql`created_at >= ${from.toISOString()}::timestamptz`}
-  AND created_at < ${until.toISOString()}::timestamptz
-  AND EXISTS (SELECT 1 FROM moved)
-GROUP BY 1, 2, 3, 4, 5
-RETURNING 1
-)
-SELECT EXISTS (SELECT 1 FROM moved) AS moved`)
-    return moved?.moved ? through : null
+    const moved = await repo.rollUp({ projectId, testingMode, prior, through, from, until })
+    return moved ? through : null
   }
 
   /**
@@ -223,69 +161,34 @@ SELECT EXISTS (SELECT 1 FROM moved) AS moved`)
   /**
    * Where the rows of a project's mode created in `range` (in a status and currency, when given)
    * are read, once its settled days are rolled up: the days the range covers whole up to the mark
-   * from the rollups (`rolled`, null when there are none), the rest from the transactions
-   * themselves (`direct`).
+   * from the rollups, the rest (what comes before the first whole day, and what comes after the
+   * last rolled-up one) from the transactions themselves.
    */
-  async function sources(
+  async function plan(
     projectId: string,
     testingMode: boolean,
     range: Range,
     filter: { status?: string; currency?: string },
-  ): Promise<{ direct: SQL | undefined; rolled: SQL | undefined | null }> {
+  ): Promise<ReadPlan> {
     settle(projectId, testingMode)
-    const through = await markOf(projectId, testingMode)
-    const days = rolledDays(range, through)
-    const first = days?.first ?? null
-    const last = days?.last ?? null
+    const days = rolledDays(range, await repo.mark(projectId, testingMode))
+    if (days === null)
+      return { projectId, testingMode, filter, direct: { range, outside: null }, rolled: null }
     const endExclusive =
       range.end === null ? null : range.end.getTime() + (range.endInclusive ? 1 : 0)
-    const inRange = and(
-      eq(t.projectId, projectId),
-      eq(t.testingMode, testingMode),
-      filter.status ? eq(t.status, filter.status) : undefined,
-      filter.currency ? eq(t.currency, filter.currency) : undefined,
-      range.start ? gte(t.createdAt, range.start) : undefined,
-      range.end
-        ? range.endInclusive
-          ? lte(t.createdAt, range.end)
-          : lt(t.createdAt, range.end)
-        : undefined,
-    )
-    if (last === null) return { direct: inRange, rolled: null }
-    // The rest, as plain ranges of creation time: what comes before the first whole day, and
-    // what comes after the last rolled-up one. PostgreSQL estimates such ranges from its
-    // histogram; "in range and not in the rolled-up days" it overestimated thirty times at
-    // 10,000,000 transactions, and JIT-compiled the statement (76 ms) for rows it never read.
-    const firstStart = first === null ? null : new Date(startOf(first))
-    const lastEnd = new Date(startOf(last) + DAY_MS)
-    const head =
-      range.start !== null && firstStart !== null && range.start < firstStart
-        ? lt(t.createdAt, firstStart)
-        : undefined
-    const tail =
-      endExclusive === null || endExclusive > lastEnd.getTime()
-        ? gte(t.createdAt, lastEnd)
-        : undefined
+    const firstStart = days.first === null ? null : new Date(startOf(days.first))
+    const lastEnd = new Date(startOf(days.last) + DAY_MS)
+    const before =
+      range.start !== null && firstStart !== null && range.start < firstStart ? firstStart : null
+    const from = endExclusive === null || endExclusive > lastEnd.getTime() ? lastEnd : null
     return {
-      direct:
-        head && tail
-          ? and(inRange, or(head, tail))
-          : head || tail
-            ? and(inRange, head ?? tail)
-            : sql`false`,
-      rolled: and(
-        eq(r.projectId, projectId),
-        eq(r.testingMode, testingMode),
-        filter.status ? eq(r.status, filter.status) : undefined,
-        filter.currency ? eq(r.currency, filter.currency) : undefined,
-        first === null ? undefined : gte(r.day, first),
-        lte(r.day, last),
-      ),
+      projectId,
+      testingMode,
+      filter,
+      direct: before === null && from === null ? null : { range, outside: { before, from } },
+      rolled: days,
     }
   }
-
-  const txDay = sql<string>`to_char(${t.createdAt} AT TIME ZONE 'UTC', 'YYYY-MM-DD')`
-  const rollupDay = sql<string>`to_char(${r.day}, 'YYYY-MM-DD')`
 
   /**
    * The rows of a project in `modes` created in `range`, added up per status and currency (and UTC
@@ -299,40 +202,11 @@ SELECT EXISTS (SELECT 1 FROM moved) AS moved`)
     byDay: boolean,
   ): Promise<Aggregate[]> {
     const parts = await Promise.all(
-      modes.map(async (testingMode) => {
-        const from = await sources(projectId, testingMode, range, {})
-        const direct = db
-          .select({
-            day: byDay ? txDay : sql<null>`null`,
-            status: t.status,
-            currency: t.currency,
-            n: sql<string>`count(*)`,
-            amountUsd: sql<string | null>`sum(${t.amountUsd})`,
-            amountInCurrency: sql<string | null>`sum(${t.amountInCurrency})`,
-          })
-          .from(t)
-          .where(from.direct)
-          .groupBy(...(byDay ? [txDay] : []), t.status, t.currency)
-        const rolled =
-          from.rolled === null
-            ? Promise.resolve([])
-            : db
-                .select({
-                  day: byDay ? rollupDay : sql<null>`null`,
-                  status: r.status,
-                  currency: r.currency,
-                  n: sql<string>`sum(${r.n})`,
-                  amountUsd: sql<string | null>`sum(${r.amountUsd})`,
-                  amountInCurrency: sql<string | null>`sum(${r.amountInCurrency})`,
-                })
-                .from(r)
-                .where(from.rolled)
-                .groupBy(...(byDay ? [r.day] : []), r.status, r.currency)
-        const [a, b] = await Promise.all([direct, rolled])
-        return [...a, ...b]
-      }),
+      modes.map(async (testingMode) =>
+        repo.aggregate(await plan(projectId, testingMode, range, {}), byDay),
+      ),
     )
-    return parts.flat().map((x) => ({ ...x, n: Number(x.n) }))
+    return parts.flat()
   }
 
   /**
@@ -344,19 +218,7 @@ SELECT EXISTS (SELECT 1 FROM moved) AS moved`)
     testingMode: boolean,
     filter: { status?: string; currency?: string },
   ): Promise<{ day: string; n: number }[]> {
-    const from = await sources(projectId, testingMode, ALL_TIME, filter)
-    const [direct, rolled] = await Promise.all([
-      db.select({ day: txDay, n: sql<string>`count(*)` }).from(t).where(from.direct).groupBy(txDay),
-      from.rolled === null
-        ? Promise.resolve([])
-        : db
-            .select({ day: rollupDay, n: sql<string>`sum(${r.n})` })
-            .from(r)
-            .where(from.rolled)
-            .groupBy(r.day),
-    ])
-    return [...direct, ...rolled]
-      .map((x) => ({ day: x.day, n: Number(x.n) }))
+    return (await repo.dayCounts(await plan(projectId, testingMode, ALL_TIME, filter)))
       .filter((x) => x.n > 0)
       .sort((a, b) => (a.day < b.day ? 1 : a.day > b.day ? -1 : 0))
   }
@@ -370,8 +232,8 @@ SELECT EXISTS (SELECT 1 FROM moved) AS moved`)
      * history that predates its rollups is rolled up before anyone asks for stats).
      */
     async settleAll(): Promise<void> {
-      const all = await db.select({ id: projects.id }).from(projects)
-      for (const p of all) for (const testingMode of [true, false]) settle(p.id, testingMode)
+      for (const id of await repo.projectIds())
+        for (const testingMode of [true, false]) settle(id, testingMode)
     },
     /** Resolves once no roll-up is running or asked for. */
     idle: () => background.idle(),

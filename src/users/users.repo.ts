@@ -6,12 +6,27 @@ export type UserRow = typeof users.$inferSelect
 export type SessionRow = typeof dashboardSessions.$inferSelect
 
 /**
- * Dashboard users' sign-in state, sessions and memberships; the rules are in session.service.ts.
+ * Dashboard users: their accounts, sign-in state, sessions and memberships; the rules are in
+ * user.service.ts (accounts) and session.service.ts (sign-in).
  */
-export function createSessionRepo(database: Database) {
+export function createUsersRepo(database: Pick<Database, 'db'>) {
   const { db } = database
 
   return {
+    async projectExists(id: string): Promise<boolean> {
+      const [row] = await db.select({ id: projects.id }).from(projects).where(eq(projects.id, id))
+      return row !== undefined
+    },
+
+    async insertUser(user: { id: string; email: string; passwordHash: string }): Promise<void> {
+      await db.insert(users).values(user)
+    },
+
+    /** Makes the user a member of the project (already one: nothing changes). */
+    async addMember(userId: string, projectId: string): Promise<void> {
+      await db.insert(projectMembers).values({ userId, projectId }).onConflictDoNothing()
+    },
+
     async userByEmail(email: string): Promise<UserRow | undefined> {
       const [user] = await db.select().from(users).where(eq(users.email, email))
       return user
@@ -91,4 +106,4 @@ export function createSessionRepo(database: Database) {
   }
 }
 
-export type SessionRepo = ReturnType<typeof createSessionRepo>
+export type UsersRepo = ReturnType<typeof createUsersRepo>
