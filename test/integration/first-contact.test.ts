@@ -170,7 +170,7 @@ if (process.env.DATABASE_URL) {
     test("passes with a DATABASE_URL naming a database that does not exist (tests create theirs from the server's default database)", async () => {
       const url = new URL(process.env.DATABASE_URL!)
       url.pathname = `/no_such_database_${Date.now()}`
-      const r = await run([BUN, 'test', '--timeout', '120000', 'test/integration/stats.test.ts'], {
+      const r = await run([BUN, 'test', '--timeout', '120000', 'test/api/stats.test.ts'], {
         cwd: ROOT,
         env: { ...cleanEnv({}), DATABASE_URL: url.toString() },
         timeoutMs: 300_000,
